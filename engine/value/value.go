@@ -1,0 +1,178 @@
+// Package value holds the engine's JSON data model and the operations the
+// reference performs on it: RFC 8785 canonical text, the content hash,
+// deep copy and equality, JavaScript's own-key order, and bounded decoding.
+//
+// A value is what encoding/json produces into an interface: nil, bool,
+// float64, string, []any or map[string]any. Numbers are float64 because
+// the reference's are.
+package value
+
+import (
+	"math"
+	"sort"
+	"strconv"
+)
+
+// Clone returns a deep copy of v.
+func Clone(v any) any {
+	switch t := v.(type) {
+	case map[string]any:
+		m := make(map[string]any, len(t))
+		for k, x := range t {
+			m[k] = Clone(x)
+		}
+		return m
+	case []any:
+		a := make([]any, len(t))
+		for i, x := range t {
+			a[i] = Clone(x)
+		}
+		return a
+	case int:
+		return float64(t)
+	case int64:
+		return float64(t)
+	}
+	return v
+}
+
+// Equal reports deep equality of two JSON values (numbers by value).
+func Equal(a, b any) bool {
+	switch x := a.(type) {
+	case nil:
+		return b == nil
+	case bool:
+		y, ok := b.(bool)
+		return ok && x == y
+	case float64:
+		y, ok := b.(float64)
+		return ok && x == y
+	case string:
+		y, ok := b.(string)
+		return ok && x == y
+	case []any:
+		y, ok := b.([]any)
+		if !ok || len(x) != len(y) {
+			return false
+		}
+		for i := range x {
+			if !Equal(x[i], y[i]) {
+				return false
+			}
+		}
+		return true
+	case map[string]any:
+		y, ok := b.(map[string]any)
+		if !ok || len(x) != len(y) {
+			return false
+		}
+		for k, v := range x {
+			w, ok := y[k]
+			if !ok || !Equal(v, w) {
+				return false
+			}
+		}
+		return true
+	}
+	return false
+}
+
+// Keys returns an object's keys in JavaScript's own-property order for an
+// object built from canonical JSON: array-index keys ascending by number,
+// then the rest in canonical (UTF-16) order. The reference walks members
+// in this order, so the first error it reports depends on it.
+func Keys(m map[string]any) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	SortKeys(keys)
+	return keys
+}
+
+// SortKeys sorts keys in JavaScript's own-property order (see Keys).
+func SortKeys(keys []string) {
+	sort.Slice(keys, func(i, j int) bool { return jsKeyLess(keys[i], keys[j]) })
+}
+
+func jsKeyLess(a, b string) bool {
+	ia, aIdx := arrayIndex(a)
+	ib, bIdx := arrayIndex(b)
+	switch {
+	case aIdx && bIdx:
+		return ia < ib
+	case aIdx:
+		return true
+	case bIdx:
+		return false
+	}
+	return CompareUTF16(a, b) < 0
+}
+
+// arrayIndex reports whether k is a canonical array index (0 … 2^32-2),
+// which JavaScript orders before every other key.
+func arrayIndex(k string) (uint64, bool) {
+	if k == "" || len(k) > 10 || (len(k) > 1 && k[0] == '0') {
+		return 0, false
+	}
+	n, err := strconv.ParseUint(k, 10, 64)
+	if err != nil || n > math.MaxUint32-1 {
+		return 0, false
+	}
+	return n, true
+}
+
+// CompareUTF16 compares two strings by UTF-16 code units, the order of
+// JavaScript's string comparison and of RFC 8785 member sorting.
+func CompareUTF16(a, b string) int {
+	// Byte order equals code point order; it differs from UTF-16 order only
+	// when a supplementary character meets a character in U+E000…U+FFFF.
+	ra, rb := []rune(a), []rune(b)
+	for i := 0; i < len(ra) && i < len(rb); i++ {
+		if ra[i] == rb[i] {
+			continue
+		}
+		ua, ub := utf16Lead(ra[i]), utf16Lead(rb[i])
+		if ua != ub {
+			if ua < ub {
+				return -1
+			}
+			return 1
+		}
+		if ra[i] < rb[i] {
+			return -1
+		}
+		return 1
+	}
+	switch {
+	case len(ra) < len(rb):
+		return -1
+	case len(ra) > len(rb):
+		return 1
+	}
+	return 0
+}
+
+func utf16Lead(r rune) rune {
+	if r >= 0x10000 {
+		return 0xD800 + ((r - 0x10000) >> 10)
+	}
+	return r
+}
+
+// IsObject reports whether v is a JSON object.
+func IsObject(v any) bool { _, ok := v.(map[string]any); return ok }
+
+// TypeName returns JavaScript's typeof for a JSON value ("object" for null,
+// arrays and objects).
+func TypeName(v any) string {
+	switch v.(type) {
+	case bool:
+		return "boolean"
+	case float64:
+		return "number"
+	case string:
+		return "string"
+	}
+	return "object"
+}
