@@ -1,0 +1,150 @@
+// Package subjects is the one place that names every NATS subject, stream,
+// consumer and bucket jetflow uses, under a configurable prefix so that
+// several deployments can share one account. It also checks every run id,
+// task name, version and event type before it reaches a subject, so that
+// nothing a user supplies can break or inject into one.
+package subjects
+
+import (
+	"fmt"
+	"strings"
+)
+
+// DefaultPrefix is the prefix of a deployment that names none.
+const DefaultPrefix = "jetflow"
+
+// MaxToken is the longest run id, task name, event type or prefix accepted.
+const MaxToken = 128
+
+// MaxVersion is the longest task version accepted.
+const MaxVersion = 64
+
+// Names builds every name of one deployment. The zero value is not valid;
+// use New.
+type Names struct {
+	prefix string
+}
+
+// New returns the names under prefix ("" means DefaultPrefix).
+func New(prefix string) (Names, error) {
+	if prefix == "" {
+		prefix = DefaultPrefix
+	}
+	if err := checkToken("prefix", prefix); err != nil {
+		return Names{}, err
+	}
+	return Names{prefix: prefix}, nil
+}
+
+// Must is New for prefixes known to be valid.
+func Must(prefix string) Names {
+	n, err := New(prefix)
+	if err != nil {
+		panic(err)
+	}
+	return n
+}
+
+// Prefix returns the deployment prefix.
+func (n Names) Prefix() string { return n.prefix }
+
+// Input kinds: the last token(s) of a run-input subject.
+const (
+	KindStart  = "start"
+	KindEvent  = "event"
+	KindResult = "result"
+	KindTimer  = "timer"
+	KindCancel = "cancel"
+)
+
+// InputStream holds every message a run consumes: its history.
+func (n Names) InputStream() string { return n.prefix + "_inputs" }
+
+// InputAll matches every run input.
+func (n Names) InputAll() string { return n.prefix + ".in.>" }
+
+// RunInputs matches every input of one run (its history).
+func (n Names) RunInputs(runID string) string { return n.prefix + ".in." + runID + ".>" }
+
+// Start is where a run's start message goes.
+func (n Names) Start(runID string) string { return n.prefix + ".in." + runID + "." + KindStart }
+
+// Event is where an external event of the given type for a run goes.
+func (n Names) Event(runID, eventType string) string {
+	return n.prefix + ".in." + runID + "." + KindEvent + "." + eventType
+}
+
+// Result is where workers publish the result of a run's task invocation.
+func (n Names) Result(runID string) string { return n.prefix + ".in." + runID + "." + KindResult }
+
+// Timer is where a run's due timers are produced by the scheduler.
+func (n Names) Timer(runID string) string { return n.prefix + ".in." + runID + "." + KindTimer }
+
+// Cancel is where a run's cancel request goes.
+func (n Names) Cancel(runID string) string { return n.prefix + ".in." + runID + "." + KindCancel }
+
+// ScheduleAll matches every pending timer schedule (kept in the input
+// stream, because a schedule's target must be in its own stream).
+func (n Names) ScheduleAll() string { return n.prefix + ".sched.>" }
+
+// Schedule is the subject of one timer's schedule message. One schedule
+// lives per subject, so each timer gets its own.
+func (n Names) Schedule(runID, timerID string) string {
+	return n.prefix + ".sched." + runID + "." + timerID
+}
+
+// DispatcherConsumer is the durable consumer all dispatchers share.
+func (n Names) DispatcherConsumer() string { return "dispatcher" }
+
+// TaskStream holds task invocations until a worker acknowledges them.
+func (n Names) TaskStream() string { return n.prefix + "_tasks" }
+
+// TaskAll matches every task invocation.
+func (n Names) TaskAll() string { return n.prefix + ".task.>" }
+
+// Task is where invocations of one task version are published.
+func (n Names) Task(task, version string) string {
+	return n.prefix + ".task." + task + "." + VersionToken(version)
+}
+
+// TaskConsumer is the durable consumer the workers of one task version bind.
+func (n Names) TaskConsumer(task, version string) string {
+	return "task_" + task + "_" + VersionToken(version)
+}
+
+// StatusAll matches every run status announcement.
+func (n Names) StatusAll() string { return n.prefix + ".status.>" }
+
+// Status is where a run's status changes are announced.
+func (n Names) Status(runID string) string { return n.prefix + ".status." + runID }
+
+// RunBucket is the KV bucket of run state, keyed by run id.
+func (n Names) RunBucket() string { return n.prefix + "_runs" }
+
+// WorkflowBucket is the KV bucket of deployed workflow definitions.
+func (n Names) WorkflowBucket() string { return n.prefix + "_workflows" }
+
+// ParseInput splits a run-input subject into run id, kind and (for events)
+// event type.
+func (n Names) ParseInput(subject string) (runID, kind, eventType string, err error) {
+	rest, ok := strings.CutPrefix(subject, n.prefix+".in.")
+	if !ok {
+		return "", "", "", fmt.Errorf("subject %q is not a run input of prefix %q", subject, n.prefix)
+	}
+	parts := strings.Split(rest, ".")
+	if len(parts) < 2 {
+		return "", "", "", fmt.Errorf("subject %q names no input kind", subject)
+	}
+	runID, kind = parts[0], parts[1]
+	switch {
+	case kind == KindEvent && len(parts) == 3:
+		eventType = parts[2]
+	case kind == KindEvent:
+		return "", "", "", fmt.Errorf("subject %q: an event subject ends in event.<type>", subject)
+	case len(parts) != 2:
+		return "", "", "", fmt.Errorf("subject %q has unexpected tokens after %q", subject, kind)
+	case kind != KindStart && kind != KindResult && kind != KindTimer && kind != KindCancel:
+		return "", "", "", fmt.Errorf("subject %q: unknown input kind %q", subject, kind)
+	}
+	return runID, kind, eventType, nil
+}

@@ -1,0 +1,126 @@
+package subjects
+
+import (
+	"errors"
+	"strings"
+	"testing"
+)
+
+func TestCheckTokens(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		in   string
+		ok   bool
+		want string
+	}{
+		{"order-42_a", true, ""},
+		{"", false, "empty"},
+		{"a.b", false, "'.'"},
+		{"a*", false, "wildcard"},
+		{"a>", false, "wildcard"},
+		{"a b", false, "white space"},
+		{"a\tb", false, "white space"},
+		{"é", false, "byte 0xc3"},
+		{strings.Repeat("x", MaxToken), true, ""},
+		{strings.Repeat("x", MaxToken+1), false, "longer than"},
+	}
+	for _, c := range cases {
+		for name, check := range map[string]func(string) error{"run": CheckRunID, "task": CheckTask, "event": CheckEventType} {
+			err := check(c.in)
+			if (err == nil) != c.ok {
+				t.Errorf("%s(%q) = %v, want ok=%v", name, c.in, err, c.ok)
+				continue
+			}
+			if err != nil && (!errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), c.want)) {
+				t.Errorf("%s(%q) = %q, want ErrInvalid mentioning %q", name, c.in, err, c.want)
+			}
+		}
+	}
+}
+
+func TestVersions(t *testing.T) {
+	t.Parallel()
+	for _, v := range []string{"1", "1.2.0", "2024-01+build"} {
+		if err := CheckVersion(v); err != nil {
+			t.Errorf("CheckVersion(%q) = %v", v, err)
+		}
+		if tok := VersionToken(v); strings.ContainsAny(tok, ".*> ") {
+			t.Errorf("VersionToken(%q) = %q is not one token", v, tok)
+		}
+	}
+	for _, v := range []string{"", "1~2", "1 2", "1*", strings.Repeat("1", MaxVersion+1)} {
+		if err := CheckVersion(v); err == nil {
+			t.Errorf("CheckVersion(%q) accepted", v)
+		}
+	}
+	if VersionToken("1.2") == VersionToken("1_2") {
+		t.Error("version tokens collide")
+	}
+}
+
+func TestNames(t *testing.T) {
+	t.Parallel()
+	n := Must("")
+	if got := n.Event("r1", "payment"); got != "jetflow.in.r1.event.payment" {
+		t.Errorf("Event = %q", got)
+	}
+	if got := n.Task("charge", "1.0"); got != "jetflow.task.charge.1~0" {
+		t.Errorf("Task = %q", got)
+	}
+	if _, err := New("bad.prefix"); err == nil {
+		t.Error("a prefix with '.' was accepted")
+	}
+	other := Must("blue")
+	if other.InputStream() == n.InputStream() || other.RunBucket() == n.RunBucket() {
+		t.Error("two prefixes share a stream or bucket")
+	}
+}
+
+func TestParseInput(t *testing.T) {
+	t.Parallel()
+	n := Must("jf")
+	cases := []struct {
+		subject, run, kind, event string
+		ok                        bool
+	}{
+		{"jf.in.r1.start", "r1", KindStart, "", true},
+		{"jf.in.r1.event.paid", "r1", KindEvent, "paid", true},
+		{"jf.in.r1.result", "r1", KindResult, "", true},
+		{"jf.in.r1.timer", "r1", KindTimer, "", true},
+		{"jf.in.r1.cancel", "r1", KindCancel, "", true},
+		{"jf.in.r1.event", "", "", "", false},
+		{"jf.in.r1.event.a.b", "", "", "", false},
+		{"jf.in.r1.bogus", "", "", "", false},
+		{"jf.in.r1.start.x", "", "", "", false},
+		{"jf.in.r1", "", "", "", false},
+		{"other.in.r1.start", "", "", "", false},
+	}
+	for _, c := range cases {
+		run, kind, ev, err := n.ParseInput(c.subject)
+		if (err == nil) != c.ok || run != c.run || kind != c.kind || ev != c.event {
+			t.Errorf("ParseInput(%q) = %q %q %q %v", c.subject, run, kind, ev, err)
+		}
+	}
+}
+
+func FuzzParseInput(f *testing.F) {
+	n := Must("jf")
+	for _, s := range []string{"jf.in.r1.start", "jf.in.r1.event.x", "jf.in..", "jf.in.r1.event."} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		run, kind, ev, err := n.ParseInput(s)
+		if err != nil {
+			return
+		}
+		var back string
+		if kind == KindEvent {
+			back = n.Event(run, ev)
+		} else {
+			back = n.prefix + ".in." + run + "." + kind
+		}
+		if back != s {
+			t.Fatalf("ParseInput(%q) does not round-trip: %q", s, back)
+		}
+	})
+}

@@ -1,0 +1,111 @@
+// Package wire holds the JSON bodies and headers of every message jetflow
+// sends or accepts, as docs/PROTOCOL.md specifies them. Workers and event
+// publishers in other languages implement exactly these shapes.
+package wire
+
+import "encoding/json"
+
+// Headers set on jetflow messages.
+const (
+	// HeaderMsgID is JetStream's de-duplication id.
+	HeaderMsgID = "Nats-Msg-Id"
+	// HeaderRunID names the run on task invocations and status messages.
+	HeaderRunID = "Jetflow-Run"
+	// HeaderActivation carries a task invocation's activation key.
+	HeaderActivation = "Jetflow-Activation"
+	// HeaderTimer names the timer a scheduled fire belongs to.
+	HeaderTimer = "Jetflow-Timer"
+	// HeaderDeadline is a timer's logical deadline in Unix milliseconds.
+	HeaderDeadline = "Jetflow-Deadline"
+)
+
+// Start is the body of a run's start message.
+type Start struct {
+	// Workflow is the deployed workflow's name.
+	Workflow string `json:"workflow"`
+	// Revision pins a deployed revision; empty means the latest.
+	Revision string `json:"revision,omitempty"`
+	// Input is the run input (absent means null).
+	Input json.RawMessage `json:"input,omitempty"`
+}
+
+// Invocation is the body of a task invocation a worker receives.
+type Invocation struct {
+	Run        string `json:"run"`
+	Activation string `json:"activation"`
+	// State is the work state's id (a JSON Pointer into the workflow).
+	State   string `json:"state"`
+	Node    string `json:"node"`
+	Task    string `json:"task"`
+	Version string `json:"version"`
+	Attempt int    `json:"attempt"`
+	// Input and With are what the task handler receives.
+	Input json.RawMessage `json:"input"`
+	With  json.RawMessage `json:"with,omitempty"`
+	// Token must be echoed in the result: only the receiver of this
+	// invocation can answer it.
+	Token string `json:"token"`
+	// Reply is the subject the result is published to.
+	Reply string `json:"reply"`
+}
+
+// Result is the body a worker publishes to an invocation's Reply subject.
+// Exactly one of Output and Error is set.
+type Result struct {
+	Activation string          `json:"activation"`
+	Node       string          `json:"node"`
+	Attempt    int             `json:"attempt"`
+	Token      string          `json:"token"`
+	Output     json.RawMessage `json:"output,omitempty"`
+	Error      *TaskError      `json:"error,omitempty"`
+}
+
+// TaskError is a task's failure as a worker reports it.
+type TaskError struct {
+	Message string `json:"message"`
+	// Code is the worker's own error code; the retry policy may name codes
+	// that are not retried.
+	Code string `json:"code,omitempty"`
+	// NonRetryable skips the remaining attempts.
+	NonRetryable bool `json:"nonRetryable,omitempty"`
+}
+
+// Timer is the body of a scheduled timer message.
+type Timer struct {
+	Timer    string  `json:"timer"`
+	Deadline float64 `json:"deadline"`
+}
+
+// Cancel is the body of a cancel request.
+type Cancel struct {
+	Reason string `json:"reason,omitempty"`
+}
+
+// Status is announced on a run's status subject at every status change.
+type Status struct {
+	Run      string          `json:"run"`
+	Workflow string          `json:"workflow"`
+	Revision string          `json:"revision"`
+	Status   string          `json:"status"`
+	State    string          `json:"state,omitempty"`
+	Result   json.RawMessage `json:"result,omitempty"`
+	Error    *RunError       `json:"error,omitempty"`
+	// Time is the logical time of the change, Unix milliseconds.
+	Time float64 `json:"time"`
+}
+
+// RunError is why a run failed.
+type RunError struct {
+	Code    string `json:"code"`
+	Path    string `json:"path"`
+	Message string `json:"message"`
+}
+
+// Run statuses.
+const (
+	StatusRunning   = "running"
+	StatusWaiting   = "waiting"
+	StatusDone      = "done"
+	StatusFailed    = "failed"
+	StatusCancelled = "cancelled"
+)
