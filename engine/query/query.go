@@ -2,35 +2,160 @@
 // (QUERY-FORMAT.md of @jarenjs/json 0.91.4): compile once, evaluate many.
 // Compile errors carry JQ0xxx codes and the JSON Pointer of the offending
 // phrase; evaluation errors carry JQ2xxx codes.
+//
+// A document compiles to a tree of closures over a frame of slots (slot 0
+// is the input document, one slot per binding site and external), so
+// evaluation does no interpretation, reflection or re-encoding.
 package query
 
-import "github.com/jetflow/jetflow/engine/fault"
+import (
+	"fmt"
+	"strconv"
+
+	"github.com/jetflow/jetflow/engine/fault"
+	"github.com/jetflow/jetflow/engine/value"
+)
 
 // Options tune compilation. The zero value is the reference's default.
 type Options struct {
 	// Limits bound evaluation (steps, sequence items, result items, depth).
-	// Zero fields take the reference's defaults.
+	// Zero fields take jetflow's defaults (DefaultLimits).
 	Limits Limits
 }
 
-// Limits bound what one evaluation may spend.
+// Limits bound what one evaluation may spend (QUERY-FORMAT §8.12). The
+// reference sets none by default; jetflow always enforces these so that a
+// hostile query is stopped rather than hung.
 type Limits struct {
+	// SequenceItems caps every FLWOR phrase result and fold accumulator
+	// (JQ2009) and tightens the $range guard (JQ2007). Default 1,000,000.
 	SequenceItems int
-	ResultItems   int
-	Steps         int
-	Depth         int
+	// ResultItems caps the final result of Eval and Items (JQ2009).
+	// Default 1,000,000.
+	ResultItems int
+	// Steps caps expression-node evaluations per call (JQ2009); bulk work
+	// inside one node is charged one step per 64 items. Default 10,000,000.
+	Steps int
+	// Depth caps expression nesting, checked at compile time (JQ0011).
+	// Default 256.
+	Depth int
+}
+
+// DefaultLimits are the limits a zero field takes.
+var DefaultLimits = Limits{SequenceItems: 1000000, ResultItems: 1000000, Steps: 10000000, Depth: 256}
+
+func (l Limits) withDefaults() Limits {
+	if l.SequenceItems <= 0 {
+		l.SequenceItems = DefaultLimits.SequenceItems
+	}
+	if l.ResultItems <= 0 {
+		l.ResultItems = DefaultLimits.ResultItems
+	}
+	if l.Steps <= 0 {
+		l.Steps = DefaultLimits.Steps
+	}
+	if l.Depth <= 0 {
+		l.Depth = DefaultLimits.Depth
+	}
+	return l
 }
 
 // Query is a compiled query document, safe for concurrent use.
 type Query struct {
-	doc any
-	// implementation fields are added by the compiler
+	doc       any
+	root      getter
+	frameSize int
+	externals []string
+	extSlots  []int
+	lim       Limits
 }
 
 // Compile compiles a query document. A bare string is an RFC 9535 path or a
 // literal, per the format.
-func Compile(doc any, opts Options) (*Query, error) {
-	return nil, fault.New(fault.JQ0002, "the query engine is not implemented yet", "")
+func Compile(doc any, opts Options) (q *Query, err error) {
+	lim := opts.Limits.withDefaults()
+	c := &compiler{nextSlot: 1, extSlots: map[string]int{}, lim: lim, hardDepth: lim.Depth * 4}
+	defer func() {
+		if r := recover(); r != nil {
+			ce, ok := r.(compileError)
+			if !ok {
+				panic(r)
+			}
+			q, err = nil, ce.err
+		}
+	}()
+	expr, rootPath := doc, ""
+	if obj, ok := doc.(map[string]any); ok && (has(obj, "$query") || has(obj, "$expr")) {
+		allDollar := true
+		for k := range obj {
+			if len(k) == 0 || k[0] != '$' {
+				allDollar = false
+			}
+		}
+		if allDollar {
+			if v, ok := obj["$query"]; ok && v != "0.1" {
+				fail(fault.JQ0006, "unknown query format version "+jsonText(v), "/$query")
+			}
+			if !has(obj, "$query") || !has(obj, "$expr") || len(obj) != 2 {
+				fail(fault.JQ0003, "the version envelope requires exactly the keys '$query' and '$expr'", "")
+			}
+			expr, rootPath = obj["$expr"], "/$expr"
+		}
+	}
+	root := c.expr(expr, rootPath, nil, 1)
+	if c.maxDepth > lim.Depth {
+		fail(fault.JQ0011, "the query nests "+strconv.Itoa(c.maxDepth)+" expressions deep, more than limits.depth ("+
+			strconv.Itoa(lim.Depth)+")", c.deepPath)
+	}
+	q = &Query{doc: doc, root: root, frameSize: c.nextSlot, externals: c.extNames, lim: lim}
+	for _, n := range c.extNames {
+		q.extSlots = append(q.extSlots, c.extSlots[n])
+	}
+	return q, nil
+}
+
+func jsonText(v any) string {
+	s, err := value.Canonical(v)
+	if err != nil {
+		return fmt.Sprint(v)
+	}
+	return s
+}
+
+// evaluate runs the closure tree and recovers runtime faults.
+func (q *Query) evaluate(data any, ext map[string]any) (v any, err error) {
+	f := &frame{maxSteps: q.lim.Steps, lim: &q.lim}
+	if q.frameSize <= len(f.buf) {
+		f.slots = f.buf[:q.frameSize]
+	} else {
+		f.slots = make([]any, q.frameSize)
+	}
+	f.slots[0] = data
+	for i, name := range q.externals {
+		if x, ok := ext[name]; ok {
+			f.slots[q.extSlots[i]] = x
+		} else {
+			f.slots[q.extSlots[i]] = unboundT{}
+		}
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			re, ok := r.(runtimeError)
+			if !ok {
+				panic(r)
+			}
+			v, err = nil, re.err
+		}
+	}()
+	return q.root(f), nil
+}
+
+func (q *Query) checkResult(n int) error {
+	if n > q.lim.ResultItems {
+		return fault.New(fault.JQ2009, "the query result has "+strconv.Itoa(n)+" items, more than limits.resultItems ("+
+			strconv.Itoa(q.lim.ResultItems)+")", "")
+	}
+	return nil
 }
 
 // Eval applies the query to data. It returns the result as the reference's
@@ -38,19 +163,59 @@ func Compile(doc any, opts Options) (*Query, error) {
 // the item itself for a singleton, a []any of the items for a longer
 // sequence. ext binds external variables by name.
 func (q *Query) Eval(data any, ext map[string]any) (result any, ok bool, err error) {
-	return nil, false, fault.New(fault.JQ0002, "the query engine is not implemented yet", "")
+	v, err := q.evaluate(data, ext)
+	if err != nil {
+		return nil, false, err
+	}
+	switch x := v.(type) {
+	case emptySeq:
+		return nil, false, nil
+	case *multi:
+		if err := q.checkResult(len(x.items)); err != nil {
+			return nil, false, err
+		}
+		return x.items, true, nil
+	}
+	return v, true, nil
 }
 
 // Items returns the result sequence as a slice (empty for the empty sequence).
 func (q *Query) Items(data any, ext map[string]any) ([]any, error) {
-	return nil, fault.New(fault.JQ0002, "the query engine is not implemented yet", "")
+	v, err := q.evaluate(data, ext)
+	if err != nil {
+		return nil, err
+	}
+	items := itemsOf(v)
+	if err := q.checkResult(len(items)); err != nil {
+		return nil, err
+	}
+	if items == nil {
+		items = []any{}
+	}
+	return items, nil
 }
 
 // EBV returns the effective boolean value of the result (QUERY-FORMAT §2.2),
 // as the reference's query.ebv(data): JQ2003 for two or more items.
-func (q *Query) EBV(data any, ext map[string]any) (bool, error) {
-	return false, fault.New(fault.JQ0002, "the query engine is not implemented yet", "")
+func (q *Query) EBV(data any, ext map[string]any) (b bool, err error) {
+	v, err := q.evaluate(data, ext)
+	if err != nil {
+		return false, err
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			re, ok := r.(runtimeError)
+			if !ok {
+				panic(r)
+			}
+			b, err = false, re.err
+		}
+	}()
+	return ebv(v, ""), nil
 }
 
 // Externals lists the external variable names in order of first appearance.
-func (q *Query) Externals() []string { return nil }
+func (q *Query) Externals() []string { return append([]string(nil), q.externals...) }
+
+// Doc returns the document the query was compiled from.
+func (q *Query) Doc() any { return q.doc }

@@ -1,0 +1,349 @@
+package query
+
+import (
+	"regexp"
+	"strconv"
+	"strings"
+
+	"github.com/jetflow/jetflow/engine/fault"
+	"github.com/jetflow/jetflow/engine/value"
+)
+
+// getter evaluates one compiled expression against a frame and returns a
+// sequence value (see seq.go).
+type getter func(f *frame) any
+
+// frame is the per-evaluation state: slot 0 is the input document, every
+// binding site and external owns one slot (QUERY-FORMAT Appendix C.5).
+type frame struct {
+	slots    []any
+	steps    int
+	maxSteps int
+	lim      *Limits
+	buf      [6]any // slots of small queries, saving an allocation
+}
+
+// unbound marks an external the caller did not bind.
+type unboundT struct{}
+
+// scope is the lexical environment: a chain of name → slot bindings.
+type scope struct {
+	name   string
+	slot   int
+	parent *scope
+}
+
+// compiler holds the state of one compilation.
+type compiler struct {
+	nextSlot  int
+	extSlots  map[string]int
+	extNames  []string
+	lim       Limits
+	maxDepth  int
+	deepPath  string
+	hardDepth int
+}
+
+var varNameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+var varHeadRE = regexp.MustCompile(`^\$([A-Za-z_][A-Za-z0-9_]*)`)
+
+// compileError unwinds compilation; Compile recovers it into a returned
+// error, so the recursive descent needs no error plumbing.
+type compileError struct{ err *fault.Error }
+
+func fail(code fault.Code, reason, path string) {
+	panic(compileError{fault.New(code, reason, path)})
+}
+
+func ptr(base, seg string) string { return base + "/" + value.EncodePointerSegment(seg) }
+
+func idx(base string, i int) string { return base + "/" + strconv.Itoa(i) }
+
+// expr compiles any JSON value in expression position (QUERY-FORMAT §3).
+func (c *compiler) expr(v any, path string, sc *scope, depth int) getter {
+	if depth > c.maxDepth {
+		c.maxDepth = depth
+		c.deepPath = path
+	}
+	if depth > c.hardDepth {
+		fail(fault.JQ0011, "the query nests more than "+strconv.Itoa(c.hardDepth)+
+			" expressions deep, more than limits.depth ("+strconv.Itoa(c.lim.Depth)+")", path)
+	}
+	g := c.exprKind(v, path, sc, depth)
+	return c.counted(g, path)
+}
+
+// counted charges one step per node evaluation (limits.steps).
+func (c *compiler) counted(g getter, path string) getter {
+	return func(f *frame) any {
+		f.steps++
+		if f.steps > f.maxSteps {
+			throw(fault.JQ2009, "the query exceeded limits.steps ("+strconv.Itoa(f.maxSteps)+" expression evaluations)", path)
+		}
+		return g(f)
+	}
+}
+
+func (c *compiler) exprKind(v any, path string, sc *scope, depth int) getter {
+	switch x := v.(type) {
+	case string:
+		return c.str(x, path, sc)
+	case nil, bool, float64:
+		return literal(x)
+	case []any:
+		return c.array(x, path, sc, depth)
+	case map[string]any:
+		return c.object(x, path, sc, depth)
+	}
+	fail(fault.JQ0003, "a query document cannot contain a "+describeGo(v), path)
+	return nil
+}
+
+func describeGo(v any) string {
+	switch v.(type) {
+	case int, int64, int32, float32, uint, uint64:
+		return "non-float64 number"
+	}
+	return "non-JSON value"
+}
+
+func literal(v any) getter { return func(*frame) any { return v } }
+
+// str compiles a string expression (Rule 2).
+func (c *compiler) str(s, path string, sc *scope) getter {
+	if s == "" || s[0] != '$' {
+		return literal(s)
+	}
+	if len(s) == 1 {
+		return func(f *frame) any { return f.slots[0] }
+	}
+	switch s[1] {
+	case '$':
+		return literal(s[1:])
+	case '.', '[':
+		p := parsePath(s, s, path)
+		return p.getter(0, false, "$", path)
+	}
+	m := varHeadRE.FindStringSubmatch(s)
+	if m == nil {
+		fail(fault.JQ0004, "'"+s+"' is not a valid path or escape", path)
+	}
+	name := m[1]
+	slot, external := c.resolve(name, sc)
+	rest := s[len(m[0]):]
+	if rest == "" {
+		return varGetter(slot, external, name, path)
+	}
+	p := parsePath("$"+rest, s, path)
+	return p.getter(slot, external, name, path)
+}
+
+// resolve finds a variable in scope; a free name is an external,
+// allocated a slot on first appearance (use is the declaration, §9).
+func (c *compiler) resolve(name string, sc *scope) (int, bool) {
+	for s := sc; s != nil; s = s.parent {
+		if s.name == name {
+			return s.slot, false
+		}
+	}
+	slot, ok := c.extSlots[name]
+	if !ok {
+		slot = c.nextSlot
+		c.nextSlot++
+		c.extSlots[name] = slot
+		c.extNames = append(c.extNames, name)
+	}
+	return slot, true
+}
+
+func (c *compiler) bindSlot() int {
+	s := c.nextSlot
+	c.nextSlot++
+	return s
+}
+
+func varGetter(slot int, external bool, name, path string) getter {
+	if !external {
+		return func(f *frame) any { return f.slots[slot] }
+	}
+	return func(f *frame) any {
+		v := f.slots[slot]
+		if _, ok := v.(unboundT); ok {
+			throw(fault.JQ2006, "external parameter '"+name+"' was not bound", path)
+		}
+		return v
+	}
+}
+
+// array compiles an array constructor (Rule 3): element sequences
+// concatenate into the members of one new array.
+func (c *compiler) array(elems []any, path string, sc *scope, depth int) getter {
+	gets := make([]getter, len(elems))
+	for i, e := range elems {
+		gets[i] = c.expr(e, idx(path, i), sc, depth+1)
+	}
+	return func(f *frame) any {
+		acc := make([]any, 0, len(gets))
+		for _, g := range gets {
+			acc = appendSeq(acc, g(f))
+		}
+		f.charge(len(acc), path)
+		return acc
+	}
+}
+
+// charge accounts for bulk work done inside one node (materialized items)
+// against limits.steps, so one node cannot hide an unbounded loop.
+func (f *frame) charge(n int, path string) {
+	if n <= 64 {
+		return
+	}
+	f.steps += n / 64
+	if f.steps > f.maxSteps {
+		throw(fault.JQ2009, "the query exceeded limits.steps ("+strconv.Itoa(f.maxSteps)+" expression evaluations)", path)
+	}
+}
+
+type member struct {
+	name string
+	get  getter
+	path string
+}
+
+// object compiles Rule 1: a map constructor, or a phrase.
+func (c *compiler) object(obj map[string]any, path string, sc *scope, depth int) getter {
+	keys := value.Keys(obj)
+	dollar := 0
+	for _, k := range keys {
+		if strings.HasPrefix(k, "$") {
+			dollar++
+		}
+	}
+	if dollar == 0 {
+		members := make([]member, len(keys))
+		for i, k := range keys {
+			p := ptr(path, k)
+			members[i] = member{k, c.expr(obj[k], p, sc, depth+1), p}
+		}
+		return func(f *frame) any {
+			out := make(map[string]any, len(members))
+			for _, m := range members {
+				v := m.get(f)
+				switch x := v.(type) {
+				case emptySeq:
+					continue
+				case *multi:
+					throw(fault.JQ2001, "member '"+m.name+"' evaluated to "+strconv.Itoa(len(x.items))+
+						" items; an object member takes exactly one", m.path)
+				}
+				out[m.name] = v
+			}
+			return out
+		}
+	}
+	if dollar != len(keys) {
+		fail(fault.JQ0001, "an object cannot mix $-prefixed and plain keys", path)
+	}
+	return c.phrase(obj, keys, path, sc, depth)
+}
+
+var flworKeys = map[string]bool{"$fold": true, "$for": true, "$let": true, "$as": true, "$where": true,
+	"$groupby": true, "$orderby": true, "$count": true, "$return": true}
+
+var quantKeys = map[string]bool{"$some": true, "$every": true, "$satisfies": true}
+
+func has(obj map[string]any, k string) bool { _, ok := obj[k]; return ok }
+
+func (c *compiler) phrase(obj map[string]any, keys []string, path string, sc *scope, depth int) getter {
+	allFlwor := true
+	for _, k := range keys {
+		if !flworKeys[k] {
+			allFlwor = false
+			break
+		}
+	}
+	if allFlwor && len(keys) >= 2 && has(obj, "$return") && (has(obj, "$for") || has(obj, "$let") || has(obj, "$fold")) {
+		return c.flwor(obj, path, sc, depth)
+	}
+	if len(keys) == 2 && has(obj, "$satisfies") && (has(obj, "$some") || has(obj, "$every")) {
+		return c.quantifier(obj, path, sc, depth)
+	}
+	if len(keys) == 1 {
+		return c.operator(keys[0], obj[keys[0]], path, sc, depth)
+	}
+	for _, k := range keys {
+		if !isVocabulary(k) {
+			failUnknown(k, path)
+		}
+	}
+	fail(fault.JQ0003, "invalid phrase key combination ("+strings.Join(keys, ", ")+")", path)
+	return nil
+}
+
+func isVocabulary(k string) bool {
+	if flworKeys[k] || quantKeys[k] || k == "$const" || k == "$map" {
+		return true
+	}
+	_, ok := operators[k]
+	return ok || deferred[k] || otherKnown[k]
+}
+
+// mapConstructor compiles {"$map": [[key, value], ...]} (§3.5.2).
+func (c *compiler) mapConstructor(arg any, opPath string, sc *scope, depth int) getter {
+	list := requireArray("$map", arg, 0, -1, opPath)
+	type pair struct {
+		key, val         getter
+		keyPath, valPath string
+	}
+	pairs := make([]pair, len(list))
+	for i, e := range list {
+		ep := idx(opPath, i)
+		kv, ok := e.([]any)
+		if !ok || len(kv) != 2 {
+			fail(fault.JQ0003, "a $map entry must be an array of exactly two expressions", ep)
+		}
+		pairs[i] = pair{c.expr(kv[0], ep+"/0", sc, depth+1), c.expr(kv[1], ep+"/1", sc, depth+1), ep + "/0", ep + "/1"}
+	}
+	return func(f *frame) any {
+		out := make(map[string]any, len(pairs))
+		for _, p := range pairs {
+			kv := p.key(f)
+			k, ok := kv.(string)
+			if !ok {
+				throw(fault.JQ2004, "a $map key must evaluate to a single string, got "+describe(kv), p.keyPath)
+			}
+			v := p.val(f)
+			switch x := v.(type) {
+			case emptySeq:
+				continue
+			case *multi:
+				throw(fault.JQ2001, "member '"+k+"' evaluated to "+strconv.Itoa(len(x.items))+
+					" items; an object member takes exactly one", p.valPath)
+			}
+			out[k] = v
+		}
+		return out
+	}
+}
+
+// requireArray checks an operator's array argument and arity (max -1 is
+// unbounded).
+func requireArray(op string, arg any, min, max int, opPath string) []any {
+	list, ok := arg.([]any)
+	if !ok {
+		fail(fault.JQ0003, "'"+op+"' takes an array of expressions", opPath)
+	}
+	if len(list) < min || (max >= 0 && len(list) > max) {
+		var arity string
+		switch {
+		case min == max:
+			arity = "exactly " + strconv.Itoa(min)
+		case max < 0:
+			arity = "at least " + strconv.Itoa(min)
+		default:
+			arity = strconv.Itoa(min) + " to " + strconv.Itoa(max)
+		}
+		fail(fault.JQ0003, "'"+op+"' takes "+arity+" operand(s), got "+strconv.Itoa(len(list)), opPath)
+	}
+	return list
+}

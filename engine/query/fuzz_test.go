@@ -1,0 +1,60 @@
+package query
+
+import (
+	"encoding/json"
+	"testing"
+
+	"github.com/jetflow/jetflow/engine/value"
+)
+
+func seedCorpus(f *testing.F, withData bool) {
+	files := loadCorpus(f)
+	for _, file := range files {
+		for _, c := range file.cases {
+			doc, err := json.Marshal(c.Doc)
+			if err != nil {
+				continue
+			}
+			data, _ := json.Marshal(c.Data)
+			if withData {
+				f.Add(string(doc), string(data))
+			} else {
+				f.Add(string(doc), "")
+			}
+		}
+	}
+}
+
+// FuzzCompile compiles arbitrary documents: errors are fine, panics are not.
+func FuzzCompile(f *testing.F) {
+	seedCorpus(f, false)
+	f.Fuzz(func(t *testing.T, doc, _ string) {
+		v, err := value.Decode([]byte(doc), value.Limits{})
+		if err != nil {
+			return
+		}
+		_, _ = Compile(v, Options{})
+	})
+}
+
+// FuzzEval compiles and evaluates arbitrary documents on arbitrary data
+// under tight limits; neither may panic.
+func FuzzEval(f *testing.F) {
+	seedCorpus(f, true)
+	f.Fuzz(func(t *testing.T, doc, data string) {
+		d, err := value.Decode([]byte(doc), value.Limits{})
+		if err != nil {
+			return
+		}
+		in, err := value.Decode([]byte(data), value.Limits{})
+		if err != nil {
+			in = nil
+		}
+		q, err := Compile(d, Options{Limits: Limits{Steps: 20000, SequenceItems: 10000}})
+		if err != nil {
+			return
+		}
+		_, _, _ = q.Eval(in, map[string]any{"x": 1.0})
+		_, _ = q.EBV(in, nil)
+	})
+}

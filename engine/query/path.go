@@ -1,0 +1,200 @@
+package query
+
+import (
+	"github.com/theory/jsonpath"
+	"github.com/theory/jsonpath/spec"
+
+	"github.com/jetflow/jetflow/engine/fault"
+	"github.com/jetflow/jetflow/engine/value"
+)
+
+// jsonPath is a parsed RFC 9535 query. Parsing, filter expressions and
+// function type-checking come from github.com/theory/jsonpath; segment
+// traversal is ours, because that library walks Go maps in random order
+// and the query language needs document order (value.Keys, the order the
+// reference's JavaScript objects iterate in) for wildcards, filters and
+// descendants.
+type jsonPath struct {
+	segs []*spec.Segment
+	// steps is non-nil for a singular query (names and indexes only),
+	// which walks without allocating.
+	steps []singular
+}
+
+type singular struct {
+	name  string
+	index int
+	isIdx bool
+}
+
+func parsePath(src, original, docPath string) *jsonPath {
+	p, err := jsonpath.Parse(src)
+	if err != nil {
+		fail(fault.JQ0004, "'"+original+"' is not a valid path: "+err.Error(), docPath)
+	}
+	jp := &jsonPath{segs: p.Query().Segments()}
+	steps := make([]singular, 0, len(jp.segs))
+	for _, seg := range jp.segs {
+		sels := seg.Selectors()
+		if seg.IsDescendant() || len(sels) != 1 {
+			return jp
+		}
+		switch s := sels[0].(type) {
+		case spec.Name:
+			steps = append(steps, singular{name: string(s)})
+		case spec.Index:
+			steps = append(steps, singular{index: int(s), isIdx: true})
+		default:
+			return jp
+		}
+	}
+	jp.steps = steps
+	return jp
+}
+
+// getter evaluates the path against each item of the root slot's value;
+// filters see the input document as '$' (§3.2).
+func (p *jsonPath) getter(slot int, external bool, name, docPath string) getter {
+	base := varGetter(slot, external, name, docPath)
+	return func(f *frame) any {
+		b := base(f)
+		root := f.slots[0]
+		switch x := b.(type) {
+		case emptySeq:
+			return empty
+		case *multi:
+			var acc []any
+			for _, item := range x.items {
+				acc = p.selectInto(acc, item, root)
+			}
+			f.charge(len(acc), docPath)
+			return seqOf(acc)
+		}
+		if p.steps != nil {
+			v, ok := p.walk(b)
+			if !ok {
+				return empty
+			}
+			return v
+		}
+		acc := p.selectInto(nil, b, root)
+		f.charge(len(acc), docPath)
+		return seqOf(acc)
+	}
+}
+
+func (p *jsonPath) walk(v any) (any, bool) {
+	for _, s := range p.steps {
+		if s.isIdx {
+			arr, ok := v.([]any)
+			if !ok {
+				return nil, false
+			}
+			i := s.index
+			if i < 0 {
+				i += len(arr)
+			}
+			if i < 0 || i >= len(arr) {
+				return nil, false
+			}
+			v = arr[i]
+			continue
+		}
+		obj, ok := v.(map[string]any)
+		if !ok {
+			return nil, false
+		}
+		v, ok = obj[s.name]
+		if !ok {
+			return nil, false
+		}
+	}
+	return v, true
+}
+
+func (p *jsonPath) selectInto(acc []any, cur, root any) []any {
+	if p.steps != nil {
+		if v, ok := p.walk(cur); ok {
+			return append(acc, v)
+		}
+		return acc
+	}
+	nodes := []any{cur}
+	for _, seg := range p.segs {
+		var next []any
+		sels := seg.Selectors()
+		if seg.IsDescendant() {
+			for _, n := range nodes {
+				next = descend(next, n, root, sels)
+			}
+		} else {
+			for _, n := range nodes {
+				next = applySelectors(next, n, root, sels)
+			}
+		}
+		nodes = next
+		if len(nodes) == 0 {
+			return acc
+		}
+	}
+	return append(acc, nodes...)
+}
+
+// descend applies the selectors to v and then to every descendant, in
+// document order (RFC 9535 §2.5.2).
+func descend(out []any, v, root any, sels []spec.Selector) []any {
+	out = applySelectors(out, v, root, sels)
+	switch x := v.(type) {
+	case []any:
+		for _, e := range x {
+			out = descend(out, e, root, sels)
+		}
+	case map[string]any:
+		for _, k := range value.Keys(x) {
+			out = descend(out, x[k], root, sels)
+		}
+	}
+	return out
+}
+
+func applySelectors(out []any, v, root any, sels []spec.Selector) []any {
+	for _, sel := range sels {
+		switch s := sel.(type) {
+		case spec.WildcardSelector:
+			switch x := v.(type) {
+			case []any:
+				out = append(out, x...)
+			case map[string]any:
+				for _, k := range value.Keys(x) {
+					out = append(out, x[k])
+				}
+			}
+		case *spec.FilterSelector:
+			switch x := v.(type) {
+			case []any:
+				for _, e := range x {
+					if s.Eval(e, root) {
+						out = append(out, e)
+					}
+				}
+			case map[string]any:
+				for _, k := range value.Keys(x) {
+					if s.Eval(x[k], root) {
+						out = append(out, x[k])
+					}
+				}
+			}
+		case spec.Name:
+			if obj, ok := v.(map[string]any); ok {
+				if e, ok := obj[string(s)]; ok {
+					out = append(out, e)
+				}
+			}
+		default:
+			if _, ok := v.([]any); ok {
+				out = append(out, sel.Select(v, root)...)
+			}
+		}
+	}
+	return out
+}

@@ -1,0 +1,272 @@
+package query
+
+import (
+	"regexp"
+	"strings"
+	"sync"
+	"unicode/utf8"
+)
+
+// regexCache compiles I-Regexp patterns once per call site; a compiled
+// query is shared between goroutines, so the cache is locked and bounded.
+type regexCache struct {
+	full bool
+	mu   sync.Mutex
+	res  map[string]*regexp.Regexp
+}
+
+func newRegexCache(full bool) *regexCache {
+	return &regexCache{full: full, res: map[string]*regexp.Regexp{}}
+}
+
+func (c *regexCache) get(p string) *regexp.Regexp {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if re, ok := c.res[p]; ok {
+		return re
+	}
+	re := compileIRegexp(p, c.full)
+	if len(c.res) >= 64 {
+		clear(c.res)
+	}
+	c.res[p] = re
+	return re
+}
+
+// compileIRegexp validates an RFC 9485 I-Regexp and translates it to Go
+// syntax: '.' excludes CR and LF, unescaped '^' and '$' stay anchors (as
+// in the reference and RFC 9485 §5.3), and only the I-Regexp escapes exist. nil means the pattern is not valid.
+func compileIRegexp(p string, full bool) *regexp.Regexp {
+	t := iregexp{src: p}
+	var b strings.Builder
+	if full {
+		b.WriteString(`\A(?:`)
+	}
+	if !t.alternation(&b, 0) || t.pos != len(t.src) {
+		return nil
+	}
+	if full {
+		b.WriteString(`)\z`)
+	}
+	re, err := regexp.Compile(b.String())
+	if err != nil {
+		return nil
+	}
+	return re
+}
+
+type iregexp struct {
+	src string
+	pos int
+}
+
+func (t *iregexp) peek() byte {
+	if t.pos < len(t.src) {
+		return t.src[t.pos]
+	}
+	return 0
+}
+
+func (t *iregexp) alternation(b *strings.Builder, depth int) bool {
+	if depth > 100 {
+		return false
+	}
+	for {
+		for t.pos < len(t.src) && t.peek() != '|' && t.peek() != ')' {
+			if !t.piece(b, depth) {
+				return false
+			}
+		}
+		if t.peek() != '|' {
+			return true
+		}
+		t.pos++
+		b.WriteByte('|')
+	}
+}
+
+func (t *iregexp) piece(b *strings.Builder, depth int) bool {
+	c := t.peek()
+	switch c {
+	case '(':
+		t.pos++
+		b.WriteString("(?:")
+		if !t.alternation(b, depth+1) || t.peek() != ')' {
+			return false
+		}
+		t.pos++
+		b.WriteByte(')')
+	case '.':
+		t.pos++
+		b.WriteString(`[^\n\r]`)
+	case '[':
+		if !t.class(b) {
+			return false
+		}
+	case '\\':
+		if !t.escape(b, false) {
+			return false
+		}
+	case '*', '+', '?', '{', '}', ']', ')', '|':
+		return false
+	case '^', '$':
+		// anchors, as the RFC's own ECMAScript/RE2 conversions leave them
+		t.pos++
+		b.WriteByte(c)
+	default:
+		r, n := utf8.DecodeRuneInString(t.src[t.pos:])
+		if r == utf8.RuneError && n <= 1 {
+			return false
+		}
+		t.pos += n
+		b.WriteString(regexp.QuoteMeta(string(r)))
+	}
+	return t.quantifier(b)
+}
+
+func (t *iregexp) quantifier(b *strings.Builder) bool {
+	switch c := t.peek(); c {
+	case '*', '+', '?':
+		t.pos++
+		b.WriteByte(c)
+	case '{':
+		start := t.pos
+		t.pos++
+		if !t.digits() {
+			return false
+		}
+		if t.peek() == ',' {
+			t.pos++
+			if t.peek() != '}' && !t.digits() {
+				return false
+			}
+		}
+		if t.peek() != '}' {
+			return false
+		}
+		t.pos++
+		b.WriteString(t.src[start:t.pos])
+	}
+	return true
+}
+
+func (t *iregexp) digits() bool {
+	s := t.pos
+	for t.pos < len(t.src) && t.src[t.pos] >= '0' && t.src[t.pos] <= '9' {
+		t.pos++
+	}
+	return t.pos > s
+}
+
+// escape handles SingleCharEsc and \p{..}/\P{..}.
+func (t *iregexp) escape(b *strings.Builder, inClass bool) bool {
+	t.pos++
+	c := t.peek()
+	t.pos++
+	switch c {
+	case '(', ')', '*', '+', '-', '.', '?', '[', '\\', ']', '^', '{', '|', '}':
+		b.WriteByte('\\')
+		b.WriteByte(c)
+	case 'n':
+		b.WriteString(`\n`)
+	case 'r':
+		b.WriteString(`\r`)
+	case 't':
+		b.WriteString(`\t`)
+	case 'p', 'P':
+		if t.peek() != '{' {
+			return false
+		}
+		end := strings.IndexByte(t.src[t.pos:], '}')
+		if end < 0 {
+			return false
+		}
+		prop := t.src[t.pos+1 : t.pos+end]
+		if !validCategory(prop) {
+			return false
+		}
+		t.pos += end + 1
+		b.WriteByte('\\')
+		b.WriteByte(c)
+		b.WriteString("{" + prop + "}")
+	default:
+		return false
+	}
+	_ = inClass
+	return true
+}
+
+func validCategory(p string) bool {
+	switch p {
+	case "L", "Ll", "Lm", "Lo", "Lt", "Lu", "M", "Mc", "Me", "Mn", "N", "Nd", "Nl", "No",
+		"P", "Pc", "Pd", "Pe", "Pf", "Pi", "Po", "Ps", "Z", "Zl", "Zp", "Zs",
+		"S", "Sc", "Sk", "Sm", "So", "C", "Cc", "Cf", "Co":
+		return true
+	}
+	return false // Cn (unassigned) has no Go equivalent; treated as invalid
+}
+
+// class handles a bracket expression.
+func (t *iregexp) class(b *strings.Builder) bool {
+	t.pos++
+	b.WriteByte('[')
+	if t.peek() == '^' {
+		t.pos++
+		b.WriteByte('^')
+	}
+	first := true
+	for {
+		c := t.peek()
+		if t.pos >= len(t.src) {
+			return false
+		}
+		if c == ']' && !first {
+			t.pos++
+			b.WriteByte(']')
+			return true
+		}
+		if c == '-' && (first || (t.pos+1 < len(t.src) && t.src[t.pos+1] == ']')) {
+			t.pos++
+			b.WriteString(`\-`)
+			first = false
+			continue
+		}
+		first = false
+		if c == '\\' && t.pos+1 < len(t.src) && (t.src[t.pos+1] == 'p' || t.src[t.pos+1] == 'P') {
+			if !t.escape(b, true) {
+				return false
+			}
+			continue
+		}
+		if !t.classChar(b) {
+			return false
+		}
+		if t.peek() == '-' && t.pos+1 < len(t.src) && t.src[t.pos+1] != ']' {
+			t.pos++
+			b.WriteByte('-')
+			if !t.classChar(b) {
+				return false
+			}
+		}
+	}
+}
+
+func (t *iregexp) classChar(b *strings.Builder) bool {
+	c := t.peek()
+	switch c {
+	case '\\':
+		if t.pos+1 < len(t.src) && (t.src[t.pos+1] == 'p' || t.src[t.pos+1] == 'P') {
+			return false
+		}
+		return t.escape(b, true)
+	case '[', ']', '-':
+		return false
+	}
+	r, n := utf8.DecodeRuneInString(t.src[t.pos:])
+	if r == utf8.RuneError && n <= 1 {
+		return false
+	}
+	t.pos += n
+	b.WriteString(regexp.QuoteMeta(string(r)))
+	return true
+}
