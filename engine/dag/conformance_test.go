@@ -1,0 +1,311 @@
+package dag_test
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/jetflow/jetflow/engine/dag"
+	"github.com/jetflow/jetflow/engine/fault"
+	"github.com/jetflow/jetflow/engine/query"
+	"github.com/jetflow/jetflow/engine/value"
+)
+
+// The corpus lives in conformance/cases/dag; conformance/gen-dag.mjs ran
+// the reference on it to write conformance/golden/dag.
+const (
+	casesDir  = "../../conformance/cases/dag"
+	goldenDir = "../../conformance/golden/dag"
+)
+
+type dagCase struct {
+	Name     string
+	Doc      any
+	Registry map[string]any // name -> version string or null; nil map when absent
+	HasReg   bool
+	Input    any
+	Mocks    map[string]any
+	HasMocks bool
+	Seed     map[string]any
+	HasSeed  bool
+	// Race names nodes that fail in the same step; which one the reference
+	// reports depends on its checkpoint store's latency, so any is right.
+	Race []any
+}
+
+type goldenCase struct {
+	name    string
+	compile map[string]any
+	run     map[string]any
+}
+
+func loadJSON(t *testing.T, path string) any {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := value.Decode(data, value.Limits{})
+	if err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	return v
+}
+
+func loadCorpus(t *testing.T) (map[string]dagCase, []goldenCase) {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join(casesDir, "*.json"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no dag cases in %s (%v)", casesDir, err)
+	}
+	cases := map[string]dagCase{}
+	var goldens []goldenCase
+	for _, file := range files {
+		for _, raw := range loadJSON(t, file).([]any) {
+			m := raw.(map[string]any)
+			c := dagCase{Name: m["name"].(string), Doc: m["doc"], Input: m["input"]}
+			if r, ok := m["registry"]; ok {
+				c.HasReg, c.Registry = true, r.(map[string]any)
+			}
+			if r, ok := m["mocks"]; ok {
+				c.HasMocks, c.Mocks = true, r.(map[string]any)
+			}
+			if r, ok := m["race"]; ok {
+				c.Race = r.([]any)
+			}
+			if r, ok := m["seed"]; ok {
+				c.HasSeed, c.Seed = true, r.(map[string]any)
+			}
+			cases[c.Name] = c
+		}
+		golden := loadJSON(t, filepath.Join(goldenDir, filepath.Base(file)))
+		for _, raw := range golden.([]any) {
+			m := raw.(map[string]any)
+			g := goldenCase{name: m["name"].(string), compile: m["compile"].(map[string]any)}
+			g.run, _ = m["run"].(map[string]any)
+			goldens = append(goldens, g)
+		}
+	}
+	return cases, goldens
+}
+
+// queryEngineWorks reports whether engine/query evaluates yet; cases that
+// embed queries wait for it.
+func queryEngineWorks() bool {
+	q, err := query.Compile("$.a", query.Options{})
+	if err != nil {
+		return false
+	}
+	v, ok, err := q.Eval(map[string]any{"a": 1.0}, nil)
+	return err == nil && ok && v == 1.0
+}
+
+func usesQuery(c dagCase) bool {
+	if m, ok := c.Doc.(map[string]any); ok {
+		if nodes, ok := m["nodes"].(map[string]any); ok {
+			for _, n := range nodes {
+				if decl, ok := n.(map[string]any); ok {
+					_, with := decl["with"]
+					_, q := decl["query"]
+					if with || q {
+						return true
+					}
+				}
+			}
+		}
+		if edges, ok := m["edges"].([]any); ok {
+			for _, e := range edges {
+				if em, ok := e.(map[string]any); ok {
+					if _, ok := em["select"]; ok {
+						return true
+					}
+				}
+			}
+		}
+	}
+	for _, mock := range c.Mocks {
+		if _, ok := mock.(map[string]any)["query"]; ok {
+			return true
+		}
+	}
+	return false
+}
+
+func TestConformance(t *testing.T) {
+	t.Parallel()
+	cases, goldens := loadCorpus(t)
+	if len(goldens) < 50 {
+		t.Fatalf("only %d golden cases", len(goldens))
+	}
+	queries := queryEngineWorks()
+	for _, g := range goldens {
+		c, ok := cases[g.name]
+		if !ok {
+			t.Fatalf("golden %q has no case", g.name)
+		}
+		t.Run(g.name, func(t *testing.T) {
+			t.Parallel()
+			if !queries && usesQuery(c) {
+				t.Skip("engine/query does not evaluate yet")
+			}
+			checkCase(t, c, g)
+		})
+	}
+}
+
+func options(c dagCase) dag.Options {
+	if !c.HasReg {
+		return dag.Options{}
+	}
+	reg := map[string]string{}
+	for name, v := range c.Registry {
+		s, _ := v.(string)
+		reg[name] = s
+	}
+	return dag.Options{Tasks: reg}
+}
+
+func checkCase(t *testing.T, c dagCase, g goldenCase) {
+	d, err := dag.Compile(c.Doc, options(c))
+	if want, ok := g.compile["error"].(map[string]any); ok {
+		if err == nil {
+			t.Fatalf("compiled, want %v", want["message"])
+		}
+		checkError(t, err, want)
+		return
+	}
+	if err != nil {
+		t.Fatalf("compile: %v", err)
+	}
+	if got, want := d.Nodes(), g.compile["nodes"].([]any); !value.Equal(toAny(got), want) {
+		t.Errorf("nodes %v, want %v", got, want)
+	}
+	if got, want := d.Output(), g.compile["output"]; got != want {
+		t.Errorf("output %q, want %v", got, want)
+	}
+	versions := map[string]any{}
+	for k, v := range d.TaskVersions() {
+		versions[k] = v
+	}
+	if want := g.compile["taskVersions"]; !value.Equal(versions, want) {
+		t.Errorf("taskVersions %v, want %v", versions, want)
+	}
+	if g.run != nil {
+		checkRun(t, d, c, g.run)
+	}
+}
+
+func toAny(ss []string) []any {
+	out := make([]any, len(ss))
+	for i, s := range ss {
+		out[i] = s
+	}
+	return out
+}
+
+func checkError(t *testing.T, err error, want map[string]any) {
+	t.Helper()
+	var fe *fault.Error
+	if !errors.As(err, &fe) {
+		t.Fatalf("error %v is not a *fault.Error", err)
+	}
+	if string(fe.Code) != want["code"] || fe.Reason != want["reason"] || fe.Error() != want["message"] {
+		t.Errorf("error\n got %s\nwant %v", fe.Error(), want["message"])
+	}
+	path, hasPath := want["path"]
+	if fe.HasPath != hasPath || (hasPath && fe.Path != path) {
+		t.Errorf("path %q (%v), want %v (%v)", fe.Path, fe.HasPath, path, hasPath)
+	}
+	if id, ok := want["nodeId"]; ok && fe.NodeID != id {
+		t.Errorf("nodeId %q, want %v", fe.NodeID, id)
+	}
+}
+
+func checkRun(t *testing.T, d *dag.DAG, c dagCase, want map[string]any) {
+	waves, out, err := drive(t, d, c)
+	for len(waves) > 0 {
+		last := waves[len(waves)-1]
+		if len(last.calls) > 0 || len(last.saves) > 0 {
+			break
+		}
+		waves = waves[:len(waves)-1]
+	}
+	wantWaves := want["waves"].([]any)
+	if len(waves) != len(wantWaves) {
+		t.Errorf("%d waves, want %d:\n got %s\nwant %s", len(waves), len(wantWaves), describe(waves), value.Stringify(wantWaves))
+	}
+	// Within one wave the reference's order of calls and saves depends on
+	// its checkpoint store's latency (a save delays the node's consumers by
+	// a few microtasks), so waves compare as sets.
+	for i := 0; i < len(waves) && i < len(wantWaves); i++ {
+		ww := wantWaves[i].(map[string]any)
+		if got, want := byNode(waves[i].calls), byNode(orNil(ww["calls"])); !value.Equal(got, want) {
+			t.Errorf("wave %d calls\n got %s\nwant %s", i, value.Stringify(got), value.Stringify(want))
+		}
+		if got, want := byNode(waves[i].saves), byNode(orNil(ww["saves"])); !value.Equal(got, want) {
+			t.Errorf("wave %d saves\n got %s\nwant %s", i, value.Stringify(got), value.Stringify(want))
+		}
+	}
+	if wantErr, ok := want["error"].(map[string]any); ok {
+		if err == nil {
+			t.Fatalf("run succeeded with %s, want %v", value.Stringify(out), wantErr["message"])
+		}
+		if c.Race != nil {
+			var fe *fault.Error
+			if !errors.As(err, &fe) || string(fe.Code) != wantErr["code"] || !slices.Contains(c.Race, any(fe.NodeID)) {
+				t.Errorf("error %v, want a %v failure of one of %v", err, wantErr["code"], c.Race)
+			}
+		} else {
+			checkError(t, err, wantErr)
+		}
+	} else {
+		if err != nil {
+			t.Fatalf("run failed: %v", err)
+		}
+		if !value.Equal(out, want["result"]) {
+			t.Errorf("result %s, want %s", value.Stringify(out), value.Stringify(want["result"]))
+		}
+	}
+	if rev, err := d.Revision(); err != nil || rev != want["revision"] {
+		t.Errorf("revision %q (%v), want %v", rev, err, want["revision"])
+	}
+	id, err := d.Identity(c.Input)
+	if err != nil || !value.Equal(id, want["identity"]) {
+		t.Errorf("identity %s (%v), want %s", value.Stringify(id), err, value.Stringify(want["identity"]))
+	}
+}
+
+// byNode returns the records of a wave sorted by node id.
+func byNode(v any) []any {
+	list, _ := v.([]any)
+	out := slices.Clone(list)
+	sort.SliceStable(out, func(i, j int) bool {
+		return value.CompareUTF16(out[i].(map[string]any)["node"].(string), out[j].(map[string]any)["node"].(string)) < 0
+	})
+	return out
+}
+
+// orNil maps an empty golden list to the nil slice an empty wave holds.
+func orNil(v any) any {
+	if a, ok := v.([]any); ok && len(a) == 0 {
+		return []any(nil)
+	}
+	return v
+}
+
+func describe(waves []wave) string {
+	var b strings.Builder
+	for i, w := range waves {
+		if i > 0 {
+			b.WriteString(" | ")
+		}
+		b.WriteString(value.Stringify(w.calls))
+		b.WriteString(" saves ")
+		b.WriteString(value.Stringify(w.saves))
+	}
+	return b.String()
+}

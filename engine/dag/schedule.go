@@ -1,0 +1,267 @@
+package dag
+
+import (
+	"math"
+	"sort"
+	"strconv"
+
+	"github.com/jetflow/jetflow/engine/fault"
+	"github.com/jetflow/jetflow/engine/value"
+)
+
+// Plan is what one Schedule call decided.
+type Plan struct {
+	// Values are the inline nodes this call computed, in the order the
+	// reference evaluates them. The caller adds them to its known values;
+	// those with Checkpoint set are the values the reference saves, in
+	// this order.
+	Values []NodeValue
+	// Tasks are the task nodes whose inputs are all known and that are
+	// neither known nor running, in the order the reference calls them.
+	Tasks []Invocation
+	// When Schedule fails, Values and Tasks hold what the reference did
+	// before the failure in the same step: it saved those checkpointed
+	// values, and called those handlers only to abort them at once. A
+	// runner mirrors the saves and need not invoke the tasks.
+	// Done reports that every node has a value: the reference's run settles
+	// only when every declared node did, reachable from the output or not.
+	Done bool
+	// Output is the output node's value when Done.
+	Output any
+}
+
+// NodeValue is one node's computed value.
+type NodeValue struct {
+	ID         string
+	Value      any
+	Checkpoint bool
+}
+
+// Invocation is one task ready to run.
+type Invocation struct {
+	Node    string
+	Task    string
+	Version string // "" when the node declares none
+	// Arg is exactly what the reference passes the handler:
+	// {"with": <with resolved against the input scope, null when absent or
+	// empty>, "input": <the input scope>}.
+	Arg map[string]any
+}
+
+// Schedule advances a run. input is the activation input (nil for none);
+// values holds the value of every node known so far (task results, inline
+// values from earlier plans, values restored from checkpoints); running
+// names the task nodes already invoked. Neither map is modified.
+//
+// Every node that is not known, whose inbound sources are all known, is
+// evaluated: inline kinds at once (their consumers may follow in the same
+// call), task nodes by resolving their `with` and listing an Invocation.
+// A failing select, query or `with` is the reference's JF2006, and a
+// checkpointed value that is not JSON is JF2008; both carry the node id.
+func (d *DAG) Schedule(input any, values map[string]any, running map[string]bool) (Plan, error) {
+	n := len(d.nodes)
+	known := make([]bool, n)
+	vals := make([]any, n)
+	for id, v := range values {
+		if i, ok := d.index[id]; ok {
+			known[i], vals[i] = true, v
+		}
+	}
+	blocked := func(i int) bool {
+		if known[i] || running[d.nodes[i].ID] {
+			return true
+		}
+		for _, e := range d.nodes[i].inbound {
+			if !known[e.from] {
+				return true
+			}
+		}
+		return false
+	}
+	var plan Plan
+	var frontier []int
+	for _, i := range d.byRank {
+		if !blocked(i) {
+			frontier = append(frontier, i)
+		}
+	}
+	queued := make([]bool, n)
+	for len(frontier) > 0 {
+		var next []int
+		for _, i := range frontier {
+			nd := d.nodes[i]
+			v, inv, err := d.evaluate(nd, input, vals)
+			if err != nil {
+				return plan, err
+			}
+			if inv != nil {
+				plan.Tasks = append(plan.Tasks, *inv)
+				continue
+			}
+			known[i], vals[i] = true, v
+			plan.Values = append(plan.Values, NodeValue{ID: nd.ID, Value: v, Checkpoint: nd.Checkpoint})
+			for _, c := range nd.consumers {
+				if !queued[c] && !blocked(c) {
+					queued[c] = true
+					next = append(next, c)
+				}
+			}
+		}
+		sort.Slice(next, func(a, b int) bool { return d.nodes[next[a]].rank < d.nodes[next[b]].rank })
+		frontier = next
+	}
+	plan.Done = true
+	for i := range known {
+		if !known[i] {
+			plan.Done = false
+			break
+		}
+	}
+	if plan.Done {
+		plan.Output = vals[d.output]
+	}
+	return plan, nil
+}
+
+// evaluate computes one ready node: its value, or for a task node the
+// invocation that will produce it.
+func (d *DAG) evaluate(nd *node, input any, vals []any) (any, *Invocation, error) {
+	scope, err := d.scope(nd, vals)
+	if err != nil {
+		return nil, nil, err
+	}
+	var v any
+	switch nd.Kind {
+	case KindInput:
+		v = input
+	case KindConst:
+		v = nd.value
+	case KindOutput:
+		v = scope
+	case KindQuery:
+		res, ok, err := nd.query.Eval(scope, nil)
+		if err != nil {
+			return nil, nil, d.failed(nd, err.Error(), err)
+		}
+		if ok {
+			v = res
+		}
+	case KindTask:
+		var with any
+		if nd.with != nil {
+			res, ok, err := nd.with.Eval(scope, nil)
+			if err != nil {
+				return nil, nil, d.failed(nd, err.Error(), err)
+			}
+			if ok {
+				with = res
+			}
+		}
+		return nil, &Invocation{Node: nd.ID, Task: nd.Task, Version: nd.Version,
+			Arg: map[string]any{"with": with, "input": scope}}, nil
+	}
+	if nd.Checkpoint && !isJSON(v) {
+		if _, err := value.Canonical(v); err != nil {
+			return nil, nil, &fault.Error{Code: fault.JF2008,
+				Reason: "node '" + nd.ID + "' declared checkpoint but produced a value that is not JSON-serializable: " + err.Error(),
+				Path:   nd.Path, HasPath: true, NodeID: nd.ID, Cause: err}
+		}
+	}
+	return v, nil, nil
+}
+
+// scope builds a node's input scope (§6.1): each inbound value through its
+// edge's select, then the single unported value, or the object of ports.
+func (d *DAG) scope(nd *node, vals []any) (any, error) {
+	if len(nd.inbound) == 0 {
+		return nil, nil
+	}
+	var ports map[string]any
+	if nd.ported {
+		ports = make(map[string]any, len(nd.inbound))
+	}
+	var single any
+	for _, e := range nd.inbound {
+		v := vals[e.from]
+		if e.sel != nil {
+			res, ok, err := e.sel.Eval(v, nil)
+			if err != nil {
+				idx := strconv.Itoa(e.index)
+				return nil, &fault.Error{Code: fault.JF2006,
+					Reason: "the select on edge " + idx + " into '" + nd.ID + "' failed: " + err.Error(),
+					Path:   "/edges/" + idx + "/select", HasPath: true, NodeID: nd.ID, Cause: err}
+			}
+			v = nil
+			if ok {
+				v = res
+			}
+		}
+		if ports != nil {
+			ports[e.port] = v
+		} else {
+			single = v
+		}
+	}
+	if ports != nil {
+		return ports, nil
+	}
+	return single, nil
+}
+
+// TaskFailed returns the reference's JF2006 for a task node whose handler
+// failed with message: "node '<id>' failed: <message>" at the node's path,
+// carrying the node id. A workflow that catches the failure stores this
+// error's Error() text as its message.
+func (d *DAG) TaskFailed(id, message string) *fault.Error {
+	path := "/nodes/" + value.EncodePointerSegment(id)
+	if i, ok := d.index[id]; ok {
+		path = d.nodes[i].Path
+	}
+	return &fault.Error{Code: fault.JF2006, Reason: "node '" + id + "' failed: " + message,
+		Path: path, HasPath: true, NodeID: id}
+}
+
+func (d *DAG) failed(nd *node, message string, cause error) *fault.Error {
+	err := d.TaskFailed(nd.ID, message)
+	err.Cause = cause
+	return err
+}
+
+// Restore returns the checkpointed values a resumed run may seed: those of
+// loaded whose node declares checkpoint: true. Others are dropped, as the
+// reference drops them, and are recomputed.
+func (d *DAG) Restore(loaded map[string]any) map[string]any {
+	out := make(map[string]any, len(loaded))
+	for id, v := range loaded {
+		if d.Checkpoint(id) {
+			out[id] = v
+		}
+	}
+	return out
+}
+
+// isJSON reports whether v can be written as JSON, without writing it; the
+// rare value that cannot is then canonicalized for the reference's message.
+func isJSON(v any) bool {
+	switch t := v.(type) {
+	case nil, bool, string:
+		return true
+	case float64:
+		return !math.IsNaN(t) && !math.IsInf(t, 0)
+	case []any:
+		for _, x := range t {
+			if !isJSON(x) {
+				return false
+			}
+		}
+		return true
+	case map[string]any:
+		for _, x := range t {
+			if !isJSON(x) {
+				return false
+			}
+		}
+		return true
+	}
+	return false
+}

@@ -1,0 +1,246 @@
+package statechart
+
+import (
+	"errors"
+	"math"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/jetflow/jetflow/engine/fault"
+	"github.com/jetflow/jetflow/engine/query"
+	"github.com/jetflow/jetflow/engine/value"
+)
+
+const goldenDir = "../../conformance/golden/statechart"
+
+// queryReady reports whether the query engine compiles and evaluates; cases
+// with guards or effect with members need it.
+func queryReady() bool {
+	q, err := query.Compile("$.a", query.Options{})
+	if err != nil {
+		return false
+	}
+	ok, err := q.EBV(map[string]any{"a": true}, nil)
+	return err == nil && ok
+}
+
+// usesQuery reports whether a chart holds a guard or an effect with.
+func usesQuery(v any) bool {
+	switch x := v.(type) {
+	case map[string]any:
+		for k, m := range x {
+			if (k == "guard" && m != nil) || k == "with" || usesQuery(m) {
+				return true
+			}
+		}
+	case []any:
+		for _, m := range x {
+			if usesQuery(m) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func loadGolden(t testing.TB) map[string][]any {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join(goldenDir, "*.json"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no statechart goldens in %s (run conformance/generate.mjs): %v", goldenDir, err)
+	}
+	sort.Strings(files)
+	out := map[string][]any{}
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		v, err := value.Decode(data, value.Limits{})
+		if err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+		out[strings.TrimSuffix(filepath.Base(f), ".json")] = v.([]any)
+	}
+	return out
+}
+
+func TestConformance(t *testing.T) {
+	t.Parallel()
+	ready := queryReady()
+	total := 0
+	for file, cases := range loadGolden(t) {
+		for _, raw := range cases {
+			c := raw.(map[string]any)
+			total++
+			t.Run(file+"/"+c["name"].(string), func(t *testing.T) {
+				t.Parallel()
+				if !ready && usesQuery(c["chart"]) {
+					t.Skip("needs the query engine")
+				}
+				runGoldenCase(t, c)
+			})
+		}
+	}
+	if total < 60 {
+		t.Errorf("only %d statechart cases", total)
+	}
+}
+
+func runGoldenCase(t *testing.T, c map[string]any) {
+	opts := Options{}
+	if o, ok := c["options"].(map[string]any); ok {
+		if n, ok := o["maxMicrosteps"].(float64); ok {
+			opts.MaxMicrosteps = int(n)
+		}
+	}
+	chart, err := CompileWith(c["chart"], opts)
+	compile := c["compile"].(map[string]any)
+	if want, failed := compile["error"].(map[string]any); failed {
+		checkError(t, "compile", err, want)
+		return
+	}
+	if err != nil {
+		t.Fatalf("compile: %v", err)
+	}
+	if got, want := canon(t, stringsValue(chart.States())), canon(t, compile["states"]); got != want {
+		t.Errorf("states = %s, want %s", got, want)
+	}
+	var current any
+	results := c["results"].([]any)
+	for i, rawOp := range c["ops"].([]any) {
+		op := rawOp.(map[string]any)
+		got, next, err := runGoldenOp(chart, op, current)
+		want := results[i].(map[string]any)
+		if e, failed := want["error"].(map[string]any); failed {
+			checkError(t, opName(i, op), err, e)
+			continue
+		}
+		if err != nil {
+			t.Errorf("%s: unexpected error %v, want %s", opName(i, op), err, canon(t, want))
+			continue
+		}
+		if next != nil {
+			current = *next
+		}
+		if g, w := canon(t, got), canon(t, want); g != w {
+			t.Errorf("%s:\n got %s\nwant %s", opName(i, op), g, w)
+		}
+	}
+}
+
+func opName(i int, op map[string]any) string {
+	name, _ := op["op"].(string)
+	if ev, ok := op["event"].(string); ok {
+		name += " " + ev
+	}
+	return "op " + value.NumberString(float64(i)) + " (" + name + ")"
+}
+
+// runGoldenOp runs one operation; next is the state later operations use.
+func runGoldenOp(chart *Chart, op map[string]any, current any) (any, *State, error) {
+	src := current
+	if s, ok := op["snapshot"]; ok {
+		src = s
+	}
+	var state State
+	name := op["op"].(string)
+	if name != "start" {
+		var err error
+		if state, err = chart.Restore(src); err != nil {
+			return nil, nil, err
+		}
+	}
+	now, hasNow := goldenNumber(op["now"])
+	switch name {
+	case "start":
+		r, err := chart.Start(StartOptions{Now: now, Context: op["context"], Payload: op["payload"]})
+		return resultValue(r, err)
+	case "step":
+		o := StepOptions{Context: op["context"], Payload: op["payload"]}
+		if hasNow {
+			o.Now = &now
+		}
+		r, err := chart.Step(state, op["event"].(string), o)
+		return resultValue(r, err)
+	case "advance":
+		if !hasNow {
+			now = state.Time
+		}
+		one, _ := op["one"].(bool)
+		r, err := chart.Advance(state, now, AdvanceOptions{Context: op["context"], Payload: op["payload"], One: one})
+		return resultValue(r, err)
+	case "restore":
+		return map[string]any{"restored": state.ToValue()}, &state, nil
+	case "final":
+		return map[string]any{"final": chart.Final(state)}, nil, nil
+	case "events":
+		ev, err := chart.Events(state)
+		if err != nil {
+			return nil, nil, err
+		}
+		return map[string]any{"events": stringsValue(ev)}, nil, nil
+	}
+	panic("unknown op " + name)
+}
+
+func resultValue(r Result, err error) (any, *State, error) {
+	if err != nil {
+		return nil, nil, err
+	}
+	return map[string]any{"result": r.ToValue()}, &r.State, nil
+}
+
+func goldenNumber(v any) (float64, bool) {
+	switch x := v.(type) {
+	case float64:
+		return x, true
+	case string:
+		switch x {
+		case "Infinity":
+			return math.Inf(1), true
+		case "-Infinity":
+			return math.Inf(-1), true
+		case "NaN":
+			return math.NaN(), true
+		}
+	}
+	return 0, false
+}
+
+// checkError compares an error with the reference's {code, message,
+// docPath?}; a null code is a non-coded error (a TypeError in JS).
+func checkError(t *testing.T, what string, err error, want map[string]any) {
+	t.Helper()
+	if err == nil {
+		t.Errorf("%s: no error, want %v", what, want)
+		return
+	}
+	code, _ := want["code"].(string)
+	var fe *fault.Error
+	if !errors.As(err, &fe) {
+		if code != "" {
+			t.Errorf("%s: error %v is not coded, want %s", what, err, code)
+		}
+		return
+	}
+	if string(fe.Code) != code || fe.Error() != want["message"] {
+		t.Errorf("%s: error %q (%s), want %q (%s)", what, fe.Error(), fe.Code, want["message"], code)
+	}
+	path, hasPath := want["docPath"].(string)
+	if fe.HasPath != hasPath || fe.Path != path {
+		t.Errorf("%s: path %q (%v), want %q (%v)", what, fe.Path, fe.HasPath, path, hasPath)
+	}
+}
+
+func canon(t *testing.T, v any) string {
+	t.Helper()
+	s, err := value.Canonical(v)
+	if err != nil {
+		t.Fatalf("canonical: %v", err)
+	}
+	return s
+}
