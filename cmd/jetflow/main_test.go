@@ -1,0 +1,119 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/jetflow/jetflow/engine/simtest"
+)
+
+var binary string
+
+// TestMain builds the real command once; every test runs it as a user
+// would, as a process with flags and files.
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "jetflow-cli")
+	if err != nil {
+		panic(err)
+	}
+	binary = filepath.Join(dir, "jetflow")
+	if out, err := exec.Command("go", "build", "-o", binary, ".").CombinedOutput(); err != nil {
+		panic(string(out))
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+func jetflow(t *testing.T, stdin string, args ...string) (stdout string, exit int) {
+	t.Helper()
+	cmd := exec.Command(binary, args...)
+	cmd.Stdin = strings.NewReader(stdin)
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	err := cmd.Run()
+	if ee, ok := err.(*exec.ExitError); ok {
+		return out.String() + errOut.String(), ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return out.String(), 0
+}
+
+const orderDoc = `{"$workflow":"0.2","revision":"r1","initial":"a","states":{
+ "a":{"work":{"task":"inc","version":"1"},"then":"c"},
+ "c":{"choose":[{"guard":{"$gt":["$.context.data",2]},"to":"big"}],"otherwise":"small"},
+ "big":{"final":true},"small":{"final":true}}}`
+
+func TestValidate(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name, doc, want string
+		exit            int
+	}{
+		{"valid", orderDoc, "ok: revision r1, 4 states, 1 work states, tasks: inc@1\n", 0},
+		{"blank task", `{"$workflow":"0.2","revision":"r","initial":"a","states":{"a":{"work":{"task":" ","version":"1"},"then":"a"}}}`,
+			"JF0021 /states/a/work a task needs a nonblank task name and version\n", 1},
+		{"unbounded loop", `{"$workflow":"0.2","revision":"r","initial":"a","states":{"a":{"choose":[{"guard":true,"to":"a"}],"otherwise":"b"},"b":{"final":true}}}`,
+			"JF0022 /states/a automatic cycle requires a state limit\n", 1},
+		{"not JSON", `{"$workflow":`, "JF0021 '' workflow must be JSON\n", 1},
+		{"bad guard", `{"$workflow":"0.2","revision":"r","initial":"a","states":{"a":{"choose":[{"guard":{"$nope":1},"to":"b"}],"otherwise":"b"},"b":{"final":true}}}`,
+			"JF0007 /transitions/0/guard statechart guard failed to compile\n", 1},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			out, exit := jetflow(t, c.doc, "validate", "-")
+			if out != c.want || exit != c.exit {
+				t.Errorf("validate: exit %d, output %q; want exit %d, %q", exit, out, c.exit, c.want)
+			}
+		})
+	}
+}
+
+func TestLower(t *testing.T) {
+	t.Parallel()
+	out, exit := jetflow(t, orderDoc, "lower", "-")
+	if exit != 0 || !strings.HasPrefix(out, `{"ok":{"dags":{"/states/a":{"$dag":"0.1"`) {
+		t.Errorf("lower: exit %d, %q", exit, out)
+	}
+	out, exit = jetflow(t, `{"$workflow":"0.1"}`, "lower", "-")
+	want := `{"error":{"code":"JF0021","message":"JF0021: a workflow requires \"$workflow\": \"0.2\" and a nonblank revision at ''","path":""}}` + "\n"
+	if exit != 1 || out != want {
+		t.Errorf("lower of a bad document: exit %d, %q", exit, out)
+	}
+}
+
+// TestSimulateCorpus runs corpus scenarios through the real command.
+func TestSimulateCorpus(t *testing.T) {
+	t.Parallel()
+	cases := simtest.Cases(t)
+	for i, c := range cases {
+		if i%10 != 0 { // every tenth case: the engine test runs them all
+			continue
+		}
+		out, exit := jetflow(t, string(c.Scenario), "simulate", "-")
+		if exit != 0 {
+			t.Fatalf("%s: exit %d: %s", c, exit, out)
+		}
+		simtest.Compare(t, c, []byte(strings.TrimSpace(out)))
+	}
+	out, exit := jetflow(t, `{"calls":[]}`, "simulate", "-")
+	if exit != 2 || !strings.Contains(out, "document is required") {
+		t.Errorf("a bad scenario: exit %d, %q", exit, out)
+	}
+}
+
+func TestHelp(t *testing.T) {
+	t.Parallel()
+	for _, verb := range []string{"validate", "lower", "simulate"} {
+		out, exit := jetflow(t, "", verb, "--help")
+		if exit != 0 || !strings.Contains(out, "Usage:") {
+			t.Errorf("%s --help: exit %d, %q", verb, exit, out)
+		}
+	}
+}

@@ -1,0 +1,137 @@
+// Package run is the pure reducer of one workflow run: a function from
+// (run state, message) to (new run state, effects). The state carries the
+// reference's jaren-workflow-run/0.1 snapshot unchanged, inside an
+// envelope holding what a message-driven fleet needs besides: node values
+// in flight, attempts, buffered events, armed timers and the outcome.
+package run
+
+// Kind is the kind of an input message.
+type Kind string
+
+// Message kinds.
+const (
+	KindStart  Kind = "start"
+	KindEvent  Kind = "event"
+	KindResult Kind = "result"
+	KindTimer  Kind = "timer"
+	KindCancel Kind = "cancel"
+	// KindWake lets time pass without an event: the reference's call with
+	// only a time. The fleet's timers use KindTimer.
+	KindWake Kind = "wake"
+)
+
+// Message is one input to a run. Time is the logical now in milliseconds
+// (the dispatcher passes the message's stream timestamp, so a replay sees
+// the same time).
+type Message struct {
+	Kind Kind
+	Time float64
+	// NoTime says the message carries no time (the reference's call
+	// without now); the fleet always has one.
+	NoTime bool
+	// Start
+	RunID string
+	Input any
+	// Event
+	Event *Event
+	// Result
+	Result *TaskResult
+	// Timer
+	Timer *TimerFire
+	// Cancel
+	Reason string
+}
+
+// Event is an external event.
+type Event struct {
+	Type       string
+	Payload    any
+	HasPayload bool
+}
+
+// TaskResult is a task's outcome as a worker reported it.
+type TaskResult struct {
+	Activation string
+	Node       string
+	Attempt    int
+	Output     any
+	Error      *TaskError
+}
+
+// TaskError is a task failure.
+type TaskError struct {
+	Message      string
+	Code         string
+	NonRetryable bool
+}
+
+// TimerFire says a timer armed by an ArmTimer effect is due.
+type TimerFire struct {
+	ID       string
+	Deadline float64
+}
+
+// Status of a run.
+type Status string
+
+// Run statuses. Running and waiting are the reference's; failed and
+// cancelled are the fleet's terminal outcomes besides done.
+const (
+	StatusRunning   Status = "running"
+	StatusWaiting   Status = "waiting"
+	StatusDone      Status = "done"
+	StatusFailed    Status = "failed"
+	StatusCancelled Status = "cancelled"
+)
+
+// Terminal reports whether no message can change a run in this status.
+func (s Status) Terminal() bool {
+	return s == StatusDone || s == StatusFailed || s == StatusCancelled
+}
+
+// Failure is why a run failed.
+type Failure struct {
+	Code    string `json:"code"`
+	Path    string `json:"path"`
+	Message string `json:"message"`
+	// Unlocated says the failure has no document location (Path is then
+	// empty, which otherwise means the document root).
+	Unlocated bool `json:"unlocated,omitempty"`
+}
+
+// Effect is something the host must do after saving the new state.
+// Exactly one field is set. Every effect has a stable ID for idempotent
+// publishing (the same state always yields the same IDs).
+type Effect struct {
+	ID      string
+	Invoke  *Invoke
+	Arm     *ArmTimer
+	Settled *Settled
+}
+
+// Invoke asks a worker to run one task node.
+type Invoke struct {
+	Activation string
+	State      string
+	Node       string
+	Task       string
+	Version    string
+	Attempt    int
+	Input      any
+	With       any
+	HasWith    bool
+}
+
+// ArmTimer asks for a TimerFire message at Deadline (ms).
+type ArmTimer struct {
+	ID       string
+	Deadline float64
+}
+
+// Settled announces a status change (running, waiting or terminal).
+type Settled struct {
+	Status Status
+	State  string
+	Result any
+	Error  *Failure
+}

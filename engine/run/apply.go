@@ -1,0 +1,104 @@
+package run
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/jetflow/jetflow/engine/fault"
+	"github.com/jetflow/jetflow/engine/value"
+	"github.com/jetflow/jetflow/engine/workflow"
+)
+
+// Options are host settings that shape a run without being part of the
+// workflow document.
+type Options struct {
+	// Retry returns the retry policy for a task version; nil, or a zero
+	// MaxAttempts, means DefaultRetry.
+	Retry func(task, version string) RetryPolicy
+}
+
+// Apply applies one message to a run. st is nil for a run that does not
+// exist yet (only a start message may create one). It returns the new
+// state and the effects the host must carry out after saving it; it never
+// modifies st. A message that cannot apply returns an error wrapping
+// ErrRejected and no state. A message that makes the run fail is not an
+// error: the new state is failed and says why.
+func Apply(wf *workflow.Workflow, st *State, msg Message, opts Options) (*State, []Effect, error) {
+	if msg.Kind == KindStart {
+		if st != nil {
+			return nil, nil, reject("run %q already exists", st.RunID)
+		}
+		return start(wf, msg, opts)
+	}
+	if st == nil {
+		return nil, nil, reject("no such run")
+	}
+	if st.Status.Terminal() {
+		return nil, nil, reject("run %q is %s", st.RunID, st.Status)
+	}
+	if !msg.NoTime && (msg.Time != msg.Time || msg.Time < st.Control.Time) {
+		return nil, nil, fault.NoPath(fault.JF2011, "workflow time must be finite and cannot move backwards")
+	}
+	r := newReducer(wf, st, msg, opts)
+	var err error
+	switch msg.Kind {
+	case KindEvent:
+		err = r.event(msg.Event)
+	case KindWake:
+		err = r.wake()
+	case KindTimer:
+		err = r.timer(msg.Timer)
+	case KindResult:
+		err = r.result(msg.Result)
+	case KindCancel:
+		r.cancel()
+	default:
+		return nil, nil, reject("unknown message kind %q", msg.Kind)
+	}
+	if err != nil {
+		if errors.Is(err, ErrRejected) {
+			return nil, nil, err
+		}
+		r.fail(err)
+	}
+	return r.finish()
+}
+
+func reject(format string, args ...any) error {
+	return fmt.Errorf("%w: %s", ErrRejected, fmt.Sprintf(format, args...))
+}
+
+func start(wf *workflow.Workflow, msg Message, opts Options) (*State, []Effect, error) {
+	input := value.Clone(msg.Input)
+	seed := &State{
+		RunID:   msg.RunID,
+		Status:  StatusRunning,
+		Context: Context{Input: input, Data: input, Results: map[string]any{}, Visits: map[string]any{}},
+	}
+	if msg.NoTime {
+		msg.Time = 0
+	}
+	r := newReducer(wf, seed, msg, opts)
+	r.prev = nil
+	res, err := wf.Chart.Start(chartStart(msg.Time, r.contextValue()))
+	if err != nil {
+		return nil, nil, err
+	}
+	r.st.Control = res.State
+	if res.Final {
+		r.st.Status = StatusDone
+	}
+	if err := r.admit(res.Entered); err != nil {
+		r.fail(err)
+		return r.finish()
+	}
+	r.persist()
+	if msg.Event != nil {
+		// The reference's first call may carry an event for the first wait.
+		r.st.Buffered = append(r.st.Buffered, *msg.Event)
+	}
+	if err := r.drive(); err != nil {
+		r.fail(err)
+	}
+	return r.finish()
+}

@@ -1,0 +1,175 @@
+package run
+
+import (
+	"github.com/jetflow/jetflow/engine/fault"
+	"github.com/jetflow/jetflow/engine/statechart"
+	"github.com/jetflow/jetflow/engine/value"
+	"github.com/jetflow/jetflow/engine/workflow"
+)
+
+// resume is the start of a reference call on a saved snapshot: time moves
+// to now (a computation steps its clock; a wait keeps its deadlines for
+// drive), and the call claims a generation.
+func (r *reducer) resume() error {
+	if !r.msg.NoTime && r.st.Status != StatusDone && r.wf.Spec(r.active()).Kind != workflow.KindOn {
+		now := r.now
+		res, err := r.wf.Chart.Step(r.st.Control, workflow.EventClock, statechart.StepOptions{Now: &now, Context: r.contextValue()})
+		if err != nil {
+			return err
+		}
+		r.st.Control = res.State
+	}
+	r.persist()
+	return nil
+}
+
+func (r *reducer) event(ev *Event) error {
+	if ev == nil || ev.Type == "" {
+		return reject("an event needs a nonblank type")
+	}
+	e := *ev
+	e.Payload = value.Clone(e.Payload)
+	r.st.Buffered = append(r.st.Buffered, e)
+	if r.st.Status != StatusWaiting {
+		return nil // delivered to the next wait the run reaches
+	}
+	return r.wakeUp()
+}
+
+func (r *reducer) wake() error {
+	if r.st.Status != StatusWaiting {
+		return reject("run %q is not waiting", r.st.RunID)
+	}
+	return r.wakeUp()
+}
+
+func (r *reducer) timer(t *TimerFire) error {
+	if t == nil {
+		return reject("a timer message needs a timer id")
+	}
+	if isRetryTimer(t.ID) {
+		return r.retryTimer(t)
+	}
+	if r.st.Status != StatusWaiting || !r.armed(t.ID, t.Deadline) {
+		return reject("timer %q is no longer armed", t.ID)
+	}
+	// A scheduled message is never early, but its stream time may trail
+	// the deadline by clock skew: the logical time is at least the deadline.
+	if r.now < t.Deadline {
+		r.now = t.Deadline
+	}
+	return r.wakeUp()
+}
+
+func (r *reducer) armed(id string, deadline float64) bool {
+	for _, t := range r.st.Control.Timers {
+		if "t"+itoa(t.Token) == id && t.At == deadline {
+			return true
+		}
+	}
+	return false
+}
+
+func (r *reducer) wakeUp() error {
+	r.st.Status = StatusRunning
+	if err := r.resume(); err != nil {
+		return err
+	}
+	return r.drive()
+}
+
+// drive runs the reference's loop until the run waits, settles, or has
+// tasks in flight.
+func (r *reducer) drive() error {
+	for r.st.Status != StatusDone {
+		id := r.active()
+		spec := r.wf.Spec(id)
+		switch spec.Kind {
+		case workflow.KindWork:
+			blocked, err := r.work(id)
+			if err != nil || blocked {
+				return err
+			}
+		case workflow.KindChoose:
+			res, err := r.wf.Chart.Step(r.st.Control, workflow.EventNext, statechart.StepOptions{Context: r.contextValue()})
+			if err != nil {
+				return err
+			}
+			if len(res.Errors) == 0 && !res.Changed {
+				return fault.NoPath(fault.JF2016, "choice did not select a transition")
+			}
+			if err := r.apply(res, nil); err != nil {
+				return err
+			}
+		case workflow.KindOn:
+			waiting, err := r.wait()
+			if err != nil || waiting {
+				return err
+			}
+		default:
+			return fault.NoPath(fault.JF2016, "unexpected active workflow state '"+id+"'")
+		}
+	}
+	return nil
+}
+
+// wait is the reference's on-state step: a due timer first, then the next
+// event; with neither, the run waits.
+func (r *reducer) wait() (waiting bool, err error) {
+	if !r.msg.NoTime {
+		res, err := r.wf.Chart.Advance(r.st.Control, r.now, statechart.AdvanceOptions{Context: r.contextValue(), One: true})
+		if err != nil {
+			return false, err
+		}
+		if err := r.apply(res, nil); err != nil {
+			return false, err
+		}
+		if res.Changed {
+			return false, nil
+		}
+	}
+	for len(r.st.Buffered) > 0 {
+		ev := r.st.Buffered[0]
+		r.st.Buffered = r.st.Buffered[1:]
+		opts := statechart.StepOptions{Context: r.contextValue(), Payload: ev.Payload}
+		res, err := r.wf.Chart.Step(r.st.Control, workflow.EventPrefix+ev.Type, opts)
+		if err != nil {
+			return false, err
+		}
+		if err := r.apply(res, func() {
+			if res.Changed {
+				r.st.Context.Event = &ev
+			}
+		}); err != nil {
+			return false, err
+		}
+		if res.Changed {
+			return false, nil
+		}
+	}
+	r.persist()
+	r.st.Status = StatusWaiting
+	return true, nil
+}
+
+func itoa(n int64) string {
+	if n == 0 {
+		return "0"
+	}
+	var b [20]byte
+	i := len(b)
+	neg := n < 0
+	if neg {
+		n = -n
+	}
+	for n > 0 {
+		i--
+		b[i] = byte('0' + n%10)
+		n /= 10
+	}
+	if neg {
+		i--
+		b[i] = '-'
+	}
+	return string(b[i:])
+}

@@ -1,0 +1,221 @@
+package run
+
+import (
+	"encoding/json"
+	"errors"
+
+	"github.com/jetflow/jetflow/engine/statechart"
+	"github.com/jetflow/jetflow/engine/workflow"
+)
+
+// Format is the reference's run snapshot format.
+const Format = "jaren-workflow-run/0.1"
+
+// State is the envelope of one run: the reference's snapshot fields
+// (all but the identity, which is a pure function of the pinned workflow
+// and is rebuilt by Snapshot) and the fleet's bookkeeping. Apply treats a
+// State as immutable; values inside it are never modified in place.
+type State struct {
+	// Workflow and Revision name the deployed definition the run is
+	// pinned to; the host sets them, the reducer carries them.
+	Workflow string `json:"workflow,omitempty"`
+	Revision string `json:"revision,omitempty"`
+	RunID    string `json:"runId"`
+	// Status is the fleet's status; Snapshot status is derived from it.
+	Status Status   `json:"status"`
+	Error  *Failure `json:"error,omitempty"`
+
+	Generation int64            `json:"generation"`
+	Control    statechart.State `json:"-"`
+	Context    Context          `json:"context"`
+	Pending    *Pending         `json:"pending"`
+
+	// Work is the DAG activation in flight, nil when none.
+	Work *Work `json:"work,omitempty"`
+	// Buffered are events that arrived while no wait was active; the next
+	// wait receives them in order.
+	Buffered []Event `json:"buffered,omitempty"`
+	// Seq counts applied messages; effect ids are built from it.
+	Seq int64 `json:"seq"`
+	// Retries numbers retry timers across the run, so that a late fire of
+	// an old activation's timer can never match a new one.
+	Retries int64 `json:"retries,omitempty"`
+}
+
+// Context is the reference's run context.
+type Context struct {
+	Input   any            `json:"input"`
+	Data    any            `json:"data"`
+	Event   *Event         `json:"event"`
+	Results map[string]any `json:"results"`
+	Visits  map[string]any `json:"visits"`
+}
+
+// Pending is the reference's pending work activation.
+type Pending struct {
+	State    string         `json:"state"`
+	Visit    int64          `json:"visit"`
+	Input    any            `json:"input"`
+	Values   map[string]any `json:"values"`
+	Identity map[string]any `json:"identity,omitempty"`
+	Result   any            `json:"result,omitempty"`
+	// HasResult distinguishes a completed activation whose result is null.
+	HasResult bool `json:"hasResult,omitempty"`
+}
+
+// Work is what the fleet tracks of a DAG activation besides the
+// reference's pending record: every known node value (checkpointed or
+// not) and the tasks in flight.
+type Work struct {
+	Activation string              `json:"activation"`
+	Values     map[string]any      `json:"values"`
+	Running    map[string]*Attempt `json:"running"`
+	// Retries maps a retry timer id to the node it re-invokes.
+	Retries map[string]string `json:"retries,omitempty"`
+}
+
+// Attempt is one task node in flight.
+type Attempt struct {
+	Attempt int `json:"attempt"`
+	// Waiting is true while a retry timer, not a worker, holds the node.
+	Waiting bool `json:"waiting,omitempty"`
+}
+
+// MarshalJSON writes an event as the reference stores it.
+func (e Event) MarshalJSON() ([]byte, error) {
+	m := map[string]any{"type": e.Type}
+	if e.HasPayload {
+		m["payload"] = e.Payload
+	}
+	return json.Marshal(m)
+}
+
+// UnmarshalJSON reads an event, keeping whether it had a payload.
+func (e *Event) UnmarshalJSON(data []byte) error {
+	var raw map[string]json.RawMessage
+	if err := json.Unmarshal(data, &raw); err != nil {
+		return err
+	}
+	if err := json.Unmarshal(raw["type"], &e.Type); err != nil {
+		return errors.New("event type must be a string")
+	}
+	if p, ok := raw["payload"]; ok {
+		e.HasPayload = true
+		return json.Unmarshal(p, &e.Payload)
+	}
+	return nil
+}
+
+// stored is State's JSON form: the control snapshot as the reference's
+// value.
+type stored struct {
+	State
+	Control controlJSON `json:"control"`
+}
+
+type controlJSON struct {
+	Active  []string            `json:"active"`
+	History map[string][]string `json:"history"`
+	Timers  []timerJSON         `json:"timers"`
+	Serial  int64               `json:"serial"`
+	Time    float64             `json:"time"`
+}
+
+type timerJSON struct {
+	Transition int     `json:"transition"`
+	At         float64 `json:"at"`
+	Token      int64   `json:"token"`
+}
+
+// Encode returns the stored form of a state.
+func Encode(st *State) ([]byte, error) {
+	c := controlJSON{Active: st.Control.Active, History: st.Control.History, Serial: st.Control.Serial, Time: st.Control.Time}
+	if c.History == nil {
+		c.History = map[string][]string{}
+	}
+	c.Timers = make([]timerJSON, len(st.Control.Timers))
+	for i, t := range st.Control.Timers {
+		c.Timers[i] = timerJSON{Transition: t.Transition, At: t.At, Token: t.Token}
+	}
+	return json.Marshal(stored{State: *st, Control: c})
+}
+
+// Decode parses a stored state. The control snapshot is checked against
+// the workflow when the state is next applied.
+func Decode(data []byte) (*State, error) {
+	var s stored
+	if err := json.Unmarshal(data, &s); err != nil {
+		return nil, err
+	}
+	st := s.State
+	st.Control = statechart.State{Active: s.Control.Active, History: s.Control.History, Serial: s.Control.Serial, Time: s.Control.Time}
+	for _, t := range s.Control.Timers {
+		st.Control.Timers = append(st.Control.Timers, statechart.Timer{Transition: t.Transition, At: t.At, Token: t.Token})
+	}
+	if st.RunID == "" || st.Context.Results == nil || st.Context.Visits == nil || len(st.Control.Active) == 0 {
+		return nil, errors.New("stored run state is incomplete")
+	}
+	return &st, nil
+}
+
+// Snapshot returns the reference's jaren-workflow-run/0.1 snapshot.
+func (st *State) Snapshot(wf *workflow.Workflow) map[string]any {
+	return map[string]any{
+		"format":     Format,
+		"runId":      st.RunID,
+		"identity":   wf.Identity.Value(),
+		"generation": float64(st.Generation),
+		"control":    st.Control.ToValue(),
+		"context":    st.Context.value(),
+		"pending":    st.Pending.value(),
+		"status":     st.innerStatus(),
+	}
+}
+
+// innerStatus is the reference's status: running, waiting or done. A
+// failed or cancelled run keeps the status of its last good snapshot.
+func (st *State) innerStatus() string {
+	switch st.Status {
+	case StatusWaiting:
+		return "waiting"
+	case StatusDone:
+		return "done"
+	}
+	return "running"
+}
+
+func (c Context) value() map[string]any {
+	var ev any
+	if c.Event != nil {
+		ev = c.Event.value()
+	}
+	return map[string]any{"input": c.Input, "data": c.Data, "event": ev, "results": c.Results, "visits": c.Visits}
+}
+
+func (e Event) value() map[string]any {
+	m := map[string]any{"type": e.Type}
+	if e.HasPayload {
+		m["payload"] = e.Payload
+	}
+	return m
+}
+
+func (p *Pending) value() any {
+	if p == nil {
+		return nil
+	}
+	m := map[string]any{"state": p.State, "visit": float64(p.Visit), "input": p.Input, "values": p.Values}
+	if p.Identity != nil {
+		m["identity"] = p.Identity
+	}
+	if p.HasResult {
+		m["result"] = p.Result
+	}
+	return m
+}
+
+// ErrRejected is wrapped by Apply's refusals of a message that cannot
+// apply to the run (unknown or stale activation, a start for an existing
+// run, any message for a settled run). The state is unchanged; the host
+// records the reason and acknowledges the message.
+var ErrRejected = errors.New("message rejected")

@@ -1,0 +1,226 @@
+package run
+
+import (
+	"strings"
+
+	"github.com/jetflow/jetflow/engine/dag"
+	"github.com/jetflow/jetflow/engine/fault"
+	"github.com/jetflow/jetflow/engine/statechart"
+	"github.com/jetflow/jetflow/engine/value"
+	"github.com/jetflow/jetflow/engine/workflow"
+)
+
+// work runs the active work state's DAG as far as it can without a
+// worker. blocked reports that tasks are in flight.
+func (r *reducer) work(id string) (blocked bool, err error) {
+	d := r.wf.DAGs[id]
+	if r.st.Pending == nil {
+		v, ok, err := r.wf.Inputs[id].Eval(r.workScope(), nil)
+		if err != nil {
+			return false, fault.Wrap(fault.JF2016, "work input evaluation failed", id+"/input", err)
+		}
+		if !ok {
+			v = nil
+		}
+		visit, _ := r.st.Context.Visits[id].(float64)
+		r.st.Pending = &Pending{State: id, Visit: int64(visit), Input: value.Clone(v), Values: map[string]any{}}
+		r.st.Work = nil
+		r.persist()
+	}
+	p := r.st.Pending
+	if p.HasResult {
+		return false, r.complete(id, p.Result, nil)
+	}
+	if r.st.Work == nil {
+		if p.Identity == nil {
+			in, err := value.Canonical(p.Input)
+			if err != nil {
+				return false, fault.Wrap(fault.JF2016, "work input is not JSON", id+"/input", err)
+			}
+			// The reference's DAG provenance (dag.Identity), from texts
+			// the compiled workflow already holds.
+			versions := make(map[string]any, len(d.TaskVersions()))
+			for k, v := range d.TaskVersions() {
+				versions[k] = v
+			}
+			p.Identity = map[string]any{"revision": r.wf.Revisions.DAGs[id], "document": r.wf.DAGTexts[id],
+				"input": in, "taskVersions": versions}
+			r.persist()
+		}
+		r.st.Work = &Work{Activation: activationKey(r.st.RunID, id, float64(p.Visit)),
+			Values: d.Restore(p.Values), Running: map[string]*Attempt{}}
+	}
+	return r.schedule(id)
+}
+
+// schedule computes what the DAG can without a worker and invokes the
+// tasks that became ready.
+func (r *reducer) schedule(id string) (blocked bool, err error) {
+	d, w, p := r.wf.DAGs[id], r.st.Work, r.st.Pending
+	running := make(map[string]bool, len(w.Running))
+	for node := range w.Running {
+		running[node] = true
+	}
+	plan, err := d.Schedule(p.Input, w.Values, running)
+	for _, nv := range plan.Values {
+		w.Values[nv.ID] = nv.Value
+		if nv.Checkpoint {
+			p.Values[nv.ID] = nv.Value
+			r.persist()
+		}
+	}
+	if err != nil {
+		return false, r.workFailed(id, err)
+	}
+	for _, inv := range plan.Tasks {
+		w.Running[inv.Node] = &Attempt{Attempt: 1}
+		r.invoke(id, inv, 1)
+	}
+	if plan.Done {
+		p.Result, p.HasResult = plan.Output, true
+		r.persist()
+		return false, r.complete(id, plan.Output, nil)
+	}
+	if len(w.Running) == 0 {
+		return false, fault.New(fault.JF2016, "work could not progress", id)
+	}
+	return true, nil
+}
+
+func (r *reducer) invoke(state string, inv dag.Invocation, attempt int) {
+	with, hasWith := inv.Arg["with"]
+	r.effects = append(r.effects, Effect{Invoke: &Invoke{
+		Activation: r.st.Work.Activation, State: state, Node: inv.Node, Task: inv.Task,
+		Version: inv.Version, Attempt: attempt, Input: inv.Arg["input"], With: with, HasWith: hasWith && with != nil,
+	}})
+}
+
+// complete leaves a work state: its result (or caught error) becomes the
+// run's data, as the reference's work step ends.
+func (r *reducer) complete(id string, result any, caught map[string]any) error {
+	data := value.Clone(result)
+	event := workflow.EventDone
+	if caught != nil {
+		data = map[string]any{"error": caught}
+		event = workflow.EventError
+	}
+	ctx := r.contextValue()
+	ctx["data"] = data
+	res, err := r.wf.Chart.Step(r.st.Control, event, statechart.StepOptions{Context: ctx})
+	if err != nil {
+		return err
+	}
+	return r.apply(res, func() {
+		r.st.Context.Data = data
+		r.st.Context.Results[id] = data
+		r.st.Pending = nil
+		r.st.Work = nil
+	})
+}
+
+// workFailed is a DAG failure: a workflow that catches it moves on with
+// the error as data, as the reference's catch does; otherwise the run
+// fails.
+func (r *reducer) workFailed(id string, err error) error {
+	fe, ok := err.(*fault.Error)
+	spec := r.wf.Spec(id)
+	if !ok || fe.Code != fault.JF2006 || spec.Catch == "" {
+		return err
+	}
+	var node any
+	if fe.NodeID != "" {
+		node = fe.NodeID
+	}
+	return r.complete(id, nil, map[string]any{"code": string(fe.Code), "message": fe.Error(), "nodeId": node})
+}
+
+// result applies a worker's report on one task node.
+func (r *reducer) result(res *TaskResult) error {
+	w := r.st.Work
+	if res == nil {
+		return reject("a result message needs a body")
+	}
+	if w == nil || res.Activation != w.Activation {
+		return reject("activation %s is not in flight", res.Activation)
+	}
+	a := w.Running[res.Node]
+	if a == nil || a.Waiting || a.Attempt != res.Attempt {
+		return reject("node %q attempt %d of activation %s is not in flight", res.Node, res.Attempt, res.Activation)
+	}
+	id := r.active()
+	d := r.wf.DAGs[id]
+	if !r.msg.NoTime && r.now > r.st.Control.Time {
+		// Time passes while tasks run: later delays count from the result.
+		now := r.now
+		step, err := r.wf.Chart.Step(r.st.Control, workflow.EventClock, statechart.StepOptions{Now: &now, Context: r.contextValue()})
+		if err != nil {
+			return err
+		}
+		r.st.Control = step.State
+	}
+	if res.Error != nil {
+		info, _ := d.Node(res.Node)
+		policy := r.policy(info.Task, info.Version)
+		if policy.retries(res.Error, a.Attempt) {
+			r.retryLater(res.Node, a, policy)
+			return nil
+		}
+		return r.continueAfter(r.workFailed(id, d.TaskFailed(res.Node, res.Error.Message)))
+	}
+	delete(w.Running, res.Node)
+	out := value.Clone(res.Output)
+	w.Values[res.Node] = out
+	if d.Checkpoint(res.Node) {
+		r.st.Pending.Values[res.Node] = out
+		r.persist()
+	}
+	blocked, err := r.schedule(id)
+	if err != nil || blocked {
+		return err
+	}
+	return r.drive()
+}
+
+// continueAfter drives on once a work state was left.
+func (r *reducer) continueAfter(err error) error {
+	if err != nil {
+		return err
+	}
+	return r.drive()
+}
+
+// retryTimer re-invokes a node whose retry delay is over.
+func (r *reducer) retryTimer(t *TimerFire) error {
+	w := r.st.Work
+	if w == nil {
+		return reject("retry timer %q belongs to no activation in flight", t.ID)
+	}
+	node, ok := w.Retries[t.ID]
+	a := w.Running[node]
+	if !ok || a == nil || !a.Waiting {
+		return reject("retry timer %q is no longer armed", t.ID)
+	}
+	delete(w.Retries, t.ID)
+	a.Waiting = false
+	a.Attempt++
+	id := r.active()
+	running := map[string]bool{}
+	for n := range w.Running {
+		if n != node {
+			running[n] = true
+		}
+	}
+	plan, err := r.wf.DAGs[id].Schedule(r.st.Pending.Input, w.Values, running)
+	if err != nil {
+		return r.continueAfter(r.workFailed(id, err))
+	}
+	for _, inv := range plan.Tasks {
+		if inv.Node == node {
+			r.invoke(id, inv, a.Attempt)
+			return nil
+		}
+	}
+	return fault.New(fault.JF2016, "retried node '"+node+"' is not ready", id)
+}
+
+func isRetryTimer(id string) bool { return strings.HasPrefix(id, "r") }

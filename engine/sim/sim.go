@@ -1,0 +1,224 @@
+// Package sim runs a workflow offline against mocked tasks: the engine of
+// `jetflow simulate`, for workflow authors' own tests. It drives the same
+// reducer the fleet uses, delivering each call's messages and answering
+// each task invocation with its mock at once, as the reference's in-process
+// run does.
+package sim
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/jetflow/jetflow/engine/fault"
+	"github.com/jetflow/jetflow/engine/run"
+	"github.com/jetflow/jetflow/engine/value"
+	"github.com/jetflow/jetflow/engine/workflow"
+)
+
+// ErrScenario is wrapped by refusals of a scenario outside the contract.
+var ErrScenario = errors.New("invalid scenario")
+
+// Run runs a scenario and returns the output object: {"calls": [...]} or
+// {"compileError": {...}}. The scenario is the decoded JSON.
+func Run(scenario any) (map[string]any, error) {
+	s, err := parse(scenario)
+	if err != nil {
+		return nil, err
+	}
+	wf, err := workflow.Compile(s.document, workflow.Options{Tasks: s.registry()})
+	if err != nil {
+		return map[string]any{"compileError": coded(err)}, nil
+	}
+	calls := make([]any, 0, len(s.calls))
+	var prev *run.State
+	for _, c := range s.calls {
+		st, err := s.call(wf, prev, c)
+		if err != nil {
+			if fault.CodeOf(err) == "" {
+				return nil, err
+			}
+			calls = append(calls, map[string]any{"error": coded(err)})
+			continue
+		}
+		if st.Status == run.StatusFailed {
+			f := st.Error
+			var path any = f.Path
+			if f.Unlocated {
+				path = nil
+			}
+			calls = append(calls, map[string]any{"error": map[string]any{"code": f.Code, "path": path, "message": f.Message}})
+			continue
+		}
+		prev = st
+		var result any
+		if st.Status == run.StatusDone {
+			result = st.Context.Data
+		}
+		calls = append(calls, map[string]any{"status": string(st.Status), "result": result, "snapshot": st.Snapshot(wf)})
+	}
+	return map[string]any{"calls": calls}, nil
+}
+
+// RunJSON runs a scenario given as JSON text and returns the canonical
+// output line.
+func RunJSON(data []byte) (string, error) {
+	v, err := value.Decode(data, value.Limits{})
+	if err != nil {
+		return "", fmt.Errorf("%w: %v", ErrScenario, err)
+	}
+	out, err := Run(v)
+	if err != nil {
+		return "", err
+	}
+	return value.Canonical(out)
+}
+
+func coded(err error) map[string]any {
+	var path any
+	if p, ok := fault.PathOf(err); ok {
+		path = p
+	}
+	return map[string]any{"code": string(fault.CodeOf(err)), "path": path, "message": err.Error()}
+}
+
+var noRetry = run.Options{Retry: func(string, string) run.RetryPolicy { return run.NoRetry }}
+
+// call is one reference run(input, opts) on the snapshot of prev.
+func (s *scenario) call(wf *workflow.Workflow, prev *run.State, c call) (*run.State, error) {
+	runID := s.runID
+	if c.runID != "" {
+		runID = c.runID
+	}
+	input := s.input
+	if c.hasInput {
+		input = c.input
+	}
+	msg := run.Message{Time: c.now, NoTime: !c.hasNow, RunID: runID, Input: input}
+	var st *run.State
+	var effects []run.Effect
+	var err error
+	if prev == nil {
+		if g, ok := c.expected(0); ok && g != 0 {
+			return nil, stale
+		}
+		msg.Kind, msg.Event = run.KindStart, c.event
+		st, effects, err = run.Apply(wf, nil, msg, noRetry)
+	} else {
+		if runID != prev.RunID {
+			return nil, fault.NoPath(fault.JF2016, "invalid workflow snapshot")
+		}
+		if value.MustCanonical(value.Clone(input)) != value.MustCanonical(prev.Context.Input) {
+			return nil, fault.NoPath(fault.JF2013, "workflow, lowering, input or task identity changed")
+		}
+		if g, ok := c.expected(prev.Generation); ok && g != prev.Generation {
+			return nil, stale
+		}
+		if c.hasNow && c.now < prev.Control.Time {
+			return nil, fault.NoPath(fault.JF2011, "workflow time must be finite and cannot move backwards")
+		}
+		if prev.Status == run.StatusDone {
+			done := *prev
+			done.Generation++
+			return &done, nil
+		}
+		msg.Kind = run.KindWake
+		if c.event != nil {
+			msg.Kind, msg.Event = run.KindEvent, c.event
+		}
+		st, effects, err = run.Apply(wf, prev, msg, noRetry)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if st, err = s.answer(wf, st, effects); err != nil {
+		return nil, err
+	}
+	// A call's event that met no wait is gone with the call.
+	st.Buffered = nil
+	return st, nil
+}
+
+// answer runs every invoked mock in invocation order, feeding each result
+// back, until no invocation is left.
+func (s *scenario) answer(wf *workflow.Workflow, st *run.State, effects []run.Effect) (*run.State, error) {
+	queue := invokes(effects)
+	for len(queue) > 0 && st.Status == run.StatusRunning {
+		inv := queue[0]
+		queue = queue[1:]
+		res := s.mock(inv)
+		next, more, err := run.Apply(wf, st, run.Message{Kind: run.KindResult, NoTime: true, Result: res}, noRetry)
+		if errors.Is(err, run.ErrRejected) {
+			continue // a sibling failed the activation first
+		}
+		if err != nil {
+			return nil, err
+		}
+		st = next
+		queue = append(queue, invokes(more)...)
+	}
+	return st, nil
+}
+
+func invokes(effects []run.Effect) []*run.Invoke {
+	var out []*run.Invoke
+	for _, e := range effects {
+		if e.Invoke != nil {
+			out = append(out, e.Invoke)
+		}
+	}
+	return out
+}
+
+func (s *scenario) mock(inv *run.Invoke) *run.TaskResult {
+	res := &run.TaskResult{Activation: inv.Activation, Node: inv.Node, Attempt: inv.Attempt}
+	m, ok := s.tasks[inv.Task]
+	if !ok {
+		res.Error = &run.TaskError{Message: "no mock for task '" + inv.Task + "'"}
+		return res
+	}
+	var with any
+	if inv.HasWith {
+		with = inv.With
+	}
+	scope := map[string]any{"with": with, "input": inv.Input}
+	if m.hasError {
+		fails := true
+		if m.errorWhen != nil {
+			var err error
+			if fails, err = m.errorWhen.EBV(scope, nil); err != nil {
+				res.Error = &run.TaskError{Message: err.Error()}
+				return res
+			}
+		}
+		if fails {
+			res.Error = &run.TaskError{Message: m.err}
+			return res
+		}
+	}
+	if m.output == nil {
+		res.Output = inv.Input
+		return res
+	}
+	out, ok, err := m.output.Eval(scope, nil)
+	if err != nil {
+		res.Error = &run.TaskError{Message: err.Error()}
+		return res
+	}
+	if ok {
+		res.Output = out
+	}
+	return res
+}
+
+// expected is the generation the call expects, given the resumed one.
+func (c call) expected(previous int64) (int64, bool) {
+	if !c.hasGeneration {
+		return 0, false
+	}
+	if f, ok := c.generation.(float64); ok {
+		return int64(f), true
+	}
+	return previous, true
+}
+
+var stale = fault.NoPath(fault.JF2014, "event or resume observed a stale generation")
