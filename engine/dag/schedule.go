@@ -9,20 +9,26 @@ import (
 	"github.com/jetflow/jetflow/engine/value"
 )
 
-// Plan is what one Schedule call decided.
+// Plan is what one Schedule call decided. When Schedule fails, Values and
+// Tasks hold what the reference did before the failure in the same step:
+// it saved those checkpointed values, and called those handlers only to
+// abort them at once. A runner mirrors the saves and need not invoke the
+// tasks.
+//
+// Order: nodes are evaluated in rounds of readiness (a node computed in
+// this call readies its consumers for the next round), each round in the
+// order the reference starts nodes. Within one step the reference's own
+// order of calls and saves can differ, because its checkpoint store's
+// latency delays a saved node's consumers; so can its choice between two
+// nodes that fail in the same step.
 type Plan struct {
-	// Values are the inline nodes this call computed, in the order the
-	// reference evaluates them. The caller adds them to its known values;
-	// those with Checkpoint set are the values the reference saves, in
-	// this order.
+	// Values are the inline nodes this call computed, in evaluation order.
+	// The caller adds them to its known values; those with Checkpoint set
+	// are the values the reference saves.
 	Values []NodeValue
 	// Tasks are the task nodes whose inputs are all known and that are
-	// neither known nor running, in the order the reference calls them.
+	// neither known nor running, in evaluation order.
 	Tasks []Invocation
-	// When Schedule fails, Values and Tasks hold what the reference did
-	// before the failure in the same step: it saved those checkpointed
-	// values, and called those handlers only to abort them at once. A
-	// runner mirrors the saves and need not invoke the tasks.
 	// Done reports that every node has a value: the reference's run settles
 	// only when every declared node did, reachable from the output or not.
 	Done bool
