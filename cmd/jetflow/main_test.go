@@ -117,3 +117,15 @@ func TestHelp(t *testing.T) {
 		}
 	}
 }
+
+// TestReadmeExample runs the README's first command on the shipped example.
+func TestReadmeExample(t *testing.T) {
+	t.Parallel()
+	out, exit := jetflow(t, "", "simulate", "../../examples/order-scenario.json")
+	if exit != 0 || !strings.Contains(out, `"status":"waiting"`) || !strings.Contains(out, `"result":{"notified":true},"snapshot"`) {
+		t.Fatalf("simulate example: exit %d, %s", exit, out)
+	}
+	if out, exit := jetflow(t, "", "validate", "../../examples/order.json"); exit != 0 || !strings.HasPrefix(out, "ok: revision order-1") {
+		t.Fatalf("validate example: exit %d, %s", exit, out)
+	}
+}
