@@ -1,8 +1,10 @@
 // Package statechart compiles and runs jaren-fsm 0.2 statecharts
 // (STATECHART-FORMAT.md of @jarenjs/flow 0.91.4): compound and parallel
-// states, history, completion and eventless transitions, and delayed
-// transitions with absolute deadlines. It is pure: time, context and
-// payload are arguments, and every call returns a new control snapshot.
+// states, shallow and deep history, completion and eventless transitions,
+// and delayed transitions with absolute deadlines. It is pure: time,
+// context and payload are arguments, effects are returned as data, and
+// every call returns a new control snapshot. Workflows lower to these
+// charts; results, snapshots and errors match the reference's.
 package statechart
 
 import "github.com/jetflow/jetflow/engine/query"

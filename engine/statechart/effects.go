@@ -17,7 +17,8 @@ type effect struct {
 
 // Effect is a resolved effect descriptor, returned as data for the host to
 // execute. HasWith is false when the descriptor has no with member or its
-// query produced the empty sequence.
+// query produced the empty sequence. With may share data with the call's
+// context or payload, as the reference's does.
 type Effect struct {
 	Run     string
 	With    any

@@ -136,6 +136,22 @@ func stringList(list []any, ok bool) ([]string, bool) {
 // distinctValues is the reference's Set-size test: primitives compare by
 // value, arrays and objects by identity (so never equal here).
 func distinctValues(list []any) bool {
+	if len(list) > 16 {
+		seen := make(map[any]bool, len(list))
+		for _, x := range list {
+			if f, ok := number(x); ok {
+				x = f + 0 // -0 and 0 are one value
+			}
+			switch x.(type) {
+			case nil, bool, string, float64:
+				if seen[x] {
+					return false
+				}
+				seen[x] = true
+			}
+		}
+		return true
+	}
 	for i := range list {
 		for j := i + 1; j < len(list); j++ {
 			if samePrimitive(list[i], list[j]) {

@@ -68,17 +68,22 @@ func (r Result) ToValue() any {
 	}
 }
 
-var (
-	errTime      = fault.NoPath(fault.JF2011, "time must be finite and cannot move backwards")
-	errRange     = fault.NoPath(fault.JF2011, "timer deadline or token exceeds its numeric range")
-	errMicrostep = fault.NoPath(fault.JF2012, "statechart microstep limit exceeded")
-)
+// The runtime failures the reference throws; each call gets its own value.
+func errTime() error {
+	return fault.NoPath(fault.JF2011, "time must be finite and cannot move backwards")
+}
+
+func errRange() error {
+	return fault.NoPath(fault.JF2011, "timer deadline or token exceeds its numeric range")
+}
+
+func errMicrostep() error { return fault.NoPath(fault.JF2012, "statechart microstep limit exceeded") }
 
 // Start enters the initial configuration, schedules its delays and
 // stabilizes through done and always transitions.
 func (c *Chart) Start(opts StartOptions) (Result, error) {
 	if !finite(opts.Now) {
-		return Result{}, errTime
+		return Result{}, errTime()
 	}
 	r := c.runner(opts.Context, opts.Payload)
 	defer r.release()
@@ -119,7 +124,7 @@ func (c *Chart) Step(s State, event string, opts StepOptions) (Result, error) {
 		at = *opts.Now
 	}
 	if !finite(at) || at < s.Time {
-		return Result{}, errTime
+		return Result{}, errTime()
 	}
 	r.w.time = at + 0
 	sc := r.scope(event, true)
@@ -138,7 +143,7 @@ func (c *Chart) Step(s State, event string, opts StepOptions) (Result, error) {
 // the one timer it consumed).
 func (c *Chart) Advance(s State, now float64, opts AdvanceOptions) (Result, error) {
 	if !finite(now) || now < s.Time {
-		return Result{}, errTime
+		return Result{}, errTime()
 	}
 	r := c.runner(opts.Context, opts.Payload)
 	defer r.release()
@@ -150,7 +155,7 @@ func (c *Chart) Advance(s State, now float64, opts AdvanceOptions) (Result, erro
 	budget := 0
 	for len(r.w.timers) > 0 && r.w.timers[0].at <= now {
 		if budget++; budget > c.maxMicrosteps {
-			return Result{}, errMicrostep
+			return Result{}, errMicrostep()
 		}
 		t := r.w.timers[0]
 		r.w.timers = r.w.timers[1:]
@@ -181,7 +186,7 @@ func (r *runner) settle(event string, hasEvent bool, budget *int) error {
 			return nil
 		}
 		if *budget++; *budget > r.c.maxMicrosteps {
-			return errMicrostep
+			return errMicrostep()
 		}
 		if err := r.microstep(sel, sc); err != nil {
 			return err

@@ -158,7 +158,7 @@ func (c *Chart) legal(ids []string, root int, act []bool, dst []int) ([]int, boo
 
 // load validates a snapshot against the chart, as the reference's restore
 // does, and returns a normalized working copy. scratch must hold at least
-// len(c.nodes) entries.
+// len(c.nodes) entries; dst, when not nil, is reused for the leaves.
 func (c *Chart) load(s State, scratch []bool, dst []int) (work, error) {
 	act := scratch[:len(c.nodes)]
 	leaves, ok := c.legal(s.Active, -1, act, dst)
@@ -175,6 +175,11 @@ func (c *Chart) load(s State, scratch []bool, dst []int) (work, error) {
 	}
 	if len(s.Timers) > 0 {
 		w.timers = make([]timer, len(s.Timers))
+		var tokens map[int64]bool
+		if len(s.Timers) > 16 {
+			tokens = make(map[int64]bool, len(s.Timers))
+		}
+		seen := make([]bool, len(c.transitions))
 		for i, t := range s.Timers {
 			if t.Transition < 0 || t.Transition >= len(c.transitions) {
 				return work{}, invalid("invalid timer record")
@@ -184,11 +189,10 @@ func (c *Chart) load(s State, scratch []bool, dst []int) (work, error) {
 				t.Token <= 0 || t.Token > s.Serial {
 				return work{}, invalid("invalid timer record")
 			}
-			for _, prev := range w.timers[:i] {
-				if prev.tr == t.Transition || prev.token == t.Token {
-					return work{}, invalid("invalid timer record")
-				}
+			if seen[t.Transition] || duplicateToken(w.timers[:i], tokens, t.Token) {
+				return work{}, invalid("invalid timer record")
 			}
+			seen[t.Transition] = true
 			w.timers[i] = timer{tr: t.Transition, at: t.At + 0, token: t.Token, extra: cloneMap(t.Extra)}
 		}
 		sortTimers(w.timers)
@@ -251,6 +255,16 @@ func (c *Chart) historyEntry(id string, remembered []string, scratch []bool) ([]
 }
 
 func distinct(ids []string) bool {
+	if len(ids) > 16 {
+		seen := make(map[string]bool, len(ids))
+		for _, id := range ids {
+			if seen[id] {
+				return false
+			}
+			seen[id] = true
+		}
+		return true
+	}
 	for i := range ids {
 		for j := i + 1; j < len(ids); j++ {
 			if ids[i] == ids[j] {
@@ -259,6 +273,20 @@ func distinct(ids []string) bool {
 		}
 	}
 	return true
+}
+
+func duplicateToken(prev []timer, tokens map[int64]bool, token int64) bool {
+	if tokens != nil {
+		dup := tokens[token]
+		tokens[token] = true
+		return dup
+	}
+	for _, t := range prev {
+		if t.token == token {
+			return true
+		}
+	}
+	return false
 }
 
 func sortTimers(ts []timer) {
