@@ -1,0 +1,156 @@
+package kvstore_test
+
+import (
+	"errors"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/jetflow/jetflow/kvstore"
+	"github.com/jetflow/jetflow/natstest"
+	"github.com/jetflow/jetflow/subjects"
+)
+
+func TestProvisionCreatesStreamsAndBuckets(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+
+	in, err := b.js.Stream(b.ctx, b.names.InputStream())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := in.CachedInfo().Config
+	if !slices.Equal(cfg.Subjects, []string{b.names.InputAll(), b.names.ScheduleAll()}) ||
+		cfg.Retention != jetstream.LimitsPolicy || cfg.Discard != jetstream.DiscardOld ||
+		!cfg.AllowMsgSchedules || !cfg.AllowRollup || !cfg.AllowDirect || cfg.DenyPurge ||
+		cfg.Duplicates != kvstore.DefaultDuplicateWindow || cfg.MaxAge != 0 || cfg.Storage != jetstream.FileStorage {
+		t.Errorf("input stream config = %+v", cfg)
+	}
+	tasks, err := b.js.Stream(b.ctx, b.names.TaskStream())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg := tasks.CachedInfo().Config; !slices.Equal(cfg.Subjects, []string{b.names.TaskAll()}) || cfg.Retention != jetstream.WorkQueuePolicy {
+		t.Errorf("task stream config = %+v", cfg)
+	}
+	for _, bucket := range []string{b.names.RunBucket(), b.names.WorkflowBucket()} {
+		kv, err := b.js.KeyValue(b.ctx, bucket)
+		if err != nil {
+			t.Fatalf("bucket %s: %v", bucket, err)
+		}
+		st, err := kv.Status(b.ctx)
+		if err != nil || st.History() != 1 {
+			t.Errorf("bucket %s: history %d, %v", bucket, st.History(), err)
+		}
+	}
+}
+
+// Provision runs twice, and concurrently from two connections, without
+// error and without changing what it made.
+func TestProvisionIdempotentAndConcurrent(t *testing.T) {
+	t.Parallel()
+	b := bundle{ctx: testCtx(t, 60*time.Second), srv: natstest.Server(t), names: subjects.Must("t")}
+	conns := []jetstream.JetStream{
+		natstest.JetStream(t, natstest.Conn(t, b.srv)),
+		natstest.JetStream(t, natstest.Conn(t, b.srv)),
+	}
+	for round := range 2 {
+		var wg sync.WaitGroup
+		errs := make(chan error, 4)
+		for i := range 4 {
+			wg.Go(func() { errs <- kvstore.Provision(b.ctx, conns[i%2], b.names, kvstore.ProvisionOptions{}) })
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			if err != nil {
+				t.Fatalf("round %d: %v", round, err)
+			}
+		}
+	}
+	names := b.names
+	lister := conns[0].StreamNames(b.ctx)
+	var got []string
+	for n := range lister.Name() {
+		got = append(got, n)
+	}
+	if lister.Err() != nil {
+		t.Fatal(lister.Err())
+	}
+	slices.Sort(got)
+	want := []string{"KV_" + names.RunBucket(), "KV_" + names.WorkflowBucket(), names.InputStream(), names.TaskStream()}
+	slices.Sort(want)
+	if !slices.Equal(got, want) {
+		t.Fatalf("streams = %v, want %v", got, want)
+	}
+}
+
+// A second Provision with other options updates the streams in place.
+func TestProvisionUpdates(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	rs := b.runs(t)
+	if _, err := rs.Create(b.ctx, "r1", []byte("x")); err != nil {
+		t.Fatal(err)
+	}
+	if err := kvstore.Provision(b.ctx, b.js, b.names, kvstore.ProvisionOptions{MaxAge: time.Minute, RunHistory: 5}); err != nil {
+		t.Fatal(err)
+	}
+	in, err := b.js.Stream(b.ctx, b.names.InputStream())
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The duplicate window is capped at MaxAge, which the server requires.
+	if cfg := in.CachedInfo().Config; cfg.MaxAge != time.Minute || cfg.Duplicates != time.Minute {
+		t.Errorf("MaxAge %s Duplicates %s after update", cfg.MaxAge, cfg.Duplicates)
+	}
+	kv, _ := b.js.KeyValue(b.ctx, b.names.RunBucket())
+	if st, _ := kv.Status(b.ctx); st.History() != 5 {
+		t.Errorf("run history %d after update", st.History())
+	}
+	if data, _, err := rs.Get(b.ctx, "r1"); err != nil || string(data) != "x" {
+		t.Errorf("run after update = %q, %v", data, err)
+	}
+	// Storage cannot change in place: the error names the stream.
+	err = kvstore.Provision(b.ctx, b.js, b.names, kvstore.ProvisionOptions{Storage: jetstream.MemoryStorage})
+	if err == nil || !strings.Contains(err.Error(), b.names.InputStream()) {
+		t.Errorf("storage change = %v, want an error naming %s", err, b.names.InputStream())
+	}
+}
+
+func TestProvisionRefusesBadOptions(t *testing.T) {
+	t.Parallel()
+	b := bundle{ctx: testCtx(t, 10*time.Second)}
+	for name, c := range map[string]struct {
+		names subjects.Names
+		opts  kvstore.ProvisionOptions
+	}{
+		"zero names":   {subjects.Names{}, kvstore.ProvisionOptions{}},
+		"replicas 7":   {subjects.Must(""), kvstore.ProvisionOptions{Replicas: 7}},
+		"negative age": {subjects.Must(""), kvstore.ProvisionOptions{MaxAge: -time.Second}},
+		"bad storage":  {subjects.Must(""), kvstore.ProvisionOptions{Storage: 9}},
+		"history 65":   {subjects.Must(""), kvstore.ProvisionOptions{RunHistory: 65}},
+	} {
+		// js is never reached: the options are refused first.
+		if err := kvstore.Provision(b.ctx, nil, c.names, c.opts); err == nil || !strings.HasPrefix(err.Error(), "kvstore: ") {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+}
+
+func TestOpenBeforeProvision(t *testing.T) {
+	t.Parallel()
+	ctx := testCtx(t, 30*time.Second)
+	js := natstest.JetStream(t, natstest.Conn(t, natstest.Server(t)))
+	names := subjects.Must("t")
+	if _, err := kvstore.OpenRunStore(ctx, js, names); !errors.Is(err, kvstore.ErrNotProvisioned) || !strings.Contains(err.Error(), names.RunBucket()) {
+		t.Errorf("OpenRunStore = %v", err)
+	}
+	if _, err := kvstore.OpenRegistry(ctx, js, names, kvstore.RegistryConfig{}); !errors.Is(err, kvstore.ErrNotProvisioned) {
+		t.Errorf("OpenRegistry = %v", err)
+	}
+}

@@ -1,0 +1,292 @@
+package kvstore
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/jetflow/jetflow/engine/value"
+	"github.com/jetflow/jetflow/subjects"
+)
+
+// TaskRef names a task version a workflow invokes.
+type TaskRef struct {
+	Task    string `json:"task"`
+	Version string `json:"version"`
+}
+
+// Info is what validation learns about a workflow document.
+type Info struct {
+	// Tasks are the task versions the workflow may invoke (order and
+	// duplicates do not matter).
+	Tasks []TaskRef
+}
+
+// ValidateFunc checks a decoded workflow document (the engine/value JSON
+// model) and returns what the registry records about it, or the engine's
+// error, which Deploy returns wrapped.
+type ValidateFunc func(doc any) (Info, error)
+
+// RegistryConfig configures a Registry.
+type RegistryConfig struct {
+	// Validate compiles a document before it is deployed; the caller wires
+	// the engine in. Required by Deploy; reading works without it.
+	Validate ValidateFunc
+	// Now stamps deployments. Default time.Now.
+	Now func() time.Time
+	// Limits bound the documents Deploy decodes. Default value.DefaultLimits.
+	Limits value.Limits
+	// RetryFor bounds the compare-and-swap retries of a deploy racing
+	// another. Default DefaultRetryFor (30s).
+	RetryFor time.Duration
+}
+
+// Document is one stored workflow document. Documents are immutable and
+// keyed by Hash, so a run that pinned a hash always finds its document.
+type Document struct {
+	// Hash is the hex SHA-256 of Doc.
+	Hash string
+	// Revision is the document's "revision" member.
+	Revision string
+	// Tasks are the task versions it invokes, sorted, without duplicates.
+	Tasks []TaskRef
+	// TaskSubjects are the subjects those tasks are published to, in the
+	// order of Tasks.
+	TaskSubjects []string
+	// Doc is the document in canonical JSON (RFC 8785).
+	Doc []byte
+}
+
+// Deployment is a document deployed under a workflow name.
+type Deployment struct {
+	Name string
+	Document
+	Deployed time.Time
+}
+
+// RevisionRef is one deployed revision of a workflow.
+type RevisionRef struct {
+	Revision string    `json:"revision"`
+	Hash     string    `json:"hash"`
+	Deployed time.Time `json:"deployed"`
+}
+
+// Workflow lists a name's deployed revisions, oldest first; the last is
+// the latest.
+type Workflow struct {
+	Name      string
+	Revisions []RevisionRef
+}
+
+// Latest is the most recently deployed revision.
+func (w Workflow) Latest() RevisionRef { return w.Revisions[len(w.Revisions)-1] }
+
+// Registry keeps deployed workflows in the workflow bucket: each document
+// under "doc.<hash>" (written once), and under "name.<name>" the list of
+// revisions deployed under that name.
+type Registry struct {
+	b     *bucket
+	names subjects.Names
+	cfg   RegistryConfig
+}
+
+// Keys inside the workflow bucket.
+const (
+	docKeyPrefix  = "doc."
+	nameKeyPrefix = "name."
+)
+
+// OpenRegistry binds the workflow bucket of names (it must be provisioned).
+func OpenRegistry(ctx context.Context, js jetstream.JetStream, names subjects.Names, cfg RegistryConfig) (*Registry, error) {
+	if err := checkNames(names); err != nil {
+		return nil, err
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	b, err := bindBucket(ctx, js, names.WorkflowBucket())
+	if err != nil {
+		return nil, err
+	}
+	return &Registry{b: b, names: names, cfg: cfg}, nil
+}
+
+// Bucket is the workflow bucket's name.
+func (r *Registry) Bucket() string { return r.b.name }
+
+// Deploy validates doc, stores it and makes it the latest revision of
+// name. Deploying a document already deployed under name returns the
+// existing deployment unchanged (even if it is not the latest). A
+// different document with a revision already deployed under name is
+// refused with ErrRevisionImmutable: revisions never change, so runs that
+// pinned one keep their definition.
+func (r *Registry) Deploy(ctx context.Context, name string, doc []byte) (Deployment, error) {
+	if err := subjects.CheckWorkflowName(name); err != nil {
+		return Deployment{}, fmt.Errorf("kvstore: deploy: %w", err)
+	}
+	if r.cfg.Validate == nil {
+		return Deployment{}, errors.New("kvstore: deploy: the Registry has no Validate function (set RegistryConfig.Validate to the engine's workflow compiler)")
+	}
+	d, err := r.prepare(name, doc)
+	if err != nil {
+		return Deployment{}, err
+	}
+	if err := r.storeDocument(ctx, d.Document); err != nil {
+		return Deployment{}, err
+	}
+	return retry(ctx, r.cfg.RetryFor, func() (Deployment, error) { return r.link(ctx, d) })
+}
+
+// prepare decodes, validates and hashes doc.
+func (r *Registry) prepare(name string, raw []byte) (Deployment, error) {
+	doc, err := value.Decode(raw, r.cfg.Limits)
+	if err != nil {
+		return Deployment{}, fmt.Errorf("kvstore: deploy workflow %q: %w", name, err)
+	}
+	info, err := r.cfg.Validate(doc)
+	if err != nil {
+		return Deployment{}, fmt.Errorf("kvstore: deploy workflow %q: invalid document: %w", name, err)
+	}
+	obj, _ := doc.(map[string]any)
+	revision, _ := obj["revision"].(string)
+	if revision == "" {
+		return Deployment{}, fmt.Errorf("kvstore: deploy workflow %q: the document has no nonblank string member \"revision\"", name)
+	}
+	canon, err := value.Canonical(doc)
+	if err != nil {
+		return Deployment{}, fmt.Errorf("kvstore: deploy workflow %q: %w", name, err)
+	}
+	tasks, err := normalizeTasks(info.Tasks)
+	if err != nil {
+		return Deployment{}, fmt.Errorf("kvstore: deploy workflow %q revision %q: %w", name, revision, err)
+	}
+	sum := sha256.Sum256([]byte(canon))
+	d := Deployment{Name: name, Document: Document{
+		Hash: hex.EncodeToString(sum[:]), Revision: revision, Tasks: tasks, Doc: []byte(canon),
+	}}
+	d.TaskSubjects = r.taskSubjects(tasks)
+	return d, nil
+}
+
+func normalizeTasks(in []TaskRef) ([]TaskRef, error) {
+	seen := map[TaskRef]bool{}
+	out := make([]TaskRef, 0, len(in))
+	for _, t := range in {
+		if err := subjects.CheckTask(t.Task); err != nil {
+			return nil, err
+		}
+		if err := subjects.CheckVersion(t.Version); err != nil {
+			return nil, fmt.Errorf("task %q: %w", t.Task, err)
+		}
+		if !seen[t] {
+			seen[t] = true
+			out = append(out, t)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Task != out[j].Task {
+			return out[i].Task < out[j].Task
+		}
+		return out[i].Version < out[j].Version
+	})
+	return out, nil
+}
+
+func (r *Registry) taskSubjects(tasks []TaskRef) []string {
+	out := make([]string, len(tasks))
+	for i, t := range tasks {
+		out[i] = r.names.Task(t.Task, t.Version)
+	}
+	return out
+}
+
+// storeDocument writes the document under its hash once.
+func (r *Registry) storeDocument(ctx context.Context, d Document) error {
+	data, err := encodeDoc(d)
+	if err != nil {
+		return err
+	}
+	key := docKeyPrefix + d.Hash
+	_, err = retry(ctx, r.cfg.RetryFor, func() (uint64, error) {
+		rev, err := r.b.kv.Create(ctx, key, data)
+		if errors.Is(err, jetstream.ErrKeyExists) {
+			return rev, nil // same hash, same content
+		}
+		return rev, classify(err)
+	})
+	if err != nil {
+		return fmt.Errorf("kvstore: store workflow document %s in bucket %q: %w", key, r.b.name, err)
+	}
+	return nil
+}
+
+// link adds d to its name's revision list by compare-and-swap; conflicts
+// come back as transient errors for retry to repeat.
+func (r *Registry) link(ctx context.Context, d Deployment) (Deployment, error) {
+	key := nameKeyPrefix + d.Name
+	idx, rev, err := r.readIndex(ctx, d.Name, true)
+	if err != nil && !errors.Is(err, ErrWorkflowNotFound) {
+		return Deployment{}, classify(err)
+	}
+	for _, e := range idx.Revisions {
+		if e.Revision != d.Revision {
+			continue
+		}
+		if e.Hash == d.Hash {
+			d.Deployed = e.Deployed
+			return d, nil
+		}
+		return Deployment{}, permanent(fmt.Errorf("kvstore: deploy workflow %q revision %q (hash %s): %w as hash %s; give the new document a new revision",
+			d.Name, d.Revision, d.Hash, ErrRevisionImmutable, e.Hash))
+	}
+	d.Deployed = r.cfg.Now().UTC()
+	idx.Name = d.Name
+	idx.Revisions = append(idx.Revisions, RevisionRef{Revision: d.Revision, Hash: d.Hash, Deployed: d.Deployed})
+	data, err := encodeIndex(idx)
+	if err != nil {
+		return Deployment{}, permanent(err)
+	}
+	if rev == 0 {
+		_, err = r.b.kv.Create(ctx, key, data)
+		if errors.Is(err, jetstream.ErrKeyExists) {
+			return Deployment{}, fmt.Errorf("kvstore: workflow %q deployed concurrently: %w", d.Name, err)
+		}
+	} else {
+		_, err = r.b.kv.Update(ctx, key, data, rev)
+		if errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
+			return Deployment{}, fmt.Errorf("kvstore: workflow %q deployed concurrently: %w", d.Name, err)
+		}
+	}
+	if err != nil {
+		return Deployment{}, classify(fmt.Errorf("kvstore: record workflow %q revision %q under key %s in bucket %q: %w", d.Name, d.Revision, key, r.b.name, err))
+	}
+	return d, nil
+}
+
+// readIndex reads a name's revision list; a missing name gives an empty
+// list, revision 0 and ErrWorkflowNotFound.
+func (r *Registry) readIndex(ctx context.Context, name string, fromLeader bool) (nameIndex, uint64, error) {
+	key := nameKeyPrefix + name
+	e, err := r.b.get(ctx, key, fromLeader)
+	if errors.Is(err, errNoKey) && !fromLeader {
+		// A lagging replica may not have a fresh deployment yet.
+		e, err = r.b.get(ctx, key, true)
+	}
+	if errors.Is(err, errNoKey) {
+		return nameIndex{}, 0, fmt.Errorf("kvstore: workflow %q (key %s in bucket %q): %w", name, key, r.b.name, ErrWorkflowNotFound)
+	}
+	if err != nil {
+		return nameIndex{}, 0, fmt.Errorf("kvstore: read workflow %q (key %s in bucket %q): %w", name, key, r.b.name, err)
+	}
+	idx, err := decodeIndex(e.value)
+	if err != nil {
+		return nameIndex{}, 0, fmt.Errorf("kvstore: workflow %q (key %s in bucket %q): %w", name, key, r.b.name, err)
+	}
+	return idx, e.revision, nil
+}
