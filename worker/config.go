@@ -1,0 +1,106 @@
+package worker
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/jetflow/jetflow/subjects"
+)
+
+// Config configures a Worker. The zero value is usable.
+type Config struct {
+	// Names builds the subjects, stream and consumer names of the
+	// deployment the worker serves. Default: subjects.Must("") (prefix
+	// "jetflow").
+	Names subjects.Names
+
+	// Concurrency is how many invocations of one registered task version
+	// run at once in this worker; the worker fetches no more messages
+	// than it has free slots, so an invocation never waits in the worker
+	// while another worker could run it. Default: 16.
+	Concurrency int
+
+	// HeartbeatInterval is how often a running invocation is reported as
+	// in progress, which resets the consumer's AckWait so that a handler
+	// slower than AckWait is not redelivered. It is capped at half the
+	// consumer's AckWait. Default: a third of the consumer's AckWait.
+	HeartbeatInterval time.Duration
+
+	// PollWait is how long one pull request waits on the server for
+	// invocations. A graceful Stop waits for the pull request in flight to
+	// expire, so this also bounds how long stopping an idle worker takes.
+	// Default: 2s.
+	PollWait time.Duration
+
+	// PublishTimeout bounds one attempt to publish a result (and the
+	// confirmed acknowledgement after it). Failed publishes are retried
+	// with backoff while the worker runs. Default: 5s.
+	PublishTimeout time.Duration
+
+	// CreateConsumers makes the worker create a missing task consumer with
+	// ConsumerPolicy instead of waiting for a deployment to create it.
+	// Meant for tests and development. Default: false.
+	CreateConsumers bool
+
+	// ConsumerPolicy is the policy of consumers the worker creates when
+	// CreateConsumers is set. Default: the zero TaskPolicy's defaults.
+	ConsumerPolicy TaskPolicy
+
+	// Logger receives the worker's logs. Default: slog.Default().
+	Logger *slog.Logger
+}
+
+// Defaults of Config.
+const (
+	DefaultConcurrency    = 16
+	DefaultPollWait       = 2 * time.Second
+	DefaultPublishTimeout = 5 * time.Second
+)
+
+// WithDefaults returns a copy of c with every unset field at its default.
+func (c Config) WithDefaults() Config {
+	if c.Names.Prefix() == "" {
+		c.Names = subjects.Must("")
+	}
+	if c.Concurrency == 0 {
+		c.Concurrency = DefaultConcurrency
+	}
+	if c.PollWait == 0 {
+		c.PollWait = DefaultPollWait
+	}
+	if c.PublishTimeout == 0 {
+		c.PublishTimeout = DefaultPublishTimeout
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	c.ConsumerPolicy = c.ConsumerPolicy.WithDefaults()
+	return c
+}
+
+func (c Config) validate() error {
+	var errs []error
+	if c.Concurrency < 0 {
+		errs = append(errs, fmt.Errorf("Concurrency %d is negative", c.Concurrency))
+	}
+	if c.HeartbeatInterval < 0 {
+		errs = append(errs, fmt.Errorf("HeartbeatInterval %v is negative", c.HeartbeatInterval))
+	}
+	// The server answers an expired pull request; below ~10ms the request
+	// expires before it can deliver anything.
+	if c.PollWait < 10*time.Millisecond {
+		errs = append(errs, fmt.Errorf("PollWait %v is shorter than 10ms", c.PollWait))
+	}
+	if c.PublishTimeout < 0 {
+		errs = append(errs, fmt.Errorf("PublishTimeout %v is negative", c.PublishTimeout))
+	}
+	if err := c.ConsumerPolicy.validate(); err != nil {
+		errs = append(errs, fmt.Errorf("ConsumerPolicy: %w", err))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("worker: invalid config: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,95 @@
+package worker
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/jetflow/jetflow/wire"
+)
+
+// ErrStopped is the cancellation cause of a handler's context when the
+// worker stops before the handler returns. The invocation is then handed
+// back to NATS for redelivery instead of being reported as failed.
+var ErrStopped = errors.New("worker stopped")
+
+// NonRetryable marks err so that the task's remaining attempts are skipped:
+// the failure reaches the workflow at once. It returns nil for a nil err.
+func NonRetryable(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &taskError{err: err, nonRetryable: true}
+}
+
+// WithCode attaches code to err; the workflow's retry policy can name
+// codes that are not retried. An outer code wins over an inner one. It
+// returns nil for a nil err.
+func WithCode(code string, err error) error {
+	if err == nil {
+		return nil
+	}
+	return &taskError{err: err, code: code}
+}
+
+// taskError is the wrapper NonRetryable and WithCode add; its message is
+// the wrapped error's, so wrapping never changes what the workflow sees.
+type taskError struct {
+	err          error
+	code         string
+	nonRetryable bool
+}
+
+func (e *taskError) Error() string { return e.err.Error() }
+func (e *taskError) Unwrap() error { return e.err }
+
+// PanicError is the error a handler's panic becomes.
+type PanicError struct {
+	// Value is what the handler panicked with.
+	Value any
+	// Stack is the goroutine's stack at the panic.
+	Stack []byte
+}
+
+func (e *PanicError) Error() string { return fmt.Sprintf("task handler panicked: %v", e.Value) }
+
+// WireError maps a handler's error to the task error a worker reports: the
+// message is err.Error(), the code is the outermost WithCode's, and it is
+// non-retryable if NonRetryable marked any error in the chain. It returns
+// nil for a nil err.
+func WireError(err error) *wire.TaskError {
+	if err == nil {
+		return nil
+	}
+	te := &wire.TaskError{Message: err.Error()}
+	if te.Message == "" {
+		te.Message = fmt.Sprintf("task failed with an empty %T error", err)
+	}
+	walk(err, func(e error) {
+		if t, ok := e.(*taskError); ok {
+			if te.Code == "" {
+				te.Code = t.code
+			}
+			te.NonRetryable = te.NonRetryable || t.nonRetryable
+		}
+	})
+	return te
+}
+
+// walk visits err and every error it wraps, depth first, outermost first,
+// following both forms of Unwrap.
+func walk(err error, visit func(error)) {
+	for err != nil {
+		visit(err)
+		switch u := err.(type) {
+		case interface{ Unwrap() []error }:
+			for _, e := range u.Unwrap() {
+				walk(e, visit)
+			}
+			return
+		case interface{ Unwrap() error }:
+			err = u.Unwrap()
+		default:
+			return
+		}
+	}
+}

@@ -1,0 +1,229 @@
+package worker
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"runtime/debug"
+	"sync"
+	"time"
+
+	"github.com/cenkalti/backoff/v4"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/jetflow/jetflow/wire"
+)
+
+// publishPatience bounds how long a finished result is retried while the
+// server refuses it; after that the invocation is handed back for
+// redelivery.
+const publishPatience = time.Minute
+
+// handle processes one delivered invocation: parse, heartbeat, run the
+// handler, publish the result, and only then acknowledge.
+func (w *Worker) handle(rs *runState, r *registration, m jetstream.Msg, ackWait time.Duration, log *slog.Logger) {
+	var delivery, seq uint64
+	if md, err := m.Metadata(); err == nil {
+		delivery, seq = md.NumDelivered, md.Sequence.Stream
+	}
+	wi, err := parseInvocation(m.Data(), w.cfg.Names, r.task, r.version)
+	if err != nil {
+		log.Error("terminating a malformed invocation", "subject", m.Subject(), "stream_seq", seq,
+			"run_id", m.Headers().Get(wire.HeaderRunID), "reason", err.Error())
+		if err := m.TermWithReason(err.Error()); err != nil {
+			log.Error("terminating a malformed invocation failed", "subject", m.Subject(), "stream_seq", seq, "error", err)
+		}
+		return
+	}
+	log = log.With("run_id", wi.Run, "activation", wi.Activation, "node", wi.Node, "attempt", wi.Attempt)
+	if delivery > 1 {
+		log.Info("invocation redelivered", "delivery", delivery)
+	}
+
+	stopHeartbeat := heartbeat(m, w.heartbeatInterval(ackWait), log)
+	defer stopHeartbeat() // also stopped before the ack below
+
+	ctx, cancel := context.WithCancel(rs.work)
+	defer cancel()
+	out, herr := Execute(ctx, r.handler, invocationOf(wi, delivery))
+	if herr != nil && rs.work.Err() != nil {
+		// The worker stopped under the handler: its error is most likely
+		// the cancellation, not the task's. Let another worker run it.
+		log.Info("worker stopped before the handler returned; invocation handed back", "error", herr)
+		w.handBack(m, log)
+		return
+	}
+	if herr != nil {
+		var pe *PanicError
+		if errors.As(herr, &pe) {
+			log.Error("task handler panicked", "error", herr, "stack", string(pe.Stack))
+		} else {
+			log.Warn("task failed", "error", herr)
+		}
+	}
+
+	body, msgID := w.result(wi, out, herr, log)
+	err = w.publish(rs.work, wi.Reply, msgID, body)
+	if tooLarge(err) {
+		// The input stream caps its message size below the server's max
+		// payload; no retry can fit this output.
+		log.Error("task result exceeds the input stream's maximum message size", "bytes", len(body), "error", err)
+		body = encodeResult(wi, nil, &wire.TaskError{
+			Message:      fmt.Sprintf("task result of %d bytes exceeds the maximum message size of stream %q (store large data elsewhere and return a reference)", len(body), w.cfg.Names.InputStream()),
+			NonRetryable: true,
+		})
+		err = w.publish(rs.work, wi.Reply, msgID, body)
+	}
+	if err != nil {
+		log.Error("publishing the task result failed; invocation handed back", "reply", wi.Reply, "error", err)
+		w.handBack(m, log)
+		return
+	}
+	stopHeartbeat()
+	ctx, cancelAck := context.WithTimeout(context.WithoutCancel(rs.work), w.cfg.PublishTimeout)
+	defer cancelAck()
+	if err := m.DoubleAck(ctx); err != nil {
+		// The result is out; a redelivery re-publishes it under the same
+		// Nats-Msg-Id and the dispatcher ignores the duplicate.
+		log.Warn("acknowledging the invocation failed", "error", err)
+	}
+}
+
+// Execute runs h on inv as a worker does: a panic becomes a *PanicError,
+// and the output is encoded as JSON (nil as null). An output that cannot
+// be encoded is a non-retryable error. Package workertest uses it to run
+// handlers without a server.
+func Execute(ctx context.Context, h Handler, inv Invocation) (output json.RawMessage, err error) {
+	out, err := call(ctx, h, inv)
+	if err != nil {
+		return nil, err
+	}
+	b, err := json.Marshal(out)
+	if err != nil {
+		return nil, NonRetryable(fmt.Errorf("task output is not JSON: %w", err))
+	}
+	return b, nil
+}
+
+func call(ctx context.Context, h Handler, inv Invocation) (out any, err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			out, err = nil, &PanicError{Value: v, Stack: debug.Stack()}
+		}
+	}()
+	return h(ctx, inv)
+}
+
+// result encodes the wire result of an invocation and its Nats-Msg-Id. An
+// output too large for the server becomes a non-retryable task error.
+func (w *Worker) result(wi *wire.Invocation, out json.RawMessage, herr error, log *slog.Logger) ([]byte, string) {
+	msgID := ResultMsgID(wi.Activation, wi.Node, wi.Attempt)
+	if herr != nil {
+		return encodeResult(wi, nil, WireError(herr)), msgID
+	}
+	body := encodeResult(wi, out, nil)
+	// Leave room for the headers.
+	maxPayload := w.js.Conn().MaxPayload()
+	if limit := maxPayload - int64(len(msgID)) - 256; int64(len(body)) > limit {
+		log.Error("task output exceeds the server's max payload", "bytes", len(out), "limit", limit)
+		body = encodeResult(wi, nil, &wire.TaskError{
+			Message:      fmt.Sprintf("task output of %d bytes exceeds the NATS max payload of %d bytes (store large data elsewhere and return a reference)", len(out), maxPayload),
+			NonRetryable: true,
+		})
+	}
+	return body, msgID
+}
+
+// encodeResult encodes the result of wi with exactly one of out and te.
+func encodeResult(wi *wire.Invocation, out json.RawMessage, te *wire.TaskError) []byte {
+	res := wire.Result{Activation: wi.Activation, Node: wi.Node, Attempt: wi.Attempt, Token: wi.Token, Output: out, Error: te}
+	body, err := json.Marshal(res)
+	if err != nil { // out comes from json.Marshal, the rest are strings
+		panic(fmt.Sprintf("worker: encoding a result: %v", err))
+	}
+	return body
+}
+
+func tooLarge(err error) bool {
+	var ae *jetstream.APIError
+	return errors.As(err, &ae) && ae.ErrorCode == jetstream.JSErrCodeStreamMessageExceedsMaximum
+}
+
+// ResultMsgID is the Nats-Msg-Id of a result, so that a re-sent result is
+// de-duplicated by the stream.
+func ResultMsgID(activation, node string, attempt int) string {
+	return fmt.Sprintf("result/%s/%s/%d", activation, node, attempt)
+}
+
+// publish JetStream-publishes a result, retrying with backoff while the
+// worker runs. After a hard stop it tries once more, so that a finished
+// handler's work is not lost needlessly.
+func (w *Worker) publish(work context.Context, subject, msgID string, body []byte) error {
+	msg := nats.NewMsg(subject)
+	msg.Data = body
+	b := newBackoff(50*time.Millisecond, 5*time.Second)
+	b.MaxElapsedTime = publishPatience
+	op := func() error {
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(work), w.cfg.PublishTimeout)
+		defer cancel()
+		_, err := w.js.PublishMsg(ctx, msg, jetstream.WithMsgID(msgID), jetstream.WithExpectStream(w.cfg.Names.InputStream()))
+		if errors.Is(err, nats.ErrMaxPayload) || errors.Is(err, nats.ErrConnectionClosed) || tooLarge(err) {
+			return backoff.Permanent(err)
+		}
+		return err
+	}
+	return backoff.Retry(op, backoff.WithContext(b, work))
+}
+
+// heartbeat reports m as in progress every interval until the returned
+// function is called; that function waits for the reporter to end, so
+// nothing else touches m after it returns. It is safe to call twice.
+func heartbeat(m jetstream.Msg, interval time.Duration, log *slog.Logger) func() {
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		t := time.NewTicker(interval)
+		defer t.Stop()
+		for {
+			select {
+			case <-t.C:
+				if err := m.InProgress(); err != nil {
+					log.Warn("heartbeat failed", "error", err)
+				}
+			case <-stop:
+				return
+			}
+		}
+	}()
+	var once sync.Once
+	return func() {
+		once.Do(func() { close(stop) })
+		<-done
+	}
+}
+
+func (w *Worker) heartbeatInterval(ackWait time.Duration) time.Duration {
+	if ackWait <= 0 {
+		ackWait = DefaultStartToClose
+	}
+	d := w.cfg.HeartbeatInterval
+	if d == 0 {
+		d = ackWait / 3
+	}
+	d = min(d, ackWait/2)
+	return max(d, time.Millisecond)
+}
+
+// handBack naks m for redelivery to another worker. The delay lets every
+// pull request this worker abandoned expire on the server first (they all
+// expire within PollWait), so the invocation cannot be redelivered into one
+// of them and then wait a whole AckWait.
+func (w *Worker) handBack(m jetstream.Msg, log *slog.Logger) {
+	if err := m.NakWithDelay(w.cfg.PollWait); err != nil {
+		log.Warn("handing the invocation back failed; it is redelivered after the consumer's AckWait", "error", err)
+	}
+}

@@ -1,0 +1,122 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"time"
+
+	"github.com/cenkalti/backoff/v4"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// serve is the pull loop of one task version: it fetches at most as many
+// invocations as the registration has free slots and runs each in its
+// own goroutine. It returns when the run stops pulling.
+func (w *Worker) serve(rs *runState, r *registration, c jetstream.Consumer) {
+	defer rs.loops.Done()
+	log := w.log.With("task", r.task, "version", r.version)
+	slots := make(chan struct{}, r.concurrency)
+	retry := newBackoff(100*time.Millisecond, 10*time.Second)
+	for rs.pull.Err() == nil {
+		if c == nil {
+			var err error
+			if c, err = w.bind(rs.pull, r); err != nil {
+				if rs.pull.Err() == nil {
+					log.Warn("cannot bind the task consumer; retrying", "error", err)
+				}
+				pause(rs.pull, retry.NextBackOff())
+				continue
+			}
+			log.Info("bound the task consumer", "consumer", w.cfg.Names.TaskConsumer(r.task, r.version))
+		}
+		n := acquireSlots(rs.pull, slots)
+		if n == 0 {
+			return
+		}
+		got, err := w.fetch(rs, r, c, slots, n, log)
+		for range n - got {
+			<-slots
+		}
+		if err != nil {
+			if rs.pull.Err() != nil {
+				return
+			}
+			log.Warn("fetching invocations failed; retrying", "error", err)
+			// Rebind: the consumer may have been deleted and re-created
+			// by a redeployment.
+			c = nil
+			pause(rs.pull, retry.NextBackOff())
+			continue
+		}
+		retry.Reset()
+	}
+}
+
+// acquireSlots blocks until at least one slot is free, then takes every
+// free slot. It returns 0 once ctx is done.
+func acquireSlots(ctx context.Context, slots chan struct{}) int {
+	select {
+	case slots <- struct{}{}:
+	case <-ctx.Done():
+		return 0
+	}
+	n := 1
+	for n < cap(slots) {
+		select {
+		case slots <- struct{}{}:
+			n++
+		default:
+			return n
+		}
+	}
+	return n
+}
+
+// fetch sends one pull request for up to n invocations and starts a
+// handler goroutine for each one delivered; each releases its slot when
+// it is done. The request is not cut short by a graceful stop (a message
+// the server already sent would otherwise wait for redelivery), only by a
+// hard one.
+func (w *Worker) fetch(rs *runState, r *registration, c jetstream.Consumer, slots chan struct{}, n int, log *slog.Logger) (int, error) {
+	ctx, cancel := context.WithTimeout(rs.fetch, w.cfg.PollWait)
+	defer cancel()
+	batch, err := c.Fetch(n, jetstream.FetchContext(ctx))
+	if err != nil {
+		return 0, err
+	}
+	ackWait := c.CachedInfo().Config.AckWait
+	got := 0
+	for m := range batch.Messages() {
+		got++
+		rs.handlers.Add(1)
+		go func() {
+			defer rs.handlers.Done()
+			defer func() { <-slots }()
+			w.handle(rs, r, m, ackWait, log)
+		}()
+	}
+	if err := batch.Error(); err != nil && !errors.Is(err, context.DeadlineExceeded) {
+		return got, err
+	}
+	return got, nil
+}
+
+// pause waits d or until ctx is done.
+func pause(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+	}
+}
+
+func newBackoff(initial, maxInterval time.Duration) *backoff.ExponentialBackOff {
+	b := backoff.NewExponentialBackOff()
+	b.InitialInterval = initial
+	b.MaxInterval = maxInterval
+	b.MaxElapsedTime = 0
+	b.Reset()
+	return b
+}
