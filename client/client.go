@@ -1,0 +1,243 @@
+// Package client is how applications drive jetflow runs: start a run,
+// send it events, cancel it, read its status and wait for its outcome. It
+// only publishes to the run-input stream and reads the run bucket; the
+// dispatchers do the rest.
+package client
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/jetflow/jetflow/dispatcher"
+	"github.com/jetflow/jetflow/engine/run"
+	"github.com/jetflow/jetflow/kvstore"
+	"github.com/jetflow/jetflow/subjects"
+	"github.com/jetflow/jetflow/wire"
+)
+
+// ErrRunNotFound is returned by Status for a run that has no record (yet).
+var ErrRunNotFound = dispatcher.ErrRunNotFound
+
+// Config configures a Client.
+type Config struct {
+	// Names builds every subject and bucket name. Default: subjects.Must("").
+	Names subjects.Names
+	// Store reads run records. Default: the run bucket named by Names.
+	Store dispatcher.RunStore
+	// RecheckInterval is how long Wait first waits for an announcement
+	// before reading the run again; it doubles up to MaxRecheckInterval.
+	// Default: 250ms.
+	RecheckInterval time.Duration
+	// MaxRecheckInterval caps RecheckInterval. Default: 5s.
+	MaxRecheckInterval time.Duration
+}
+
+// WithDefaults returns a copy of c with every unset field at its default.
+func (c Config) WithDefaults() Config {
+	if c.Names == (subjects.Names{}) {
+		c.Names = subjects.Must("")
+	}
+	if c.RecheckInterval <= 0 {
+		c.RecheckInterval = 250 * time.Millisecond
+	}
+	if c.MaxRecheckInterval < c.RecheckInterval {
+		c.MaxRecheckInterval = max(5*time.Second, c.RecheckInterval)
+	}
+	return c
+}
+
+// Client publishes run inputs and reads run records.
+type Client struct {
+	js    jetstream.JetStream
+	cfg   Config
+	names subjects.Names
+	store dispatcher.RunStore
+}
+
+// New returns a client. Without cfg.Store it binds the run bucket, which
+// must already be provisioned.
+func New(ctx context.Context, js jetstream.JetStream, cfg Config) (*Client, error) {
+	if js == nil {
+		return nil, errors.New("client: nil JetStream context")
+	}
+	cfg = cfg.WithDefaults()
+	c := &Client{js: js, cfg: cfg, names: cfg.Names, store: cfg.Store}
+	if c.store == nil {
+		rs, err := kvstore.OpenRunStore(ctx, js, cfg.Names)
+		if err != nil {
+			return nil, fmt.Errorf("client: %w", err)
+		}
+		c.store = rs
+	}
+	return c, nil
+}
+
+// StartOption adjusts StartRun.
+type StartOption func(*wire.Start)
+
+// WithRevision pins the run to a deployed revision instead of the latest.
+func WithRevision(rev string) StartOption { return func(s *wire.Start) { s.Revision = rev } }
+
+// StartRun starts run runID of the deployed workflow with input (any value
+// encoding/json marshals; json.RawMessage is sent as is). Starting the
+// same run id again within the stream's duplicate window does nothing;
+// later, the dispatcher rejects the second start.
+func (c *Client) StartRun(ctx context.Context, workflow, runID string, input any, opts ...StartOption) error {
+	if err := subjects.CheckRunID(runID); err != nil {
+		return fmt.Errorf("client: start: %w", err)
+	}
+	if err := subjects.CheckWorkflowName(workflow); err != nil {
+		return fmt.Errorf("client: start: %w", err)
+	}
+	in, err := json.Marshal(input)
+	if err != nil {
+		return fmt.Errorf("client: start %s: encode input: %w", runID, err)
+	}
+	body := wire.Start{Workflow: workflow, Input: in}
+	for _, o := range opts {
+		o(&body)
+	}
+	return c.publish(ctx, c.names.Start(runID), "start/"+runID, body)
+}
+
+// EventOption adjusts SendEvent.
+type EventOption func(*eventOpts)
+
+type eventOpts struct{ id string }
+
+// EventID de-duplicates the event: a second event with the same id for the
+// same run within the stream's duplicate window is dropped.
+func EventID(id string) EventOption { return func(o *eventOpts) { o.id = id } }
+
+// SendEvent sends an external event of eventType with payload to a run.
+func (c *Client) SendEvent(ctx context.Context, runID, eventType string, payload any, opts ...EventOption) error {
+	if err := subjects.CheckRunID(runID); err != nil {
+		return fmt.Errorf("client: event: %w", err)
+	}
+	if err := subjects.CheckEventType(eventType); err != nil {
+		return fmt.Errorf("client: event: %w", err)
+	}
+	var o eventOpts
+	for _, opt := range opts {
+		opt(&o)
+	}
+	msgID := ""
+	if o.id != "" {
+		msgID = "event/" + runID + "/" + o.id
+	}
+	return c.publish(ctx, c.names.Event(runID, eventType), msgID, payload)
+}
+
+// Cancel asks for a run to end cancelled.
+func (c *Client) Cancel(ctx context.Context, runID, reason string) error {
+	if err := subjects.CheckRunID(runID); err != nil {
+		return fmt.Errorf("client: cancel: %w", err)
+	}
+	return c.publish(ctx, c.names.Cancel(runID), "cancel/"+runID, wire.Cancel{Reason: reason})
+}
+
+func (c *Client) publish(ctx context.Context, subject, msgID string, body any) error {
+	data, err := json.Marshal(body)
+	if err != nil {
+		return fmt.Errorf("client: encode %s: %w", subject, err)
+	}
+	m := nats.NewMsg(subject)
+	m.Data = data
+	if msgID != "" {
+		m.Header.Set(wire.HeaderMsgID, msgID)
+	}
+	if _, err := c.js.PublishMsg(ctx, m); err != nil {
+		return fmt.Errorf("client: publish %s: %w", subject, err)
+	}
+	return nil
+}
+
+// Status returns the run's last status as its record holds it, or an
+// error wrapping ErrRunNotFound.
+func (c *Client) Status(ctx context.Context, runID string) (*wire.Status, error) {
+	data, _, err := c.store.Get(ctx, runID)
+	if err != nil {
+		return nil, fmt.Errorf("client: status: %w", err)
+	}
+	rec, err := dispatcher.DecodeRecord(data)
+	if err != nil {
+		return nil, fmt.Errorf("client: status %s: %w", runID, err)
+	}
+	if rec.Status != nil {
+		return rec.Status, nil
+	}
+	// No status was announced yet: describe the state itself.
+	st, err := rec.RunState()
+	if err != nil {
+		return nil, fmt.Errorf("client: status %s: %w", runID, err)
+	}
+	ws := &wire.Status{Run: runID, Workflow: st.Workflow, Revision: st.Revision, Status: string(st.Status), Time: st.Control.Time}
+	if st.Error != nil {
+		ws.Error = &wire.RunError{Code: st.Error.Code, Path: st.Error.Path, Message: st.Error.Message}
+	}
+	return ws, nil
+}
+
+// Wait returns the run's status once it is done, failed or cancelled. It
+// listens for the run's announcements and reads the record at growing
+// intervals (an announcement may be missed; the record is the truth).
+func (c *Client) Wait(ctx context.Context, runID string) (*wire.Status, error) {
+	if err := subjects.CheckRunID(runID); err != nil {
+		return nil, fmt.Errorf("client: wait: %w", err)
+	}
+	nc := c.js.Conn()
+	sub, err := nc.SubscribeSync(c.names.Status(runID))
+	if err != nil {
+		return nil, fmt.Errorf("client: wait %s: %w", runID, err)
+	}
+	defer func() { _ = sub.Unsubscribe() }()
+	// The subscription must reach the server before the first read, or an
+	// announcement between the two would be missed until the next read.
+	if err := nc.FlushWithContext(ctx); err != nil {
+		return nil, fmt.Errorf("client: wait %s: %w", runID, err)
+	}
+	interval := c.cfg.RecheckInterval
+	for {
+		st, err := c.Status(ctx, runID)
+		switch {
+		case err == nil && run.Status(st.Status).Terminal():
+			return st, nil
+		case err != nil && !errors.Is(err, ErrRunNotFound) && ctx.Err() != nil:
+			return nil, fmt.Errorf("client: wait %s: %w", runID, context.Cause(ctx))
+		}
+		// Other read errors are retried at the next interval.
+		if st, err := nextTerminal(ctx, sub, interval); st != nil || err != nil {
+			return st, err
+		}
+		interval = min(2*interval, c.cfg.MaxRecheckInterval)
+	}
+}
+
+// nextTerminal returns the first terminal announcement within d, or nil
+// when d passes without one.
+func nextTerminal(ctx context.Context, sub *nats.Subscription, d time.Duration) (*wire.Status, error) {
+	wctx, cancel := context.WithTimeout(ctx, d)
+	defer cancel()
+	for {
+		m, err := sub.NextMsgWithContext(wctx)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil, fmt.Errorf("client: wait: %w", context.Cause(ctx))
+			}
+			if errors.Is(err, context.DeadlineExceeded) {
+				return nil, nil
+			}
+			return nil, fmt.Errorf("client: wait: %w", err)
+		}
+		var st wire.Status
+		if json.Unmarshal(m.Data, &st) == nil && run.Status(st.Status).Terminal() {
+			return &st, nil
+		}
+	}
+}

@@ -1,0 +1,137 @@
+package dispatcher
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/jetflow/jetflow/engine/run"
+	"github.com/jetflow/jetflow/subjects"
+)
+
+// Config configures a Dispatcher. The zero value is usable once passed
+// through WithDefaults (New does that).
+type Config struct {
+	// Names builds every subject, stream, consumer and bucket name.
+	// Default: subjects.Must("") (prefix "jetflow").
+	Names subjects.Names
+	// Logger receives one line per notable event; run lines carry run_id.
+	// Default: slog.Default().
+	Logger *slog.Logger
+	// Registerer receives the dispatcher's metrics. Dispatchers sharing one
+	// Registerer share their collectors. Default: nil (metrics are kept but
+	// not registered anywhere).
+	Registerer prometheus.Registerer
+	// Concurrency is how many messages one process handles at once (never
+	// two of the same run). Default: 16.
+	Concurrency int
+	// AckWait is how long the server waits for an acknowledgement before
+	// redelivering an input to any dispatcher. Default: 30s.
+	AckWait time.Duration
+	// MaxAckPending caps unacknowledged inputs across all dispatchers.
+	// Default: 1024.
+	MaxAckPending int
+	// AppliedHistory is how many recently applied input sequences a run
+	// record keeps to recognise redeliveries. Default: 128.
+	AppliedHistory int
+	// RejectedHistory is how many recent rejections a run record keeps.
+	// Default: 16.
+	RejectedHistory int
+	// ConflictTimeout bounds the reload-and-reapply loop after
+	// compare-and-swap conflicts before the input is handed back for
+	// redelivery. Default: 10s.
+	ConflictTimeout time.Duration
+	// OpTimeout bounds each NATS round trip (KV read or write, publish).
+	// Default: 5s.
+	OpTimeout time.Duration
+	// RetryDelay is the first redelivery delay after a transient failure;
+	// it doubles with each delivery up to MaxRetryDelay. Default: 250ms.
+	RetryDelay time.Duration
+	// MaxRetryDelay caps RetryDelay. Default: 30s.
+	MaxRetryDelay time.Duration
+	// UnknownRunWait is how long an input for a run that has no record is
+	// redelivered (its start may still be in flight on another
+	// dispatcher) before it is acknowledged and dropped, measured from
+	// the input's stream time. Default: 30s.
+	UnknownRunWait time.Duration
+	// CacheSize is how many run records one process keeps in memory to
+	// skip the read before a step (a stale entry only costs a conflict).
+	// Default: 4096; negative disables the cache.
+	CacheSize int
+	// DefinitionCacheSize is how many compiled workflow definitions are
+	// kept, keyed by content hash. Default: 256.
+	DefinitionCacheSize int
+
+	// RunOptions are the reducer's host settings (task retry policies).
+	// Default: the zero value (run's default policies).
+	RunOptions run.Options
+
+	// hooks lets tests stop a step at a crash point.
+	hooks *hooks
+}
+
+// WithDefaults returns a copy of c with every unset field at its default.
+func (c Config) WithDefaults() Config {
+	if c.Names == (subjects.Names{}) {
+		c.Names = subjects.Must("")
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	setDefault(&c.Concurrency, 16)
+	setDefault(&c.AckWait, 30*time.Second)
+	setDefault(&c.MaxAckPending, 1024)
+	setDefault(&c.AppliedHistory, 128)
+	setDefault(&c.RejectedHistory, 16)
+	setDefault(&c.ConflictTimeout, 10*time.Second)
+	setDefault(&c.OpTimeout, 5*time.Second)
+	setDefault(&c.RetryDelay, 250*time.Millisecond)
+	setDefault(&c.MaxRetryDelay, 30*time.Second)
+	setDefault(&c.UnknownRunWait, 30*time.Second)
+	if c.CacheSize == 0 {
+		c.CacheSize = 4096
+	}
+	setDefault(&c.DefinitionCacheSize, 256)
+	return c
+}
+
+func setDefault[T int | time.Duration](p *T, def T) {
+	if *p == 0 {
+		*p = def
+	}
+}
+
+func (c Config) validate() error {
+	var errs []error
+	positive := func(name string, ok bool) {
+		if !ok {
+			errs = append(errs, fmt.Errorf("%s must be positive", name))
+		}
+	}
+	positive("Concurrency", c.Concurrency > 0)
+	positive("AckWait", c.AckWait > 0)
+	positive("MaxAckPending", c.MaxAckPending > 0)
+	positive("AppliedHistory", c.AppliedHistory > 0)
+	positive("RejectedHistory", c.RejectedHistory > 0)
+	positive("ConflictTimeout", c.ConflictTimeout > 0)
+	positive("OpTimeout", c.OpTimeout > 0)
+	positive("RetryDelay", c.RetryDelay > 0)
+	positive("DefinitionCacheSize", c.DefinitionCacheSize > 0)
+	positive("UnknownRunWait", c.UnknownRunWait > 0)
+	if c.MaxRetryDelay < c.RetryDelay {
+		errs = append(errs, fmt.Errorf("MaxRetryDelay (%s) is shorter than RetryDelay (%s)", c.MaxRetryDelay, c.RetryDelay))
+	}
+	if c.MaxAckPending < c.Concurrency {
+		errs = append(errs, fmt.Errorf("MaxAckPending (%d) is below Concurrency (%d): some workers could never get a message", c.MaxAckPending, c.Concurrency))
+	}
+	if c.Names == (subjects.Names{}) {
+		errs = append(errs, errors.New("Names is unset (use subjects.New or WithDefaults)"))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("dispatcher config: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,227 @@
+package dispatcher
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/jetflow/jetflow/kvstore"
+)
+
+// Dispatcher consumes run inputs and drives runs. Create it with New, run
+// it with Start and stop it with Stop.
+type Dispatcher struct {
+	cfg    Config
+	js     jetstream.JetStream
+	pub    publisher
+	store  RunStore
+	loader loader
+	log    *slog.Logger
+	m      *metrics
+	cache  *recordCache
+
+	// Lifecycle, guarded by mu.
+	mu      sync.Mutex
+	running bool
+	cc      jetstream.ConsumeContext
+	stream  jetstream.Stream
+	cancel  context.CancelCauseFunc
+	ctx     context.Context
+
+	// Per-run queues: one goroutine drains each run's queue, so that two
+	// messages of one run never run at once here; sem bounds how many
+	// steps run at once overall.
+	qmu    sync.Mutex
+	queues map[string]*runQueue
+	sem    chan struct{}
+	wg     sync.WaitGroup
+
+	// crashed makes a test's simulated crash stick until Stop.
+	crashed atomic.Bool
+}
+
+type runQueue struct{ msgs []jetstream.Msg }
+
+// errStopping is the cause given to in-flight steps when Stop runs out of
+// time: their inputs are handed back for redelivery.
+var errStopping = errors.New("dispatcher stopping")
+
+// New returns a dispatcher that reads and writes runs in store (nil means
+// the run bucket named by cfg.Names, bound at Start) and loads workflow
+// definitions from reg. It validates cfg after applying defaults.
+func New(js jetstream.JetStream, store RunStore, reg Registry, cfg Config) (*Dispatcher, error) {
+	if reg == nil {
+		return nil, errors.New("dispatcher: nil Registry (pass the workflow registry the runs' definitions are deployed to)")
+	}
+	l, err := newEngineLoader(cfg.WithDefaults(), reg)
+	if err != nil {
+		return nil, fmt.Errorf("dispatcher: %w", err)
+	}
+	return newDispatcher(js, store, l, cfg)
+}
+
+// newDispatcher is New with the reducer seam exposed (tests pass a fake).
+func newDispatcher(js jetstream.JetStream, store RunStore, l loader, cfg Config) (*Dispatcher, error) {
+	if js == nil {
+		return nil, errors.New("dispatcher: nil JetStream context")
+	}
+	cfg = cfg.WithDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	m, err := newMetrics(cfg.Registerer)
+	if err != nil {
+		return nil, fmt.Errorf("dispatcher: register metrics: %w", err)
+	}
+	return &Dispatcher{
+		cfg: cfg, js: js, pub: publisher{js: js, nc: js.Conn()}, store: store, loader: l,
+		log: cfg.Logger, m: m, cache: newRecordCache(cfg.CacheSize),
+		queues: make(map[string]*runQueue),
+	}, nil
+}
+
+// Start binds the input stream, the run bucket and the shared durable
+// consumer, then handles inputs in the background until Stop. It returns
+// start-up errors; starting a started dispatcher does nothing.
+func (d *Dispatcher) Start(ctx context.Context) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.running {
+		return nil
+	}
+	names := d.cfg.Names
+	stream, err := d.js.Stream(ctx, names.InputStream())
+	if err != nil {
+		return fmt.Errorf("dispatcher: bind input stream %q (is it provisioned?): %w", names.InputStream(), err)
+	}
+	if d.store == nil {
+		rs, err := kvstore.OpenRunStore(ctx, d.js, names)
+		if err != nil {
+			return fmt.Errorf("dispatcher: %w", err)
+		}
+		d.store = rs
+	}
+	cons, err := d.js.CreateOrUpdateConsumer(ctx, names.InputStream(), jetstream.ConsumerConfig{
+		Durable:       names.DispatcherConsumer(),
+		Description:   "jetflow dispatchers: every run input",
+		FilterSubject: names.InputAll(),
+		AckPolicy:     jetstream.AckExplicitPolicy,
+		AckWait:       d.cfg.AckWait,
+		MaxDeliver:    -1,
+		MaxAckPending: d.cfg.MaxAckPending,
+	})
+	if err != nil {
+		return fmt.Errorf("dispatcher: create consumer %q: %w", names.DispatcherConsumer(), err)
+	}
+	// Steps outlive Start's context: only Stop ends them.
+	d.ctx, d.cancel = context.WithCancelCause(context.WithoutCancel(ctx))
+	d.sem = make(chan struct{}, d.cfg.Concurrency)
+	d.crashed.Store(false)
+	cc, err := cons.Consume(d.receive,
+		jetstream.PullMaxMessages(4*d.cfg.Concurrency),
+		jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
+			d.log.Warn("dispatcher: consume", slog.Any("error", err))
+		}))
+	if err != nil {
+		d.cancel(err)
+		return fmt.Errorf("dispatcher: consume %q: %w", names.DispatcherConsumer(), err)
+	}
+	d.stream, d.cc, d.running = stream, cc, true
+	return nil
+}
+
+// Stop stops pulling inputs, finishes the ones already received and
+// returns. If ctx ends first, the steps still running are abandoned and
+// their inputs handed back for redelivery. Stopping a dispatcher that is
+// not running does nothing; a stopped dispatcher can be started again.
+func (d *Dispatcher) Stop(ctx context.Context) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if !d.running {
+		return nil
+	}
+	d.running = false
+	d.cc.Drain()
+	var err error
+	select {
+	case <-d.cc.Closed():
+	case <-ctx.Done():
+		d.cc.Stop()
+		// No callback may queue a message once we wait for the queues.
+		<-d.cc.Closed()
+		err = context.Cause(ctx)
+	}
+	done := make(chan struct{})
+	go func() { d.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-ctx.Done():
+		d.cancel(errStopping)
+		<-done
+		err = context.Cause(ctx)
+	}
+	d.cancel(errStopping)
+	if err != nil {
+		return fmt.Errorf("dispatcher: stop: %w", err)
+	}
+	return nil
+}
+
+// receive queues a message behind the other messages of its run.
+func (d *Dispatcher) receive(m jetstream.Msg) {
+	key := queueKey(d.cfg.Names.Prefix(), m.Subject())
+	d.qmu.Lock()
+	if q, ok := d.queues[key]; ok {
+		q.msgs = append(q.msgs, m)
+		d.qmu.Unlock()
+		return
+	}
+	q := &runQueue{msgs: []jetstream.Msg{m}}
+	d.queues[key] = q
+	d.wg.Add(1)
+	d.qmu.Unlock()
+	go d.drain(key, q)
+}
+
+func (d *Dispatcher) drain(key string, q *runQueue) {
+	defer d.wg.Done()
+	for {
+		d.qmu.Lock()
+		if len(q.msgs) == 0 {
+			delete(d.queues, key)
+			d.qmu.Unlock()
+			return
+		}
+		m := q.msgs[0]
+		q.msgs[0] = nil
+		q.msgs = q.msgs[1:]
+		d.qmu.Unlock()
+		select {
+		case d.sem <- struct{}{}:
+			d.handle(d.ctx, m)
+			<-d.sem
+		case <-d.ctx.Done():
+			d.abandon(m)
+		}
+	}
+}
+
+// queueKey is the run id token of an input subject, or the whole subject
+// when it has none (such a message is malformed and handled alone).
+func queueKey(prefix, subject string) string {
+	rest := subject
+	if len(rest) > len(prefix)+4 && rest[:len(prefix)] == prefix && rest[len(prefix):len(prefix)+4] == ".in." {
+		rest = rest[len(prefix)+4:]
+		for i := 0; i < len(rest); i++ {
+			if rest[i] == '.' {
+				return rest[:i]
+			}
+		}
+	}
+	return "\x00" + subject
+}

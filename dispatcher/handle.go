@@ -1,0 +1,156 @@
+package dispatcher
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/jetflow/jetflow/engine/run"
+)
+
+// errPermanent marks failures that no redelivery can cure (a reducer
+// panic, a corrupt record): the input is terminated and logged.
+var errPermanent = errors.New("permanent failure")
+
+// hookPoint names a crash point a test can stop a step at.
+type hookPoint string
+
+const (
+	hookAfterSave    hookPoint = "after_save"
+	hookAfterPublish hookPoint = "after_publish"
+)
+
+// hooks lets tests simulate a crash: when at returns errCrash, the step
+// stops there and the input is left unacknowledged, as after a kill.
+type hooks struct {
+	at func(p hookPoint, runID, kind string) error
+}
+
+var errCrash = errors.New("simulated crash")
+
+// unknownWorkflowDeliveries is how many deliveries an input naming an
+// undeployed workflow gets before it is terminated.
+const unknownWorkflowDeliveries = 3
+
+func (d *Dispatcher) hook(p hookPoint, in *input) error {
+	if d.cfg.hooks == nil || d.cfg.hooks.at == nil {
+		return nil
+	}
+	return d.cfg.hooks.at(p, in.runID, in.kind)
+}
+
+// handle takes one input from receipt to acknowledgement. Whatever the
+// input holds, it returns after acking, terminating or handing it back.
+func (d *Dispatcher) handle(ctx context.Context, m jetstream.Msg) {
+	if d.crashed.Load() {
+		return
+	}
+	began := time.Now()
+	meta, err := m.Metadata()
+	if err != nil {
+		d.log.Error("dispatcher: input without JetStream metadata", slog.String("subject", m.Subject()), slog.Any("error", err))
+		d.m.messages.WithLabelValues("unknown", outcomeMalformed).Inc()
+		_ = m.Term()
+		return
+	}
+	if meta.NumDelivered > 1 {
+		d.m.redelivery.Inc()
+	}
+	in, err := parseInput(d.cfg.Names, m.Subject(), m.Headers(), m.Data())
+	if err != nil {
+		d.log.Warn("dispatcher: malformed input terminated", slog.String("subject", m.Subject()),
+			slog.Uint64("stream_seq", meta.Sequence.Stream), slog.String("reason", err.Error()))
+		d.m.messages.WithLabelValues(kindOf(d, m.Subject()), outcomeMalformed).Inc()
+		_ = m.TermWithReason(truncate(err.Error(), 256))
+		return
+	}
+	log := d.log.With(slog.String("run_id", in.runID), slog.String("kind", in.kind), slog.Uint64("stream_seq", meta.Sequence.Stream))
+	now := float64(meta.Timestamp.UnixMilli())
+	outcome, err := d.step(ctx, in, meta.Sequence.Stream, now, log)
+	switch {
+	case errors.Is(err, errCrash):
+		d.crashed.Store(true)
+		log.Info("dispatcher: simulated crash")
+		return
+	case err == nil:
+		_ = m.Ack()
+	case errors.Is(err, errNoRun):
+		if age := time.Since(meta.Timestamp); age < d.cfg.UnknownRunWait {
+			// Its start may be in another dispatcher's hands right now.
+			outcome = outcomeRetry
+			_ = m.NakWithDelay(min(d.retryDelay(meta.NumDelivered), d.cfg.UnknownRunWait-age))
+			break
+		}
+		outcome = outcomeUnknownRun
+		log.Warn("dispatcher: input for an unknown run acknowledged", slog.Duration("waited", d.cfg.UnknownRunWait))
+		_ = m.Ack()
+	case errors.Is(err, ErrUnknownWorkflow) && meta.NumDelivered < unknownWorkflowDeliveries:
+		// A replica may not have a deployment made just before the start.
+		outcome = outcomeRetry
+		log.Warn("dispatcher: workflow not found, will look again", slog.Any("error", err))
+		_ = m.NakWithDelay(d.retryDelay(meta.NumDelivered))
+	case context.Cause(ctx) != nil:
+		outcome = outcomeAbandoned
+		log.Info("dispatcher: input handed back at stop", slog.Any("error", err))
+		_ = m.Nak()
+	case errors.Is(err, errMalformed) || errors.Is(err, ErrUnknownWorkflow) || errors.Is(err, errPermanent):
+		outcome = outcomeFailed
+		if errors.Is(err, ErrUnknownWorkflow) {
+			outcome = outcomeUnknownWorkflow
+		}
+		log.Error("dispatcher: input terminated", slog.String("subject", m.Subject()), slog.String("reason", err.Error()))
+		_ = m.TermWithReason(truncate(err.Error(), 256))
+	default:
+		outcome = outcomeRetry
+		delay := d.retryDelay(meta.NumDelivered)
+		log.Warn("dispatcher: step failed, input will be redelivered", slog.Any("error", err), slog.Duration("delay", delay))
+		_ = m.NakWithDelay(delay)
+	}
+	d.m.messages.WithLabelValues(in.kind, outcome).Inc()
+	d.m.step.WithLabelValues(in.kind).Observe(time.Since(began).Seconds())
+}
+
+func (d *Dispatcher) abandon(m jetstream.Msg) {
+	if !d.crashed.Load() {
+		_ = m.Nak()
+	}
+}
+
+func (d *Dispatcher) retryDelay(delivered uint64) time.Duration {
+	delay := d.cfg.RetryDelay
+	for i := uint64(1); i < delivered && delay < d.cfg.MaxRetryDelay; i++ {
+		delay *= 2
+	}
+	return min(delay, d.cfg.MaxRetryDelay)
+}
+
+func kindOf(d *Dispatcher, subject string) string {
+	if _, kind, _, err := d.cfg.Names.ParseInput(subject); err == nil {
+		return kind
+	}
+	return "unknown"
+}
+
+// truncate bounds a termination reason (it travels in an advisory).
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return strings.ToValidUTF8(s[:n], "")
+}
+
+// safeApply runs the reducer, turning a panic into a permanent failure so
+// that one poisonous input cannot take the process down.
+func safeApply(p program, st *run.State, msg run.Message) (next *run.State, effects []run.Effect, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("%w: reducer panic: %v", errPermanent, r)
+		}
+	}()
+	return p.apply(st, msg)
+}

@@ -1,0 +1,86 @@
+package dispatcher
+
+import (
+	"errors"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Message outcomes, the "outcome" label of jetflow_dispatcher_messages_total.
+const (
+	outcomeApplied         = "applied"          // the reducer applied it; state saved
+	outcomeDuplicate       = "duplicate"        // already applied: outbox re-published, acked
+	outcomeRejected        = "rejected"         // run.ErrRejected: recorded, acked
+	outcomeUnknownRun      = "unknown_run"      // no such run: logged, acked
+	outcomeMalformed       = "malformed"        // cannot parse: terminated
+	outcomeUnknownWorkflow = "unknown_workflow" // workflow not deployed: terminated
+	outcomeFailed          = "failed"           // reducer or record fault: terminated
+	outcomeRetry           = "retry"            // transient failure: redelivered later
+	outcomeAbandoned       = "abandoned"        // the dispatcher stopped: handed back
+)
+
+type metrics struct {
+	started    prometheus.Counter
+	settled    *prometheus.CounterVec
+	messages   *prometheus.CounterVec
+	conflicts  prometheus.Counter
+	redelivery prometheus.Counter
+	step       *prometheus.HistogramVec
+}
+
+func newMetrics(reg prometheus.Registerer) (*metrics, error) {
+	m := &metrics{
+		started: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: "jetflow", Subsystem: "dispatcher", Name: "runs_started_total",
+			Help: "Runs created by an applied start message.",
+		}),
+		settled: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "jetflow", Subsystem: "dispatcher", Name: "runs_settled_total",
+			Help: "Runs that reached a terminal status, by status.",
+		}, []string{"status"}),
+		messages: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "jetflow", Subsystem: "dispatcher", Name: "messages_total",
+			Help: "Run inputs handled, by kind and outcome.",
+		}, []string{"kind", "outcome"}),
+		conflicts: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: "jetflow", Subsystem: "dispatcher", Name: "cas_conflicts_total",
+			Help: "Run saves that lost a compare-and-swap race and were reapplied.",
+		}),
+		redelivery: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: "jetflow", Subsystem: "dispatcher", Name: "redeliveries_total",
+			Help: "Run inputs received more than once.",
+		}),
+		step: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Namespace: "jetflow", Subsystem: "dispatcher", Name: "step_seconds",
+			Help:    "Time from receiving a run input to acknowledging it, by kind.",
+			Buckets: prometheus.ExponentialBuckets(0.0001, 2, 16),
+		}, []string{"kind"}),
+	}
+	if reg == nil {
+		return m, nil
+	}
+	var err error
+	m.started = register(reg, m.started, &err)
+	m.settled = register(reg, m.settled, &err)
+	m.messages = register(reg, m.messages, &err)
+	m.conflicts = register(reg, m.conflicts, &err)
+	m.redelivery = register(reg, m.redelivery, &err)
+	m.step = register(reg, m.step, &err)
+	return m, err
+}
+
+// register registers c, or returns the identical collector another
+// dispatcher on the same registry registered first.
+func register[C prometheus.Collector](reg prometheus.Registerer, c C, errp *error) C {
+	err := reg.Register(c)
+	var are prometheus.AlreadyRegisteredError
+	if errors.As(err, &are) {
+		if existing, ok := are.ExistingCollector.(C); ok {
+			return existing
+		}
+	}
+	if err != nil && *errp == nil {
+		*errp = err
+	}
+	return c
+}

@@ -1,0 +1,187 @@
+package dispatcher
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/jetflow/jetflow/engine/run"
+	"github.com/jetflow/jetflow/engine/value"
+	"github.com/jetflow/jetflow/subjects"
+	"github.com/jetflow/jetflow/wire"
+)
+
+// errMalformed is wrapped by every refusal of an input that can never
+// apply, whatever the run's state: it is terminated, not retried.
+var errMalformed = errors.New("malformed input")
+
+// bodyLimits bound every JSON body a dispatcher decodes.
+var bodyLimits = value.Limits{MaxBytes: 8 << 20, MaxDepth: 256}
+
+// input is a parsed run input.
+type input struct {
+	runID string
+	kind  string
+	msg   run.Message
+	// start is the start body (kind start only): which workflow to run.
+	start *wire.Start
+}
+
+func malformed(format string, args ...any) error {
+	return fmt.Errorf("%w: %s", errMalformed, fmt.Sprintf(format, args...))
+}
+
+// parseInput reads one input message. It never panics on hostile data and
+// every error it returns wraps errMalformed.
+func parseInput(names subjects.Names, subject string, header nats.Header, data []byte) (*input, error) {
+	runID, kind, eventType, err := names.ParseInput(subject)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", errMalformed, err)
+	}
+	if err := subjects.CheckRunID(runID); err != nil {
+		return nil, fmt.Errorf("%w: %w", errMalformed, err)
+	}
+	in := &input{runID: runID, kind: kind, msg: run.Message{RunID: runID}}
+	switch kind {
+	case subjects.KindStart:
+		err = in.parseStart(data)
+	case subjects.KindEvent:
+		err = in.parseEvent(eventType, data)
+	case subjects.KindResult:
+		err = in.parseResult(data)
+	case subjects.KindTimer:
+		err = in.parseTimer(header, data)
+	case subjects.KindCancel:
+		err = in.parseCancel(data)
+	default:
+		err = malformed("unknown input kind %q", kind)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return in, nil
+}
+
+func (in *input) parseStart(data []byte) error {
+	var body wire.Start
+	if err := strictJSON(data, &body); err != nil {
+		return malformed("start body: %v", err)
+	}
+	if err := subjects.CheckWorkflowName(body.Workflow); err != nil {
+		return fmt.Errorf("%w: start body: %w", errMalformed, err)
+	}
+	v, err := optionalValue(body.Input)
+	if err != nil {
+		return malformed("start input: %v", err)
+	}
+	in.start = &body
+	in.msg.Kind, in.msg.Input = run.KindStart, v
+	return nil
+}
+
+func (in *input) parseEvent(eventType string, data []byte) error {
+	if err := subjects.CheckEventType(eventType); err != nil {
+		return fmt.Errorf("%w: %w", errMalformed, err)
+	}
+	v, err := optionalValue(data)
+	if err != nil {
+		return malformed("event payload: %v", err)
+	}
+	in.msg.Kind = run.KindEvent
+	// An empty body is an event without a payload (not a null payload).
+	in.msg.Event = &run.Event{Type: eventType, Payload: v, HasPayload: len(bytes.TrimSpace(data)) > 0}
+	return nil
+}
+
+func (in *input) parseResult(data []byte) error {
+	var body wire.Result
+	if err := strictJSON(data, &body); err != nil {
+		return malformed("result body: %v", err)
+	}
+	if body.Activation == "" {
+		return malformed("result body: activation is empty")
+	}
+	hasOutput := len(body.Output) > 0
+	if hasOutput && body.Error != nil {
+		return malformed("result body: both output and error are set")
+	}
+	res := &run.TaskResult{Activation: body.Activation, Node: body.Node, Attempt: body.Attempt}
+	if body.Error != nil {
+		res.Error = &run.TaskError{Message: body.Error.Message, Code: body.Error.Code, NonRetryable: body.Error.NonRetryable}
+	} else {
+		// A result with neither output nor error reports a null output.
+		v, err := optionalValue(body.Output)
+		if err != nil {
+			return malformed("result output: %v", err)
+		}
+		res.Output = v
+	}
+	in.msg.Kind, in.msg.Result = run.KindResult, res
+	return nil
+}
+
+func (in *input) parseTimer(header nats.Header, data []byte) error {
+	var body wire.Timer
+	if len(bytes.TrimSpace(data)) > 0 {
+		if err := strictJSON(data, &body); err != nil {
+			return malformed("timer body: %v", err)
+		}
+	}
+	// The scheduler copies our headers onto the fired message; they stand
+	// in for a body some other tool may have dropped.
+	if body.Timer == "" {
+		body.Timer = header.Get(wire.HeaderTimer)
+	}
+	if body.Timer == "" {
+		return malformed("timer fire names no timer")
+	}
+	if body.Deadline == 0 {
+		if h := header.Get(wire.HeaderDeadline); h != "" {
+			d, err := strconv.ParseFloat(h, 64)
+			if err != nil {
+				return malformed("timer deadline header %q: %v", h, err)
+			}
+			body.Deadline = d
+		}
+	}
+	in.msg.Kind = run.KindTimer
+	in.msg.Timer = &run.TimerFire{ID: body.Timer, Deadline: body.Deadline}
+	return nil
+}
+
+func (in *input) parseCancel(data []byte) error {
+	var body wire.Cancel
+	if len(bytes.TrimSpace(data)) > 0 {
+		if err := strictJSON(data, &body); err != nil {
+			return malformed("cancel body: %v", err)
+		}
+	}
+	in.msg.Kind, in.msg.Reason = run.KindCancel, body.Reason
+	return nil
+}
+
+// strictJSON decodes one JSON object into v within bodyLimits. (Nested
+// values stay raw here and go through value.Decode, which bounds depth;
+// encoding/json itself refuses nesting past 10000 without recursing
+// further.)
+func strictJSON(data []byte, v any) error {
+	if len(data) > bodyLimits.MaxBytes {
+		return fmt.Errorf("%w: %d bytes, limit %d", value.ErrTooLarge, len(data), bodyLimits.MaxBytes)
+	}
+	if t := bytes.TrimLeft(data, " \t\r\n"); len(t) == 0 || t[0] != '{' {
+		return errors.New("expected a JSON object")
+	}
+	return json.Unmarshal(data, v)
+}
+
+// optionalValue decodes a JSON value; absent or empty means null.
+func optionalValue(raw []byte) (any, error) {
+	if len(bytes.TrimSpace(raw)) == 0 {
+		return nil, nil
+	}
+	return value.Decode(raw, bodyLimits)
+}

@@ -1,0 +1,186 @@
+package dispatcher
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/jetflow/jetflow/engine/run"
+	"github.com/jetflow/jetflow/subjects"
+	"github.com/jetflow/jetflow/wire"
+)
+
+var parseCases = []struct {
+	name    string
+	subject string
+	header  map[string]string
+	body    string
+	check   func(t *testing.T, in *input)
+	bad     string // substring of the error; "" means valid
+}{
+	{name: "start", subject: "jetflow.in.r1.start", body: `{"workflow":"wf","revision":"v1","input":{"a":[1,2]}}`,
+		check: func(t *testing.T, in *input) {
+			if in.msg.Kind != run.KindStart || in.start.Workflow != "wf" || in.start.Revision != "v1" || in.msg.RunID != "r1" {
+				t.Errorf("parsed %+v / %+v", in.msg, in.start)
+			}
+			if m, ok := in.msg.Input.(map[string]any); !ok || len(m["a"].([]any)) != 2 {
+				t.Errorf("input %#v", in.msg.Input)
+			}
+		}},
+	{name: "start without input", subject: "jetflow.in.r1.start", body: `{"workflow":"wf"}`,
+		check: func(t *testing.T, in *input) {
+			if in.msg.Input != nil {
+				t.Errorf("input %#v, want nil", in.msg.Input)
+			}
+		}},
+	{name: "event", subject: "jetflow.in.r1.event.go", body: `{"n":1}`,
+		check: func(t *testing.T, in *input) {
+			if e := in.msg.Event; e.Type != "go" || !e.HasPayload || e.Payload.(map[string]any)["n"] != 1.0 {
+				t.Errorf("event %+v", e)
+			}
+		}},
+	{name: "event without payload", subject: "jetflow.in.r1.event.go", body: ``,
+		check: func(t *testing.T, in *input) {
+			if e := in.msg.Event; e.HasPayload || e.Payload != nil {
+				t.Errorf("event %+v, want no payload", e)
+			}
+		}},
+	{name: "event null payload", subject: "jetflow.in.r1.event.go", body: `null`,
+		check: func(t *testing.T, in *input) {
+			if e := in.msg.Event; !e.HasPayload || e.Payload != nil {
+				t.Errorf("event %+v, want a null payload", e)
+			}
+		}},
+	{name: "result output", subject: "jetflow.in.r1.result", body: `{"activation":"a","node":"n","attempt":2,"output":"x"}`,
+		check: func(t *testing.T, in *input) {
+			if r := in.msg.Result; r.Activation != "a" || r.Node != "n" || r.Attempt != 2 || r.Output != "x" || r.Error != nil {
+				t.Errorf("result %+v", r)
+			}
+		}},
+	{name: "result error", subject: "jetflow.in.r1.result", body: `{"activation":"a","error":{"message":"m","code":"C","nonRetryable":true}}`,
+		check: func(t *testing.T, in *input) {
+			if e := in.msg.Result.Error; e == nil || e.Message != "m" || e.Code != "C" || !e.NonRetryable {
+				t.Errorf("error %+v", e)
+			}
+		}},
+	{name: "result null output", subject: "jetflow.in.r1.result", body: `{"activation":"a"}`,
+		check: func(t *testing.T, in *input) {
+			if r := in.msg.Result; r.Output != nil || r.Error != nil {
+				t.Errorf("result %+v", r)
+			}
+		}},
+	{name: "timer body", subject: "jetflow.in.r1.timer", body: `{"timer":"t1","deadline":1500}`,
+		check: func(t *testing.T, in *input) {
+			if f := in.msg.Timer; f.ID != "t1" || f.Deadline != 1500 {
+				t.Errorf("timer %+v", f)
+			}
+		}},
+	{name: "timer headers", subject: "jetflow.in.r1.timer", header: map[string]string{wire.HeaderTimer: "t2", wire.HeaderDeadline: "2500.5"},
+		check: func(t *testing.T, in *input) {
+			if f := in.msg.Timer; f.ID != "t2" || f.Deadline != 2500.5 {
+				t.Errorf("timer %+v", f)
+			}
+		}},
+	{name: "cancel", subject: "jetflow.in.r1.cancel", body: `{"reason":"enough"}`,
+		check: func(t *testing.T, in *input) {
+			if in.msg.Kind != run.KindCancel || in.msg.Reason != "enough" {
+				t.Errorf("cancel %+v", in.msg)
+			}
+		}},
+	{name: "cancel empty", subject: "jetflow.in.r1.cancel"},
+
+	{name: "other prefix", subject: "other.in.r1.start", body: `{"workflow":"wf"}`, bad: "not a run input"},
+	{name: "unknown kind", subject: "jetflow.in.r1.bogus", bad: "unknown input kind"},
+	{name: "no kind", subject: "jetflow.in.r1", bad: "names no input kind"},
+	{name: "extra token", subject: "jetflow.in.r1.start.x", bad: "unexpected tokens"},
+	{name: "event without type", subject: "jetflow.in.r1.event", bad: "event.<type>"},
+	{name: "start not json", subject: "jetflow.in.r1.start", body: `{`, bad: "start body"},
+	{name: "start array", subject: "jetflow.in.r1.start", body: `[]`, bad: "JSON object"},
+	{name: "start null", subject: "jetflow.in.r1.start", body: `null`, bad: "JSON object"},
+	{name: "start bad workflow", subject: "jetflow.in.r1.start", body: `{"workflow":"a.b"}`, bad: "workflow name"},
+	{name: "start no workflow", subject: "jetflow.in.r1.start", body: `{}`, bad: "workflow name"},
+	{name: "start deep input", subject: "jetflow.in.r1.start", body: `{"workflow":"w","input":` + strings.Repeat("[", 300) + strings.Repeat("]", 300) + `}`, bad: "too deep"},
+	{name: "start wrong type", subject: "jetflow.in.r1.start", body: `{"workflow":7}`, bad: "start body"},
+	{name: "event not json", subject: "jetflow.in.r1.event.go", body: `{"a":`, bad: "event payload"},
+	{name: "event trailing data", subject: "jetflow.in.r1.event.go", body: `1 2`, bad: "event payload"},
+	{name: "result both", subject: "jetflow.in.r1.result", body: `{"activation":"a","output":1,"error":{"message":"m"}}`, bad: "both output and error"},
+	{name: "result no activation", subject: "jetflow.in.r1.result", body: `{"output":1}`, bad: "activation is empty"},
+	{name: "timer nameless", subject: "jetflow.in.r1.timer", body: `{"deadline":5}`, bad: "names no timer"},
+	{name: "timer bad deadline", subject: "jetflow.in.r1.timer", header: map[string]string{wire.HeaderTimer: "t", wire.HeaderDeadline: "soon"}, bad: "deadline header"},
+	{name: "cancel string", subject: "jetflow.in.r1.cancel", body: `"stop"`, bad: "cancel body"},
+}
+
+func TestParseInput(t *testing.T) {
+	t.Parallel()
+	names := subjects.Must("")
+	for _, c := range parseCases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			h := nats.Header{}
+			for k, v := range c.header {
+				h.Set(k, v)
+			}
+			in, err := parseInput(names, c.subject, h, []byte(c.body))
+			if c.bad != "" {
+				if err == nil || !errors.Is(err, errMalformed) || !strings.Contains(err.Error(), c.bad) {
+					t.Fatalf("err = %v, want errMalformed mentioning %q", err, c.bad)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if in.runID != "r1" || in.msg.RunID != "r1" {
+				t.Errorf("run id %q / %q", in.runID, in.msg.RunID)
+			}
+			if c.check != nil {
+				c.check(t, in)
+			}
+		})
+	}
+}
+
+// FuzzParseInput: any subject, header and body either parse into an input
+// of a valid run id or are refused as malformed; nothing panics.
+func FuzzParseInput(f *testing.F) {
+	for _, c := range parseCases {
+		f.Add(c.subject, c.header[wire.HeaderTimer], c.body)
+	}
+	names := subjects.Must("")
+	f.Fuzz(func(t *testing.T, subject, timer, body string) {
+		h := nats.Header{}
+		if timer != "" {
+			h.Set(wire.HeaderTimer, timer)
+		}
+		in, err := parseInput(names, subject, h, []byte(body))
+		if err != nil {
+			if !errors.Is(err, errMalformed) {
+				t.Fatalf("error %v does not wrap errMalformed", err)
+			}
+			return
+		}
+		if subjects.CheckRunID(in.runID) != nil || in.msg.RunID != in.runID || string(in.msg.Kind) != in.kind {
+			t.Fatalf("parsed %q into run %q kind %q / %q", subject, in.runID, in.kind, in.msg.Kind)
+		}
+		if in.kind == subjects.KindStart && in.start == nil {
+			t.Fatal("start without a body")
+		}
+	})
+}
+
+func TestQueueKey(t *testing.T) {
+	t.Parallel()
+	for subject, want := range map[string]string{
+		"jetflow.in.r1.start":    "r1",
+		"jetflow.in.r-2.event.x": "r-2",
+		"jetflow.in.r3":          "\x00jetflow.in.r3",
+		"jetflowx.in.r1.start":   "\x00jetflowx.in.r1.start",
+		"jetflow.in.":            "\x00jetflow.in.",
+	} {
+		if got := queueKey("jetflow", subject); got != want {
+			t.Errorf("queueKey(%q) = %q, want %q", subject, got, want)
+		}
+	}
+}

@@ -1,0 +1,5 @@
+//go:build race
+
+package dispatcher
+
+const raceEnabled = true

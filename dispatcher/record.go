@@ -1,0 +1,103 @@
+package dispatcher
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+
+	"github.com/jetflow/jetflow/engine/run"
+	"github.com/jetflow/jetflow/wire"
+)
+
+// Record is what the run bucket stores under a run id: the reducer's state
+// together with the messages that state still owes the world (the outbox)
+// and enough history to recognise a redelivered input.
+type Record struct {
+	// State is the reducer's envelope in its stored form (run.Encode).
+	State json.RawMessage `json:"state"`
+	// Status is the last status announced for the run; clients read it.
+	Status *wire.Status `json:"status,omitempty"`
+	// Outbox holds the messages produced by the step that wrote this
+	// record. They are published after the save and replaced by the next
+	// step's, once that step has made sure they were published.
+	Outbox []Outgoing `json:"outbox,omitempty"`
+	// Applied lists the stream sequences of the most recently applied (or
+	// rejected) inputs, oldest first, bounded by Config.AppliedHistory.
+	Applied []uint64 `json:"applied,omitempty"`
+	// Rejected lists the most recent refused inputs, oldest first, bounded
+	// by Config.RejectedHistory.
+	Rejected []Rejection `json:"rejected,omitempty"`
+}
+
+// Outgoing kinds.
+const (
+	OutInvoke = "invoke"
+	OutTimer  = "timer"
+	OutStatus = "status"
+)
+
+// Outgoing is one effect rendered as the message that carries it out.
+type Outgoing struct {
+	// ID is the effect's stable id, sent as Nats-Msg-Id for JetStream
+	// de-duplication.
+	ID string `json:"id"`
+	// Kind is OutInvoke, OutTimer or OutStatus.
+	Kind    string            `json:"kind"`
+	Subject string            `json:"subject"`
+	Header  map[string]string `json:"header,omitempty"`
+	Data    json.RawMessage   `json:"data"`
+}
+
+// Rejection is one input the reducer refused.
+type Rejection struct {
+	Seq    uint64  `json:"seq"`
+	Kind   string  `json:"kind"`
+	Reason string  `json:"reason"`
+	Time   float64 `json:"time"`
+}
+
+// DecodeRecord parses a stored record.
+func DecodeRecord(data []byte) (*Record, error) {
+	var r Record
+	if err := json.Unmarshal(data, &r); err != nil {
+		return nil, fmt.Errorf("decode run record: %w", err)
+	}
+	if len(r.State) == 0 {
+		return nil, fmt.Errorf("decode run record: no state")
+	}
+	return &r, nil
+}
+
+// Encode returns the stored form of the record.
+func (r *Record) Encode() ([]byte, error) { return json.Marshal(r) }
+
+// RunState decodes the reducer state.
+func (r *Record) RunState() (*run.State, error) {
+	st, err := decodeState(r.State)
+	if err != nil {
+		return nil, fmt.Errorf("decode run state: %w", err)
+	}
+	return st, nil
+}
+
+// hasApplied reports whether the input at stream sequence seq is already
+// reflected in the record.
+func (r *Record) hasApplied(seq uint64) bool { return slices.Contains(r.Applied, seq) }
+
+// next returns the record after an input at seq: the caller fills State,
+// Status and Outbox. It shares nothing mutable with r.
+func (r *Record) next(seq uint64, maxApplied int) *Record {
+	n := &Record{Status: r.Status, Rejected: r.Rejected}
+	n.Applied = appendBounded(r.Applied, seq, maxApplied)
+	return n
+}
+
+// appendBounded returns a new slice of s plus v, dropping the oldest
+// elements beyond limit.
+func appendBounded[T any](s []T, v T, limit int) []T {
+	if drop := len(s) + 1 - limit; drop > 0 {
+		s = s[drop:]
+	}
+	out := make([]T, 0, len(s)+1)
+	return append(append(out, s...), v)
+}

@@ -1,0 +1,256 @@
+package dispatcher
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/cenkalti/backoff/v4"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/jetflow/jetflow/engine/run"
+	"github.com/jetflow/jetflow/kvstore"
+	"github.com/jetflow/jetflow/subjects"
+)
+
+// errConflict: the record changed under the step; reload and reapply.
+var errConflict = errors.New("run record changed concurrently")
+
+// errNoRun: a non-start input for a run that has no record (yet: another
+// dispatcher may still be saving its start).
+var errNoRun = errors.New("no such run")
+
+// step applies one input to its run, reloading and reapplying after each
+// lost compare-and-swap race until Config.ConflictTimeout.
+func (d *Dispatcher) step(ctx context.Context, in *input, seq uint64, now float64, log *slog.Logger) (string, error) {
+	b := backoff.WithContext(backoff.NewExponentialBackOff(
+		backoff.WithInitialInterval(2*time.Millisecond),
+		backoff.WithMaxInterval(250*time.Millisecond),
+		backoff.WithMaxElapsedTime(d.cfg.ConflictTimeout),
+	), ctx)
+	reload := false
+	return backoff.RetryWithData(func() (string, error) {
+		outcome, err := d.attempt(ctx, in, seq, now, reload, log)
+		if errors.Is(err, errConflict) {
+			d.m.conflicts.Inc()
+			d.cache.drop(in.runID)
+			reload = true
+			return "", err
+		}
+		if err != nil {
+			return "", backoff.Permanent(err)
+		}
+		return outcome, nil
+	}, b)
+}
+
+// attempt is one load-apply-save-publish pass.
+func (d *Dispatcher) attempt(ctx context.Context, in *input, seq uint64, now float64, reload bool, log *slog.Logger) (string, error) {
+	cur, found, err := d.load(ctx, in.runID, reload)
+	if err != nil {
+		return "", err
+	}
+	if found && cur.rec.hasApplied(seq) {
+		// A redelivery of an input the record already reflects: only make
+		// sure its effects went out.
+		if err := d.flush(ctx, in.runID, cur); err != nil {
+			return "", err
+		}
+		log.Info("dispatcher: redelivered input already applied")
+		return outcomeDuplicate, nil
+	}
+	if !found && in.kind != subjects.KindStart {
+		return "", errNoRun
+	}
+
+	var st *run.State
+	name, revision := "", ""
+	if found {
+		if st = cur.st; st == nil {
+			if st, err = cur.rec.RunState(); err != nil {
+				return "", fmt.Errorf("%w: %w", errPermanent, err)
+			}
+			cur.st = st
+		}
+		name, revision = st.Workflow, st.Revision
+		if st.Control.Time > now {
+			// Stream time is not monotonic across leader changes, and the
+			// reducer refuses time that moves backwards.
+			now = st.Control.Time
+		}
+	} else {
+		name, revision = in.start.Workflow, in.start.Revision
+	}
+	def, err := d.loader.load(ctx, name, revision)
+	if err != nil {
+		return "", err
+	}
+	// The outbox is about to be replaced: publish what it still owes.
+	if found {
+		if err := d.flush(ctx, in.runID, cur); err != nil {
+			return "", err
+		}
+	}
+
+	msg := in.msg
+	msg.Time = now
+	next, effects, err := safeApply(def.prog, st, msg)
+	if errors.Is(err, run.ErrRejected) {
+		return d.reject(ctx, in, seq, now, cur, found, err, log)
+	}
+	if err != nil {
+		return "", fmt.Errorf("%w: reducer: %w", errPermanent, err)
+	}
+	if next == nil {
+		return "", fmt.Errorf("%w: reducer returned no state", errPermanent)
+	}
+	if next.Workflow == "" {
+		next.Workflow = def.name
+	}
+	if next.Revision == "" {
+		next.Revision = def.revision
+	}
+	out, status, err := render(d.cfg.Names, in.runID, next, effects, now)
+	if err != nil {
+		return "", fmt.Errorf("%w: %w", errPermanent, err)
+	}
+	state, err := encodeState(next)
+	if err != nil {
+		return "", fmt.Errorf("%w: encode state: %w", errPermanent, err)
+	}
+	rec := &Record{}
+	if found {
+		rec = cur.rec.next(seq, d.cfg.AppliedHistory)
+	} else {
+		rec.Applied = []uint64{seq}
+	}
+	rec.State, rec.Outbox = state, out
+	if status != nil {
+		rec.Status = status
+	}
+	saved, err := d.save(ctx, in.runID, rec, next, cur.rev, found)
+	if err != nil {
+		return "", err
+	}
+	if err := d.hook(hookAfterSave, in); err != nil {
+		return "", err
+	}
+	if err := d.flush(ctx, in.runID, saved); err != nil {
+		return "", err
+	}
+	if err := d.hook(hookAfterPublish, in); err != nil {
+		return "", err
+	}
+	if in.kind == subjects.KindStart {
+		d.m.started.Inc()
+		log.Info("dispatcher: run started", slog.String("workflow", next.Workflow), slog.String("revision", next.Revision))
+	}
+	if status != nil && run.Status(status.Status).Terminal() {
+		d.m.settled.WithLabelValues(status.Status).Inc()
+		d.cache.drop(in.runID)
+		log.Info("dispatcher: run settled", slog.String("status", status.Status))
+	}
+	return outcomeApplied, nil
+}
+
+// reject records an input the reducer refused, so that its redelivery is
+// recognised, and acknowledges it.
+func (d *Dispatcher) reject(ctx context.Context, in *input, seq uint64, now float64, cur cached, found bool, why error, log *slog.Logger) (string, error) {
+	log.Warn("dispatcher: input rejected", slog.String("reason", why.Error()))
+	if !found {
+		return outcomeRejected, nil
+	}
+	rec := cur.rec.next(seq, d.cfg.AppliedHistory)
+	rec.State, rec.Outbox = cur.rec.State, cur.rec.Outbox
+	rec.Rejected = appendBounded(cur.rec.Rejected, Rejection{Seq: seq, Kind: in.kind, Reason: why.Error(), Time: now}, d.cfg.RejectedHistory)
+	if _, err := d.save(ctx, in.runID, rec, cur.st, cur.rev, true); err != nil {
+		return "", err
+	}
+	// The outbox is unchanged and was flushed before applying.
+	if c, ok := d.cache.get(in.runID); ok {
+		c.published = true
+		d.cache.put(in.runID, c)
+	}
+	return outcomeRejected, nil
+}
+
+// load returns the run's record from the cache or the store. After a
+// conflict it reads through the stream leader: a replica may not have
+// the winner's write yet.
+func (d *Dispatcher) load(ctx context.Context, runID string, afterConflict bool) (cached, bool, error) {
+	if c, ok := d.cache.get(runID); ok && !afterConflict {
+		return c, true, nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, d.cfg.OpTimeout)
+	defer cancel()
+	var opts []kvstore.ReadOption
+	if afterConflict {
+		opts = append(opts, kvstore.FromLeader())
+	}
+	data, rev, err := d.store.Get(ctx, runID, opts...)
+	if errors.Is(err, ErrRunNotFound) {
+		return cached{}, false, nil
+	}
+	if err != nil {
+		return cached{}, false, err
+	}
+	rec, err := DecodeRecord(data)
+	if err != nil {
+		return cached{}, false, fmt.Errorf("%w: run %s: %w", errPermanent, runID, err)
+	}
+	return cached{rec: rec, rev: rev}, true, nil
+}
+
+// save writes rec by compare-and-swap against rev (create when !exists).
+func (d *Dispatcher) save(ctx context.Context, runID string, rec *Record, st *run.State, rev uint64, exists bool) (cached, error) {
+	data, err := rec.Encode()
+	if err != nil {
+		return cached{}, fmt.Errorf("%w: encode record: %w", errPermanent, err)
+	}
+	ctx, cancel := context.WithTimeout(ctx, d.cfg.OpTimeout)
+	defer cancel()
+	var next uint64
+	if exists {
+		next, err = d.store.Update(ctx, runID, data, rev)
+	} else {
+		next, err = d.store.Create(ctx, runID, data)
+	}
+	if errors.Is(err, ErrStale) || errors.Is(err, ErrRunExists) {
+		return cached{}, fmt.Errorf("%w: %w", errConflict, err)
+	}
+	if err != nil {
+		return cached{}, err
+	}
+	c := cached{rec: rec, rev: next, st: st}
+	d.cache.put(runID, c)
+	return c, nil
+}
+
+// flush publishes the record's outbox unless this process already did.
+func (d *Dispatcher) flush(ctx context.Context, runID string, c cached) error {
+	if c.published || len(c.rec.Outbox) == 0 {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, d.cfg.OpTimeout)
+	defer cancel()
+	if err := d.pub.publish(ctx, c.rec.Outbox); err != nil {
+		return err
+	}
+	if c.rec.Status != nil && run.Status(c.rec.Status.Status).Terminal() {
+		d.purgeTimers(ctx, runID)
+	}
+	c.published = true
+	d.cache.put(runID, c)
+	return nil
+}
+
+// purgeTimers removes a settled run's pending timer schedules. It is
+// housekeeping only: a timer that fires anyway is rejected as stale.
+func (d *Dispatcher) purgeTimers(ctx context.Context, runID string) {
+	// d.stream is set by Start before any step runs and never cleared.
+	if err := d.stream.Purge(ctx, jetstream.WithPurgeSubject(d.cfg.Names.Schedule(runID, ">"))); err != nil {
+		d.log.Warn("dispatcher: purge timers of settled run", slog.String("run_id", runID), slog.Any("error", err))
+	}
+}
