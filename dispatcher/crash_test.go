@@ -100,6 +100,13 @@ func testCrashPoints(t *testing.T, setup func(t *testing.T) *bundle) {
 func TestExactlyOnceAcrossDispatchers(t *testing.T) {
 	t.Parallel()
 	reducers(t, testExactlyOnce)
+	t.Run("cluster", func(t *testing.T) {
+		if testing.Short() {
+			t.Skip("3-node cluster")
+		}
+		t.Parallel()
+		testExactlyOnce(t, setupCluster)
+	})
 }
 
 func testExactlyOnce(t *testing.T, setup func(t *testing.T) *bundle) {

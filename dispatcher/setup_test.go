@@ -40,6 +40,10 @@ type bundle struct {
 	// reg, when set, makes dispatcher() run the real engine on workflows
 	// deployed there instead of the fake reducer.
 	reg *kvstore.Registry
+	// nodes, when set, are connections to distinct cluster nodes that
+	// successive dispatchers use in turn.
+	nodes []jetstream.JetStream
+	next  int
 }
 
 func setup(t *testing.T) *bundle {
@@ -48,15 +52,36 @@ func setup(t *testing.T) *bundle {
 	nc := natstest.Conn(t, srv)
 	js := natstest.JetStream(t, nc)
 	b := &bundle{srv: srv, nc: nc, js: js, names: subjects.Must(""), loader: &fakeLoader{prog: &fakeProgram{}}}
-	b.provision(t)
+	b.provision(t, kvstore.ProvisionOptions{})
+	return b
+}
+
+// setupCluster is setup on a 3-node cluster with replicated streams and
+// buckets; successive dispatchers connect to successive nodes.
+func setupCluster(t *testing.T) *bundle {
+	t.Helper()
+	c := natstest.Cluster(t, 3)
+	b := &bundle{names: subjects.Must(""), loader: &fakeLoader{prog: &fakeProgram{}}}
+	for _, s := range c.Servers {
+		nc, err := nats.Connect(s.ClientURL())
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(nc.Close)
+		b.nodes = append(b.nodes, natstest.JetStream(t, nc))
+		if b.nc == nil {
+			b.nc, b.js = nc, b.nodes[0]
+		}
+	}
+	b.provision(t, kvstore.ProvisionOptions{Replicas: 3})
 	return b
 }
 
 // provision creates the streams and buckets the dispatcher uses.
-func (b *bundle) provision(t *testing.T) {
+func (b *bundle) provision(t *testing.T, opts kvstore.ProvisionOptions) {
 	t.Helper()
 	ctx := testCtx(t)
-	if err := kvstore.Provision(ctx, b.js, b.names, kvstore.ProvisionOptions{}); err != nil {
+	if err := kvstore.Provision(ctx, b.js, b.names, opts); err != nil {
 		t.Fatal(err)
 	}
 	var err error
@@ -94,12 +119,22 @@ func (b *bundle) dispatcher(t *testing.T, cfg Config) *Dispatcher {
 	if cfg.Logger == nil {
 		cfg.Logger = quietLogger(t)
 	}
+	js, store := b.js, b.store
+	if len(b.nodes) > 0 {
+		js = b.nodes[b.next%len(b.nodes)]
+		b.next++
+		rs, err := kvstore.OpenRunStore(testCtx(t), js, b.names)
+		if err != nil {
+			t.Fatal(err)
+		}
+		store = rs
+	}
 	var d *Dispatcher
 	var err error
 	if b.reg != nil {
-		d, err = New(b.js, nil, b.reg, cfg)
+		d, err = New(js, nil, b.reg, cfg)
 	} else {
-		d, err = newDispatcher(b.js, b.store, b.loader, cfg)
+		d, err = newDispatcher(js, store, b.loader, cfg)
 	}
 	if err != nil {
 		t.Fatal(err)
