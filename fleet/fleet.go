@@ -1,0 +1,200 @@
+// Package fleet assembles a jetflow deployment from its parts: a NATS
+// connection (to an embedded server it starts, or to an existing cluster),
+// the provisioned streams and buckets, the workflow registry wired to the
+// engine's validation, and optionally a dispatcher. The command, the demo,
+// the benchmarks and the integration tests all start jetflow through it.
+package fleet
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/jetflow/jetflow/client"
+	"github.com/jetflow/jetflow/dispatcher"
+	"github.com/jetflow/jetflow/embedded"
+	"github.com/jetflow/jetflow/kvstore"
+	"github.com/jetflow/jetflow/subjects"
+	"github.com/jetflow/jetflow/worker"
+)
+
+// Config says how to reach NATS and what to run.
+type Config struct {
+	// URL joins an existing NATS deployment; empty starts an embedded
+	// server configured by Embedded.
+	URL string
+	// NATSOptions are extra client options (credentials, nkeys, TLS).
+	NATSOptions []nats.Option
+	// Embedded configures the embedded server when URL is empty.
+	Embedded embedded.Config
+	// Prefix names the deployment's subjects, streams and buckets.
+	// Default subjects.DefaultPrefix.
+	Prefix string
+	// Provision creates or updates streams and buckets at start. Default
+	// options: one replica, file storage.
+	Provision kvstore.ProvisionOptions
+	// SkipProvision leaves streams and buckets as they are (a process
+	// without the rights to create them).
+	SkipProvision bool
+	// Dispatcher starts a dispatcher when set.
+	Dispatcher *dispatcher.Config
+	// TaskPolicy is applied to every task consumer a deploy creates.
+	TaskPolicy worker.TaskPolicy
+	// Registerer receives the metrics; nil keeps them unregistered.
+	Registerer prometheus.Registerer
+	// Logger defaults to slog.Default().
+	Logger *slog.Logger
+}
+
+// Fleet is a running deployment. Stop it once.
+type Fleet struct {
+	Names      subjects.Names
+	Server     *embedded.Server // nil when joined by URL
+	Conn       *nats.Conn
+	JS         jetstream.JetStream
+	Registry   *kvstore.Registry
+	Runs       *kvstore.RunStore
+	Client     *client.Client
+	Dispatcher *dispatcher.Dispatcher // nil unless Config.Dispatcher was set
+
+	cfg      Config
+	stopOnce sync.Once
+	stopErr  error
+}
+
+// Start connects (starting the embedded server when no URL is given),
+// provisions, opens the registry and run store, and starts a dispatcher
+// when asked. On error everything it started is stopped again.
+func Start(ctx context.Context, cfg Config) (*Fleet, error) {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	names, err := subjects.New(cfg.Prefix)
+	if err != nil {
+		return nil, fmt.Errorf("prefix: %w", err)
+	}
+	f := &Fleet{Names: names, cfg: cfg}
+	if err := f.start(ctx); err != nil {
+		stopCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = f.Stop(stopCtx)
+		return nil, err
+	}
+	return f, nil
+}
+
+func (f *Fleet) start(ctx context.Context) error {
+	cfg := f.cfg
+	opts := append([]nats.Option{nats.Name("jetflow"), nats.MaxReconnects(-1)}, cfg.NATSOptions...)
+	if cfg.URL == "" {
+		ecfg := cfg.Embedded
+		if ecfg.Logger == nil {
+			ecfg.Logger = cfg.Logger
+		}
+		srv, err := embedded.Start(ctx, ecfg)
+		if err != nil {
+			return fmt.Errorf("starting the embedded nats-server: %w", err)
+		}
+		f.Server = srv
+		if f.Conn, err = srv.Connect(opts...); err != nil {
+			return fmt.Errorf("connecting to the embedded nats-server: %w", err)
+		}
+	} else {
+		var err error
+		if f.Conn, err = nats.Connect(cfg.URL, opts...); err != nil {
+			return fmt.Errorf("connecting to %s: %w", cfg.URL, err)
+		}
+	}
+	js, err := jetstream.New(f.Conn)
+	if err != nil {
+		return err
+	}
+	f.JS = js
+	if !cfg.SkipProvision {
+		p := cfg.Provision
+		if f.Server != nil && p.Storage == 0 {
+			p.Storage = f.Server.Storage()
+		}
+		if err := kvstore.Provision(ctx, js, f.Names, p); err != nil {
+			return fmt.Errorf("provisioning streams and buckets: %w", err)
+		}
+	}
+	if f.Registry, err = kvstore.OpenRegistry(ctx, js, f.Names, kvstore.RegistryConfig{Validate: Validate}); err != nil {
+		return fmt.Errorf("opening the workflow registry: %w", err)
+	}
+	if f.Runs, err = kvstore.OpenRunStore(ctx, js, f.Names); err != nil {
+		return fmt.Errorf("opening the run store: %w", err)
+	}
+	if f.Client, err = client.New(ctx, js, client.Config{Names: f.Names, Store: f.Runs}); err != nil {
+		return err
+	}
+	if cfg.Dispatcher != nil {
+		dc := *cfg.Dispatcher
+		dc.Names = f.Names
+		if dc.Logger == nil {
+			dc.Logger = cfg.Logger
+		}
+		if dc.Registerer == nil {
+			dc.Registerer = cfg.Registerer
+		}
+		d, err := dispatcher.New(js, f.Runs, f.Registry, dc)
+		if err != nil {
+			return err
+		}
+		if err := d.Start(ctx); err != nil {
+			return fmt.Errorf("starting the dispatcher: %w", err)
+		}
+		f.Dispatcher = d
+	}
+	return nil
+}
+
+// URL is the NATS URL workers and other processes connect to.
+func (f *Fleet) URL() string {
+	if f.Server != nil {
+		return f.Server.ClientURL()
+	}
+	return f.cfg.URL
+}
+
+// Deploy validates and stores a workflow document under name, and creates
+// the durable consumer of every task it invokes so that workers in any
+// language only bind.
+func (f *Fleet) Deploy(ctx context.Context, name string, doc []byte) (kvstore.Deployment, error) {
+	d, err := f.Registry.Deploy(ctx, name, doc)
+	if err != nil {
+		return d, err
+	}
+	for _, t := range d.Tasks {
+		if _, err := worker.EnsureTaskConsumer(ctx, f.JS, f.Names, t.Task, t.Version, f.cfg.TaskPolicy); err != nil {
+			return d, err
+		}
+	}
+	return d, nil
+}
+
+// Stop drains the dispatcher, closes the connection and stops the
+// embedded server. It is safe to call more than once.
+func (f *Fleet) Stop(ctx context.Context) error {
+	f.stopOnce.Do(func() {
+		var errs []error
+		if f.Dispatcher != nil {
+			errs = append(errs, f.Dispatcher.Stop(ctx))
+		}
+		if f.Conn != nil {
+			errs = append(errs, f.Conn.Drain())
+		}
+		if f.Server != nil {
+			errs = append(errs, f.Server.Stop(ctx))
+		}
+		f.stopErr = errors.Join(errs...)
+	})
+	return f.stopErr
+}

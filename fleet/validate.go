@@ -1,0 +1,45 @@
+package fleet
+
+import (
+	"github.com/jetflow/jetflow/engine/workflow"
+	"github.com/jetflow/jetflow/kvstore"
+	"github.com/jetflow/jetflow/subjects"
+)
+
+// Validate compiles a workflow document with the engine and lists the
+// task versions it invokes; it is the registry's check before a deploy.
+// Task names and versions must also be usable in subjects.
+func Validate(doc any) (kvstore.Info, error) {
+	wf, err := workflow.Compile(doc, workflow.Options{})
+	if err != nil {
+		return kvstore.Info{}, err
+	}
+	var info kvstore.Info
+	for _, id := range wf.Lowered.Work {
+		d := wf.DAGs[id]
+		for _, node := range d.Nodes() {
+			n, _ := d.Node(node)
+			if n.Task == "" {
+				continue
+			}
+			if err := subjects.CheckTask(n.Task); err != nil {
+				return kvstore.Info{}, &PathError{Path: id + "/work", Err: err}
+			}
+			if err := subjects.CheckVersion(n.Version); err != nil {
+				return kvstore.Info{}, &PathError{Path: id + "/work", Err: err}
+			}
+			info.Tasks = append(info.Tasks, kvstore.TaskRef{Task: n.Task, Version: n.Version})
+		}
+	}
+	return info, nil
+}
+
+// PathError is a deploy refusal that is not the engine's: a task name or
+// version that cannot be a subject token, at the work state that names it.
+type PathError struct {
+	Path string
+	Err  error
+}
+
+func (e *PathError) Error() string { return e.Path + ": " + e.Err.Error() }
+func (e *PathError) Unwrap() error { return e.Err }
