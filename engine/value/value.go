@@ -8,9 +8,10 @@
 package value
 
 import (
+	"cmp"
 	"math"
-	"sort"
-	"strconv"
+	"slices"
+	"unicode/utf8"
 )
 
 // Clone returns a deep copy of v.
@@ -80,7 +81,8 @@ func Equal(a, b any) bool {
 // Keys returns an object's keys in JavaScript's own-property order for an
 // object built from canonical JSON: array-index keys ascending by number,
 // then the rest in canonical (UTF-16) order. The reference walks members
-// in this order, so the first error it reports depends on it.
+// in this order, so the first error it reports depends on it. It does
+// not allocate per comparison: lowering sorts every states object.
 func Keys(m map[string]any) []string {
 	keys := make([]string, 0, len(m))
 	for k := range m {
@@ -92,21 +94,21 @@ func Keys(m map[string]any) []string {
 
 // SortKeys sorts keys in JavaScript's own-property order (see Keys).
 func SortKeys(keys []string) {
-	sort.Slice(keys, func(i, j int) bool { return jsKeyLess(keys[i], keys[j]) })
+	slices.SortFunc(keys, compareJSKeys)
 }
 
-func jsKeyLess(a, b string) bool {
+func compareJSKeys(a, b string) int {
 	ia, aIdx := arrayIndex(a)
 	ib, bIdx := arrayIndex(b)
 	switch {
 	case aIdx && bIdx:
-		return ia < ib
+		return cmp.Compare(ia, ib)
 	case aIdx:
-		return true
+		return -1
 	case bIdx:
-		return false
+		return 1
 	}
-	return CompareUTF16(a, b) < 0
+	return CompareUTF16(a, b)
 }
 
 // arrayIndex reports whether k is a canonical array index (0 … 2^32-2),
@@ -115,42 +117,35 @@ func arrayIndex(k string) (uint64, bool) {
 	if k == "" || len(k) > 10 || (len(k) > 1 && k[0] == '0') {
 		return 0, false
 	}
-	n, err := strconv.ParseUint(k, 10, 64)
-	if err != nil || n > math.MaxUint32-1 {
-		return 0, false
+	var n uint64
+	for i := 0; i < len(k); i++ {
+		c := k[i]
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		n = n*10 + uint64(c-'0')
 	}
-	return n, true
+	return n, n <= math.MaxUint32-1
 }
 
 // CompareUTF16 compares two strings by UTF-16 code units, the order of
 // JavaScript's string comparison and of RFC 8785 member sorting.
 func CompareUTF16(a, b string) int {
-	// Byte order equals code point order; it differs from UTF-16 order only
-	// when a supplementary character meets a character in U+E000…U+FFFF.
-	ra, rb := []rune(a), []rune(b)
-	for i := 0; i < len(ra) && i < len(rb); i++ {
-		if ra[i] == rb[i] {
-			continue
-		}
-		ua, ub := utf16Lead(ra[i]), utf16Lead(rb[i])
-		if ua != ub {
-			if ua < ub {
-				return -1
+	// Code point order equals UTF-16 order except when a supplementary
+	// character meets one in U+E000…U+FFFF: compare lead units first.
+	for a != "" && b != "" {
+		ra, na := utf8.DecodeRuneInString(a)
+		rb, nb := utf8.DecodeRuneInString(b)
+		if ra != rb {
+			ua, ub := utf16Lead(ra), utf16Lead(rb)
+			if ua == ub {
+				ua, ub = ra, rb
 			}
-			return 1
+			return cmp.Compare(ua, ub)
 		}
-		if ra[i] < rb[i] {
-			return -1
-		}
-		return 1
+		a, b = a[na:], b[nb:]
 	}
-	switch {
-	case len(ra) < len(rb):
-		return -1
-	case len(ra) > len(rb):
-		return 1
-	}
-	return 0
+	return cmp.Compare(len(a), len(b))
 }
 
 func utf16Lead(r rune) rune {

@@ -141,7 +141,7 @@ func (lw *lowerer) scope(body any, prefix, parent, continuation string, depth in
 	if !ok {
 		return "", fail("initial must name a state in this scope", prefix+"/initial")
 	}
-	for _, name := range jsKeys(states) {
+	for _, name := range value.Keys(states) {
 		if err := lw.state(refs, name, states[name], parent, continuation, depth); err != nil {
 			return "", err
 		}
@@ -271,7 +271,7 @@ func unknownKey(m map[string]any, allowed []string) (string, bool) {
 	if clean {
 		return "", false
 	}
-	for _, k := range jsKeys(m) {
+	for _, k := range value.Keys(m) {
 		if !member(allowed, k) {
 			return k, true
 		}
