@@ -75,13 +75,17 @@ func acquireSlots(ctx context.Context, slots chan struct{}) int {
 
 // fetch sends one pull request for up to n invocations and starts a
 // handler goroutine for each one delivered; each releases its slot when
-// it is done. The request is not cut short by a graceful stop (a message
-// the server already sent would otherwise wait for redelivery), only by a
-// hard one.
+// it is done. The request is never cut short on the client: a context
+// deadline can end the client's wait while the server is still sending a
+// message, which is then dropped unacknowledged and waits a whole AckWait
+// for redelivery. FetchMaxWait lets the server expire the request and the
+// client wait a second longer; after a hard stop, handlers give what
+// arrives back at once.
 func (w *Worker) fetch(rs *runState, r *registration, c jetstream.Consumer, slots chan struct{}, n int, log *slog.Logger) (int, error) {
-	ctx, cancel := context.WithTimeout(rs.fetch, w.cfg.PollWait)
-	defer cancel()
-	batch, err := c.Fetch(n, jetstream.FetchContext(ctx))
+	if rs.fetch.Err() != nil {
+		return 0, nil
+	}
+	batch, err := c.Fetch(n, jetstream.FetchMaxWait(w.cfg.PollWait))
 	if err != nil {
 		return 0, err
 	}
