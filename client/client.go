@@ -24,6 +24,10 @@ import (
 // ErrRunNotFound is returned by Status for a run that has no record (yet).
 var ErrRunNotFound = dispatcher.ErrRunNotFound
 
+// ErrTooLarge is wrapped when a start, event or cancel body is larger than
+// the client may publish (Config.MaxPayload); nothing is published.
+var ErrTooLarge = errors.New("message body too large")
+
 // Config configures a Client.
 type Config struct {
 	// Names builds every subject and bucket name. Default: subjects.Must("").
@@ -36,6 +40,11 @@ type Config struct {
 	RecheckInterval time.Duration
 	// MaxRecheckInterval caps RecheckInterval. Default: 5s.
 	MaxRecheckInterval time.Duration
+	// MaxPayload is the largest body StartRun, SendEvent and Cancel
+	// publish; a larger one is refused with ErrTooLarge before it leaves
+	// the process. Default: 0, the server's max_payload as the connection
+	// reports it.
+	MaxPayload int
 }
 
 // WithDefaults returns a copy of c with every unset field at its default.
@@ -146,6 +155,13 @@ func (c *Client) publish(ctx context.Context, subject, msgID string, body any) e
 	data, err := json.Marshal(body)
 	if err != nil {
 		return fmt.Errorf("client: encode %s: %w", subject, err)
+	}
+	limit, source := c.cfg.MaxPayload, "client.Config.MaxPayload"
+	if limit <= 0 {
+		limit, source = int(c.js.Conn().MaxPayload()), "the server's max_payload"
+	}
+	if limit > 0 && len(data) > limit {
+		return fmt.Errorf("client: publish %s: %w: the body is %d bytes, more than the %d bytes allowed by %s", subject, ErrTooLarge, len(data), limit, source)
 	}
 	m := nats.NewMsg(subject)
 	m.Data = data

@@ -10,6 +10,7 @@ import (
 
 	"github.com/jetflow/jetflow/engine/run"
 	"github.com/jetflow/jetflow/subjects"
+	"github.com/jetflow/jetflow/token"
 )
 
 // Config configures a Dispatcher. The zero value is usable once passed
@@ -69,9 +70,41 @@ type Config struct {
 	// Default: the zero value (run's default policies).
 	RunOptions run.Options
 
+	// Tokens signs the token of every task invocation and checks the
+	// token every result echoes; a result whose token does not verify is
+	// rejected. All dispatchers of a deployment need the same secret.
+	// Default: nil: Start loads the deployment's secret from the workflow
+	// bucket (token.Load), creating it on first use.
+	Tokens *token.Signer
+
+	// MaxInputBytes is the largest input body accepted; a larger one is
+	// terminated with its size in the reason. Default: 1 MiB (nats-server's
+	// default max_payload).
+	MaxInputBytes int
+
+	// CrashHook is a test seam for crash tests outside this package (a
+	// dispatcher run as its own process and killed mid-step). When set, it
+	// is called at each crash point of a step, CrashAfterSave and
+	// CrashAfterPublish, with the run id and input kind. To simulate a
+	// crash it ends the process there (os.Exit, SIGKILL), or returns an
+	// error: the step then stops as after a kill (the input is left
+	// unacknowledged) and the dispatcher handles nothing more until Stop.
+	// Never set it in production. Default: nil.
+	CrashHook func(point, runID, kind string) error
+
 	// hooks lets tests stop a step at a crash point.
 	hooks *hooks
 }
+
+// Crash points passed to Config.CrashHook.
+const (
+	// CrashAfterSave is after the run record (with its outbox) is saved
+	// and before the outbox is published.
+	CrashAfterSave = string(hookAfterSave)
+	// CrashAfterPublish is after the outbox is published and before the
+	// input is acknowledged.
+	CrashAfterPublish = string(hookAfterPublish)
+)
 
 // WithDefaults returns a copy of c with every unset field at its default.
 func (c Config) WithDefaults() Config {
@@ -95,6 +128,7 @@ func (c Config) WithDefaults() Config {
 		c.CacheSize = 4096
 	}
 	setDefault(&c.DefinitionCacheSize, 256)
+	setDefault(&c.MaxInputBytes, 1<<20)
 	return c
 }
 
@@ -121,6 +155,7 @@ func (c Config) validate() error {
 	positive("RetryDelay", c.RetryDelay > 0)
 	positive("DefinitionCacheSize", c.DefinitionCacheSize > 0)
 	positive("UnknownRunWait", c.UnknownRunWait > 0)
+	positive("MaxInputBytes", c.MaxInputBytes > 0)
 	if c.MaxRetryDelay < c.RetryDelay {
 		errs = append(errs, fmt.Errorf("MaxRetryDelay (%s) is shorter than RetryDelay (%s)", c.MaxRetryDelay, c.RetryDelay))
 	}

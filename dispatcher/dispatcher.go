@@ -11,6 +11,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/jetflow/jetflow/kvstore"
+	"github.com/jetflow/jetflow/token"
 )
 
 // Dispatcher consumes run inputs and drives runs. Create it with New, run
@@ -37,6 +38,7 @@ type Dispatcher struct {
 	// messages of one run never run at once here; sem bounds how many
 	// steps run at once overall.
 	qmu    sync.Mutex
+	closed bool // set when Stop gave up on the consumer's close
 	queues map[string]*runQueue
 	sem    chan struct{}
 	wg     sync.WaitGroup
@@ -99,6 +101,12 @@ func (d *Dispatcher) Start(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("dispatcher: bind input stream %q (is it provisioned?): %w", names.InputStream(), err)
 	}
+	if d.cfg.Tokens == nil {
+		// Kept for the next Start: the secret does not change under us.
+		if d.cfg.Tokens, err = token.Load(ctx, d.js, names); err != nil {
+			return fmt.Errorf("dispatcher: %w", err)
+		}
+	}
 	if d.store == nil {
 		rs, err := kvstore.OpenRunStore(ctx, d.js, names)
 		if err != nil {
@@ -122,6 +130,9 @@ func (d *Dispatcher) Start(ctx context.Context) error {
 	d.ctx, d.cancel = context.WithCancelCause(context.WithoutCancel(ctx))
 	d.sem = make(chan struct{}, d.cfg.Concurrency)
 	d.crashed.Store(false)
+	d.qmu.Lock()
+	d.closed = false
+	d.qmu.Unlock()
 	cc, err := cons.Consume(d.receive,
 		jetstream.PullMaxMessages(4*d.cfg.Concurrency),
 		jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
@@ -152,8 +163,12 @@ func (d *Dispatcher) Stop(ctx context.Context) error {
 	case <-d.cc.Closed():
 	case <-ctx.Done():
 		d.cc.Stop()
-		// No callback may queue a message once we wait for the queues.
-		<-d.cc.Closed()
+		// No callback may queue a message once we wait for the queues. The
+		// consumer's close waits for a flush that never ends while NATS is
+		// unreachable, so refuse late callbacks instead of waiting for it.
+		d.qmu.Lock()
+		d.closed = true
+		d.qmu.Unlock()
 		err = context.Cause(ctx)
 	}
 	done := make(chan struct{})
@@ -176,6 +191,11 @@ func (d *Dispatcher) Stop(ctx context.Context) error {
 func (d *Dispatcher) receive(m jetstream.Msg) {
 	key := queueKey(d.cfg.Names.Prefix(), m.Subject())
 	d.qmu.Lock()
+	if d.closed {
+		// Stopped: the input is redelivered after its AckWait.
+		d.qmu.Unlock()
+		return
+	}
 	if q, ok := d.queues[key]; ok {
 		q.msgs = append(q.msgs, m)
 		d.qmu.Unlock()

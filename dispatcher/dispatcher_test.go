@@ -271,7 +271,7 @@ func TestOutboxRepublishStoresOnce(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	st := &run.State{Workflow: "wf", Revision: "v1"}
-	out, _, err := render(b.names, "r", st, []run.Effect{
+	out, _, err := render(b.names, testSigner, "r", st, []run.Effect{
 		{ID: "i1", Invoke: &run.Invoke{Activation: "a", Node: "n", Task: "t", Version: "1", Attempt: 1}},
 		{ID: "i2", Invoke: &run.Invoke{Activation: "a", Node: "m", Task: "t", Version: "1", Attempt: 1}},
 		{ID: "t1", Arm: &run.ArmTimer{ID: "t1", Deadline: float64(time.Now().Add(time.Hour).UnixMilli())}},

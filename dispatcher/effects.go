@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
 	"time"
@@ -14,6 +15,7 @@ import (
 	"github.com/jetflow/jetflow/engine/run"
 	"github.com/jetflow/jetflow/engine/value"
 	"github.com/jetflow/jetflow/subjects"
+	"github.com/jetflow/jetflow/token"
 	"github.com/jetflow/jetflow/wire"
 )
 
@@ -26,8 +28,9 @@ const (
 // render turns the reducer's effects into the messages that carry them
 // out, in effect order, and returns the last status they announce (nil if
 // none). It fails only on an effect no message can express, which is a
-// bug in the workflow or the reducer.
-func render(names subjects.Names, runID string, st *run.State, effects []run.Effect, now float64) ([]Outgoing, *wire.Status, error) {
+// bug in the workflow or the reducer. tokens signs each invocation's
+// token.
+func render(names subjects.Names, tokens *token.Signer, runID string, st *run.State, effects []run.Effect, now float64) ([]Outgoing, *wire.Status, error) {
 	out := make([]Outgoing, 0, len(effects))
 	var status *wire.Status
 	for _, e := range effects {
@@ -41,7 +44,7 @@ func render(names subjects.Names, runID string, st *run.State, effects []run.Eff
 		var err error
 		switch {
 		case e.Invoke != nil:
-			o, err = renderInvoke(names, runID, msgID, e.Invoke)
+			o, err = renderInvoke(names, tokens, runID, msgID, e.Invoke)
 		case e.Arm != nil:
 			o, err = renderTimer(names, runID, msgID, e.Arm)
 		case e.Settled != nil:
@@ -60,7 +63,10 @@ func render(names subjects.Names, runID string, st *run.State, effects []run.Eff
 	return out, status, nil
 }
 
-func renderInvoke(names subjects.Names, runID, msgID string, inv *run.Invoke) (Outgoing, error) {
+func renderInvoke(names subjects.Names, tokens *token.Signer, runID, msgID string, inv *run.Invoke) (Outgoing, error) {
+	if tokens == nil {
+		return Outgoing{}, errors.New("no token signer (Config.Tokens is set by Start)")
+	}
 	if err := subjects.CheckTask(inv.Task); err != nil {
 		return Outgoing{}, err
 	}
@@ -74,9 +80,9 @@ func renderInvoke(names subjects.Names, runID, msgID string, inv *run.Invoke) (O
 	body := wire.Invocation{
 		Run: runID, Activation: inv.Activation, State: inv.State, Node: inv.Node,
 		Task: inv.Task, Version: inv.Version, Attempt: inv.Attempt,
-		// The reducer identifies results by activation, node and attempt;
-		// the token only has to be stable across re-publishing.
-		Input: input, Token: msgID, Reply: names.Result(runID),
+		// Deterministic, so a re-published invocation carries the same
+		// token; only a holder of the secret can make one.
+		Input: input, Token: tokens.Sign(runID, inv.Activation, inv.Node, inv.Attempt), Reply: names.Result(runID),
 	}
 	if inv.HasWith {
 		if body.With, err = rawJSON(inv.With); err != nil {

@@ -20,7 +20,7 @@ func TestRender(t *testing.T) {
 		{ID: "t1", Arm: &run.ArmTimer{ID: "/states/wait#1", Deadline: 1700000000123}},
 		{ID: "s1", Settled: &run.Settled{Status: run.StatusDone, State: "done"}},
 	}
-	out, status, err := render(names, "r1", st, effects, 42)
+	out, status, err := render(names, testSigner, "r1", st, effects, 42)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -36,7 +36,7 @@ func TestRender(t *testing.T) {
 	if err := json.Unmarshal(inv.Data, &body); err != nil {
 		t.Fatal(err)
 	}
-	if body.Reply != names.Result("r1") || body.Run != "r1" || body.Attempt != 2 || string(body.Input) != `{"a":null,"b":1}` || string(body.With) != `"w"` || body.Token == "" {
+	if body.Reply != names.Result("r1") || body.Run != "r1" || body.Attempt != 2 || string(body.Input) != `{"a":null,"b":1}` || string(body.With) != `"w"` || !testSigner.Verify("r1", "a", "n", 2, body.Token) {
 		t.Errorf("invocation %+v", body)
 	}
 	if inv.Header[wire.HeaderRunID] != "r1" || inv.Header[wire.HeaderActivation] != "a" {
@@ -86,7 +86,7 @@ func TestRenderRefusesUnexpressibleEffects(t *testing.T) {
 		"bad input":    {ID: "x", Invoke: &run.Invoke{Task: "t", Version: "1", Input: func() {}}},
 		"nameless arm": {ID: "x", Arm: &run.ArmTimer{}},
 	} {
-		if _, _, err := render(names, "r", &run.State{}, []run.Effect{e}, 0); err == nil {
+		if _, _, err := render(names, testSigner, "r", &run.State{}, []run.Effect{e}, 0); err == nil {
 			t.Errorf("%s: rendered", name)
 		}
 	}

@@ -73,7 +73,25 @@ func newEngineLoader(cfg Config, reg Registry) (loader, error) {
 	}, nil
 }
 
+// latestReader is a Registry that can name its latest revision without
+// reading the document (*kvstore.Registry is one).
+type latestReader interface {
+	Latest(ctx context.Context, name string) (kvstore.RevisionRef, error)
+}
+
 func (l *engineLoader) load(ctx context.Context, name, revision string) (*definition, error) {
+	if lr, ok := l.reg.(latestReader); ok && revision == "" {
+		// Every start naming no revision asks for the latest; when it is
+		// one compiled already, one read of the revision list is enough.
+		ref, err := lr.Latest(ctx, name)
+		if errors.Is(err, kvstore.ErrWorkflowNotFound) {
+			return nil, fmt.Errorf("%w: %w", ErrUnknownWorkflow, err)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("load workflow %q: %w", name, err)
+		}
+		revision = ref.Revision
+	}
 	key := name + "@" + revision
 	if revision != "" {
 		l.mu.Lock()

@@ -8,9 +8,11 @@ import (
 	"strings"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/jetflow/jetflow/engine/run"
+	"github.com/jetflow/jetflow/subjects"
 )
 
 // errPermanent marks failures that no redelivery can cure (a reducer
@@ -38,6 +40,11 @@ var errCrash = errors.New("simulated crash")
 const unknownWorkflowDeliveries = 3
 
 func (d *Dispatcher) hook(p hookPoint, in *input) error {
+	if d.cfg.CrashHook != nil {
+		if err := d.cfg.CrashHook(string(p), in.runID, in.kind); err != nil {
+			return fmt.Errorf("%w at %s: %w", errCrash, p, err)
+		}
+	}
 	if d.cfg.hooks == nil || d.cfg.hooks.at == nil {
 		return nil
 	}
@@ -61,15 +68,27 @@ func (d *Dispatcher) handle(ctx context.Context, m jetstream.Msg) {
 	if meta.NumDelivered > 1 {
 		d.m.redelivery.Inc()
 	}
-	in, err := parseInput(d.cfg.Names, m.Subject(), m.Headers(), m.Data())
+	// Logs carry ids, sizes and reasons, never payloads; reasons and
+	// subjects are bounded because hostile inputs choose them.
+	size := slog.Int("bytes", len(m.Data()))
+	var in *input
+	if len(m.Data()) > d.cfg.MaxInputBytes {
+		err = malformed("input of %d bytes is larger than the dispatcher's limit of %d bytes (Config.MaxInputBytes)", len(m.Data()), d.cfg.MaxInputBytes)
+	} else {
+		in, err = parseInput(d.cfg.Names, m.Subject(), m.Headers(), m.Data())
+	}
 	if err != nil {
-		d.log.Warn("dispatcher: malformed input terminated", slog.String("subject", m.Subject()),
-			slog.Uint64("stream_seq", meta.Sequence.Stream), slog.String("reason", err.Error()))
+		log := d.log
+		if runID, kind, _, perr := d.cfg.Names.ParseInput(m.Subject()); perr == nil && subjects.CheckRunID(runID) == nil {
+			log = log.With(slog.String("run_id", runID), slog.String("kind", kind))
+		}
+		log.Warn("dispatcher: malformed input terminated", slog.String("subject", truncate(m.Subject(), maxLogged)),
+			slog.Uint64("stream_seq", meta.Sequence.Stream), size, slog.String("reason", truncate(err.Error(), maxLogged)))
 		d.m.messages.WithLabelValues(kindOf(d, m.Subject()), outcomeMalformed).Inc()
 		_ = m.TermWithReason(truncate(err.Error(), 256))
 		return
 	}
-	log := d.log.With(slog.String("run_id", in.runID), slog.String("kind", in.kind), slog.Uint64("stream_seq", meta.Sequence.Stream))
+	log := d.log.With(slog.String("run_id", in.runID), slog.String("kind", in.kind), slog.Uint64("stream_seq", meta.Sequence.Stream), size)
 	now := float64(meta.Timestamp.UnixMilli())
 	outcome, err := d.step(ctx, in, meta.Sequence.Stream, now, log)
 	switch {
@@ -87,8 +106,9 @@ func (d *Dispatcher) handle(ctx context.Context, m jetstream.Msg) {
 			break
 		}
 		outcome = outcomeUnknownRun
-		log.Warn("dispatcher: input for an unknown run acknowledged", slog.Duration("waited", d.cfg.UnknownRunWait))
-		_ = m.Ack()
+		log.Warn("dispatcher: input for an unknown run terminated", slog.Duration("waited", d.cfg.UnknownRunWait))
+		// Terminated rather than acknowledged: the advisory records why.
+		_ = m.TermWithReason(fmt.Sprintf("no run %s after %s", in.runID, d.cfg.UnknownRunWait))
 	case errors.Is(err, ErrUnknownWorkflow) && meta.NumDelivered < unknownWorkflowDeliveries:
 		// A replica may not have a deployment made just before the start.
 		outcome = outcomeRetry
@@ -98,12 +118,15 @@ func (d *Dispatcher) handle(ctx context.Context, m jetstream.Msg) {
 		outcome = outcomeAbandoned
 		log.Info("dispatcher: input handed back at stop", slog.Any("error", err))
 		_ = m.Nak()
-	case errors.Is(err, errMalformed) || errors.Is(err, ErrUnknownWorkflow) || errors.Is(err, errPermanent):
+	case errors.Is(err, errMalformed) || errors.Is(err, ErrUnknownWorkflow) || errors.Is(err, errPermanent) || tooLarge(err):
 		outcome = outcomeFailed
 		if errors.Is(err, ErrUnknownWorkflow) {
 			outcome = outcomeUnknownWorkflow
 		}
-		log.Error("dispatcher: input terminated", slog.String("subject", m.Subject()), slog.String("reason", err.Error()))
+		if tooLarge(err) {
+			err = fmt.Errorf("a message this input produced (the run record or an effect) is larger than NATS accepts: %w", err)
+		}
+		log.Error("dispatcher: input terminated", slog.String("reason", truncate(err.Error(), maxLogged)))
 		_ = m.TermWithReason(truncate(err.Error(), 256))
 	default:
 		outcome = outcomeRetry
@@ -134,6 +157,17 @@ func kindOf(d *Dispatcher, subject string) string {
 		return kind
 	}
 	return "unknown"
+}
+
+// maxLogged bounds the reasons and subjects a log line repeats.
+const maxLogged = 512
+
+// tooLarge reports a write refused for its size (by the client against
+// the server's max_payload, or by the stream's max message size): no
+// redelivery can cure it.
+func tooLarge(err error) bool {
+	var ae *jetstream.APIError
+	return errors.Is(err, nats.ErrMaxPayload) || errors.As(err, &ae) && ae.ErrorCode == jetstream.JSErrCodeStreamMessageExceedsMaximum
 }
 
 // truncate bounds a termination reason (it travels in an advisory).

@@ -29,6 +29,8 @@ type input struct {
 	msg   run.Message
 	// start is the start body (kind start only): which workflow to run.
 	start *wire.Start
+	// token is the token a result echoes (kind result only).
+	token string
 }
 
 func malformed(format string, args ...any) error {
@@ -120,7 +122,7 @@ func (in *input) parseResult(data []byte) error {
 		}
 		res.Output = v
 	}
-	in.msg.Kind, in.msg.Result = run.KindResult, res
+	in.msg.Kind, in.msg.Result, in.token = run.KindResult, res, body.Token
 	return nil
 }
 

@@ -27,6 +27,9 @@ type Record struct {
 	// Rejected lists the most recent refused inputs, oldest first, bounded
 	// by Config.RejectedHistory.
 	Rejected []Rejection `json:"rejected,omitempty"`
+	// Order is the order every input so far was applied or rejected in,
+	// for replay (package replay): usually one span.
+	Order Order `json:"order,omitempty"`
 }
 
 // Outgoing kinds.
@@ -84,11 +87,16 @@ func (r *Record) RunState() (*run.State, error) {
 // reflected in the record.
 func (r *Record) hasApplied(seq uint64) bool { return slices.Contains(r.Applied, seq) }
 
-// next returns the record after an input at seq: the caller fills State,
-// Status and Outbox. It shares nothing mutable with r.
+// next returns the record after an input at seq (r is nil before the
+// run's first): the caller fills State, Status and Outbox. It shares
+// nothing mutable with r.
 func (r *Record) next(seq uint64, maxApplied int) *Record {
+	if r == nil {
+		return &Record{Applied: []uint64{seq}, Order: Order{{seq, seq}}}
+	}
 	n := &Record{Status: r.Status, Rejected: r.Rejected}
 	n.Applied = appendBounded(r.Applied, seq, maxApplied)
+	n.Order = r.Order.add(seq)
 	return n
 }
 

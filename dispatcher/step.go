@@ -48,7 +48,7 @@ func (d *Dispatcher) step(ctx context.Context, in *input, seq uint64, now float6
 
 // attempt is one load-apply-save-publish pass.
 func (d *Dispatcher) attempt(ctx context.Context, in *input, seq uint64, now float64, reload bool, log *slog.Logger) (string, error) {
-	cur, found, err := d.load(ctx, in.runID, reload)
+	cur, found, err := d.load(ctx, in.runID, reload, in.kind == subjects.KindStart)
 	if err != nil {
 		return "", err
 	}
@@ -75,11 +75,6 @@ func (d *Dispatcher) attempt(ctx context.Context, in *input, seq uint64, now flo
 			cur.st = st
 		}
 		name, revision = st.Workflow, st.Revision
-		if st.Control.Time > now {
-			// Stream time is not monotonic across leader changes, and the
-			// reducer refuses time that moves backwards.
-			now = st.Control.Time
-		}
 	} else {
 		name, revision = in.start.Workflow, in.start.Revision
 	}
@@ -94,43 +89,15 @@ func (d *Dispatcher) attempt(ctx context.Context, in *input, seq uint64, now flo
 		}
 	}
 
-	msg := in.msg
-	msg.Time = now
-	next, effects, err := safeApply(def.prog, st, msg)
-	if errors.Is(err, run.ErrRejected) {
-		return d.reject(ctx, in, seq, now, cur, found, err, log)
-	}
+	t, err := transit(d.cfg, def, in, seq, now, cur.rec, st)
 	if err != nil {
-		return "", fmt.Errorf("%w: reducer: %w", errPermanent, err)
+		return "", err
 	}
-	if next == nil {
-		return "", fmt.Errorf("%w: reducer returned no state", errPermanent)
+	if t.rejected != nil {
+		return d.reject(ctx, in, cur, found, t, log)
 	}
-	if next.Workflow == "" {
-		next.Workflow = def.name
-	}
-	if next.Revision == "" {
-		next.Revision = def.revision
-	}
-	out, status, err := render(d.cfg.Names, in.runID, next, effects, now)
-	if err != nil {
-		return "", fmt.Errorf("%w: %w", errPermanent, err)
-	}
-	state, err := encodeState(next)
-	if err != nil {
-		return "", fmt.Errorf("%w: encode state: %w", errPermanent, err)
-	}
-	rec := &Record{}
-	if found {
-		rec = cur.rec.next(seq, d.cfg.AppliedHistory)
-	} else {
-		rec.Applied = []uint64{seq}
-	}
-	rec.State, rec.Outbox = state, out
-	if status != nil {
-		rec.Status = status
-	}
-	saved, err := d.save(ctx, in.runID, rec, next, cur.rev, found)
+	next, status := t.state, t.status
+	saved, err := d.save(ctx, in.runID, t.rec, next, cur.rev, found)
 	if err != nil {
 		return "", err
 	}
@@ -155,17 +122,14 @@ func (d *Dispatcher) attempt(ctx context.Context, in *input, seq uint64, now flo
 	return outcomeApplied, nil
 }
 
-// reject records an input the reducer refused, so that its redelivery is
-// recognised, and acknowledges it.
-func (d *Dispatcher) reject(ctx context.Context, in *input, seq uint64, now float64, cur cached, found bool, why error, log *slog.Logger) (string, error) {
-	log.Warn("dispatcher: input rejected", slog.String("reason", why.Error()))
+// reject saves the record of an input the reducer refused, so that its
+// redelivery is recognised, and acknowledges it.
+func (d *Dispatcher) reject(ctx context.Context, in *input, cur cached, found bool, t transition, log *slog.Logger) (string, error) {
+	log.Warn("dispatcher: input rejected", slog.String("reason", t.rejected.Error()))
 	if !found {
 		return outcomeRejected, nil
 	}
-	rec := cur.rec.next(seq, d.cfg.AppliedHistory)
-	rec.State, rec.Outbox = cur.rec.State, cur.rec.Outbox
-	rec.Rejected = appendBounded(cur.rec.Rejected, Rejection{Seq: seq, Kind: in.kind, Reason: why.Error(), Time: now}, d.cfg.RejectedHistory)
-	if _, err := d.save(ctx, in.runID, rec, cur.st, cur.rev, true); err != nil {
+	if _, err := d.save(ctx, in.runID, t.rec, cur.st, cur.rev, true); err != nil {
 		return "", err
 	}
 	// The outbox is unchanged and was flushed before applying.
@@ -178,10 +142,14 @@ func (d *Dispatcher) reject(ctx context.Context, in *input, seq uint64, now floa
 
 // load returns the run's record from the cache or the store. After a
 // conflict it reads through the stream leader: a replica may not have
-// the winner's write yet.
-func (d *Dispatcher) load(ctx context.Context, runID string, afterConflict bool) (cached, bool, error) {
+// the winner's write yet. For a start it reads nothing: the run almost
+// never exists, and if it does, Create says so (a conflict, then a read).
+func (d *Dispatcher) load(ctx context.Context, runID string, afterConflict, start bool) (cached, bool, error) {
 	if c, ok := d.cache.get(runID); ok && !afterConflict {
 		return c, true, nil
+	}
+	if start && !afterConflict {
+		return cached{}, false, nil
 	}
 	ctx, cancel := context.WithTimeout(ctx, d.cfg.OpTimeout)
 	defer cancel()
@@ -223,7 +191,13 @@ func (d *Dispatcher) save(ctx context.Context, runID string, rec *Record, st *ru
 	if err != nil {
 		return cached{}, err
 	}
-	c := cached{rec: rec, rev: next, st: st}
+	c := cached{rec: rec, rev: next, st: st, noTimers: !armsTimer(rec.Outbox)}
+	if exists {
+		// Only a run this process has held since its start is known to
+		// have armed no timer.
+		old, ok := d.cache.get(runID)
+		c.noTimers = c.noTimers && ok && old.rev == rev && old.noTimers
+	}
 	d.cache.put(runID, c)
 	return c, nil
 }
@@ -238,7 +212,7 @@ func (d *Dispatcher) flush(ctx context.Context, runID string, c cached) error {
 	if err := d.pub.publish(ctx, c.rec.Outbox); err != nil {
 		return err
 	}
-	if c.rec.Status != nil && run.Status(c.rec.Status.Status).Terminal() {
+	if c.rec.Status != nil && run.Status(c.rec.Status.Status).Terminal() && !c.noTimers {
 		d.purgeTimers(ctx, runID)
 	}
 	c.published = true

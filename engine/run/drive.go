@@ -43,6 +43,13 @@ func (r *reducer) wake() error {
 	return r.wakeUp()
 }
 
+// MaxTimerSkewMs is how much earlier than its deadline a timer fire's
+// time may be. Stream time comes from whichever server leads the stream,
+// whose clock may trail the one that armed the timer; a fire any earlier
+// was not produced by the scheduler (which never fires early) and is
+// refused, so that no publisher can cut a wait short.
+const MaxTimerSkewMs = 2000
+
 func (r *reducer) timer(t *TimerFire) error {
 	if t == nil {
 		return reject("a timer message needs a timer id")
@@ -52,6 +59,9 @@ func (r *reducer) timer(t *TimerFire) error {
 	}
 	if r.st.Status != StatusWaiting || !r.armed(t.ID, t.Deadline) {
 		return reject("timer %q is no longer armed", t.ID)
+	}
+	if !r.msg.NoTime && r.now < t.Deadline-MaxTimerSkewMs {
+		return reject("timer %q fired at %.0f, before its deadline %.0f", t.ID, r.now, t.Deadline)
 	}
 	// A scheduled message is never early, but its stream time may trail
 	// the deadline by clock skew: the logical time is at least the deadline.
