@@ -1,0 +1,122 @@
+package replay
+
+import (
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jetflow/jetflow/dispatcher"
+	"github.com/jetflow/jetflow/subjects"
+)
+
+var names = subjects.Must("")
+
+// history builds messages of run r from "seq:kind@ms" items.
+func history(t *testing.T, items ...string) []Message {
+	t.Helper()
+	var out []Message
+	for _, it := range items {
+		var seq uint64
+		var kind string
+		var ms int64
+		head, at, _ := strings.Cut(it, "@")
+		s, k, _ := strings.Cut(head, ":")
+		for _, c := range s {
+			seq = seq*10 + uint64(c-'0')
+		}
+		kind = k
+		for _, c := range at {
+			ms = ms*10 + int64(c-'0')
+		}
+		subject := names.Start("r")
+		switch kind {
+		case "event":
+			subject = names.Event("r", "go")
+		case "result":
+			subject = names.Result("r")
+		}
+		out = append(out, Message{Seq: seq, Subject: subject, Time: time.UnixMilli(ms)})
+	}
+	return out
+}
+
+// order builds an Order from from, to pairs.
+func order(pairs ...uint64) dispatcher.Order {
+	var o dispatcher.Order
+	for i := 0; i+1 < len(pairs); i += 2 {
+		o = append(o, dispatcher.Span{From: pairs[i], To: pairs[i+1]})
+	}
+	return o
+}
+
+func seqs(ms []Message) []uint64 {
+	var out []uint64
+	for _, m := range ms {
+		out = append(out, m.Seq)
+	}
+	return out
+}
+
+func TestPlanByRecord(t *testing.T) {
+	t.Parallel()
+	msgs := history(t, "2:event", "5:start", "9:result", "12:result", "20:result", "31:event")
+	cases := []struct {
+		name      string
+		order     dispatcher.Order
+		applied   []uint64
+		want, not []uint64
+	}{
+		{"stream order", order(5, 31), []uint64{5, 9, 12, 20, 31}, []uint64{5, 9, 12, 20, 31}, []uint64{2}},
+		{"window shorter than the run", order(5, 31), []uint64{20, 31}, []uint64{5, 9, 12, 20, 31}, []uint64{2}},
+		{"event before start applied after it", order(5, 5, 2, 2, 6, 31), []uint64{5, 2, 9, 12, 20, 31}, []uint64{5, 2, 9, 12, 20, 31}, nil},
+		{"late result", order(5, 11, 13, 20, 12, 12), []uint64{5, 9, 20, 12}, []uint64{5, 9, 20, 12}, []uint64{2, 31}},
+		{"late result before the window", order(5, 11, 13, 20, 12, 12), []uint64{20, 12}, []uint64{5, 9, 20, 12}, []uint64{2, 31}},
+		{"late result, window from it", order(5, 11, 13, 20, 12, 12), []uint64{12}, []uint64{5, 9, 20, 12}, []uint64{2, 31}},
+		{"terminated input inside a span", order(5, 31), []uint64{5, 9, 20, 31}, []uint64{5, 9, 20, 31}, []uint64{2, 12}},
+		{"input in flight inside a span", order(5, 20), []uint64{5, 9, 20}, []uint64{5, 9, 20}, []uint64{2, 12, 31}},
+		{"spans naming other runs' sequences", order(3, 10, 14, 40), []uint64{5, 9, 20, 31}, []uint64{5, 9, 20, 31}, []uint64{2, 12}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			p := planByRecord(msgs, c.order, c.applied)
+			if got := seqs(p.order); !reflect.DeepEqual(got, c.want) {
+				t.Errorf("order %v, want %v", got, c.want)
+			}
+			if got := seqs(p.unapplied); !reflect.DeepEqual(got, c.not) {
+				t.Errorf("unapplied %v, want %v", got, c.not)
+			}
+		})
+	}
+}
+
+func TestPlanByStream(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name      string
+		msgs      []string
+		want, not []uint64
+		notes     int
+	}{
+		{"in order", []string{"1:start@0", "2:result@5", "3:event@9"}, []uint64{1, 2, 3}, nil, 0},
+		{"early event waits for the start", []string{"1:event@0", "2:start@100", "3:result@200"}, []uint64{2, 1, 3}, nil, 1},
+		{"too early event was dropped", []string{"1:event@0", "2:start@40000", "3:result@40100"}, []uint64{2, 3}, []uint64{1}, 0},
+		{"no start", []string{"1:event@0"}, []uint64{1}, nil, 0},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			p := planByStream(names, history(t, c.msgs...), 30*time.Second)
+			if got := seqs(p.order); !reflect.DeepEqual(got, c.want) {
+				t.Errorf("order %v, want %v", got, c.want)
+			}
+			if got := seqs(p.unapplied); !reflect.DeepEqual(got, c.not) {
+				t.Errorf("unapplied %v, want %v", got, c.not)
+			}
+			if len(p.notes) != c.notes {
+				t.Errorf("notes %q, want %d", p.notes, c.notes)
+			}
+		})
+	}
+}
