@@ -91,3 +91,15 @@ func TestDeployRefusesWithPath(t *testing.T) {
 		t.Fatalf("deploy of a task name that breaks a subject: %v", err)
 	}
 }
+
+func TestValidateRefusesEventTypesThatBreakSubjects(t *testing.T) {
+	t.Parallel()
+	doc := map[string]any{"$workflow": "0.2", "revision": "r", "initial": "w", "states": map[string]any{
+		"w":    map[string]any{"on": []any{map[string]any{"event": "order.paid", "to": "done"}}},
+		"done": map[string]any{"final": true}}}
+	_, err := Validate(doc)
+	var pe *PathError
+	if !errors.As(err, &pe) || pe.Path != "/states/w/on/0/event" {
+		t.Fatalf("Validate = %v", err)
+	}
+}

@@ -1,6 +1,8 @@
 package fleet
 
 import (
+	"strconv"
+
 	"github.com/jetflow/jetflow/engine/workflow"
 	"github.com/jetflow/jetflow/kvstore"
 	"github.com/jetflow/jetflow/subjects"
@@ -8,11 +10,20 @@ import (
 
 // Validate compiles a workflow document with the engine and lists the
 // task versions it invokes; it is the registry's check before a deploy.
-// Task names and versions must also be usable in subjects.
+// Task names, versions and awaited event types must also be usable in
+// subjects, or no worker could serve them and no event could reach them.
 func Validate(doc any) (kvstore.Info, error) {
 	wf, err := workflow.Compile(doc, workflow.Options{})
 	if err != nil {
 		return kvstore.Info{}, err
+	}
+	for _, id := range wf.Lowered.States {
+		spec := wf.Lowered.Specs[id]
+		for i, w := range spec.On {
+			if err := subjects.CheckEventType(w.Event); err != nil {
+				return kvstore.Info{}, &PathError{Path: id + "/on/" + strconv.Itoa(i) + "/event", Err: err}
+			}
+		}
 	}
 	var info kvstore.Info
 	for _, id := range wf.Lowered.Work {

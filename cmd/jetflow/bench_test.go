@@ -1,0 +1,71 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestBenchShort runs the bench as CI does: every scenario at tiny counts
+// in one process, which fails unless each completed and the report is
+// complete. (bench's own test covers the multi-process setups.)
+func TestBenchShort(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	report := filepath.Join(dir, "bench.json")
+	doc := filepath.Join(dir, "PERFORMANCE.md")
+	if err := os.WriteFile(doc, []byte("# Performance\n\n<!-- bench:begin -->\nold\n<!-- bench:end -->\n\nafter\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, exit := jetflow(t, "", "bench", "--short", "--quiet", "--modes", "single", "--dir", dir, "--json", report, "--doc", doc)
+	if exit != 0 || !strings.Contains(out, "| target | want | measured | met |") {
+		t.Fatalf("bench --short: exit %d:\n%s", exit, out)
+	}
+	data, err := os.ReadFile(report)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep struct {
+		Command string
+		Setups  []struct {
+			Setup     string
+			Scenarios []struct {
+				Scenario   string
+				RunsPerSec float64 `json:"runs_per_sec"`
+			}
+		}
+	}
+	if err := json.Unmarshal(data, &rep); err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Setups) != 1 || len(rep.Setups[0].Scenarios) != 5 || !strings.Contains(rep.Command, "--short=true") {
+		t.Errorf("report: %s", data)
+	}
+	md, err := os.ReadFile(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := string(md); strings.Contains(s, "old") || !strings.Contains(s, "Produced by `jetflow bench") || !strings.HasSuffix(s, "<!-- bench:end -->\n\nafter\n") {
+		t.Errorf("updated doc:\n%s", s)
+	}
+}
+
+func TestBenchRefusesBadFlags(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"bench", "--modes", "cloud"}, `--modes: unknown mode "cloud"`},
+		{[]string{"bench", "--scenarios", "nap"}, `--scenarios: unknown scenario "nap"`},
+		{[]string{"bench", "--modes", "processes", "--dispatchers", "0"}, `--dispatchers: "0" is not a positive number`},
+		{[]string{"bench-agent", "-role", "nope"}, `-role "nope"`},
+	} {
+		out, exit := jetflow(t, "", c.args...)
+		if exit != 2 || !strings.Contains(out, c.want) {
+			t.Errorf("%v: exit %d, %q; want exit 2 and %q", c.args, exit, out, c.want)
+		}
+	}
+}

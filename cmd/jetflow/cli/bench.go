@@ -1,0 +1,235 @@
+package cli
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/jetflow/jetflow/bench"
+)
+
+func init() {
+	register(newBench)
+	register(newBenchAgent)
+}
+
+// Markers around the generated part of docs/PERFORMANCE.md.
+const (
+	docBegin = "<!-- bench:begin -->"
+	docEnd   = "<!-- bench:end -->"
+)
+
+type benchFlags struct {
+	modes, dispatchers, scenarios string
+	workers                       int
+	cfg                           bench.Config
+	jsonOut, doc, profile         string
+	quiet, checkTargets           bool
+}
+
+func newBench(s streams) *cobra.Command {
+	var f benchFlags
+	cmd := &cobra.Command{
+		Use:   "bench",
+		Short: "Measure throughput, latency and cost against the raw JetStream bound",
+		Long: `bench starts everything it needs (an embedded nats-server with file storage on
+loopback, dispatchers, workers that echo their input) and measures, for each
+scenario, runs per second at saturation, start-to-done latency one run at a
+time and at saturation, CPU per run, the dispatcher's peak memory, and the
+durable operations and bytes each run costs. On the same server it measures
+raw JetStream operations and prints each rate as a fraction of the best rate
+those operations allow.
+
+Setups: single (everything in this process), processes (a server, N
+dispatchers and M workers as processes, N from --dispatchers) and cluster (3
+servers, 3 replicas). Unless --scenarios is given, single runs every
+scenario, the first processes setup one-task, event and parked, the others
+one-task and event, and cluster one-task.
+
+The markdown report goes to stdout, progress to stderr. --short runs tiny
+counts in seconds and fails unless every scenario completed and the report
+is complete.`,
+		Example: "  jetflow bench --short\n  jetflow bench --json bench.json --doc docs/PERFORMANCE.md",
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runBench(cmd, s, &f)
+		},
+	}
+	fl := cmd.Flags()
+	fl.BoolVar(&f.cfg.Short, "short", false, "tiny counts: check that every scenario completes and the report is complete (seconds)")
+	fl.StringVar(&f.modes, "modes", "single,processes,cluster", "setups to measure: single, processes, cluster")
+	fl.StringVar(&f.dispatchers, "dispatchers", "1,2,4", "dispatcher processes of each processes setup")
+	fl.IntVar(&f.workers, "workers", 1, "worker processes of the processes and cluster setups")
+	fl.StringVar(&f.scenarios, "scenarios", "", "scenarios for every setup, comma-separated (one-task, fan-out, event, loop-10, parked; all); default per setup, see above")
+	fl.IntVar(&f.cfg.Runs, "runs", 0, "cap on the runs of each saturation phase (default 50000)")
+	fl.DurationVar(&f.cfg.Duration, "duration", 0, "cap on each saturation phase (default 10s)")
+	fl.IntVar(&f.cfg.Window, "window", 0, "runs in flight at saturation (default 256)")
+	fl.IntVar(&f.cfg.SerialRuns, "serial-runs", 0, "cap on the runs measured one at a time (default 2000)")
+	fl.IntVar(&f.cfg.Warmup, "warmup", 0, "unmeasured runs before each measurement (default 1000)")
+	fl.IntVar(&f.cfg.ParkedRuns, "parked", 0, "runs the parked scenario parks (default 100000)")
+	fl.IntVar(&f.cfg.RawOps, "raw-ops", 0, "cap on each raw JetStream measurement (default 20000)")
+	fl.IntVar(&f.cfg.WorkerConcurrency, "worker-concurrency", 0, "concurrency of each worker (default 64)")
+	fl.IntVar(&f.cfg.DispatcherConcurrency, "dispatcher-concurrency", 0, "concurrency of each dispatcher (default: the dispatcher's)")
+	fl.StringVar(&f.cfg.Dir, "dir", "", "directory for the servers' stores (default: a temporary one)")
+	fl.StringVar(&f.jsonOut, "json", "", "write the JSON report to this file")
+	fl.StringVar(&f.doc, "doc", "", "replace the generated section of this markdown file (docs/PERFORMANCE.md) with the report and its command")
+	fl.StringVar(&f.profile, "cpuprofile", "", "write CPU profiles of every process during each saturation phase, named PREFIX-<setup>-<scenario>-<role>.pprof")
+	fl.BoolVar(&f.quiet, "quiet", false, "print no progress")
+	fl.BoolVar(&f.checkTargets, "check-targets", false, "exit 1 when a target is not met")
+	return cmd
+}
+
+func runBench(cmd *cobra.Command, s streams, f *benchFlags) error {
+	cfg := f.cfg
+	setups, err := benchSetups(f)
+	if err != nil {
+		return err
+	}
+	cfg.Setups = setups
+	cfg.CPUProfile = f.profile
+	if !f.quiet {
+		cfg.Progress = s.err
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return fmt.Errorf("bench: finding this executable to start helper processes: %w", err)
+	}
+	cfg.Agent = []string{exe, "bench-agent"}
+	rep, runErr := bench.Run(cmd.Context(), cfg)
+	if rep == nil {
+		return runErr
+	}
+	rep.Command = commandLine(cmd)
+	var md bytes.Buffer
+	if err := rep.Markdown(&md); err != nil {
+		return err
+	}
+	if _, err := s.out.Write(md.Bytes()); err != nil {
+		return err
+	}
+	if f.jsonOut != "" {
+		data, err := json.MarshalIndent(rep, "", "  ")
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(f.jsonOut, append(data, '\n'), 0o644); err != nil {
+			return fmt.Errorf("bench: --json: %w", err)
+		}
+	}
+	if runErr != nil {
+		return runErr
+	}
+	if f.doc != "" {
+		if err := updateDoc(f.doc, rep.Command, md.String()); err != nil {
+			return err
+		}
+	}
+	if err := rep.Check(); err != nil {
+		fmt.Fprintf(s.err, "jetflow bench: the report is incomplete:\n%v\n", err)
+		return exitError{1}
+	}
+	if f.checkTargets {
+		for _, t := range rep.Targets {
+			if !t.Met {
+				fmt.Fprintf(s.err, "jetflow bench: target not met: %s: want %s, measured %s\n", t.Name, t.Want, t.Measured)
+				err = exitError{1}
+			}
+		}
+	}
+	return err
+}
+
+// benchSetups turns the flags into the setups to measure.
+func benchSetups(f *benchFlags) ([]bench.Setup, error) {
+	var only []bench.Scenario
+	if f.scenarios != "" {
+		var err error
+		if only, err = bench.ParseScenarios(f.scenarios); err != nil {
+			return nil, fmt.Errorf("--scenarios: %w", err)
+		}
+	}
+	pick := func(def ...bench.Scenario) []bench.Scenario {
+		if only != nil {
+			return only
+		}
+		return def
+	}
+	var setups []bench.Setup
+	for _, m := range strings.Split(f.modes, ",") {
+		switch mode := bench.Mode(strings.TrimSpace(m)); mode {
+		case bench.Single:
+			setups = append(setups, bench.Setup{Mode: mode, Scenarios: pick(bench.AllScenarios...)})
+		case bench.Processes:
+			for i, d := range strings.Split(f.dispatchers, ",") {
+				n, err := strconv.Atoi(strings.TrimSpace(d))
+				if err != nil || n < 1 {
+					return nil, fmt.Errorf("--dispatchers: %q is not a positive number", d)
+				}
+				sc := pick(bench.OneTask, bench.Event)
+				if i == 0 && only == nil {
+					sc = append(sc, bench.Parked)
+				}
+				setups = append(setups, bench.Setup{Mode: mode, Dispatchers: n, Workers: f.workers, Scenarios: sc})
+			}
+		case bench.Cluster:
+			setups = append(setups, bench.Setup{Mode: mode, Workers: f.workers, Scenarios: pick(bench.OneTask)})
+		default:
+			return nil, fmt.Errorf("--modes: unknown mode %q (use single, processes, cluster)", m)
+		}
+	}
+	return setups, nil
+}
+
+// commandLine is how the report says it was produced.
+func commandLine(cmd *cobra.Command) string {
+	parts := []string{"jetflow bench"}
+	cmd.Flags().Visit(func(fl *pflag.Flag) {
+		parts = append(parts, "--"+fl.Name+"="+fl.Value.String())
+	})
+	return strings.Join(parts, " ")
+}
+
+// updateDoc replaces what lies between the markers of file with the
+// command and the report.
+func updateDoc(file, command, report string) error {
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return fmt.Errorf("bench: --doc: %w", err)
+	}
+	text := string(data)
+	begin, end := strings.Index(text, docBegin), strings.Index(text, docEnd)
+	if begin < 0 || end < begin {
+		return fmt.Errorf("bench: --doc: %s has no %s ... %s section to replace", file, docBegin, docEnd)
+	}
+	section := fmt.Sprintf("%s\nProduced by `%s` on %s.\n\n%s%s", docBegin, command, time.Now().UTC().Format("2006-01-02"), report, docEnd)
+	text = text[:begin] + section + text[end+len(docEnd):]
+	if err := os.WriteFile(file, []byte(text), 0o644); err != nil {
+		return fmt.Errorf("bench: --doc: %w", err)
+	}
+	return nil
+}
+
+// newBenchAgent is the hidden verb bench starts its helper processes with.
+func newBenchAgent(s streams) *cobra.Command {
+	return &cobra.Command{
+		Use:                "bench-agent",
+		Short:              "A helper process of jetflow bench (internal)",
+		Hidden:             true,
+		DisableFlagParsing: true,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			err := bench.AgentMain(cmd.Context(), args, s.in, s.out)
+			if err != nil && !errors.Is(err, cmd.Context().Err()) {
+				return err
+			}
+			return nil
+		},
+	}
+}

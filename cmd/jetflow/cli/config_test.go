@@ -1,0 +1,73 @@
+package cli
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/spf13/cobra"
+)
+
+// TestConnConfigPrecedence: a flag given wins over its variable, which
+// wins over the default; a bad variable is only an error when it is used.
+func TestConnConfigPrecedence(t *testing.T) {
+	cases := []struct {
+		name    string
+		env     map[string]string
+		args    []string
+		want    connConfig
+		wantErr string
+	}{
+		{name: "defaults", want: connConfig{Prefix: "jetflow", Timeout: defaultTimeout}},
+		{name: "env", env: map[string]string{"JETFLOW_NATS_URL": "nats://a:1", "JETFLOW_PREFIX": "p", "JETFLOW_TIMEOUT": "3s", "JETFLOW_NATS_USER": "u", "JETFLOW_NATS_PASSWORD": "pw"},
+			want: connConfig{URL: "nats://a:1", Prefix: "p", Timeout: 3 * time.Second, User: "u", Password: "pw"}},
+		{name: "flags win", env: map[string]string{"JETFLOW_NATS_URL": "nats://a:1", "JETFLOW_TIMEOUT": "3s"}, args: []string{"--nats", "nats://b:2", "--timeout", "4s"},
+			want: connConfig{URL: "nats://b:2", Prefix: "jetflow", Timeout: 4 * time.Second}},
+		{name: "empty variable is unset", env: map[string]string{"JETFLOW_PREFIX": ""}, want: connConfig{Prefix: "jetflow", Timeout: defaultTimeout}},
+		{name: "bad variable overridden", env: map[string]string{"JETFLOW_TIMEOUT": "x"}, args: []string{"--timeout", "1s"},
+			want: connConfig{Prefix: "jetflow", Timeout: time.Second}},
+		{name: "bad variable", env: map[string]string{"JETFLOW_TIMEOUT": "x"}, wantErr: `environment variable JETFLOW_TIMEOUT="x": unable to parse duration: time: invalid duration "x" (the --timeout flag overrides it)`},
+		{name: "negative timeout", args: []string{"--timeout", "-1s"}, wantErr: "--timeout (JETFLOW_TIMEOUT) must be positive, got -1s"},
+		{name: "two kinds of credentials", args: []string{"--user", "u", "--nkey", "config_test.go"}, wantErr: "--creds, --nkey and --user"},
+		{name: "key without cert", args: []string{"--tls-key", "config_test.go"}, wantErr: "--tls-cert and --tls-key"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			for _, k := range []string{"JETFLOW_NATS_URL", "JETFLOW_PREFIX", "JETFLOW_TIMEOUT", "JETFLOW_NATS_USER", "JETFLOW_NATS_PASSWORD"} {
+				t.Setenv(k, c.env[k])
+			}
+			var conn connConfig
+			cmd := &cobra.Command{Use: "x"}
+			addConnFlags(cmd, &conn)
+			if err := cmd.ParseFlags(c.args); err != nil {
+				t.Fatal(err)
+			}
+			err := conn.resolve()
+			if c.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), c.wantErr) {
+					t.Fatalf("resolve: %v; want %q", err, c.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := conn
+			got.flags, got.resolved = nil, false
+			if got != c.want {
+				t.Errorf("got %+v\nwant %+v", got, c.want)
+			}
+			if _, err := conn.natsOptions(); err != nil {
+				t.Errorf("natsOptions: %v", err)
+			}
+		})
+	}
+}
+
+func TestRedactURLs(t *testing.T) {
+	t.Parallel()
+	got := redactURLs("nats://u:secret@h:1,nats://h2:2")
+	if strings.Contains(got, "secret") || !strings.Contains(got, "nats://h2:2") {
+		t.Errorf("redactURLs = %q", got)
+	}
+}

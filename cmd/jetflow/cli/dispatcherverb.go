@@ -1,0 +1,34 @@
+package cli
+
+import (
+	"github.com/spf13/cobra"
+)
+
+func init() { register(newDispatcher) }
+
+func newDispatcher(s streams) *cobra.Command {
+	var (
+		conn connConfig
+		svc  serviceConfig
+	)
+	cmd := &cobra.Command{
+		Use:   "dispatcher",
+		Short: "Run a dispatcher alone against an existing NATS deployment",
+		Long: "dispatcher consumes run inputs from the deployment at --nats (default " + defaultNATSURL + ",\n" +
+			"where `jetflow serve` listens) and drives the runs, with the same HTTP endpoint as serve\n" +
+			"(/healthz, /readyz, /metrics). Run as many as you like: they share one durable consumer.\n\n" +
+			"It expects the streams and buckets to exist (a serve created them); --provision creates\n" +
+			"or updates them with --replicas and --history-max-age instead.\n\n" +
+			"Ctrl-C (or SIGTERM) finishes the steps in flight (bounded by --drain-timeout) and exits 0.\n" +
+			"Every flag has an environment variable (named in its help); a flag given wins.",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runService(cmd.Context(), s, "dispatcher", &conn, &svc, nil)
+		},
+	}
+	addConnFlags(cmd, &conn)
+	svc.addFlags(cmd)
+	addConsoleFlags(cmd) // the console mounted on the HTTP endpoint (console.go)
+	cmd.Flags().BoolVar(&svc.Provision, "provision", false, "create or update the streams and buckets at start (env JETFLOW_PROVISION)")
+	return cmd
+}

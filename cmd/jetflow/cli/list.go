@@ -1,0 +1,97 @@
+package cli
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/jetflow/jetflow/dispatcher"
+	"github.com/jetflow/jetflow/kvstore"
+	"github.com/jetflow/jetflow/subjects"
+	"github.com/jetflow/jetflow/wire"
+)
+
+func init() { register(newList) }
+
+var runStatuses = []string{wire.StatusRunning, wire.StatusWaiting, wire.StatusDone, wire.StatusFailed, wire.StatusCancelled}
+
+func newList(s streams) *cobra.Command {
+	var conn connConfig
+	var status, name string
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "list",
+		Short: "List runs, optionally by status and workflow",
+		Long: "list reads every run record (one pass over the run bucket) and prints one line per run,\n" +
+			"ordered by run id: run, workflow@revision, status, state and when it last changed.\n" +
+			"With --json it prints an array of the objects status --json prints (without started).",
+		Args: namedArgs(),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if status != "" && !slices.Contains(runStatuses, status) {
+				return fmt.Errorf("--status %q is not a run status (one of %s)", status, strings.Join(runStatuses, ", "))
+			}
+			if name != "" {
+				if err := subjects.CheckWorkflowName(name); err != nil {
+					return fmt.Errorf("--workflow: %w", err)
+				}
+			}
+			ctx := cmd.Context()
+			f, stop, err := dialFleet(ctx, s, &conn)
+			if err != nil {
+				return err
+			}
+			defer stop()
+			entries, err := f.Runs.List(ctx, nil)
+			if err != nil {
+				return err
+			}
+			runs := []runJSON{}
+			for _, e := range entries {
+				rec, err := dispatcher.DecodeRecord(e.Data)
+				if err != nil {
+					fmt.Fprintf(s.err, "warning: run %s: %v\n", e.RunID, err)
+					continue
+				}
+				st, err := rec.RunState()
+				if err != nil {
+					fmt.Fprintf(s.err, "warning: run %s: %v\n", e.RunID, err)
+					continue
+				}
+				ws := statusOf(st, rec)
+				if (status != "" && ws.Status != status) || (name != "" && ws.Workflow != name) {
+					continue
+				}
+				runs = append(runs, runJSON{Status: ws, Updated: updated(e)})
+			}
+			if asJSON {
+				return json.NewEncoder(s.out).Encode(runs)
+			}
+			if len(runs) == 0 {
+				fmt.Fprintln(s.out, "no runs")
+				return nil
+			}
+			tw := tabwriter.NewWriter(s.out, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "RUN\tWORKFLOW\tSTATUS\tSTATE\tUPDATED")
+			for _, r := range runs {
+				t, _ := time.Parse(time.RFC3339Nano, r.Updated)
+				fmt.Fprintf(tw, "%s\t%s@%s\t%s\t%s\t%s\n", r.Run, r.Workflow, r.Revision, r.Status.Status,
+					stateName(r.State), t.Local().Format("2006-01-02 15:04:05"))
+			}
+			return tw.Flush()
+		},
+	}
+	addConnFlags(cmd, &conn)
+	f := cmd.Flags()
+	f.StringVar(&status, "status", "", "only runs in this status: "+strings.Join(runStatuses, ", "))
+	f.StringVar(&name, "workflow", "", "only runs of this workflow")
+	f.BoolVar(&asJSON, "json", false, "print a JSON array")
+	return cmd
+}
+
+// updated is when a run's record last changed (server time).
+func updated(e kvstore.Entry) string { return e.Updated.UTC().Format(time.RFC3339Nano) }

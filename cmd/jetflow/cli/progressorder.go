@@ -1,0 +1,110 @@
+package cli
+
+import (
+	"slices"
+	"sort"
+
+	"github.com/jetflow/jetflow/engine/workflow"
+)
+
+// orderEntered orders the states entered in one step as the run went
+// through them: from the states active before, along the workflow's
+// transitions. A step may pass through several states (a work state's
+// end, a choice, the next wait); the record only says how often each was
+// visited.
+func orderEntered(wf *workflow.Workflow, before []string, visits map[string]int) []string {
+	if len(visits) == 0 {
+		return nil
+	}
+	var out []string
+	done := map[string]bool{}
+	var queue []string
+	var enter func(id string)
+	enter = func(id string) {
+		if done[id] || visits[id] == 0 {
+			return
+		}
+		if spec := specOf(wf, id); spec != nil && spec.Parent != "" {
+			enter(spec.Parent) // a flow is entered before its states
+		}
+		done[id] = true
+		out = append(out, id)
+		queue = append(queue, id)
+		if spec := specOf(wf, id); spec != nil && spec.Kind == workflow.KindFlow {
+			enter(spec.Initial)
+		}
+	}
+	if len(before) == 0 && wf != nil {
+		enter(wf.Lowered.Initial)
+	}
+	for _, id := range before {
+		for a := id; a != ""; {
+			queue = append(queue, a)
+			spec := specOf(wf, a)
+			if spec == nil {
+				break
+			}
+			a = spec.Parent
+		}
+	}
+	for len(queue) > 0 {
+		id := queue[0]
+		queue = queue[1:]
+		for _, next := range successors(wf, id) {
+			enter(next)
+		}
+	}
+	// What the transitions did not explain, in declaration order.
+	var rest []string
+	for id := range visits {
+		if !done[id] {
+			rest = append(rest, id)
+		}
+	}
+	order := map[string]int{}
+	if wf != nil {
+		for i, id := range wf.Lowered.States {
+			order[id] = i + 1
+		}
+	}
+	sort.Slice(rest, func(i, j int) bool {
+		if order[rest[i]] != order[rest[j]] {
+			return order[rest[i]] < order[rest[j]]
+		}
+		return rest[i] < rest[j]
+	})
+	return append(out, rest...)
+}
+
+func specOf(wf *workflow.Workflow, id string) *workflow.Spec {
+	if wf == nil {
+		return nil
+	}
+	return wf.Spec(id)
+}
+
+// successors are the states a state can lead to directly; a final state
+// of a flow leads where the flow goes next.
+func successors(wf *workflow.Workflow, id string) []string {
+	s := specOf(wf, id)
+	if s == nil {
+		return nil
+	}
+	out := []string{s.Then, s.Catch}
+	for _, c := range s.Choose {
+		out = append(out, c.To)
+	}
+	out = append(out, s.Otherwise)
+	for _, w := range s.On {
+		out = append(out, w.To)
+	}
+	if s.After != nil {
+		out = append(out, s.After.To)
+	}
+	if s.Kind == workflow.KindFinal && s.Parent != "" {
+		if p := specOf(wf, s.Parent); p != nil {
+			out = append(out, p.Then)
+		}
+	}
+	return slices.DeleteFunc(out, func(s string) bool { return s == "" })
+}

@@ -1,0 +1,251 @@
+package cli
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/term"
+
+	"github.com/jetflow/jetflow/wire"
+)
+
+// view prints a run's steps: plain lines for logs and pipes, or, on a
+// terminal, coloured lines under a status line that keeps time.
+type view struct {
+	w   io.Writer
+	tty bool
+	// prefix starts every plain line (the demo's run ids).
+	prefix string
+
+	mu      sync.Mutex
+	base    float64 // logical time of the first step, Unix ms
+	wall    time.Time
+	state   string
+	waiting bool
+	running map[string]bool
+	live    bool // the status line is on screen
+	stop    chan struct{}
+	done    sync.WaitGroup
+}
+
+// isTerminal reports whether w is a terminal.
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
+}
+
+// newView returns a view on w; on a terminal its status line ticks until
+// close.
+func newView(w io.Writer) *view {
+	v := &view{w: w, tty: isTerminal(w), wall: time.Now(), running: map[string]bool{}}
+	if v.tty {
+		v.stop = make(chan struct{})
+		v.done.Add(1)
+		go v.tick()
+	}
+	return v
+}
+
+func (v *view) tick() {
+	defer v.done.Done()
+	t := time.NewTicker(100 * time.Millisecond)
+	defer t.Stop()
+	for {
+		select {
+		case <-v.stop:
+			return
+		case <-t.C:
+			v.mu.Lock()
+			if v.live {
+				v.drawLive()
+			}
+			v.mu.Unlock()
+		}
+	}
+}
+
+// close stops the status line and clears it.
+func (v *view) close() {
+	if !v.tty {
+		return
+	}
+	close(v.stop)
+	v.done.Wait()
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	v.clearLive()
+}
+
+// show prints steps.
+func (v *view) show(steps []step) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	for _, s := range steps {
+		if v.base == 0 {
+			v.base = s.At
+		}
+		switch s.Kind {
+		case stepState:
+			v.state, v.waiting = s.State, false
+		case stepWaiting:
+			v.waiting = true
+		case stepInvoke:
+			v.running[s.Node] = true
+		case stepSettle:
+			delete(v.running, s.Node)
+		}
+		v.clearLive()
+		if v.tty {
+			fmt.Fprintln(v.w, v.pretty(s))
+		} else {
+			fmt.Fprintln(v.w, v.prefix+strings.ReplaceAll(v.plain(s), "\n", "\n"+v.prefix))
+		}
+		if s.Kind == stepEnd {
+			v.live = false
+		} else if v.tty {
+			v.drawLive()
+		}
+	}
+}
+
+func (v *view) elapsed(at float64) string {
+	return fmt.Sprintf("%.3fs", max(0, at-v.base)/1000)
+}
+
+// plain is a step as one line for logs: "+0.012s state check".
+func (v *view) plain(s step) string {
+	t := "+" + v.elapsed(s.At) + " "
+	switch s.Kind {
+	case stepState:
+		return t + "state " + stateName(s.State)
+	case stepInvoke:
+		return fmt.Sprintf("%stask %s %s invoked, attempt %d", t, s.Name, s.Task, s.Attempt)
+	case stepSettle:
+		switch {
+		case s.OK:
+			return strings.TrimSpace(fmt.Sprintf("%stask %s %s ok %s", t, s.Name, s.Task, s.Detail))
+		case s.Retry:
+			return fmt.Sprintf("%stask %s %s attempt %d failed, will retry", t, s.Name, s.Task, s.Attempt)
+		}
+		return fmt.Sprintf("%stask %s %s failed: %s", t, s.Name, s.Task, s.Detail)
+	case stepWaiting:
+		return strings.TrimSpace(t + "waiting for " + orNone(s.Detail))
+	case stepEnd:
+		return s.Status.Status + " in " + v.elapsed(s.At) + outcomeLine(s.Status)
+	}
+	return t + s.Kind
+}
+
+// ANSI styles of the terminal view.
+const (
+	ansiReset  = "\033[0m"
+	ansiDim    = "\033[2m"
+	ansiBold   = "\033[1m"
+	ansiRed    = "\033[31m"
+	ansiGreen  = "\033[32m"
+	ansiYellow = "\033[33m"
+	ansiCyan   = "\033[36m"
+	clearLine  = "\r\033[K"
+)
+
+func paint(style, s string) string { return style + s + ansiReset }
+
+// pretty is a step for a terminal.
+func (v *view) pretty(s step) string {
+	t := paint(ansiDim, fmt.Sprintf("%8s", v.elapsed(s.At)))
+	switch s.Kind {
+	case stepState:
+		return t + "  " + paint(ansiCyan, "→ "+stateName(s.State))
+	case stepInvoke:
+		return t + "    " + paint(ansiDim, fmt.Sprintf("▸ %s  %s  attempt %d", s.Name, s.Task, s.Attempt))
+	case stepSettle:
+		switch {
+		case s.OK:
+			return t + "    " + paint(ansiGreen, "✓ "+s.Name) + "  " + paint(ansiDim, s.Detail)
+		case s.Retry:
+			return t + "    " + paint(ansiYellow, fmt.Sprintf("↻ %s  attempt %d failed, will retry", s.Name, s.Attempt))
+		}
+		return t + "    " + paint(ansiRed, "✗ "+s.Name) + "  " + s.Detail
+	case stepWaiting:
+		return t + "    " + paint(ansiYellow, "… waiting for "+orNone(s.Detail))
+	case stepEnd:
+		style := ansiGreen
+		if s.Status.Status != wire.StatusDone {
+			style = ansiRed
+		}
+		return paint(ansiBold+style, s.Status.Status) + " in " + v.elapsed(s.At) + outcomeLine(s.Status)
+	}
+	return t + "  " + s.Kind
+}
+
+func (v *view) drawLive() {
+	spin := `⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏`
+	frames := []rune(spin)
+	secs := time.Since(v.wall).Seconds()
+	line := fmt.Sprintf("%c %s", frames[int(secs*10)%len(frames)], stateName(v.state))
+	if v.waiting {
+		line += " · waiting"
+	}
+	if n := len(v.running); n > 0 {
+		line += fmt.Sprintf(" · %d task%s running", n, plural(n))
+	}
+	line += fmt.Sprintf(" · %.1fs", secs)
+	fmt.Fprint(v.w, clearLine+paint(ansiDim, line))
+	v.live = true
+}
+
+func (v *view) clearLive() {
+	if v.live {
+		fmt.Fprint(v.w, clearLine)
+		v.live = false
+	}
+}
+
+// outcomeLine is a finished run's result or error on a line of its own,
+// or nothing (a cancelled run).
+func outcomeLine(st *wire.Status) string {
+	switch {
+	case st.Error != nil:
+		return "\nerror " + errorText(st.Error)
+	case st.Status == wire.StatusDone:
+		return "\nresult " + orNull(st.Result)
+	}
+	return ""
+}
+
+func orNull(raw []byte) string {
+	if len(raw) == 0 {
+		return "null"
+	}
+	return string(raw)
+}
+
+// errorText is a run error as CODE PATH message.
+func errorText(e *wire.RunError) string {
+	path := e.Path
+	if path == "" {
+		path = "-"
+	}
+	return e.Code + " " + path + " " + bareMessage(e.Code, e.Path, e.Message)
+}
+
+// bareMessage drops the code and location an engine message repeats
+// ("JF2006: node 'x' failed: boom at /nodes/x").
+func bareMessage(code, path, msg string) string {
+	msg = strings.TrimPrefix(msg, code+": ")
+	if path != "" {
+		msg = strings.TrimSuffix(msg, " at "+path)
+	}
+	return msg
+}
+
+func plural(n int) string {
+	if n == 1 {
+		return ""
+	}
+	return "s"
+}

@@ -1,0 +1,322 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/jetflow/jetflow/dispatcher"
+	"github.com/jetflow/jetflow/embedded"
+	"github.com/jetflow/jetflow/fleet"
+	"github.com/jetflow/jetflow/kvstore"
+)
+
+func init() { register(newServe) }
+
+// embedConfig configures the embedded nats-server of serve.
+type embedConfig struct {
+	Listen    string `env:"JETFLOW_LISTEN" flag:"listen"`
+	Data      string `env:"JETFLOW_DATA" flag:"data"`
+	Ephemeral bool   `env:"JETFLOW_EPHEMERAL" flag:"ephemeral"`
+	Fsync     bool   `env:"JETFLOW_FSYNC" flag:"fsync"`
+}
+
+// defaultDataDir is where serve keeps JetStream's store:
+// $XDG_DATA_HOME/jetflow, else ~/.local/share/jetflow, else ./jetflow-data.
+func defaultDataDir() string {
+	if d := os.Getenv("XDG_DATA_HOME"); filepath.IsAbs(d) {
+		return filepath.Join(d, "jetflow")
+	}
+	if home, err := os.UserHomeDir(); err == nil && home != "" {
+		return filepath.Join(home, ".local", "share", "jetflow")
+	}
+	return "jetflow-data"
+}
+
+func newServe(s streams) *cobra.Command {
+	var (
+		conn connConfig
+		svc  serviceConfig
+		emb  embedConfig
+	)
+	cmd := &cobra.Command{
+		Use:   "serve",
+		Short: "Run NATS with JetStream, a dispatcher and the health and metrics endpoint",
+		Long: "serve is a complete jetflow deployment in one process: an embedded nats-server with\n" +
+			"JetStream (its store in --data), the streams and buckets, a dispatcher, and an HTTP\n" +
+			"endpoint with /healthz, /readyz and /metrics. It prints the NATS URL workers and the\n" +
+			"other verbs connect to (nats: URL) and the HTTP address (http: URL).\n\n" +
+			"With --nats it joins an existing NATS deployment instead of embedding one, and\n" +
+			"provisions the streams and buckets there (use --replicas 3 on a cluster).\n\n" +
+			"Ctrl-C (or SIGTERM) stops taking new work, finishes the steps in flight (bounded by\n" +
+			"--drain-timeout) and exits 0.\n\n" +
+			"Every flag has an environment variable (named in its help); a flag given wins.",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := svc.resolve(); err != nil {
+				return err
+			}
+			if err := emb.resolve(cmd.Flags(), &conn); err != nil {
+				return err
+			}
+			svc.Provision = true // serve always provisions; the flag is the dispatcher's
+			e := &embedded.Config{Listen: emb.Listen, DataDir: emb.Data, SyncAlways: emb.Fsync}
+			if emb.Ephemeral {
+				e.DataDir = ""
+			}
+			return runService(cmd.Context(), s, "serve", &conn, &svc, e)
+		},
+	}
+	addConnFlags(cmd, &conn)
+	svc.addFlags(cmd)
+	addConsoleFlags(cmd) // the console mounted on the HTTP endpoint (console.go)
+	fs := cmd.Flags()
+	fs.Lookup("nats").Usage = "join this NATS deployment, URL(s) comma-separated, instead of embedding a server (env JETFLOW_NATS_URL)"
+	fs.StringVar(&emb.Listen, "listen", embedded.DefaultListen, "client address of the embedded nats-server; port -1 picks a free one (env JETFLOW_LISTEN)")
+	fs.StringVar(&emb.Data, "data", defaultDataDir(), "JetStream store directory of the embedded server: $XDG_DATA_HOME/jetflow, else ~/.local/share/jetflow (env JETFLOW_DATA)")
+	fs.BoolVar(&emb.Ephemeral, "ephemeral", false, "keep the embedded server's store in a temporary directory removed at exit (env JETFLOW_EPHEMERAL)")
+	fs.BoolVar(&emb.Fsync, "fsync", false, "fsync every write of the embedded store: no acknowledged write lost on power loss, slower (env JETFLOW_FSYNC)")
+	return cmd
+}
+
+// resolve applies the environment and refuses embedded-server settings
+// given together with --nats.
+func (e *embedConfig) resolve(fs *pflag.FlagSet, conn *connConfig) error {
+	if err := applyEnv(fs, e); err != nil {
+		return err
+	}
+	if err := conn.resolve(); err != nil {
+		return err
+	}
+	if conn.URL != "" {
+		for _, name := range []string{"listen", "data", "ephemeral", "fsync"} {
+			if fs.Changed(name) {
+				return fmt.Errorf("--%s configures the embedded nats-server, which --nats (JETFLOW_NATS_URL) replaces: give one or the other", name)
+			}
+		}
+		return nil
+	}
+	if e.Ephemeral && fs.Changed("data") {
+		return errors.New("--ephemeral and --data are alternatives: give one")
+	}
+	if e.Data == "" && !e.Ephemeral {
+		return errors.New("--data (JETFLOW_DATA) is empty: name a directory, or give --ephemeral")
+	}
+	if !e.Ephemeral {
+		if err := os.MkdirAll(e.Data, 0o700); err != nil {
+			return fmt.Errorf("--data (JETFLOW_DATA): %w", err)
+		}
+	}
+	return nil
+}
+
+// serviceConfig is what serve and dispatcher share: the dispatcher, the
+// provisioning of streams and buckets, the HTTP endpoint and the log.
+type serviceConfig struct {
+	HTTP          string        `env:"JETFLOW_HTTP" flag:"http"`
+	Concurrency   int           `env:"JETFLOW_CONCURRENCY" flag:"concurrency"`
+	Provision     bool          `env:"JETFLOW_PROVISION" flag:"provision"`
+	Replicas      int           `env:"JETFLOW_REPLICAS" flag:"replicas"`
+	HistoryMaxAge time.Duration `env:"JETFLOW_HISTORY_MAX_AGE" flag:"history-max-age"`
+	DrainTimeout  time.Duration `env:"JETFLOW_DRAIN_TIMEOUT" flag:"drain-timeout"`
+	LogLevel      string        `env:"JETFLOW_LOG_LEVEL" flag:"log-level"`
+	LogFormat     string        `env:"JETFLOW_LOG_FORMAT" flag:"log-format"`
+
+	flags    *pflag.FlagSet
+	resolved bool
+	err      error
+}
+
+func (c *serviceConfig) addFlags(cmd *cobra.Command) {
+	fs := cmd.Flags()
+	c.flags = fs
+	fs.StringVar(&c.HTTP, "http", defaultHTTP, "address of /healthz, /readyz and /metrics; port -1 picks a free one, off turns it off (env JETFLOW_HTTP)")
+	fs.IntVar(&c.Concurrency, "concurrency", 16, "run inputs this dispatcher handles at once (env JETFLOW_CONCURRENCY)")
+	fs.IntVar(&c.Replicas, "replicas", 1, "replicas of every stream and bucket provisioned: 1 on one server, 3 on a cluster (env JETFLOW_REPLICAS)")
+	fs.DurationVar(&c.HistoryMaxAge, "history-max-age", 0, "how long the input stream keeps run history; 0 keeps it forever; must exceed the longest timer (env JETFLOW_HISTORY_MAX_AGE)")
+	fs.DurationVar(&c.DrainTimeout, "drain-timeout", 30*time.Second, "on Ctrl-C, how long steps in flight may take to finish before they are handed back for redelivery (env JETFLOW_DRAIN_TIMEOUT)")
+	fs.StringVar(&c.LogLevel, "log-level", "info", "debug, info, warn or error (env JETFLOW_LOG_LEVEL)")
+	fs.StringVar(&c.LogFormat, "log-format", "text", "text or json, on standard error (env JETFLOW_LOG_FORMAT)")
+}
+
+// resolve applies the environment and checks the result, once.
+func (c *serviceConfig) resolve() error {
+	if !c.resolved {
+		c.resolved = true
+		c.err = c.check()
+	}
+	return c.err
+}
+
+func (c *serviceConfig) check() error {
+	if err := applyEnv(c.flags, c); err != nil {
+		return err
+	}
+	var errs []error
+	if c.Concurrency <= 0 {
+		errs = append(errs, fmt.Errorf("--concurrency (JETFLOW_CONCURRENCY) must be positive, got %d", c.Concurrency))
+	}
+	if c.Replicas < 1 || c.Replicas > 5 {
+		errs = append(errs, fmt.Errorf("--replicas (JETFLOW_REPLICAS) must be 1 to 5, got %d", c.Replicas))
+	}
+	if c.HistoryMaxAge < 0 {
+		errs = append(errs, fmt.Errorf("--history-max-age (JETFLOW_HISTORY_MAX_AGE) must not be negative, got %s", c.HistoryMaxAge))
+	}
+	if c.DrainTimeout <= 0 {
+		errs = append(errs, fmt.Errorf("--drain-timeout (JETFLOW_DRAIN_TIMEOUT) must be positive, got %s", c.DrainTimeout))
+	}
+	if _, err := parseLevel(c.LogLevel); err != nil {
+		errs = append(errs, err)
+	}
+	if c.LogFormat != "text" && c.LogFormat != "json" {
+		errs = append(errs, fmt.Errorf("--log-format (JETFLOW_LOG_FORMAT) must be text or json, got %q", c.LogFormat))
+	}
+	return errors.Join(errs...)
+}
+
+func parseLevel(s string) (slog.Level, error) {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(s)); err != nil {
+		return 0, fmt.Errorf("--log-level (JETFLOW_LOG_LEVEL) must be debug, info, warn or error, got %q", s)
+	}
+	return l, nil
+}
+
+func (c *serviceConfig) logger(w io.Writer) *slog.Logger {
+	level, _ := parseLevel(c.LogLevel)
+	opts := &slog.HandlerOptions{Level: level}
+	if c.LogFormat == "json" {
+		return slog.New(slog.NewJSONHandler(w, opts))
+	}
+	return slog.New(slog.NewTextHandler(w, opts))
+}
+
+// runService runs a dispatcher (and, for serve, the embedded server when
+// emb is set and no URL is configured) with the HTTP endpoint, until ctx
+// ends; then it drains and returns nil.
+func runService(ctx context.Context, s streams, verb string, conn *connConfig, svc *serviceConfig, emb *embedded.Config) error {
+	if err := conn.resolve(); err != nil {
+		return err
+	}
+	if err := svc.resolve(); err != nil {
+		return err
+	}
+	embedding := conn.URL == "" && emb != nil
+	if embedding && svc.Replicas > 1 {
+		return fmt.Errorf("--replicas (JETFLOW_REPLICAS) %d needs a cluster; the embedded nats-server is a single node (join a cluster with --nats)", svc.Replicas)
+	}
+	log := svc.logger(s.err)
+	var ep *httpEndpoint
+	if svc.HTTP != "" && svc.HTTP != "off" {
+		var err error
+		if ep, err = listenHTTP(svc.HTTP); err != nil {
+			return err
+		}
+	}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	f, err := conn.open(ctx, openOptions{
+		Embedded:         emb,
+		Provision:        svc.Provision,
+		ProvisionOptions: kvstore.ProvisionOptions{Replicas: svc.Replicas, MaxAge: svc.HistoryMaxAge},
+		Dispatcher:       &dispatcher.Config{Concurrency: svc.Concurrency},
+		Registerer:       reg,
+		Logger:           log,
+	})
+	if err != nil {
+		if ep != nil {
+			_ = ep.shutdown(context.Background())
+		}
+		return err
+	}
+	if f.Conn.ConnectedClusterName() != "" && svc.Replicas == 1 && svc.Provision {
+		log.Warn("joined a NATS cluster with --replicas 1: one node's loss loses runs; use --replicas 3",
+			slog.String("cluster", f.Conn.ConnectedClusterName()))
+	}
+	h := &health{f: f}
+	h.phase.Store(phaseRunning)
+	// The URLs come last: a script may stop reading at the one it needs.
+	if embedding && emb.DataDir != "" {
+		fmt.Fprintf(s.out, "data: %s\n", emb.DataDir)
+	}
+	fmt.Fprintf(s.out, "nats: %s\n", redactURLs(f.URL()))
+	attrs := []any{slog.String("nats", redactURLs(f.URL())), slog.String("prefix", f.Names.Prefix())}
+	if ep != nil {
+		ep.serve(f, reg, h, log)
+		fmt.Fprintf(s.out, "http: %s\n", ep.URL())
+		attrs = append(attrs, slog.String("http", ep.URL()))
+	}
+	log.Info("jetflow "+verb+" running", attrs...)
+
+	<-ctx.Done()
+	log.Info("draining", slog.Duration("drain_timeout", svc.DrainTimeout))
+	h.phase.Store(phaseDraining)
+	stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), svc.DrainTimeout)
+	defer cancel()
+	err = stopBounded(stopCtx, f)
+	if ep != nil {
+		err = errors.Join(err, ep.shutdown(stopCtx))
+	}
+	if err != nil {
+		return fmt.Errorf("stopping: %w", err)
+	}
+	log.Info("stopped")
+	return nil
+}
+
+// redactURLs hides passwords in a comma-separated list of URLs.
+func redactURLs(list string) string {
+	parts := strings.Split(list, ",")
+	for i, p := range parts {
+		if u, err := url.Parse(strings.TrimSpace(p)); err == nil && u.User != nil {
+			parts[i] = u.Redacted()
+		}
+	}
+	return strings.Join(parts, ",")
+}
+
+// stopGrace is how long past the drain timeout a stop may still take.
+const stopGrace = 5 * time.Second
+
+// stopBounded stops the fleet, giving up stopGrace after ctx ends: with
+// NATS unreachable a consumer's drain can wait for a reconnect that never
+// comes, and the process must still exit (whatever was in flight is
+// redelivered to another dispatcher).
+// hintUnreachable explains a drain that ran out of time while NATS was
+// away: nothing could be acknowledged, so the inputs will be redelivered.
+func hintUnreachable(f *fleet.Fleet, err error) error {
+	if err == nil || f.Conn == nil || f.Conn.IsConnected() {
+		return err
+	}
+	return fmt.Errorf("drain did not finish (is NATS reachable?); unacknowledged inputs will be redelivered: %w", err)
+}
+
+func stopBounded(ctx context.Context, f *fleet.Fleet) error {
+	done := make(chan error, 1)
+	go func() { done <- f.Stop(ctx) }()
+	select {
+	case err := <-done:
+		return hintUnreachable(f, err)
+	case <-ctx.Done():
+	}
+	grace := time.NewTimer(stopGrace)
+	defer grace.Stop()
+	select {
+	case err := <-done:
+		return hintUnreachable(f, err)
+	case <-grace.C:
+		return fmt.Errorf("gave up %s after the drain timeout (is NATS reachable?); unacknowledged inputs will be redelivered: %w", stopGrace, context.Cause(ctx))
+	}
+}

@@ -1,0 +1,263 @@
+package cli
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/spf13/cobra"
+
+	"github.com/jetflow/jetflow/dispatcher"
+	"github.com/jetflow/jetflow/engine/value"
+	"github.com/jetflow/jetflow/engine/workflow"
+	"github.com/jetflow/jetflow/fleet"
+	"github.com/jetflow/jetflow/kvstore"
+	"github.com/jetflow/jetflow/subjects"
+	"github.com/jetflow/jetflow/wire"
+)
+
+func init() { register(newStart) }
+
+// Exit statuses of start --wait.
+const (
+	exitDone      = 0
+	exitFailed    = 1
+	exitCancelled = 2
+	// exitInterrupted: the user stopped following; the run goes on.
+	exitInterrupted = 130
+)
+
+func newStart(s streams) *cobra.Command {
+	var conn connConfig
+	var id, input string
+	var wait bool
+	cmd := &cobra.Command{
+		Use:   "start NAME",
+		Short: "Start a run of a deployed workflow and print its id",
+		Long: "start publishes a start message for workflow NAME's latest deployed revision and prints\n" +
+			"the run id. With --wait it follows the run: one line per state entered and task\n" +
+			"settled (a live display on a terminal), then the result or the error; it exits 0\n" +
+			"when the run is done, 1 when it failed and 2 when it was cancelled.",
+		Example: "  jetflow start order --input '{\"sku\":\"KB-42\",\"qty\":1,\"customer\":\"ada\"}' --wait\n" +
+			"  jetflow start order --id order-1001 --input @order.json",
+		Args: namedArgs("NAME"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			name := args[0]
+			if err := subjects.CheckWorkflowName(name); err != nil {
+				return fmt.Errorf("argument NAME: %w", err)
+			}
+			if id == "" {
+				id = newRunID(name)
+			} else if err := subjects.CheckRunID(id); err != nil {
+				return fmt.Errorf("--id: %w", err)
+			}
+			in, err := jsonArg(s, "--input", input)
+			if err != nil {
+				return err
+			}
+			return start(cmd.Context(), s, &conn, name, id, in, wait)
+		},
+	}
+	addConnFlags(cmd, &conn)
+	f := cmd.Flags()
+	f.StringVar(&id, "id", "", "the run id: letters, digits, '_' and '-' (default: NAME-<UTC date>-<time>-<random>)")
+	f.StringVar(&input, "input", "", "the run input: JSON text, @FILE, or @- for standard input (default null)")
+	f.BoolVar(&wait, "wait", false, "follow the run until it ends; exit 0 done, 1 failed, 2 cancelled")
+	return cmd
+}
+
+func start(ctx context.Context, s streams, conn *connConfig, name, id string, input json.RawMessage, wait bool) error {
+	f, stop, err := dialFleet(ctx, s, conn)
+	if err != nil {
+		return err
+	}
+	defer stop()
+	if _, err := f.Registry.Get(ctx, name); err != nil {
+		if errors.Is(err, kvstore.ErrWorkflowNotFound) {
+			return fmt.Errorf("workflow %q is not deployed (deploy it first: jetflow deploy)", name)
+		}
+		return err
+	}
+	if st, err := f.Client.Status(ctx, id); err == nil {
+		return fmt.Errorf("--id: run %q already exists (it is %s); choose another id", id, st.Status)
+	} else if !errors.Is(err, kvstore.ErrRunNotFound) {
+		return err
+	}
+	var w jetstream.KeyWatcher
+	if wait {
+		// Watch before starting, so that no step goes unseen.
+		if w, err = f.Runs.WatchRun(ctx, id); err != nil {
+			return err
+		}
+		defer func() { _ = w.Stop() }()
+	}
+	if err := f.Client.StartRun(ctx, name, id, input); err != nil {
+		return err
+	}
+	fmt.Fprintln(s.out, id)
+	if !wait {
+		return nil
+	}
+	v := newView(s.out)
+	noRecord := time.AfterFunc(noRecordHint, func() {
+		fmt.Fprintf(s.err, "no dispatcher has taken up run %s after %s: is `jetflow serve` or `jetflow dispatcher` running with prefix %q?\n", id, noRecordHint, f.Names.Prefix())
+	})
+	st, err := follow(ctx, w, runTracker(ctx, f), func(steps []step) {
+		noRecord.Stop()
+		v.show(steps)
+	})
+	noRecord.Stop()
+	v.close()
+	if err != nil {
+		if ctx.Err() != nil {
+			fmt.Fprintf(s.err, "stopped following run %s; it goes on (see: jetflow status %s)\n", id, id)
+			return exitError{exitInterrupted}
+		}
+		return err
+	}
+	return exitError{exitCode(st)}
+}
+
+// noRecordHint is how long start --wait waits for the run's first record
+// before saying that no dispatcher seems to be running.
+const noRecordHint = 5 * time.Second
+
+// exitCode is start --wait's exit status for a finished run.
+func exitCode(st *wire.Status) int {
+	switch st.Status {
+	case wire.StatusDone:
+		return exitDone
+	case wire.StatusFailed:
+		return exitFailed
+	}
+	return exitCancelled
+}
+
+// follow reads a run's records from w until the run ends, showing each
+// record's steps, and returns its final status.
+func follow(ctx context.Context, w jetstream.KeyWatcher, tr *tracker, show func([]step)) (*wire.Status, error) {
+	for {
+		select {
+		case <-ctx.Done():
+			return nil, context.Cause(ctx)
+		case e, ok := <-w.Updates():
+			if !ok {
+				return nil, errors.New("the watch of the run's record ended")
+			}
+			if e == nil || e.Operation() != jetstream.KeyValuePut {
+				continue
+			}
+			rec, err := dispatcher.DecodeRecord(e.Value())
+			if err != nil {
+				return nil, fmt.Errorf("run %s: %w", e.Key(), err)
+			}
+			steps, err := tr.observe(rec)
+			if err != nil {
+				return nil, fmt.Errorf("run %s: %w", e.Key(), err)
+			}
+			show(steps)
+			for _, s := range steps {
+				if s.Kind == stepEnd {
+					return s.Status, nil
+				}
+			}
+		}
+	}
+}
+
+// runTracker returns a tracker that reads workflow definitions from f's
+// registry.
+func runTracker(ctx context.Context, f *fleet.Fleet) *tracker {
+	return &tracker{workflow: func(name, revision string) (*workflow.Workflow, error) {
+		d, err := f.Registry.GetRevision(ctx, name, revision)
+		if err != nil {
+			return nil, err
+		}
+		return workflow.CompileJSON(d.Doc, workflow.Options{})
+	}}
+}
+
+// dialFleet connects a client verb to the deployment; stop disconnects.
+func dialFleet(ctx context.Context, s streams, conn *connConfig) (f *fleet.Fleet, stop func(), err error) {
+	f, err = conn.open(ctx, openOptions{Logger: verbLogger(s.err)})
+	if err != nil {
+		return nil, nil, err
+	}
+	return f, func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = f.Stop(ctx)
+	}, nil
+}
+
+// verbLogger logs warnings and errors only: a client verb's output is its
+// answer, not a log.
+func verbLogger(w io.Writer) *slog.Logger {
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: slog.LevelWarn}))
+}
+
+// namedArgs requires exactly the named positional arguments, naming the
+// missing or extra ones.
+func namedArgs(names ...string) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		switch {
+		case len(args) < len(names):
+			return fmt.Errorf("missing argument %s (usage: %s)", strings.Join(names[len(args):], " "), cmd.UseLine())
+		case len(args) > len(names):
+			return fmt.Errorf("unexpected argument %q (usage: %s)", args[len(names)], cmd.UseLine())
+		}
+		return nil
+	}
+}
+
+// jsonArg reads a flag's JSON value: the text itself, @FILE, or @- for
+// standard input. An empty flag is nil.
+func jsonArg(s streams, flag, v string) (json.RawMessage, error) {
+	if v == "" {
+		return nil, nil
+	}
+	data := []byte(v)
+	if file, ok := strings.CutPrefix(v, "@"); ok {
+		var err error
+		if file == "-" {
+			data, err = io.ReadAll(s.in)
+		} else {
+			data, err = os.ReadFile(file)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", flag, err)
+		}
+	}
+	doc, err := value.Decode(data, value.Limits{})
+	if err != nil {
+		return nil, fmt.Errorf("%s is not JSON: %w", flag, err)
+	}
+	text, err := value.Canonical(doc)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", flag, err)
+	}
+	return json.RawMessage(text), nil
+}
+
+// newRunID makes a readable, unique run id: the workflow's name, the UTC
+// time and five random characters.
+func newRunID(workflow string) string {
+	const alphabet = "abcdefghijkmnpqrstuvwxyz23456789" // no look-alikes
+	b := make([]byte, 5)
+	_, _ = rand.Read(b)
+	for i := range b {
+		b[i] = alphabet[int(b[i])%len(alphabet)]
+	}
+	if len(workflow) > 64 {
+		workflow = workflow[:64]
+	}
+	return workflow + "-" + time.Now().UTC().Format("20060102-150405") + "-" + string(b)
+}

@@ -1,0 +1,167 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/jetflow/jetflow/dispatcher"
+	"github.com/jetflow/jetflow/engine/run"
+	"github.com/jetflow/jetflow/fleet"
+	"github.com/jetflow/jetflow/kvstore"
+	"github.com/jetflow/jetflow/subjects"
+	"github.com/jetflow/jetflow/wire"
+)
+
+func init() { register(newStatus) }
+
+// runJSON is a run as status --json and list --json print it: the status
+// announcement's fields plus times (RFC 3339, UTC).
+type runJSON struct {
+	*wire.Status
+	Started string `json:"started,omitempty"`
+	Updated string `json:"updated,omitempty"`
+}
+
+func newStatus(s streams) *cobra.Command {
+	var conn connConfig
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "status RUN",
+		Short: "Show a run's status, state, result or error",
+		Long: "status reads run RUN's record and prints its workflow and revision, status, current\n" +
+			"state, the tasks in flight, its result or error, and when it started and last changed.\n" +
+			"With --json it prints one object: run, workflow, revision, status, state, result, error,\n" +
+			"time (Unix ms of the last status change), started and updated.",
+		Args: namedArgs("RUN"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			id := args[0]
+			if err := subjects.CheckRunID(id); err != nil {
+				return fmt.Errorf("argument RUN: %w", err)
+			}
+			ctx := cmd.Context()
+			f, stop, err := dialFleet(ctx, s, &conn)
+			if err != nil {
+				return err
+			}
+			defer stop()
+			data, _, err := f.Runs.Get(ctx, id)
+			if errors.Is(err, kvstore.ErrRunNotFound) {
+				return fmt.Errorf("run %s not found (with prefix %q)", id, f.Names.Prefix())
+			} else if err != nil {
+				return err
+			}
+			rec, err := dispatcher.DecodeRecord(data)
+			if err != nil {
+				return err
+			}
+			st, err := rec.RunState()
+			if err != nil {
+				return err
+			}
+			ws := statusOf(st, rec)
+			// A cancel moves no clock in the state; its announcement has
+			// the time.
+			info := runJSON{Status: ws, Updated: msTime(max(st.Control.Time, ws.Time))}
+			if t, ok := startedAt(ctx, f, id); ok {
+				info.Started = t.UTC().Format(time.RFC3339Nano)
+			}
+			if asJSON {
+				return json.NewEncoder(s.out).Encode(info)
+			}
+			printStatus(s, runTracker(ctx, f), info, st, rec)
+			return nil
+		},
+	}
+	addConnFlags(cmd, &conn)
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print one JSON object")
+	return cmd
+}
+
+func printStatus(s streams, tr *tracker, info runJSON, st *run.State, rec *dispatcher.Record) {
+	tw := tabwriter.NewWriter(s.out, 0, 4, 2, ' ', 0)
+	defer tw.Flush()
+	row := func(k, v string) { fmt.Fprintf(tw, "%s\t%s\n", k, v) }
+	row("run", info.Run)
+	row("workflow", info.Workflow+"@"+info.Revision)
+	if st.Workflow != "" && tr.workflow != nil {
+		tr.wf, _ = tr.workflow(st.Workflow, st.Revision)
+	}
+	status := info.Status.Status
+	if status == wire.StatusWaiting {
+		if w := waitsFor(tr.wf, st.Control.Active); w != "" {
+			status += " for " + w
+		}
+	}
+	row("status", status)
+	row("state", strings.Join(mapNames(st.Control.Active), ", "))
+	if st.Work != nil && len(st.Work.Running) > 0 {
+		var tasks []string
+		for _, node := range sortedKeys(st.Work.Running) {
+			a := st.Work.Running[node]
+			t := fmt.Sprintf("%s (%s, attempt %d", node, tr.taskOf(activeWork(st), node, rec), a.Attempt)
+			if a.Waiting {
+				t += ", waiting to retry"
+			}
+			tasks = append(tasks, t+")")
+		}
+		row("tasks", strings.Join(tasks, ", "))
+	}
+	switch {
+	case info.Error != nil:
+		row("error", errorText(info.Error))
+	case info.Status.Status == wire.StatusDone:
+		row("result", orNull(info.Result))
+	}
+	if info.Started != "" {
+		t, _ := time.Parse(time.RFC3339Nano, info.Started)
+		row("started", humanTime(t))
+	}
+	if t, err := time.Parse(time.RFC3339Nano, info.Updated); err == nil {
+		row("updated", humanTime(t))
+	}
+	if n := len(rec.Rejected); n > 0 {
+		last := rec.Rejected[n-1]
+		row("refused", fmt.Sprintf("%d input%s, the last a %s: %s", n, plural(n), last.Kind, last.Reason))
+	}
+}
+
+// startedAt is when the run's start message was stored, if the input
+// stream still holds it.
+func startedAt(ctx context.Context, f *fleet.Fleet, id string) (time.Time, bool) {
+	stream, err := f.JS.Stream(ctx, f.Names.InputStream())
+	if err != nil {
+		return time.Time{}, false
+	}
+	m, err := stream.GetLastMsgForSubject(ctx, f.Names.Start(id))
+	if err != nil {
+		return time.Time{}, false
+	}
+	return m.Time, true
+}
+
+func msTime(ms float64) string {
+	if ms <= 0 {
+		return ""
+	}
+	return time.UnixMilli(int64(ms)).UTC().Format(time.RFC3339Nano)
+}
+
+func humanTime(t time.Time) string {
+	ago := time.Since(t).Round(time.Second)
+	return fmt.Sprintf("%s (%s ago)", t.UTC().Format("2006-01-02 15:04:05.000 UTC"), ago)
+}
+
+func mapNames(ids []string) []string {
+	out := make([]string, len(ids))
+	for i, id := range ids {
+		out[i] = stateName(id)
+	}
+	return out
+}
