@@ -1,0 +1,246 @@
+// The run page: status and times, the statechart with the run on it, the
+// DAG of a work state, input, data, result or error, the actions, and
+// the history with the replay check, all updated live.
+'use strict';
+
+async function runPage(main, id) {
+  setNav('runs');
+  const header = h('div', { id: 'run-header' });
+  const actions = h('section', { id: 'actions', class: 'panel' });
+  const chart = h('div', { id: 'chart', class: 'diagram' });
+  const works = h('div', { id: 'work-states', class: 'chips' });
+  const dag = h('div', { id: 'dag', class: 'diagram' });
+  const dagNodes = h('div', { id: 'dag-nodes' });
+  const dagTitle = h('h3', { id: 'dag-title' }, 'DAG');
+  const data = h('section', { id: 'data', class: 'panel' });
+  const extra = h('div', { id: 'extra' });
+  const replayBox = h('div', { id: 'replay' });
+  const timeline = h('ol', { id: 'timeline', class: 'timeline' });
+  const err = h('div', { id: 'run-error' });
+  fill(main, 
+    h('p', {}, link('/', '← Runs')),
+    header, err,
+    h('div', { class: 'columns' },
+      h('section', { class: 'panel' }, h('h2', {}, 'Statechart'), legend(), chart, h('h3', {}, 'Work states'), works),
+      h('section', { class: 'panel' }, dagTitle, dag, dagNodes)),
+    actions, data, extra,
+    h('section', { class: 'panel' }, h('h2', {}, 'History'), replayBox, timeline));
+
+  let view = null;
+  let chosen = '';
+
+  async function load() {
+    try {
+      const q = chosen ? '?state=' + encodeURIComponent(chosen) : '';
+      view = await api('/runs/' + encodeURIComponent(id) + q);
+      fill(err, );
+      draw();
+    } catch (e) {
+      fill(err, errorBox(e));
+    }
+  }
+
+  function draw() {
+    const v = view;
+    document.title = 'jetflow: ' + v.id;
+    fill(header, 
+      h('h1', {}, 'Run ', h('span', { class: 'id' }, v.id), ' ', h('span', { id: 'run-status' }, statusBadge(v.status))),
+      h('dl', { class: 'meta' },
+        term('Workflow', link('/workflows/' + encodeURIComponent(v.workflow) + '?revision=' + encodeURIComponent(v.revision), v.workflow), ' ', h('span', { class: 'muted' }, 'revision ' + v.revision)),
+        term('State', h('span', { id: 'run-state' }, v.active.map(stateLabel).join(', '))),
+        term('Started', fmtTime(v.started)),
+        term('Settled', fmtTime(v.settled)),
+        term('Duration', duration(v)),
+        term('Updated', fmtTime(v.updated)),
+        term('Steps', String(v.seq) + ' inputs applied, generation ' + v.generation)));
+    fill(chart, svgNode(v.chart));
+    for (const g of chart.querySelectorAll('g.jf-work[data-id]')) {
+      g.classList.add('clickable');
+      g.addEventListener('click', () => chooseState(g.dataset.id));
+    }
+    fill(works, ...v.workStates.map(ws => {
+      const b = h('button', { type: 'button', class: 'chip' + (v.dag && v.dag.state === ws.id ? ' current' : ''), dataset: { state: ws.id } },
+        ws.name, h('span', { class: 'count' }, ws.visits ? '×' + ws.visits : '–'));
+      b.addEventListener('click', () => chooseState(ws.id));
+      return b;
+    }));
+    drawDAG(v.dag);
+    drawActions(v);
+    drawData(v);
+    drawExtra(v);
+  }
+
+  function chooseState(stateId) {
+    chosen = stateId;
+    load();
+  }
+
+  function drawDAG(d) {
+    if (!d) {
+      dagTitle.textContent = 'DAG';
+      fill(dag, h('p', { class: 'muted' }, 'Choose a work state to see its DAG.'));
+      fill(dagNodes, );
+      return;
+    }
+    dagTitle.textContent = 'DAG of ' + stateLabel(d.state);
+    fill(dag, svgNode(d.svg));
+    fill(dagNodes, h('table', { class: 'small', id: 'dag-table' },
+      h('thead', {}, h('tr', {}, ['Node', 'Kind', 'Task', 'Status', 'Attempt'].map(t => h('th', {}, t)))),
+      h('tbody', {}, d.nodes.map(n => h('tr', { dataset: { node: n.id } },
+        h('td', {}, n.id), h('td', {}, n.kind), h('td', {}, n.task ? n.task + '@' + n.version : ''),
+        h('td', {}, n.status ? statusBadge(n.status) : ''), h('td', { class: 'num' }, n.attempt || ''))))));
+  }
+
+  function drawActions(v) {
+    const terminal = ['done', 'failed', 'cancelled'].includes(v.status);
+    if (terminal) {
+      fill(actions, h('h2', {}, 'Actions'), h('p', { class: 'muted' }, 'The run is ' + v.status + ': it takes no more events.'),
+        commandLine('status-cmd', v.commands.status));
+      return;
+    }
+    const flags = v.commands.flags ? ' ' + v.commands.flags : '';
+    const awaited = (v.awaiting || []).map(a => a.event);
+    const type = h('input', { id: 'event-type', list: 'awaited-events', value: awaited[0] || '', placeholder: 'event type', 'aria-label': 'Event type', autocomplete: 'off' });
+    const payload = h('textarea', { id: 'event-payload', rows: 4, spellcheck: 'false', 'aria-label': 'Event payload (JSON)', placeholder: '{"amount": 10}' });
+    const eventCmd = commandLine('event-cmd', '');
+    const reason = h('input', { id: 'cancel-reason', placeholder: 'reason (optional)', 'aria-label': 'Cancel reason', autocomplete: 'off' });
+    const cancelCmd = commandLine('cancel-cmd', '');
+    const result = h('p', { id: 'action-result', class: 'muted', 'aria-live': 'polite' });
+    const sync = () => {
+      let p = payload.value.trim();
+      try { if (p) p = JSON.stringify(JSON.parse(p)); } catch (e) { /* shown on send */ }
+      eventCmd.querySelector('code').textContent = 'jetflow event ' + shellQuote(v.id) + ' ' + shellQuote(type.value.trim() || 'TYPE') +
+        (p ? ' --payload ' + shellQuote(p) : '') + flags;
+      cancelCmd.querySelector('code').textContent = 'jetflow cancel ' + shellQuote(v.id) + (reason.value.trim() ? ' --reason ' + shellQuote(reason.value.trim()) : '') + flags;
+    };
+    type.addEventListener('input', sync);
+    payload.addEventListener('input', sync);
+    reason.addEventListener('input', sync);
+    const send = h('button', { type: 'button', id: 'send-event', disabled: !ACTIONS, title: ACTIONS ? '' : 'read-only console' }, 'Send event');
+    send.addEventListener('click', async () => {
+      let body = { type: type.value.trim() };
+      const text = payload.value.trim();
+      if (text) {
+        try { body.payload = JSON.parse(text); } catch (e) { result.textContent = 'The payload is not JSON: ' + e.message; return; }
+      }
+      try {
+        await post('/runs/' + encodeURIComponent(v.id) + '/event', body);
+        result.textContent = 'Event ' + body.type + ' sent.';
+      } catch (e) { result.textContent = 'Not sent: ' + e.message; }
+    });
+    const cancel = h('button', { type: 'button', id: 'cancel-run', class: 'danger', disabled: !ACTIONS, title: ACTIONS ? '' : 'read-only console' }, 'Cancel run');
+    cancel.addEventListener('click', async () => {
+      if (!confirm('Cancel run ' + v.id + '?')) return;
+      try {
+        await post('/runs/' + encodeURIComponent(v.id) + '/cancel', { reason: reason.value.trim() });
+        result.textContent = 'Cancel sent.';
+      } catch (e) { result.textContent = 'Not cancelled: ' + e.message; }
+    });
+    fill(actions, 
+      h('h2', {}, 'Actions'),
+      ACTIONS ? null : h('p', { class: 'muted' }, 'This console is read-only (start it with --console-actions to act from here). The commands below do the same from a shell.'),
+      awaited.length ? h('p', {}, 'Waiting for: ', (v.awaiting || []).map((a, i) => [i ? ', ' : '', h('code', {}, a.event), a.guard ? h('span', { class: 'muted' }, ' when ' + JSON.stringify(a.guard)) : '', h('span', { class: 'muted' }, ' → ' + a.to)])) : null,
+      h('datalist', { id: 'awaited-events' }, awaited.map(e => h('option', { value: e }))),
+      h('div', { class: 'form' }, h('label', {}, 'Event type ', type), h('label', {}, 'Payload (JSON) ', payload), send),
+      eventCmd,
+      h('div', { class: 'form' }, h('label', {}, 'Reason ', reason), cancel),
+      cancelCmd, result);
+    sync();
+  }
+
+  function drawData(v) {
+    const blocks = [h('h2', {}, 'Data'),
+      h('div', { class: 'columns' },
+        h('div', { id: 'input' }, h('h3', {}, 'Input'), jsonBlock(v.input)),
+        h('div', { id: 'current-data' }, h('h3', {}, 'Current data'), jsonBlock(v.data)))];
+    if (v.result !== undefined) blocks.push(h('div', { id: 'result' }, h('h3', {}, 'Result'), jsonBlock(v.result)));
+    if (v.failure) {
+      blocks.push(h('div', { id: 'failure', class: 'failure' }, h('h3', {}, 'Error'),
+        h('dl', { class: 'meta' }, term('Code', v.failure.code), term('Path', v.failure.path || (v.failure.unlocated ? '(none)' : "''")), term('Message', v.failure.message))));
+    }
+    fill(data, ...blocks);
+  }
+
+  function drawExtra(v) {
+    const parts = [];
+    if (v.pending) {
+      const running = Object.entries(v.pending.running || {});
+      parts.push(h('section', { class: 'panel', id: 'pending' }, h('h2', {}, 'Work in flight'),
+        h('p', {}, stateLabel(v.pending.state) + ', visit ' + v.pending.visit + (v.pending.activation ? ', activation ' + v.pending.activation : '')),
+        running.length ? h('ul', {}, running.map(([node, a]) => h('li', {}, node + ': attempt ' + a.attempt + (a.waiting ? ' (waiting to retry)' : ' (invoked)')))) : null));
+    }
+    if ((v.buffered || []).length) {
+      parts.push(h('section', { class: 'panel' }, h('h2', {}, 'Buffered events'), jsonBlock(v.buffered)));
+    }
+    if ((v.rejected || []).length) {
+      parts.push(h('section', { class: 'panel', id: 'rejected' }, h('h2', {}, 'Refused inputs'),
+        h('ul', {}, v.rejected.map(r => h('li', {}, fmtTime(r.time) + ' seq ' + r.seq + ' ' + r.kind + ': ' + r.reason)))));
+    }
+    fill(extra, ...parts);
+  }
+
+  async function loadHistory() {
+    try {
+      const hv = await api('/runs/' + encodeURIComponent(id) + '/history');
+      drawHistory(hv);
+    } catch (e) {
+      fill(replayBox, errorBox(e));
+    }
+  }
+
+  function drawHistory(hv) {
+    const r = hv.replay;
+    const text = {
+      equal: 'Replay: the history rebuilds this state exactly',
+      differs: 'Replay: the history does NOT rebuild this state',
+      trimmed: 'Replay: the history was trimmed by the stream\'s retention',
+      error: 'Replay: not checked',
+    }[r.verdict] || r.verdict;
+    fill(replayBox, h('p', { class: 'replay rp-' + r.verdict, dataset: { verdict: r.verdict } }, text,
+      h('span', { class: 'muted' }, ' (' + r.applied + ' applied, ' + r.rejected + ' refused' + (r.order ? ', ' + r.order + ' order' : '') + ')')),
+    r.detail ? h('p', { class: 'muted' }, r.detail) : null,
+    r.divergence ? h('p', {}, 'First difference at ', h('code', {}, r.divergence), ': saved ', h('code', {}, r.saved), ', rebuilt ', h('code', {}, r.rebuilt)) : null,
+    (r.notes || []).length ? h('ul', { class: 'muted' }, r.notes.map(n => h('li', {}, n))) : null,
+    hv.truncated ? h('p', { class: 'muted' }, 'Only the first ' + hv.entries.length + ' messages are shown.') : null);
+    const open = new Set([...timeline.querySelectorAll('li.open')].map(li => li.dataset.seq));
+    fill(timeline, ...hv.entries.map(e => entryItem(e, open.has(String(e.seq)))));
+  }
+
+  function entryItem(e, open) {
+    const details = h('div', { class: 'details' },
+      e.why ? h('p', { class: 'muted' }, e.why) : null,
+      h('h4', {}, 'Message'), jsonBlock(e.body, 2000),
+      (e.effects || []).length ? [h('h4', {}, 'Sent'), jsonBlock(e.effects, 4000)] : null);
+    const li = h('li', { class: 'entry k-' + e.kind + (open ? ' open' : ''), dataset: { seq: String(e.seq), kind: e.kind } },
+      h('button', { type: 'button', class: 'entry-head', 'aria-expanded': open ? 'true' : 'false' },
+        h('span', { class: 'time' }, fmtTime(e.time)),
+        h('span', { class: 'kind' }, e.kind),
+        h('span', { class: 'summary' }, e.summary),
+        e.outcome && e.outcome !== 'applied' ? h('span', { class: 'badge st-' + e.outcome.replace(/[^a-z]/g, '') }, e.outcome) : null),
+      e.to ? h('div', { class: 'transition' }, (e.from || []).map(stateLabel).join(', ') || '(start)', ' → ', e.to.map(stateLabel).join(', '),
+        e.status ? h('span', { class: 'muted' }, ' · ' + e.status) : null) : null,
+      (e.effects || []).length ? h('ul', { class: 'effects' }, e.effects.map(f => h('li', { class: 'e-' + f.kind }, f.summary))) : null,
+      details);
+    li.querySelector('.entry-head').addEventListener('click', ev => {
+      li.classList.toggle('open');
+      ev.currentTarget.setAttribute('aria-expanded', li.classList.contains('open') ? 'true' : 'false');
+    });
+    return li;
+  }
+
+  await load();
+  loadHistory();
+  const reload = debounce(load, 150);
+  const rehistory = debounce(loadHistory, 700);
+  listen('?run=' + encodeURIComponent(id), () => { reload(); rehistory(); });
+}
+
+function term(name, ...value) {
+  return [h('dt', {}, name), h('dd', {}, ...value)];
+}
+
+function legend() {
+  const item = (cls, text) => h('span', { class: 'legend-item ' + cls }, text);
+  return h('p', { class: 'legend' }, item('lg-active', 'active'), item('lg-visited', 'visited'), item('lg-failed', 'failed'),
+    h('span', { class: 'muted' }, ' · the badge counts visits; click a work state for its DAG'));
+}

@@ -1,0 +1,202 @@
+package console
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	cdplog "github.com/chromedp/cdproto/log"
+	"github.com/chromedp/cdproto/runtime"
+	"github.com/chromedp/chromedp"
+)
+
+// chromiumPath is Debian's headless browser, which .ci/run installs.
+const chromiumPath = "/usr/bin/chromium"
+
+// TestBrowser drives the console in a real headless Chromium against the
+// embedded default: it runs the demo workflow, finds the run in the
+// list, opens it, sees the statechart with the active state marked,
+// sends the awaited event from the page and sees the run settle without
+// reloading. Run data carries markup and script throughout; none of it
+// may run. Screenshots go to $JETFLOW_ARTIFACTS (or a temporary
+// directory, logged).
+func TestBrowser(t *testing.T) {
+	exe := os.Getenv("JETFLOW_CHROMIUM")
+	if exe == "" {
+		exe = chromiumPath
+	}
+	if _, err := os.Stat(exe); err != nil {
+		t.Skipf("no headless browser at %s (apt-get install -y chromium, or set JETFLOW_CHROMIUM): %v", exe, err)
+	}
+	artifacts := os.Getenv("JETFLOW_ARTIFACTS")
+	if artifacts == "" {
+		artifacts = t.TempDir()
+	}
+	if err := os.MkdirAll(artifacts, 0o755); err != nil {
+		t.Fatal(err)
+	}
+
+	b := setup(t, setupOptions{actions: true})
+	b.startOrder(t, "order-browser-1")
+	b.startOrder(t, "order-browser-2")
+
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	opts := append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(exe),
+		chromedp.NoSandbox, // CI runs as root
+		chromedp.DisableGPU,
+		chromedp.UserDataDir(t.TempDir()),
+		chromedp.WindowSize(1400, 1000),
+	)
+	allocCtx, cancelAlloc := chromedp.NewExecAllocator(ctx, opts...)
+	defer cancelAlloc()
+	bctx, cancelBrowser := chromedp.NewContext(allocCtx)
+	defer cancelBrowser()
+
+	// Every script error and every refusal by the content security policy
+	// is a failure.
+	var mu sync.Mutex
+	var problems []string
+	err := chromedp.Listen(bctx, func(ev any) {
+		mu.Lock()
+		defer mu.Unlock()
+		switch e := ev.(type) {
+		case *runtime.EventExceptionThrown:
+			problems = append(problems, (&chromedp.ExceptionError{ExceptionDetails: e.ExceptionDetails}).Error())
+		case *cdplog.EventEntryAdded:
+			if e.Entry.Level == cdplog.EntryLevelError {
+				problems = append(problems, "log: "+e.Entry.Text)
+			}
+		case *runtime.EventConsoleAPICalled:
+			if e.Type == runtime.ConsoleAPICalledTypeError {
+				problems = append(problems, fmt.Sprintf("console.error: %v", e.Args))
+			}
+		}
+	})
+	if err != nil {
+		t.Fatalf("start %s: %v", exe, err)
+	}
+	shot := func(name string) {
+		t.Helper()
+		sctx, cancel := context.WithTimeout(bctx, 10*time.Second)
+		defer cancel()
+		png, err := chromedp.Run(sctx, chromedp.FullScreenshot(100))
+		if err != nil {
+			t.Fatalf("screenshot %s: %v", name, err)
+		}
+		path := filepath.Join(artifacts, name)
+		if err := os.WriteFile(path, png, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("screenshot: %s", path)
+	}
+	do := func(what string, steps ...chromedp.Action[chromedp.Void]) {
+		t.Helper()
+		t.Logf("%s: %s", time.Now().Format("15:04:05.000"), what)
+		sctx, cancel := context.WithTimeout(bctx, 15*time.Second)
+		defer cancel()
+		if err := chromedp.Do(sctx, steps...); err != nil {
+			mu.Lock()
+			defer mu.Unlock()
+			shot("failed.png")
+			t.Fatalf("%s: %v (problems in the page: %q)", what, err, problems)
+		}
+	}
+	text := func(sel string) string {
+		t.Helper()
+		sctx, cancel := context.WithTimeout(bctx, 10*time.Second)
+		defer cancel()
+		s, err := chromedp.Run(sctx, chromedp.TextContent(chromedp.CSS(sel)))
+		if err != nil {
+			t.Fatalf("text of %s: %v", sel, err)
+		}
+		return s
+	}
+
+	do("open the run list",
+		chromedp.Navigate(b.url+"/"),
+		chromedp.WaitVisible(chromedp.CSS(`#runs tr[data-run="order-browser-1"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`#runs tr[data-run="order-browser-2"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`#live.on`)))
+	if s := text(`#status-filter [data-status="waiting"] .count`); s != "2" {
+		t.Errorf("waiting count %q, want 2", s)
+	}
+	shot("console-runs.png")
+
+	do("search by run id",
+		chromedp.SendKeys(chromedp.CSS(`#search`), "browser-2"),
+		chromedp.WaitNotPresent(chromedp.CSS(`#runs tr[data-run="order-browser-1"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`#runs tr[data-run="order-browser-2"]`)))
+
+	do("open the waiting run",
+		chromedp.Clear(chromedp.CSS(`#search`)),
+		chromedp.Navigate(b.url+"/"),
+		chromedp.Click(chromedp.CSS(`#runs tr[data-run="order-browser-1"] a`)),
+		chromedp.WaitVisible(chromedp.CSS(`#chart svg g.jf-active[data-id="/states/await-payment"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`#chart svg g.jf-visited[data-id="/states/check"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`#timeline li.k-result`)),
+		chromedp.WaitVisible(chromedp.CSS(`#replay [data-verdict="equal"]`)))
+	if s := text(`#run-status`); s != "waiting" {
+		t.Errorf("run status %q, want waiting", s)
+	}
+	// Markup in the run's input is shown as text.
+	if s := text(`#input pre`); !strings.Contains(s, `<img src=x onerror=`) {
+		t.Errorf("input shown as %q, want the markup as text", s)
+	}
+	do("open the DAG of the check state",
+		chromedp.Click(chromedp.CSS(`#work-states [data-state="/states/check"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`#dag svg g.jf-done[data-id="stock"]`)))
+	shot("console-run-waiting.png")
+
+	do("send the payment from the page",
+		chromedp.SendKeys(chromedp.CSS(`#event-payload`), `{"amount": 30, "note": "<b onmouseover=alert(1)>paid</b>"}`),
+		chromedp.WaitVisible(chromedp.CSS(`#event-cmd`)))
+	if cmd := text(`#event-cmd`); !strings.HasPrefix(cmd, "jetflow event order-browser-1 payment --payload '{") {
+		t.Errorf("event command %q", cmd)
+	}
+	do("see the run settle",
+		chromedp.Click(chromedp.CSS(`#send-event`)),
+		chromedp.WaitVisible(chromedp.CSS(`#run-status .st-done`)),
+		chromedp.WaitVisible(chromedp.CSS(`#chart svg g.jf-active[data-id="/states/done"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`#result pre`)),
+		chromedp.WaitVisible(chromedp.CSS(`#timeline li.k-event`)))
+	shot("console-run-done.png")
+
+	do("open the workflows",
+		chromedp.Click(chromedp.CSS(`a[data-nav="workflows"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`#workflows tr[data-workflow="order"]`)),
+		chromedp.Click(chromedp.CSS(`#workflows tr[data-workflow="order"] a`)),
+		chromedp.WaitVisible(chromedp.CSS(`#chart svg`)),
+		chromedp.WaitVisible(chromedp.CSS(`#dag svg`)))
+	shot("console-workflow.png")
+
+	// A workflow whose names are markup is drawn with the names as text.
+	b.deployHostile(t)
+	do("open a workflow named with markup",
+		chromedp.Navigate(b.url+"/workflows/hostile"),
+		chromedp.WaitVisible(chromedp.CSS(`#chart svg g.jf-work`)),
+		chromedp.WaitVisible(chromedp.CSS(`#dag svg g.jf-task`)))
+	if s := text(`#dag svg g.jf-task text.jf-label`); s != `<svg onload="window.__xss=5">` {
+		t.Errorf("DAG node label shown as %q", s)
+	}
+
+	var xss any
+	xss, err = chromedp.Run(bctx, chromedp.Evaluate[any](`window.__xss`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if xss != nil {
+		t.Errorf("run data ran script: window.__xss = %v", xss)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for _, p := range problems {
+		t.Errorf("in the page: %s", p)
+	}
+}
