@@ -1,0 +1,96 @@
+package bench
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestConfigDefaults(t *testing.T) {
+	t.Parallel()
+	full := Config{}.WithDefaults()
+	if len(full.Setups) != 1 || full.Setups[0].Mode != Single || len(full.Setups[0].Scenarios) != len(AllScenarios) {
+		t.Errorf("default setups %+v", full.Setups)
+	}
+	if full.ParkedRuns != 100_000 || full.Runs != 50_000 || full.Duration != 10*time.Second {
+		t.Errorf("full defaults %+v", full)
+	}
+	short := Config{Short: true, Setups: []Setup{{Mode: Processes}}}.WithDefaults()
+	if short.ParkedRuns != 100 || short.Duration != time.Second || short.Setups[0].Dispatchers != 1 || short.Setups[0].Workers != 1 {
+		t.Errorf("short defaults %+v", short)
+	}
+	if err := full.validate(); err != nil {
+		t.Errorf("defaults do not validate: %v", err)
+	}
+}
+
+func TestConfigRefusals(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name string
+		cfg  Config
+		want string
+	}{
+		{"unknown mode", Config{Setups: []Setup{{Mode: "cloud"}}}, `Setups[0]: unknown mode "cloud"`},
+		{"processes without agent", Config{Setups: []Setup{{Mode: Processes}}}, "set Config.Agent"},
+		{"too many dispatchers", Config{Agent: []string{"x"}, Setups: []Setup{{Mode: Processes, Dispatchers: 65}}}, "65 dispatchers"},
+		{"unknown scenario", Config{Setups: []Setup{{Mode: Single, Scenarios: []Scenario{"nap"}}}}, `unknown scenario "nap"`},
+		{"negative window", Config{Window: -1}, "Window is -1"},
+		{"negative warm-up", Config{Warmup: -1}, "Warmup and DispatcherConcurrency"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			err := c.cfg.WithDefaults().validate()
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Errorf("validate() = %v, want an error containing %q", err, c.want)
+			}
+			if _, err := Run(context.Background(), c.cfg); err == nil {
+				t.Error("Run accepted the config")
+			}
+		})
+	}
+}
+
+func TestParseScenarios(t *testing.T) {
+	t.Parallel()
+	all, err := ParseScenarios("all")
+	if err != nil || len(all) != len(AllScenarios) {
+		t.Errorf("all: %v %v", all, err)
+	}
+	two, err := ParseScenarios("one-task, parked")
+	if err != nil || len(two) != 2 || two[0] != OneTask || two[1] != Parked {
+		t.Errorf("two: %v %v", two, err)
+	}
+	if _, err := ParseScenarios("one-task,nope"); err == nil || !strings.Contains(err.Error(), `unknown scenario "nope"`) {
+		t.Errorf("a bad name: %v", err)
+	}
+}
+
+func TestWorkloadsCoverEveryScenario(t *testing.T) {
+	t.Parallel()
+	for _, sc := range AllScenarios {
+		w, ok := workloads[sc]
+		if !ok || w.scenario != sc || w.code == "" || w.workflow == "" {
+			t.Errorf("scenario %s: workload %+v", sc, w)
+		}
+	}
+}
+
+func TestProcReaders(t *testing.T) {
+	t.Parallel()
+	u, err := readUsage(0)
+	if err != nil {
+		t.Skipf("no /proc here: %v", err)
+	}
+	if u.RSS <= 0 || u.Peak < u.RSS {
+		t.Errorf("usage of this process: %+v", u)
+	}
+	if busy, total := cpuTicks(); total == 0 || busy > total {
+		t.Errorf("machine ticks: busy %d of %d", busy, total)
+	}
+	if n := diskBytes(t.TempDir()); n != 0 {
+		t.Errorf("an empty directory holds %d bytes", n)
+	}
+}

@@ -1,0 +1,41 @@
+package bench
+
+import (
+	"context"
+	"os"
+	"os/signal"
+	"syscall"
+	"testing"
+
+	"go.uber.org/goleak"
+)
+
+// agentEnv makes the test binary a bench agent: Processes and Cluster
+// setups re-execute it instead of the jetflow command.
+const agentEnv = "JETFLOW_BENCH_TEST_AGENT"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(agentEnv) == "1" {
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		err := AgentMain(ctx, os.Args[1:], os.Stdin, os.Stdout)
+		stop()
+		if err != nil {
+			os.Stderr.WriteString(err.Error() + "\n")
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
+	goleak.VerifyTestMain(m)
+}
+
+// agentConfig sets cfg up to start agents from this test binary.
+func agentConfig(t *testing.T, cfg Config) Config {
+	t.Helper()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Agent = []string{exe}
+	cfg.AgentEnv = []string{agentEnv + "=1"}
+	return cfg
+}

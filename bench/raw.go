@@ -1,0 +1,292 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// Raw operation names, and the sizes they write (a run record and an
+// input are of this order).
+const (
+	rawPublish    = "js.publish"
+	rawKVCreate   = "kv.create"
+	rawKVUpdate   = "kv.update (revision-conditioned)"
+	rawConsume    = "consume+ack (limits)"
+	rawConsumeWQ  = "consume+ack (work queue)"
+	rawHop        = "publish-consume hop"
+	rawParallel   = 16
+	rawMsgBytes   = 256
+	rawValueBytes = 512
+	// rawStream and friends are the raw measurement's own names, apart
+	// from jetflow's.
+	rawStream   = "RAWBENCH"
+	rawStreamWQ = "RAWBENCH_WQ"
+	rawBucket   = "rawbench"
+)
+
+// rawBench measures raw JetStream operations on the server at url, with
+// the same connection type and replicas as jetflow in the setup.
+type rawBench struct {
+	js       jetstream.JetStream
+	replicas int
+	ops      int
+	dur      time.Duration
+}
+
+// measureRaw measures every raw operation the bound needs.
+func measureRaw(ctx context.Context, url string, replicas, ops int, dur time.Duration) ([]RawOp, error) {
+	nc, err := nats.Connect(url, nats.Name("jetflow-bench-raw"))
+	if err != nil {
+		return nil, fmt.Errorf("bench: raw: connect: %w", err)
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return nil, err
+	}
+	rb := &rawBench{js: js, replicas: replicas, ops: ops, dur: dur}
+	out, err := rb.all(ctx)
+	// The raw streams are the bench's, not the deployment's.
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	_ = js.DeleteStream(cctx, rawStream)
+	_ = js.DeleteStream(cctx, rawStreamWQ)
+	_ = js.DeleteKeyValue(cctx, rawBucket)
+	if err != nil {
+		return nil, fmt.Errorf("bench: raw: %w", err)
+	}
+	return out, nil
+}
+
+func (rb *rawBench) all(ctx context.Context) ([]RawOp, error) {
+	js := rb.js
+	for _, sc := range []jetstream.StreamConfig{
+		{Name: rawStream, Subjects: []string{"rawbench.>"}, Replicas: rb.replicas, Storage: jetstream.FileStorage},
+		{Name: rawStreamWQ, Subjects: []string{"rawbenchwq.>"}, Replicas: rb.replicas, Storage: jetstream.FileStorage, Retention: jetstream.WorkQueuePolicy},
+	} {
+		if _, err := js.CreateStream(ctx, sc); err != nil {
+			return nil, fmt.Errorf("create stream %s: %w", sc.Name, err)
+		}
+	}
+	kv, err := js.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: rawBucket, History: 1, Replicas: rb.replicas, Storage: jetstream.FileStorage})
+	if err != nil {
+		return nil, fmt.Errorf("create bucket %s: %w", rawBucket, err)
+	}
+	msg, value := make([]byte, rawMsgBytes), make([]byte, rawValueBytes)
+	var out []RawOp
+	add := func(op RawOp, err error) error {
+		out = append(out, op)
+		return err
+	}
+	publish := func(ctx context.Context, _, i int) error {
+		_, err := js.Publish(ctx, "rawbench.pub."+strconv.Itoa(i%1024), msg)
+		return err
+	}
+	var created atomic.Int64
+	create := func(ctx context.Context, _, _ int) error {
+		_, err := kv.Create(ctx, "c"+strconv.FormatInt(created.Add(1), 10), value)
+		return err
+	}
+	// One key per goroutine, its revision cached as a dispatcher caches
+	// the revision its own write returned.
+	revs := make([]uint64, rawParallel)
+	for g := range revs {
+		if revs[g], err = kv.Put(ctx, "u"+strconv.Itoa(g), value); err != nil {
+			return nil, fmt.Errorf("put u%d: %w", g, err)
+		}
+	}
+	update := func(ctx context.Context, g, _ int) error {
+		key := "u" + strconv.Itoa(g)
+		for range 10 {
+			rev, err := kv.Update(ctx, key, value, revs[g])
+			if !errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
+				revs[g] = rev
+				return err
+			}
+			// A cluster refuses the check while another write to the
+			// stream is in flight (10164); jetflow sees the same.
+			e, err := kv.Get(ctx, key)
+			if err != nil {
+				return err
+			}
+			revs[g] = e.Revision()
+		}
+		return fmt.Errorf("update %s: 10 revision mismatches in a row", key)
+	}
+	steps := []struct {
+		name string
+		c    int
+		fn   func(context.Context, int, int) error
+	}{
+		{rawPublish, 1, publish}, {rawPublish, rawParallel, publish},
+		{rawKVCreate, 1, create}, {rawKVCreate, rawParallel, create},
+		{rawKVUpdate, 1, update}, {rawKVUpdate, rawParallel, update},
+	}
+	for _, s := range steps {
+		if err := add(rb.closed(ctx, s.name, s.c, s.fn)); err != nil {
+			return out, err
+		}
+	}
+	if err := add(rb.consume(ctx, rawConsume, rawStream, "rawbench.cons", msg)); err != nil {
+		return out, err
+	}
+	if err := add(rb.consume(ctx, rawConsumeWQ, rawStreamWQ, "rawbenchwq.cons", msg)); err != nil {
+		return out, err
+	}
+	return out, add(rb.hop(ctx, msg))
+}
+
+// closed runs fn from c goroutines until rb.ops calls or rb.dur, timing
+// each call. Calls one at a time (c == 1) measure latency, so they are a
+// quarter as many.
+func (rb *rawBench) closed(ctx context.Context, name string, c int, fn func(ctx context.Context, g, i int) error) (RawOp, error) {
+	n, dur := rb.ops, rb.dur
+	if c == 1 {
+		n, dur = max(1, n/4), dur/2
+	}
+	var next atomic.Int64
+	var mu sync.Mutex
+	samples := make([]time.Duration, 0, n)
+	errc := make(chan error, c)
+	var wg sync.WaitGroup
+	began := time.Now()
+	deadline := began.Add(dur)
+	for g := range c {
+		wg.Go(func() {
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= n || time.Now().After(deadline) {
+					return
+				}
+				t := time.Now()
+				actx, cancel := context.WithTimeout(ctx, 10*time.Second)
+				err := fn(actx, g, i)
+				cancel()
+				if err != nil {
+					errc <- fmt.Errorf("%s: %w", name, err)
+					return
+				}
+				d := time.Since(t)
+				mu.Lock()
+				samples = append(samples, d)
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	elapsed := time.Since(began)
+	close(errc)
+	if err := <-errc; err != nil {
+		return RawOp{Name: name, Concurrency: c}, err
+	}
+	op := RawOp{Name: name, Concurrency: c, N: len(samples), PerSec: float64(len(samples)) / elapsed.Seconds()}
+	if c == 1 {
+		l := latencyOf(samples)
+		op.P50us, op.P99us = l.P50*1000, l.P99*1000
+	}
+	return op, nil
+}
+
+// consume pre-fills a stream, then times consuming and acknowledging it.
+func (rb *rawBench) consume(ctx context.Context, name, stream, subject string, msg []byte) (RawOp, error) {
+	op := RawOp{Name: name, Concurrency: 1}
+	for i := range rb.ops {
+		if _, err := rb.js.PublishAsync(subject, msg); err != nil {
+			return op, err
+		}
+		if i%4096 == 4095 {
+			<-rb.js.PublishAsyncComplete()
+		}
+	}
+	select {
+	case <-rb.js.PublishAsyncComplete():
+	case <-ctx.Done():
+		return op, context.Cause(ctx)
+	}
+	cons, err := rb.js.CreateConsumer(ctx, stream, jetstream.ConsumerConfig{
+		Durable: "rawbench", FilterSubject: subject, AckPolicy: jetstream.AckExplicitPolicy, MaxAckPending: 4096,
+	})
+	if err != nil {
+		return op, err
+	}
+	var got atomic.Int64
+	done := make(chan struct{})
+	began := time.Now()
+	cc, err := cons.Consume(func(m jetstream.Msg) {
+		_ = m.Ack()
+		if got.Add(1) == int64(rb.ops) {
+			close(done)
+		}
+	}, jetstream.PullMaxMessages(1024))
+	if err != nil {
+		return op, err
+	}
+	select {
+	case <-done:
+	case <-time.After(rb.dur + 30*time.Second):
+	case <-ctx.Done():
+	}
+	elapsed := time.Since(began)
+	cc.Stop()
+	<-cc.Closed()
+	op.N = int(got.Load())
+	op.PerSec = float64(op.N) / elapsed.Seconds()
+	if op.N < rb.ops {
+		return op, fmt.Errorf("%s: consumed %d of %d", name, op.N, rb.ops)
+	}
+	return op, rb.js.DeleteConsumer(ctx, stream, "rawbench")
+}
+
+// hop times one message at a time from the start of its publish to its
+// delivery to a consumer, which acknowledges it.
+func (rb *rawBench) hop(ctx context.Context, msg []byte) (RawOp, error) {
+	op := RawOp{Name: rawHop, Concurrency: 1}
+	cons, err := rb.js.CreateConsumer(ctx, rawStream, jetstream.ConsumerConfig{
+		Durable: "rawbench-hop", FilterSubject: "rawbench.hop", AckPolicy: jetstream.AckExplicitPolicy,
+		DeliverPolicy: jetstream.DeliverNewPolicy,
+	})
+	if err != nil {
+		return op, err
+	}
+	arrived := make(chan time.Time, 1)
+	cc, err := cons.Consume(func(m jetstream.Msg) {
+		at := time.Now()
+		_ = m.Ack()
+		arrived <- at
+	})
+	if err != nil {
+		return op, err
+	}
+	defer func() { cc.Stop(); <-cc.Closed() }()
+	n := max(1, rb.ops/4)
+	deadline := time.Now().Add(rb.dur / 2)
+	samples := make([]time.Duration, 0, n)
+	began := time.Now()
+	for range n {
+		if time.Now().After(deadline) {
+			break
+		}
+		t := time.Now()
+		if _, err := rb.js.Publish(ctx, "rawbench.hop", msg); err != nil {
+			return op, err
+		}
+		select {
+		case at := <-arrived:
+			samples = append(samples, at.Sub(t))
+		case <-time.After(10 * time.Second):
+			return op, fmt.Errorf("%s: a message was not delivered within 10s", rawHop)
+		}
+	}
+	l := latencyOf(samples)
+	op.N, op.PerSec = len(samples), float64(len(samples))/time.Since(began).Seconds()
+	op.P50us, op.P99us = l.P50*1000, l.P99*1000
+	return op, nil
+}

@@ -1,0 +1,202 @@
+package bench
+
+import (
+	"encoding/json"
+	"math"
+	"strings"
+	"testing"
+	"time"
+)
+
+// sampleReport is a complete report as a full run would produce it.
+func sampleReport() *Report {
+	raw := []RawOp{
+		{Name: rawPublish, Concurrency: 1, N: 100, PerSec: 20000, P50us: 40, P99us: 200},
+		{Name: rawPublish, Concurrency: rawParallel, N: 400, PerSec: 40000},
+		{Name: rawKVCreate, Concurrency: 1, N: 100, PerSec: 20000, P50us: 50, P99us: 200},
+		{Name: rawKVCreate, Concurrency: rawParallel, N: 400, PerSec: 40000},
+		{Name: rawKVUpdate, Concurrency: 1, N: 100, PerSec: 20000, P50us: 50, P99us: 200},
+		{Name: rawKVUpdate, Concurrency: rawParallel, N: 400, PerSec: 40000},
+		{Name: rawConsume, Concurrency: 1, N: 400, PerSec: 100000},
+		{Name: rawConsumeWQ, Concurrency: 1, N: 400, PerSec: 100000},
+		{Name: rawHop, Concurrency: 1, N: 100, PerSec: 10000, P50us: 100, P99us: 300},
+	}
+	ops := Ops{InputPublishes: 2, TaskPublishes: 1, KVCreates: 1, KVUpdates: 1, Dispatched: 2, Served: 1, KVBytes: 900, InputBytes: 400}
+	one := func(sc Scenario, rate float64) ScenarioReport {
+		return ScenarioReport{
+			Scenario: sc, Runs: 1000, RunsPerSec: rate, Window: 256,
+			Serial: Latency{N: 10, P50: 1, P90: 2, P99: 4, Max: 5}, Saturated: Latency{N: 1000, P50: 50, P90: 60, P99: 70, Max: 80},
+			CPUPerRunMS: 0.5, CPUByRole: map[string]float64{roleBench: 0.5}, PeakRSSMB: 60, Ops: ops,
+			Bound: boundOf(ops, raw, rate),
+		}
+	}
+	parked := one(Parked, 4000)
+	parked.Serial = Latency{}
+	parked.Parked = &ParkedReport{Runs: 100000, ParkPerSec: 5000, ResumePerSec: 4000, KVBytesPerRun: 850, InputBytesPerRun: 130, RSSParkedMB: 40, RSSOf: "dispatcher process"}
+	r := &Report{
+		Command: "jetflow bench", Started: time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC), Seconds: 300,
+		Host: Host{OS: "linux", Arch: "amd64", CPUs: 2, GOMAXPROCS: 2, GoVersion: "go1.26", NATSServer: "2.15.2"},
+		Setups: []SetupReport{
+			{Setup: "single", Mode: Single, Dispatchers: 1, Workers: 1, Replicas: 1, Raw: raw, Scenarios: []ScenarioReport{one(OneTask, 3500), one(Event, 3000)}},
+			{Setup: "processes d=1 w=1", Mode: Processes, Dispatchers: 1, Workers: 1, Replicas: 1, Raw: raw, Scenarios: []ScenarioReport{one(OneTask, 2000), parked}},
+			{Setup: "processes d=2 w=1", Mode: Processes, Dispatchers: 2, Workers: 1, Replicas: 1, Raw: raw, Scenarios: []ScenarioReport{one(OneTask, 1800)}},
+			{Setup: "cluster d=1 w=1", Mode: Cluster, Dispatchers: 1, Workers: 1, Replicas: 3, Raw: raw, Scenarios: []ScenarioReport{one(OneTask, 1600)}},
+		},
+	}
+	r.Targets = evaluate(r)
+	return r
+}
+
+func TestBoundAddsRawCosts(t *testing.T) {
+	t.Parallel()
+	r := sampleReport()
+	sc := r.Setups[0].Scenarios[0]
+	// 3 publishes at 25µs, a create and an update at 25µs, 3 deliveries
+	// at 10µs: 155µs a run.
+	if want := 1 / 155e-6; math.Abs(sc.Bound.RunsPerSec-want) > 1e-6*want {
+		t.Errorf("bound %v runs/s, want %v", sc.Bound.RunsPerSec, want)
+	}
+	if want := 3500 / (1 / 155e-6); math.Abs(sc.Bound.Ratio-want) > 1e-9 {
+		t.Errorf("ratio %v, want %v", sc.Bound.Ratio, want)
+	}
+	// 3 hops at 0.1ms, a create and an update at 0.05ms.
+	if want := 0.4; math.Abs(sc.Bound.LatencyMS-want) > 1e-9 {
+		t.Errorf("latency floor %v ms, want %v", sc.Bound.LatencyMS, want)
+	}
+	if got := boundOf(Ops{}, nil, 10); got.RunsPerSec != 0 || got.Ratio != 0 {
+		t.Errorf("a bound without costs: %+v", got)
+	}
+}
+
+func TestTargets(t *testing.T) {
+	t.Parallel()
+	got := map[string]bool{}
+	for _, tg := range sampleReport().Targets {
+		got[tg.Name] = tg.Met
+	}
+	want := map[string]bool{
+		"one-task runs/s, one process":                          true,
+		"one-task fraction of the bound, one process":           false, // 3500 of 6452
+		"one-task p50 at concurrency 1":                         true,
+		"one-task p99 at concurrency 1":                         true,
+		"one-task runs/s, 3-node cluster, 3 replicas":           true,
+		"a second dispatcher process does not lower throughput": false, // 1800 < 0.95 × 2000
+		"resident memory with 100000 parked runs":               true,
+		"storage per waiting run":                               true,
+	}
+	for name, met := range want {
+		if m, ok := got[name]; !ok || m != met {
+			t.Errorf("target %q: met %v (listed %v), want %v", name, m, ok, met)
+		}
+	}
+	if len(got) != len(want) {
+		t.Errorf("targets %v, want %d of them", got, len(want))
+	}
+	empty := evaluate(&Report{})
+	for _, tg := range empty {
+		if tg.Met || !strings.HasPrefix(tg.Measured, "not measured") {
+			t.Errorf("an empty report's target %+v", tg)
+		}
+	}
+}
+
+func TestCheck(t *testing.T) {
+	t.Parallel()
+	if err := sampleReport().Check(); err != nil {
+		t.Fatalf("a complete report: %v", err)
+	}
+	cases := []struct {
+		name, want string
+		edit       func(*Report)
+	}{
+		{"no setup", "no setup", func(r *Report) { r.Setups = nil }},
+		{"no raw figures", "no raw JetStream", func(r *Report) { r.Setups[0].Raw = nil }},
+		{"no scenario", "no scenario", func(r *Report) { r.Setups[0].Scenarios = nil }},
+		{"no runs", "no run completed", func(r *Report) { r.Setups[0].Scenarios[0].Runs = 0 }},
+		{"zero rate", "runs/s is 0", func(r *Report) { r.Setups[0].Scenarios[0].RunsPerSec = 0 }},
+		{"NaN bound", "bound ratio is NaN", func(r *Report) { r.Setups[0].Scenarios[0].Bound.Ratio = math.NaN() }},
+		{"no serial latency", "serial p50", func(r *Report) { r.Setups[0].Scenarios[1].Serial = Latency{} }},
+		{"no parking rate", "parked/s", func(r *Report) { r.Setups[1].Scenarios[1].Parked.ParkPerSec = 0 }},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			r := sampleReport()
+			c.edit(r)
+			err := r.Check()
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Errorf("Check() = %v, want an error containing %q", err, c.want)
+			}
+		})
+	}
+}
+
+func TestMarkdownAndJSON(t *testing.T) {
+	t.Parallel()
+	r := sampleReport()
+	var b strings.Builder
+	if err := r.Markdown(&b); err != nil {
+		t.Fatal(err)
+	}
+	md := b.String()
+	for _, want := range []string{
+		"| target | want | measured | met |",
+		"| single | one-task | 3500 | 6452 | 0.54 | 1.00 / 2.00 / 4.00 | 0.40 |",
+		"| processes d=1 w=1 | parked (resume) | 4000 |",
+		"| processes d=1 w=1 | 100000 | 5000 | 4000 |",
+		"| cluster d=1 w=1 | publish-consume hop | 1 | 100 | 10000 | 100 | 300 |",
+	} {
+		if !strings.Contains(md, want) {
+			t.Errorf("markdown lacks %q:\n%s", want, md)
+		}
+	}
+	// Every table row has as many cells as its header.
+	var cells int
+	for line := range strings.Lines(md) {
+		if !strings.HasPrefix(line, "|") {
+			cells = 0
+			continue
+		}
+		n := strings.Count(line, "|")
+		if cells == 0 {
+			cells = n
+		} else if n != cells {
+			t.Errorf("row with %d cells under a header of %d: %s", n-1, cells-1, line)
+		}
+	}
+	data, err := json.Marshal(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back Report
+	if err := json.Unmarshal(data, &back); err != nil {
+		t.Fatal(err)
+	}
+	if err := back.Check(); err != nil {
+		t.Errorf("after a JSON round trip: %v", err)
+	}
+	if back.Setups[0].Scenarios[0].Ops.Durable() != 8 {
+		t.Errorf("durable ops after a round trip: %+v", back.Setups[0].Scenarios[0].Ops)
+	}
+}
+
+func TestLatencyOf(t *testing.T) {
+	t.Parallel()
+	var s []time.Duration
+	for i := 100; i >= 1; i-- {
+		s = append(s, time.Duration(i)*time.Millisecond)
+	}
+	l := latencyOf(s)
+	if l != (Latency{N: 100, P50: 50, P90: 90, P99: 99, Max: 100}) {
+		t.Errorf("latencyOf(1..100 ms) = %+v", l)
+	}
+	if s[0] != 100*time.Millisecond {
+		t.Error("latencyOf sorted its argument")
+	}
+	if l := latencyOf(nil); l != (Latency{}) {
+		t.Errorf("latencyOf(nil) = %+v", l)
+	}
+	if l := latencyOf([]time.Duration{3 * time.Millisecond}); l.P50 != 3 || l.P99 != 3 {
+		t.Errorf("one sample: %+v", l)
+	}
+}

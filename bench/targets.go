@@ -1,0 +1,93 @@
+package bench
+
+import "fmt"
+
+// The targets for this class of machine (2 cores, one embedded
+// server, one replica, file storage).
+const (
+	targetRunsPerSec        = 3000
+	targetRatio             = 0.6
+	targetSerialP50MS       = 2
+	targetSerialP99MS       = 10
+	targetClusterRunsPerSec = 1500
+	targetParkedRSSMB       = 200
+	// targetScaleTolerance is the noise allowed when checking that a
+	// second dispatcher does not lower throughput.
+	targetScaleTolerance = 0.95
+)
+
+// find returns the first setup report matching pred that measured sc.
+func (r *Report) find(sc Scenario, pred func(SetupReport) bool) (*SetupReport, *ScenarioReport) {
+	for i := range r.Setups {
+		s := &r.Setups[i]
+		if !pred(*s) {
+			continue
+		}
+		for j := range s.Scenarios {
+			if s.Scenarios[j].Scenario == sc {
+				return s, &s.Scenarios[j]
+			}
+		}
+	}
+	return nil, nil
+}
+
+func isMode(m Mode, dispatchers int) func(SetupReport) bool {
+	return func(s SetupReport) bool { return s.Mode == m && (dispatchers == 0 || s.Dispatchers == dispatchers) }
+}
+
+// evaluate checks the report against the targets. A target whose setup
+// was not measured is listed as not met.
+func evaluate(r *Report) []Target {
+	var ts []Target
+	add := func(name, want string, measured string, met bool) {
+		ts = append(ts, Target{Name: name, Want: want, Measured: measured, Met: met})
+	}
+	missing := func(name, want, what string) { add(name, want, "not measured (run "+what+")", false) }
+
+	if _, sc := r.find(OneTask, isMode(Single, 0)); sc != nil {
+		add("one-task runs/s, one process", fmt.Sprintf("≥ %d", targetRunsPerSec), fmt.Sprintf("%.0f", sc.RunsPerSec), sc.RunsPerSec >= targetRunsPerSec)
+		add("one-task fraction of the bound, one process", fmt.Sprintf("≥ %.1f", targetRatio),
+			fmt.Sprintf("%.2f (bound %.0f runs/s)", sc.Bound.Ratio, sc.Bound.RunsPerSec), sc.Bound.Ratio >= targetRatio)
+		add("one-task p50 at concurrency 1", fmt.Sprintf("≤ %d ms", targetSerialP50MS),
+			fmt.Sprintf("%.2f ms (floor %.2f ms)", sc.Serial.P50, sc.Bound.LatencyMS), sc.Serial.P50 <= targetSerialP50MS)
+		add("one-task p99 at concurrency 1", fmt.Sprintf("≤ %d ms", targetSerialP99MS), fmt.Sprintf("%.2f ms", sc.Serial.P99), sc.Serial.P99 <= targetSerialP99MS)
+	} else {
+		missing("one-task runs/s, one process", fmt.Sprintf("≥ %d", targetRunsPerSec), "--modes single")
+		missing("one-task fraction of the bound, one process", fmt.Sprintf("≥ %.1f", targetRatio), "--modes single")
+		missing("one-task p50 at concurrency 1", fmt.Sprintf("≤ %d ms", targetSerialP50MS), "--modes single")
+		missing("one-task p99 at concurrency 1", fmt.Sprintf("≤ %d ms", targetSerialP99MS), "--modes single")
+	}
+	if _, sc := r.find(OneTask, isMode(Cluster, 0)); sc != nil {
+		add("one-task runs/s, 3-node cluster, 3 replicas", fmt.Sprintf("≥ %d", targetClusterRunsPerSec),
+			fmt.Sprintf("%.0f (%.2f of its bound)", sc.RunsPerSec, sc.Bound.Ratio), sc.RunsPerSec >= targetClusterRunsPerSec)
+	} else {
+		missing("one-task runs/s, 3-node cluster, 3 replicas", fmt.Sprintf("≥ %d", targetClusterRunsPerSec), "--modes cluster")
+	}
+	_, one := r.find(OneTask, isMode(Processes, 1))
+	_, two := r.find(OneTask, isMode(Processes, 2))
+	if one != nil && two != nil {
+		ratio := two.RunsPerSec / one.RunsPerSec
+		add("a second dispatcher process does not lower throughput", fmt.Sprintf("d=2 ≥ d=1 (within %.0f%%)", 100*(1-targetScaleTolerance)),
+			fmt.Sprintf("d=1 %.0f, d=2 %.0f runs/s (×%.2f)", one.RunsPerSec, two.RunsPerSec, ratio), ratio >= targetScaleTolerance)
+	} else {
+		missing("a second dispatcher process does not lower throughput", "d=2 ≥ d=1", "--modes processes --dispatchers 1,2")
+	}
+	// The dispatcher process's own figure is the one the target is about;
+	// one process holds the server too.
+	_, park := r.find(Parked, isMode(Processes, 0))
+	if park == nil {
+		_, park = r.find(Parked, isMode(Single, 0))
+	}
+	if park != nil && park.Parked != nil {
+		p := park.Parked
+		add(fmt.Sprintf("resident memory with %d parked runs", p.Runs), fmt.Sprintf("< %d MB at 100,000", targetParkedRSSMB),
+			fmt.Sprintf("%.0f MB (%s; %.0f MB before parking)", p.RSSParkedMB, p.RSSOf, p.RSSBeforeMB), p.RSSParkedMB < targetParkedRSSMB)
+		add("storage per waiting run", "stated",
+			fmt.Sprintf("%.0f B in the run bucket + %.0f B in the input stream (%.0f B on disk)", p.KVBytesPerRun, p.InputBytesPerRun, p.DiskBytesPerRun), p.KVBytesPerRun > 0)
+	} else {
+		missing("resident memory with parked runs", fmt.Sprintf("< %d MB at 100,000", targetParkedRSSMB), "the parked scenario")
+		missing("storage per waiting run", "stated", "the parked scenario")
+	}
+	return ts
+}
