@@ -170,3 +170,14 @@ func decodeDoc(data []byte) (Document, error) {
 	}
 	return Document{Revision: rec.Revision, Tasks: rec.Tasks, Doc: []byte(rec.Doc)}, nil
 }
+
+// Latest returns the reference of name's latest revision, or an error
+// wrapping ErrWorkflowNotFound. It reads only the revision list, so a
+// caller that already holds that revision's document saves a read.
+func (r *Registry) Latest(ctx context.Context, name string) (RevisionRef, error) {
+	idx, _, err := r.readIndex(ctx, name, false)
+	if err != nil {
+		return RevisionRef{}, err
+	}
+	return idx.Revisions[len(idx.Revisions)-1], nil
+}

@@ -1,0 +1,139 @@
+package security
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nkeys"
+
+	"github.com/jetflow/jetflow/kvstore"
+	"github.com/jetflow/jetflow/subjects"
+)
+
+var update = flag.Bool("update", false, "rewrite docs/security/nats-server.conf")
+
+const docConf = "../docs/security/nats-server.conf"
+
+// TestDocConfigIsCurrent keeps the documented configuration equal to what
+// this package generates, so that it cannot drift from subjects.Names.
+func TestDocConfigIsCurrent(t *testing.T) {
+	t.Parallel()
+	c, err := DocConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := c.Render()
+	if *update {
+		if err := os.MkdirAll(filepath.Dir(docConf), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(docConf, []byte(want), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := os.ReadFile(docConf)
+	if err != nil {
+		t.Fatalf("%v (run go test ./security -run TestDocConfigIsCurrent -update)", err)
+	}
+	if string(got) != want {
+		t.Fatalf("%s is out of date: run go test ./security -run TestDocConfigIsCurrent -update", docConf)
+	}
+}
+
+// TestDocConfigLoads parses the documented file as nats-server does, with
+// the variables set, and checks what it sets up.
+func TestDocConfigLoads(t *testing.T) {
+	t.Parallel()
+	c, err := DocConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(docConf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := newPKI(t)
+	var vars strings.Builder
+	for _, u := range c.Users {
+		kp, err := nkeys.CreateUser()
+		if err != nil {
+			t.Fatal(err)
+		}
+		pub, _ := kp.PublicKey()
+		fmt.Fprintf(&vars, "%s: %q\n", NKeyVar(u.Name), pub)
+	}
+	fmt.Fprintf(&vars, "JETFLOW_TLS_CERT: %q\nJETFLOW_TLS_KEY: %q\n", p.cert, p.key)
+	o := &server.Options{}
+	if err := o.ProcessConfigString(vars.String() + string(data)); err != nil {
+		t.Fatal(err)
+	}
+	if o.TLSConfig == nil || o.AllowNonTLS {
+		t.Error("TLS is not required")
+	}
+	if o.Host != "127.0.0.1" || o.MaxPayload != 1<<20 || !o.JetStream {
+		t.Errorf("listen %s, max_payload %d, jetstream %v", o.Host, o.MaxPayload, o.JetStream)
+	}
+	if len(o.Nkeys) != len(c.Users) || len(o.Users) != 0 || o.NoAuthUser != "" {
+		t.Errorf("%d nkey users, %d password users, no_auth_user %q; want %d, 0, none", len(o.Nkeys), len(o.Users), o.NoAuthUser, len(c.Users))
+	}
+	for _, nk := range o.Nkeys {
+		if nk.Permissions == nil || nk.Permissions.Publish == nil || nk.Permissions.Subscribe == nil || nk.Account == nil || nk.Account.Name != "JETFLOW" {
+			t.Errorf("user %s has no permissions or account", nk.Nkey)
+		}
+	}
+}
+
+func TestRoleRefusals(t *testing.T) {
+	t.Parallel()
+	n := subjects.Must("")
+	if _, err := Worker(n, "w", "a.b", "1"); err == nil {
+		t.Error("a task name with '.' made a worker role")
+	}
+	if _, err := Worker(n, "w", "a", "1 0"); err == nil {
+		t.Error("a bad version made a worker role")
+	}
+	if _, err := Publisher(n, "p", subjects.KindResult); err == nil {
+		t.Error("a publisher was allowed to publish results")
+	}
+	if _, err := DeploymentUsers(n, []kvstore.TaskRef{{Task: "a-b", Version: "1"}, {Task: "a_b", Version: "1"}}); err == nil {
+		t.Error("two users sharing one nkey variable were accepted")
+	}
+}
+
+// TestOnlyDispatchersTouchState reads the generated permissions: no role
+// but the dispatcher (and the operator) may write run records, publish
+// invocations or read the token secret, and no role but workers may
+// publish results.
+func TestOnlyDispatchersTouchState(t *testing.T) {
+	t.Parallel()
+	n := subjects.Must("")
+	users, err := DeploymentUsers(n, DocTasks)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, u := range users {
+		if u.Name == UserOperator {
+			continue
+		}
+		for _, s := range u.Permissions.Publish {
+			switch {
+			case u.Name != UserDispatcher && (strings.HasPrefix(s, "$KV.") || s == n.TaskAll() || strings.Contains(s, "secret")):
+				t.Errorf("%s may publish %s", u.Name, s)
+			case !strings.HasPrefix(u.Name, "worker_") && s == n.Result("*"):
+				t.Errorf("%s may publish results", u.Name)
+			case s == n.Timer("*") || s == ">" || s == n.InputAll():
+				t.Errorf("%s may publish %s", u.Name, s)
+			}
+		}
+		for _, s := range u.Permissions.Subscribe {
+			if strings.HasPrefix(s, "_INBOX") && s != InboxPrefix(u.Name)+".>" {
+				t.Errorf("%s may read the inbox %s", u.Name, s)
+			}
+		}
+	}
+}

@@ -1,0 +1,164 @@
+// Package security says what least privilege means for a jetflow
+// deployment on NATS: the exact subjects each role may publish and
+// subscribe to, derived from subjects.Names, and a ready nats-server
+// configuration (accounts, nkey users, TLS, payload limit) built from
+// them. docs/SECURITY.md explains the roles; its configuration file is
+// generated here and checked by a test.
+package security
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/jetflow/jetflow/subjects"
+	"github.com/jetflow/jetflow/token"
+)
+
+// Permissions are the subjects one NATS user may publish and subscribe
+// to; everything else is denied.
+type Permissions struct {
+	Publish   []string
+	Subscribe []string
+}
+
+// join merges permissions, keeping the first occurrence of each subject.
+func join(ps ...Permissions) Permissions {
+	var out Permissions
+	for _, p := range ps {
+		for _, s := range p.Publish {
+			if !slices.Contains(out.Publish, s) {
+				out.Publish = append(out.Publish, s)
+			}
+		}
+		for _, s := range p.Subscribe {
+			if !slices.Contains(out.Subscribe, s) {
+				out.Subscribe = append(out.Subscribe, s)
+			}
+		}
+	}
+	return out
+}
+
+// InboxPrefix is the reply-inbox prefix of a user: every client of a role
+// must connect with nats.CustomInboxPrefix(InboxPrefix(user)), because a
+// user allowed to subscribe to the shared "_INBOX.>" could read every
+// other client's replies (pulled invocations, run records).
+func InboxPrefix(user string) string { return "_INBOX_" + user }
+
+func inbox(user string) string { return InboxPrefix(user) + ".>" }
+
+// JetStream API and KV subjects (the NATS server's names, not jetflow's).
+func api(verb string, args ...string) string {
+	s := "$JS.API." + verb
+	for _, a := range args {
+		s += "." + a
+	}
+	return s
+}
+
+func kvStream(bucket string) string { return "KV_" + bucket }
+func kvKeys(bucket string) string   { return "$KV." + bucket + ".>" }
+func kvKey(bucket, key string) string {
+	return "$KV." + bucket + "." + key
+}
+
+// kvRead lets a user read keys of bucket matching key (a KV key pattern)
+// with direct gets, the way nats.go reads.
+func kvRead(bucket, key string) []string {
+	return []string{api("STREAM.INFO", kvStream(bucket)), api("DIRECT.GET", kvStream(bucket), kvKey(bucket, key))}
+}
+
+// Dispatcher may consume every run input, read and write run records,
+// read deployed workflows (and create the token secret once), publish
+// invocations, timer schedules and status announcements, and purge a
+// settled run's schedules. It may not deploy, provision or delete.
+func Dispatcher(n subjects.Names, user string) Permissions {
+	in, c := n.InputStream(), n.DispatcherConsumer()
+	runs, wfs := n.RunBucket(), n.WorkflowBucket()
+	pub := []string{
+		api("STREAM.INFO", in), api("STREAM.PURGE", in),
+		api("CONSUMER.CREATE", in, c), api("CONSUMER.CREATE", in, c, ">"), api("CONSUMER.DURABLE.CREATE", in, c),
+		api("CONSUMER.INFO", in, c), api("CONSUMER.MSG.NEXT", in, c), "$JS.ACK." + in + "." + c + ".>",
+		n.TaskAll(), n.ScheduleAll(), n.StatusAll(),
+		api("STREAM.INFO", kvStream(runs)), api("DIRECT.GET", kvStream(runs), ">"), api("STREAM.MSG.GET", kvStream(runs)), kvKeys(runs),
+		api("STREAM.INFO", kvStream(wfs)), api("DIRECT.GET", kvStream(wfs), ">"), api("STREAM.MSG.GET", kvStream(wfs)),
+		kvKey(wfs, token.Key),
+	}
+	return Permissions{Publish: pub, Subscribe: []string{inbox(user)}}
+}
+
+// Worker may pull, acknowledge and heartbeat the invocations of one task
+// version (binding its consumer, never creating one) and publish results.
+// Results name any run: the per-invocation token, not the subject, is what
+// stops a worker answering for another task (package token).
+func Worker(n subjects.Names, user, task, version string) (Permissions, error) {
+	if err := subjects.CheckTask(task); err != nil {
+		return Permissions{}, err
+	}
+	if err := subjects.CheckVersion(version); err != nil {
+		return Permissions{}, err
+	}
+	ts, c := n.TaskStream(), n.TaskConsumer(task, version)
+	return Permissions{
+		Publish: []string{
+			api("CONSUMER.INFO", ts, c), api("CONSUMER.MSG.NEXT", ts, c), "$JS.ACK." + ts + "." + c + ".>",
+			n.Result("*"),
+		},
+		Subscribe: []string{inbox(user)},
+	}, nil
+}
+
+// Publisher input kinds a Publisher may be given.
+var publisherKinds = []string{subjects.KindStart, subjects.KindEvent, subjects.KindCancel}
+
+// Publisher may publish the given run inputs: any of subjects.KindStart,
+// KindEvent and KindCancel (an event source gets KindEvent only). It may
+// bind the run bucket (client.New does; stream info only), never read a
+// record. Results and timers are never a publisher's.
+func Publisher(n subjects.Names, user string, kinds ...string) (Permissions, error) {
+	pub := []string{api("STREAM.INFO", kvStream(n.RunBucket()))}
+	for _, k := range kinds {
+		switch k {
+		case subjects.KindStart:
+			pub = append(pub, n.Start("*"))
+		case subjects.KindEvent:
+			pub = append(pub, n.Event("*", "*"))
+		case subjects.KindCancel:
+			pub = append(pub, n.Cancel("*"))
+		default:
+			return Permissions{}, fmt.Errorf("security: a publisher may publish %v, not %q", publisherKinds, k)
+		}
+	}
+	return Permissions{Publish: pub, Subscribe: []string{inbox(user)}}, nil
+}
+
+// Observer may read run records (direct gets, as client.Status and
+// client.Wait do) and subscribe to status announcements; it changes
+// nothing. It gets no consumer rights, so no watches or listings: a
+// consumer's creator chooses where the server delivers its messages,
+// which could be a run-input subject. Give Watcher to trusted readers
+// that need them.
+func Observer(n subjects.Names, user string) Permissions {
+	return Permissions{
+		Publish:   kvRead(n.RunBucket(), ">"),
+		Subscribe: []string{n.StatusAll(), inbox(user)},
+	}
+}
+
+// Watcher adds to Observer what a watch or listing of the run bucket
+// needs (an ephemeral ordered consumer). The server delivers such a
+// consumer's messages wherever its creator says, so grant it only to
+// processes trusted not to aim them at run inputs (the console).
+func Watcher(n subjects.Names, user string) Permissions {
+	runs := kvStream(n.RunBucket())
+	return join(Observer(n, user), Permissions{Publish: []string{
+		api("CONSUMER.CREATE", runs, ">"), api("CONSUMER.DELETE", runs, ">"), "$JS.FC." + runs + ".>",
+	}})
+}
+
+// Operator may do anything in the account: provision streams and
+// buckets, deploy workflows, create task consumers, store the token
+// secret, inspect and repair. Keep its credentials off the data path.
+func Operator() Permissions {
+	return Permissions{Publish: []string{">"}, Subscribe: []string{">"}}
+}
