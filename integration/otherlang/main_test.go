@@ -1,0 +1,11 @@
+package otherlang
+
+import (
+	"testing"
+
+	"go.uber.org/goleak"
+
+	"github.com/jetflow/jetflow/natstest"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m, natstest.IgnoreServerLeaks()...) }

@@ -1,0 +1,30 @@
+package integration
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/jetflow/jetflow/replay"
+)
+
+// checkReplay asserts that replaying the run's input history through the
+// engine reproduces the saved run state exactly. Every scenario calls it
+// for the runs it drives.
+func checkReplay(t testing.TB, e *env, runID string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(e.ctx, 30*time.Second)
+	defer cancel()
+	rep, err := replay.Check(ctx, replay.Source{
+		JS: e.f.JS, Names: e.names, Registry: e.f.Registry, Runs: e.f.Runs,
+		Dispatcher: dispatcherConfig(e.opts.dispatcher),
+	}, runID)
+	if err != nil {
+		t.Errorf("replay of run %s: %v", runID, err)
+		return
+	}
+	if !rep.Equal {
+		t.Errorf("replay of run %s diverges at %q: saved %s, replayed %s (%d messages, order %s, notes %v, skipped %+v)",
+			runID, rep.Divergence, rep.SavedValue, rep.RebuiltValue, rep.Info.Messages, rep.Info.Order, rep.Info.Notes, rep.Info.Skipped)
+	}
+}

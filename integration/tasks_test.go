@@ -1,0 +1,160 @@
+package integration
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+
+	"github.com/jetflow/jetflow/worker"
+)
+
+// taskLog records every invocation the workers run, so that a test can
+// check that each task attempt ran exactly once, and holds the "hold"
+// task until the test releases it.
+type taskLog struct {
+	mu    sync.Mutex
+	byRun map[string][]worker.Invocation
+	// held receives the run id of every hold invocation that started.
+	held    chan string
+	release map[string]chan struct{}
+}
+
+// attemptKey names one attempt of one task execution.
+type attemptKey struct {
+	run, activation, node string
+	attempt               int
+}
+
+func newTaskLog() *taskLog {
+	return &taskLog{
+		byRun: map[string][]worker.Invocation{},
+		held:  make(chan string, 64), release: map[string]chan struct{}{},
+	}
+}
+
+func (l *taskLog) record(inv worker.Invocation) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.byRun[inv.Run] = append(l.byRun[inv.Run], inv)
+}
+
+// invocations returns the invocations of one run in the order they ran.
+func (l *taskLog) invocations(runID string) []worker.Invocation {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]worker.Invocation(nil), l.byRun[runID]...)
+}
+
+// repeated returns every attempt of runID (all runs when empty) that ran
+// more than once. With redelivered, an attempt may run again on a NATS
+// redelivery (its acknowledgement was lost), but never twice on a first
+// delivery: that would be an invocation published twice.
+func (l *taskLog) repeated(runID string, redelivered bool) []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	first := map[attemptKey]int{}
+	for run, invs := range l.byRun {
+		for _, inv := range invs {
+			if runID == "" || run == runID {
+				if inv.Delivery <= 1 || !redelivered {
+					first[attemptKey{inv.Run, inv.Activation, inv.Node, inv.Attempt}]++
+				}
+			}
+		}
+	}
+	var out []string
+	for k, n := range first {
+		if n != 1 {
+			out = append(out, fmt.Sprintf("%+v ran %d times", k, n))
+		}
+	}
+	return out
+}
+
+// total is how many invocations ran, with repeats.
+func (l *taskLog) total() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	n := 0
+	for _, invs := range l.byRun {
+		n += len(invs)
+	}
+	return n
+}
+
+func (l *taskLog) releaseChan(runID string) chan struct{} {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	ch, ok := l.release[runID]
+	if !ok {
+		ch = make(chan struct{})
+		l.release[runID] = ch
+	}
+	return ch
+}
+
+// unhold lets the hold task of runID return.
+func (l *taskLog) unhold(runID string) { close(l.releaseChan(runID)) }
+
+// hugeOutput exceeds the embedded server's 1 MiB max payload.
+var hugeOutput = strings.Repeat("x", 2<<20)
+
+// handlers are the tasks every test's workers serve, all at version "1".
+func (l *taskLog) handlers() map[string]worker.Handler {
+	number := func(f func(float64) float64) worker.Handler {
+		return func(_ context.Context, inv worker.Invocation) (any, error) {
+			var n float64
+			if err := inv.DecodeInput(&n); err != nil {
+				return nil, err
+			}
+			return f(n), nil
+		}
+	}
+	return map[string]worker.Handler{
+		"double": number(func(n float64) float64 { return 2 * n }),
+		"square": number(func(n float64) float64 { return n * n }),
+		"neg":    number(func(n float64) float64 { return -n }),
+		"inc": func(_ context.Context, inv worker.Invocation) (any, error) {
+			var in struct{ N float64 }
+			if err := inv.DecodeInput(&in); err != nil {
+				return nil, err
+			}
+			return map[string]any{"n": in.N + 1}, nil
+		},
+		"fail": func(context.Context, worker.Invocation) (any, error) {
+			return nil, errors.New("boom: payment gateway down")
+		},
+		"fatal": func(context.Context, worker.Invocation) (any, error) {
+			return nil, worker.NonRetryable(errors.New("card declined"))
+		},
+		"flaky": func(_ context.Context, inv worker.Invocation) (any, error) {
+			if inv.Attempt < 3 {
+				return nil, fmt.Errorf("flaky: attempt %d fails", inv.Attempt)
+			}
+			return map[string]any{"attempt": inv.Attempt, "input": inv.Input}, nil
+		},
+		"hold": func(ctx context.Context, inv worker.Invocation) (any, error) {
+			select {
+			case l.held <- inv.Run:
+			default:
+			}
+			select {
+			case <-l.releaseChan(inv.Run):
+				return "released", nil
+			case <-ctx.Done():
+				return nil, context.Cause(ctx)
+			}
+		},
+		"huge": func(context.Context, worker.Invocation) (any, error) { return hugeOutput, nil },
+	}
+}
+
+// counted wraps h so that every invocation is recorded first.
+func (l *taskLog) counted(h worker.Handler) worker.Handler {
+	return func(ctx context.Context, inv worker.Invocation) (any, error) {
+		l.record(inv)
+		return h(ctx, inv)
+	}
+}
