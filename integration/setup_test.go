@@ -26,7 +26,7 @@ import (
 )
 
 // testTimeout bounds every test's context.
-const testTimeout = 2 * time.Minute
+const testTimeout = 3 * time.Minute
 
 // none asks setup for no dispatcher or no worker.
 const none = -1
@@ -107,7 +107,7 @@ func setup(t *testing.T, opts options) *env {
 	f, err := fleet.Start(ctx, fleet.Config{
 		Embedded: embedded.Config{
 			Listen: "127.0.0.1:-1", DataDir: t.TempDir(), ServerName: "it",
-			Logger: e.logs.logger("nats-server").With(), ReadyTimeout: natstest.StartTimeout,
+			Logger: e.logs.logger("nats-server"), ReadyTimeout: natstest.StartTimeout,
 		},
 		NATSOptions: []nats.Option{nats.ReconnectWait(50 * time.Millisecond)},
 		Provision:   opts.provision,

@@ -68,5 +68,6 @@ func (r *reducer) retryLater(node string, a *Attempt, p RetryPolicy) {
 		w.Retries = map[string]string{}
 	}
 	w.Retries[id] = node
-	r.effects = append(r.effects, Effect{Arm: &ArmTimer{ID: id, Deadline: math.Round(r.now + delay)}})
+	a.RetryAt = math.Round(r.now + delay)
+	r.effects = append(r.effects, Effect{Arm: &ArmTimer{ID: id, Deadline: a.RetryAt}})
 }

@@ -281,3 +281,35 @@ func FuzzApply(f *testing.F) {
 		_, _, _ = Apply(wf, st, msg, Options{})
 	})
 }
+
+// TestEarlyTimersAreRefused: a timer fire long before its deadline was not
+// produced by the scheduler (which is never early) and must not cut a wait
+// or a retry backoff short.
+func TestEarlyTimersAreRefused(t *testing.T) {
+	t.Parallel()
+	wf := compile(t, waitDoc)
+	st, eff := step(t, wf, nil, Message{Kind: KindStart, RunID: "r1", Time: 1000}, Options{})
+	inv := only(t, eff, invokeOf)
+	slow := Options{Retry: func(string, string) RetryPolicy { return RetryPolicy{MaxAttempts: 3, InitialIntervalMs: 20000} }}
+	retried, eff := step(t, wf, st, answer(inv, failed("flaky")), slow)
+	retry := only(t, eff, armOf)
+	early := Message{Kind: KindTimer, Time: retried.Control.Time, Timer: &TimerFire{ID: retry.ID, Deadline: retry.Deadline}}
+	if _, _, err := Apply(wf, retried, early, slow); !errors.Is(err, ErrRejected) {
+		t.Errorf("an early retry fire: %v", err)
+	}
+	moved := Message{Kind: KindTimer, Time: retry.Deadline, Timer: &TimerFire{ID: retry.ID, Deadline: retry.Deadline - 1}}
+	if _, _, err := Apply(wf, retried, moved, slow); !errors.Is(err, ErrRejected) {
+		t.Errorf("a retry fire with another deadline: %v", err)
+	}
+
+	waiting, eff := step(t, wf, st, answer(inv, ok(nil)), Options{})
+	arm := only(t, eff, armOf)
+	early = Message{Kind: KindTimer, Time: arm.Deadline - MaxTimerSkewMs - 1, Timer: &TimerFire{ID: arm.ID, Deadline: arm.Deadline}}
+	if _, _, err := Apply(wf, waiting, early, Options{}); !errors.Is(err, ErrRejected) {
+		t.Errorf("an early wait timer: %v", err)
+	}
+	skewed := Message{Kind: KindTimer, Time: arm.Deadline - 500, Timer: &TimerFire{ID: arm.ID, Deadline: arm.Deadline}}
+	if done, _ := step(t, wf, waiting, skewed, Options{}); done.Control.Active[0] != "/states/late" || done.Control.Time != arm.Deadline {
+		t.Errorf("a fire within clock skew: %v at %v", done.Control.Active, done.Control.Time)
+	}
+}

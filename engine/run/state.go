@@ -79,6 +79,8 @@ type Attempt struct {
 	Attempt int `json:"attempt"`
 	// Waiting is true while a retry timer, not a worker, holds the node.
 	Waiting bool `json:"waiting,omitempty"`
+	// RetryAt is the retry timer's deadline while Waiting.
+	RetryAt float64 `json:"retryAt,omitempty"`
 }
 
 // MarshalJSON writes an event as the reference stores it.

@@ -197,11 +197,14 @@ func (r *reducer) retryTimer(t *TimerFire) error {
 	}
 	node, ok := w.Retries[t.ID]
 	a := w.Running[node]
-	if !ok || a == nil || !a.Waiting {
+	if !ok || a == nil || !a.Waiting || t.Deadline != a.RetryAt {
 		return reject("retry timer %q is no longer armed", t.ID)
 	}
+	if !r.msg.NoTime && r.now < a.RetryAt-MaxTimerSkewMs {
+		return reject("retry timer %q fired at %.0f, before its deadline %.0f", t.ID, r.now, a.RetryAt)
+	}
 	delete(w.Retries, t.ID)
-	a.Waiting = false
+	a.Waiting, a.RetryAt = false, 0
 	a.Attempt++
 	id := r.active()
 	running := map[string]bool{}
