@@ -334,3 +334,49 @@ func TestHostileWorkflow(t *testing.T) {
 		}
 	}
 }
+
+// TestRunsPaging pages through the run bucket over HTTP with cursors and
+// filters.
+func TestRunsPaging(t *testing.T) {
+	b := setup(t, setupOptions{})
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	const n = 23
+	for i := range n {
+		if _, err := b.f.Runs.Create(ctx, fmt.Sprintf("run-%06d", i), record(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	natstest.WaitFor(t, 10*time.Second, "every run indexed", func() error {
+		if c := b.c.idx.counts(); c.Total != n {
+			return fmt.Errorf("%d runs indexed", c.Total)
+		}
+		return nil
+	})
+	for _, c := range []struct {
+		query string
+		want  int
+	}{{"limit=5", n}, {"limit=2&status=done", 5}, {"limit=4&workflow=wf-1", 8}, {"limit=3&q=run-00001", 10}} {
+		var ids []string
+		path := "/api/runs?" + c.query
+		for pages := 0; ; pages++ {
+			var p Page
+			if status, raw := b.get(t, path, &p); status != 200 || pages > n {
+				t.Fatalf("GET %s: %d %s", path, status, raw)
+			}
+			for _, r := range p.Runs {
+				ids = append(ids, r.ID)
+			}
+			if p.Matched != c.want {
+				t.Errorf("%s: matched %d, want %d", c.query, p.Matched, c.want)
+			}
+			if p.Next == 0 {
+				break
+			}
+			path = fmt.Sprintf("/api/runs?%s&before=%d", c.query, p.Next)
+		}
+		if len(ids) != c.want || (c.query == "limit=5" && (ids[0] != "run-000022" || ids[n-1] != "run-000000")) {
+			t.Errorf("%s: paged %d runs %v, want %d newest first", c.query, len(ids), ids, c.want)
+		}
+	}
+}

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net/http"
 	"sync"
-	"time"
 
 	"github.com/jetflow/jetflow/engine/workflow"
 	"github.com/jetflow/jetflow/graph"
@@ -221,12 +220,4 @@ func (c *Console) apiWorkflowDAG(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, v)
-}
-
-// msOf is a time as Unix milliseconds, 0 for the zero time.
-func msOf(t time.Time) int64 {
-	if t.IsZero() {
-		return 0
-	}
-	return t.UnixMilli()
 }

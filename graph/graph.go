@@ -9,7 +9,6 @@ package graph
 
 import (
 	"fmt"
-	"sort"
 	"strconv"
 	"strings"
 
@@ -387,14 +386,4 @@ func walk(s *Scope, depth int, f func(*Node, int)) {
 			walk(n.Inner, depth+1, f)
 		}
 	}
-}
-
-// sortedKeys returns m's keys in order.
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }

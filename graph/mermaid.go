@@ -112,20 +112,24 @@ func mermaidFlow(b *strings.Builder, s *Scope, id map[string]string) {
 	}
 }
 
-// mermaidText escapes everything but letters, digits and a few harmless
-// marks as Mermaid entity codes (#35; for '#'), so that no label can end
-// a statement, open a link or carry markup.
+// mermaidLook are the characters Mermaid would read as syntax or markup
+// inside a label, and the look-alikes shown instead. Entity codes (#60;)
+// are not used: Mermaid 11 leaves them undecoded in many labels.
+var mermaidLook = strings.NewReplacer(
+	`"`, "'", // ends a quoted label
+	"<", "\u2039", ">", "\u203a", "&", "\uff06", // HTML in labels
+	"#", "\uff03", // starts an entity code
+	";", "\uff1b", // ends a statement
+)
+
+// mermaidText makes s safe inside any Mermaid label: nothing in it can
+// end the label or the statement, open markup or name an entity.
 func mermaidText(s string) string {
-	var b strings.Builder
-	for _, r := range clean(s) {
-		switch {
-		case r < 0x80 && (unicode.IsLetter(r) || unicode.IsDigit(r)), strings.ContainsRune(" _-.,@/$", r):
-			b.WriteRune(r)
-		case r >= 0x80 && (unicode.IsLetter(r) || unicode.IsDigit(r)):
-			b.WriteRune(r)
-		default:
-			fmt.Fprintf(&b, "#%d;", r)
+	s = strings.Map(func(r rune) rune {
+		if r == '\uFFFD' || unicode.IsControl(r) {
+			return ' '
 		}
-	}
-	return b.String()
+		return r
+	}, clean(s))
+	return mermaidLook.Replace(s)
 }

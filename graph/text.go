@@ -88,13 +88,3 @@ func ids(d *Diagram, prefix string) map[string]string {
 	d.Walk(func(n *Node, _ int) { m[n.ID] = prefix + strconv.Itoa(len(m)) })
 	return m
 }
-
-// innerStart is the start pseudo-node of a nested scope, nil if none.
-func innerStart(s *Scope) *Node {
-	for _, n := range s.Nodes {
-		if n.Shape == ShapeStart {
-			return n
-		}
-	}
-	return nil
-}
