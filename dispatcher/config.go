@@ -66,7 +66,9 @@ type Config struct {
 	// kept, keyed by content hash. Default: 256.
 	DefinitionCacheSize int
 
-	// RunOptions are the reducer's host settings (task retry policies).
+	// RunOptions are the reducer's host settings (task retry policies)
+	// for deployments that carry no policy of their own; a deployment's
+	// policy (kvstore.Document.Policy) replaces them for its runs.
 	// Default: the zero value (run's default policies).
 	RunOptions run.Options
 

@@ -123,12 +123,22 @@ func (l *engineLoader) load(ctx context.Context, name, revision string) (*defini
 			return nil, fmt.Errorf("%w: workflow %q revision %q no longer compiles: %w", errPermanent, name, dep.Revision, err)
 		}
 	}
-	d := &definition{name: name, revision: dep.Revision, prog: engineProgram{wf: wf, opts: l.opts}}
+	d := &definition{name: name, revision: dep.Revision, prog: engineProgram{wf: wf, opts: l.runOptions(dep)}}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	putBounded(l.byHash, dep.Hash, wf, l.max)
 	putBounded(l.byRev, name+"@"+dep.Revision, d, l.max)
 	return d, nil
+}
+
+// runOptions are the reducer options of a deployment: its own task
+// policy, so that every dispatcher and every replay of a run pinned to it
+// retry alike; Config.RunOptions only for a deployment without one.
+func (l *engineLoader) runOptions(dep kvstore.Deployment) run.Options {
+	if dep.Policy.Empty() {
+		return l.opts
+	}
+	return dep.Policy.RunOptions()
 }
 
 // putBounded stores v, first evicting an arbitrary entry when m is full.

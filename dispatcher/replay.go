@@ -23,8 +23,9 @@ type Replayer struct {
 
 // NewReplayer returns a replayer loading definitions from reg. cfg must
 // match the dispatchers' settings that shape records: Names, Tokens (the
-// deployment's secret: results are checked against it), RunOptions,
-// AppliedHistory, RejectedHistory and MaxInputBytes.
+// deployment's secret: results are checked against it), RunOptions (for
+// deployments without a policy of their own), AppliedHistory,
+// RejectedHistory and MaxInputBytes.
 func NewReplayer(reg Registry, cfg Config) (*Replayer, error) {
 	if reg == nil {
 		return nil, errors.New("dispatcher: nil Registry (pass the workflow registry the runs' definitions are deployed to)")

@@ -45,7 +45,8 @@ type Config struct {
 	SkipProvision bool
 	// Dispatcher starts a dispatcher when set.
 	Dispatcher *dispatcher.Config
-	// TaskPolicy is applied to every task consumer a deploy creates.
+	// TaskPolicy is applied to every task consumer a deploy creates; a
+	// deployment's policy overrides its StartToClose per task version.
 	TaskPolicy worker.TaskPolicy
 	// Registerer receives the metrics; nil keeps them unregistered.
 	Registerer prometheus.Registerer
@@ -162,22 +163,6 @@ func (f *Fleet) URL() string {
 		return f.Server.ClientURL()
 	}
 	return f.cfg.URL
-}
-
-// Deploy validates and stores a workflow document under name, and creates
-// the durable consumer of every task it invokes so that workers in any
-// language only bind.
-func (f *Fleet) Deploy(ctx context.Context, name string, doc []byte) (kvstore.Deployment, error) {
-	d, err := f.Registry.Deploy(ctx, name, doc)
-	if err != nil {
-		return d, err
-	}
-	for _, t := range d.Tasks {
-		if _, err := worker.EnsureTaskConsumer(ctx, f.JS, f.Names, t.Task, t.Version, f.cfg.TaskPolicy); err != nil {
-			return d, err
-		}
-	}
-	return d, nil
 }
 
 // Stop drains the dispatcher, closes the connection and stops the

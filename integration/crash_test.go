@@ -146,7 +146,7 @@ func TestKillDispatcherMidRun(t *testing.T) {
 //
 // Messages a consumer delivered just before the shutdown are lost in
 // flight and redelivered only after the consumer's AckWait (found by this
-// test: with the defaults, 5 minutes for a task and 30 s for a run
+// test: with the defaults, 1 minute for a task and 30 s for a run
 // input), so both are short here. A task whose acknowledgement is lost to
 // the outage runs again on redelivery (at least once); its result is
 // still applied once.

@@ -21,9 +21,9 @@ var (
 	ErrWorkflowNotFound = errors.New("workflow not found")
 	// ErrDocumentNotFound: no workflow document is stored under the hash.
 	ErrDocumentNotFound = errors.New("workflow document not found")
-	// ErrRevisionImmutable: a different document was deployed under a
-	// (name, revision) pair that already exists.
-	ErrRevisionImmutable = errors.New("workflow revision already deployed with a different document")
+	// ErrRevisionImmutable: a different document or policy was deployed
+	// under a (name, revision) pair that already exists.
+	ErrRevisionImmutable = errors.New("workflow revision already deployed with a different document or policy")
 	// ErrNotProvisioned: a stream or bucket is missing; run Provision.
 	ErrNotProvisioned = errors.New("not provisioned")
 )

@@ -12,6 +12,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/jetflow/jetflow/engine/value"
+	"github.com/jetflow/jetflow/policy"
 	"github.com/jetflow/jetflow/subjects"
 )
 
@@ -47,10 +48,12 @@ type RegistryConfig struct {
 	RetryFor time.Duration
 }
 
-// Document is one stored workflow document. Documents are immutable and
-// keyed by Hash, so a run that pinned a hash always finds its document.
+// Document is one stored workflow document with the deployment's task
+// policy. Documents are immutable and keyed by Hash, which covers both,
+// so a run that pinned a revision always finds the document and the
+// policy it ran under.
 type Document struct {
-	// Hash is the hex SHA-256 of Doc.
+	// Hash is the content address of Doc and Policy (ContentHash).
 	Hash string
 	// Revision is the document's "revision" member.
 	Revision string
@@ -61,6 +64,23 @@ type Document struct {
 	TaskSubjects []string
 	// Doc is the document in canonical JSON (RFC 8785).
 	Doc []byte
+	// Policy is the deployment's task retry and timeout policy; nil means
+	// the defaults (as for every deployment made before policies existed).
+	Policy *policy.Policy
+}
+
+// ContentHash is the content address of a canonical document and its
+// policy's canonical form: the hex SHA-256 of the document alone when the
+// policy is empty (so deployments without one keep their hash), else of
+// the document, a NUL byte (never in canonical JSON) and the policy.
+func ContentHash(doc []byte, pol *policy.Policy) string {
+	h := sha256.New()
+	h.Write(doc)
+	if !pol.Empty() {
+		h.Write([]byte{0})
+		h.Write(pol.Canonical())
+	}
+	return hex.EncodeToString(h.Sum(nil))
 }
 
 // Deployment is a document deployed under a workflow name.
@@ -127,13 +147,21 @@ func (r *Registry) Bucket() string { return r.b.name }
 // refused with ErrRevisionImmutable: revisions never change, so runs that
 // pinned one keep their definition.
 func (r *Registry) Deploy(ctx context.Context, name string, doc []byte) (Deployment, error) {
+	return r.DeployWithPolicy(ctx, name, doc, nil)
+}
+
+// DeployWithPolicy is Deploy with the deployment's task policy (nil or
+// empty: the defaults). The policy is part of the revision: deploying the
+// same revision again with another policy is refused with
+// ErrRevisionImmutable too, since runs pinned to it replay under it.
+func (r *Registry) DeployWithPolicy(ctx context.Context, name string, doc []byte, pol *policy.Policy) (Deployment, error) {
 	if err := subjects.CheckWorkflowName(name); err != nil {
 		return Deployment{}, fmt.Errorf("kvstore: deploy: %w", err)
 	}
 	if r.cfg.Validate == nil {
 		return Deployment{}, errors.New("kvstore: deploy: the Registry has no Validate function (set RegistryConfig.Validate to the engine's workflow compiler)")
 	}
-	d, err := r.prepare(name, doc)
+	d, err := r.prepare(name, doc, pol)
 	if err != nil {
 		return Deployment{}, err
 	}
@@ -143,8 +171,8 @@ func (r *Registry) Deploy(ctx context.Context, name string, doc []byte) (Deploym
 	return retry(ctx, r.cfg.RetryFor, func() (Deployment, error) { return r.link(ctx, d) })
 }
 
-// prepare decodes, validates and hashes doc.
-func (r *Registry) prepare(name string, raw []byte) (Deployment, error) {
+// prepare decodes, validates and hashes doc with its policy.
+func (r *Registry) prepare(name string, raw []byte, pol *policy.Policy) (Deployment, error) {
 	doc, err := value.Decode(raw, r.cfg.Limits)
 	if err != nil {
 		return Deployment{}, fmt.Errorf("kvstore: deploy workflow %q: %w", name, err)
@@ -166,9 +194,11 @@ func (r *Registry) prepare(name string, raw []byte) (Deployment, error) {
 	if err != nil {
 		return Deployment{}, fmt.Errorf("kvstore: deploy workflow %q revision %q: %w", name, revision, err)
 	}
-	sum := sha256.Sum256([]byte(canon))
+	if pol.Empty() {
+		pol = nil
+	}
 	d := Deployment{Name: name, Document: Document{
-		Hash: hex.EncodeToString(sum[:]), Revision: revision, Tasks: tasks, Doc: []byte(canon),
+		Hash: ContentHash([]byte(canon), pol), Revision: revision, Tasks: tasks, Doc: []byte(canon), Policy: pol,
 	}}
 	d.TaskSubjects = r.taskSubjects(tasks)
 	return d, nil
@@ -242,7 +272,7 @@ func (r *Registry) link(ctx context.Context, d Deployment) (Deployment, error) {
 			d.Deployed = e.Deployed
 			return d, nil
 		}
-		return Deployment{}, permanent(fmt.Errorf("kvstore: deploy workflow %q revision %q (hash %s): %w as hash %s; give the new document a new revision",
+		return Deployment{}, permanent(fmt.Errorf("kvstore: deploy workflow %q revision %q (hash %s): %w as hash %s (a revision's document and policy never change: runs pinned to it replay under them); deploy a changed document or policy under a new revision of the document",
 			d.Name, d.Revision, d.Hash, ErrRevisionImmutable, e.Hash))
 	}
 	d.Deployed = r.cfg.Now().UTC()

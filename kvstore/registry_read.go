@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -12,6 +11,8 @@ import (
 	"strings"
 
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/jetflow/jetflow/policy"
 )
 
 // Get returns the latest deployment of name, or an error wrapping
@@ -80,7 +81,7 @@ func (r *Registry) GetByHash(ctx context.Context, hash string) (Document, error)
 	if err != nil {
 		return Document{}, fmt.Errorf("kvstore: workflow document %s in bucket %q: %w", key, r.b.name, err)
 	}
-	if sum := sha256.Sum256(d.Doc); hex.EncodeToString(sum[:]) != hash {
+	if ContentHash(d.Doc, d.Policy) != hash {
 		return Document{}, fmt.Errorf("kvstore: workflow document %s in bucket %q does not match its hash", key, r.b.name)
 	}
 	d.Hash = hash
@@ -128,11 +129,13 @@ type nameIndex struct {
 	Revisions []RevisionRef `json:"revisions"`
 }
 
-// docRecord is the value under "doc.<hash>".
+// docRecord is the value under "doc.<hash>". Records written before
+// policies existed have none, which means the defaults.
 type docRecord struct {
 	Revision string          `json:"revision"`
 	Tasks    []TaskRef       `json:"tasks"`
 	Doc      json.RawMessage `json:"doc"`
+	Policy   json.RawMessage `json:"policy,omitempty"`
 }
 
 func encodeIndex(idx nameIndex) ([]byte, error) { return json.Marshal(idx) }
@@ -154,7 +157,11 @@ func encodeDoc(d Document) ([]byte, error) {
 	// Keep the canonical text byte for byte: Marshal would rewrite <, >
 	// and & inside the raw document as \u escapes.
 	enc.SetEscapeHTML(false)
-	if err := enc.Encode(docRecord{Revision: d.Revision, Tasks: d.Tasks, Doc: d.Doc}); err != nil {
+	rec := docRecord{Revision: d.Revision, Tasks: d.Tasks, Doc: d.Doc}
+	if !d.Policy.Empty() {
+		rec.Policy = d.Policy.Canonical()
+	}
+	if err := enc.Encode(rec); err != nil {
 		return nil, err
 	}
 	return bytes.TrimRight(buf.Bytes(), "\n"), nil
@@ -168,7 +175,17 @@ func decodeDoc(data []byte) (Document, error) {
 	if rec.Tasks == nil {
 		rec.Tasks = []TaskRef{}
 	}
-	return Document{Revision: rec.Revision, Tasks: rec.Tasks, Doc: []byte(rec.Doc)}, nil
+	d := Document{Revision: rec.Revision, Tasks: rec.Tasks, Doc: []byte(rec.Doc)}
+	if len(rec.Policy) > 0 {
+		pol, err := policy.Parse(rec.Policy)
+		if err != nil {
+			return Document{}, fmt.Errorf("corrupt document record: %w", err)
+		}
+		if !pol.Empty() {
+			d.Policy = pol
+		}
+	}
+	return d, nil
 }
 
 // Latest returns the reference of name's latest revision, or an error

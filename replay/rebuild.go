@@ -34,7 +34,8 @@ type Source struct {
 	// it. Without it Rebuild follows stream order.
 	Runs dispatcher.RunStore
 	// Dispatcher holds the dispatchers' settings that shape a record:
-	// Tokens, RunOptions (task retry policies), AppliedHistory,
+	// Tokens, RunOptions (task retry policies of deployments that carry
+	// none: a deployment's own policy is read with it), AppliedHistory,
 	// RejectedHistory, MaxInputBytes and UnknownRunWait. Its Names is
 	// replaced by Source.Names; nil Tokens loads the deployment's secret
 	// from the workflow bucket, as dispatchers do. Default: the

@@ -18,7 +18,8 @@ type TaskPolicy struct {
 	// acknowledgement or heartbeat before NATS redelivers it to another
 	// worker (the consumer's AckWait). Workers heartbeat while a handler
 	// runs, so this bounds how long a crashed worker holds an invocation,
-	// not how long a handler may run. Default: 5m.
+	// not how long a handler may run. A deployment's policy sets it per
+	// task version (docs/POLICY.md). Default: 1m.
 	StartToClose time.Duration
 
 	// MaxAckPending caps the invocations delivered and not yet
@@ -38,7 +39,7 @@ type TaskPolicy struct {
 
 // Defaults of TaskPolicy.
 const (
-	DefaultStartToClose  = 5 * time.Minute
+	DefaultStartToClose  = time.Minute
 	DefaultMaxAckPending = 1000
 	DefaultMaxDeliver    = 5
 )

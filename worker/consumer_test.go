@@ -20,9 +20,9 @@ func TestEnsureTaskConsumer(t *testing.T) {
 		t.Errorf("default consumer config = %+v", cfg)
 	}
 	// A redeployment with another policy updates the consumer in place.
-	c = b.ensure(t, worker.TaskPolicy{StartToClose: time.Minute, MaxAckPending: 8, MaxDeliver: -1})
+	c = b.ensure(t, worker.TaskPolicy{StartToClose: 2 * time.Minute, MaxAckPending: 8, MaxDeliver: -1})
 	cfg = c.CachedInfo().Config
-	if cfg.AckWait != time.Minute || cfg.MaxAckPending != 8 || cfg.MaxDeliver != -1 {
+	if cfg.AckWait != 2*time.Minute || cfg.MaxAckPending != 8 || cfg.MaxDeliver != -1 {
 		t.Errorf("updated consumer config = %+v", cfg)
 	}
 	for _, tv := range [][2]string{{"a.b", "1"}, {"a", "1 2"}, {"", "1"}} {

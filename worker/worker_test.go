@@ -302,7 +302,7 @@ func TestStopDeadlineCancelsHandlers(t *testing.T) {
 		t.Errorf("handler context cause = %v, want ErrStopped", c)
 	}
 	// The invocation was handed back, not failed: no result, and another
-	// worker gets it long before the consumer's AckWait (5 minutes).
+	// worker gets it long before the consumer's AckWait (1 minute).
 	select {
 	case m := <-b.results:
 		t.Errorf("a cancelled handler published %s", m.Data)

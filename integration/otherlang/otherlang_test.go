@@ -191,7 +191,7 @@ func TestNodeWorkerHandsBackOnHardStop(t *testing.T) {
 	defer wcancel()
 	st, err := f.Client.Wait(wctx, "parcel-1")
 	if err != nil {
-		t.Fatalf("parcel-1 did not end within 30s of the hand-back (the ack wait is 5m): %v", err)
+		t.Fatalf("parcel-1 did not end within 30s of the hand-back (the ack wait is 1m): %v", err)
 	}
 	if st.Status != wire.StatusDone {
 		t.Errorf("parcel-1 ended %+v", st)

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -14,6 +16,7 @@ import (
 	"github.com/jetflow/jetflow/engine/value"
 	"github.com/jetflow/jetflow/fleet"
 	"github.com/jetflow/jetflow/kvstore"
+	"github.com/jetflow/jetflow/policy"
 	"github.com/jetflow/jetflow/subjects"
 )
 
@@ -27,6 +30,19 @@ type deployedTask struct {
 	Subject  string `json:"subject"`
 	Consumer string `json:"consumer"`
 	Stream   string `json:"stream"`
+	// Retry and StartToClose are the task's resolved policy: what its
+	// runs retry with and its consumer's AckWait.
+	Retry        taskRetry `json:"retry"`
+	StartToClose string    `json:"startToClose"`
+}
+
+// taskRetry is a resolved retry policy, durations as Go prints them.
+type taskRetry struct {
+	MaxAttempts       int      `json:"maxAttempts"`
+	InitialInterval   string   `json:"initialInterval"`
+	MaxInterval       string   `json:"maxInterval"`
+	Multiplier        float64  `json:"multiplier"`
+	NonRetryableCodes []string `json:"nonRetryableCodes"`
 }
 
 type deployReport struct {
@@ -34,21 +50,30 @@ type deployReport struct {
 	Revision string         `json:"revision"`
 	Hash     string         `json:"hash"`
 	Deployed time.Time      `json:"deployed"`
+	Policy   *policy.Policy `json:"policy,omitempty"`
 	Tasks    []deployedTask `json:"tasks"`
+	// Notes are changes other deployments see (a task consumer's AckWait).
+	Notes []string `json:"notes,omitempty"`
 }
 
 func newDeploy(s streams) *cobra.Command {
 	var (
-		conn   connConfig
-		asJSON bool
+		conn       connConfig
+		asJSON     bool
+		policyFile string
 	)
 	cmd := &cobra.Command{
-		Use:   "deploy NAME FILE",
+		Use:   "deploy NAME FILE [--policy POLICY.json]",
 		Short: "Validate a workflow document and deploy it under NAME",
 		Long: "deploy validates a jaren-workflow 0.2 document (FILE, or - for standard input) as the\n" +
 			"engine will run it, stores it as NAME's latest revision and creates the durable consumer\n" +
 			"of every task it invokes. It prints the revision, the document's hash and, for each task,\n" +
 			"the subject and consumer its workers serve.\n\n" +
+			"--policy POLICY.json deploys the tasks' retry and timeout policy with the document: a\n" +
+			"JSON object mapping \"task@version\", \"task\" or \"*\" to {\"maxAttempts\", \"initialInterval\",\n" +
+			"\"maxInterval\", \"multiplier\", \"nonRetryableCodes\", \"startToClose\"} (docs/POLICY.md). It is\n" +
+			"part of the revision, as the document is; startToClose becomes the task consumer's AckWait.\n" +
+			"An invalid policy exits 1 with POLICY PATH message.\n\n" +
 			"An invalid document exits 1 with each error as CODE PATH message, as validate prints it;\n" +
 			"so does a different document under a revision already deployed (revisions never change).\n" +
 			"It connects to --nats (default " + defaultNATSURL + ", where `jetflow serve` listens).",
@@ -58,6 +83,9 @@ func newDeploy(s streams) *cobra.Command {
 			if err := subjects.CheckWorkflowName(name); err != nil {
 				return fmt.Errorf("NAME: %w", err)
 			}
+			if file == "-" && policyFile == "-" {
+				return errors.New("FILE and --policy cannot both be - (standard input): give one of them as a file")
+			}
 			data, err := readInput(s, file)
 			if err != nil {
 				return err
@@ -66,17 +94,30 @@ func newDeploy(s streams) *cobra.Command {
 				fmt.Fprintln(s.out, line)
 				return exitError{1}
 			}
+			var pol *policy.Policy
+			if policyFile != "" {
+				if pol, err = readPolicy(s, policyFile); err != nil {
+					var pe *policy.Error
+					if errors.As(err, &pe) {
+						fmt.Fprintln(s.out, policyLine(pe))
+						return exitError{1}
+					}
+					return err
+				}
+			}
 			ctx := cmd.Context()
-			f, err := conn.open(ctx, openOptions{})
+			// The deploy prints what it changes (notes); the fleet's log of it
+			// would only repeat that on standard error.
+			f, err := conn.open(ctx, openOptions{Logger: slog.New(slog.DiscardHandler)})
 			if err != nil {
 				return err
 			}
 			defer stopQuietly(f)
 			ctx, cancel := context.WithTimeout(ctx, conn.Timeout)
 			defer cancel()
-			d, err := f.Deploy(ctx, name, data)
+			d, err := f.DeployWith(ctx, name, data, fleet.DeployOptions{Policy: pol})
 			if errors.Is(err, kvstore.ErrRevisionImmutable) {
-				fmt.Fprintf(s.out, "JF0021 /revision revision %q of workflow %q is already deployed with a different document (revisions never change: give the changed document a new revision)\n", docRevision(data), name)
+				fmt.Fprintln(s.out, immutableLine(ctx, f, name, data))
 				return exitError{1}
 			}
 			if err != nil {
@@ -87,7 +128,42 @@ func newDeploy(s streams) *cobra.Command {
 	}
 	addConnFlags(cmd, &conn)
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the deployment as JSON")
+	cmd.Flags().StringVar(&policyFile, "policy", "", "the tasks' retry and timeout policy file (JSON; - for standard input)")
 	return cmd
+}
+
+// readPolicy reads and parses a policy file.
+func readPolicy(s streams, file string) (*policy.Policy, error) {
+	data, err := readInput(s, file)
+	if err != nil {
+		return nil, fmt.Errorf("--policy: %w", err)
+	}
+	return policy.Parse(data)
+}
+
+// policyLine is a refused policy as POLICY PATH message, PATH a JSON
+// Pointer into the policy file, printed as two single quotes for its
+// root (as validate prints document paths).
+func policyLine(pe *policy.Error) string {
+	ptr := pe.Pointer
+	if ptr == "" {
+		ptr = "''"
+	}
+	return fmt.Sprintf("POLICY %s %s", ptr, pe.Reason)
+}
+
+// immutableLine explains a refused redeploy of a revision: its document
+// changed, or only its policy did.
+func immutableLine(ctx context.Context, f *fleet.Fleet, name string, data []byte) string {
+	rev := docRevision(data)
+	what, fix := "document", "give the changed document a new revision"
+	if old, err := f.Registry.GetRevision(ctx, name, rev); err == nil {
+		doc, _ := value.Decode(data, value.Limits{})
+		if canon, err := value.Canonical(doc); err == nil && canon == string(old.Doc) {
+			what, fix = "policy", "runs pinned to it replay under its policy: deploy the new policy with a new revision of the document"
+		}
+	}
+	return fmt.Sprintf("JF0021 /revision revision %q of workflow %q is already deployed with a different %s (revisions never change: %s)", rev, name, what, fix)
 }
 
 // invalidLine is the engine's refusal of a document as CODE PATH message,
@@ -115,12 +191,22 @@ func docRevision(data []byte) string {
 	return rev
 }
 
-func printDeployment(s streams, f *fleet.Fleet, d kvstore.Deployment, asJSON bool) error {
-	r := deployReport{Name: d.Name, Revision: d.Revision, Hash: d.Hash, Deployed: d.Deployed.UTC(), Tasks: []deployedTask{}}
+func printDeployment(s streams, f *fleet.Fleet, d fleet.Deployed, asJSON bool) error {
+	r := deployReport{Name: d.Name, Revision: d.Revision, Hash: d.Hash, Deployed: d.Deployed.UTC(), Policy: d.Policy, Tasks: []deployedTask{}, Notes: d.Notes}
 	for _, t := range d.Tasks {
+		rp := d.Policy.Retry(t.Task, t.Version)
+		stc := d.Policy.StartToClose(t.Task, t.Version)
+		if stc == 0 {
+			stc = f.TaskPolicy().StartToClose
+		}
 		r.Tasks = append(r.Tasks, deployedTask{
 			Task: t.Task, Version: t.Version, Subject: f.Names.Task(t.Task, t.Version),
 			Consumer: f.Names.TaskConsumer(t.Task, t.Version), Stream: f.Names.TaskStream(),
+			Retry: taskRetry{
+				MaxAttempts: rp.MaxAttempts, Multiplier: rp.Multiplier, NonRetryableCodes: append([]string{}, rp.NonRetryableCodes...),
+				InitialInterval: msDuration(rp.InitialIntervalMs), MaxInterval: msDuration(rp.MaxIntervalMs),
+			},
+			StartToClose: stc.String(),
 		})
 	}
 	if asJSON {
@@ -129,6 +215,12 @@ func printDeployment(s streams, f *fleet.Fleet, d kvstore.Deployment, asJSON boo
 		return enc.Encode(r)
 	}
 	fmt.Fprintf(s.out, "deployed %s revision %s\nhash %s\n", r.Name, r.Revision, r.Hash)
+	if r.Policy != nil {
+		fmt.Fprintf(s.out, "policy %s\n", r.Policy.Canonical())
+	}
+	for _, n := range r.Notes {
+		fmt.Fprintf(s.out, "note: %s\n", n)
+	}
 	if len(r.Tasks) == 0 {
 		fmt.Fprintln(s.out, "tasks: none")
 		return nil
@@ -139,7 +231,29 @@ func printDeployment(s streams, f *fleet.Fleet, d kvstore.Deployment, asJSON boo
 	for _, t := range r.Tasks {
 		fmt.Fprintf(tw, "%s@%s\t%s\t%s\n", t.Task, t.Version, t.Subject, t.Consumer)
 	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if r.Policy == nil {
+		return nil
+	}
+	fmt.Fprintln(s.out, "their policy (attempts, backoff, start-to-close, codes never retried):")
+	tw = tabwriter.NewWriter(s.out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "TASK\tATTEMPTS\tBACKOFF\tSTART-TO-CLOSE\tNON-RETRYABLE")
+	for _, t := range r.Tasks {
+		rt := t.Retry
+		codes := strings.Join(rt.NonRetryableCodes, ",")
+		if codes == "" {
+			codes = "-"
+		}
+		fmt.Fprintf(tw, "%s@%s\t%d\t%s x%v up to %s\t%s\t%s\n", t.Task, t.Version, rt.MaxAttempts, rt.InitialInterval, rt.Multiplier, rt.MaxInterval, t.StartToClose, codes)
+	}
 	return tw.Flush()
+}
+
+// msDuration prints milliseconds as a Go duration.
+func msDuration(ms float64) string {
+	return time.Duration(ms * float64(time.Millisecond)).String()
 }
 
 // stopQuietly closes a client verb's fleet; a client has nothing to drain

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+
+	"github.com/jetflow/jetflow/policy"
 )
 
 func init() { register(newWorkflows) }
@@ -16,6 +18,9 @@ type workflowRevision struct {
 	Revision string    `json:"revision"`
 	Hash     string    `json:"hash"`
 	Deployed time.Time `json:"deployed"`
+	// Policy is the revision's task policy (--json only); absent means
+	// the defaults.
+	Policy *policy.Policy `json:"policy,omitempty"`
 }
 
 type workflowListing struct {
@@ -33,7 +38,8 @@ func newWorkflows(s streams) *cobra.Command {
 		Use:   "workflows",
 		Short: "List the deployed workflows and their revisions",
 		Long: "workflows lists every deployed workflow name with its revisions, oldest first; the\n" +
-			"latest (the one new runs start) is marked. --json prints the full hashes as JSON.\n" +
+			"latest (the one new runs start) is marked. --json prints the full hashes and each\n" +
+			"revision's task policy (absent: the defaults) as JSON.\n" +
 			"It connects to --nats (default " + defaultNATSURL + ", where `jetflow serve` listens).",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -53,7 +59,16 @@ func newWorkflows(s streams) *cobra.Command {
 			for _, w := range list {
 				l := workflowListing{Name: w.Name, Latest: w.Latest().Revision}
 				for _, r := range w.Revisions {
-					l.Revisions = append(l.Revisions, workflowRevision{r.Revision, r.Hash, r.Deployed.UTC()})
+					wr := workflowRevision{Revision: r.Revision, Hash: r.Hash, Deployed: r.Deployed.UTC()}
+					if asJSON {
+						// The policy lives with the document: one read per revision.
+						d, err := f.Registry.GetByHash(ctx, r.Hash)
+						if err != nil {
+							return fmt.Errorf("workflow %q revision %q: %w", w.Name, r.Revision, err)
+						}
+						wr.Policy = d.Policy
+					}
+					l.Revisions = append(l.Revisions, wr)
 				}
 				out = append(out, l)
 			}

@@ -1,0 +1,61 @@
+package dispatcher
+
+import (
+	"context"
+	"testing"
+
+	"github.com/jetflow/jetflow/engine/run"
+	"github.com/jetflow/jetflow/kvstore"
+	"github.com/jetflow/jetflow/policy"
+)
+
+// docRegistry serves fixed deployments by revision.
+type docRegistry map[string]kvstore.Deployment
+
+func (r docRegistry) Get(_ context.Context, name string) (kvstore.Deployment, error) {
+	return r.GetRevision(context.Background(), name, "")
+}
+
+func (r docRegistry) GetRevision(_ context.Context, name, revision string) (kvstore.Deployment, error) {
+	d, ok := r[revision]
+	if !ok {
+		return kvstore.Deployment{}, kvstore.ErrWorkflowNotFound
+	}
+	return d, nil
+}
+
+// A deployment's own policy drives its runs' retries; Config.RunOptions
+// only those of a deployment without one.
+func TestLoaderUsesTheDeploymentsPolicy(t *testing.T) {
+	t.Parallel()
+	pol, err := policy.Parse([]byte(`{"echo@1":{"maxAttempts":7,"initialInterval":"20ms"}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := []byte(oneTask)
+	reg := docRegistry{
+		"with":    {Name: "one", Document: kvstore.Document{Hash: "h1", Revision: "with", Doc: doc, Policy: pol}},
+		"without": {Name: "one", Document: kvstore.Document{Hash: "h2", Revision: "without", Doc: doc}},
+	}
+	host := run.RetryPolicy{MaxAttempts: 2}
+	l, err := newEngineLoader(Config{DefinitionCacheSize: 4, RunOptions: run.Options{
+		Retry: func(string, string) run.RetryPolicy { return host },
+	}}, reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		revision string
+		attempts int
+		initial  float64
+	}{{"with", 7, 20}, {"without", 2, 0}} {
+		d, err := l.load(context.Background(), "one", c.revision)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := d.prog.(engineProgram).opts.Retry("echo", "1")
+		if got.MaxAttempts != c.attempts || got.InitialIntervalMs != c.initial {
+			t.Errorf("revision %s: retry %+v, want %d attempts from %vms", c.revision, got, c.attempts, c.initial)
+		}
+	}
+}

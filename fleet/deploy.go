@@ -1,0 +1,119 @@
+package fleet
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/jetflow/jetflow/kvstore"
+	"github.com/jetflow/jetflow/policy"
+	"github.com/jetflow/jetflow/worker"
+)
+
+// DeployOptions are the host configuration a deployment carries besides
+// its document.
+type DeployOptions struct {
+	// Policy is the deployment's task retry and timeout policy (parse it
+	// with policy.Parse). Default nil: the defaults, and Config.TaskPolicy's
+	// StartToClose for every task consumer.
+	Policy *policy.Policy
+}
+
+// Deployed is what a deploy stored and did.
+type Deployed struct {
+	kvstore.Deployment
+	// Notes are what the deploy changed that other deployments see, or
+	// may not have meant, one sentence each: a task consumer's AckWait
+	// that this deploy replaced, a policy entry that names no task of the
+	// workflow (a typo, or a file shared by several workflows).
+	Notes []string
+}
+
+// Deploy validates and stores a workflow document under name, and creates
+// the durable consumer of every task it invokes so that workers in any
+// language only bind. It is DeployWith without a policy.
+func (f *Fleet) Deploy(ctx context.Context, name string, doc []byte) (kvstore.Deployment, error) {
+	d, err := f.DeployWith(ctx, name, doc, DeployOptions{})
+	return d.Deployment, err
+}
+
+// DeployWith deploys doc with opts.Policy, stored with the revision, and
+// sets each task consumer's AckWait to the task version's startToClose.
+// A task consumer is shared by every workflow that invokes the task
+// version, so when deployments disagree the latest deploy wins: a changed
+// AckWait is logged and listed in Notes.
+func (f *Fleet) DeployWith(ctx context.Context, name string, doc []byte, opts DeployOptions) (Deployed, error) {
+	d, err := f.Registry.DeployWithPolicy(ctx, name, doc, opts.Policy)
+	out := Deployed{Deployment: d}
+	if err != nil {
+		return out, err
+	}
+	out.Notes = unusedEntries(d)
+	for _, t := range d.Tasks {
+		tp := f.cfg.TaskPolicy
+		if stc := d.Policy.StartToClose(t.Task, t.Version); stc > 0 {
+			tp.StartToClose = stc
+		}
+		tp = tp.WithDefaults()
+		before, err := f.taskAckWait(ctx, t)
+		if err != nil {
+			return out, err
+		}
+		if _, err := worker.EnsureTaskConsumer(ctx, f.JS, f.Names, t.Task, t.Version, tp); err != nil {
+			return out, err
+		}
+		if before != 0 && before != tp.StartToClose {
+			note := fmt.Sprintf("task %s@%s: consumer %s now redelivers after %s instead of %s (startToClose of workflow %q revision %q; the latest deploy wins for every workflow invoking %s@%s)",
+				t.Task, t.Version, f.Names.TaskConsumer(t.Task, t.Version), tp.StartToClose, before, d.Name, d.Revision, t.Task, t.Version)
+			if tp.StartToClose < before {
+				// Workers read AckWait when they bind and pace heartbeats by it.
+				note += fmt.Sprintf("; workers bound before this deploy heartbeat for the old %s until they restart, so their handlers running longer than %s may be redelivered meanwhile", before, tp.StartToClose)
+			}
+			out.Notes = append(out.Notes, note)
+			f.cfg.Logger.Warn("fleet: deploy changed a task consumer's AckWait", slog.String("workflow", d.Name), slog.String("revision", d.Revision),
+				slog.String("task", t.Task), slog.String("version", t.Version), slog.Duration("before", before), slog.Duration("after", tp.StartToClose))
+		}
+	}
+	return out, nil
+}
+
+// unusedEntries notes the policy entries that match no task d invokes.
+func unusedEntries(d kvstore.Deployment) []string {
+	var notes []string
+	for _, key := range d.Policy.Keys() {
+		if key == policy.Wildcard {
+			continue
+		}
+		task, version, exact := strings.Cut(key, "@")
+		used := slices.ContainsFunc(d.Tasks, func(t kvstore.TaskRef) bool {
+			return t.Task == task && (!exact || t.Version == version)
+		})
+		if !used {
+			notes = append(notes, fmt.Sprintf("policy entry %q matches no task of workflow %q revision %q", key, d.Name, d.Revision))
+		}
+	}
+	return notes
+}
+
+// taskAckWait is the AckWait of a task version's consumer, 0 if it has
+// none yet.
+func (f *Fleet) taskAckWait(ctx context.Context, t kvstore.TaskRef) (time.Duration, error) {
+	c, err := f.JS.Consumer(ctx, f.Names.TaskStream(), f.Names.TaskConsumer(t.Task, t.Version))
+	if errors.Is(err, jetstream.ErrConsumerNotFound) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("reading consumer %q on stream %q: %w", f.Names.TaskConsumer(t.Task, t.Version), f.Names.TaskStream(), err)
+	}
+	return c.CachedInfo().Config.AckWait, nil
+}
+
+// TaskPolicy is the task consumer policy a deploy applies where the
+// deployment's policy sets no startToClose, with its defaults.
+func (f *Fleet) TaskPolicy() worker.TaskPolicy { return f.cfg.TaskPolicy.WithDefaults() }

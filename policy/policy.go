@@ -1,0 +1,226 @@
+// Package policy reads a deployment's task retry and timeout policy: a
+// JSON object that maps "task@version", "task" (every version) and "*"
+// (the deployment's default) to a rule. A policy belongs to a deployment,
+// never to a workflow document, so documents stay jaren-workflow 0.2; the
+// registry stores it beside the document and the dispatchers, replay and
+// deploy all resolve it the same way (docs/POLICY.md).
+package policy
+
+import (
+	"sort"
+	"time"
+
+	"github.com/jetflow/jetflow/engine/run"
+	"github.com/jetflow/jetflow/engine/value"
+)
+
+// Rule is one entry of a policy. A zero field is unset: a task takes it
+// from the next less specific entry that sets it, then from the defaults.
+type Rule struct {
+	// MaxAttempts counts every attempt, the first included. Default 3.
+	MaxAttempts int
+	// InitialInterval is the delay before the second attempt. Default 1s.
+	InitialInterval time.Duration
+	// MaxInterval caps every delay. Default 1m.
+	MaxInterval time.Duration
+	// Multiplier grows the delay per attempt. Default 2.
+	Multiplier float64
+	// NonRetryableCodes are worker error codes never retried; nil is
+	// unset, empty sets none. Default none.
+	NonRetryableCodes []string
+	// StartToClose is the task consumer's AckWait: how long an attempt may
+	// go without an acknowledgement or heartbeat before it is redelivered.
+	// Default: the fleet's TaskPolicy (worker.DefaultStartToClose).
+	StartToClose time.Duration
+}
+
+// Defaults of the retry fields, as durations (run.DefaultRetry in ms).
+var (
+	DefaultMaxAttempts     = run.DefaultRetry.MaxAttempts
+	DefaultInitialInterval = time.Duration(run.DefaultRetry.InitialIntervalMs) * time.Millisecond
+	DefaultMaxInterval     = time.Duration(run.DefaultRetry.MaxIntervalMs) * time.Millisecond
+	DefaultMultiplier      = run.DefaultRetry.Multiplier
+)
+
+// Wildcard is the key of the deployment's default rule.
+const Wildcard = "*"
+
+// Policy is a parsed, valid policy; nil is the empty policy (defaults
+// everywhere). A Policy is immutable.
+type Policy struct {
+	rules map[string]Rule
+}
+
+// Empty reports whether p has no entries.
+func (p *Policy) Empty() bool { return p == nil || len(p.rules) == 0 }
+
+// Keys are p's entry keys, sorted.
+func (p *Policy) Keys() []string {
+	if p == nil {
+		return nil
+	}
+	keys := make([]string, 0, len(p.rules))
+	for k := range p.rules {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// Entry returns the rule stored under key, as written.
+func (p *Policy) Entry(key string) (Rule, bool) {
+	if p == nil {
+		return Rule{}, false
+	}
+	r, ok := p.rules[key]
+	r.NonRetryableCodes = cloneCodes(r.NonRetryableCodes)
+	return r, ok
+}
+
+// cloneCodes copies a code list, keeping nil (unset) apart from empty.
+func cloneCodes(c []string) []string {
+	if c == nil {
+		return nil
+	}
+	return append([]string{}, c...)
+}
+
+// Rule resolves the rule of one task version field by field: each field
+// comes from "task@version", else "task", else "*"; fields none of them
+// sets stay zero.
+func (p *Policy) Rule(task, version string) Rule {
+	var out Rule
+	if p == nil {
+		return out
+	}
+	for _, k := range []string{task + "@" + version, task, Wildcard} {
+		if r, ok := p.rules[k]; ok {
+			out = out.inherit(r)
+		}
+	}
+	out.NonRetryableCodes = cloneCodes(out.NonRetryableCodes)
+	return out
+}
+
+// inherit fills r's unset fields from parent.
+func (r Rule) inherit(parent Rule) Rule {
+	if r.MaxAttempts == 0 {
+		r.MaxAttempts = parent.MaxAttempts
+	}
+	if r.InitialInterval == 0 {
+		r.InitialInterval = parent.InitialInterval
+	}
+	if r.MaxInterval == 0 {
+		r.MaxInterval = parent.MaxInterval
+	}
+	if r.Multiplier == 0 {
+		r.Multiplier = parent.Multiplier
+	}
+	if r.NonRetryableCodes == nil {
+		r.NonRetryableCodes = parent.NonRetryableCodes
+	}
+	if r.StartToClose == 0 {
+		r.StartToClose = parent.StartToClose
+	}
+	return r
+}
+
+// withDefaults fills the retry fields a rule leaves unset (StartToClose
+// stays: its default is the fleet's).
+func (r Rule) withDefaults() Rule {
+	return r.inherit(Rule{
+		MaxAttempts: DefaultMaxAttempts, InitialInterval: DefaultInitialInterval,
+		MaxInterval: DefaultMaxInterval, Multiplier: DefaultMultiplier,
+	})
+}
+
+// Retry is the reducer's retry policy for one task version, every unset
+// field at its default.
+func (p *Policy) Retry(task, version string) run.RetryPolicy {
+	r := p.Rule(task, version).withDefaults()
+	return run.RetryPolicy{
+		MaxAttempts:       r.MaxAttempts,
+		InitialIntervalMs: ms(r.InitialInterval),
+		MaxIntervalMs:     ms(r.MaxInterval),
+		Multiplier:        r.Multiplier,
+		NonRetryableCodes: r.NonRetryableCodes,
+	}
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+// StartToClose is the task version's start-to-close timeout, 0 when the
+// policy sets none (the caller's default applies).
+func (p *Policy) StartToClose(task, version string) time.Duration {
+	return p.Rule(task, version).StartToClose
+}
+
+// RunOptions are the reducer options that apply p; a nil p gives the
+// zero options (run's defaults).
+func (p *Policy) RunOptions() run.Options {
+	if p == nil {
+		return run.Options{}
+	}
+	return run.Options{Retry: p.Retry}
+}
+
+// MarshalJSON is the canonical form (RFC 8785, durations as Go prints
+// them): equal policies encode to equal bytes, which is what the
+// registry's content address covers.
+func (p *Policy) MarshalJSON() ([]byte, error) {
+	return []byte(value.MustCanonical(p.tree())), nil
+}
+
+// UnmarshalJSON parses data as Parse does.
+func (p *Policy) UnmarshalJSON(data []byte) error {
+	q, err := Parse(data)
+	if err != nil {
+		return err
+	}
+	*p = *q
+	return nil
+}
+
+// Canonical is MarshalJSON without an error.
+func (p *Policy) Canonical() []byte {
+	b, _ := p.MarshalJSON()
+	return b
+}
+
+func (p *Policy) tree() map[string]any {
+	out := map[string]any{}
+	if p == nil {
+		return out
+	}
+	for k, r := range p.rules {
+		out[k] = r.tree()
+	}
+	return out
+}
+
+func (r Rule) tree() map[string]any {
+	m := map[string]any{}
+	if r.MaxAttempts != 0 {
+		m[fieldMaxAttempts] = float64(r.MaxAttempts)
+	}
+	if r.InitialInterval != 0 {
+		m[fieldInitialInterval] = r.InitialInterval.String()
+	}
+	if r.MaxInterval != 0 {
+		m[fieldMaxInterval] = r.MaxInterval.String()
+	}
+	if r.Multiplier != 0 {
+		m[fieldMultiplier] = r.Multiplier
+	}
+	if r.NonRetryableCodes != nil {
+		codes := make([]any, len(r.NonRetryableCodes))
+		for i, c := range r.NonRetryableCodes {
+			codes[i] = c
+		}
+		m[fieldNonRetryableCodes] = codes
+	}
+	if r.StartToClose != 0 {
+		m[fieldStartToClose] = r.StartToClose.String()
+	}
+	return m
+}
