@@ -53,7 +53,12 @@ func ReadHistory(ctx context.Context, js jetstream.JetStream, names subjects.Nam
 	if err != nil {
 		return nil, fmt.Errorf("replay: read %s from stream %q: %w", filter, streamName, err)
 	}
-	it, err := cons.Messages(jetstream.PullMaxMessages(256))
+	// nats.go notices missing heartbeats only within one Next call, so
+	// they must be due well within idleWait: in a cluster the first pull
+	// to a fresh consumer can be lost (its interest has not reached the
+	// client's server yet), and only a missed heartbeat makes the ordered
+	// consumer pull again.
+	it, err := cons.Messages(jetstream.PullMaxMessages(256), jetstream.PullHeartbeat(idleWait/4))
 	if err != nil {
 		return nil, fmt.Errorf("replay: read %s from stream %q: %w", filter, streamName, err)
 	}
@@ -97,7 +102,7 @@ func ReadHistory(ctx context.Context, js jetstream.JetStream, names subjects.Nam
 
 // idleWait is how long one wait for the next message lasts before the
 // reader checks whether anything is left to read.
-const idleWait = time.Second
+const idleWait = 2 * time.Second
 
 // next returns the next message, or idle when none came within idleWait.
 func next(ctx context.Context, it jetstream.MessagesContext) (jetstream.Msg, bool, error) {
