@@ -21,8 +21,11 @@ func (r *Report) Markdown(w io.Writer) error {
 		b.WriteString(" **Short mode: tiny counts, the figures mean nothing.**")
 	}
 	c := r.Config
-	fmt.Fprintf(&b, "\nSaturation: %d runs in flight, up to %d runs or %.0f s per scenario after %d warm-up runs; concurrency 1: up to %d runs; %d parked runs; workers of concurrency %d that echo their input.\n\n",
+	fmt.Fprintf(&b, "\nSaturation: %d runs in flight, up to %d runs or %.0f s per scenario after %d warm-up runs; concurrency 1: up to %d runs; %d parked runs; workers of concurrency %d that echo their input.",
 		c.Window, c.Runs, c.DurationSeconds, c.Warmup, c.SerialRuns, c.ParkedRuns, c.WorkerConcurrency)
+	b.WriteString(" The bound is the rate the run's durable operations allow at the raw rates measured on the same server; the floor, its latency one run at a time." +
+		" CPU is every process's (server included); CPU-bound runs/s is CPUs ÷ CPU per run, the rate if the bench had the machine to itself;" +
+		" others' load is the cores other programs used meanwhile.\n\n")
 
 	if len(r.Targets) > 0 {
 		table(&b, []string{"target", "want", "measured", "met"}, func(row func(...string)) {
@@ -37,7 +40,7 @@ func (r *Report) Markdown(w io.Writer) error {
 	}
 
 	b.WriteString("### Scenarios\n\n")
-	table(&b, []string{"setup", "scenario", "runs/s", "bound runs/s", "of bound", "c=1 p50/p90/p99 ms", "floor ms", "saturated p50/p90/p99 ms", "CPU ms/run", "peak RSS MB", "KV B/run", "stream B/run"},
+	table(&b, []string{"setup", "scenario", "runs/s", "bound runs/s", "of bound", "c=1 p50/p90/p99 ms", "floor ms", "saturated p50/p90/p99 ms", "CPU ms/run", "CPU-bound runs/s", "peak RSS MB", "KV B/run", "stream B/run"},
 		func(row func(...string)) {
 			r.each(func(s SetupReport, sc ScenarioReport) {
 				serial := "–"
@@ -48,7 +51,7 @@ func (r *Report) Markdown(w io.Writer) error {
 					serial = lat(sc.Serial)
 				}
 				row(s.Setup, name, f0(sc.RunsPerSec), f0(sc.Bound.RunsPerSec), f2(sc.Bound.Ratio), serial, f2(sc.Bound.LatencyMS),
-					lat(sc.Saturated), f2(sc.CPUPerRunMS), f0(sc.PeakRSSMB), f0(sc.Ops.KVBytes), f0(sc.Ops.InputBytes+sc.Ops.TaskBytes))
+					lat(sc.Saturated), f2(sc.CPUPerRunMS), f0(sc.CPUBoundRunsPerSec), f0(sc.PeakRSSMB), f0(sc.Ops.KVBytes), f0(sc.Ops.InputBytes+sc.Ops.TaskBytes))
 			})
 		})
 

@@ -85,6 +85,10 @@ type ScenarioReport struct {
 	// splits it (in Single mode the bench process is everything).
 	CPUPerRunMS float64            `json:"cpu_per_run_ms"`
 	CPUByRole   map[string]float64 `json:"cpu_by_role_ms"`
+	// CPUBoundRunsPerSec is what CPUPerRunMS allows if every core of the
+	// machine were the bench's: the rate without the neighbours' load
+	// (an estimate; it assumes the runs are CPU-bound).
+	CPUBoundRunsPerSec float64 `json:"cpu_bound_runs_per_sec"`
 	// PeakRSSMB is the dispatcher's peak resident set during the phase;
 	// in Single mode the whole process's (RSSOf says which).
 	PeakRSSMB float64 `json:"peak_rss_mb"`

@@ -75,14 +75,14 @@ func TestTargets(t *testing.T) {
 		got[tg.Name] = tg.Met
 	}
 	want := map[string]bool{
-		"one-task runs/s, one process":                          true,
-		"one-task fraction of the bound, one process":           false, // 3500 of 6452
-		"one-task p50 at concurrency 1":                         true,
-		"one-task p99 at concurrency 1":                         true,
-		"one-task runs/s, 3-node cluster, 3 replicas":           true,
-		"a second dispatcher process does not lower throughput": false, // 1800 < 0.95 × 2000
-		"resident memory with 100000 parked runs":               true,
-		"storage per waiting run":                               true,
+		"one-task runs/s, one process":                                   true,
+		"one-task fraction of the bound, one process":                    false, // 3500 of 6452
+		"one-task p50 at concurrency 1":                                  true,
+		"one-task p99 at concurrency 1":                                  true,
+		"one-task runs/s, 3-node cluster, 3 replicas":                    true,
+		"a second dispatcher process does not lower one-task throughput": false, // 1800 < 0.95 × 2000
+		"resident memory with 100000 parked runs":                        true,
+		"storage per waiting run":                                        true,
 	}
 	for name, met := range want {
 		if m, ok := got[name]; !ok || m != met {
@@ -198,5 +198,19 @@ func TestLatencyOf(t *testing.T) {
 	}
 	if l := latencyOf([]time.Duration{3 * time.Millisecond}); l.P50 != 3 || l.P99 != 3 {
 		t.Errorf("one sample: %+v", l)
+	}
+}
+
+func TestStatusOf(t *testing.T) {
+	t.Parallel()
+	for body, want := range map[string]string{
+		`{"run":"r","workflow":"w","revision":"v","status":"done","result":{"status":"x"}}`: "done",
+		`{"status": "waiting"}`: "waiting",
+		`{"run":"r"}`:           "",
+		`not json`:              "",
+	} {
+		if got := statusOf([]byte(body)); got != want {
+			t.Errorf("statusOf(%s) = %q, want %q", body, got, want)
+		}
 	}
 }

@@ -109,6 +109,9 @@ func (r *runner) account(rep *ScenarioReport, a, b sample, runs, starts int) {
 		rep.CPUByRole[role] = ms(cpu) / float64(runs)
 		rep.CPUPerRunMS += rep.CPUByRole[role]
 	}
+	if rep.CPUPerRunMS > 0 {
+		rep.CPUBoundRunsPerSec = float64(runtime.NumCPU()) * 1000 / rep.CPUPerRunMS
+	}
 	rep.PeakRSSMB, rep.RSSOf = r.peak(b.use)
 	// What the machine did besides this bench: the neighbours' load.
 	if wall := b.at.Sub(a.at).Seconds(); wall > 0 && b.total > a.total {

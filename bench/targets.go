@@ -36,6 +36,10 @@ func isMode(m Mode, dispatchers int) func(SetupReport) bool {
 	return func(s SetupReport) bool { return s.Mode == m && (dispatchers == 0 || s.Dispatchers == dispatchers) }
 }
 
+// Evaluate sets r.Targets from r's figures (for a report read back from
+// its JSON, after the targets changed).
+func (r *Report) Evaluate() { r.Targets = evaluate(r) }
+
 // evaluate checks the report against the targets. A target whose setup
 // was not measured is listed as not met.
 func evaluate(r *Report) []Target {
@@ -46,7 +50,8 @@ func evaluate(r *Report) []Target {
 	missing := func(name, want, what string) { add(name, want, "not measured (run "+what+")", false) }
 
 	if _, sc := r.find(OneTask, isMode(Single, 0)); sc != nil {
-		add("one-task runs/s, one process", fmt.Sprintf("≥ %d", targetRunsPerSec), fmt.Sprintf("%.0f", sc.RunsPerSec), sc.RunsPerSec >= targetRunsPerSec)
+		add("one-task runs/s, one process", fmt.Sprintf("≥ %d", targetRunsPerSec),
+			fmt.Sprintf("%.0f (others used %.2f cores; CPU-bound estimate %.0f)", sc.RunsPerSec, sc.OtherCores, sc.CPUBoundRunsPerSec), sc.RunsPerSec >= targetRunsPerSec)
 		add("one-task fraction of the bound, one process", fmt.Sprintf("≥ %.1f", targetRatio),
 			fmt.Sprintf("%.2f (bound %.0f runs/s)", sc.Bound.Ratio, sc.Bound.RunsPerSec), sc.Bound.Ratio >= targetRatio)
 		add("one-task p50 at concurrency 1", fmt.Sprintf("≤ %d ms", targetSerialP50MS),
@@ -60,17 +65,25 @@ func evaluate(r *Report) []Target {
 	}
 	if _, sc := r.find(OneTask, isMode(Cluster, 0)); sc != nil {
 		add("one-task runs/s, 3-node cluster, 3 replicas", fmt.Sprintf("≥ %d", targetClusterRunsPerSec),
-			fmt.Sprintf("%.0f (%.2f of its bound)", sc.RunsPerSec, sc.Bound.Ratio), sc.RunsPerSec >= targetClusterRunsPerSec)
+			fmt.Sprintf("%.0f (%.2f of its bound of %.0f; others used %.2f cores)", sc.RunsPerSec, sc.Bound.Ratio, sc.Bound.RunsPerSec, sc.OtherCores), sc.RunsPerSec >= targetClusterRunsPerSec)
 	} else {
 		missing("one-task runs/s, 3-node cluster, 3 replicas", fmt.Sprintf("≥ %d", targetClusterRunsPerSec), "--modes cluster")
 	}
-	_, one := r.find(OneTask, isMode(Processes, 1))
-	_, two := r.find(OneTask, isMode(Processes, 2))
-	if one != nil && two != nil {
+	// Every scenario measured with one and with two dispatcher processes.
+	compared := false
+	for _, sc := range AllScenarios {
+		_, one := r.find(sc, isMode(Processes, 1))
+		_, two := r.find(sc, isMode(Processes, 2))
+		if one == nil || two == nil || one.Parked != nil {
+			continue
+		}
+		compared = true
 		ratio := two.RunsPerSec / one.RunsPerSec
-		add("a second dispatcher process does not lower throughput", fmt.Sprintf("d=2 ≥ d=1 (within %.0f%%)", 100*(1-targetScaleTolerance)),
-			fmt.Sprintf("d=1 %.0f, d=2 %.0f runs/s (×%.2f)", one.RunsPerSec, two.RunsPerSec, ratio), ratio >= targetScaleTolerance)
-	} else {
+		add(fmt.Sprintf("a second dispatcher process does not lower %s throughput", sc), fmt.Sprintf("d=2 ≥ d=1 (within %.0f%%)", 100*(1-targetScaleTolerance)),
+			fmt.Sprintf("d=1 %.0f, d=2 %.0f runs/s (×%.2f; CAS conflicts %.2f, redeliveries %.2f per run at d=2)", one.RunsPerSec, two.RunsPerSec, ratio, two.Conflicts, two.Redeliveries),
+			ratio >= targetScaleTolerance)
+	}
+	if !compared {
 		missing("a second dispatcher process does not lower throughput", "d=2 ≥ d=1", "--modes processes --dispatchers 1,2")
 	}
 	// The dispatcher process's own figure is the one the target is about;

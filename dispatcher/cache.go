@@ -14,20 +14,6 @@ type cached struct {
 	published bool
 	// st is rec.State decoded, when known (states are immutable).
 	st *run.State
-	// noTimers: this process saved every record of the run since its
-	// start and none armed a timer, so a settled run has no schedule to
-	// purge. False when unknown.
-	noTimers bool
-}
-
-// armsTimer reports whether an outbox schedules a timer.
-func armsTimer(out []Outgoing) bool {
-	for _, o := range out {
-		if o.Kind == OutTimer {
-			return true
-		}
-	}
-	return false
 }
 
 // recordCache keeps the latest record of recently handled runs so that a

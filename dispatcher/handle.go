@@ -102,7 +102,7 @@ func (d *Dispatcher) handle(ctx context.Context, m jetstream.Msg) {
 		if age := time.Since(meta.Timestamp); age < d.cfg.UnknownRunWait {
 			// Its start may be in another dispatcher's hands right now.
 			outcome = outcomeRetry
-			_ = m.NakWithDelay(min(d.retryDelay(meta.NumDelivered), d.cfg.UnknownRunWait-age))
+			_ = m.NakWithDelay(min(noRunDelay(meta.NumDelivered, d.cfg.RetryDelay), d.cfg.UnknownRunWait-age))
 			break
 		}
 		outcome = outcomeUnknownRun
@@ -150,6 +150,18 @@ func (d *Dispatcher) retryDelay(delivered uint64) time.Duration {
 		delay *= 2
 	}
 	return min(delay, d.cfg.MaxRetryDelay)
+}
+
+// noRunDelay is the redelivery delay of an input whose run has no record
+// yet. Its start is usually being saved by another dispatcher at that very
+// moment, so the first retries come fast (5ms, doubling) up to the
+// ordinary retry delay.
+func noRunDelay(delivered uint64, ordinary time.Duration) time.Duration {
+	delay := 5 * time.Millisecond
+	for i := uint64(1); i < delivered && delay < ordinary; i++ {
+		delay *= 2
+	}
+	return min(delay, ordinary)
 }
 
 func kindOf(d *Dispatcher, subject string) string {

@@ -30,6 +30,9 @@ type Record struct {
 	// Order is the order every input so far was applied or rejected in,
 	// for replay (package replay): usually one span.
 	Order Order `json:"order,omitempty"`
+	// Timers is set once a step of the run has armed a timer: settling
+	// the run then purges the schedules that may still be pending.
+	Timers bool `json:"timers,omitempty"`
 }
 
 // Outgoing kinds.
@@ -94,10 +97,20 @@ func (r *Record) next(seq uint64, maxApplied int) *Record {
 	if r == nil {
 		return &Record{Applied: []uint64{seq}, Order: Order{{seq, seq}}}
 	}
-	n := &Record{Status: r.Status, Rejected: r.Rejected}
+	n := &Record{Status: r.Status, Rejected: r.Rejected, Timers: r.Timers}
 	n.Applied = appendBounded(r.Applied, seq, maxApplied)
 	n.Order = r.Order.add(seq)
 	return n
+}
+
+// armsTimer reports whether an outbox schedules a timer.
+func armsTimer(out []Outgoing) bool {
+	for _, o := range out {
+		if o.Kind == OutTimer {
+			return true
+		}
+	}
+	return false
 }
 
 // appendBounded returns a new slice of s plus v, dropping the oldest

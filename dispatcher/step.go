@@ -191,18 +191,13 @@ func (d *Dispatcher) save(ctx context.Context, runID string, rec *Record, st *ru
 	if err != nil {
 		return cached{}, err
 	}
-	c := cached{rec: rec, rev: next, st: st, noTimers: !armsTimer(rec.Outbox)}
-	if exists {
-		// Only a run this process has held since its start is known to
-		// have armed no timer.
-		old, ok := d.cache.get(runID)
-		c.noTimers = c.noTimers && ok && old.rev == rev && old.noTimers
-	}
+	c := cached{rec: rec, rev: next, st: st}
 	d.cache.put(runID, c)
 	return c, nil
 }
 
-// flush publishes the record's outbox unless this process already did.
+// flush publishes the record's outbox unless this process already did,
+// then, for a settled run that ever armed a timer, purges its schedules.
 func (d *Dispatcher) flush(ctx context.Context, runID string, c cached) error {
 	if c.published || len(c.rec.Outbox) == 0 {
 		return nil
@@ -212,7 +207,7 @@ func (d *Dispatcher) flush(ctx context.Context, runID string, c cached) error {
 	if err := d.pub.publish(ctx, c.rec.Outbox); err != nil {
 		return err
 	}
-	if c.rec.Status != nil && run.Status(c.rec.Status.Status).Terminal() && !c.noTimers {
+	if c.rec.Status != nil && run.Status(c.rec.Status.Status).Terminal() && c.rec.Timers {
 		d.purgeTimers(ctx, runID)
 	}
 	c.published = true

@@ -66,6 +66,7 @@ func transit(cfg Config, def *definition, in *input, seq uint64, now float64, pr
 	}
 	rec := prev.next(seq, cfg.AppliedHistory)
 	rec.State, rec.Outbox = state, out
+	rec.Timers = rec.Timers || armsTimer(out)
 	if status != nil {
 		rec.Status = status
 	}

@@ -43,6 +43,11 @@ func TestBenchShort(t *testing.T) {
 	if len(rep.Setups) != 1 || len(rep.Setups[0].Scenarios) != 5 || !strings.Contains(rep.Command, "--short=true") {
 		t.Errorf("report: %s", data)
 	}
+	// A saved report renders again without measuring anything.
+	again, exit := jetflow(t, "", "bench", "--from", report)
+	if exit != 0 || !strings.Contains(again, "| single | loop-10 |") {
+		t.Errorf("bench --from: exit %d:\n%s", exit, again)
+	}
 	md, err := os.ReadFile(doc)
 	if err != nil {
 		t.Fatal(err)

@@ -31,7 +31,7 @@ type benchFlags struct {
 	modes, dispatchers, scenarios string
 	workers                       int
 	cfg                           bench.Config
-	jsonOut, doc, profile         string
+	jsonOut, doc, profile, from   string
 	quiet, checkTargets           bool
 }
 
@@ -51,8 +51,8 @@ those operations allow.
 Setups: single (everything in this process), processes (a server, N
 dispatchers and M workers as processes, N from --dispatchers) and cluster (3
 servers, 3 replicas). Unless --scenarios is given, single runs every
-scenario, the first processes setup one-task, event and parked, the others
-one-task and event, and cluster one-task.
+scenario, the processes setups one-task, fan-out (where a run's parallel
+results meet) and event, the first also parked, and cluster one-task.
 
 The markdown report goes to stdout, progress to stderr. --short runs tiny
 counts in seconds and fails unless every scenario completed and the report
@@ -82,6 +82,7 @@ is complete.`,
 	fl.StringVar(&f.jsonOut, "json", "", "write the JSON report to this file")
 	fl.StringVar(&f.doc, "doc", "", "replace the generated section of this markdown file (docs/PERFORMANCE.md) with the report and its command")
 	fl.StringVar(&f.profile, "cpuprofile", "", "write CPU profiles of every process during each saturation phase, named PREFIX-<setup>-<scenario>-<role>.pprof")
+	fl.StringVar(&f.from, "from", "", "measure nothing: render the JSON report in this file (its targets evaluated afresh)")
 	fl.BoolVar(&f.quiet, "quiet", false, "print no progress")
 	fl.BoolVar(&f.checkTargets, "check-targets", false, "exit 1 when a target is not met")
 	return cmd
@@ -103,11 +104,19 @@ func runBench(cmd *cobra.Command, s streams, f *benchFlags) error {
 		return fmt.Errorf("bench: finding this executable to start helper processes: %w", err)
 	}
 	cfg.Agent = []string{exe, "bench-agent"}
-	rep, runErr := bench.Run(cmd.Context(), cfg)
+	var rep *bench.Report
+	var runErr error
+	if f.from != "" {
+		rep, runErr = readReport(f.from)
+	} else {
+		rep, runErr = bench.Run(cmd.Context(), cfg)
+		if rep != nil {
+			rep.Command = commandLine(cmd)
+		}
+	}
 	if rep == nil {
 		return runErr
 	}
-	rep.Command = commandLine(cmd)
 	var md bytes.Buffer
 	if err := rep.Markdown(&md); err != nil {
 		return err
@@ -128,7 +137,7 @@ func runBench(cmd *cobra.Command, s streams, f *benchFlags) error {
 		return runErr
 	}
 	if f.doc != "" {
-		if err := updateDoc(f.doc, rep.Command, md.String()); err != nil {
+		if err := updateDoc(f.doc, rep.Command, rep.Started, md.String()); err != nil {
 			return err
 		}
 	}
@@ -145,6 +154,21 @@ func runBench(cmd *cobra.Command, s streams, f *benchFlags) error {
 		}
 	}
 	return err
+}
+
+// readReport reads a JSON report back; its command stays the one that
+// measured it.
+func readReport(file string) (*bench.Report, error) {
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return nil, fmt.Errorf("bench: --from: %w", err)
+	}
+	var rep bench.Report
+	if err := json.Unmarshal(data, &rep); err != nil {
+		return nil, fmt.Errorf("bench: --from %s: %w", file, err)
+	}
+	rep.Evaluate()
+	return &rep, nil
 }
 
 // benchSetups turns the flags into the setups to measure.
@@ -173,7 +197,7 @@ func benchSetups(f *benchFlags) ([]bench.Setup, error) {
 				if err != nil || n < 1 {
 					return nil, fmt.Errorf("--dispatchers: %q is not a positive number", d)
 				}
-				sc := pick(bench.OneTask, bench.Event)
+				sc := pick(bench.OneTask, bench.FanOut, bench.Event)
 				if i == 0 && only == nil {
 					sc = append(sc, bench.Parked)
 				}
@@ -199,7 +223,7 @@ func commandLine(cmd *cobra.Command) string {
 
 // updateDoc replaces what lies between the markers of file with the
 // command and the report.
-func updateDoc(file, command, report string) error {
+func updateDoc(file, command string, measured time.Time, report string) error {
 	data, err := os.ReadFile(file)
 	if err != nil {
 		return fmt.Errorf("bench: --doc: %w", err)
@@ -209,7 +233,7 @@ func updateDoc(file, command, report string) error {
 	if begin < 0 || end < begin {
 		return fmt.Errorf("bench: --doc: %s has no %s ... %s section to replace", file, docBegin, docEnd)
 	}
-	section := fmt.Sprintf("%s\nProduced by `%s` on %s.\n\n%s%s", docBegin, command, time.Now().UTC().Format("2006-01-02"), report, docEnd)
+	section := fmt.Sprintf("%s\nProduced by `%s` on %s.\n\n%s%s", docBegin, command, measured.UTC().Format("2006-01-02"), report, docEnd)
 	text = text[:begin] + section + text[end+len(docEnd):]
 	if err := os.WriteFile(file, []byte(text), 0o644); err != nil {
 		return fmt.Errorf("bench: --doc: %w", err)
