@@ -8,7 +8,6 @@ import (
 	"io"
 	"net"
 	"net/url"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -352,68 +351,5 @@ func TestEmbeddedDefaultIsLoopback(t *testing.T) {
 	a, ok := srv.NATS().Addr().(*net.TCPAddr)
 	if !ok || !a.IP.IsLoopback() {
 		t.Fatalf("an embedded server with Listen %q bound %v", ":0", srv.NATS().Addr())
-	}
-}
-
-// TestKnownGapInputHeaders records what subject permissions cannot stop,
-// skipped unless JETFLOW_KNOWN_GAPS=1 until the input stream changes:
-// anyone allowed to publish any run input (an event source here) can,
-// through JetStream headers on an allowed subject,
-//   - roll up the whole input stream (Nats-Rollup: all), erasing every
-//     run's history, unconsumed inputs and pending timer schedules,
-//     because the stream allows roll-ups (timer schedules need them);
-//   - schedule messages of its own (Nats-Schedule) that the server then
-//     produces as timer fires of any run, forever;
-//   - squat the message id of a start ("start/<run>") or a predictable
-//     result ("result/<activation>/<node>/<attempt>"), so that the real
-//     one is dropped as a duplicate and its sender believes it stored.
-func TestKnownGapInputHeaders(t *testing.T) {
-	if os.Getenv("JETFLOW_KNOWN_GAPS") == "" {
-		t.Skip("known gap: run inputs obey JetStream headers (set JETFLOW_KNOWN_GAPS=1 to run)")
-	}
-	r := startRoles(t)
-	ctx := testCtx(t, 60*time.Second)
-	n := r.names
-	app := r.client(t, r.app)
-	if err := app.StartRun(ctx, "two", "p1", nil); err != nil {
-		t.Fatal(err)
-	}
-	inputs, err := r.op.js.Stream(ctx, n.InputStream())
-	if err != nil {
-		t.Fatal(err)
-	}
-	count := func() uint64 {
-		info, err := inputs.Info(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return info.State.Msgs
-	}
-	publish := func(subject string, header map[string]string) error {
-		m := nats.NewMsg(subject)
-		m.Data = []byte(`{"timer":"t1"}`)
-		for k, v := range header {
-			m.Header.Set(k, v)
-		}
-		_, err := r.events.js.PublishMsg(ctx, m)
-		return err
-	}
-	before := count()
-	if err := publish(n.Event("p1", "x"), map[string]string{"Nats-Rollup": "all"}); err == nil {
-		if _, err := inputs.GetMsg(ctx, 1); err != nil {
-			t.Errorf("an event source erased the input stream (%d messages, then %d): the start of p1 is gone: %v", before, count(), err)
-		}
-	}
-	if err := publish(n.Event("p1", "y"), map[string]string{"Nats-Schedule": "@every 1s", "Nats-Schedule-Target": n.Timer("p1")}); err == nil {
-		t.Errorf("an event source scheduled messages onto %s", n.Timer("p1"))
-	}
-	if err := publish(n.Event("p1", "z"), map[string]string{"Nats-Msg-Id": "start/p2"}); err != nil {
-		t.Fatal(err)
-	}
-	if err := app.StartRun(ctx, "two", "p2", nil); err == nil {
-		time.Sleep(time.Second) // a run that never starts has no signal to wait for
-		if _, err := app.Status(ctx, "p2"); errors.Is(err, client.ErrRunNotFound) {
-			t.Error("a squatted message id dropped a start, and StartRun reported success")
-		}
 	}
 }
