@@ -34,20 +34,29 @@ type Dispatcher struct {
 	cancel  context.CancelCauseFunc
 	ctx     context.Context
 
-	// Per-run queues: one goroutine drains each run's queue, so that two
-	// messages of one run never run at once here; sem bounds how many
-	// steps run at once overall.
-	qmu    sync.Mutex
-	closed bool // set when Stop gave up on the consumer's close
-	queues map[string]*runQueue
-	sem    chan struct{}
-	wg     sync.WaitGroup
+	// Per-run queues: a run's queue is in ready or in one step
+	// goroutine's hands, never both, so that two messages of one run never
+	// run at once here. Concurrency long-lived step goroutines take turns
+	// over ready, one message a turn (fresh goroutines per run spent a
+	// tenth of the dispatcher's CPU growing their stacks). wg counts the
+	// queues; steps the step goroutines.
+	qmu       sync.Mutex
+	closed    bool // set when Stop gave up on the consumer's close
+	queues    map[string]*runQueue
+	ready     []*runQueue
+	readyCond *sync.Cond // on qmu: ready grew, or stepsDone was set
+	stepsDone bool
+	wg        sync.WaitGroup
+	steps     sync.WaitGroup
 
 	// crashed makes a test's simulated crash stick until Stop.
 	crashed atomic.Bool
 }
 
-type runQueue struct{ msgs []jetstream.Msg }
+type runQueue struct {
+	key  string
+	msgs []jetstream.Msg
+}
 
 // errStopping is the cause given to in-flight steps when Stop runs out of
 // time: their inputs are handed back for redelivery.
@@ -80,11 +89,13 @@ func newDispatcher(js jetstream.JetStream, store RunStore, l loader, cfg Config)
 	if err != nil {
 		return nil, fmt.Errorf("dispatcher: register metrics: %w", err)
 	}
-	return &Dispatcher{
+	d := &Dispatcher{
 		cfg: cfg, js: js, pub: publisher{js: js, nc: js.Conn()}, store: store, loader: l,
 		log: cfg.Logger, m: m, cache: newRecordCache(cfg.CacheSize),
 		queues: make(map[string]*runQueue),
-	}, nil
+	}
+	d.readyCond = sync.NewCond(&d.qmu)
+	return d, nil
 }
 
 // Start binds the input stream, the run bucket and the shared durable
@@ -128,7 +139,12 @@ func (d *Dispatcher) Start(ctx context.Context) error {
 	}
 	// Steps outlive Start's context: only Stop ends them.
 	d.ctx, d.cancel = context.WithCancelCause(context.WithoutCancel(ctx))
-	d.sem = make(chan struct{}, d.cfg.Concurrency)
+	d.qmu.Lock()
+	d.ready, d.stepsDone = nil, false
+	d.qmu.Unlock()
+	for range d.cfg.Concurrency {
+		d.steps.Go(d.stepLoop)
+	}
 	d.crashed.Store(false)
 	d.qmu.Lock()
 	d.closed = false
@@ -140,6 +156,7 @@ func (d *Dispatcher) Start(ctx context.Context) error {
 		}))
 	if err != nil {
 		d.cancel(err)
+		d.stopSteps()
 		return fmt.Errorf("dispatcher: consume %q: %w", names.DispatcherConsumer(), err)
 	}
 	d.stream, d.cc, d.running = stream, cc, true
@@ -181,6 +198,8 @@ func (d *Dispatcher) Stop(ctx context.Context) error {
 		err = context.Cause(ctx)
 	}
 	d.cancel(errStopping)
+	// Every queue is drained: nothing is left for the step goroutines.
+	d.stopSteps()
 	if err != nil {
 		return fmt.Errorf("dispatcher: stop: %w", err)
 	}
@@ -201,34 +220,56 @@ func (d *Dispatcher) receive(m jetstream.Msg) {
 		d.qmu.Unlock()
 		return
 	}
-	q := &runQueue{msgs: []jetstream.Msg{m}}
+	q := &runQueue{key: key, msgs: []jetstream.Msg{m}}
 	d.queues[key] = q
 	d.wg.Add(1)
+	d.ready = append(d.ready, q)
+	d.readyCond.Signal()
 	d.qmu.Unlock()
-	go d.drain(key, q)
 }
 
-func (d *Dispatcher) drain(key string, q *runQueue) {
-	defer d.wg.Done()
+// stepLoop is one step goroutine: it handles the first message of the
+// queue at the head of ready, then puts the queue back at the tail if it
+// has more, until Stop has drained every queue.
+func (d *Dispatcher) stepLoop() {
+	d.qmu.Lock()
+	defer d.qmu.Unlock()
 	for {
-		d.qmu.Lock()
-		if len(q.msgs) == 0 {
-			delete(d.queues, key)
-			d.qmu.Unlock()
+		for len(d.ready) == 0 && !d.stepsDone {
+			d.readyCond.Wait()
+		}
+		if len(d.ready) == 0 {
 			return
 		}
+		q := d.ready[0]
+		d.ready[0] = nil
+		d.ready = d.ready[1:]
 		m := q.msgs[0]
 		q.msgs[0] = nil
 		q.msgs = q.msgs[1:]
 		d.qmu.Unlock()
-		select {
-		case d.sem <- struct{}{}:
-			d.handle(d.ctx, m)
-			<-d.sem
-		case <-d.ctx.Done():
+		if d.ctx.Err() != nil {
 			d.abandon(m)
+		} else {
+			d.handle(d.ctx, m)
+		}
+		d.qmu.Lock()
+		if len(q.msgs) == 0 {
+			delete(d.queues, q.key)
+			d.wg.Done()
+		} else {
+			d.ready = append(d.ready, q)
 		}
 	}
+}
+
+// stopSteps ends the step goroutines once every queue is drained.
+func (d *Dispatcher) stopSteps() {
+	d.qmu.Lock()
+	d.stepsDone = true
+	d.readyCond.Broadcast()
+	d.qmu.Unlock()
+	d.steps.Wait()
 }
 
 // queueKey is the run id token of an input subject, or the whole subject
