@@ -213,14 +213,14 @@ func (c *Client) Wait(ctx context.Context, runID string) (*wire.Status, error) {
 		return nil, fmt.Errorf("client: wait %s: %w", runID, err)
 	}
 	defer func() { _ = sub.Unsubscribe() }()
-	// The subscription must reach the server before the first read, or an
-	// announcement between the two would be missed until the next read.
-	if err := nc.FlushWithContext(ctx); err != nil {
+	// The subscription should reach the server before the first read, or
+	// an announcement between the two is missed until the next read.
+	if err := c.flush(ctx, nc); err != nil && ctx.Err() != nil {
 		return nil, fmt.Errorf("client: wait %s: %w", runID, err)
 	}
 	interval := c.cfg.RecheckInterval
 	for {
-		st, err := c.Status(ctx, runID)
+		st, err := c.statusWithin(ctx, runID)
 		switch {
 		case err == nil && run.Status(st.Status).Terminal():
 			return st, nil
@@ -233,6 +233,23 @@ func (c *Client) Wait(ctx context.Context, runID string) (*wire.Status, error) {
 		}
 		interval = min(2*interval, c.cfg.MaxRecheckInterval)
 	}
+}
+
+// waitReadTimeout bounds each read Wait makes: a request lost to a
+// reconnect (its server died) is never answered, and would otherwise hold
+// Wait until ctx ends although the run settled long before.
+const waitReadTimeout = 5 * time.Second
+
+func (c *Client) statusWithin(ctx context.Context, runID string) (*wire.Status, error) {
+	ctx, cancel := context.WithTimeout(ctx, waitReadTimeout)
+	defer cancel()
+	return c.Status(ctx, runID)
+}
+
+func (c *Client) flush(ctx context.Context, nc *nats.Conn) error {
+	ctx, cancel := context.WithTimeout(ctx, waitReadTimeout)
+	defer cancel()
+	return nc.FlushWithContext(ctx)
 }
 
 // nextTerminal returns the first terminal announcement within d, or nil

@@ -107,7 +107,7 @@ func (r *roles) serve(t *testing.T, c *conn, task string) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	if err := w.Start(testCtx(t, 60*time.Second)); err != nil {
+	if err := w.Start(lifetime(t)); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {

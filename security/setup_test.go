@@ -41,6 +41,14 @@ func testCtx(t testing.TB, d time.Duration) context.Context {
 	return ctx
 }
 
+// lifetime is a context that ends when the test's cleanup runs: for
+// components whose Start context bounds their whole life (the worker).
+func lifetime(t testing.TB) context.Context {
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	return ctx
+}
+
 // pki is a throwaway certificate authority and a server certificate for
 // loopback, made for one test: no private key is ever committed.
 type pki struct {
