@@ -1,0 +1,402 @@
+package chaos
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/jetflow/jetflow/dispatcher"
+	"github.com/jetflow/jetflow/engine/run"
+	"github.com/jetflow/jetflow/engine/value"
+	"github.com/jetflow/jetflow/kvstore"
+	"github.com/jetflow/jetflow/replay"
+	"github.com/jetflow/jetflow/subjects"
+	"github.com/jetflow/jetflow/wire"
+)
+
+// results are the invariants' findings over every run.
+type results struct {
+	runs, settled int
+	// wrong: settled with another end than a fault-free run's.
+	wrong int
+	// appliedTwice counts task attempts whose result the runs applied
+	// more than once; inputsTwice input messages applied more than once.
+	appliedTwice, inputsTwice int
+	// executions counts task attempts the workers began; reexecuted how
+	// many of those ran again (at-least-once execution after a kill),
+	// redelivered1 how many ran again on a first delivery.
+	executions, reexecuted, redelivered1 int
+	// timer fires applied, and refused as late or repeated.
+	timersApplied, timersRefused int
+	// events delivered to their run (applied or refused by it).
+	events int
+	// replayEqual counts runs whose replay rebuilt the saved state.
+	replayEqual int
+	// problems are the violations, one line each.
+	problems []string
+}
+
+func (r *results) problem(format string, args ...any) {
+	r.problems = append(r.problems, fmt.Sprintf(format, args...))
+}
+
+// fail reports every violation.
+func (r *results) fail(t *testing.T) {
+	t.Helper()
+	const show = 40
+	for i, p := range r.problems {
+		if i == show {
+			t.Errorf("... and %d more problems", len(r.problems)-show)
+			break
+		}
+		t.Error(p)
+	}
+}
+
+// check waits until nothing is left unacknowledged, then checks every
+// run against the invariants.
+func (h *harness) check(ctx context.Context, d *driver, runsCtx context.Context) *results {
+	res := &results{}
+	// Inputs a killed dispatcher held come back after the consumer's
+	// AckWait (30s by default), so allow at least that much more.
+	wait := time.Minute
+	if dl, ok := runsCtx.Deadline(); ok && time.Until(dl) > wait {
+		wait = time.Until(dl)
+	}
+	if err := waitFor(ctx, wait, h.drained); err != nil {
+		res.problem("messages left unacknowledged %s after every run settled: %v", wait, err)
+	}
+	for _, err := range h.errs {
+		res.problem("harness: %v", err)
+	}
+
+	execs, err := readExecutions(h.dir)
+	if err != nil {
+		res.problem("read the execution logs: %v", err)
+	}
+	byAttempt := map[attemptKey][]execution{}
+	for _, e := range execs {
+		byAttempt[e.key()] = append(byAttempt[e.key()], e)
+	}
+	res.executions = len(execs)
+	for _, es := range byAttempt {
+		res.reexecuted += len(es) - 1
+		first := 0
+		for _, e := range es {
+			if e.Delivery <= 1 {
+				first++
+			}
+		}
+		res.redelivered1 += max(first-1, 0)
+	}
+
+	histories, err := h.readInputs(ctx)
+	if err != nil {
+		res.problem("%v", err)
+	}
+	runs := d.all()
+	res.runs = len(runs)
+	checks := make([]*runCheck, len(runs))
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 8)
+	for i, r := range runs {
+		wg.Go(func() {
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			checks[i] = h.checkRun(ctx, r, histories[r.id], byAttempt)
+		})
+	}
+	wg.Wait()
+	for _, c := range checks {
+		if c.settled {
+			res.settled++
+		}
+		if c.wrong {
+			res.wrong++
+		}
+		res.appliedTwice += c.appliedTwice
+		res.inputsTwice += c.inputsTwice
+		res.timersApplied += c.timersApplied
+		res.timersRefused += c.timersRefused
+		res.events += c.events
+		if c.replayEqual {
+			res.replayEqual++
+		}
+		res.problems = append(res.problems, c.problems...)
+	}
+	for _, group := range [][]*proc{h.nodeProcs(), h.dispatchers, h.workers} {
+		for _, p := range group {
+			for _, crash := range p.unasked() {
+				res.problem("%s", crash)
+			}
+		}
+	}
+	for _, race := range h.races() {
+		res.problem("data race reported in %s", race)
+	}
+	return res
+}
+
+// drained says what is still pending or unacknowledged on the
+// deployment's consumers, or nil; and the task stream (work-queue
+// retention) must be empty.
+func (h *harness) drained(ctx context.Context) error {
+	for _, c := range h.consumers() {
+		info, err := h.consumerInfo(ctx, c)
+		if err != nil {
+			return err
+		}
+		if info.NumPending != 0 || info.NumAckPending != 0 {
+			return fmt.Errorf("consumer %s: %d pending, %d unacknowledged", c[1], info.NumPending, info.NumAckPending)
+		}
+	}
+	s, err := h.f.JS.Stream(ctx, h.names.TaskStream())
+	if err != nil {
+		return err
+	}
+	info, err := s.Info(ctx)
+	if err != nil {
+		return err
+	}
+	if info.State.Msgs != 0 {
+		return fmt.Errorf("task stream holds %d invocations", info.State.Msgs)
+	}
+	return nil
+}
+
+// runCheck is what checkRun found about one run.
+type runCheck struct {
+	settled, wrong, replayEqual  bool
+	appliedTwice, inputsTwice    int
+	timersApplied, timersRefused int
+	events                       int
+	problems                     []string
+}
+
+func (c *runCheck) problem(runID, format string, args ...any) {
+	c.problems = append(c.problems, "run "+runID+": "+fmt.Sprintf(format, args...))
+}
+
+// checkRun checks one run: its end, its record against its history (each
+// input handled once, each task result and timer fire applied once, each
+// event delivered), its visits and its replay.
+func (h *harness) checkRun(ctx context.Context, r *runLog, history []input, execs map[attemptKey][]execution) *runCheck {
+	c := &runCheck{}
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	if r.status == nil {
+		c.problem(r.id, "lost: %v; %s", r.failure, h.diagnose(ctx, r.id))
+		return c
+	}
+	c.settled = true
+	want := canonical(r.wf.result(r.i))
+	if r.status.Status != wire.StatusDone || r.status.State != r.wf.state || canonical(string(r.status.Result)) != want {
+		c.wrong = true
+		c.problem(r.id, "ended %s in %s with %s (error %+v); a fault-free run ends done in %s with %s",
+			r.status.Status, r.status.State, r.status.Result, r.status.Error, r.wf.state, want)
+	}
+
+	rec, err := h.record(ctx, r.id)
+	if err != nil {
+		c.problem(r.id, "%v", err)
+		return c
+	}
+	if len(history) == 0 {
+		c.problem(r.id, "no input of the run in the input stream")
+	}
+	applied := map[uint64]int{}
+	for _, seq := range rec.Applied {
+		applied[seq]++
+	}
+	if window := (dispatcher.Config{}).WithDefaults().AppliedHistory; len(history) >= window {
+		c.problem(r.id, "%d inputs, more than the record's applied window; the check cannot see them all", len(history))
+	}
+	rejected := map[uint64]bool{}
+	for _, rj := range rec.Rejected {
+		rejected[rj.Seq] = true
+	}
+	resultApplied := map[attemptKey]int{}
+	acceptedEvents := 0
+	for _, m := range history {
+		kind := m.kind
+		switch n := applied[m.seq]; {
+		case n == 0:
+			c.problem(r.id, "%s input %d never reached the run (not in its record)", kind, m.seq)
+			continue
+		case n > 1:
+			c.inputsTwice++
+			c.problem(r.id, "%s input %d applied %d times", kind, m.seq, n)
+		}
+		took := !rejected[m.seq]
+		switch kind {
+		case subjects.KindResult:
+			var res wire.Result
+			if err := json.Unmarshal(m.data, &res); err != nil {
+				c.problem(r.id, "result %d: %v", m.seq, err)
+				continue
+			}
+			k := attemptKey{r.id, res.Activation, res.Node, res.Attempt}
+			if len(execs[k]) == 0 {
+				c.problem(r.id, "result %d of %+v, which no worker logged running", m.seq, k)
+			}
+			if took {
+				if resultApplied[k]++; resultApplied[k] == 2 {
+					c.appliedTwice++
+					c.problem(r.id, "result of %+v applied twice", k)
+				}
+			}
+		case subjects.KindTimer:
+			if took {
+				c.timersApplied++
+			} else {
+				c.timersRefused++
+			}
+		case subjects.KindEvent:
+			c.events++
+			var ev struct{ OK bool }
+			if json.Unmarshal(m.data, &ev) == nil && ev.OK && took {
+				acceptedEvents++
+			}
+		case subjects.KindStart:
+			if !took {
+				c.problem(r.id, "start %d refused", m.seq)
+			}
+		}
+	}
+	if c.timersApplied != r.wf.timers {
+		c.problem(r.id, "%d timer fires applied, want %d", c.timersApplied, r.wf.timers)
+	}
+	if r.wf.events && acceptedEvents != 1 {
+		c.problem(r.id, "the accepted event applied %d times, want once", acceptedEvents)
+	}
+	if r.wf.visits != nil {
+		st, err := rec.RunState()
+		if err != nil {
+			c.problem(r.id, "state: %v", err)
+		} else {
+			for state, want := range r.wf.visits(r.i) {
+				if got, _ := st.Context.Visits[state].(float64); got != want {
+					c.problem(r.id, "entered %s %v times, want %v (visits %v)", state, st.Context.Visits[state], want, st.Context.Visits)
+				}
+			}
+		}
+	}
+	rep, err := replay.Check(ctx, replay.Source{JS: h.f.JS, Names: h.names, Registry: h.f.Registry, Runs: h.f.Runs}, r.id)
+	switch {
+	case err != nil:
+		c.problem(r.id, "replay: %v", err)
+	case !rep.Equal:
+		c.problem(r.id, "replay diverges at %q: saved %s, rebuilt %s", rep.Divergence, rep.SavedValue, rep.RebuiltValue)
+	default:
+		c.replayEqual = true
+	}
+	return c
+}
+
+// record reads a run's settled record. A replica may answer the read
+// (KV gets are direct), so a stale one is read again a few times.
+func (h *harness) record(ctx context.Context, runID string) (*dispatcher.Record, error) {
+	for try := 0; ; try++ {
+		data, _, err := h.f.Runs.Get(ctx, runID)
+		if err != nil {
+			return nil, fmt.Errorf("record: %w", err)
+		}
+		rec, err := dispatcher.DecodeRecord(data)
+		if err != nil {
+			return nil, fmt.Errorf("record: %w", err)
+		}
+		if rec.Status != nil && run.Status(rec.Status.Status).Terminal() {
+			return rec, nil
+		}
+		if try == 5 {
+			return nil, fmt.Errorf("record not settled: %+v", rec.Status)
+		}
+		if err := pause(ctx, 200*time.Millisecond); err != nil {
+			return nil, err
+		}
+	}
+}
+
+// races lists the logs in which a process reported a data race, with the
+// report's first lines.
+func (h *harness) races() []string {
+	paths, _ := filepath.Glob(filepath.Join(h.dir, "*.log"))
+	var out []string
+	for _, p := range paths {
+		f, err := os.Open(p)
+		if err != nil {
+			continue
+		}
+		sc := bufio.NewScanner(f)
+		sc.Buffer(make([]byte, 1<<20), 1<<20)
+		var report []string
+		for sc.Scan() {
+			if strings.Contains(sc.Text(), "WARNING: DATA RACE") || len(report) > 0 && len(report) < 30 {
+				report = append(report, sc.Text())
+			}
+		}
+		f.Close()
+		if len(report) > 0 {
+			out = append(out, filepath.Base(p)+":\n"+strings.Join(report, "\n"))
+		}
+	}
+	return out
+}
+
+// canonical is the canonical form of a JSON text, or the text itself if
+// it is not JSON.
+func canonical(text string) string {
+	v, err := value.Decode([]byte(text), value.DefaultLimits)
+	if err != nil {
+		return text
+	}
+	return value.MustCanonical(v)
+}
+
+// diagnose describes a run's record as each node's replica and the
+// stream leader hold it.
+func (h *harness) diagnose(ctx context.Context, runID string) string {
+	var out []string
+	describe := func(data []byte, rev uint64, err error) string {
+		if err != nil {
+			return err.Error()
+		}
+		rec, err := dispatcher.DecodeRecord(data)
+		if err != nil {
+			return err.Error()
+		}
+		return fmt.Sprintf("revision %d status %+v applied %v", rev, rec.Status, rec.Applied)
+	}
+	data, rev, err := h.f.Runs.Get(ctx, runID, kvstore.FromLeader())
+	out = append(out, "leader: "+describe(data, rev, err))
+	for _, n := range h.nodes {
+		nc, err := nats.Connect(n.url())
+		if err != nil {
+			out = append(out, n.name+": "+err.Error())
+			continue
+		}
+		js, _ := jetstream.New(nc)
+		kv, err := js.KeyValue(ctx, h.names.RunBucket())
+		if err == nil {
+			var e jetstream.KeyValueEntry
+			if e, err = kv.Get(ctx, runID); err == nil {
+				out = append(out, n.name+" (direct): "+describe(e.Value(), e.Revision(), nil))
+			}
+		}
+		if err != nil {
+			out = append(out, n.name+" (direct): "+err.Error())
+		}
+		nc.Close()
+	}
+	return strings.Join(out, "; ")
+}

@@ -1,0 +1,180 @@
+package chaos
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/jetflow/jetflow/client"
+	"github.com/jetflow/jetflow/wire"
+)
+
+// runLog is what the driver saw of one run.
+type runLog struct {
+	id string
+	i  int
+	wf *workflow
+
+	// When the harness asked for the start, saw an event run wait, had
+	// its events accepted, and saw it settle (zero if it never did).
+	started, waiting, evented, settled time.Time
+	status                             *wire.Status
+	// failure says why the driver gave up on the run.
+	failure error
+}
+
+// segments are the stretches of the run the system alone was responsible
+// for: from the start to the end, or, for an event run, from the start
+// until it waits and from the events until the end.
+func (r *runLog) segments() []time.Duration {
+	if r.settled.IsZero() {
+		return nil
+	}
+	if r.wf.events {
+		return []time.Duration{r.waiting.Sub(r.started), r.settled.Sub(r.evented)}
+	}
+	return []time.Duration{r.settled.Sub(r.started)}
+}
+
+// driver starts runs at a steady rate, feeds event runs their events and
+// waits for every run to settle.
+type driver struct {
+	client *client.Client
+	log    *slog.Logger
+	rng    *rand.Rand // used by generate only
+
+	mu   sync.Mutex
+	runs []*runLog
+	wg   sync.WaitGroup
+	// retries counts client calls that failed and were tried again.
+	retries atomic.Int64
+}
+
+// generate starts runs at rate per second until load ends; each run is
+// driven until it settles or until ctx ends.
+func (d *driver) generate(load, ctx context.Context, rate float64) {
+	every := time.Duration(float64(time.Second) / rate)
+	tick := time.NewTicker(every)
+	defer tick.Stop()
+	for i := 0; ; i++ {
+		r := &runLog{i: i, wf: pick(d.rng.IntN(totalWeight()))}
+		r.id = fmt.Sprintf("%s-%05d", r.wf.name, i)
+		d.mu.Lock()
+		d.runs = append(d.runs, r)
+		d.mu.Unlock()
+		d.wg.Add(1)
+		go func() {
+			defer d.wg.Done()
+			if err := d.drive(ctx, r); err != nil {
+				r.failure = err
+			}
+		}()
+		select {
+		case <-load.Done():
+			return
+		case <-tick.C:
+		}
+	}
+}
+
+// all returns every run started so far.
+func (d *driver) all() []*runLog {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return append([]*runLog(nil), d.runs...)
+}
+
+func (d *driver) drive(ctx context.Context, r *runLog) error {
+	r.started = time.Now()
+	if err := d.retry(ctx, "start", func(ctx context.Context) error {
+		return d.client.StartRun(ctx, r.wf.name, r.id, r.wf.input(r.i))
+	}); err != nil {
+		return err
+	}
+	if r.wf.events {
+		if err := d.untilWaiting(ctx, r.id); err != nil {
+			return err
+		}
+		r.waiting = time.Now()
+		// The refusal first: whichever order the dispatchers apply the two
+		// in, the run ends the same.
+		if err := d.retry(ctx, "event", func(ctx context.Context) error {
+			return d.client.SendEvent(ctx, r.id, "pay", map[string]any{"ok": false, "amount": -1}, client.EventID("refused"))
+		}); err != nil {
+			return err
+		}
+		if err := d.retry(ctx, "event", func(ctx context.Context) error {
+			return d.client.SendEvent(ctx, r.id, "pay", map[string]any{"ok": true, "amount": payAmount(r.i)}, client.EventID("accepted"))
+		}); err != nil {
+			return err
+		}
+		r.evented = time.Now()
+	}
+	for {
+		st, err := d.client.Wait(ctx, r.id)
+		if err == nil {
+			r.settled, r.status = time.Now(), st
+			return nil
+		}
+		if ctx.Err() != nil {
+			return fmt.Errorf("not settled: %w", err)
+		}
+		d.retries.Add(1)
+		d.log.Info("wait failed", "run_id", r.id, "error", err)
+		if err := pause(ctx, 200*time.Millisecond); err != nil {
+			return fmt.Errorf("not settled: %w", err)
+		}
+	}
+}
+
+// untilWaiting polls the run's record until it waits.
+func (d *driver) untilWaiting(ctx context.Context, runID string) error {
+	var last error
+	for {
+		// Bounded: a request lost to a reconnect is never answered.
+		sctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		st, err := d.client.Status(sctx, runID)
+		cancel()
+		switch {
+		case err == nil && st.Status == wire.StatusWaiting:
+			return nil
+		case err == nil:
+			last = fmt.Errorf("status %s", st.Status)
+		case !errors.Is(err, client.ErrRunNotFound):
+			d.retries.Add(1)
+			last = err
+		}
+		if err := pause(ctx, 100*time.Millisecond); err != nil {
+			return fmt.Errorf("never seen waiting (%v): %w", last, err)
+		}
+	}
+}
+
+// retry calls f until it succeeds or ctx ends, each call bounded. Starts
+// and events carry a message id, so a call whose answer was lost and that
+// is tried again stores nothing twice.
+func (d *driver) retry(ctx context.Context, what string, f func(context.Context) error) error {
+	backoff := 100 * time.Millisecond
+	for {
+		callCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		err := f(callCtx)
+		cancel()
+		if err == nil {
+			return nil
+		}
+		if ctx.Err() != nil {
+			return fmt.Errorf("%s: %w", what, err)
+		}
+		d.retries.Add(1)
+		d.log.Info(what+" failed", "error", err)
+		if err := pause(ctx, backoff); err != nil {
+			return fmt.Errorf("%s: %w", what, err)
+		}
+		backoff = min(2*backoff, time.Second)
+	}
+}

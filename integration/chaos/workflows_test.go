@@ -1,0 +1,133 @@
+package chaos
+
+import "fmt"
+
+// workflow is one kind of run in the mix: its document, the input of the
+// i-th run, and what a fault-free run gives.
+type workflow struct {
+	name   string
+	doc    string
+	weight int // share of the mix
+	input  func(i int) any
+	// state and result are the final state and the result of a
+	// fault-free run (the result as JSON).
+	state  string
+	result func(i int) string
+	// events: the harness sends the run a refused and an accepted "pay"
+	// event once it waits.
+	events bool
+	// timers is how many timer fires the run applies (after timers and
+	// retry timers); more fires may come and must be refused.
+	timers int
+	// visits are states the run must have entered exactly so often.
+	visits func(i int) map[string]float64
+}
+
+// workflows is the mix: one task, a fan-out DAG joined by ports, a
+// bounded loop, an event wait, an after timer and a caught failure after
+// retries. Every task is one of taskHandlers.
+var workflows = []*workflow{
+	{
+		name: "one", weight: 3,
+		doc: `{"$workflow":"0.2","revision":"one/1","initial":"a","states":{
+			"a":{"work":{"task":"double","version":"1"},"then":"done"},
+			"done":{"final":true}}}`,
+		input:  func(i int) any { return i },
+		state:  "/states/done",
+		result: func(i int) string { return fmt.Sprint(2 * i) },
+	},
+	{
+		name: "fan", weight: 3,
+		doc: `{"$workflow":"0.2","revision":"fan/1","initial":"fan","states":{
+			"fan":{"work":{"dag":{"$dag":"0.1","nodes":{
+				"in":{"kind":"input"},
+				"d":{"kind":"task","run":"double","version":"1"},
+				"s":{"kind":"task","run":"square","version":"1"},
+				"n":{"kind":"task","run":"neg","version":"1"},
+				"join":{"kind":"query","query":{"d":"$.d","s":"$.s","n":"$.n","sum":{"$add":[{"$add":["$.d","$.s"]},"$.n"]}}},
+				"out":{"kind":"output"}},
+			"edges":[{"from":"in","to":"d"},{"from":"in","to":"s"},{"from":"in","to":"n"},
+				{"from":"d","to":"join","port":"d"},{"from":"s","to":"join","port":"s"},{"from":"n","to":"join","port":"n"},
+				{"from":"join","to":"out"}]}},"then":"done"},
+			"done":{"final":true}}}`,
+		input: func(i int) any { return i },
+		state: "/states/done",
+		result: func(i int) string {
+			return fmt.Sprintf(`{"d":%d,"n":%d,"s":%d,"sum":%d}`, 2*i, -i, i*i, 2*i+i*i-i)
+		},
+	},
+	{
+		// Counts n up to k, one task per round: a round applied twice
+		// would show in the visits.
+		name: "loop", weight: 3,
+		doc: `{"$workflow":"0.2","revision":"loop/1","initial":"inc","states":{
+			"inc":{"work":{"task":"inc","version":"1"},"then":"check","limit":6},
+			"check":{"choose":[{"guard":{"$lt":["$.context.data.n","$.context.data.k"]},"to":"inc"}],"otherwise":"done"},
+			"done":{"final":true}}}`,
+		input:  func(i int) any { return map[string]any{"n": 0, "k": loopRounds(i)} },
+		state:  "/states/done",
+		result: func(i int) string { return fmt.Sprintf(`{"k":%d,"n":%d}`, loopRounds(i), loopRounds(i)) },
+		visits: func(i int) map[string]float64 { return map[string]float64{"/states/inc": float64(loopRounds(i))} },
+	},
+	{
+		// Waits for an accepted payment; a refused one is ignored. The
+		// timeout is far beyond any run's life: taking it is a lost event.
+		name: "event", weight: 2, events: true,
+		doc: `{"$workflow":"0.2","revision":"event/1","initial":"wait","states":{
+			"wait":{"on":[{"event":"pay","guard":"$.payload.ok","to":"charge"}],"after":{"ms":600000,"to":"expired"}},
+			"charge":{"work":{"task":"double","version":"1"},"input":"$.context.event.payload.amount","then":"done"},
+			"done":{"final":true},"expired":{"final":true}}}`,
+		input:  func(i int) any { return map[string]any{"n": i} },
+		state:  "/states/done",
+		result: func(i int) string { return fmt.Sprint(2 * payAmount(i)) },
+		visits: func(int) map[string]float64 { return map[string]float64{"/states/charge": 1} },
+	},
+	{
+		// An after timer wins over an event that never comes.
+		name: "timer", weight: 2, timers: 1,
+		doc: `{"$workflow":"0.2","revision":"timer/1","initial":"wait","states":{
+			"wait":{"on":[{"event":"never","to":"done"}],"after":{"ms":400,"to":"late"}},
+			"late":{"work":{"task":"inc","version":"1"},"then":"done"},
+			"done":{"final":true}}}`,
+		input:  func(i int) any { return map[string]any{"n": i} },
+		state:  "/states/done",
+		result: func(i int) string { return fmt.Sprintf(`{"n":%d}`, i+1) },
+		visits: func(int) map[string]float64 { return map[string]float64{"/states/late": 1} },
+	},
+	{
+		// A task that always fails, retried twice by the dispatchers'
+		// default policy (two retry timers), then caught.
+		name: "catch", weight: 1, timers: 2,
+		doc: `{"$workflow":"0.2","revision":"catch/1","initial":"charge","states":{
+			"charge":{"work":{"task":"fail","version":"1"},"then":"done","catch":"recovered"},
+			"recovered":{"work":{"task":"double","version":"1"},"input":"$.context.input.n","then":"done"},
+			"done":{"final":true}}}`,
+		input:  func(i int) any { return map[string]any{"n": i} },
+		state:  "/states/done",
+		result: func(i int) string { return fmt.Sprint(2 * i) },
+		visits: func(int) map[string]float64 { return map[string]float64{"/states/recovered": 1} },
+	},
+}
+
+func loopRounds(i int) int { return 1 + i%4 }
+
+func payAmount(i int) int { return i + 7 }
+
+// pick chooses a workflow by weight from a number in [0, total weight).
+func pick(x int) *workflow {
+	for _, w := range workflows {
+		if x < w.weight {
+			return w
+		}
+		x -= w.weight
+	}
+	panic("pick: out of range")
+}
+
+func totalWeight() int {
+	n := 0
+	for _, w := range workflows {
+		n += w.weight
+	}
+	return n
+}
