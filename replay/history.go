@@ -49,6 +49,12 @@ func ReadHistory(ctx context.Context, js jetstream.JetStream, names subjects.Nam
 	cons, err := js.OrderedConsumer(ctx, streamName, jetstream.OrderedConsumerConfig{
 		FilterSubjects: []string{filter},
 		DeliverPolicy:  jetstream.DeliverAllPolicy,
+		// Recreating the consumer ignores ctx and by default retries
+		// forever; a bounded number of tries returns the error instead.
+		MaxResetAttempts: maxResets,
+		// A consumer left behind (its delete below failed) goes soon:
+		// nats-server allows 1000 consumers per stream by default.
+		InactiveThreshold: 30 * time.Second,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("replay: read %s from stream %q: %w", filter, streamName, err)
@@ -62,7 +68,10 @@ func ReadHistory(ctx context.Context, js jetstream.JetStream, names subjects.Nam
 	if err != nil {
 		return nil, fmt.Errorf("replay: read %s from stream %q: %w", filter, streamName, err)
 	}
-	defer it.Stop()
+	defer func() {
+		it.Stop()
+		deleteConsumer(js, streamName, cons)
+	}()
 	if ci := cons.CachedInfo(); ci != nil && ci.NumPending == 0 {
 		return nil, nil // removed since we looked
 	}
@@ -99,6 +108,25 @@ func ReadHistory(ctx context.Context, js jetstream.JetStream, names subjects.Nam
 		}
 	}
 }
+
+// deleteConsumer removes the ordered consumer a read used. Stopping it
+// does not: the server would keep it for its inactive threshold, and a
+// burst of reads (a replay of every run) would reach the server's limit
+// of consumers per stream, after which no consumer of the input stream
+// can be created at all.
+func deleteConsumer(js jetstream.JetStream, stream string, cons jetstream.Consumer) {
+	ci := cons.CachedInfo()
+	if ci == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_ = js.DeleteConsumer(ctx, stream, ci.Name)
+}
+
+// maxResets bounds the attempts to recreate the ordered consumer after
+// a failure (about 40 s with nats.go's backoff and request timeouts).
+const maxResets = 3
 
 // idleWait is how long one wait for the next message lasts before the
 // reader checks whether anything is left to read.

@@ -211,6 +211,7 @@ func (h *harness) checkRun(ctx context.Context, r *runLog, history []input, exec
 		c.problem(r.id, "%v", err)
 		return c
 	}
+	r.ended = rec.stored
 	if len(history) == 0 {
 		c.problem(r.id, "no input of the run in the input stream")
 	}
@@ -266,8 +267,10 @@ func (h *harness) checkRun(ctx context.Context, r *runLog, history []input, exec
 			var ev struct{ OK bool }
 			if json.Unmarshal(m.data, &ev) == nil && ev.OK && took {
 				acceptedEvents++
+				r.eventStored = m.time
 			}
 		case subjects.KindStart:
+			r.stored = m.time
 			if !took {
 				c.problem(r.id, "start %d refused", m.seq)
 			}
@@ -295,6 +298,7 @@ func (h *harness) checkRun(ctx context.Context, r *runLog, history []input, exec
 	switch {
 	case err != nil:
 		c.problem(r.id, "replay: %v", err)
+		h.logf("replay of %s: %v", r.id, err)
 	case !rep.Equal:
 		c.problem(r.id, "replay diverges at %q: saved %s, rebuilt %s", rep.Divergence, rep.SavedValue, rep.RebuiltValue)
 	default:
@@ -303,26 +307,36 @@ func (h *harness) checkRun(ctx context.Context, r *runLog, history []input, exec
 	return c
 }
 
+// settled is a run's settled record and when the bucket stored it.
+type settled struct {
+	*dispatcher.Record
+	stored time.Time
+}
+
 // record reads a run's settled record. A replica may answer the read
 // (KV gets are direct), so a stale one is read again a few times.
-func (h *harness) record(ctx context.Context, runID string) (*dispatcher.Record, error) {
+func (h *harness) record(ctx context.Context, runID string) (settled, error) {
+	kv, err := h.f.JS.KeyValue(ctx, h.names.RunBucket())
+	if err != nil {
+		return settled{}, fmt.Errorf("record: %w", err)
+	}
 	for try := 0; ; try++ {
-		data, _, err := h.f.Runs.Get(ctx, runID)
+		e, err := kv.Get(ctx, runID)
 		if err != nil {
-			return nil, fmt.Errorf("record: %w", err)
+			return settled{}, fmt.Errorf("record: %w", err)
 		}
-		rec, err := dispatcher.DecodeRecord(data)
+		rec, err := dispatcher.DecodeRecord(e.Value())
 		if err != nil {
-			return nil, fmt.Errorf("record: %w", err)
+			return settled{}, fmt.Errorf("record: %w", err)
 		}
 		if rec.Status != nil && run.Status(rec.Status.Status).Terminal() {
-			return rec, nil
+			return settled{rec, e.Created()}, nil
 		}
 		if try == 5 {
-			return nil, fmt.Errorf("record not settled: %+v", rec.Status)
+			return settled{}, fmt.Errorf("record not settled: %+v", rec.Status)
 		}
 		if err := pause(ctx, 200*time.Millisecond); err != nil {
-			return nil, err
+			return settled{}, err
 		}
 	}
 }

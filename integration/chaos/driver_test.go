@@ -20,25 +20,35 @@ type runLog struct {
 	i  int
 	wf *workflow
 
-	// When the harness asked for the start, saw an event run wait, had
-	// its events accepted, and saw it settle (zero if it never did).
-	started, waiting, evented, settled time.Time
-	status                             *wire.Status
+	// When the harness asked for the start, saw an event run wait and
+	// saw the run settle (zero if it never did).
+	started, waiting, settled time.Time
+	status                    *wire.Status
 	// failure says why the driver gave up on the run.
 	failure error
+
+	// The server's times, filled in by the check: when the stream stored
+	// the start and the accepted event, and when the run bucket stored
+	// the settled record.
+	stored, eventStored, ended time.Time
 }
 
 // segments are the stretches of the run the system alone was responsible
-// for: from the start to the end, or, for an event run, from the start
-// until it waits and from the events until the end.
+// for, by the server's clock where it has one: from the stored start to
+// the stored end, or, for an event run, from the stored start until the
+// driver saw it wait and from the stored event to the end. Time the
+// driver spent retrying its own calls is not in them.
 func (r *runLog) segments() []time.Duration {
-	if r.settled.IsZero() {
+	if r.ended.IsZero() || r.stored.IsZero() {
 		return nil
 	}
 	if r.wf.events {
-		return []time.Duration{r.waiting.Sub(r.started), r.settled.Sub(r.evented)}
+		if r.eventStored.IsZero() {
+			return nil
+		}
+		return []time.Duration{max(r.waiting.Sub(r.stored), 0), r.ended.Sub(r.eventStored)}
 	}
-	return []time.Duration{r.settled.Sub(r.started)}
+	return []time.Duration{r.ended.Sub(r.stored)}
 }
 
 // driver starts runs at a steady rate, feeds event runs their events and
@@ -113,7 +123,6 @@ func (d *driver) drive(ctx context.Context, r *runLog) error {
 		}); err != nil {
 			return err
 		}
-		r.evented = time.Now()
 	}
 	for {
 		st, err := d.client.Wait(ctx, r.id)

@@ -308,6 +308,11 @@ func (h *harness) healthy(ctx context.Context) error {
 		}
 		return nil
 	}
+	// The harness's own server must see a meta leader (a server cut off
+	// from the others answers 503).
+	if _, err := h.f.JS.AccountInfo(ctx); err != nil {
+		return fmt.Errorf("JetStream: %w", err)
+	}
 	streams := []string{h.names.InputStream(), h.names.TaskStream(), "KV_" + h.names.RunBucket(), "KV_" + h.names.WorkflowBucket()}
 	for _, name := range streams {
 		s, err := h.f.JS.Stream(ctx, name)

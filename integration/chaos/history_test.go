@@ -12,6 +12,7 @@ import (
 // input is one message of a run's history.
 type input struct {
 	seq     uint64
+	time    time.Time
 	subject string
 	kind    string
 	data    []byte
@@ -31,6 +32,9 @@ func (h *harness) readInputs(ctx context.Context) (map[string][]input, error) {
 	last := info.State.LastSeq
 	cons, err := h.f.JS.OrderedConsumer(ctx, h.names.InputStream(), jetstream.OrderedConsumerConfig{
 		FilterSubjects: []string{h.names.InputAll()},
+		// Recreating the consumer ignores ctx and retries forever unless
+		// bounded.
+		MaxResetAttempts: 3,
 	})
 	if err != nil {
 		return nil, err
@@ -66,7 +70,7 @@ func (h *harness) readInputs(ctx context.Context) (map[string][]input, error) {
 		if err != nil {
 			return nil, fmt.Errorf("input %d on %s: %w", md.Sequence.Stream, m.Subject(), err)
 		}
-		out[runID] = append(out[runID], input{seq: md.Sequence.Stream, subject: m.Subject(), kind: kind, data: m.Data()})
+		out[runID] = append(out[runID], input{seq: md.Sequence.Stream, time: md.Timestamp, subject: m.Subject(), kind: kind, data: m.Data()})
 		pending = md.NumPending
 		if md.Sequence.Stream >= last || pending == 0 {
 			return out, nil

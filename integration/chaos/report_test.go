@@ -69,14 +69,14 @@ func (h *harness) summarize(d *driver, res *results, began, ended time.Time) *su
 	}
 	var settles []time.Time
 	for _, r := range runs {
-		if r.settled.IsZero() {
+		if r.ended.IsZero() || r.stored.IsZero() {
 			continue
 		}
-		settles = append(settles, r.settled)
+		settles = append(settles, r.ended)
 		var met []string
 		kinds := map[string]bool{}
 		for _, f := range h.faults {
-			if !f.at.Before(r.started) && !f.at.After(r.settled) {
+			if !f.at.Before(r.stored) && !f.at.After(r.ended) {
 				met = append(met, fmt.Sprintf("%s %s at +%s", f.kind, f.target, f.at.Sub(began).Round(100*time.Millisecond)))
 				kinds[f.kind] = true
 			}
@@ -85,7 +85,7 @@ func (h *harness) summarize(d *driver, res *results, began, ended time.Time) *su
 			excess := seg - s.medians[r.wf.name][i]
 			if excess > s.slowest.excess {
 				s.slowest = slowRun{id: r.id, excess: excess, took: seg, faults: met,
-					started: r.started.Sub(began), ended: r.settled.Sub(began)}
+					started: r.stored.Sub(began), ended: r.ended.Sub(began)}
 			}
 			if len(kinds) == 1 {
 				for k := range kinds {
@@ -134,7 +134,7 @@ func (s *summary) details() []string {
 		}
 		med = append(med, name+" "+strings.Join(ds, "+"))
 	}
-	out = append(out, "median latency per workflow (segments: start to end, or start to waiting + events to end): "+strings.Join(med, ", "))
+	out = append(out, "median latency per workflow (stored start to stored end; for event runs start to waiting + stored event to end): "+strings.Join(med, ", "))
 	sl := s.slowest
 	out = append(out, fmt.Sprintf("slowest recovery: run %s took %s, %s beyond its workflow's median (started +%s, settled +%s; faults meanwhile: %s)",
 		sl.id, sl.took.Round(time.Millisecond), sl.excess.Round(time.Millisecond), sl.started.Round(100*time.Millisecond),
@@ -146,7 +146,7 @@ func (s *summary) details() []string {
 		}
 	}
 	out = append(out, "slowest recovery of runs that met faults of one kind only: "+strings.Join(kinds, ", "))
-	out = append(out, fmt.Sprintf("longest stall: no run settled for %s from +%s", s.stall.Round(time.Millisecond), s.stallAt.Round(100*time.Millisecond)))
+	out = append(out, fmt.Sprintf("longest stall: no run's settled record stored for %s from +%s", s.stall.Round(time.Millisecond), s.stallAt.Round(100*time.Millisecond)))
 	for _, kind := range []string{kindDispatcher, kindWorker, kindNATS, faultPartition} {
 		var downs []string
 		for _, f := range s.faultsByKind[kind] {
