@@ -12,6 +12,7 @@ import (
 	"github.com/jetflow/jetflow/client"
 	"github.com/jetflow/jetflow/dispatcher"
 	"github.com/jetflow/jetflow/embedded"
+	"github.com/jetflow/jetflow/engine/run"
 	"github.com/jetflow/jetflow/fleet"
 	"github.com/jetflow/jetflow/natstest"
 	"github.com/jetflow/jetflow/wire"
@@ -24,9 +25,11 @@ import (
 // run's record past what NATS takes, each with the reason; nothing stalls.
 func TestOversizedPayloadsRefusedAtTheEdge(t *testing.T) {
 	ctx := testCtx(t, 2*time.Minute)
+	// Events kept for a wait may fill the record here (the default bound,
+	// run.DefaultMaxBufferedBytes, keeps it well below).
 	f, err := fleet.Start(ctx, fleet.Config{
 		Embedded:   embedded.Config{Listen: "127.0.0.1:-1", Logger: quiet()},
-		Dispatcher: &dispatcher.Config{Logger: quiet(), MaxInputBytes: 700 << 10},
+		Dispatcher: &dispatcher.Config{Logger: quiet(), MaxInputBytes: 700 << 10, RunOptions: run.Options{MaxBufferedBytes: 4 << 20}},
 		Logger:     quiet(),
 	})
 	if err != nil {

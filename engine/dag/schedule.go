@@ -6,6 +6,7 @@ import (
 	"strconv"
 
 	"github.com/jetflow/jetflow/engine/fault"
+	"github.com/jetflow/jetflow/engine/query"
 	"github.com/jetflow/jetflow/engine/value"
 )
 
@@ -65,6 +66,12 @@ type Invocation struct {
 // A failing select, query or `with` is the reference's JF2006, and a
 // checkpointed value that is not JSON is JF2008; both carry the node id.
 func (d *DAG) Schedule(input any, values map[string]any, running map[string]bool) (Plan, error) {
+	return d.ScheduleWithin(nil, input, values, running)
+}
+
+// ScheduleWithin is Schedule charging every select, query and `with` it
+// evaluates to b instead of each query's own step and byte limits.
+func (d *DAG) ScheduleWithin(b *query.Budget, input any, values map[string]any, running map[string]bool) (Plan, error) {
 	n := len(d.nodes)
 	known := make([]bool, n)
 	vals := make([]any, n)
@@ -96,7 +103,7 @@ func (d *DAG) Schedule(input any, values map[string]any, running map[string]bool
 		var next []int
 		for _, i := range frontier {
 			nd := d.nodes[i]
-			v, inv, err := d.evaluate(nd, input, vals)
+			v, inv, err := d.evaluate(nd, input, vals, b)
 			if err != nil {
 				return plan, err
 			}
@@ -131,8 +138,8 @@ func (d *DAG) Schedule(input any, values map[string]any, running map[string]bool
 
 // evaluate computes one ready node: its value, or for a task node the
 // invocation that will produce it.
-func (d *DAG) evaluate(nd *node, input any, vals []any) (any, *Invocation, error) {
-	scope, err := d.scope(nd, vals)
+func (d *DAG) evaluate(nd *node, input any, vals []any, b *query.Budget) (any, *Invocation, error) {
+	scope, err := d.scope(nd, vals, b)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -145,7 +152,7 @@ func (d *DAG) evaluate(nd *node, input any, vals []any) (any, *Invocation, error
 	case KindOutput:
 		v = scope
 	case KindQuery:
-		res, ok, err := nd.query.Eval(scope, nil)
+		res, ok, err := nd.query.Within(b).Eval(scope, nil)
 		if err != nil {
 			return nil, nil, d.failed(nd, err.Error(), err)
 		}
@@ -155,7 +162,7 @@ func (d *DAG) evaluate(nd *node, input any, vals []any) (any, *Invocation, error
 	case KindTask:
 		var with any
 		if nd.with != nil {
-			res, ok, err := nd.with.Eval(scope, nil)
+			res, ok, err := nd.with.Within(b).Eval(scope, nil)
 			if err != nil {
 				return nil, nil, d.failed(nd, err.Error(), err)
 			}
@@ -178,7 +185,7 @@ func (d *DAG) evaluate(nd *node, input any, vals []any) (any, *Invocation, error
 
 // scope builds a node's input scope (§6.1): each inbound value through its
 // edge's select, then the single unported value, or the object of ports.
-func (d *DAG) scope(nd *node, vals []any) (any, error) {
+func (d *DAG) scope(nd *node, vals []any, b *query.Budget) (any, error) {
 	if len(nd.inbound) == 0 {
 		return nil, nil
 	}
@@ -190,7 +197,7 @@ func (d *DAG) scope(nd *node, vals []any) (any, error) {
 	for _, e := range nd.inbound {
 		v := vals[e.from]
 		if e.sel != nil {
-			res, ok, err := e.sel.Eval(v, nil)
+			res, ok, err := e.sel.Within(b).Eval(v, nil)
 			if err != nil {
 				idx := strconv.Itoa(e.index)
 				return nil, &fault.Error{Code: fault.JF2006,

@@ -16,11 +16,12 @@ type getter func(f *frame) any
 // frame is the per-evaluation state: slot 0 is the input document, every
 // binding site and external owns one slot (QUERY-FORMAT Appendix C.5).
 type frame struct {
-	slots    []any
-	steps    int
-	maxSteps int
-	lim      *Limits
-	buf      [6]any // slots of small queries, saving an allocation
+	slots []any
+	// what the evaluation may still spend; below zero it fails
+	stepsLeft, bytesLeft int
+	lim                  *Limits
+	budget               *Budget // nil: the query's own limits
+	buf                  [5]any  // slots of small queries, saving an allocation
 }
 
 // unbound marks an external the caller did not bind.
@@ -76,9 +77,9 @@ func (c *compiler) expr(v any, path string, sc *scope, depth int) getter {
 // counted charges one step per node evaluation (limits.steps).
 func (c *compiler) counted(g getter, path string) getter {
 	return func(f *frame) any {
-		f.steps++
-		if f.steps > f.maxSteps {
-			throw(fault.JQ2009, "the query exceeded limits.steps ("+strconv.Itoa(f.maxSteps)+" expression evaluations)", path)
+		f.stepsLeft--
+		if f.stepsLeft < 0 {
+			f.overSteps(path)
 		}
 		return g(f)
 	}
@@ -192,18 +193,6 @@ func (c *compiler) array(elems []any, path string, sc *scope, depth int) getter 
 	}
 }
 
-// charge accounts for bulk work done inside one node (materialized items)
-// against limits.steps, so one node cannot hide an unbounded loop.
-func (f *frame) charge(n int, path string) {
-	if n <= 64 {
-		return
-	}
-	f.steps += n / 64
-	if f.steps > f.maxSteps {
-		throw(fault.JQ2009, "the query exceeded limits.steps ("+strconv.Itoa(f.maxSteps)+" expression evaluations)", path)
-	}
-}
-
 type member struct {
 	name string
 	get  getter
@@ -238,6 +227,7 @@ func (c *compiler) object(obj map[string]any, path string, sc *scope, depth int)
 				}
 				out[m.name] = v
 			}
+			f.chargeObject(len(out), path)
 			return out
 		}
 	}
@@ -322,6 +312,7 @@ func (c *compiler) mapConstructor(arg any, opPath string, sc *scope, depth int) 
 			}
 			out[k] = v
 		}
+		f.chargeObject(len(out), opPath)
 		return out
 	}
 }

@@ -38,6 +38,7 @@ type forBinding struct {
 	rng           *rangeSrc
 	allowingEmpty bool
 	window        *window
+	path          string // of the source, for the account of its windows
 }
 
 type window struct {
@@ -165,7 +166,7 @@ func (c *compiler) flwor(obj map[string]any, path string, sc *scope, depth int) 
 			if b.rng == nil {
 				b.get = c.expr(src, srcPath, sc, d)
 			}
-			b.slot = c.bindSlot()
+			b.slot, b.path = c.bindSlot(), srcPath
 			sc = &scope{name, b.slot, sc}
 			tuple = append(tuple, tupleSlot{name, b.slot, false})
 			if atName != "" {
@@ -282,7 +283,9 @@ func (c *compiler) flwor(obj map[string]any, path string, sc *scope, depth int) 
 			checkFold(v, seqLimit, path)
 			f.slots[foldSlot] = v
 		} else {
+			n := len(out.items)
 			out.items = appendSeq(out.items, ret(f))
+			f.alloc((len(out.items)-n)*itemBytes, path)
 			if len(out.items) > seqLimit {
 				throw(fault.JQ2009, "a phrase materialized more than "+strconv.Itoa(seqLimit)+" items (limits.sequenceItems)", path)
 			}
@@ -303,9 +306,9 @@ func (c *compiler) flwor(obj map[string]any, path string, sc *scope, depth int) 
 	var emit stage
 	switch {
 	case groupKeys != nil:
-		emit = groupSink(groupKeys, groupPaths, tuple)
+		emit = groupSink(groupKeys, groupPaths, tuple, path+"/$groupby")
 	case specs != nil:
-		emit = rowSink(specs, live)
+		emit = rowSink(specs, live, path+"/$orderby")
 	default:
 		emit = sink
 	}
@@ -349,7 +352,7 @@ func (c *compiler) flwor(obj map[string]any, path string, sc *scope, depth int) 
 				return seqOf(res.items)
 			}
 			rc := &collector{}
-			rs := rowSink(specs, live)
+			rs := rowSink(specs, live, path+"/$orderby")
 			for _, g := range pre.order {
 				writeGroup(f, g, groupSlots, tuple)
 				rs(f, rc)
@@ -533,6 +536,7 @@ func windowClause(b forBinding, next stage) stage {
 	w := b.window
 	return func(f *frame, out *collector) {
 		items := unpacked(b.get(f))
+		f.allocItems(len(items), b.path)
 		n := 0
 		for start := 0; start < len(items); start += w.step {
 			end := start + w.size
@@ -542,6 +546,7 @@ func windowClause(b forBinding, next stage) stage {
 				}
 				end = len(items)
 			}
+			f.allocItems(end-start, b.path)
 			f.slots[b.slot] = seqOf(slices.Clone(items[start:end]))
 			if b.atSlot >= 0 {
 				f.slots[b.atSlot] = float64(n)
@@ -560,8 +565,9 @@ func windowClause(b forBinding, next stage) stage {
 }
 
 // groupSink collects tuples into groups keyed by the grouping relation.
-func groupSink(keys []getter, paths []string, tuple []tupleSlot) stage {
+func groupSink(keys []getter, paths []string, tuple []tupleSlot, path string) stage {
 	return func(f *frame, out *collector) {
+		f.allocItems(len(keys)+len(tuple), path)
 		vals := make([]any, len(keys))
 		var b strings.Builder
 		for i, k := range keys {
@@ -577,6 +583,7 @@ func groupSink(keys []getter, paths []string, tuple []tupleSlot) stage {
 				stableKey(&b, v)
 			}
 		}
+		f.alloc(b.Len(), path)
 		if out.groups == nil {
 			out.groups = map[string]*group{}
 		}
@@ -594,8 +601,9 @@ func groupSink(keys []getter, paths []string, tuple []tupleSlot) stage {
 
 // rowSink evaluates the sort keys of a tuple and snapshots its live
 // bindings (a Schwartzian row).
-func rowSink(specs []orderSpec, live []int) stage {
+func rowSink(specs []orderSpec, live []int, path string) stage {
 	return func(f *frame, out *collector) {
+		f.allocItems(len(specs)+len(live), path)
 		keys := make([]any, len(specs))
 		for i, s := range specs {
 			v := s.key(f)

@@ -50,11 +50,20 @@ func FuzzEval(f *testing.F) {
 		if err != nil {
 			in = nil
 		}
-		q, err := Compile(d, Options{Limits: Limits{Steps: 20000, SequenceItems: 10000}})
+		q, err := Compile(d, Options{Limits: Limits{Steps: 20000, SequenceItems: 10000, Bytes: 1 << 20}})
 		if err != nil {
 			return
 		}
 		_, _, _ = q.Eval(in, map[string]any{"x": 1.0})
 		_, _ = q.EBV(in, nil)
+		// A budget shared by two evaluations: one that succeeds spent
+		// no more than it allowed.
+		b := Budget{Steps: 30000, Bytes: 1 << 20}
+		for range 2 {
+			_, err := q.Within(&b).EBV(in, nil)
+			if steps, bytes := b.Spent(); err == nil && (steps > b.Steps || bytes > b.Bytes) {
+				t.Fatalf("an evaluation succeeded having spent %d steps and %d bytes of a budget of %d and %d", steps, bytes, b.Steps, b.Bytes)
+			}
+		}
 	})
 }

@@ -98,7 +98,7 @@ func (c *compiler) operator(key string, val any, path string, sc *scope, depth i
 // ---- §8.2 sequences, §8.3 conditional, §8.4 comparisons, §8.6 logic
 
 func init() {
-	operators["$seq"] = nary(0, -1, func(a []arg, _ string) getter {
+	operators["$seq"] = nary(0, -1, func(a []arg, opPath string) getter {
 		switch len(a) {
 		case 0:
 			return literal(empty)
@@ -110,6 +110,7 @@ func init() {
 			for _, x := range a {
 				acc = appendSeq(acc, x.get(f))
 			}
+			f.allocItems(len(acc), opPath)
 			return seqOf(acc)
 		}
 	})

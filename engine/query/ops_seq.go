@@ -119,7 +119,7 @@ func minMax(isMax bool) opEntry {
 // ---- §8.9 sequence operators
 
 func init() {
-	operators["$distinct"] = unary(func(a []arg, _ string) getter {
+	operators["$distinct"] = unary(func(a []arg, opPath string) getter {
 		g := a[0].get
 		return func(f *frame) any {
 			v := g(f)
@@ -129,8 +129,11 @@ func init() {
 			}
 			seen := make(map[string]bool, len(m.items))
 			out := make([]any, 0, len(m.items))
+			f.allocItems(len(m.items), opPath)
+			f.chargeObject(len(m.items), opPath)
 			for _, item := range m.items {
 				k := stableKeyString(item)
+				f.alloc(len(k), opPath)
 				if !seen[k] {
 					seen[k] = true
 					out = append(out, item)
@@ -139,7 +142,7 @@ func init() {
 			return seqOf(out)
 		}
 	})
-	operators["$reverse"] = unary(func(a []arg, _ string) getter {
+	operators["$reverse"] = unary(func(a []arg, opPath string) getter {
 		g := a[0].get
 		return func(f *frame) any {
 			v := g(f)
@@ -147,12 +150,13 @@ func init() {
 			if !ok {
 				return v
 			}
+			f.allocItems(len(m.items), opPath)
 			out := slices.Clone(m.items)
 			slices.Reverse(out)
 			return seqOf(out)
 		}
 	})
-	operators["$sort"] = unary(func(a []arg, _ string) getter {
+	operators["$sort"] = unary(func(a []arg, opPath string) getter {
 		g, p := a[0].get, a[0].path
 		return func(f *frame) any {
 			v := g(f)
@@ -171,6 +175,7 @@ func init() {
 			if len(items) == 1 {
 				return v
 			}
+			f.allocItems(len(items), opPath)
 			out := slices.Clone(items)
 			if numeric {
 				slices.SortStableFunc(out, func(x, y any) int { return compareNumberKeys(x.(float64), y.(float64)) })
@@ -214,7 +219,7 @@ func init() {
 			return seqOf(items[int(lo):int(hi)])
 		}
 	})
-	operators["$index-of"] = nary(2, 2, func(a []arg, _ string) getter {
+	operators["$index-of"] = nary(2, 2, func(a []arg, opPath string) getter {
 		return func(f *frame) any {
 			v := a[0].get(f)
 			target := a[1].get(f)
@@ -228,6 +233,7 @@ func init() {
 					out = append(out, float64(i))
 				}
 			}
+			f.allocItems(len(out), opPath)
 			return seqOf(out)
 		}
 	})
@@ -285,7 +291,7 @@ func init() {
 			return empty
 		}
 	})
-	operators["$entries"] = unary(func(a []arg, _ string) getter {
+	operators["$entries"] = unary(func(a []arg, opPath string) getter {
 		g := a[0].get
 		return func(f *frame) any {
 			var out []any
@@ -295,13 +301,15 @@ func init() {
 					continue
 				}
 				for _, k := range value.Keys(obj) {
+					f.chargeObject(2, opPath)
 					out = append(out, map[string]any{"key": k, "value": obj[k]})
 				}
 			}
+			f.allocItems(len(out), opPath)
 			return seqOf(out)
 		}
 	})
-	operators["$from-entries"] = unary(func(a []arg, _ string) getter {
+	operators["$from-entries"] = unary(func(a []arg, opPath string) getter {
 		g := a[0].get
 		return func(f *frame) any {
 			out := map[string]any{}
@@ -320,6 +328,7 @@ func init() {
 				}
 				out[k] = v
 			}
+			f.chargeObject(len(out), opPath)
 			return out
 		}
 	})

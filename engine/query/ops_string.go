@@ -59,6 +59,7 @@ func init() {
 					b.WriteString(s)
 				}
 			}
+			f.alloc(b.Len(), opPath)
 			return b.String()
 		}
 	})
@@ -77,10 +78,11 @@ func init() {
 				b.WriteString(castString(item, a[0].path))
 				checkString(b.Len(), opPath)
 			}
+			f.alloc(b.Len(), opPath)
 			return b.String()
 		}
 	})
-	operators["$substring"] = nary(2, 3, func(a []arg, _ string) getter {
+	operators["$substring"] = nary(2, 3, func(a []arg, opPath string) getter {
 		return func(f *frame) any {
 			s := stringArg(a[0].get(f), a[0].path)
 			from := jsRound(numberArg(a[1].get(f), a[1].path))
@@ -105,6 +107,7 @@ func init() {
 				}
 				p++
 			}
+			f.alloc(b.Len(), opPath)
 			return b.String()
 		}
 	})
@@ -123,9 +126,15 @@ func init() {
 func isXMLSpace(r rune) bool { return r == ' ' || r == '\t' || r == '\n' || r == '\r' }
 
 func stringUnary(apply func(string) any) opEntry {
-	return unary(func(a []arg, _ string) getter {
+	return unary(func(a []arg, opPath string) getter {
 		g, p := a[0].get, a[0].path
-		return func(f *frame) any { return apply(stringArg(g(f), p)) }
+		return func(f *frame) any {
+			v := apply(stringArg(g(f), p))
+			if s, ok := v.(string); ok {
+				f.alloc(len(s), opPath)
+			}
+			return v
+		}
 	})
 }
 
@@ -151,7 +160,7 @@ func regexTest(full bool) opEntry {
 	})
 }
 
-func buildReplace(a []arg, _ string) getter {
+func buildReplace(a []arg, opPath string) getter {
 	cache := newRegexCache(false)
 	return func(f *frame) any {
 		s := stringArg(a[0].get(f), a[0].path)
@@ -166,6 +175,7 @@ func buildReplace(a []arg, _ string) getter {
 		}
 		out := re.ReplaceAllLiteralString(s, rep)
 		checkString(len(out), a[0].path)
+		f.alloc(len(out), opPath)
 		return out
 	}
 }

@@ -18,7 +18,8 @@ import (
 
 // Options tune compilation. The zero value is the reference's default.
 type Options struct {
-	// Limits bound evaluation (steps, sequence items, result items, depth).
+	// Limits bound evaluation (steps, bytes, sequence items, result items,
+	// depth).
 	// Zero fields take jetflow's defaults (DefaultLimits).
 	Limits Limits
 }
@@ -34,15 +35,20 @@ type Limits struct {
 	// Default 1,000,000.
 	ResultItems int
 	// Steps caps expression-node evaluations per call (JQ2009); bulk work
-	// inside one node is charged one step per 64 items. Default 10,000,000.
+	// inside one node is charged one step per 64 items. A Budget replaces
+	// it (and Bytes) for the evaluations it is shared by. Default
+	// 10,000,000.
 	Steps int
 	// Depth caps expression nesting, checked at compile time (JQ0011).
 	// Default 256.
 	Depth int
+	// Bytes caps the bytes of strings, arrays and objects one evaluation
+	// creates (JQ2009), as Budget counts them. Default 64 MiB.
+	Bytes int
 }
 
 // DefaultLimits are the limits a zero field takes.
-var DefaultLimits = Limits{SequenceItems: 1000000, ResultItems: 1000000, Steps: 10000000, Depth: 256}
+var DefaultLimits = Limits{SequenceItems: 1000000, ResultItems: 1000000, Steps: 10000000, Depth: 256, Bytes: 64 << 20}
 
 func (l Limits) withDefaults() Limits {
 	if l.SequenceItems <= 0 {
@@ -56,6 +62,9 @@ func (l Limits) withDefaults() Limits {
 	}
 	if l.Depth <= 0 {
 		l.Depth = DefaultLimits.Depth
+	}
+	if l.Bytes <= 0 {
+		l.Bytes = DefaultLimits.Bytes
 	}
 	return l
 }
@@ -122,9 +131,15 @@ func jsonText(v any) string {
 	return s
 }
 
-// evaluate runs the closure tree and recovers runtime faults.
-func (q *Query) evaluate(data any, ext map[string]any) (v any, err error) {
-	f := &frame{maxSteps: q.lim.Steps, lim: &q.lim}
+// evaluate runs the closure tree and recovers runtime faults. A non-nil
+// budget replaces the step and byte limits, and is charged what the
+// evaluation spent, whether it succeeded or not.
+func (q *Query) evaluate(data any, ext map[string]any, b *Budget) (v any, err error) {
+	f := &frame{stepsLeft: q.lim.Steps, bytesLeft: q.lim.Bytes, lim: &q.lim}
+	if b != nil {
+		f.budget = b
+		f.stepsLeft, f.bytesLeft = b.stepLimit()-b.steps, b.byteLimit()-b.bytes
+	}
 	if q.frameSize <= len(f.buf) {
 		f.slots = f.buf[:q.frameSize]
 	} else {
@@ -139,6 +154,9 @@ func (q *Query) evaluate(data any, ext map[string]any) (v any, err error) {
 		}
 	}
 	defer func() {
+		if b != nil {
+			b.steps, b.bytes = b.stepLimit()-f.stepsLeft, b.byteLimit()-f.bytesLeft
+		}
 		if r := recover(); r != nil {
 			re, ok := r.(runtimeError)
 			if !ok {
@@ -163,7 +181,11 @@ func (q *Query) checkResult(n int) error {
 // the item itself for a singleton, a []any of the items for a longer
 // sequence. ext binds external variables by name.
 func (q *Query) Eval(data any, ext map[string]any) (result any, ok bool, err error) {
-	v, err := q.evaluate(data, ext)
+	return q.eval(data, ext, nil)
+}
+
+func (q *Query) eval(data any, ext map[string]any, b *Budget) (result any, ok bool, err error) {
+	v, err := q.evaluate(data, ext, b)
 	if err != nil {
 		return nil, false, err
 	}
@@ -181,7 +203,11 @@ func (q *Query) Eval(data any, ext map[string]any) (result any, ok bool, err err
 
 // Items returns the result sequence as a slice (empty for the empty sequence).
 func (q *Query) Items(data any, ext map[string]any) ([]any, error) {
-	v, err := q.evaluate(data, ext)
+	return q.items(data, ext, nil)
+}
+
+func (q *Query) items(data any, ext map[string]any, b *Budget) ([]any, error) {
+	v, err := q.evaluate(data, ext, b)
 	if err != nil {
 		return nil, err
 	}
@@ -197,8 +223,12 @@ func (q *Query) Items(data any, ext map[string]any) ([]any, error) {
 
 // EBV returns the effective boolean value of the result (QUERY-FORMAT §2.2),
 // as the reference's query.ebv(data): JQ2003 for two or more items.
-func (q *Query) EBV(data any, ext map[string]any) (b bool, err error) {
-	v, err := q.evaluate(data, ext)
+func (q *Query) EBV(data any, ext map[string]any) (bool, error) {
+	return q.ebv(data, ext, nil)
+}
+
+func (q *Query) ebv(data any, ext map[string]any, b *Budget) (res bool, err error) {
+	v, err := q.evaluate(data, ext, b)
 	if err != nil {
 		return false, err
 	}
@@ -208,7 +238,7 @@ func (q *Query) EBV(data any, ext map[string]any) (b bool, err error) {
 			if !ok {
 				panic(r)
 			}
-			b, err = false, re.err
+			res, err = false, re.err
 		}
 	}()
 	return ebv(v, ""), nil

@@ -15,7 +15,35 @@ type Options struct {
 	// Retry returns the retry policy for a task version; nil, or a zero
 	// MaxAttempts, means DefaultRetry.
 	Retry func(task, version string) RetryPolicy
+
+	// Steps caps the expression evaluations of one Apply, summed over
+	// every query it evaluates: guards and effects of every microstep,
+	// work inputs, and the selects, queries and withs of DAG nodes. The
+	// query that crosses it fails with JQ2009, as one query over its own
+	// limit does, and the run fails as it then does. Default
+	// query.DefaultLimits.Steps (10,000,000).
+	Steps int
+	// Bytes caps the bytes of strings, arrays and objects those queries
+	// create in one Apply, as query.Budget accounts them (JQ2009).
+	// Default query.DefaultLimits.Bytes (64 MiB).
+	Bytes int
+
+	// MaxBuffered caps the events a run holds while it is not waiting
+	// (they are delivered to its next wait); one more is rejected.
+	// Default 1000.
+	MaxBuffered int
+	// MaxBufferedBytes caps the JSON size of those events, together; an
+	// event that would exceed it is rejected. The run's record holds
+	// them, and must still fit a NATS message. Default 256 KiB, a quarter
+	// of NATS's default max payload.
+	MaxBufferedBytes int
 }
+
+// Buffer defaults.
+const (
+	DefaultMaxBuffered      = 1000
+	DefaultMaxBufferedBytes = 256 << 10
+)
 
 // Apply applies one message to a run. st is nil for a run that does not
 // exist yet (only a start message may create one). It returns the new
@@ -80,7 +108,7 @@ func start(wf *workflow.Workflow, msg Message, opts Options) (*State, []Effect, 
 	}
 	r := newReducer(wf, seed, msg, opts)
 	r.prev = nil
-	res, err := wf.Chart.Start(chartStart(msg.Time, r.contextValue()))
+	res, err := wf.Chart.Start(r.startOpts(msg.Time, r.contextValue()))
 	if err != nil {
 		return nil, nil, err
 	}

@@ -3,7 +3,6 @@ package run
 import (
 	"github.com/jetflow/jetflow/engine/fault"
 	"github.com/jetflow/jetflow/engine/statechart"
-	"github.com/jetflow/jetflow/engine/value"
 	"github.com/jetflow/jetflow/engine/workflow"
 )
 
@@ -12,8 +11,7 @@ import (
 // drive), and the call claims a generation.
 func (r *reducer) resume() error {
 	if !r.msg.NoTime && r.st.Status != StatusDone && r.wf.Spec(r.active()).Kind != workflow.KindOn {
-		now := r.now
-		res, err := r.wf.Chart.Step(r.st.Control, workflow.EventClock, statechart.StepOptions{Now: &now, Context: r.contextValue()})
+		res, err := r.wf.Chart.Step(r.st.Control, workflow.EventClock, r.clockOpts())
 		if err != nil {
 			return err
 		}
@@ -21,19 +19,6 @@ func (r *reducer) resume() error {
 	}
 	r.persist()
 	return nil
-}
-
-func (r *reducer) event(ev *Event) error {
-	if ev == nil || ev.Type == "" {
-		return reject("an event needs a nonblank type")
-	}
-	e := *ev
-	e.Payload = value.Clone(e.Payload)
-	r.st.Buffered = append(r.st.Buffered, e)
-	if r.st.Status != StatusWaiting {
-		return nil // delivered to the next wait the run reaches
-	}
-	return r.wakeUp()
 }
 
 func (r *reducer) wake() error {
@@ -101,7 +86,7 @@ func (r *reducer) drive() error {
 				return err
 			}
 		case workflow.KindChoose:
-			res, err := r.wf.Chart.Step(r.st.Control, workflow.EventNext, statechart.StepOptions{Context: r.contextValue()})
+			res, err := r.wf.Chart.Step(r.st.Control, workflow.EventNext, r.stepOpts(r.contextValue(), nil))
 			if err != nil {
 				return err
 			}
@@ -127,7 +112,7 @@ func (r *reducer) drive() error {
 // event; with neither, the run waits.
 func (r *reducer) wait() (waiting bool, err error) {
 	if !r.msg.NoTime {
-		res, err := r.wf.Chart.Advance(r.st.Control, r.now, statechart.AdvanceOptions{Context: r.contextValue(), One: true})
+		res, err := r.wf.Chart.Advance(r.st.Control, r.now, statechart.AdvanceOptions{Context: r.contextValue(), One: true, Budget: &r.budget})
 		if err != nil {
 			return false, err
 		}
@@ -141,8 +126,7 @@ func (r *reducer) wait() (waiting bool, err error) {
 	for len(r.st.Buffered) > 0 {
 		ev := r.st.Buffered[0]
 		r.st.Buffered = r.st.Buffered[1:]
-		opts := statechart.StepOptions{Context: r.contextValue(), Payload: ev.Payload}
-		res, err := r.wf.Chart.Step(r.st.Control, workflow.EventPrefix+ev.Type, opts)
+		res, err := r.wf.Chart.Step(r.st.Control, workflow.EventPrefix+ev.Type, r.stepOpts(r.contextValue(), ev.Payload))
 		if err != nil {
 			return false, err
 		}

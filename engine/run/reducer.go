@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/jetflow/jetflow/engine/fault"
+	"github.com/jetflow/jetflow/engine/query"
 	"github.com/jetflow/jetflow/engine/statechart"
 	"github.com/jetflow/jetflow/engine/value"
 	"github.com/jetflow/jetflow/engine/workflow"
@@ -26,6 +27,8 @@ type reducer struct {
 	// a larger token are new and must be armed.
 	serial int64
 	status Status
+	// budget is what every query of this message may spend, together.
+	budget query.Budget
 }
 
 func newReducer(wf *workflow.Workflow, prev *State, msg Message, opts Options) *reducer {
@@ -36,7 +39,7 @@ func newReducer(wf *workflow.Workflow, prev *State, msg Message, opts Options) *
 		now = prev.Control.Time
 	}
 	return &reducer{wf: wf, st: st, prev: prev, msg: msg, opts: opts, now: now,
-		serial: prev.Control.Serial, status: prev.Status}
+		serial: prev.Control.Serial, status: prev.Status, budget: query.Budget{Steps: opts.Steps, Bytes: opts.Bytes}}
 }
 
 // copy returns a state whose maps may be written without touching s. The
@@ -83,8 +86,20 @@ func (r *reducer) persist() { r.st.Generation++ }
 
 func (r *reducer) contextValue() map[string]any { return r.st.Context.value() }
 
-func chartStart(now float64, ctx any) statechart.StartOptions {
-	return statechart.StartOptions{Now: now, Context: ctx}
+// startOpts, stepOpts and clockOpts are the options of a statechart
+// call; each charges the message's budget.
+func (r *reducer) startOpts(now float64, ctx any) statechart.StartOptions {
+	return statechart.StartOptions{Now: now, Context: ctx, Budget: &r.budget}
+}
+
+func (r *reducer) stepOpts(ctx, payload any) statechart.StepOptions {
+	return statechart.StepOptions{Context: ctx, Payload: payload, Budget: &r.budget}
+}
+
+// clockOpts moves the chart's clock to now.
+func (r *reducer) clockOpts() statechart.StepOptions {
+	now := r.now
+	return statechart.StepOptions{Now: &now, Context: r.contextValue(), Budget: &r.budget}
 }
 
 // admit counts a visit to each entered state, failing with JF2015 when a

@@ -279,6 +279,16 @@ func FuzzApply(f *testing.F) {
 		msg := Message{Kind: Kind(kind), Time: now, Event: &Event{Type: arg}, Timer: &TimerFire{ID: arg, Deadline: now},
 			Result: &TaskResult{Activation: arg, Node: "task", Attempt: 1}}
 		_, _, _ = Apply(wf, st, msg, Options{})
+		// Tight budgets and buffers: a rejection leaves no state, and a
+		// run never takes a third event while it is not waiting.
+		tight := Options{Steps: 50, Bytes: 1 << 10, MaxBuffered: 2, MaxBufferedBytes: 64}
+		next, _, err := Apply(wf, st, msg, tight)
+		if err != nil && next != nil {
+			t.Fatalf("an error (%v) with a state", err)
+		}
+		if next != nil && next.Status != StatusWaiting && len(next.Buffered) > max(2, len(st.Buffered)) {
+			t.Fatalf("%d events buffered, the limit is 2", len(next.Buffered))
+		}
 	})
 }
 

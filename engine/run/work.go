@@ -5,7 +5,6 @@ import (
 
 	"github.com/jetflow/jetflow/engine/dag"
 	"github.com/jetflow/jetflow/engine/fault"
-	"github.com/jetflow/jetflow/engine/statechart"
 	"github.com/jetflow/jetflow/engine/value"
 	"github.com/jetflow/jetflow/engine/workflow"
 )
@@ -15,7 +14,7 @@ import (
 func (r *reducer) work(id string) (blocked bool, err error) {
 	d := r.wf.DAGs[id]
 	if r.st.Pending == nil {
-		v, ok, err := r.wf.Inputs[id].Eval(r.workScope(), nil)
+		v, ok, err := r.wf.Inputs[id].Within(&r.budget).Eval(r.workScope(), nil)
 		if err != nil {
 			return false, fault.Wrap(fault.JF2016, "work input evaluation failed", id+"/input", err)
 		}
@@ -61,7 +60,7 @@ func (r *reducer) schedule(id string) (blocked bool, err error) {
 	for node := range w.Running {
 		running[node] = true
 	}
-	plan, err := d.Schedule(p.Input, w.Values, running)
+	plan, err := d.ScheduleWithin(&r.budget, p.Input, w.Values, running)
 	for _, nv := range plan.Values {
 		w.Values[nv.ID] = nv.Value
 		if nv.Checkpoint {
@@ -106,7 +105,7 @@ func (r *reducer) complete(id string, result any, caught map[string]any) error {
 	}
 	ctx := r.contextValue()
 	ctx["data"] = data
-	res, err := r.wf.Chart.Step(r.st.Control, event, statechart.StepOptions{Context: ctx})
+	res, err := r.wf.Chart.Step(r.st.Control, event, r.stepOpts(ctx, nil))
 	if err != nil {
 		return err
 	}
@@ -151,8 +150,7 @@ func (r *reducer) result(res *TaskResult) error {
 	d := r.wf.DAGs[id]
 	if !r.msg.NoTime && r.now > r.st.Control.Time {
 		// Time passes while tasks run: later delays count from the result.
-		now := r.now
-		step, err := r.wf.Chart.Step(r.st.Control, workflow.EventClock, statechart.StepOptions{Now: &now, Context: r.contextValue()})
+		step, err := r.wf.Chart.Step(r.st.Control, workflow.EventClock, r.clockOpts())
 		if err != nil {
 			return err
 		}
@@ -213,7 +211,7 @@ func (r *reducer) retryTimer(t *TimerFire) error {
 			running[n] = true
 		}
 	}
-	plan, err := r.wf.DAGs[id].Schedule(r.st.Pending.Input, w.Values, running)
+	plan, err := r.wf.DAGs[id].ScheduleWithin(&r.budget, r.st.Pending.Input, w.Values, running)
 	if err != nil {
 		return r.continueAfter(r.workFailed(id, err))
 	}

@@ -86,7 +86,7 @@ func (e *effect) resolve(sc *scope, out *Result) {
 		out.Effects = append(out.Effects, Effect{Run: e.run})
 		return
 	}
-	v, ok, err := e.with.Eval(sc.value(), nil)
+	v, ok, err := e.with.Within(sc.r.budget).Eval(sc.value(), nil)
 	if err != nil {
 		out.Errors = append(out.Errors, Record{
 			Code:    fault.JF2004,

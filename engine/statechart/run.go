@@ -2,6 +2,7 @@ package statechart
 
 import (
 	"github.com/jetflow/jetflow/engine/fault"
+	"github.com/jetflow/jetflow/engine/query"
 )
 
 // StartOptions are the inputs of a fresh start. Now defaults to zero.
@@ -9,6 +10,9 @@ type StartOptions struct {
 	Now     float64
 	Context any
 	Payload any
+	// Budget, when set, is charged every guard and effect evaluation of
+	// the call instead of each query's own step and byte limits.
+	Budget *query.Budget
 }
 
 // StepOptions are the inputs of an external event. A nil Now keeps the
@@ -17,6 +21,7 @@ type StepOptions struct {
 	Now     *float64
 	Context any
 	Payload any
+	Budget  *query.Budget // as in StartOptions
 }
 
 // AdvanceOptions are the inputs of a time advance. One consumes at most
@@ -25,6 +30,7 @@ type AdvanceOptions struct {
 	Context any
 	Payload any
 	One     bool
+	Budget  *query.Budget // as in StartOptions
 }
 
 // Result is the outcome of Start, Step or Advance.
@@ -87,6 +93,7 @@ func (c *Chart) Start(opts StartOptions) (Result, error) {
 	}
 	r := c.runner(opts.Context, opts.Payload)
 	defer r.release()
+	r.budget = opts.Budget
 	r.w.time = opts.Now + 0
 	r.target(c.initial)
 	r.w.leaves = r.fill()
@@ -114,6 +121,7 @@ func (c *Chart) Start(opts StartOptions) (Result, error) {
 func (c *Chart) Step(s State, event string, opts StepOptions) (Result, error) {
 	r := c.runner(opts.Context, opts.Payload)
 	defer r.release()
+	r.budget = opts.Budget
 	w, err := c.load(s, r.act, r.leafBuf[0])
 	if err != nil {
 		return Result{}, err
@@ -147,6 +155,7 @@ func (c *Chart) Advance(s State, now float64, opts AdvanceOptions) (Result, erro
 	}
 	r := c.runner(opts.Context, opts.Payload)
 	defer r.release()
+	r.budget = opts.Budget
 	w, err := c.load(s, r.act, r.leafBuf[0])
 	if err != nil {
 		return Result{}, err

@@ -4,6 +4,7 @@ import (
 	"sync"
 
 	"github.com/jetflow/jetflow/engine/fault"
+	"github.com/jetflow/jetflow/engine/query"
 )
 
 // mode is what a selection looks for.
@@ -30,6 +31,7 @@ type runner struct {
 	flip               int
 	sc                 scope
 	context, payload   any
+	budget             *query.Budget // charged every query; nil: their own limits
 
 	flagsArr   [3 * smallChart]bool
 	evalArr    [2 * smallChart]int8
@@ -122,7 +124,7 @@ func (r *runner) guard(t *transition, sc *scope) int8 {
 	if t.guard == nil {
 		return 1
 	}
-	ok, err := t.guard.EBV(sc.value(), nil)
+	ok, err := t.guard.Within(r.budget).EBV(sc.value(), nil)
 	if err != nil {
 		r.out.Errors = append(r.out.Errors, Record{Code: fault.JF2003, DocPath: t.guardPath, Message: err.Error()})
 		return 2
