@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"go.uber.org/goleak"
+
+	"github.com/jetflow/jetflow/natstest"
 )
 
 // agentEnv makes the test binary a bench agent: Processes and Cluster
@@ -25,7 +27,7 @@ func TestMain(m *testing.M) {
 		}
 		os.Exit(0)
 	}
-	goleak.VerifyTestMain(m)
+	goleak.VerifyTestMain(m, natstest.IgnoreServerLeaks()...)
 }
 
 // agentConfig sets cfg up to start agents from this test binary.

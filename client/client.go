@@ -6,6 +6,7 @@ package client
 
 import (
 	"context"
+	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -94,9 +95,14 @@ type StartOption func(*wire.Start)
 func WithRevision(rev string) StartOption { return func(s *wire.Start) { s.Revision = rev } }
 
 // StartRun starts run runID of the deployed workflow with input (any value
-// encoding/json marshals; json.RawMessage is sent as is). Starting the
-// same run id again within the stream's duplicate window does nothing;
-// later, the dispatcher rejects the second start.
+// encoding/json marshals; json.RawMessage is sent as is). Starting a run
+// id that already has a run does nothing to that run: the dispatcher
+// rejects the second start (the run bucket creates a run only if absent).
+//
+// The start's Nats-Msg-Id is "start/<run>/<nonce>", the nonce random for
+// each call: JetStream drops a retry of this call's publish as a duplicate,
+// while nobody else can guess the id and publish under it first, which
+// would make the stream drop this start as a duplicate of theirs.
 func (c *Client) StartRun(ctx context.Context, workflow, runID string, input any, opts ...StartOption) error {
 	if err := subjects.CheckRunID(runID); err != nil {
 		return fmt.Errorf("client: start: %w", err)
@@ -112,7 +118,7 @@ func (c *Client) StartRun(ctx context.Context, workflow, runID string, input any
 	for _, o := range opts {
 		o(&body)
 	}
-	return c.publish(ctx, c.names.Start(runID), "start/"+runID, body)
+	return c.publish(ctx, c.names.Start(runID), msgID(subjects.KindStart, runID, ""), body)
 }
 
 // EventOption adjusts SendEvent.
@@ -121,10 +127,17 @@ type EventOption func(*eventOpts)
 type eventOpts struct{ id string }
 
 // EventID de-duplicates the event: a second event with the same id for the
-// same run within the stream's duplicate window is dropped.
+// same run within the stream's duplicate window is dropped, also when sent
+// by another call or process (the id is "event/<run>/<id>"). Anyone
+// allowed to send events can use that too: an id they can guess lets them
+// send an event under it first and have yours dropped. Use an id only the
+// senders of this event know, such as a random one kept with the payment
+// it reports, never a predictable counter or business key alone.
 func EventID(id string) EventOption { return func(o *eventOpts) { o.id = id } }
 
 // SendEvent sends an external event of eventType with payload to a run.
+// Without EventID its Nats-Msg-Id is random for each call: a retry of this
+// call's publish is dropped as a duplicate, a second call is another event.
 func (c *Client) SendEvent(ctx context.Context, runID, eventType string, payload any, opts ...EventOption) error {
 	if err := subjects.CheckRunID(runID); err != nil {
 		return fmt.Errorf("client: event: %w", err)
@@ -136,19 +149,26 @@ func (c *Client) SendEvent(ctx context.Context, runID, eventType string, payload
 	for _, opt := range opts {
 		opt(&o)
 	}
-	msgID := ""
-	if o.id != "" {
-		msgID = "event/" + runID + "/" + o.id
-	}
-	return c.publish(ctx, c.names.Event(runID, eventType), msgID, payload)
+	return c.publish(ctx, c.names.Event(runID, eventType), msgID(subjects.KindEvent, runID, o.id), payload)
 }
 
-// Cancel asks for a run to end cancelled.
+// Cancel asks for a run to end cancelled. Its Nats-Msg-Id is random for
+// each call, as a start's.
 func (c *Client) Cancel(ctx context.Context, runID, reason string) error {
 	if err := subjects.CheckRunID(runID); err != nil {
 		return fmt.Errorf("client: cancel: %w", err)
 	}
-	return c.publish(ctx, c.names.Cancel(runID), "cancel/"+runID, wire.Cancel{Reason: reason})
+	return c.publish(ctx, c.names.Cancel(runID), msgID(subjects.KindCancel, runID, ""), wire.Cancel{Reason: reason})
+}
+
+// msgID is the Nats-Msg-Id of an input: "<kind>/<run>/<key>", where key is
+// the caller's idempotency key or else a random nonce (128 bits), so that
+// nobody can publish under the id first and get this input dropped.
+func msgID(kind, runID, key string) string {
+	if key == "" {
+		key = rand.Text()
+	}
+	return kind + "/" + runID + "/" + key
 }
 
 func (c *Client) publish(ctx context.Context, subject, msgID string, body any) error {
@@ -165,9 +185,9 @@ func (c *Client) publish(ctx context.Context, subject, msgID string, body any) e
 	}
 	m := nats.NewMsg(subject)
 	m.Data = data
-	if msgID != "" {
-		m.Header.Set(wire.HeaderMsgID, msgID)
-	}
+	// nats.go retries this same message (same id) while the stream has no
+	// responders; the id makes those retries harmless.
+	m.Header.Set(wire.HeaderMsgID, msgID)
 	if _, err := c.js.PublishMsg(ctx, m); err != nil {
 		return fmt.Errorf("client: publish %s: %w", subject, err)
 	}

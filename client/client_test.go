@@ -19,7 +19,7 @@ import (
 	"github.com/jetflow/jetflow/worker"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m, natstest.IgnoreServerLeaks()...) }
 
 const (
 	oneTask = `{"$workflow": "0.2", "revision": "one/1", "initial": "work", "states": {

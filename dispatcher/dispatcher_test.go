@@ -63,7 +63,7 @@ func (b *bundle) simpleWorker(t *testing.T, task, version string) {
 		res, _ := json.Marshal(wire.Result{Activation: inv.Activation, Node: inv.Node, Attempt: inv.Attempt, Token: inv.Token, Output: out})
 		msg := nats.NewMsg(inv.Reply)
 		msg.Data = res
-		msg.Header.Set(wire.HeaderMsgID, worker.ResultMsgID(inv.Activation, inv.Node, inv.Attempt))
+		msg.Header.Set(wire.HeaderMsgID, worker.ResultMsgID(inv.Token))
 		if _, err := b.js.PublishMsg(context.Background(), msg); err != nil {
 			_ = m.Nak()
 			return
@@ -284,7 +284,7 @@ func TestOutboxRepublishStoresOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := publisher{js: b.js, nc: b.nc}
+	p := publisher{js: b.js, nc: b.nc, names: b.names}
 	for range 3 {
 		if err := p.publish(testCtx(t), out); err != nil {
 			t.Fatal(err)
@@ -293,8 +293,8 @@ func TestOutboxRepublishStoresOnce(t *testing.T) {
 	if n := b.stored(t, b.names.TaskStream()); n != 2 {
 		t.Errorf("task stream stored %d invocations, want 2", n)
 	}
-	if n := b.stored(t, b.names.InputStream()); n != 1 {
-		t.Errorf("input stream stored %d schedules, want 1", n)
+	if n := b.stored(t, b.names.TimerStream()); n != 1 {
+		t.Errorf("timer stream stored %d schedules, want 1", n)
 	}
 	// Announcements are not de-duplicated: each publish announces.
 	for range 3 {

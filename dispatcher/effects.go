@@ -14,6 +14,7 @@ import (
 
 	"github.com/jetflow/jetflow/engine/run"
 	"github.com/jetflow/jetflow/engine/value"
+	"github.com/jetflow/jetflow/kvstore"
 	"github.com/jetflow/jetflow/subjects"
 	"github.com/jetflow/jetflow/token"
 	"github.com/jetflow/jetflow/wire"
@@ -23,7 +24,12 @@ import (
 const (
 	headerSchedule       = "Nats-Schedule"
 	headerScheduleTarget = "Nats-Schedule-Target"
+	headerScheduleTTL    = "Nats-Schedule-TTL"
 )
+
+// firedTTL is the Nats-Schedule-TTL of every schedule, in seconds: how
+// long the timer stream keeps the fired timer for the input stream.
+var firedTTL = strconv.FormatInt(int64(kvstore.FiredTimerTTL/time.Second), 10)
 
 // render turns the reducer's effects into the messages that carry them
 // out, in effect order, and returns the last status they announce (nil if
@@ -113,8 +119,11 @@ func renderTimer(names subjects.Names, runID, msgID string, arm *run.ArmTimer) (
 		Header: map[string]string{
 			// nats.go's WithScheduleAt drops sub-second precision; RFC 3339
 			// with nanoseconds is accepted by the server.
-			headerSchedule:       "@at " + due.Format(time.RFC3339Nano),
-			headerScheduleTarget: names.Timer(runID),
+			headerSchedule: "@at " + due.Format(time.RFC3339Nano),
+			// The target must be in the schedule's own stream, the timer
+			// stream; the input stream copies it onto names.Timer(runID).
+			headerScheduleTarget: names.Fired(runID),
+			headerScheduleTTL:    firedTTL,
 			wire.HeaderRunID:     runID,
 			wire.HeaderTimer:     arm.ID,
 			wire.HeaderDeadline:  strconv.FormatFloat(arm.Deadline, 'f', -1, 64),
@@ -181,21 +190,37 @@ func (o Outgoing) msg() *nats.Msg {
 	return m
 }
 
+// legacyTimer rewrites a schedule that a record saved before the timer
+// stream existed still owes: its target was the input stream's timer
+// subject, which the timer stream refuses.
+func legacyTimer(names subjects.Names, m *nats.Msg) {
+	target := m.Header.Get(headerScheduleTarget)
+	if runID, kind, _, err := names.ParseInput(target); err == nil && kind == subjects.KindTimer {
+		m.Header.Set(headerScheduleTarget, names.Fired(runID))
+		m.Header.Set(headerScheduleTTL, firedTTL)
+	}
+}
+
 // publisher carries out rendered effects.
 type publisher struct {
-	js jetstream.JetStream
-	nc *nats.Conn
+	js    jetstream.JetStream
+	nc    *nats.Conn
+	names subjects.Names
 }
 
 // publish sends every outgoing message: invocations and timer schedules
-// through JetStream with Nats-Msg-Id (so a repeat within the stream's
+// (to the task and timer streams) through JetStream with Nats-Msg-Id (so a repeat within the stream's
 // duplicate window stores nothing), status announcements on core NATS
 // after them (the saved record is the truth; an announcement is a hint).
 func (p publisher) publish(ctx context.Context, out []Outgoing) error {
 	var js []*nats.Msg
 	for _, o := range out {
 		if o.Kind != OutStatus {
-			js = append(js, o.msg())
+			m := o.msg()
+			if o.Kind == OutTimer {
+				legacyTimer(p.names, m)
+			}
+			js = append(js, m)
 		}
 	}
 	switch len(js) {

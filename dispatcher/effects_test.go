@@ -58,11 +58,13 @@ func TestRender(t *testing.T) {
 	if err != nil || due.UnixMilli() != 1700000000123 {
 		t.Errorf("schedule %q (%v), want 1700000000123 ms with its milliseconds", at, err)
 	}
-	if tm.Header[headerScheduleTarget] != names.Timer("r1") || tm.Header[wire.HeaderTimer] != "/states/wait#1" || tm.Header[wire.HeaderDeadline] != "1700000000123" {
+	if tm.Header[headerScheduleTarget] != names.Fired("r1") || tm.Header[headerScheduleTTL] != "604800" ||
+		tm.Header[wire.HeaderTimer] != "/states/wait#1" || tm.Header[wire.HeaderDeadline] != "1700000000123" {
 		t.Errorf("schedule headers %v", tm.Header)
 	}
-	// The fired message is parsed back into the same timer.
-	in, err := parseInput(names, tm.Header[headerScheduleTarget], tm.msg().Header, tm.Data)
+	// The fired message, copied onto the run's timer subject, is parsed
+	// back into the same timer.
+	in, err := parseInput(names, names.Timer("r1"), tm.msg().Header, tm.Data)
 	if err != nil || in.msg.Timer.ID != "/states/wait#1" || in.msg.Timer.Deadline != 1700000000123 {
 		t.Errorf("fire parses to %+v, %v", in, err)
 	}
@@ -72,6 +74,27 @@ func TestRender(t *testing.T) {
 	}
 	if status == nil || status.Status != "done" || status.Workflow != "wf" || status.Revision != "v1" || status.Time != 42 || string(status.Result) != "null" {
 		t.Errorf("status %+v", status)
+	}
+}
+
+// A schedule saved in an outbox before the timer stream existed targets
+// the input stream's timer subject, which the timer stream refuses: it is
+// published with the fired subject instead.
+func TestLegacyTimerIsRetargeted(t *testing.T) {
+	t.Parallel()
+	names := subjects.Must("")
+	old := Outgoing{ID: "r1/t1", Kind: OutTimer, Subject: names.Schedule("r1", "t1"), Header: map[string]string{
+		headerSchedule: "@at 2026-11-29T17:08:53.574Z", headerScheduleTarget: names.Timer("r1"),
+	}}
+	m := old.msg()
+	legacyTimer(names, m)
+	if m.Header.Get(headerScheduleTarget) != names.Fired("r1") || m.Header.Get(headerScheduleTTL) != firedTTL {
+		t.Errorf("legacy schedule headers %v", m.Header)
+	}
+	m.Header.Set(headerScheduleTarget, "elsewhere")
+	legacyTimer(names, m)
+	if m.Header.Get(headerScheduleTarget) != "elsewhere" {
+		t.Errorf("a target other than a timer subject was rewritten: %v", m.Header)
 	}
 }
 

@@ -16,7 +16,9 @@ import (
 
 // On a 3-node cluster Provision makes every stream and bucket R3, also
 // when two processes run it at once through different nodes; CAS works,
-// and a run survives the restart of its bucket's leader.
+// a run survives the restart of its bucket's leader, and a timer armed
+// before the restart of the input stream's leader (which runs the source
+// from the timer stream) fires into the input stream afterwards.
 func TestClusterR3(t *testing.T) {
 	t.Parallel()
 	if testing.Short() {
@@ -45,7 +47,7 @@ func TestClusterR3(t *testing.T) {
 	if err := errors.Join(errs...); err != nil {
 		t.Fatal(err)
 	}
-	for _, name := range []string{b.names.InputStream(), b.names.TaskStream(), "KV_" + b.names.RunBucket(), "KV_" + b.names.WorkflowBucket()} {
+	for _, name := range []string{b.names.InputStream(), b.names.TimerStream(), b.names.TaskStream(), "KV_" + b.names.RunBucket(), "KV_" + b.names.WorkflowBucket()} {
 		s, err := b.js.Stream(b.ctx, name)
 		if err != nil {
 			t.Fatal(err)
@@ -116,5 +118,21 @@ func TestClusterR3(t *testing.T) {
 	}
 	if d, err := reg.Get(b.ctx, "orders"); err != nil || d.Hash != dep.Hash {
 		t.Fatalf("workflow after restart = %+v, %v", d, err)
+	}
+
+	// A timer through the source, across the restart of the node leading
+	// the input stream.
+	due := time.Now().Add(2 * time.Second)
+	scheduleTimer(b.ctx, t, b.js, b.names, "r1", "t1", due)
+	leader = c.WaitStreamLeader(b.names.InputStream())
+	for i, s := range c.Servers {
+		if s == leader {
+			c.Restart(i)
+		}
+	}
+	c.WaitStreamLeader(b.names.InputStream())
+	m := nextTimer(b.ctx, t, b.js, b.names, "r1", 30*time.Second)
+	if md, err := m.Metadata(); err != nil || md.Timestamp.Before(due) {
+		t.Errorf("timer fired at %v (%v), due %s", md, err, due)
 	}
 }

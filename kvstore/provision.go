@@ -22,15 +22,20 @@ type ProvisionOptions struct {
 	Replicas int
 	// Storage of every stream and bucket. Default jetstream.FileStorage.
 	Storage jetstream.StorageType
-	// MaxAge is how long the input stream keeps run history. Timers are
-	// scheduled messages in that stream, so MaxAge must exceed the longest
-	// timer a workflow arms, or the timer is deleted before it fires.
-	// Default 0 (forever).
+	// MaxAge is how long the input stream keeps run history. Pending
+	// timers do not depend on it: they wait in the timer stream, which
+	// has no MaxAge. Default 0 (forever).
 	MaxAge time.Duration
 	// DuplicateWindow is how long a Nats-Msg-Id de-duplicates publishes to
-	// the input and task streams; capped at MaxAge when MaxAge is set.
-	// Default DefaultDuplicateWindow (2m).
+	// the input, timer and task streams; capped at MaxAge when MaxAge is
+	// set. Default DefaultDuplicateWindow (2m).
 	DuplicateWindow time.Duration
+	// ErasableHistory lets operators purge and delete messages of the
+	// input stream (to erase a person's data, or in tests that lose
+	// history on purpose). By default the stream denies both, a setting
+	// the server never lets anyone undo, so that history only ages out
+	// (MaxAge). Default false.
+	ErasableHistory bool
 	// MaxMsgSize caps each stream message and each bucket value, in bytes.
 	// Default 0 (the server's max payload, 1 MiB unless configured).
 	MaxMsgSize int32
@@ -85,29 +90,75 @@ func checkNames(names subjects.Names) error {
 	return nil
 }
 
-// InputStreamConfig is the input stream: every message a run consumes
-// (its history) plus pending timer schedules. Limits retention keeps the
-// history for replay; schedules need Limits retention too (an ack on a
-// work-queue stream would delete them) and DiscardOld (the server refuses
-// schedules with DiscardNew). Direct gets are on for fast history reads.
+// FiredTimerTTL is how long the timer stream keeps a fired timer for the
+// input stream to copy (dispatchers set it on every schedule, as
+// Nats-Schedule-TTL). The copy normally takes milliseconds: only an input
+// stream unable to store anything for longer loses the timers fired
+// meanwhile. The copy in the input stream carries the same Nats-TTL
+// header but stays as long as the history: that stream does not allow
+// per-message TTLs.
+const FiredTimerTTL = 7 * 24 * time.Hour
+
+// InputStreamConfig is the input stream: every message a run consumes,
+// its history. Limits retention keeps the history for replay; direct gets
+// are on for fast history reads.
+//
+// Anyone allowed to publish one input may put any header on it, so the
+// stream allows none of the headers that act on other messages: no
+// roll-ups, message schedules, per-message TTLs, counters or batches
+// (all off), and it denies deletes and purges unless
+// opts.ErasableHistory. Fired timers are copied in from the timer stream
+// by a source whose subject transform turns Fired(run) into Timer(run),
+// so nobody publishes on a timer subject.
 func InputStreamConfig(names subjects.Names, opts ProvisionOptions) jetstream.StreamConfig {
 	opts = opts.withDefaults()
 	return jetstream.StreamConfig{
-		Name:              names.InputStream(),
-		Description:       "jetflow run inputs (history) and timer schedules",
-		Subjects:          []string{names.InputAll(), names.ScheduleAll()},
+		Name:        names.InputStream(),
+		Description: "jetflow run inputs (history); fired timers sourced from " + names.TimerStream(),
+		Subjects:    []string{names.InputAll()},
+		Retention:   jetstream.LimitsPolicy,
+		Discard:     jetstream.DiscardOld,
+		MaxAge:      opts.MaxAge,
+		MaxMsgSize:  maxMsgSize(opts.MaxMsgSize),
+		Storage:     opts.Storage,
+		Replicas:    opts.Replicas,
+		Duplicates:  opts.DuplicateWindow,
+		DenyDelete:  !opts.ErasableHistory,
+		DenyPurge:   !opts.ErasableHistory,
+		AllowDirect: true,
+		Sources: []*jetstream.StreamSource{{
+			Name: names.TimerStream(),
+			SubjectTransforms: []jetstream.SubjectTransformConfig{
+				{Source: names.FiredAll(), Destination: names.FiredToTimer()},
+			},
+		}},
+	}
+}
+
+// TimerStreamConfig is the timer stream: pending timer schedules, one per
+// subject, and the timers they fire, which the input stream copies. Only
+// dispatchers publish here. Schedules need Limits retention (an ack on a
+// work-queue stream would delete them), DiscardOld (the server refuses
+// schedules with DiscardNew), roll-ups (a schedule replaces its subject)
+// and no MaxAge (which would delete a long timer before it fires). Fired
+// timers expire after FiredTimerTTL, hence per-message TTLs.
+func TimerStreamConfig(names subjects.Names, opts ProvisionOptions) jetstream.StreamConfig {
+	opts = opts.withDefaults()
+	return jetstream.StreamConfig{
+		Name:              names.TimerStream(),
+		Description:       "jetflow timer schedules and fired timers (dispatchers only)",
+		Subjects:          []string{names.ScheduleAll(), names.FiredAll()},
 		Retention:         jetstream.LimitsPolicy,
 		Discard:           jetstream.DiscardOld,
-		MaxAge:            opts.MaxAge,
 		MaxMsgSize:        maxMsgSize(opts.MaxMsgSize),
 		Storage:           opts.Storage,
 		Replicas:          opts.Replicas,
 		Duplicates:        opts.DuplicateWindow,
 		AllowMsgSchedules: true,
-		// Schedules are stored as subject roll-ups; the server would turn
-		// this on itself, so saying it keeps updates idempotent.
+		// The server turns roll-ups on for schedules itself; saying it
+		// keeps updates idempotent.
 		AllowRollup: true,
-		AllowDirect: true,
+		AllowMsgTTL: true,
 	}
 }
 
@@ -171,7 +222,9 @@ const DefaultAttemptTimeout = 5 * time.Second
 // that they match opts. It is idempotent and safe to run from several
 // processes at once; transient cluster errors are retried with backoff.
 // Settings the server cannot change in place (such as Storage) are
-// reported as errors naming the stream.
+// reported as errors naming the stream. An input stream made before the
+// timer stream existed is refused with an *InputStreamError, and nothing
+// is changed: see MigrateInputStream.
 func Provision(ctx context.Context, js jetstream.JetStream, names subjects.Names, opts ProvisionOptions) error {
 	if err := checkNames(names); err != nil {
 		return err
@@ -180,7 +233,13 @@ func Provision(ctx context.Context, js jetstream.JetStream, names subjects.Names
 	if err := opts.validate(); err != nil {
 		return err
 	}
-	for _, cfg := range []jetstream.StreamConfig{InputStreamConfig(names, opts), TaskStreamConfig(names, opts)} {
+	// Before anything else: an old input stream also holds the schedule
+	// subjects, so the timer stream could not be created beside it.
+	if err := checkInputStream(ctx, js, names, opts.RetryFor); err != nil {
+		return err
+	}
+	// The timer stream first: the input stream sources from it.
+	for _, cfg := range []jetstream.StreamConfig{TimerStreamConfig(names, opts), InputStreamConfig(names, opts), TaskStreamConfig(names, opts)} {
 		err := ensure(ctx, opts.RetryFor, func(ctx context.Context) error {
 			_, err := js.CreateStream(ctx, cfg)
 			if errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {

@@ -24,11 +24,25 @@ func TestProvisionCreatesStreamsAndBuckets(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg := in.CachedInfo().Config
-	if !slices.Equal(cfg.Subjects, []string{b.names.InputAll(), b.names.ScheduleAll()}) ||
+	if !slices.Equal(cfg.Subjects, []string{b.names.InputAll()}) ||
 		cfg.Retention != jetstream.LimitsPolicy || cfg.Discard != jetstream.DiscardOld ||
-		!cfg.AllowMsgSchedules || !cfg.AllowRollup || !cfg.AllowDirect || cfg.DenyPurge ||
+		cfg.AllowMsgSchedules || cfg.AllowRollup || cfg.AllowMsgTTL || cfg.AllowMsgCounter || cfg.AllowAtomicPublish ||
+		!cfg.DenyPurge || !cfg.DenyDelete || !cfg.AllowDirect ||
 		cfg.Duplicates != kvstore.DefaultDuplicateWindow || cfg.MaxAge != 0 || cfg.Storage != jetstream.FileStorage {
 		t.Errorf("input stream config = %+v", cfg)
+	}
+	if len(cfg.Sources) != 1 || cfg.Sources[0].Name != b.names.TimerStream() || len(cfg.Sources[0].SubjectTransforms) != 1 ||
+		cfg.Sources[0].SubjectTransforms[0] != (jetstream.SubjectTransformConfig{Source: b.names.FiredAll(), Destination: b.names.FiredToTimer()}) {
+		t.Errorf("input stream sources = %+v", cfg.Sources)
+	}
+	timers, err := b.js.Stream(b.ctx, b.names.TimerStream())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg := timers.CachedInfo().Config; !slices.Equal(cfg.Subjects, []string{b.names.ScheduleAll(), b.names.FiredAll()}) ||
+		cfg.Retention != jetstream.LimitsPolicy || cfg.Discard != jetstream.DiscardOld || cfg.MaxAge != 0 ||
+		!cfg.AllowMsgSchedules || !cfg.AllowRollup || !cfg.AllowMsgTTL || cfg.DenyPurge {
+		t.Errorf("timer stream config = %+v", cfg)
 	}
 	tasks, err := b.js.Stream(b.ctx, b.names.TaskStream())
 	if err != nil {
@@ -82,7 +96,7 @@ func TestProvisionIdempotentAndConcurrent(t *testing.T) {
 		t.Fatal(lister.Err())
 	}
 	slices.Sort(got)
-	want := []string{"KV_" + names.RunBucket(), "KV_" + names.WorkflowBucket(), names.InputStream(), names.TaskStream()}
+	want := []string{"KV_" + names.RunBucket(), "KV_" + names.WorkflowBucket(), names.InputStream(), names.TimerStream(), names.TaskStream()}
 	slices.Sort(want)
 	if !slices.Equal(got, want) {
 		t.Fatalf("streams = %v, want %v", got, want)
@@ -108,6 +122,10 @@ func TestProvisionUpdates(t *testing.T) {
 	if cfg := in.CachedInfo().Config; cfg.MaxAge != time.Minute || cfg.Duplicates != time.Minute {
 		t.Errorf("MaxAge %s Duplicates %s after update", cfg.MaxAge, cfg.Duplicates)
 	}
+	// Timers never age out: MaxAge is the input stream's only.
+	if timers, err := b.js.Stream(b.ctx, b.names.TimerStream()); err != nil || timers.CachedInfo().Config.MaxAge != 0 {
+		t.Errorf("timer stream after update: %v", err)
+	}
 	kv, _ := b.js.KeyValue(b.ctx, b.names.RunBucket())
 	if st, _ := kv.Status(b.ctx); st.History() != 5 {
 		t.Errorf("run history %d after update", st.History())
@@ -117,8 +135,8 @@ func TestProvisionUpdates(t *testing.T) {
 	}
 	// Storage cannot change in place: the error names the stream.
 	err = kvstore.Provision(b.ctx, b.js, b.names, kvstore.ProvisionOptions{Storage: jetstream.MemoryStorage})
-	if err == nil || !strings.Contains(err.Error(), b.names.InputStream()) {
-		t.Errorf("storage change = %v, want an error naming %s", err, b.names.InputStream())
+	if err == nil || !strings.Contains(err.Error(), b.names.TimerStream()) {
+		t.Errorf("storage change = %v, want an error naming %s", err, b.names.TimerStream())
 	}
 }
 

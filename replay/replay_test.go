@@ -172,7 +172,7 @@ func TestReplayFollowsCompetingDispatchers(t *testing.T) {
 // TestTrimmedHistoryIsRefused removes parts of finished runs' histories
 // and expects ErrHistoryTrimmed naming what is gone, never a state.
 func TestTrimmedHistoryIsRefused(t *testing.T) {
-	b := setup(t, kvstore.ProvisionOptions{}, 1, 0)
+	b := setup(t, kvstore.ProvisionOptions{ErasableHistory: true}, 1, 0)
 	// Before anything is removed from the stream: a run that never
 	// started, and one that never was.
 	b.send(t, "ghost", "go", nil)

@@ -24,7 +24,7 @@ import (
 	"github.com/jetflow/jetflow/worker"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m, natstest.IgnoreServerLeaks()...) }
 
 // bound bounds every wait of these tests.
 const bound = 60 * time.Second

@@ -254,6 +254,13 @@ func TestPermissionMatrix(t *testing.T) {
 		{r.events, "watch run state", "$KV." + n.RunBucket() + ".>", subscribe(r.events, "$KV."+n.RunBucket()+".>")},
 		{r.events, "start a run", n.Start("p9"), func(ctx context.Context) error { return events.StartRun(ctx, "two", "p9", nil) }},
 		{r.events, "forge a timer", n.Timer("p1"), jsPublish(r.events, n.Timer("p1"))},
+		{r.events, "fire a timer in the timer stream", n.Fired("p1"), jsPublish(r.events, n.Fired("p1"))},
+		{r.events, "schedule a timer", n.Schedule("p1", "t9"), jsPublish(r.events, n.Schedule("p1", "t9"))},
+		{r.app, "fire a timer in the timer stream", n.Fired("p1"), jsPublish(r.app, n.Fired("p1"))},
+		{r.workerA, "schedule a timer", n.Schedule("p1", "t9"), jsPublish(r.workerA, n.Schedule("p1", "t9"))},
+		{r.observer, "cancel timers", "$JS.API.STREAM.PURGE." + n.TimerStream(), request(r.observer, "$JS.API.STREAM.PURGE."+n.TimerStream())},
+		{r.disp, "fire a timer itself", n.Fired("p1"), jsPublish(r.disp, n.Fired("p1"))},
+		{r.disp, "purge the history", "$JS.API.STREAM.PURGE." + n.InputStream(), request(r.disp, "$JS.API.STREAM.PURGE."+n.InputStream())},
 		// An observer reads (above) and changes nothing.
 		{r.observer, "start a run", n.Start("p9"), func(ctx context.Context) error { return observer.StartRun(ctx, "two", "p9", nil) }},
 		{r.observer, "send an event", n.Event("p1", "go"), jsPublish(r.observer, n.Event("p1", "go"))},

@@ -71,18 +71,24 @@ func kvRead(bucket, key string) []string {
 // Dispatcher may consume every run input, read and write run records,
 // read deployed workflows (and create the token secret once), publish
 // invocations, timer schedules and status announcements, and purge a
-// settled run's schedules. It may not deploy, provision or delete.
+// settled run's schedules from the timer stream. It is the only role with
+// any right on the timer stream, whose messages obey scheduling headers.
+// It may not deploy, provision or delete, nor purge the input stream.
 func Dispatcher(n subjects.Names, user string) Permissions {
-	in, c := n.InputStream(), n.DispatcherConsumer()
+	in, c, tm := n.InputStream(), n.DispatcherConsumer(), n.TimerStream()
 	runs, wfs := n.RunBucket(), n.WorkflowBucket()
 	pub := []string{
-		api("STREAM.INFO", in), api("STREAM.PURGE", in),
+		api("STREAM.INFO", in), api("STREAM.INFO", tm), api("STREAM.PURGE", tm),
 		api("CONSUMER.CREATE", in, c), api("CONSUMER.CREATE", in, c, ">"), api("CONSUMER.DURABLE.CREATE", in, c),
 		api("CONSUMER.INFO", in, c), api("CONSUMER.MSG.NEXT", in, c), "$JS.ACK." + in + "." + c + ".>",
 		n.TaskAll(), n.ScheduleAll(), n.StatusAll(),
 		api("STREAM.INFO", kvStream(runs)), api("DIRECT.GET", kvStream(runs), ">"), api("STREAM.MSG.GET", kvStream(runs)), kvKeys(runs),
 		api("STREAM.INFO", kvStream(wfs)), api("DIRECT.GET", kvStream(wfs), ">"), api("STREAM.MSG.GET", kvStream(wfs)),
 		kvKey(wfs, token.Key),
+		// The watch of the workflows' revision lists (kvstore.WatchLatest):
+		// an ordered consumer delivering to the dispatcher's own inbox.
+		api("CONSUMER.CREATE", kvStream(wfs), "*", kvKey(wfs, "name.>")), api("CONSUMER.DELETE", kvStream(wfs), "*"),
+		"$JS.FC." + kvStream(wfs) + ".>",
 	}
 	return Permissions{Publish: pub, Subscribe: []string{inbox(user)}}
 }
@@ -114,7 +120,9 @@ var publisherKinds = []string{subjects.KindStart, subjects.KindEvent, subjects.K
 // Publisher may publish the given run inputs: any of subjects.KindStart,
 // KindEvent and KindCancel (an event source gets KindEvent only). It may
 // bind the run bucket (client.New does; stream info only), never read a
-// record. Results and timers are never a publisher's.
+// record. Results and timers are never a publisher's. Whatever headers it
+// sets, the input stream refuses those that act on other messages
+// (kvstore.InputStreamConfig).
 func Publisher(n subjects.Names, user string, kinds ...string) (Permissions, error) {
 	pub := []string{api("STREAM.INFO", kvStream(n.RunBucket()))}
 	for _, k := range kinds {

@@ -77,14 +77,21 @@ func (n Names) Event(runID, eventType string) string {
 // Result is where workers publish the result of a run's task invocation.
 func (n Names) Result(runID string) string { return n.prefix + ".in." + runID + "." + KindResult }
 
-// Timer is where a run's due timers are produced by the scheduler.
+// Timer is where a run's due timers arrive in the input stream, copied
+// from Fired(run) in the timer stream (nobody publishes here).
 func (n Names) Timer(runID string) string { return n.prefix + ".in." + runID + "." + KindTimer }
 
 // Cancel is where a run's cancel request goes.
 func (n Names) Cancel(runID string) string { return n.prefix + ".in." + runID + "." + KindCancel }
 
-// ScheduleAll matches every pending timer schedule (kept in the input
-// stream, because a schedule's target must be in its own stream).
+// TimerStream holds pending timer schedules and the timers they fire,
+// apart from the input stream: schedules need a stream that obeys
+// scheduling and roll-up headers, which the input stream must refuse,
+// since anyone allowed one input could send them. Only dispatchers publish
+// here; the input stream sources the fired timers (FiredAll) as Timer.
+func (n Names) TimerStream() string { return n.prefix + "_timers" }
+
+// ScheduleAll matches every pending timer schedule (in the timer stream).
 func (n Names) ScheduleAll() string { return n.prefix + ".sched.>" }
 
 // Schedule is the subject of one timer's schedule message. One schedule
@@ -92,6 +99,18 @@ func (n Names) ScheduleAll() string { return n.prefix + ".sched.>" }
 func (n Names) Schedule(runID, timerID string) string {
 	return n.prefix + ".sched." + runID + "." + timerID
 }
+
+// FiredAll matches every fired timer in the timer stream.
+func (n Names) FiredAll() string { return n.prefix + ".fired.*" }
+
+// Fired is where the server produces a run's due timers in the timer
+// stream: a schedule's target, which must be in the schedule's stream.
+func (n Names) Fired(runID string) string { return n.prefix + ".fired." + runID }
+
+// FiredToTimer is the subject transform destination that the input
+// stream's source applies to FiredAll, so that Fired(run) lands on
+// Timer(run) there.
+func (n Names) FiredToTimer() string { return n.prefix + ".in.{{wildcard(1)}}." + KindTimer }
 
 // DispatcherConsumer is the durable consumer all dispatchers share.
 func (n Names) DispatcherConsumer() string { return "dispatcher" }

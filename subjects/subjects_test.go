@@ -124,3 +124,45 @@ func FuzzParseInput(f *testing.F) {
 		}
 	})
 }
+
+// The timer stream's subjects never overlap the input stream's (two
+// streams may not share a subject), and the input stream's transform
+// turns a run's fired subject into exactly its timer subject.
+func TestTimerSubjects(t *testing.T) {
+	t.Parallel()
+	n := Must("jf")
+	for _, timers := range []string{n.ScheduleAll(), n.FiredAll()} {
+		if matches(n.InputAll(), strings.TrimSuffix(strings.TrimSuffix(timers, ">"), "*")+"x") {
+			t.Errorf("timer subjects %q overlap the input stream's %q", timers, n.InputAll())
+		}
+	}
+	if !matches(n.FiredAll(), n.Fired("r1")) || !matches(n.ScheduleAll(), n.Schedule("r1", "t1")) {
+		t.Errorf("%q or %q escapes the timer stream", n.Fired("r1"), n.Schedule("r1", "t1"))
+	}
+	if matches(n.FiredAll(), n.Schedule("r1", "t1")) || matches(n.ScheduleAll(), n.Fired("r1")) {
+		t.Error("a schedule subject is also a fired one, or the reverse")
+	}
+	if got := strings.Replace(n.FiredToTimer(), "{{wildcard(1)}}", "r1", 1); got != n.Timer("r1") {
+		t.Errorf("the transform of %q gives %q, want %q", n.Fired("r1"), got, n.Timer("r1"))
+	}
+	if n.TimerStream() == n.InputStream() || n.TimerStream() == n.TaskStream() {
+		t.Errorf("the timer stream shares the name %q", n.TimerStream())
+	}
+}
+
+// matches reports whether the subject filter (with * and >) matches the
+// literal subject.
+func matches(filter, subject string) bool {
+	f, s := strings.Split(filter, "."), strings.Split(subject, ".")
+	for i, tok := range f {
+		switch {
+		case tok == ">":
+			return len(s) > i
+		case i >= len(s):
+			return false
+		case tok != "*" && tok != s[i]:
+			return false
+		}
+	}
+	return len(f) == len(s)
+}

@@ -126,7 +126,13 @@ func TestInvocationHelpers(t *testing.T) {
 
 func TestResultMsgID(t *testing.T) {
 	t.Parallel()
-	if got := worker.ResultMsgID("act", "node", 3); got != "result/act/node/3" {
-		t.Errorf("ResultMsgID = %q", got)
+	// docs/PROTOCOL.md and examples/workers/node compute the same: the hex
+	// SHA-256 of the token's bytes ("printf %s v1.abc | sha256sum").
+	const want = "result/80ab1d43ea4adc8cb9adb8515291f6968b23e884bb56e6c417739eae713b23e6"
+	if got := worker.ResultMsgID("v1.abc"); got != want {
+		t.Errorf("ResultMsgID = %q, want %q", got, want)
+	}
+	if worker.ResultMsgID("v1.abd") == worker.ResultMsgID("v1.abc") {
+		t.Error("two tokens share a result id")
 	}
 }

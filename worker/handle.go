@@ -2,12 +2,13 @@ package worker
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"runtime/debug"
-	"sync"
 	"time"
 
 	"github.com/cenkalti/backoff/v4"
@@ -24,7 +25,7 @@ const publishPatience = time.Minute
 
 // handle processes one delivered invocation: parse, heartbeat, run the
 // handler, publish the result, and only then acknowledge.
-func (w *Worker) handle(rs *runState, r *registration, m jetstream.Msg, ackWait time.Duration, log *slog.Logger) {
+func (w *Worker) handle(rs *runState, r *registration, m jetstream.Msg, p *pace, log *slog.Logger) {
 	var delivery, seq uint64
 	if md, err := m.Metadata(); err == nil {
 		delivery, seq = md.NumDelivered, md.Sequence.Stream
@@ -43,7 +44,7 @@ func (w *Worker) handle(rs *runState, r *registration, m jetstream.Msg, ackWait 
 		log.Info("invocation redelivered", "delivery", delivery)
 	}
 
-	stopHeartbeat := heartbeat(m, w.heartbeatInterval(ackWait), log)
+	stopHeartbeat := w.keepAlive(rs.work, m, p, log)
 	defer stopHeartbeat() // also stopped before the ack below
 
 	ctx, cancel := context.WithCancel(rs.work)
@@ -120,7 +121,7 @@ func call(ctx context.Context, h Handler, inv Invocation) (out any, err error) {
 // result encodes the wire result of an invocation and its Nats-Msg-Id. An
 // output too large for the server becomes a non-retryable task error.
 func (w *Worker) result(wi *wire.Invocation, out json.RawMessage, herr error, log *slog.Logger) ([]byte, string) {
-	msgID := ResultMsgID(wi.Activation, wi.Node, wi.Attempt)
+	msgID := ResultMsgID(wi.Token)
 	if herr != nil {
 		return encodeResult(wi, nil, WireError(herr)), msgID
 	}
@@ -152,10 +153,17 @@ func tooLarge(err error) bool {
 	return errors.As(err, &ae) && ae.ErrorCode == jetstream.JSErrCodeStreamMessageExceedsMaximum
 }
 
-// ResultMsgID is the Nats-Msg-Id of a result, so that a re-sent result is
-// de-duplicated by the stream.
-func ResultMsgID(activation, node string, attempt int) string {
-	return fmt.Sprintf("result/%s/%s/%d", activation, node, attempt)
+// ResultMsgID is the Nats-Msg-Id of the result of the invocation whose
+// token is tok: "result/" and the hex SHA-256 of the token. A re-sent
+// result has the same id, so the stream drops the copy; and since only the
+// invocation's worker sees the token (an HMAC only dispatchers can make),
+// nobody else can predict the id and publish under it first, which would
+// make the stream drop the real result as a duplicate. The hash keeps the
+// token itself out of the id, which other publishers can learn once it is
+// stored (the server's refusal of Nats-Expected-Last-Msg-Id quotes it).
+func ResultMsgID(tok string) string {
+	sum := sha256.Sum256([]byte(tok))
+	return "result/" + hex.EncodeToString(sum[:])
 }
 
 // publish JetStream-publishes a result, retrying with backoff while the
@@ -176,46 +184,6 @@ func (w *Worker) publish(work context.Context, subject, msgID string, body []byt
 		return err
 	}
 	return backoff.Retry(op, backoff.WithContext(b, work))
-}
-
-// heartbeat reports m as in progress every interval until the returned
-// function is called; that function waits for the reporter to end, so
-// nothing else touches m after it returns. It is safe to call twice.
-func heartbeat(m jetstream.Msg, interval time.Duration, log *slog.Logger) func() {
-	stop := make(chan struct{})
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		t := time.NewTicker(interval)
-		defer t.Stop()
-		for {
-			select {
-			case <-t.C:
-				if err := m.InProgress(); err != nil {
-					log.Warn("heartbeat failed", "error", err)
-				}
-			case <-stop:
-				return
-			}
-		}
-	}()
-	var once sync.Once
-	return func() {
-		once.Do(func() { close(stop) })
-		<-done
-	}
-}
-
-func (w *Worker) heartbeatInterval(ackWait time.Duration) time.Duration {
-	if ackWait <= 0 {
-		ackWait = DefaultStartToClose
-	}
-	d := w.cfg.HeartbeatInterval
-	if d == 0 {
-		d = ackWait / 3
-	}
-	d = min(d, ackWait/2)
-	return max(d, time.Millisecond)
 }
 
 // handBack naks m for redelivery to another worker. The delay lets every

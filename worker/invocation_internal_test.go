@@ -95,13 +95,15 @@ func TestHeartbeatInterval(t *testing.T) {
 	cases := []struct {
 		cfg, ackWait, want time.Duration
 	}{
-		{0, 30 * time.Second, 10 * time.Second},
+		{0, 9 * time.Second, 3 * time.Second},
+		{0, 30 * time.Second, DefaultConsumerRefresh}, // at most ConsumerRefresh
 		{time.Second, 30 * time.Second, time.Second},
 		{time.Minute, 30 * time.Second, 15 * time.Second}, // capped at AckWait/2
-		{0, 0, DefaultStartToClose / 3},
+		{0, 0, DefaultConsumerRefresh},
+		{0, 2 * time.Millisecond, time.Millisecond},
 	}
 	for _, c := range cases {
-		w := &Worker{cfg: Config{HeartbeatInterval: c.cfg}}
+		w := &Worker{cfg: Config{HeartbeatInterval: c.cfg}.WithDefaults()}
 		if got := w.heartbeatInterval(c.ackWait); got != c.want {
 			t.Errorf("heartbeatInterval(cfg %v, AckWait %v) = %v, want %v", c.cfg, c.ackWait, got, c.want)
 		}

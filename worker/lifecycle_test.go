@@ -144,6 +144,8 @@ func TestConfigAndRegisterValidation(t *testing.T) {
 		{Concurrency: -1},
 		{PollWait: time.Millisecond},
 		{HeartbeatInterval: -time.Second},
+		{ConsumerRefresh: time.Millisecond},
+		{ConsumerRefresh: -time.Second},
 		{ConsumerPolicy: worker.TaskPolicy{MaxAckPending: -1}},
 	}
 	for _, c := range bad {

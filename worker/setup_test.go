@@ -21,7 +21,7 @@ import (
 	"github.com/jetflow/jetflow/worker"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m, natstest.IgnoreServerLeaks()...) }
 
 // wait bounds every wait on a signal in these tests.
 const wait = 15 * time.Second

@@ -47,7 +47,7 @@ func TestResultLandsOnReplySubject(t *testing.T) {
 	if res.Error != nil || string(res.Output) != `{"charged":42,"currency":"EUR"}` {
 		t.Errorf("result = output %s error %+v", res.Output, res.Error)
 	}
-	if got, want := msg.Header.Get(wire.HeaderMsgID), `result/["r1","/states/pay",1]/n1/1`; got != want {
+	if got, want := msg.Header.Get(wire.HeaderMsgID), worker.ResultMsgID("tok-n1"); got != want {
 		t.Errorf("Nats-Msg-Id = %q, want %q", got, want)
 	}
 	got := <-seen

@@ -16,6 +16,7 @@ import (
 	"github.com/jetflow/jetflow/dispatcher"
 	"github.com/jetflow/jetflow/embedded"
 	"github.com/jetflow/jetflow/fleet"
+	"github.com/jetflow/jetflow/kvstore"
 	"github.com/jetflow/jetflow/natstest"
 	"github.com/jetflow/jetflow/wire"
 	"github.com/jetflow/jetflow/worker"
@@ -46,6 +47,7 @@ func verbServer(t *testing.T) *fleet.Fleet {
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	f, err := fleet.Start(ctx, fleet.Config{
 		Embedded:   embedded.Config{Listen: "127.0.0.1:-1", Logger: quiet},
+		Provision:  kvstore.ProvisionOptions{ErasableHistory: true}, // TestHistoryAndReplay purges a start
 		Dispatcher: &dispatcher.Config{},
 		Logger:     quiet,
 	})

@@ -313,7 +313,7 @@ func (h *harness) healthy(ctx context.Context) error {
 	if _, err := h.f.JS.AccountInfo(ctx); err != nil {
 		return fmt.Errorf("JetStream: %w", err)
 	}
-	streams := []string{h.names.InputStream(), h.names.TaskStream(), "KV_" + h.names.RunBucket(), "KV_" + h.names.WorkflowBucket()}
+	streams := []string{h.names.InputStream(), h.names.TimerStream(), h.names.TaskStream(), "KV_" + h.names.RunBucket(), "KV_" + h.names.WorkflowBucket()}
 	for _, name := range streams {
 		s, err := h.f.JS.Stream(ctx, name)
 		if err != nil {

@@ -137,10 +137,10 @@ func TestRawProtocolWorker(t *testing.T) {
 	}
 
 	// order-1001: start, tasks (one retried), wait, payment, done.
-	publish("jetflow.in.order-1001.start", "start/order-1001", []byte(`{"workflow":"order","input":{"sku":"tea","qty":2,"customer":"c-7"}}`))
+	publish("jetflow.in.order-1001.start", "start/order-1001/S5XZ4LQ2K7MWPBJ3VNC6HD2T4E", []byte(`{"workflow":"order","input":{"sku":"tea","qty":2,"customer":"c-7"}}`))
 	waitStatus("order-1001", "waiting")
 	extra["record order-1001 waiting"] = record("order-1001")
-	publish("jetflow.in.order-1001.event.payment", "event/order-1001/pay-7781", []byte(`{"amount":9,"method":"card"}`))
+	publish("jetflow.in.order-1001.event.payment", "event/order-1001/pay-7781-q9f2x8", []byte(`{"amount":9,"method":"card"}`))
 	st, err := f.Client.Wait(ctx, "order-1001")
 	if err != nil {
 		t.Fatal(err)
@@ -149,25 +149,26 @@ func TestRawProtocolWorker(t *testing.T) {
 		t.Fatalf("order-1001 ended %+v", st)
 	}
 	extra["record order-1001 done"] = record("order-1001")
-	// The same start again within the duplicate window: stored once.
-	publish("jetflow.in.order-1001.start", "start/order-1001", []byte(`{"workflow":"order","input":{"sku":"tea","qty":2,"customer":"c-7"}}`))
+	// A retry of the same start (same id) within the duplicate window:
+	// stored once.
+	publish("jetflow.in.order-1001.start", "start/order-1001/S5XZ4LQ2K7MWPBJ3VNC6HD2T4E", []byte(`{"workflow":"order","input":{"sku":"tea","qty":2,"customer":"c-7"}}`))
 
 	// order-1002: cancelled while it waits.
-	publish("jetflow.in.order-1002.start", "start/order-1002", []byte(`{"workflow":"order","input":{"sku":"mug","qty":1,"customer":"c-9"}}`))
+	publish("jetflow.in.order-1002.start", "start/order-1002/B4KX7ZP3QW2MRC6JN5TD8HLV2E", []byte(`{"workflow":"order","input":{"sku":"mug","qty":1,"customer":"c-9"}}`))
 	waitStatus("order-1002", "waiting")
-	publish("jetflow.in.order-1002.cancel", "cancel/order-1002", []byte(`{"reason":"customer changed their mind"}`))
+	publish("jetflow.in.order-1002.cancel", "cancel/order-1002/7QJ3M2XK5RZP4WD6NC2HB8LTVA", []byte(`{"reason":"customer changed their mind"}`))
 	if st, err := f.Client.Wait(ctx, "order-1002"); err != nil || st.Status != wire.StatusCancelled {
 		t.Fatalf("order-1002 ended %+v, %v", st, err)
 	}
 
 	// fragile-1: a task fails for good and so does the run.
-	publish("jetflow.in.fragile-1.start", "start/fragile-1", []byte(`{"workflow":"fragile","input":{"fail":true}}`))
+	publish("jetflow.in.fragile-1.start", "start/fragile-1/M3TQ8ZK2XW5RJC4PN7BD6HLV9A", []byte(`{"workflow":"fragile","input":{"fail":true}}`))
 	if st, err := f.Client.Wait(ctx, "fragile-1"); err != nil || st.Status != wire.StatusFailed {
 		t.Fatalf("fragile-1 ended %+v, %v", st, err)
 	}
 
 	// remind-1: a timer fires.
-	publish("jetflow.in.remind-1.start", "start/remind-1", []byte(`{"workflow":"reminder"}`))
+	publish("jetflow.in.remind-1.start", "start/remind-1/R2VX6ZK8QW3MTC5JN4PD7HLB2E", []byte(`{"workflow":"reminder"}`))
 	if st, err := f.Client.Wait(ctx, "remind-1"); err != nil || st.Status != wire.StatusDone || st.State != "/states/late" {
 		t.Fatalf("remind-1 ended %+v, %v", st, err)
 	}

@@ -2,6 +2,8 @@ package otherlang
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -100,7 +102,9 @@ func (w *rawWorker) handle(ctx context.Context, m *nats.Msg) {
 	}
 	msg := nats.NewMsg(inv["reply"].(string))
 	msg.Data = body
-	msg.Header.Set("Nats-Msg-Id", fmt.Sprintf("result/%s/%s/%v", inv["activation"], inv["node"], inv["attempt"]))
+	tok, _ := inv["token"].(string)
+	sum := sha256.Sum256([]byte(tok))
+	msg.Header.Set("Nats-Msg-Id", "result/"+hex.EncodeToString(sum[:]))
 	msg.Header.Set("Nats-Expected-Stream", w.prefix+"_inputs")
 	rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()

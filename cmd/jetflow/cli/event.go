@@ -61,7 +61,7 @@ func newEvent(s streams) *cobra.Command {
 	}
 	addConnFlags(cmd, &conn)
 	cmd.Flags().StringVar(&payload, "payload", "", "the event's payload: JSON text, @FILE, or @- for standard input (default null)")
-	cmd.Flags().StringVar(&eventID, "id", "", "de-duplicates the event: a second event with this id for the run is dropped")
+	cmd.Flags().StringVar(&eventID, "id", "", "de-duplicates the event: a second event with this id for the run is dropped (make it unguessable: anyone who may publish inputs could use it first)")
 	return cmd
 }
 

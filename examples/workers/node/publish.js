@@ -10,6 +10,7 @@
 // Exit status: 0 on success (wait: the run is done), 1 when the run failed
 // or was cancelled, 2 on bad arguments, 3 on any other error.
 
+import { randomBytes } from "node:crypto";
 import process from "node:process";
 import { connect } from "@nats-io/transport-node";
 import { jetstream } from "@nats-io/jetstream";
@@ -34,11 +35,17 @@ function json(what, text) {
   }
 }
 
+// Section 4.1: the de-duplication id "<kind>/<run>/<key>", the key the
+// caller's own (an event id) or else 128 random bits, new for each input.
+function msgID(kind, run, key) {
+  return `${kind}/${run}/${key ?? randomBytes(16).toString("base64url")}`;
+}
+
 // Section 4.1: a JetStream publish with a de-duplication id; the PubAck
-// says the message is stored (or was already, "duplicate").
-async function publish(js, prefix, subject, body, msgID) {
-  const opts = { expect: { streamName: `${prefix}_inputs` }, timeout: 5000 };
-  if (msgID) opts.msgID = msgID;
+// says the message is stored (or was already, "duplicate"). Retries of
+// this publish reuse the same message, hence the same id.
+async function publish(js, prefix, subject, body, id) {
+  const opts = { expect: { streamName: `${prefix}_inputs` }, timeout: 5000, msgID: id };
   const ack = await js.publish(subject, body, opts);
   console.log(JSON.stringify({ subject, stream: ack.stream, seq: ack.seq, duplicate: ack.duplicate }));
 }
@@ -93,7 +100,7 @@ async function main(argv) {
       const [workflow, run, input] = args;
       const body = { workflow: token("workflow", workflow) };
       if (input !== undefined) body.input = json("INPUT_JSON", input);
-      action = (nc, js) => publish(js, prefix, `${prefix}.in.${token("run id", run)}.start`, JSON.stringify(body), `start/${run}`);
+      action = (nc, js) => publish(js, prefix, `${prefix}.in.${token("run id", run)}.start`, JSON.stringify(body), msgID("start", run));
       break;
     }
     case "event": {
@@ -102,14 +109,13 @@ async function main(argv) {
       token("event type", type);
       // The body is the payload itself; no body means no payload.
       const body = payload === undefined ? "" : JSON.stringify(json("PAYLOAD_JSON", payload));
-      const msgID = id === undefined ? "" : `event/${run}/${id}`;
-      action = (nc, js) => publish(js, prefix, `${prefix}.in.${run}.event.${type}`, body, msgID);
+      action = (nc, js) => publish(js, prefix, `${prefix}.in.${run}.event.${type}`, body, msgID("event", run, id));
       break;
     }
     case "cancel": {
       const [run, reason] = args;
       const body = JSON.stringify(reason === undefined ? {} : { reason });
-      action = (nc, js) => publish(js, prefix, `${prefix}.in.${token("run id", run)}.cancel`, body, `cancel/${run}`);
+      action = (nc, js) => publish(js, prefix, `${prefix}.in.${token("run id", run)}.cancel`, body, msgID("cancel", run));
       break;
     }
     case "wait": {

@@ -15,6 +15,7 @@
 //   JETFLOW_READY_FILE            a file written once every consumer is bound (for health checks)
 //   JETFLOW_SIMULATED_WORK_MS     every task first sleeps this long, to watch heartbeats and draining (default 0)
 
+import { createHash } from "node:crypto";
 import { writeFileSync } from "node:fs";
 import process from "node:process";
 import { connect } from "@nats-io/transport-node";
@@ -295,9 +296,10 @@ class Worker {
     }
   }
 
-  // Section 5.6: JetStream publish to reply, retried with the same id.
+  // Section 5.6: JetStream publish to reply, retried with the same id: the
+  // hex SHA-256 of the token, which only this invocation's worker knows.
   async publishResult(inv, result, attrs) {
-    const msgID = `result/${inv.activation}/${inv.node}/${inv.attempt}`;
+    const msgID = `result/${createHash("sha256").update(inv.token, "utf8").digest("hex")}`;
     const envelope = { activation: inv.activation, node: inv.node, attempt: inv.attempt, token: inv.token };
     let body = JSON.stringify({ ...envelope, ...result });
     const tooLarge = () =>
