@@ -30,7 +30,12 @@ type Config struct {
 	// two of the same run). Default: 16.
 	Concurrency int
 	// AckWait is how long the server waits for an acknowledgement before
-	// redelivering an input to any dispatcher. Default: 30s.
+	// redelivering an input to any dispatcher: after a dispatcher is
+	// killed, its inputs in hand wait this long. Dispatchers share one
+	// consumer, so the last one started sets it for all. Steps send no
+	// heartbeat: one that outlasts AckWait (conflicts, a slow NATS) is
+	// redelivered while it runs, which is safe but duplicate work.
+	// Default: DefaultAckWait.
 	AckWait time.Duration
 	// MaxAckPending caps unacknowledged inputs across all dispatchers.
 	// Default: 1024.
@@ -108,6 +113,9 @@ const (
 	CrashAfterPublish = string(hookAfterPublish)
 )
 
+// DefaultAckWait is Config.AckWait's default.
+const DefaultAckWait = 30 * time.Second
+
 // WithDefaults returns a copy of c with every unset field at its default.
 func (c Config) WithDefaults() Config {
 	if c.Names == (subjects.Names{}) {
@@ -117,7 +125,7 @@ func (c Config) WithDefaults() Config {
 		c.Logger = slog.Default()
 	}
 	setDefault(&c.Concurrency, 16)
-	setDefault(&c.AckWait, 30*time.Second)
+	setDefault(&c.AckWait, DefaultAckWait)
 	setDefault(&c.MaxAckPending, 1024)
 	setDefault(&c.AppliedHistory, 128)
 	setDefault(&c.RejectedHistory, 16)

@@ -123,20 +123,21 @@ func (d *Dispatcher) attempt(ctx context.Context, in *input, seq uint64, now flo
 }
 
 // reject saves the record of an input the reducer refused, so that its
-// redelivery is recognised, and acknowledges it.
+// redelivery is recognised, and acknowledges it. It logs the rejection
+// only once it stands: after a lost compare-and-swap the input is applied
+// again on the fresh record, where it may well be accepted.
 func (d *Dispatcher) reject(ctx context.Context, in *input, cur cached, found bool, t transition, log *slog.Logger) (string, error) {
+	if found {
+		if _, err := d.save(ctx, in.runID, t.rec, cur.st, cur.rev, true); err != nil {
+			return "", err
+		}
+		// The outbox is unchanged and was flushed before applying.
+		if c, ok := d.cache.get(in.runID); ok {
+			c.published = true
+			d.cache.put(in.runID, c)
+		}
+	}
 	log.Warn("dispatcher: input rejected", slog.String("reason", t.rejected.Error()))
-	if !found {
-		return outcomeRejected, nil
-	}
-	if _, err := d.save(ctx, in.runID, t.rec, cur.st, cur.rev, true); err != nil {
-		return "", err
-	}
-	// The outbox is unchanged and was flushed before applying.
-	if c, ok := d.cache.get(in.runID); ok {
-		c.published = true
-		d.cache.put(in.runID, c)
-	}
 	return outcomeRejected, nil
 }
 
@@ -218,8 +219,8 @@ func (d *Dispatcher) flush(ctx context.Context, runID string, c cached) error {
 // purgeTimers removes a settled run's pending timer schedules. It is
 // housekeeping only: a timer that fires anyway is rejected as stale.
 func (d *Dispatcher) purgeTimers(ctx context.Context, runID string) {
-	// d.stream is set by Start before any step runs and never cleared.
-	if err := d.stream.Purge(ctx, jetstream.WithPurgeSubject(d.cfg.Names.Schedule(runID, ">"))); err != nil {
+	// d.timers is set by Start before any step runs and never cleared.
+	if err := d.timers.Purge(ctx, jetstream.WithPurgeSubject(d.cfg.Names.Schedule(runID, ">"))); err != nil {
 		d.log.Warn("dispatcher: purge timers of settled run", slog.String("run_id", runID), slog.Any("error", err))
 	}
 }

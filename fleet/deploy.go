@@ -72,8 +72,12 @@ func (f *Fleet) DeployWith(ctx context.Context, name string, doc []byte, opts De
 			note := fmt.Sprintf("task %s@%s: consumer %s now redelivers after %s instead of %s (startToClose of workflow %q revision %q; the latest deploy wins for every workflow invoking %s@%s)",
 				t.Task, t.Version, f.Names.TaskConsumer(t.Task, t.Version), tp.StartToClose, before, d.Name, d.Revision, t.Task, t.Version)
 			if tp.StartToClose < before {
-				// Workers read AckWait when they bind and pace heartbeats by it.
-				note += fmt.Sprintf("; workers bound before this deploy heartbeat for the old %s until they restart, so their handlers running longer than %s may be redelivered meanwhile", before, tp.StartToClose)
+				// Workers re-read AckWait every ConsumerRefresh and pace
+				// heartbeats by it (at least that often by default).
+				note += fmt.Sprintf("; running workers follow within their ConsumerRefresh (default %s)", worker.DefaultConsumerRefresh)
+				if tp.StartToClose <= 2*worker.DefaultConsumerRefresh {
+					note += fmt.Sprintf(", and their invocations that started before may be redelivered once, having gone %s without a heartbeat", tp.StartToClose)
+				}
 			}
 			out.Notes = append(out.Notes, note)
 			f.cfg.Logger.Warn("fleet: deploy changed a task consumer's AckWait", slog.String("workflow", d.Name), slog.String("revision", d.Revision),

@@ -22,6 +22,7 @@ import (
 	"github.com/jetflow/jetflow/embedded"
 	"github.com/jetflow/jetflow/kvstore"
 	"github.com/jetflow/jetflow/subjects"
+	"github.com/jetflow/jetflow/token"
 	"github.com/jetflow/jetflow/worker"
 )
 
@@ -43,7 +44,11 @@ type Config struct {
 	// SkipProvision leaves streams and buckets as they are (a process
 	// without the rights to create them).
 	SkipProvision bool
-	// Dispatcher starts a dispatcher when set.
+	// Dispatcher starts a dispatcher when set. With Tokens set (a
+	// configured secret) Start first records the secret's fingerprint in
+	// the workflow bucket, and fails with an error wrapping
+	// token.ErrDisagree when the deployment's dispatchers use another
+	// (token.Claim); without, the dispatcher loads the bucket's secret.
 	Dispatcher *dispatcher.Config
 	// TaskPolicy is applied to every task consumer a deploy creates; a
 	// deployment's policy overrides its StartToClose per task version.
@@ -145,6 +150,14 @@ func (f *Fleet) start(ctx context.Context) error {
 		if dc.Registerer == nil {
 			dc.Registerer = cfg.Registerer
 		}
+		if dc.Tokens != nil {
+			// A configured secret: refuse to start rather than refuse the
+			// results of dispatchers that hold another.
+			if err := token.Claim(ctx, js, f.Names, dc.Tokens); err != nil {
+				return fmt.Errorf("starting the dispatcher: %w", err)
+			}
+		}
+		f.warnAckWait(ctx, dc.WithDefaults().AckWait)
 		d, err := dispatcher.New(js, f.Runs, f.Registry, dc)
 		if err != nil {
 			return err
@@ -155,6 +168,30 @@ func (f *Fleet) start(ctx context.Context) error {
 		f.Dispatcher = d
 	}
 	return nil
+}
+
+// warnAckWait logs when this dispatcher is about to change the AckWait of
+// the consumer all dispatchers share: the last one started sets it.
+func (f *Fleet) warnAckWait(ctx context.Context, want time.Duration) {
+	c, err := f.JS.Consumer(ctx, f.Names.InputStream(), f.Names.DispatcherConsumer())
+	if err != nil {
+		return // none yet, or unreadable: Start says so if it matters
+	}
+	if had := c.CachedInfo().Config.AckWait; had != want {
+		f.cfg.Logger.Warn("fleet: this dispatcher changes the AckWait all dispatchers share; give every dispatcher the same",
+			slog.String("consumer", f.Names.DispatcherConsumer()), slog.Duration("before", had), slog.Duration("after", want))
+	}
+}
+
+// Tokens is the configured signer of the dispatcher's result tokens
+// (Config.Dispatcher.Tokens), for the parts that check tokens beside it
+// (the console's replays); nil when the secret comes from the workflow
+// bucket.
+func (f *Fleet) Tokens() *token.Signer {
+	if f.cfg.Dispatcher == nil {
+		return nil
+	}
+	return f.cfg.Dispatcher.Tokens
 }
 
 // URL is the NATS URL workers and other processes connect to.

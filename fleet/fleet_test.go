@@ -12,10 +12,11 @@ import (
 	"github.com/jetflow/jetflow/dispatcher"
 	"github.com/jetflow/jetflow/embedded"
 	"github.com/jetflow/jetflow/engine/fault"
+	"github.com/jetflow/jetflow/natstest"
 	"github.com/jetflow/jetflow/worker"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m, natstest.IgnoreServerLeaks()...) }
 
 const double = `{"$workflow":"0.2","revision":"d1","initial":"a","states":{
  "a":{"work":{"task":"double","version":"1.0"},"then":"c"},

@@ -260,7 +260,7 @@ func TestLatestDeployWinsTheAckWait(t *testing.T) {
 		{"b", "b1", `{"*":{"startToClose":"30s"}}`, 30 * time.Second, 0, nil},
 		{"c", "c1", `{"ship@1":{"startToClose":"10s"}}`, 10 * time.Second, 1, []string{
 			`task ship@1: consumer task_ship_1 now redelivers after 10s instead of 30s (startToClose of workflow "c" revision "c1"; the latest deploy wins`,
-			"workers bound before this deploy heartbeat for the old 30s until they restart"}},
+			"running workers follow within their ConsumerRefresh (default 5s), and their invocations that started before may be redelivered once"}},
 		{"d", "d1", `{}`, worker.DefaultStartToClose, 1, []string{"now redelivers after 1m0s instead of 10s ("}},
 		{"e", "e1", `{"shp@1":{"maxAttempts":2},"ship@2":{},"ship":{}}`, worker.DefaultStartToClose, 2, []string{
 			`policy entry "ship@2" matches no task of workflow "e" revision "e1"`,

@@ -25,7 +25,9 @@ const loadFor = 10 * time.Second
 // Load returns the signer of the deployment named by names: the secret
 // stored under Key in its workflow bucket, created there first if absent.
 // Concurrent first calls from several dispatchers agree on one secret,
-// because the key is written by create-only compare-and-swap.
+// because the key is written by create-only compare-and-swap. When the
+// deployment's dispatchers are configured with a secret (Claim), the key
+// holds only its fingerprint and Load fails with ErrDisagree.
 func Load(ctx context.Context, js jetstream.JetStream, names subjects.Names) (*Signer, error) {
 	kv, err := js.KeyValue(ctx, names.WorkflowBucket())
 	if err != nil {
@@ -34,7 +36,7 @@ func Load(ctx context.Context, js jetstream.JetStream, names subjects.Names) (*S
 	deadline := time.Now().Add(loadFor)
 	for delay := 5 * time.Millisecond; ; delay = min(2*delay, 500*time.Millisecond) {
 		s, err := loadOnce(ctx, kv)
-		if err == nil || errors.Is(err, ErrSecret) || ctx.Err() != nil || time.Now().After(deadline) {
+		if err == nil || errors.Is(err, ErrSecret) || errors.Is(err, ErrDisagree) || ctx.Err() != nil || time.Now().After(deadline) {
 			if err != nil {
 				return nil, fmt.Errorf("token: load secret %q from bucket %q: %w", Key, names.WorkflowBucket(), err)
 			}
@@ -50,6 +52,9 @@ func Load(ctx context.Context, js jetstream.JetStream, names subjects.Names) (*S
 func loadOnce(ctx context.Context, kv jetstream.KeyValue) (*Signer, error) {
 	e, err := kv.Get(ctx, Key)
 	if err == nil {
+		if fp, ok := parseMarker(e.Value()); ok {
+			return nil, fmt.Errorf("%w: the deployment's dispatchers are configured with a secret (fingerprint %s) and the bucket holds only its fingerprint: configure this process with the same secret", ErrDisagree, fp)
+		}
 		b, err := base64.StdEncoding.DecodeString(string(e.Value()))
 		if err != nil {
 			return nil, fmt.Errorf("%w: stored value is not base64", ErrSecret)

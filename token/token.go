@@ -5,8 +5,11 @@
 //
 // A token is an HMAC-SHA256, under the deployment's secret, of the run id,
 // activation key, node and attempt the invocation names. Every dispatcher
-// of a deployment must hold the same secret: it comes from configuration
-// or is generated once and kept in the workflow bucket (Load).
+// of a deployment must hold the same secret: it comes from configuration,
+// and then only its fingerprint is kept in the workflow bucket (Claim), or
+// it is generated once and kept there (Load). Either way a dispatcher whose
+// secret is not the deployment's refuses to start (ErrDisagree) instead of
+// refusing every result signed by the others.
 package token
 
 import (
@@ -24,7 +27,9 @@ import (
 // SecretSize is the size of a generated secret, in bytes.
 const SecretSize = 32
 
-// MinSecretSize is the shortest secret accepted.
+// MinSecretSize is the shortest secret New accepts (a secret stored by
+// an older release, or one being retired); ParseSecret, which reads
+// configured secrets, wants SecretSize.
 const MinSecretSize = 16
 
 // version prefixes every token, so that the format can change without a
@@ -66,9 +71,11 @@ func Generate() ([]byte, error) {
 	return b, nil
 }
 
-// ParseSecret reads a secret written as hex or as standard or URL-safe
-// base64 (padded or not), as configuration files and environment
-// variables carry it.
+// ParseSecret reads a configured secret written as hex (tried first) or
+// as standard or URL-safe base64, padded or not, as configuration files
+// and environment variables carry it. It must hold at least SecretSize
+// bytes, the HMAC-SHA256 output size (`openssl rand -hex 32` makes one).
+// The error never quotes the text, which may be a mistyped secret.
 func ParseSecret(s string) ([]byte, error) {
 	s = strings.TrimSpace(s)
 	var b []byte
@@ -83,10 +90,27 @@ func ParseSecret(s string) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: neither hex nor base64", ErrSecret)
 	}
-	if len(b) < MinSecretSize {
-		return nil, fmt.Errorf("%w: %d bytes, at least %d are needed", ErrSecret, len(b), MinSecretSize)
+	if len(b) < SecretSize {
+		return nil, fmt.Errorf("%w: %d bytes, at least %d are needed", ErrSecret, len(b), SecretSize)
 	}
 	return b, nil
+}
+
+// fingerprintDomain separates fingerprints from tokens made with the same
+// secret.
+const fingerprintDomain = "jetflow token secret fingerprint v1"
+
+// Fingerprint identifies the signing secret without revealing it: the hex
+// of the first 16 bytes of HMAC-SHA256(secret, a fixed label). Dispatchers
+// record it to detect a deployment whose dispatchers disagree (Claim), and
+// it may be logged. It lets no one sign or guess tokens: every invocation
+// already shows workers an HMAC under the same secret.
+func (s *Signer) Fingerprint() string { return fingerprint(s.keys[0]) }
+
+func fingerprint(key []byte) string {
+	h := hmac.New(sha256.New, key)
+	h.Write([]byte(fingerprintDomain))
+	return hex.EncodeToString(h.Sum(nil)[:16])
 }
 
 // Sign returns the token of one invocation.

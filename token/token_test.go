@@ -17,7 +17,7 @@ import (
 	"github.com/jetflow/jetflow/subjects"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m, natstest.IgnoreServerLeaks()...) }
 
 func signer(t testing.TB, b byte, previous ...[]byte) *Signer {
 	t.Helper()
@@ -98,7 +98,9 @@ func TestSecrets(t *testing.T) {
 			t.Errorf("ParseSecret(%q) = %x, %v", text, got, err)
 		}
 	}
-	for _, text := range []string{"", "not a secret!", hex.EncodeToString(a[:8])} {
+	// Configured secrets need SecretSize bytes, though New still accepts
+	// MinSecretSize (a stored or retiring secret).
+	for _, text := range []string{"", "not a secret!", hex.EncodeToString(a[:8]), hex.EncodeToString(a[:SecretSize-1]), base64.StdEncoding.EncodeToString(a[:MinSecretSize])} {
 		if _, err := ParseSecret(text); !errors.Is(err, ErrSecret) {
 			t.Errorf("ParseSecret(%q): %v", text, err)
 		}

@@ -25,8 +25,19 @@ type Config struct {
 	// HeartbeatInterval is how often a running invocation is reported as
 	// in progress, which resets the consumer's AckWait so that a handler
 	// slower than AckWait is not redelivered. It is capped at half the
-	// consumer's AckWait. Default: a third of the consumer's AckWait.
+	// consumer's AckWait. Default: a third of the consumer's AckWait, at
+	// most ConsumerRefresh.
 	HeartbeatInterval time.Duration
+
+	// ConsumerRefresh is how often a worker re-reads its task consumers'
+	// AckWait (one request per task version, while it pulls or runs
+	// invocations), so that a deploy that changes a task's startToClose
+	// re-paces the heartbeats of invocations already running and of the
+	// next ones within this time. By default heartbeats come at least
+	// this often too, so lowering startToClose to more than twice this
+	// redelivers nothing; to less, invocations started before the worker
+	// noticed may be redelivered once. Default: 5s.
+	ConsumerRefresh time.Duration
 
 	// PollWait is how long one pull request waits on the server for
 	// invocations. A graceful Stop waits for the pull request in flight to
@@ -54,9 +65,10 @@ type Config struct {
 
 // Defaults of Config.
 const (
-	DefaultConcurrency    = 16
-	DefaultPollWait       = 2 * time.Second
-	DefaultPublishTimeout = 5 * time.Second
+	DefaultConcurrency     = 16
+	DefaultPollWait        = 2 * time.Second
+	DefaultPublishTimeout  = 5 * time.Second
+	DefaultConsumerRefresh = 5 * time.Second
 )
 
 // WithDefaults returns a copy of c with every unset field at its default.
@@ -72,6 +84,9 @@ func (c Config) WithDefaults() Config {
 	}
 	if c.PublishTimeout == 0 {
 		c.PublishTimeout = DefaultPublishTimeout
+	}
+	if c.ConsumerRefresh == 0 {
+		c.ConsumerRefresh = DefaultConsumerRefresh
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
@@ -95,6 +110,10 @@ func (c Config) validate() error {
 	}
 	if c.PublishTimeout < 0 {
 		errs = append(errs, fmt.Errorf("PublishTimeout %v is negative", c.PublishTimeout))
+	}
+	// Each refresh is a JetStream API request.
+	if c.ConsumerRefresh < 10*time.Millisecond {
+		errs = append(errs, fmt.Errorf("ConsumerRefresh %v is shorter than 10ms", c.ConsumerRefresh))
 	}
 	if err := c.ConsumerPolicy.validate(); err != nil {
 		errs = append(errs, fmt.Errorf("ConsumerPolicy: %w", err))

@@ -18,6 +18,10 @@ func (w *Worker) serve(rs *runState, r *registration, c jetstream.Consumer) {
 	log := w.log.With("task", r.task, "version", r.version)
 	slots := make(chan struct{}, r.concurrency)
 	retry := newBackoff(100*time.Millisecond, 10*time.Second)
+	p := newPace(w.cfg.ConsumerRefresh, w.cfg.PublishTimeout, log)
+	if c != nil {
+		p.bind(c)
+	}
 	for rs.pull.Err() == nil {
 		if c == nil {
 			var err error
@@ -29,12 +33,13 @@ func (w *Worker) serve(rs *runState, r *registration, c jetstream.Consumer) {
 				continue
 			}
 			log.Info("bound the task consumer", "consumer", w.cfg.Names.TaskConsumer(r.task, r.version))
+			p.bind(c)
 		}
 		n := acquireSlots(rs.pull, slots)
 		if n == 0 {
 			return
 		}
-		got, err := w.fetch(rs, r, c, slots, n, log)
+		got, err := w.fetch(rs, r, c, p, slots, n, log)
 		for range n - got {
 			<-slots
 		}
@@ -50,6 +55,8 @@ func (w *Worker) serve(rs *runState, r *registration, c jetstream.Consumer) {
 			continue
 		}
 		retry.Reset()
+		// A deploy may have changed the AckWait (cheap unless due).
+		p.refresh(rs.pull)
 	}
 }
 
@@ -81,7 +88,7 @@ func acquireSlots(ctx context.Context, slots chan struct{}) int {
 // for redelivery. FetchMaxWait lets the server expire the request and the
 // client wait a second longer; after a hard stop, handlers give what
 // arrives back at once.
-func (w *Worker) fetch(rs *runState, r *registration, c jetstream.Consumer, slots chan struct{}, n int, log *slog.Logger) (int, error) {
+func (w *Worker) fetch(rs *runState, r *registration, c jetstream.Consumer, p *pace, slots chan struct{}, n int, log *slog.Logger) (int, error) {
 	if rs.fetch.Err() != nil {
 		return 0, nil
 	}
@@ -89,7 +96,6 @@ func (w *Worker) fetch(rs *runState, r *registration, c jetstream.Consumer, slot
 	if err != nil {
 		return 0, err
 	}
-	ackWait := c.CachedInfo().Config.AckWait
 	got := 0
 	for m := range batch.Messages() {
 		got++
@@ -97,7 +103,7 @@ func (w *Worker) fetch(rs *runState, r *registration, c jetstream.Consumer, slot
 		go func() {
 			defer rs.handlers.Done()
 			defer func() { <-slots }()
-			w.handle(rs, r, m, ackWait, log)
+			w.handle(rs, r, m, p, log)
 		}()
 	}
 	if err := batch.Error(); err != nil && !errors.Is(err, context.DeadlineExceeded) {

@@ -8,7 +8,9 @@ import (
 	"os"
 	"reflect"
 	"strings"
+	"sync"
 	"time"
+	"unicode"
 
 	"github.com/caarlos0/env/v11"
 	"github.com/nats-io/nats.go"
@@ -43,12 +45,38 @@ type connConfig struct {
 	TLSCA    string        `env:"JETFLOW_NATS_TLS_CA" flag:"tls-ca"`
 	TLSCert  string        `env:"JETFLOW_NATS_TLS_CERT" flag:"tls-cert"`
 	TLSKey   string        `env:"JETFLOW_NATS_TLS_KEY" flag:"tls-key"`
+	Inbox    string        `env:"JETFLOW_INBOX_PREFIX" flag:"inbox-prefix"`
 	Prefix   string        `env:"JETFLOW_PREFIX" flag:"prefix"`
 	Timeout  time.Duration `env:"JETFLOW_TIMEOUT" flag:"timeout"`
 
 	flags    *pflag.FlagSet
 	resolved bool
 	err      error
+	refused  *refusals // set by natsOptions
+}
+
+// refusals keeps the first subject permission the server refused this
+// client, so that a failure can say why.
+type refusals struct {
+	mu    sync.Mutex
+	first string
+}
+
+func (r *refusals) note(err error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.first == "" {
+		r.first = err.Error()
+	}
+}
+
+func (r *refusals) String() string {
+	if r == nil {
+		return ""
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.first
 }
 
 // addConnFlags declares the connection flags on cmd and binds them to c.
@@ -63,6 +91,7 @@ func addConnFlags(cmd *cobra.Command, c *connConfig) {
 	fs.StringVar(&c.TLSCA, "tls-ca", "", "PEM file of CAs that sign the NATS server's certificate (env JETFLOW_NATS_TLS_CA)")
 	fs.StringVar(&c.TLSCert, "tls-cert", "", "PEM client certificate for NATS, with --tls-key (env JETFLOW_NATS_TLS_CERT)")
 	fs.StringVar(&c.TLSKey, "tls-key", "", "PEM private key of --tls-cert (env JETFLOW_NATS_TLS_KEY)")
+	fs.StringVar(&c.Inbox, "inbox-prefix", "", "subject prefix of this client's reply inboxes instead of _INBOX, e.g. _INBOX_<user> for a NATS user allowed to subscribe only there (docs/SECURITY.md; env JETFLOW_INBOX_PREFIX)")
 	fs.StringVar(&c.Prefix, "prefix", subjects.DefaultPrefix, "names the deployment's subjects, streams and buckets (env JETFLOW_PREFIX)")
 	fs.DurationVar(&c.Timeout, "timeout", defaultTimeout, "bounds connecting to NATS and each request (env JETFLOW_TIMEOUT)")
 }
@@ -101,6 +130,11 @@ func (c *connConfig) check() error {
 	if c.Password != "" && c.User == "" {
 		errs = append(errs, errors.New("--password (JETFLOW_NATS_PASSWORD) needs --user (JETFLOW_NATS_USER)"))
 	}
+	if c.Inbox != "" {
+		if err := checkInboxPrefix(c.Inbox); err != nil {
+			errs = append(errs, fmt.Errorf("--inbox-prefix (JETFLOW_INBOX_PREFIX) %q: %w", c.Inbox, err))
+		}
+	}
 	if (c.TLSCert == "") != (c.TLSKey == "") {
 		errs = append(errs, errors.New("--tls-cert and --tls-key (JETFLOW_NATS_TLS_CERT, JETFLOW_NATS_TLS_KEY) go together: give both or neither"))
 	}
@@ -127,7 +161,12 @@ func (c *connConfig) natsOptions() ([]nats.Option, error) {
 	if err := c.resolve(); err != nil {
 		return nil, err
 	}
-	opts := []nats.Option{nats.Timeout(c.Timeout)}
+	c.refused = &refusals{}
+	opts := []nats.Option{nats.Timeout(c.Timeout), nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) {
+		if errors.Is(err, nats.ErrPermissionViolation) {
+			c.refused.note(err)
+		}
+	})}
 	switch {
 	case c.Creds != "":
 		opts = append(opts, nats.UserCredentials(c.Creds))
@@ -146,7 +185,31 @@ func (c *connConfig) natsOptions() ([]nats.Option, error) {
 	if c.TLSCert != "" {
 		opts = append(opts, nats.ClientCert(c.TLSCert, c.TLSKey))
 	}
+	if c.Inbox != "" {
+		// Replies of requests, pulls and JetStream acks all come here.
+		opts = append(opts, nats.CustomInboxPrefix(c.Inbox))
+	}
 	return opts, nil
+}
+
+// checkInboxPrefix accepts a literal subject prefix: dot-separated
+// tokens, none empty, without wildcards, white space or control bytes.
+// The client appends ".<unique>" to it for each inbox.
+func checkInboxPrefix(p string) error {
+	for i, tok := range strings.Split(p, ".") {
+		if tok == "" {
+			return fmt.Errorf("token %d is empty (no leading, trailing or double dots)", i+1)
+		}
+		for _, r := range tok {
+			switch {
+			case r == '*' || r == '>':
+				return fmt.Errorf("it has the wildcard %q; a prefix must be a literal subject", r)
+			case r <= ' ' || r == 0x7f || unicode.IsSpace(r):
+				return errors.New("it has white space or a control character")
+			}
+		}
+	}
+	return nil
 }
 
 // openOptions says what a verb needs from its fleet.
@@ -211,6 +274,10 @@ func (c *connConfig) open(ctx context.Context, opts openOptions) (*fleet.Fleet, 
 			hint = " (is `jetflow serve` running there? set --nats or JETFLOW_NATS_URL)"
 		case errors.Is(err, kvstore.ErrNotProvisioned):
 			hint = fmt.Sprintf(" (nothing provisioned with prefix %q: start `jetflow serve` or `jetflow dispatcher` first, or check --prefix)", c.Prefix)
+		case c.Inbox == "" && strings.Contains(c.refused.String(), `"_INBOX.`):
+			hint = fmt.Sprintf(" (the server refused this client its reply inboxes, %s: a NATS user allowed only its own needs --inbox-prefix or JETFLOW_INBOX_PREFIX, e.g. _INBOX_<user>, docs/SECURITY.md)", c.refused)
+		case c.refused.String() != "":
+			hint = fmt.Sprintf(" (the server refused: %s)", c.refused)
 		}
 		return nil, fmt.Errorf("%w%s", err, hint)
 	}

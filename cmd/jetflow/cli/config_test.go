@@ -30,10 +30,18 @@ func TestConnConfigPrecedence(t *testing.T) {
 		{name: "negative timeout", args: []string{"--timeout", "-1s"}, wantErr: "--timeout (JETFLOW_TIMEOUT) must be positive, got -1s"},
 		{name: "two kinds of credentials", args: []string{"--user", "u", "--nkey", "config_test.go"}, wantErr: "--creds, --nkey and --user"},
 		{name: "key without cert", args: []string{"--tls-key", "config_test.go"}, wantErr: "--tls-cert and --tls-key"},
+		{name: "inbox prefix", args: []string{"--inbox-prefix", "_INBOX_jf"}, want: connConfig{Prefix: "jetflow", Timeout: defaultTimeout, Inbox: "_INBOX_jf"}},
+		{name: "inbox prefix from env", env: map[string]string{"JETFLOW_INBOX_PREFIX": "tenant.a._INBOX"}, want: connConfig{Prefix: "jetflow", Timeout: defaultTimeout, Inbox: "tenant.a._INBOX"}},
+		{name: "inbox prefix wildcard", args: []string{"--inbox-prefix", "_INBOX.>"}, wantErr: `--inbox-prefix (JETFLOW_INBOX_PREFIX) "_INBOX.>": it has the wildcard '>'`},
+		{name: "inbox prefix star", env: map[string]string{"JETFLOW_INBOX_PREFIX": "_INBOX_*"}, wantErr: `--inbox-prefix (JETFLOW_INBOX_PREFIX) "_INBOX_*": it has the wildcard '*'`},
+		{name: "inbox prefix space", args: []string{"--inbox-prefix", "_INBOX jf"}, wantErr: "white space"},
+		{name: "inbox prefix tab", args: []string{"--inbox-prefix", "_INBOX\tjf"}, wantErr: "white space or a control character"},
+		{name: "inbox prefix trailing dot", args: []string{"--inbox-prefix", "_INBOX_jf."}, wantErr: "token 2 is empty"},
+		{name: "inbox prefix double dot", args: []string{"--inbox-prefix", "a..b"}, wantErr: "token 2 is empty"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			for _, k := range []string{"JETFLOW_NATS_URL", "JETFLOW_PREFIX", "JETFLOW_TIMEOUT", "JETFLOW_NATS_USER", "JETFLOW_NATS_PASSWORD"} {
+			for _, k := range []string{"JETFLOW_NATS_URL", "JETFLOW_PREFIX", "JETFLOW_TIMEOUT", "JETFLOW_NATS_USER", "JETFLOW_NATS_PASSWORD", "JETFLOW_INBOX_PREFIX"} {
 				t.Setenv(k, c.env[k])
 			}
 			var conn connConfig
@@ -53,7 +61,7 @@ func TestConnConfigPrecedence(t *testing.T) {
 				t.Fatal(err)
 			}
 			got := conn
-			got.flags, got.resolved = nil, false
+			got.flags, got.resolved, got.refused = nil, false, nil
 			if got != c.want {
 				t.Errorf("got %+v\nwant %+v", got, c.want)
 			}

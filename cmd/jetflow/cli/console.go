@@ -13,7 +13,9 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/jetflow/jetflow/console"
+	"github.com/jetflow/jetflow/dispatcher"
 	"github.com/jetflow/jetflow/fleet"
+	"github.com/jetflow/jetflow/token"
 )
 
 func init() {
@@ -65,10 +67,11 @@ func mountConsole(f *fleet.Fleet, mux *http.ServeMux) {
 		return
 	}
 	c, err := console.New(console.FromFleet(f, console.Config{
-		Actions: settings.Actions,
-		NATSURL: redactURLs(f.URL()),
-		Prefix:  f.Names.Prefix(),
-		Logger:  log,
+		Actions:    settings.Actions,
+		NATSURL:    redactURLs(f.URL()),
+		Prefix:     f.Names.Prefix(),
+		Logger:     log,
+		Dispatcher: dispatcher.Config{Tokens: f.Tokens()},
 	}))
 	if err != nil {
 		log.Error("console not mounted", slog.Any("error", err))
@@ -80,6 +83,7 @@ func mountConsole(f *fleet.Fleet, mux *http.ServeMux) {
 
 func newConsole(s streams) *cobra.Command {
 	var conn connConfig
+	var tokens secretConfig
 	var addr string
 	settings := consoleSettings{}
 	cmd := &cobra.Command{
@@ -99,10 +103,15 @@ func newConsole(s streams) *cobra.Command {
 			if err := conn.resolve(); err != nil {
 				return err
 			}
-			return runConsole(cmd.Context(), s, &conn, addr, settings)
+			signer, err := tokens.signer()
+			if err != nil {
+				return err
+			}
+			return runConsole(cmd.Context(), s, &conn, addr, settings, signer)
 		},
 	}
 	addConnFlags(cmd, &conn)
+	addSecretFlags(cmd, &tokens) // histories replay results, checking their tokens
 	fs := cmd.Flags()
 	settings.flags = fs
 	fs.StringVar(&addr, "http", defaultConsoleHTTP, "address the console listens on; port -1 or 0 picks a free one (env JETFLOW_CONSOLE_HTTP)")
@@ -116,7 +125,7 @@ type consoleAddr struct {
 	HTTP string `env:"JETFLOW_CONSOLE_HTTP" flag:"http"`
 }
 
-func runConsole(ctx context.Context, s streams, conn *connConfig, addr string, settings consoleSettings) error {
+func runConsole(ctx context.Context, s streams, conn *connConfig, addr string, settings consoleSettings, signer *token.Signer) error {
 	a := consoleAddr{HTTP: addr}
 	if err := applyEnv(settings.flags, &a); err != nil {
 		return err
@@ -137,10 +146,11 @@ func runConsole(ctx context.Context, s streams, conn *connConfig, addr string, s
 		_ = f.Stop(stopCtx)
 	}()
 	c, err := console.New(console.FromFleet(f, console.Config{
-		Actions: settings.Actions,
-		NATSURL: redactURLs(f.URL()),
-		Prefix:  f.Names.Prefix(),
-		Logger:  log,
+		Actions:    settings.Actions,
+		NATSURL:    redactURLs(f.URL()),
+		Prefix:     f.Names.Prefix(),
+		Logger:     log,
+		Dispatcher: dispatcher.Config{Tokens: signer},
 	}))
 	if err != nil {
 		_ = ep.ln.Close()

@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/jetflow/jetflow/dispatcher"
 	"github.com/jetflow/jetflow/replay"
 	"github.com/jetflow/jetflow/subjects"
 )
@@ -14,6 +15,7 @@ func init() { register(newReplay) }
 
 func newReplay(s streams) *cobra.Command {
 	var conn connConfig
+	var tokens secretConfig
 	var restore bool
 	cmd := &cobra.Command{
 		Use:   "replay RUN",
@@ -33,13 +35,17 @@ func newReplay(s streams) *cobra.Command {
 			if err := subjects.CheckRunID(id); err != nil {
 				return fmt.Errorf("argument RUN: %w", err)
 			}
+			signer, err := tokens.signer()
+			if err != nil {
+				return err
+			}
 			ctx := cmd.Context()
 			f, stop, err := dialFleet(ctx, s, &conn)
 			if err != nil {
 				return err
 			}
 			defer stop()
-			src := replay.Source{JS: f.JS, Names: f.Names, Registry: f.Registry, Runs: f.Runs}
+			src := replay.Source{JS: f.JS, Names: f.Names, Registry: f.Registry, Runs: f.Runs, Dispatcher: dispatcher.Config{Tokens: signer}}
 			var rep replay.Report
 			if restore {
 				rep, err = replay.Restore(ctx, src, id)
@@ -50,7 +56,7 @@ func newReplay(s streams) *cobra.Command {
 				return fmt.Errorf("run %s has no saved record to compare with; `jetflow replay --restore %s` writes the rebuilt one", id, id)
 			}
 			if err != nil {
-				return err
+				return hintSecret(err)
 			}
 			printReplay(s, id, rep)
 			if !rep.Equal && !restore {
@@ -60,6 +66,7 @@ func newReplay(s streams) *cobra.Command {
 		},
 	}
 	addConnFlags(cmd, &conn)
+	addSecretFlags(cmd, &tokens) // results are screened by their tokens again
 	cmd.Flags().BoolVar(&restore, "restore", false, "write the rebuilt record back (create it if missing, replace it if it differs)")
 	return cmd
 }
