@@ -93,6 +93,7 @@ func AgentMain(ctx context.Context, args []string, stdin io.Reader, stdout io.Wr
 		}
 		stop, ready.URL = srv.Stop, srv.ClientURL()
 	case roleDispatcher:
+		dispatcher.TuneGC() // as jetflow dispatcher does
 		f, err := fleet.Start(ctx, fleet.Config{
 			URL: *url, Prefix: *prefix, SkipProvision: true, Registerer: reg, Logger: log,
 			Dispatcher: &dispatcher.Config{Concurrency: *concurrency, Logger: log},

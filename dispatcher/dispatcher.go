@@ -30,7 +30,7 @@ type Dispatcher struct {
 	mu      sync.Mutex
 	running bool
 	cc      jetstream.ConsumeContext
-	stream  jetstream.Stream
+	timers  jetstream.Stream // the timer stream, purged of settled runs' schedules
 	cancel  context.CancelCauseFunc
 	ctx     context.Context
 
@@ -90,7 +90,7 @@ func newDispatcher(js jetstream.JetStream, store RunStore, l loader, cfg Config)
 		return nil, fmt.Errorf("dispatcher: register metrics: %w", err)
 	}
 	d := &Dispatcher{
-		cfg: cfg, js: js, pub: publisher{js: js, nc: js.Conn()}, store: store, loader: l,
+		cfg: cfg, js: js, pub: publisher{js: js, nc: js.Conn(), names: cfg.Names}, store: store, loader: l,
 		log: cfg.Logger, m: m, cache: newRecordCache(cfg.CacheSize),
 		queues: make(map[string]*runQueue),
 	}
@@ -98,9 +98,9 @@ func newDispatcher(js jetstream.JetStream, store RunStore, l loader, cfg Config)
 	return d, nil
 }
 
-// Start binds the input stream, the run bucket and the shared durable
-// consumer, then handles inputs in the background until Stop. It returns
-// start-up errors; starting a started dispatcher does nothing.
+// Start binds the input and timer streams, the run bucket and the shared
+// durable consumer, then handles inputs in the background until Stop. It
+// returns start-up errors; starting a started dispatcher does nothing.
 func (d *Dispatcher) Start(ctx context.Context) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -108,9 +108,12 @@ func (d *Dispatcher) Start(ctx context.Context) error {
 		return nil
 	}
 	names := d.cfg.Names
-	stream, err := d.js.Stream(ctx, names.InputStream())
-	if err != nil {
+	if _, err := d.js.Stream(ctx, names.InputStream()); err != nil {
 		return fmt.Errorf("dispatcher: bind input stream %q (is it provisioned?): %w", names.InputStream(), err)
+	}
+	timers, err := d.js.Stream(ctx, names.TimerStream())
+	if err != nil {
+		return fmt.Errorf("dispatcher: bind timer stream %q (is it provisioned?): %w", names.TimerStream(), err)
 	}
 	if d.cfg.Tokens == nil {
 		// Kept for the next Start: the secret does not change under us.
@@ -137,6 +140,11 @@ func (d *Dispatcher) Start(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("dispatcher: create consumer %q: %w", names.DispatcherConsumer(), err)
 	}
+	if w, ok := d.loader.(watchingLoader); ok {
+		if err := w.watch(ctx); err != nil {
+			return fmt.Errorf("dispatcher: %w", err)
+		}
+	}
 	// Steps outlive Start's context: only Stop ends them.
 	d.ctx, d.cancel = context.WithCancelCause(context.WithoutCancel(ctx))
 	d.qmu.Lock()
@@ -157,9 +165,10 @@ func (d *Dispatcher) Start(ctx context.Context) error {
 	if err != nil {
 		d.cancel(err)
 		d.stopSteps()
+		d.unwatch()
 		return fmt.Errorf("dispatcher: consume %q: %w", names.DispatcherConsumer(), err)
 	}
-	d.stream, d.cc, d.running = stream, cc, true
+	d.timers, d.cc, d.running = timers, cc, true
 	return nil
 }
 
@@ -200,10 +209,24 @@ func (d *Dispatcher) Stop(ctx context.Context) error {
 	d.cancel(errStopping)
 	// Every queue is drained: nothing is left for the step goroutines.
 	d.stopSteps()
+	d.unwatch()
 	if err != nil {
 		return fmt.Errorf("dispatcher: stop: %w", err)
 	}
 	return nil
+}
+
+// watchingLoader is a loader that follows the registry while the
+// dispatcher runs.
+type watchingLoader interface {
+	watch(ctx context.Context) error
+	unwatch()
+}
+
+func (d *Dispatcher) unwatch() {
+	if w, ok := d.loader.(watchingLoader); ok {
+		w.unwatch()
+	}
 }
 
 // receive queues a message behind the other messages of its run.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 
 	"github.com/jetflow/jetflow/engine/run"
 	"github.com/jetflow/jetflow/engine/workflow"
@@ -55,7 +56,8 @@ func (p engineProgram) apply(st *run.State, msg run.Message) (*run.State, []run.
 
 // engineLoader reads deployments from the registry and compiles each
 // document once. Deployed revisions are immutable, so (name, revision)
-// and hash entries never go stale; only "latest" is read every time.
+// and hash entries never go stale; "latest" comes from a watch of the
+// revision lists while the dispatcher runs, else from a read.
 type engineLoader struct {
 	reg  Registry
 	opts run.Options
@@ -64,6 +66,10 @@ type engineLoader struct {
 	mu     sync.Mutex
 	byRev  map[string]*definition
 	byHash map[string]*workflow.Workflow
+
+	// index follows the latest revision of every name between Start and
+	// Stop, so that a start reads nothing (nil: read the revision list).
+	index atomic.Pointer[kvstore.LatestIndex]
 }
 
 func newEngineLoader(cfg Config, reg Registry) (loader, error) {
@@ -79,10 +85,53 @@ type latestReader interface {
 	Latest(ctx context.Context, name string) (kvstore.RevisionRef, error)
 }
 
+// latestWatcher is a Registry that can follow its latest revisions
+// (*kvstore.Registry is one).
+type latestWatcher interface {
+	WatchLatest(ctx context.Context) (*kvstore.LatestIndex, error)
+}
+
+// watch starts following the latest revisions, if the registry can.
+func (l *engineLoader) watch(ctx context.Context) error {
+	lw, ok := l.reg.(latestWatcher)
+	if !ok {
+		return nil
+	}
+	idx, err := lw.WatchLatest(ctx)
+	if err != nil {
+		return err
+	}
+	if old := l.index.Swap(idx); old != nil {
+		old.Stop()
+	}
+	return nil
+}
+
+// unwatch stops what watch started.
+func (l *engineLoader) unwatch() {
+	if idx := l.index.Swap(nil); idx != nil {
+		idx.Stop()
+	}
+}
+
+// cachedLatest is name's latest revision as the watch last saw it.
+func (l *engineLoader) cachedLatest(name string) (string, bool) {
+	idx := l.index.Load()
+	if idx == nil {
+		return "", false
+	}
+	ref, ok := idx.Latest(name)
+	return ref.Revision, ok
+}
+
 func (l *engineLoader) load(ctx context.Context, name, revision string) (*definition, error) {
+	if revision == "" {
+		// Every start naming no revision asks for the latest: the watch
+		// knows it (it lags a deploy by the time the change takes to
+		// reach this process), else one read of the revision list.
+		revision, _ = l.cachedLatest(name)
+	}
 	if lr, ok := l.reg.(latestReader); ok && revision == "" {
-		// Every start naming no revision asks for the latest; when it is
-		// one compiled already, one read of the revision list is enough.
 		ref, err := lr.Latest(ctx, name)
 		if errors.Is(err, kvstore.ErrWorkflowNotFound) {
 			return nil, fmt.Errorf("%w: %w", ErrUnknownWorkflow, err)
@@ -135,10 +184,13 @@ func (l *engineLoader) load(ctx context.Context, name, revision string) (*defini
 // policy, so that every dispatcher and every replay of a run pinned to it
 // retry alike; Config.RunOptions only for a deployment without one.
 func (l *engineLoader) runOptions(dep kvstore.Deployment) run.Options {
-	if dep.Policy.Empty() {
-		return l.opts
+	opts := l.opts
+	if !dep.Policy.Empty() {
+		// A deployment's policy replaces the retry rule only: the
+		// dispatcher's evaluation budgets and event bounds still hold.
+		opts.Retry = dep.Policy.RunOptions().Retry
 	}
-	return dep.Policy.RunOptions()
+	return opts
 }
 
 // putBounded stores v, first evicting an arbitrary entry when m is full.

@@ -33,6 +33,10 @@ type Record struct {
 	// Timers is set once a step of the run has armed a timer: settling
 	// the run then purges the schedules that may still be pending.
 	Timers bool `json:"timers,omitempty"`
+
+	// statusJSON is Status encoded, when known: the step that announced
+	// the status encoded it for the announcement already.
+	statusJSON json.RawMessage
 }
 
 // Outgoing kinds.
@@ -64,18 +68,31 @@ type Rejection struct {
 
 // DecodeRecord parses a stored record.
 func DecodeRecord(data []byte) (*Record, error) {
-	var r Record
-	if err := json.Unmarshal(data, &r); err != nil {
-		return nil, fmt.Errorf("decode run record: %w", err)
+	r, ok := parseRecord(data)
+	if !ok {
+		r = &Record{}
+		if err := json.Unmarshal(data, r); err != nil {
+			return nil, fmt.Errorf("decode run record: %w", err)
+		}
 	}
 	if len(r.State) == 0 {
 		return nil, fmt.Errorf("decode run record: no state")
 	}
-	return &r, nil
+	return r, nil
 }
 
-// Encode returns the stored form of the record.
-func (r *Record) Encode() ([]byte, error) { return json.Marshal(r) }
+// Encode returns the stored form of the record: its JSON, as
+// encoding/json would write it.
+func (r *Record) Encode() ([]byte, error) {
+	n := len(r.State) + 64 + 16*(len(r.Applied)+len(r.Order))
+	for _, o := range r.Outbox {
+		n += len(o.Data) + len(o.Subject) + len(o.ID) + 160
+	}
+	if r.Status != nil {
+		n += len(r.Status.Result) + 160
+	}
+	return appendRecord(make([]byte, 0, n), r)
+}
 
 // RunState decodes the reducer state.
 func (r *Record) RunState() (*run.State, error) {
@@ -97,10 +114,21 @@ func (r *Record) next(seq uint64, maxApplied int) *Record {
 	if r == nil {
 		return &Record{Applied: []uint64{seq}, Order: Order{{seq, seq}}}
 	}
-	n := &Record{Status: r.Status, Rejected: r.Rejected, Timers: r.Timers}
+	n := &Record{Status: r.Status, statusJSON: r.statusJSON, Rejected: r.Rejected, Timers: r.Timers}
 	n.Applied = appendBounded(r.Applied, seq, maxApplied)
 	n.Order = r.Order.add(seq)
 	return n
+}
+
+// announced is the body of an outbox's last status announcement (render
+// encodes the status it returns as that body), or nil.
+func announced(out []Outgoing) json.RawMessage {
+	for i := len(out) - 1; i >= 0; i-- {
+		if out[i].Kind == OutStatus {
+			return out[i].Data
+		}
+	}
+	return nil
 }
 
 // armsTimer reports whether an outbox schedules a timer.

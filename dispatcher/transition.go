@@ -68,7 +68,7 @@ func transit(cfg Config, def *definition, in *input, seq uint64, now float64, pr
 	rec.State, rec.Outbox = state, out
 	rec.Timers = rec.Timers || armsTimer(out)
 	if status != nil {
-		rec.Status = status
+		rec.Status, rec.statusJSON = status, announced(out)
 	}
 	return transition{rec: rec, state: next, status: status}, nil
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/jetflow/jetflow/bench"
+	"github.com/jetflow/jetflow/dispatcher"
 )
 
 func init() {
@@ -104,6 +105,8 @@ func runBench(cmd *cobra.Command, s streams, f *benchFlags) error {
 		return fmt.Errorf("bench: finding this executable to start helper processes: %w", err)
 	}
 	cfg.Agent = []string{exe, "bench-agent"}
+	// One process hosts what serve does (single setups): the same GOGC.
+	dispatcher.TuneGC()
 	var rep *bench.Report
 	var runErr error
 	if f.from != "" {

@@ -21,6 +21,7 @@ import (
 	"github.com/jetflow/jetflow/embedded"
 	"github.com/jetflow/jetflow/fleet"
 	"github.com/jetflow/jetflow/kvstore"
+	"github.com/jetflow/jetflow/token"
 )
 
 func init() { register(newServe) }
@@ -62,7 +63,8 @@ func newServe(s streams) *cobra.Command {
 			"provisions the streams and buckets there (use --replicas 3 on a cluster).\n\n" +
 			"Ctrl-C (or SIGTERM) stops taking new work, finishes the steps in flight (bounded by\n" +
 			"--drain-timeout) and exits 0.\n\n" +
-			"Every flag has an environment variable (named in its help); a flag given wins.",
+			"Every flag has an environment variable (named in its help); a flag given wins.\n\n" +
+			gcHelp,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := svc.resolve(); err != nil {
@@ -131,13 +133,20 @@ type serviceConfig struct {
 	Replicas      int           `env:"JETFLOW_REPLICAS" flag:"replicas"`
 	HistoryMaxAge time.Duration `env:"JETFLOW_HISTORY_MAX_AGE" flag:"history-max-age"`
 	DrainTimeout  time.Duration `env:"JETFLOW_DRAIN_TIMEOUT" flag:"drain-timeout"`
+	AckWait       time.Duration `env:"JETFLOW_ACK_WAIT" flag:"ack-wait"`
 	LogLevel      string        `env:"JETFLOW_LOG_LEVEL" flag:"log-level"`
 	LogFormat     string        `env:"JETFLOW_LOG_FORMAT" flag:"log-format"`
 
+	tokens   secretConfig
+	signer   *token.Signer // from tokens, set by resolve
 	flags    *pflag.FlagSet
 	resolved bool
 	err      error
 }
+
+// minAckWait is the shortest --ack-wait accepted: shorter, a dispatcher
+// that merely waits for NATS would see its inputs redelivered.
+const minAckWait = time.Second
 
 func (c *serviceConfig) addFlags(cmd *cobra.Command) {
 	fs := cmd.Flags()
@@ -145,10 +154,12 @@ func (c *serviceConfig) addFlags(cmd *cobra.Command) {
 	fs.StringVar(&c.HTTP, "http", defaultHTTP, "address of /healthz, /readyz and /metrics; port -1 picks a free one, off turns it off (env JETFLOW_HTTP)")
 	fs.IntVar(&c.Concurrency, "concurrency", 16, "run inputs this dispatcher handles at once (env JETFLOW_CONCURRENCY)")
 	fs.IntVar(&c.Replicas, "replicas", 1, "replicas of every stream and bucket provisioned: 1 on one server, 3 on a cluster (env JETFLOW_REPLICAS)")
-	fs.DurationVar(&c.HistoryMaxAge, "history-max-age", 0, "how long the input stream keeps run history; 0 keeps it forever; must exceed the longest timer (env JETFLOW_HISTORY_MAX_AGE)")
+	fs.DurationVar(&c.HistoryMaxAge, "history-max-age", 0, "how long the input stream keeps run history; 0 keeps it forever; pending timers do not depend on it (env JETFLOW_HISTORY_MAX_AGE)")
 	fs.DurationVar(&c.DrainTimeout, "drain-timeout", 30*time.Second, "on Ctrl-C, how long steps in flight may take to finish before they are handed back for redelivery (env JETFLOW_DRAIN_TIMEOUT)")
+	fs.DurationVar(&c.AckWait, "ack-wait", dispatcher.DefaultAckWait, "how long an input a dispatcher took waits for its acknowledgement before another dispatcher gets it: the recovery time after a dispatcher is killed; at least 1s; shared by all dispatchers, the last started sets it (env JETFLOW_ACK_WAIT)")
 	fs.StringVar(&c.LogLevel, "log-level", "info", "debug, info, warn or error (env JETFLOW_LOG_LEVEL)")
 	fs.StringVar(&c.LogFormat, "log-format", "text", "text or json, on standard error (env JETFLOW_LOG_FORMAT)")
+	addSecretFlags(cmd, &c.tokens)
 }
 
 // resolve applies the environment and checks the result, once.
@@ -176,6 +187,13 @@ func (c *serviceConfig) check() error {
 	}
 	if c.DrainTimeout <= 0 {
 		errs = append(errs, fmt.Errorf("--drain-timeout (JETFLOW_DRAIN_TIMEOUT) must be positive, got %s", c.DrainTimeout))
+	}
+	if c.AckWait < minAckWait {
+		errs = append(errs, fmt.Errorf("--ack-wait (JETFLOW_ACK_WAIT) must be at least %s, got %s", minAckWait, c.AckWait))
+	}
+	var err error
+	if c.signer, err = c.tokens.signer(); err != nil {
+		errs = append(errs, err)
 	}
 	if _, err := parseLevel(c.LogLevel); err != nil {
 		errs = append(errs, err)
@@ -218,6 +236,11 @@ func runService(ctx context.Context, s streams, verb string, conn *connConfig, s
 		return fmt.Errorf("--replicas (JETFLOW_REPLICAS) %d needs a cluster; the embedded nats-server is a single node (join a cluster with --nats)", svc.Replicas)
 	}
 	log := svc.logger(s.err)
+	dispatcher.TuneGC() // a dispatcher's GOGC unless the environment sets one
+	if conflicts := (dispatcher.Config{}).WithDefaults().ConflictTimeout; svc.AckWait < conflicts {
+		log.Warn("--ack-wait is shorter than a step slowed by conflicts or NATS may take: such inputs are redelivered to another dispatcher while still in hand (safe: applied once, but duplicate work)",
+			slog.Duration("ack_wait", svc.AckWait), slog.Duration("conflict_timeout", conflicts))
+	}
 	var ep *httpEndpoint
 	if svc.HTTP != "" && svc.HTTP != "off" {
 		var err error
@@ -231,7 +254,7 @@ func runService(ctx context.Context, s streams, verb string, conn *connConfig, s
 		Embedded:         emb,
 		Provision:        svc.Provision,
 		ProvisionOptions: kvstore.ProvisionOptions{Replicas: svc.Replicas, MaxAge: svc.HistoryMaxAge},
-		Dispatcher:       &dispatcher.Config{Concurrency: svc.Concurrency},
+		Dispatcher:       &dispatcher.Config{Concurrency: svc.Concurrency, AckWait: svc.AckWait, Tokens: svc.signer},
 		Registerer:       reg,
 		Logger:           log,
 	})
@@ -239,7 +262,7 @@ func runService(ctx context.Context, s streams, verb string, conn *connConfig, s
 		if ep != nil {
 			_ = ep.shutdown(context.Background())
 		}
-		return err
+		return hintSecret(err)
 	}
 	if f.Conn.ConnectedClusterName() != "" && svc.Replicas == 1 && svc.Provision {
 		log.Warn("joined a NATS cluster with --replicas 1: one node's loss loses runs; use --replicas 3",
@@ -252,7 +275,8 @@ func runService(ctx context.Context, s streams, verb string, conn *connConfig, s
 		fmt.Fprintf(s.out, "data: %s\n", emb.DataDir)
 	}
 	fmt.Fprintf(s.out, "nats: %s\n", redactURLs(f.URL()))
-	attrs := []any{slog.String("nats", redactURLs(f.URL())), slog.String("prefix", f.Names.Prefix())}
+	attrs := []any{slog.String("nats", redactURLs(f.URL())), slog.String("prefix", f.Names.Prefix()),
+		slog.Duration("ack_wait", svc.AckWait), secretAttrs(svc.signer)}
 	if ep != nil {
 		ep.serve(f, reg, h, log)
 		fmt.Fprintf(s.out, "http: %s\n", ep.URL())
