@@ -41,6 +41,12 @@ type Config struct {
 	// Provision creates or updates streams and buckets at start. Default
 	// options: one replica, file storage.
 	Provision kvstore.ProvisionOptions
+	// MigrateInputs moves an input stream made by an older jetflow
+	// (kvstore.ErrUnsafeInputStream) to the safe layout before
+	// provisioning, with kvstore.MigrateInputStream: pending timers and
+	// unconsumed inputs move, the consumed history is dropped. Only when
+	// no dispatcher runs.
+	MigrateInputs bool
 	// SkipProvision leaves streams and buckets as they are (a process
 	// without the rights to create them).
 	SkipProvision bool
@@ -128,7 +134,7 @@ func (f *Fleet) start(ctx context.Context) error {
 		if f.Server != nil && p.Storage == 0 {
 			p.Storage = f.Server.Storage()
 		}
-		if err := kvstore.Provision(ctx, js, f.Names, p); err != nil {
+		if err := f.provision(ctx, p); err != nil {
 			return fmt.Errorf("provisioning streams and buckets: %w", err)
 		}
 	}
@@ -219,4 +225,21 @@ func (f *Fleet) Stop(ctx context.Context) error {
 		f.stopErr = errors.Join(errs...)
 	})
 	return f.stopErr
+}
+
+// provision creates or updates the streams and buckets, first migrating
+// an unsafe input stream when the configuration asks for it.
+func (f *Fleet) provision(ctx context.Context, p kvstore.ProvisionOptions) error {
+	err := kvstore.Provision(ctx, f.JS, f.Names, p)
+	if !errors.Is(err, kvstore.ErrUnsafeInputStream) || !f.cfg.MigrateInputs {
+		return err
+	}
+	m, err := kvstore.MigrateInputStream(ctx, f.JS, f.Names, p)
+	if err != nil {
+		return fmt.Errorf("migrating the input stream: %w", err)
+	}
+	f.cfg.Logger.Info("input stream migrated", slog.String("stream", f.Names.InputStream()),
+		slog.Int("timers_moved", m.Schedules), slog.Int("inputs_moved", m.Inputs),
+		slog.Uint64("history_dropped", m.Dropped), slog.Uint64("first_seq", m.FirstSeq))
+	return kvstore.Provision(ctx, f.JS, f.Names, p)
 }

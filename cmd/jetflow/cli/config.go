@@ -222,6 +222,8 @@ type openOptions struct {
 	Provision bool
 	// ProvisionOptions apply when Provision is set.
 	ProvisionOptions kvstore.ProvisionOptions
+	// MigrateInputs migrates an input stream made by an older jetflow.
+	MigrateInputs bool
 	// Dispatcher starts a dispatcher when set.
 	Dispatcher *dispatcher.Config
 	// TaskPolicy is applied to the task consumers a deploy creates.
@@ -247,6 +249,7 @@ func (c *connConfig) open(ctx context.Context, opts openOptions) (*fleet.Fleet, 
 		Prefix:        c.Prefix,
 		Provision:     opts.ProvisionOptions,
 		SkipProvision: !opts.Provision,
+		MigrateInputs: opts.MigrateInputs,
 		Dispatcher:    opts.Dispatcher,
 		TaskPolicy:    opts.TaskPolicy,
 		Registerer:    opts.Registerer,

@@ -56,7 +56,7 @@ func newReplay(s streams) *cobra.Command {
 				return fmt.Errorf("run %s has no saved record to compare with; `jetflow replay --restore %s` writes the rebuilt one", id, id)
 			}
 			if err != nil {
-				return hintSecret(err)
+				return hintStart(err)
 			}
 			printReplay(s, id, rep)
 			if !rep.Equal && !restore {

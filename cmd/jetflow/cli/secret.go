@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/jetflow/jetflow/kvstore"
 	"github.com/jetflow/jetflow/token"
 )
 
@@ -87,10 +88,14 @@ func secretAttrs(s *token.Signer) slog.Attr {
 	return slog.String("token_secret", "configured, fingerprint "+s.Fingerprint())
 }
 
-// hintSecret points a refusal of the secret at the flags that set it.
-func hintSecret(err error) error {
+// hintStart points a refusal to start at the flags that resolve it: the
+// token secret, or the migration of an old input stream.
+func hintStart(err error) error {
 	if errors.Is(err, token.ErrDisagree) {
 		return fmt.Errorf("%w%s", err, secretHint)
+	}
+	if errors.Is(err, kvstore.ErrUnsafeInputStream) {
+		return fmt.Errorf("%w\n(with the command: stop every dispatcher, then start one with --provision --migrate-inputs, or serve with --migrate-inputs)", err)
 	}
 	return err
 }

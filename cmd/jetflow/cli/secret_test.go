@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/base64"
 	"encoding/hex"
+	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,6 +14,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/jetflow/jetflow/kvstore"
 	"github.com/jetflow/jetflow/token"
 )
 
@@ -141,5 +144,40 @@ func TestAckWaitConfig(t *testing.T) {
 				t.Fatalf("AckWait %v, %v; want %v", svc.AckWait, err, c.want)
 			}
 		})
+	}
+}
+
+func TestMigrateInputsConfig(t *testing.T) {
+	cases := []struct {
+		name string
+		env  string
+		args []string
+		want bool
+	}{
+		{name: "default"},
+		{name: "flag", args: []string{"--migrate-inputs"}, want: true},
+		{name: "variable", env: "true", want: true},
+		{name: "flag wins", env: "true", args: []string{"--migrate-inputs=false"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Setenv("JETFLOW_MIGRATE_INPUTS", c.env)
+			var svc serviceConfig
+			cmd := &cobra.Command{Use: "x"}
+			svc.addFlags(cmd)
+			if err := cmd.ParseFlags(c.args); err != nil {
+				t.Fatal(err)
+			}
+			if err := svc.resolve(); err != nil || svc.MigrateInputs != c.want {
+				t.Fatalf("MigrateInputs %v, %v; want %v", svc.MigrateInputs, err, c.want)
+			}
+		})
+	}
+}
+
+func TestHintStartNamesTheMigrationFlag(t *testing.T) {
+	err := hintStart(fmt.Errorf("provisioning: %w", kvstore.ErrUnsafeInputStream))
+	if !errors.Is(err, kvstore.ErrUnsafeInputStream) || !strings.Contains(err.Error(), "--migrate-inputs") {
+		t.Fatalf("hint %v: want the error kept and --migrate-inputs named", err)
 	}
 }

@@ -134,6 +134,7 @@ type serviceConfig struct {
 	HistoryMaxAge time.Duration `env:"JETFLOW_HISTORY_MAX_AGE" flag:"history-max-age"`
 	DrainTimeout  time.Duration `env:"JETFLOW_DRAIN_TIMEOUT" flag:"drain-timeout"`
 	AckWait       time.Duration `env:"JETFLOW_ACK_WAIT" flag:"ack-wait"`
+	MigrateInputs bool          `env:"JETFLOW_MIGRATE_INPUTS" flag:"migrate-inputs"`
 	LogLevel      string        `env:"JETFLOW_LOG_LEVEL" flag:"log-level"`
 	LogFormat     string        `env:"JETFLOW_LOG_FORMAT" flag:"log-format"`
 
@@ -157,6 +158,7 @@ func (c *serviceConfig) addFlags(cmd *cobra.Command) {
 	fs.DurationVar(&c.HistoryMaxAge, "history-max-age", 0, "how long the input stream keeps run history; 0 keeps it forever; pending timers do not depend on it (env JETFLOW_HISTORY_MAX_AGE)")
 	fs.DurationVar(&c.DrainTimeout, "drain-timeout", 30*time.Second, "on Ctrl-C, how long steps in flight may take to finish before they are handed back for redelivery (env JETFLOW_DRAIN_TIMEOUT)")
 	fs.DurationVar(&c.AckWait, "ack-wait", dispatcher.DefaultAckWait, "how long an input a dispatcher took waits for its acknowledgement before another dispatcher gets it: the recovery time after a dispatcher is killed; at least 1s; shared by all dispatchers, the last started sets it (env JETFLOW_ACK_WAIT)")
+	fs.BoolVar(&c.MigrateInputs, "migrate-inputs", false, "with provisioning: move an input stream made by an older jetflow, which allows schedules and roll-ups, to the safe layout (pending timers and unconsumed inputs move, consumed history is dropped); stop every other dispatcher first (env JETFLOW_MIGRATE_INPUTS)")
 	fs.StringVar(&c.LogLevel, "log-level", "info", "debug, info, warn or error (env JETFLOW_LOG_LEVEL)")
 	fs.StringVar(&c.LogFormat, "log-format", "text", "text or json, on standard error (env JETFLOW_LOG_FORMAT)")
 	addSecretFlags(cmd, &c.tokens)
@@ -254,6 +256,7 @@ func runService(ctx context.Context, s streams, verb string, conn *connConfig, s
 		Embedded:         emb,
 		Provision:        svc.Provision,
 		ProvisionOptions: kvstore.ProvisionOptions{Replicas: svc.Replicas, MaxAge: svc.HistoryMaxAge},
+		MigrateInputs:    svc.MigrateInputs,
 		Dispatcher:       &dispatcher.Config{Concurrency: svc.Concurrency, AckWait: svc.AckWait, Tokens: svc.signer},
 		Registerer:       reg,
 		Logger:           log,
@@ -262,7 +265,7 @@ func runService(ctx context.Context, s streams, verb string, conn *connConfig, s
 		if ep != nil {
 			_ = ep.shutdown(context.Background())
 		}
-		return hintSecret(err)
+		return hintStart(err)
 	}
 	if f.Conn.ConnectedClusterName() != "" && svc.Replicas == 1 && svc.Provision {
 		log.Warn("joined a NATS cluster with --replicas 1: one node's loss loses runs; use --replicas 3",
