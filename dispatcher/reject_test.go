@@ -144,16 +144,7 @@ func TestRejectionLoggedOnlyWhenItStands(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := d.Start(testCtx(t)); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		if err := d.Stop(ctx); err != nil {
-			t.Errorf("stop: %v", err)
-		}
-	})
+	running(t, d)
 	b.serveTask(t, "echo", "1", func(ctx context.Context, inv worker.Invocation) (any, error) {
 		if inv.State == "/states/b" {
 			// The next read of the run, this result's step, is stale.

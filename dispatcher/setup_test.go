@@ -139,6 +139,12 @@ func (b *bundle) dispatcher(t *testing.T, cfg Config) *Dispatcher {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return running(t, d)
+}
+
+// running starts d and stops it when the test ends.
+func running(t testing.TB, d *Dispatcher) *Dispatcher {
+	t.Helper()
 	if err := d.Start(testCtx(t)); err != nil {
 		t.Fatal(err)
 	}
