@@ -38,6 +38,10 @@ type results struct {
 	executions, reexecuted, redelivered1 int
 	// timer fires applied, and refused as late or repeated.
 	timersApplied, timersRefused int
+	// startsRepeated counts start messages of a run that already existed:
+	// the driver retried a start call after an error, and the client
+	// draws a fresh message id per call, so the retry is a second message.
+	startsRepeated int
 	// events delivered to their run (applied or refused by it).
 	events int
 	// replayEqual counts runs whose replay rebuilt the saved state.
@@ -128,6 +132,7 @@ func (h *harness) check(ctx context.Context, d *driver, runsCtx context.Context)
 		res.inputsTwice += c.inputsTwice
 		res.timersApplied += c.timersApplied
 		res.timersRefused += c.timersRefused
+		res.startsRepeated += c.startsRepeated
 		res.events += c.events
 		if c.replayEqual {
 			res.replayEqual++
@@ -179,6 +184,7 @@ type runCheck struct {
 	settled, wrong, replayEqual  bool
 	appliedTwice, inputsTwice    int
 	timersApplied, timersRefused int
+	startsRepeated               int
 	events                       int
 	problems                     []string
 }
@@ -212,6 +218,11 @@ func (h *harness) checkRun(ctx context.Context, r *runLog, history []input, exec
 		return c
 	}
 	r.ended = rec.stored
+	// A refusal saved after the run settled (a late timer fire whose purge
+	// failed) rewrites the record; the driver then saw the settle earlier.
+	if !r.settled.IsZero() && r.settled.Before(r.ended) {
+		r.ended = r.settled
+	}
 	if len(history) == 0 {
 		c.problem(r.id, "no input of the run in the input stream")
 	}
@@ -222,10 +233,11 @@ func (h *harness) checkRun(ctx context.Context, r *runLog, history []input, exec
 	if window := (dispatcher.Config{}).WithDefaults().AppliedHistory; len(history) >= window {
 		c.problem(r.id, "%d inputs, more than the record's applied window; the check cannot see them all", len(history))
 	}
-	rejected := map[uint64]bool{}
+	rejected := map[uint64]string{}
 	for _, rj := range rec.Rejected {
-		rejected[rj.Seq] = true
+		rejected[rj.Seq] = rj.Reason
 	}
+	starts := 0
 	resultApplied := map[attemptKey]int{}
 	acceptedEvents := 0
 	for _, m := range history {
@@ -238,7 +250,8 @@ func (h *harness) checkRun(ctx context.Context, r *runLog, history []input, exec
 			c.inputsTwice++
 			c.problem(r.id, "%s input %d applied %d times", kind, m.seq, n)
 		}
-		took := !rejected[m.seq]
+		reason, refused := rejected[m.seq]
+		took := !refused
 		switch kind {
 		case subjects.KindResult:
 			var res wire.Result
@@ -270,11 +283,19 @@ func (h *harness) checkRun(ctx context.Context, r *runLog, history []input, exec
 				r.eventStored = m.time
 			}
 		case subjects.KindStart:
-			r.stored = m.time
-			if !took {
-				c.problem(r.id, "start %d refused", m.seq)
+			switch {
+			case took:
+				starts++
+				r.stored = m.time
+			case strings.Contains(reason, "already exists"):
+				c.startsRepeated++
+			default:
+				c.problem(r.id, "start %d refused: %s", m.seq, reason)
 			}
 		}
+	}
+	if starts != 1 {
+		c.problem(r.id, "%d starts applied, want 1", starts)
 	}
 	if c.timersApplied != r.wf.timers {
 		c.problem(r.id, "%d timer fires applied, want %d", c.timersApplied, r.wf.timers)
