@@ -36,7 +36,10 @@ func Cluster(t testing.TB, n int, opts ...Option) *JSCluster {
 	}
 	set := collect(opts)
 	logger := set.testLogger(t)
-	ports := freePorts(t, n)
+	ports, err := FreePorts(n)
+	if err != nil {
+		t.Fatal(err)
+	}
 	routes := make([]string, n)
 	for i, p := range ports {
 		routes[i] = fmt.Sprintf("127.0.0.1:%d", p)
@@ -77,11 +80,10 @@ func Cluster(t testing.TB, n int, opts ...Option) *JSCluster {
 	return c
 }
 
-// freePorts reserves n distinct free loopback ports and releases them for
-// the servers to bind. Another process could take one in between; on a
+// FreePorts reserves n distinct free loopback ports and releases them
+// for servers to bind. Another process could take one in between; on a
 // test machine that is rare enough.
-func freePorts(t testing.TB, n int) []int {
-	t.Helper()
+func FreePorts(n int) ([]int, error) {
 	var ls []net.Listener
 	defer func() {
 		for _, l := range ls {
@@ -92,12 +94,12 @@ func freePorts(t testing.TB, n int) []int {
 	for range n {
 		l, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
-			t.Fatalf("natstest: reserve a route port: %v", err)
+			return nil, fmt.Errorf("natstest: reserve a loopback port: %w", err)
 		}
 		ls = append(ls, l)
 		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
 	}
-	return ports
+	return ports, nil
 }
 
 // URLs is the comma-separated client URLs of every node.

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/jetflow/jetflow/embedded"
+	"github.com/jetflow/jetflow/natstest"
 )
 
 // A NATS node process is configured through the environment.
@@ -91,7 +92,7 @@ func newNodes(dir string, lab *netlab) ([]*node, error) {
 	var ports []int
 	if lab == nil {
 		var err error
-		if ports, err = freePorts(2 * n); err != nil {
+		if ports, err = natstest.FreePorts(2 * n); err != nil {
 			return nil, err
 		}
 	}
@@ -129,25 +130,4 @@ func newNodes(dir string, lab *netlab) ([]*node, error) {
 		}
 	}
 	return nodes, nil
-}
-
-// freePorts reserves n distinct free loopback ports and releases them for
-// the nodes to bind.
-func freePorts(n int) ([]int, error) {
-	var ls []net.Listener
-	defer func() {
-		for _, l := range ls {
-			_ = l.Close()
-		}
-	}()
-	ports := make([]int, 0, n)
-	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, fmt.Errorf("reserve a loopback port: %w", err)
-		}
-		ls = append(ls, l)
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
-	}
-	return ports, nil
 }
