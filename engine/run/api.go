@@ -106,6 +106,7 @@ type Effect struct {
 	ID      string
 	Invoke  *Invoke
 	Arm     *ArmTimer
+	Disarm  *DisarmTimer
 	Settled *Settled
 }
 
@@ -126,6 +127,12 @@ type Invoke struct {
 type ArmTimer struct {
 	ID       string
 	Deadline float64
+}
+
+// DisarmTimer asks the host to drop an armed timer that no longer
+// matters (a fire that comes anyway is rejected as no longer armed).
+type DisarmTimer struct {
+	ID string
 }
 
 // Settled announces a status change (running, waiting or terminal).

@@ -16,6 +16,12 @@ type Options struct {
 	// MaxAttempts, means DefaultRetry.
 	Retry func(task, version string) RetryPolicy
 
+	// Timeouts returns the timeouts of a task version's attempts; nil, or
+	// zero fields, means no timeout (the reference has none: its tasks
+	// are local calls). The fleet always sets them, so that an attempt
+	// nobody answers cannot hold a run for ever.
+	Timeouts func(task, version string) Timeouts
+
 	// Steps caps the expression evaluations of one Apply, summed over
 	// every query it evaluates: guards and effects of every microstep,
 	// work inputs, and the selects, queries and withs of DAG nodes. The

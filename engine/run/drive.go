@@ -1,6 +1,11 @@
 package run
 
 import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
 	"github.com/jetflow/jetflow/engine/fault"
 	"github.com/jetflow/jetflow/engine/statechart"
 	"github.com/jetflow/jetflow/engine/workflow"
@@ -38,6 +43,9 @@ const MaxTimerSkewMs = 2000
 func (r *reducer) timer(t *TimerFire) error {
 	if t == nil {
 		return reject("a timer message needs a timer id")
+	}
+	if t.ID == DeadlineTimer {
+		return r.deadlineTimer(t)
 	}
 	if isRetryTimer(t.ID) {
 		return r.retryTimer(t)
@@ -140,6 +148,7 @@ func (r *reducer) wait() (waiting bool, err error) {
 		if res.Changed {
 			return false, nil
 		}
+		r.ignore(ev)
 	}
 	r.persist()
 	r.st.Status = StatusWaiting
@@ -166,4 +175,34 @@ func itoa(n int64) string {
 		b[i] = '-'
 	}
 	return string(b[i:])
+}
+
+// ignore notes an event the wait consumed without a transition, with a
+// reason a person who mistyped an event type can act on.
+func (r *reducer) ignore(ev Event) {
+	id := r.active()
+	var awaited []string
+	known := false
+	for _, w := range r.wf.Spec(id).On {
+		known = known || w.Event == ev.Type
+		if !slices.Contains(awaited, w.Event) {
+			awaited = append(awaited, w.Event)
+		}
+	}
+	reason := fmt.Sprintf("event %q matched no transition: the run waits in %s for %s", ev.Type, id, quoted(awaited))
+	if known {
+		reason = fmt.Sprintf("event %q matched no transition: the run waits in %s, and no guard of its branches for %q held", ev.Type, id, ev.Type)
+	}
+	r.st.Ignored = append(r.st.Ignored, Ignored{Type: ev.Type, Reason: reason})
+}
+
+func quoted(events []string) string {
+	if len(events) == 0 {
+		return "no event (only its timer)"
+	}
+	q := make([]string, len(events))
+	for i, e := range events {
+		q[i] = strconv.Quote(e)
+	}
+	return strings.Join(q, ", ")
 }

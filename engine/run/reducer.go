@@ -34,6 +34,7 @@ type reducer struct {
 func newReducer(wf *workflow.Workflow, prev *State, msg Message, opts Options) *reducer {
 	st := prev.copy()
 	st.Seq++
+	st.Ignored = nil
 	now := msg.Time
 	if msg.NoTime {
 		now = prev.Control.Time
@@ -185,6 +186,9 @@ func (r *reducer) finish() (*State, []Effect, error) {
 		}
 		r.effects = append(r.effects, Effect{Settled: s})
 	}
+	// Last, so that the ids of the other effects are those of builds
+	// that had no deadlines.
+	r.syncDeadline()
 	prefix := st.RunID + "/" + strconv.FormatInt(st.Seq, 10) + "/"
 	for i := range r.effects {
 		r.effects[i].ID = prefix + strconv.Itoa(i)

@@ -40,6 +40,21 @@ type State struct {
 	// Retries numbers retry timers across the run, so that a late fire of
 	// an old activation's timer can never match a new one.
 	Retries int64 `json:"retries,omitempty"`
+	// Deadline is the deadline timer's armed time (ms), 0 when none is
+	// armed: the earliest deadline of the attempts in flight.
+	Deadline float64 `json:"deadline,omitempty"`
+
+	// Ignored lists the events the message that produced this state
+	// consumed without effect. It is not stored: the host records it.
+	Ignored []Ignored `json:"-"`
+}
+
+// Ignored is an event a waiting run consumed without taking a
+// transition, as the reference does: its type is not awaited, or every
+// guard of the branches awaiting it failed.
+type Ignored struct {
+	Type   string
+	Reason string
 }
 
 // Context is the reference's run context.
@@ -81,6 +96,12 @@ type Attempt struct {
 	Waiting bool `json:"waiting,omitempty"`
 	// RetryAt is the retry timer's deadline while Waiting.
 	RetryAt float64 `json:"retryAt,omitempty"`
+	// Deadline is when the attempt in flight fails with TASK_TIMEOUT
+	// unless a result is accepted first (ms); 0 when no timeout applies.
+	Deadline float64 `json:"deadline,omitempty"`
+	// Scheduled is when the node's first attempt was invoked (ms), the
+	// start of its schedule-to-close timeout.
+	Scheduled float64 `json:"scheduled,omitempty"`
 }
 
 // MarshalJSON writes an event as the reference stores it.

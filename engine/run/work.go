@@ -92,6 +92,9 @@ func (r *reducer) invoke(state string, inv dag.Invocation, attempt int) {
 		Activation: r.st.Work.Activation, State: state, Node: inv.Node, Task: inv.Task,
 		Version: inv.Version, Attempt: attempt, Input: inv.Arg["input"], With: with, HasWith: hasWith && with != nil,
 	}})
+	if a := r.st.Work.Running[inv.Node]; a != nil {
+		r.setDeadline(inv.Task, inv.Version, a)
+	}
 }
 
 // complete leaves a work state: its result (or caught error) becomes the
@@ -148,22 +151,11 @@ func (r *reducer) result(res *TaskResult) error {
 	}
 	id := r.active()
 	d := r.wf.DAGs[id]
-	if !r.msg.NoTime && r.now > r.st.Control.Time {
-		// Time passes while tasks run: later delays count from the result.
-		step, err := r.wf.Chart.Step(r.st.Control, workflow.EventClock, r.clockOpts())
-		if err != nil {
-			return err
-		}
-		r.st.Control = step.State
+	if err := r.tick(); err != nil {
+		return err
 	}
 	if res.Error != nil {
-		info, _ := d.Node(res.Node)
-		policy := r.policy(info.Task, info.Version)
-		if policy.retries(res.Error, a.Attempt) {
-			r.retryLater(res.Node, a, policy)
-			return nil
-		}
-		return r.continueAfter(r.workFailed(id, d.TaskFailed(res.Node, res.Error.Message)))
+		return r.taskFailed(id, res.Node, a, res.Error)
 	}
 	delete(w.Running, res.Node)
 	out := value.Clone(res.Output)
@@ -177,6 +169,34 @@ func (r *reducer) result(res *TaskResult) error {
 		return err
 	}
 	return r.drive()
+}
+
+// tick moves the chart's clock to now: time passes while tasks run, and
+// later delays count from the input that ends a wait for a task.
+func (r *reducer) tick() error {
+	if r.msg.NoTime || r.now <= r.st.Control.Time {
+		return nil
+	}
+	step, err := r.wf.Chart.Step(r.st.Control, workflow.EventClock, r.clockOpts())
+	if err != nil {
+		return err
+	}
+	r.st.Control = step.State
+	return nil
+}
+
+// taskFailed applies one failed attempt of node: another attempt after
+// the retry policy's backoff, or the node's failure, which the work
+// state's catch may take.
+func (r *reducer) taskFailed(id, node string, a *Attempt, e *TaskError) error {
+	d := r.wf.DAGs[id]
+	info, _ := d.Node(node)
+	policy := r.policy(info.Task, info.Version)
+	if policy.retries(e, a.Attempt) {
+		r.retryLater(node, a, policy)
+		return nil
+	}
+	return r.continueAfter(r.workFailed(id, d.TaskFailed(node, e.Message)))
 }
 
 // continueAfter drives on once a work state was left.
