@@ -8,6 +8,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/jetflow/jetflow/clock"
 	"github.com/jetflow/jetflow/engine/run"
 	"github.com/jetflow/jetflow/subjects"
 	"github.com/jetflow/jetflow/token"
@@ -43,8 +44,8 @@ type Config struct {
 	// AppliedHistory is how many recently applied input sequences a run
 	// record keeps to recognise redeliveries. Default: 128.
 	AppliedHistory int
-	// RejectedHistory is how many recent rejections a run record keeps.
-	// Default: 16.
+	// RejectedHistory is how many recent rejections, and how many recent
+	// ignored events, a run record keeps. Default: 32.
 	RejectedHistory int
 	// ConflictTimeout bounds the reload-and-reapply loop after
 	// compare-and-swap conflicts before the input is handed back for
@@ -58,11 +59,22 @@ type Config struct {
 	RetryDelay time.Duration
 	// MaxRetryDelay caps RetryDelay. Default: 30s.
 	MaxRetryDelay time.Duration
-	// UnknownRunWait is how long an input for a run that has no record is
-	// redelivered (its start may still be in flight on another
-	// dispatcher) before it is acknowledged and dropped, measured from
-	// the input's stream time. Default: 30s.
+	// UnknownRunWait is how long an input for a run that has no record,
+	// but whose start is in the input stream before it, is redelivered
+	// (the start is in another dispatcher's hands) before it is
+	// terminated, measured from the input's stream time. An input for a
+	// run the stream holds no start for is terminated at once. Default:
+	// twice AckWait, so that a start held by a killed dispatcher is
+	// redelivered and applied first.
 	UnknownRunWait time.Duration
+	// MaxEarlyInputs caps the inputs one process holds back to wait for
+	// their runs' starts, a quarter of them for any one run: each holds a
+	// MaxAckPending place meanwhile. One more is terminated with the
+	// reason. Default: 128.
+	MaxEarlyInputs int
+	// Clock tells the time of the dispatcher's own timing decisions
+	// (stream times come from the server). Default: clock.Real.
+	Clock clock.Clock
 	// CacheSize is how many run records one process keeps in memory to
 	// skip the read before a step (a stale entry only costs a conflict).
 	// Default: 4096; negative disables the cache.
@@ -128,12 +140,16 @@ func (c Config) WithDefaults() Config {
 	setDefault(&c.AckWait, DefaultAckWait)
 	setDefault(&c.MaxAckPending, 1024)
 	setDefault(&c.AppliedHistory, 128)
-	setDefault(&c.RejectedHistory, 16)
+	setDefault(&c.RejectedHistory, 32)
 	setDefault(&c.ConflictTimeout, 10*time.Second)
 	setDefault(&c.OpTimeout, 5*time.Second)
 	setDefault(&c.RetryDelay, 250*time.Millisecond)
 	setDefault(&c.MaxRetryDelay, 30*time.Second)
-	setDefault(&c.UnknownRunWait, 30*time.Second)
+	setDefault(&c.UnknownRunWait, 2*c.AckWait)
+	setDefault(&c.MaxEarlyInputs, 128)
+	if c.Clock == nil {
+		c.Clock = clock.Real{}
+	}
 	if c.CacheSize == 0 {
 		c.CacheSize = 4096
 	}
@@ -165,6 +181,7 @@ func (c Config) validate() error {
 	positive("RetryDelay", c.RetryDelay > 0)
 	positive("DefinitionCacheSize", c.DefinitionCacheSize > 0)
 	positive("UnknownRunWait", c.UnknownRunWait > 0)
+	positive("MaxEarlyInputs", c.MaxEarlyInputs > 0)
 	positive("MaxInputBytes", c.MaxInputBytes > 0)
 	if c.MaxRetryDelay < c.RetryDelay {
 		errs = append(errs, fmt.Errorf("MaxRetryDelay (%s) is shorter than RetryDelay (%s)", c.MaxRetryDelay, c.RetryDelay))

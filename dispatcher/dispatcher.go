@@ -31,6 +31,10 @@ type Dispatcher struct {
 	running bool
 	cc      jetstream.ConsumeContext
 	timers  jetstream.Stream // the timer stream, purged of settled runs' schedules
+	inputs  jetstream.Stream // the input stream, asked for the starts of unknown runs
+
+	early      earlyInputs
+	unknownLog throttle
 	cancel  context.CancelCauseFunc
 	ctx     context.Context
 
@@ -108,7 +112,8 @@ func (d *Dispatcher) Start(ctx context.Context) error {
 		return nil
 	}
 	names := d.cfg.Names
-	if _, err := d.js.Stream(ctx, names.InputStream()); err != nil {
+	inputs, err := d.js.Stream(ctx, names.InputStream())
+	if err != nil {
 		return fmt.Errorf("dispatcher: bind input stream %q (is it provisioned?): %w", names.InputStream(), err)
 	}
 	timers, err := d.js.Stream(ctx, names.TimerStream())
@@ -168,7 +173,7 @@ func (d *Dispatcher) Start(ctx context.Context) error {
 		d.unwatch()
 		return fmt.Errorf("dispatcher: consume %q: %w", names.DispatcherConsumer(), err)
 	}
-	d.timers, d.cc, d.running = timers, cc, true
+	d.timers, d.inputs, d.cc, d.running = timers, inputs, cc, true
 	return nil
 }
 

@@ -304,17 +304,23 @@ func TestOutboxRepublishStoresOnce(t *testing.T) {
 	}
 }
 
-func TestInputBeforeItsStartWaitsForIt(t *testing.T) {
+// An input that comes before its run's start answers no run: it is
+// terminated at once with the reason, and holds nothing meanwhile.
+func TestInputBeforeItsStartIsTerminated(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	d := b.dispatcher(t, Config{RetryDelay: 20 * time.Millisecond})
 	b.publish(t, b.names.Event("early", "e"), "first", "")
 	b.start(t, "early", map[string]any{"events": 1})
+	b.publish(t, b.names.Event("early", "e"), "second", "")
 	rec := b.waitStatus(t, "early", wire.StatusDone, 10*time.Second)
-	if got := string(rec.Status.Result); got != `["first"]` {
-		t.Errorf("result %s, want the early event", got)
+	if got := string(rec.Status.Result); got != `["second"]` {
+		t.Errorf("result %s, want only the event published after the start", got)
 	}
-	if got := testutil.ToFloat64(d.m.messages.WithLabelValues("event", outcomeUnknownRun)); got != 0 {
-		t.Errorf("%v events dropped as unknown", got)
+	if got := testutil.ToFloat64(d.m.messages.WithLabelValues("event", outcomeUnknownRun)); got != 1 {
+		t.Errorf("%v events terminated for an unknown run, want 1", got)
+	}
+	if got := testutil.ToFloat64(d.m.redelivery); got != 0 {
+		t.Errorf("%v redeliveries: the early event waited", got)
 	}
 }

@@ -25,6 +25,8 @@ const (
 	headerSchedule       = "Nats-Schedule"
 	headerScheduleTarget = "Nats-Schedule-Target"
 	headerScheduleTTL    = "Nats-Schedule-TTL"
+	headerRollup         = "Nats-Rollup"
+	headerTTL            = "Nats-TTL"
 )
 
 // firedTTL is the Nats-Schedule-TTL of every schedule, in seconds: how
@@ -53,6 +55,8 @@ func render(names subjects.Names, tokens *token.Signer, runID string, st *run.St
 			o, err = renderInvoke(names, tokens, runID, msgID, e.Invoke)
 		case e.Arm != nil:
 			o, err = renderTimer(names, runID, msgID, e.Arm)
+		case e.Disarm != nil:
+			o = renderDisarm(names, runID, msgID, e.Disarm)
 		case e.Settled != nil:
 			status, err = renderStatus(runID, st, e.Settled, now)
 			if err == nil {
@@ -89,6 +93,7 @@ func renderInvoke(names subjects.Names, tokens *token.Signer, runID, msgID strin
 		// Deterministic, so a re-published invocation carries the same
 		// token; only a holder of the secret can make one.
 		Input: input, Token: tokens.Sign(runID, inv.Activation, inv.Node, inv.Attempt), Reply: names.Result(runID),
+		Deadline: inv.Deadline,
 	}
 	if inv.HasWith {
 		if body.With, err = rawJSON(inv.With); err != nil {
@@ -129,6 +134,21 @@ func renderTimer(names subjects.Names, runID, msgID string, arm *run.ArmTimer) (
 			wire.HeaderDeadline:  strconv.FormatFloat(arm.Deadline, 'f', -1, 64),
 		},
 	}, nil
+}
+
+// renderDisarm drops a pending schedule without an API request: a
+// roll-up on its subject replaces it by a marker the stream deletes a
+// second later, and a marker never fires.
+func renderDisarm(names subjects.Names, runID, msgID string, d *run.DisarmTimer) Outgoing {
+	return Outgoing{
+		ID: msgID, Kind: OutDisarm, Subject: names.Schedule(runID, timerToken(d.ID)), Data: json.RawMessage(`{}`),
+		Header: map[string]string{
+			headerRollup:     "sub",
+			headerTTL:        "1s",
+			wire.HeaderRunID: runID,
+			wire.HeaderTimer: d.ID,
+		},
+	}
 }
 
 // timerToken makes a timer id one subject token: ids that already are one

@@ -186,9 +186,15 @@ func (l *engineLoader) load(ctx context.Context, name, revision string) (*defini
 func (l *engineLoader) runOptions(dep kvstore.Deployment) run.Options {
 	opts := l.opts
 	if !dep.Policy.Empty() {
-		// A deployment's policy replaces the retry rule only: the
-		// dispatcher's evaluation budgets and event bounds still hold.
-		opts.Retry = dep.Policy.RunOptions().Retry
+		// A deployment's policy replaces the retry rule and the timeouts
+		// only: the dispatcher's evaluation budgets and event bounds
+		// still hold.
+		p := dep.Policy.RunOptions()
+		opts.Retry, opts.Timeouts = p.Retry, p.Timeouts
+	}
+	if opts.Timeouts == nil {
+		// Every attempt has a deadline, whoever configures nothing.
+		opts.Timeouts = dep.Policy.Timeouts
 	}
 	return opts
 }

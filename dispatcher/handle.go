@@ -78,6 +78,9 @@ func (d *Dispatcher) handle(ctx context.Context, m jetstream.Msg) {
 		in, err = parseInput(d.cfg.Names, m.Subject(), m.Headers(), m.Data())
 	}
 	if err != nil {
+		in = addressed(d.cfg.Names, m.Subject(), err)
+	}
+	if err != nil && in == nil {
 		log := d.log
 		if runID, kind, _, perr := d.cfg.Names.ParseInput(m.Subject()); perr == nil && subjects.CheckRunID(runID) == nil {
 			log = log.With(slog.String("run_id", runID), slog.String("kind", kind))
@@ -99,16 +102,7 @@ func (d *Dispatcher) handle(ctx context.Context, m jetstream.Msg) {
 	case err == nil:
 		_ = m.Ack()
 	case errors.Is(err, errNoRun):
-		if age := time.Since(meta.Timestamp); age < d.cfg.UnknownRunWait {
-			// Its start may be in another dispatcher's hands right now.
-			outcome = outcomeRetry
-			_ = m.NakWithDelay(min(noRunDelay(meta.NumDelivered, d.cfg.RetryDelay), d.cfg.UnknownRunWait-age))
-			break
-		}
-		outcome = outcomeUnknownRun
-		log.Warn("dispatcher: input for an unknown run terminated", slog.Duration("waited", d.cfg.UnknownRunWait))
-		// Terminated rather than acknowledged: the advisory records why.
-		_ = m.TermWithReason(fmt.Sprintf("no run %s after %s", in.runID, d.cfg.UnknownRunWait))
+		outcome = d.noRun(ctx, m, meta, in, log)
 	case errors.Is(err, ErrUnknownWorkflow) && meta.NumDelivered < unknownWorkflowDeliveries:
 		// A replica may not have a deployment made just before the start.
 		outcome = outcomeRetry

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 
 	"github.com/nats-io/nats.go"
 
@@ -31,6 +32,25 @@ type input struct {
 	start *wire.Start
 	// token is the token a result echoes (kind result only).
 	token string
+	// refused is why an input addressed to a run cannot apply (it wraps
+	// errMalformed); msg is then empty. A run that exists records the
+	// refusal; without one the input is terminated.
+	refused error
+}
+
+// addressed returns the input that carries a malformed message's refusal
+// to its run, or nil when the subject names no run (or names a start,
+// which no existing run records).
+func addressed(names subjects.Names, subject string, err error) *input {
+	runID, kind, _, perr := names.ParseInput(subject)
+	if perr != nil || subjects.CheckRunID(runID) != nil || kind == subjects.KindStart {
+		return nil
+	}
+	switch kind {
+	case subjects.KindEvent, subjects.KindResult, subjects.KindTimer, subjects.KindCancel:
+		return &input{runID: runID, kind: kind, msg: run.Message{RunID: runID}, refused: err}
+	}
+	return nil
 }
 
 func malformed(format string, args ...any) error {
@@ -107,15 +127,21 @@ func (in *input) parseResult(data []byte) error {
 	if body.Activation == "" {
 		return malformed("result body: activation is empty")
 	}
+	// "output": null is a null output; an absent output is not one. A
+	// worker that lost its return value must not turn it into a success.
 	hasOutput := len(body.Output) > 0
-	if hasOutput && body.Error != nil {
-		return malformed("result body: both output and error are set")
+	switch {
+	case hasOutput && body.Error != nil:
+		return malformed("result body: both output and error are set (exactly one of them, docs/PROTOCOL.md 5.6)")
+	case !hasOutput && body.Error == nil:
+		return malformed("result body: neither output nor error is set (a task that returns nothing sends \"output\": null, docs/PROTOCOL.md 5.6)")
+	case body.Error != nil && strings.TrimSpace(body.Error.Message) == "":
+		return malformed("result body: error.message is empty (the workflow sees it; docs/PROTOCOL.md 5.6)")
 	}
 	res := &run.TaskResult{Activation: body.Activation, Node: body.Node, Attempt: body.Attempt}
 	if body.Error != nil {
 		res.Error = &run.TaskError{Message: body.Error.Message, Code: body.Error.Code, NonRetryable: body.Error.NonRetryable}
 	} else {
-		// A result with neither output nor error reports a null output.
 		v, err := optionalValue(body.Output)
 		if err != nil {
 			return malformed("result output: %v", err)

@@ -65,7 +65,7 @@ var parseCases = []struct {
 				t.Errorf("error %+v", e)
 			}
 		}},
-	{name: "result null output", subject: "jetflow.in.r1.result", body: `{"activation":"a"}`,
+	{name: "result null output", subject: "jetflow.in.r1.result", body: `{"activation":"a","output":null}`,
 		check: func(t *testing.T, in *input) {
 			if r := in.msg.Result; r.Output != nil || r.Error != nil {
 				t.Errorf("result %+v", r)
@@ -107,6 +107,11 @@ var parseCases = []struct {
 	{name: "event trailing data", subject: "jetflow.in.r1.event.go", body: `1 2`, bad: "event payload"},
 	{name: "result both", subject: "jetflow.in.r1.result", body: `{"activation":"a","output":1,"error":{"message":"m"}}`, bad: "both output and error"},
 	{name: "result no activation", subject: "jetflow.in.r1.result", body: `{"output":1}`, bad: "activation is empty"},
+	// A JavaScript worker whose handler returned undefined sends this.
+	{name: "result neither", subject: "jetflow.in.r1.result", body: `{"activation":"a","node":"n","attempt":1}`, bad: "neither output nor error"},
+	{name: "result null error", subject: "jetflow.in.r1.result", body: `{"activation":"a","error":null}`, bad: "neither output nor error"},
+	{name: "result error without message", subject: "jetflow.in.r1.result", body: `{"activation":"a","error":{"code":"X"}}`, bad: "error.message is empty"},
+	{name: "result error blank message", subject: "jetflow.in.r1.result", body: `{"activation":"a","error":{"message":"  "}}`, bad: "error.message is empty"},
 	{name: "timer nameless", subject: "jetflow.in.r1.timer", body: `{"deadline":5}`, bad: "names no timer"},
 	{name: "timer bad deadline", subject: "jetflow.in.r1.timer", header: map[string]string{wire.HeaderTimer: "t", wire.HeaderDeadline: "soon"}, bad: "deadline header"},
 	{name: "cancel string", subject: "jetflow.in.r1.cancel", body: `"stop"`, bad: "cancel body"},

@@ -21,12 +21,18 @@ type Record struct {
 	// record. They are published after the save and replaced by the next
 	// step's, once that step has made sure they were published.
 	Outbox []Outgoing `json:"outbox,omitempty"`
-	// Applied lists the stream sequences of the most recently applied (or
-	// rejected) inputs, oldest first, bounded by Config.AppliedHistory.
+	// Applied lists the stream sequences of the most recently applied
+	// inputs, oldest first, bounded by Config.AppliedHistory.
 	Applied []uint64 `json:"applied,omitempty"`
 	// Rejected lists the most recent refused inputs, oldest first, bounded
 	// by Config.RejectedHistory.
 	Rejected []Rejection `json:"rejected,omitempty"`
+	// Ignored lists the most recent events the run consumed without
+	// effect (applied, as the reference applies them, but matching no
+	// transition), oldest first, bounded by Config.RejectedHistory. Seq
+	// is the input whose step consumed the event: the event itself, or
+	// a later input when it arrived while the run was busy.
+	Ignored []Rejection `json:"ignored,omitempty"`
 	// Order is the order every input so far was applied or rejected in,
 	// for replay (package replay): usually one span.
 	Order Order `json:"order,omitempty"`
@@ -44,6 +50,9 @@ const (
 	OutInvoke = "invoke"
 	OutTimer  = "timer"
 	OutStatus = "status"
+	// OutDisarm replaces a pending timer schedule by a marker that
+	// expires at once, so that it never fires.
+	OutDisarm = "disarm"
 )
 
 // Outgoing is one effect rendered as the message that carries it out.
@@ -51,14 +60,14 @@ type Outgoing struct {
 	// ID is the effect's stable id, sent as Nats-Msg-Id for JetStream
 	// de-duplication.
 	ID string `json:"id"`
-	// Kind is OutInvoke, OutTimer or OutStatus.
+	// Kind is OutInvoke, OutTimer, OutDisarm or OutStatus.
 	Kind    string            `json:"kind"`
 	Subject string            `json:"subject"`
 	Header  map[string]string `json:"header,omitempty"`
 	Data    json.RawMessage   `json:"data"`
 }
 
-// Rejection is one input the reducer refused.
+// Rejection is one input the reducer refused, or one event it ignored.
 type Rejection struct {
 	Seq    uint64  `json:"seq"`
 	Kind   string  `json:"kind"`
@@ -105,7 +114,17 @@ func (r *Record) RunState() (*run.State, error) {
 
 // hasApplied reports whether the input at stream sequence seq is already
 // reflected in the record.
-func (r *Record) hasApplied(seq uint64) bool { return slices.Contains(r.Applied, seq) }
+func (r *Record) hasApplied(seq uint64) bool {
+	if slices.Contains(r.Applied, seq) {
+		return true
+	}
+	for i := range r.Rejected {
+		if r.Rejected[i].Seq == seq {
+			return true
+		}
+	}
+	return false
+}
 
 // next returns the record after an input at seq (r is nil before the
 // run's first): the caller fills State, Status and Outbox. It shares
@@ -114,10 +133,20 @@ func (r *Record) next(seq uint64, maxApplied int) *Record {
 	if r == nil {
 		return &Record{Applied: []uint64{seq}, Order: Order{{seq, seq}}}
 	}
-	n := &Record{Status: r.Status, statusJSON: r.statusJSON, Rejected: r.Rejected, Timers: r.Timers}
+	n := &Record{Status: r.Status, statusJSON: r.statusJSON, Rejected: r.Rejected, Ignored: r.Ignored, Timers: r.Timers}
 	n.Applied = appendBounded(r.Applied, seq, maxApplied)
 	n.Order = r.Order.add(seq)
 	return n
+}
+
+// refused returns the record after refusing the input at seq: the same
+// run, with the refusal noted (a redelivery of it is then recognised)
+// and its place in the order kept for replay.
+func (r *Record) refused(rej Rejection, maxRejected int) *Record {
+	n := *r
+	n.Rejected = appendBounded(r.Rejected, rej, maxRejected)
+	n.Order = r.Order.add(rej.Seq)
+	return &n
 }
 
 // announced is the body of an outbox's last status announcement (render
@@ -131,10 +160,11 @@ func announced(out []Outgoing) json.RawMessage {
 	return nil
 }
 
-// armsTimer reports whether an outbox schedules a timer.
+// armsTimer reports whether an outbox schedules a timer that settling
+// must purge (the deadline timer is dropped by the settling step itself).
 func armsTimer(out []Outgoing) bool {
 	for _, o := range out {
-		if o.Kind == OutTimer {
+		if o.Kind == OutTimer && o.Header[wire.HeaderTimer] != run.DeadlineTimer {
 			return true
 		}
 	}

@@ -46,6 +46,11 @@ func parseRecord(data []byte) (*Record, bool) {
 			return nil, false
 		}
 	}
+	if p.next("ignored") {
+		if raw, ok = p.value(); !ok || json.Unmarshal(raw, &r.Ignored) != nil {
+			return nil, false
+		}
+	}
 	if p.next("order") {
 		if r.Order, ok = p.order(); !ok {
 			return nil, false

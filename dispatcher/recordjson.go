@@ -57,6 +57,14 @@ func appendRecord(b []byte, r *Record) ([]byte, error) {
 		b = append(b, `,"rejected":`...)
 		b = append(b, s...)
 	}
+	if len(r.Ignored) > 0 {
+		s, err := json.Marshal(r.Ignored)
+		if err != nil {
+			return nil, err
+		}
+		b = append(b, `,"ignored":`...)
+		b = append(b, s...)
+	}
 	if len(r.Order) > 0 {
 		b = append(b, `,"order":[`...)
 		for i, s := range r.Order {

@@ -89,13 +89,19 @@ type Replayed struct {
 // deployed (ErrUnknownWorkflow), a registry that cannot be read, a
 // record that does not decode.
 func (r *Replayer) Step(ctx context.Context, cur Replayed, m Input, startRevision string) (Replayed, Outcome, string, error) {
-	// As Dispatcher.handle: the size limit first, then the parse.
+	// As Dispatcher.handle: the size limit first, then the parse; a
+	// malformed input addressed to an existing run is refused on it.
+	var in *input
+	var err error
 	if len(m.Data) > r.cfg.MaxInputBytes {
-		return cur, Malformed, fmt.Sprintf("input of %d bytes is larger than the dispatcher's limit of %d bytes", len(m.Data), r.cfg.MaxInputBytes), nil
+		err = malformed("input of %d bytes is larger than the dispatcher's limit of %d bytes (Config.MaxInputBytes)", len(m.Data), r.cfg.MaxInputBytes)
+	} else {
+		in, err = parseInput(r.cfg.Names, m.Subject, m.Header, m.Data)
 	}
-	in, err := parseInput(r.cfg.Names, m.Subject, m.Header, m.Data)
 	if err != nil {
-		return cur, Malformed, err.Error(), nil
+		if in = addressed(r.cfg.Names, m.Subject, err); in == nil || cur.Record == nil {
+			return cur, Malformed, err.Error(), nil
+		}
 	}
 	if cur.Record != nil && cur.Record.hasApplied(m.Seq) {
 		return cur, Duplicate, "", nil

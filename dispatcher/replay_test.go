@@ -84,7 +84,8 @@ func TestReplayerSteps(t *testing.T) {
 		{in(2, names.Start("r"), `{"workflow":"fake","input":{"events":2}}`), Applied},
 		{in(3, names.Start("r"), `{"workflow":"fake"}`), Rejected},
 		{in(4, names.Event("r", "x"), `"a"`), Applied},
-		{in(5, names.Result("r"), `[]`), Malformed},
+		// Malformed, but addressed to a run that exists: refused on it.
+		{in(5, names.Result("r"), `[]`), Rejected},
 		{in(4, names.Event("r", "x"), `"a"`), Duplicate},
 		{in(6, names.Event("r", "x"), `"b"`), Applied},
 		{in(7, names.Cancel("r"), `{}`), Rejected},
@@ -100,13 +101,14 @@ func TestReplayerSteps(t *testing.T) {
 		}
 		cur = next
 	}
-	if got := cur.Record.Applied; !reflect.DeepEqual(got, []uint64{2, 3, 4, 6, 7}) {
+	// Applied lists what was applied; refusals are in Rejected.
+	if got := cur.Record.Applied; !reflect.DeepEqual(got, []uint64{2, 4, 6}) {
 		t.Errorf("applied %v", got)
 	}
 	if got := cur.Record.Order; !reflect.DeepEqual(got, Order{{2, 7}}) {
 		t.Errorf("order %v", got)
 	}
-	if n := len(cur.Record.Rejected); n != 2 || cur.Record.Rejected[1].Seq != 7 {
+	if n := len(cur.Record.Rejected); n != 2 || cur.Record.Rejected[0].Seq != 5 || cur.Record.Rejected[1].Seq != 7 {
 		t.Errorf("rejected %+v", cur.Record.Rejected)
 	}
 	if cur.State.Status != "done" || cur.Record.Status == nil || cur.Record.Status.Status != "done" {
@@ -126,7 +128,10 @@ func TestReplayerSteps(t *testing.T) {
 		t.Error("a start of an undeployed workflow replayed without error")
 	}
 	big := in(11, names.Event("r", "x"), `"`+string(make([]byte, cfg.MaxInputBytes))+`"`)
-	if _, outcome, _, _ := r.Step(ctx, cur, big, ""); outcome != Malformed {
-		t.Errorf("oversized input: %s", outcome)
+	if _, outcome, _, _ := r.Step(ctx, cur, big, ""); outcome != Rejected {
+		t.Errorf("oversized input of a run: %s, want it refused on the run", outcome)
+	}
+	if _, outcome, _, _ := r.Step(ctx, Replayed{}, big, ""); outcome != Malformed {
+		t.Errorf("oversized input of no run: %s", outcome)
 	}
 }

@@ -110,6 +110,9 @@ func (d *Dispatcher) attempt(ctx context.Context, in *input, seq uint64, now flo
 	if err := d.hook(hookAfterPublish, in); err != nil {
 		return "", err
 	}
+	for _, ig := range t.ignored {
+		log.Info("dispatcher: event ignored", slog.String("event", ig.Type), slog.String("reason", ig.Reason))
+	}
 	if in.kind == subjects.KindStart {
 		d.m.started.Inc()
 		log.Info("dispatcher: run started", slog.String("workflow", next.Workflow), slog.String("revision", next.Revision))

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/jetflow/jetflow/engine/run"
+	"github.com/jetflow/jetflow/subjects"
 	"github.com/jetflow/jetflow/wire"
 )
 
@@ -19,6 +20,8 @@ type transition struct {
 	status *wire.Status
 	// rejected wraps run.ErrRejected when the reducer refused the input.
 	rejected error
+	// ignored are the events the input's step consumed without effect.
+	ignored []run.Ignored
 }
 
 // transit computes the record after the input at seq with stream time
@@ -34,13 +37,20 @@ func transit(cfg Config, def *definition, in *input, seq uint64, now float64, pr
 	}
 	msg := in.msg
 	msg.Time = now
-	next, effects, err := screenAndApply(cfg, def, in, st, msg)
+	var next *run.State
+	var effects []run.Effect
+	var err error
+	if in.refused != nil {
+		// Malformed, but addressed to this run: its refusal is recorded
+		// where status and history show it.
+		err = fmt.Errorf("%w: %w", run.ErrRejected, in.refused)
+	} else {
+		next, effects, err = screenAndApply(cfg, def, in, st, msg)
+	}
 	if errors.Is(err, run.ErrRejected) {
 		t := transition{state: st, rejected: err}
 		if prev != nil {
-			t.rec = prev.next(seq, cfg.AppliedHistory)
-			t.rec.State, t.rec.Outbox = prev.State, prev.Outbox
-			t.rec.Rejected = appendBounded(prev.Rejected, Rejection{Seq: seq, Kind: in.kind, Reason: err.Error(), Time: now}, cfg.RejectedHistory)
+			t.rec = prev.refused(Rejection{Seq: seq, Kind: in.kind, Reason: err.Error(), Time: now}, cfg.RejectedHistory)
 		}
 		return t, nil
 	}
@@ -67,8 +77,11 @@ func transit(cfg Config, def *definition, in *input, seq uint64, now float64, pr
 	rec := prev.next(seq, cfg.AppliedHistory)
 	rec.State, rec.Outbox = state, out
 	rec.Timers = rec.Timers || armsTimer(out)
+	for _, ig := range next.Ignored {
+		rec.Ignored = appendBounded(rec.Ignored, Rejection{Seq: seq, Kind: subjects.KindEvent, Reason: ig.Reason, Time: now}, cfg.RejectedHistory)
+	}
 	if status != nil {
 		rec.Status, rec.statusJSON = status, announced(out)
 	}
-	return transition{rec: rec, state: next, status: status}, nil
+	return transition{rec: rec, state: next, status: status, ignored: next.Ignored}, nil
 }

@@ -26,6 +26,8 @@ const (
 	maxInterval     = 7 * 24 * time.Hour
 	minStartToClose = time.Second
 	maxStartToClose = 24 * time.Hour
+	minTimeout      = time.Second
+	maxTimeout      = 366 * 24 * time.Hour
 )
 
 // Field names of a rule.
@@ -36,10 +38,12 @@ const (
 	fieldMultiplier        = "multiplier"
 	fieldNonRetryableCodes = "nonRetryableCodes"
 	fieldStartToClose      = "startToClose"
+	fieldAttemptTimeout    = "attemptTimeout"
+	fieldScheduleToClose   = "scheduleToClose"
 )
 
 var fieldList = strings.Join([]string{fieldMaxAttempts, fieldInitialInterval, fieldMaxInterval,
-	fieldMultiplier, fieldNonRetryableCodes, fieldStartToClose}, ", ")
+	fieldMultiplier, fieldNonRetryableCodes, fieldStartToClose, fieldAttemptTimeout, fieldScheduleToClose}, ", ")
 
 // ErrInvalid is wrapped by every refusal of a policy file.
 var ErrInvalid = errors.New("invalid policy")
@@ -233,6 +237,10 @@ func (r *Rule) set(field string, v any, ptr string) error {
 		r.NonRetryableCodes, err = codes(v, ptr)
 	case fieldStartToClose:
 		r.StartToClose, err = duration(v, ptr, minStartToClose, maxStartToClose)
+	case fieldAttemptTimeout:
+		r.AttemptTimeout, err = duration(v, ptr, minTimeout, maxTimeout)
+	case fieldScheduleToClose:
+		r.ScheduleToClose, err = duration(v, ptr, minTimeout, maxTimeout)
 	default:
 		err = errAt(ptr, "%q is not a policy field (fields: %s)", field, fieldList)
 	}

@@ -32,7 +32,19 @@ type Rule struct {
 	// go without an acknowledgement or heartbeat before it is redelivered.
 	// Default: the fleet's TaskPolicy (worker.DefaultStartToClose).
 	StartToClose time.Duration
+	// AttemptTimeout is how long one attempt may take from its invocation
+	// to its accepted result before it fails with TASK_TIMEOUT (and is
+	// retried like any task error). Default: DefaultAttemptTimeout.
+	AttemptTimeout time.Duration
+	// ScheduleToClose is how long all attempts of a task node may take
+	// together, from the first invocation; its expiry is never retried.
+	// Default: none.
+	ScheduleToClose time.Duration
 }
+
+// DefaultAttemptTimeout is Rule.AttemptTimeout's default: no deployment
+// is without one, so that an attempt nobody answers ends.
+const DefaultAttemptTimeout = 10 * time.Minute
 
 // Defaults of the retry fields, as durations (run.DefaultRetry in ms).
 var (
@@ -122,6 +134,12 @@ func (r Rule) inherit(parent Rule) Rule {
 	if r.StartToClose == 0 {
 		r.StartToClose = parent.StartToClose
 	}
+	if r.AttemptTimeout == 0 {
+		r.AttemptTimeout = parent.AttemptTimeout
+	}
+	if r.ScheduleToClose == 0 {
+		r.ScheduleToClose = parent.ScheduleToClose
+	}
 	return r
 }
 
@@ -155,13 +173,23 @@ func (p *Policy) StartToClose(task, version string) time.Duration {
 	return p.Rule(task, version).StartToClose
 }
 
-// RunOptions are the reducer options that apply p; a nil p gives the
-// zero options (run's defaults).
+// Timeouts are the reducer's timeouts of one task version's attempts,
+// AttemptTimeout at its default when unset; a nil p gives the defaults.
+func (p *Policy) Timeouts(task, version string) run.Timeouts {
+	r := p.Rule(task, version)
+	if r.AttemptTimeout == 0 {
+		r.AttemptTimeout = DefaultAttemptTimeout
+	}
+	return run.Timeouts{AttemptMs: ms(r.AttemptTimeout), ScheduleToCloseMs: ms(r.ScheduleToClose)}
+}
+
+// RunOptions are the reducer options that apply p: its retry rules (a
+// nil p keeps run's defaults) and always its timeouts.
 func (p *Policy) RunOptions() run.Options {
 	if p == nil {
-		return run.Options{}
+		return run.Options{Timeouts: p.Timeouts}
 	}
-	return run.Options{Retry: p.Retry}
+	return run.Options{Retry: p.Retry, Timeouts: p.Timeouts}
 }
 
 // MarshalJSON is the canonical form (RFC 8785, durations as Go prints
@@ -221,6 +249,12 @@ func (r Rule) tree() map[string]any {
 	}
 	if r.StartToClose != 0 {
 		m[fieldStartToClose] = r.StartToClose.String()
+	}
+	if r.AttemptTimeout != 0 {
+		m[fieldAttemptTimeout] = r.AttemptTimeout.String()
+	}
+	if r.ScheduleToClose != 0 {
+		m[fieldScheduleToClose] = r.ScheduleToClose.String()
 	}
 	return m
 }

@@ -47,6 +47,11 @@ type Invocation struct {
 	Token string `json:"token"`
 	// Reply is the subject the result is published to.
 	Reply string `json:"reply"`
+	// Deadline is when the dispatchers fail the attempt with TASK_TIMEOUT
+	// unless its result is accepted first, in Unix milliseconds; absent
+	// when no timeout applies. A result after it is refused, so a worker
+	// may stop working on the attempt then.
+	Deadline float64 `json:"deadline,omitempty"`
 }
 
 // Result is the body a worker publishes to an invocation's Reply subject.

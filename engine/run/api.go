@@ -121,6 +121,9 @@ type Invoke struct {
 	Input      any
 	With       any
 	HasWith    bool
+	// Deadline is when the attempt fails with CodeTaskTimeout unless its
+	// result is accepted first (ms); 0 when no timeout applies.
+	Deadline float64
 }
 
 // ArmTimer asks for a TimerFire message at Deadline (ms).

@@ -88,13 +88,15 @@ func (r *reducer) schedule(id string) (blocked bool, err error) {
 
 func (r *reducer) invoke(state string, inv dag.Invocation, attempt int) {
 	with, hasWith := inv.Arg["with"]
-	r.effects = append(r.effects, Effect{Invoke: &Invoke{
+	e := &Invoke{
 		Activation: r.st.Work.Activation, State: state, Node: inv.Node, Task: inv.Task,
 		Version: inv.Version, Attempt: attempt, Input: inv.Arg["input"], With: with, HasWith: hasWith && with != nil,
-	}})
+	}
 	if a := r.st.Work.Running[inv.Node]; a != nil {
 		r.setDeadline(inv.Task, inv.Version, a)
+		e.Deadline = a.Deadline
 	}
+	r.effects = append(r.effects, Effect{Invoke: e})
 }
 
 // complete leaves a work state: its result (or caught error) becomes the

@@ -1,0 +1,170 @@
+package dispatcher
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/jetflow/jetflow/subjects"
+)
+
+// An input can reach a dispatcher before its run has a record: its start
+// is in another dispatcher's hands. Such an input is handed back for a
+// moment, and while it waits it holds one of the consumer's
+// MaxAckPending places, which every run shares. So only inputs whose
+// start is really in the stream before them wait, and only so many: an
+// input for a run that was never started, or that came before its start,
+// is terminated at once with its reason.
+
+// earlyInputs counts the inputs this process has handed back to wait for
+// their runs' starts, per run and in all, until each one's delay ends.
+type earlyInputs struct {
+	mu     sync.Mutex
+	byRun  map[string][]time.Time // the end of each held input's delay
+	total  int
+	pruned time.Time
+}
+
+// admit reserves a place for an input of runID held until until, or
+// reports false when the run or the process holds its limit already.
+func (e *earlyInputs) admit(runID string, now, until time.Time, perRun, all int) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.byRun == nil {
+		e.byRun = map[string][]time.Time{}
+	}
+	if now.Sub(e.pruned) > time.Second || e.total >= all {
+		e.prune(now)
+	}
+	held := e.live(runID, now)
+	if len(held) >= perRun || e.total >= all {
+		return false
+	}
+	e.byRun[runID] = append(held, until)
+	e.total++
+	return true
+}
+
+// live drops runID's delays that are over and returns the others.
+func (e *earlyInputs) live(runID string, now time.Time) []time.Time {
+	held := e.byRun[runID]
+	kept := held[:0]
+	for _, t := range held {
+		if t.After(now) {
+			kept = append(kept, t)
+		}
+	}
+	e.total -= len(held) - len(kept)
+	if len(kept) == 0 {
+		delete(e.byRun, runID)
+		return nil
+	}
+	e.byRun[runID] = kept
+	return kept
+}
+
+func (e *earlyInputs) prune(now time.Time) {
+	for runID := range e.byRun {
+		e.live(runID, now)
+	}
+	e.pruned = now
+}
+
+// noRun decides about an input whose run has no record: hand it back to
+// wait for its start, or terminate it with the reason. It returns the
+// outcome for the metrics.
+func (d *Dispatcher) noRun(ctx context.Context, m jetstream.Msg, meta *jetstream.MsgMetadata, in *input, log *slog.Logger) string {
+	reason := d.noRunReason(ctx, meta, in)
+	if reason == "" {
+		now := d.cfg.Clock.Now()
+		delay := min(noRunDelay(meta.NumDelivered, d.cfg.RetryDelay), d.cfg.UnknownRunWait-now.Sub(meta.Timestamp))
+		perRun := max(1, d.cfg.MaxEarlyInputs/4)
+		if d.early.admit(in.runID, now, now.Add(delay), perRun, d.cfg.MaxEarlyInputs) {
+			_ = m.NakWithDelay(delay)
+			return outcomeRetry
+		}
+		reason = fmt.Sprintf("no run %s yet, and this dispatcher already holds its limit of inputs waiting for their runs' starts (%d per run, %d in all: Config.MaxEarlyInputs)",
+			in.runID, perRun, d.cfg.MaxEarlyInputs)
+	}
+	if d.unknownLog.allow(d.cfg.Clock.Now()) {
+		log.Warn("dispatcher: input for an unknown run terminated", slog.String("reason", reason),
+			slog.Int("suppressed_since_last", d.unknownLog.takeSuppressed()))
+	}
+	_ = m.TermWithReason(truncate(reason, 256))
+	if in.refused != nil {
+		return outcomeMalformed
+	}
+	return outcomeUnknownRun
+}
+
+// noRunReason is why an input for a run without a record is terminated
+// now, or "" when it may wait for its start.
+func (d *Dispatcher) noRunReason(ctx context.Context, meta *jetstream.MsgMetadata, in *input) string {
+	if in.kind == subjects.KindResult && screen(d.cfg, in) != nil {
+		// No I/O: a result with a token nobody signed answers nothing.
+		return fmt.Sprintf("no run %s, and the result's token is not one this deployment signed", in.runID)
+	}
+	if in.refused != nil {
+		return fmt.Sprintf("no run %s, and the input is malformed: %v", in.runID, in.refused)
+	}
+	if age := d.cfg.Clock.Now().Sub(meta.Timestamp); age >= d.cfg.UnknownRunWait {
+		return fmt.Sprintf("no run %s after %s: its start was never applied", in.runID, d.cfg.UnknownRunWait)
+	}
+	seq, err := d.startSeq(ctx, in.runID)
+	switch {
+	case err != nil:
+		return "" // cannot tell: wait, bounded by UnknownRunWait
+	case seq == 0:
+		return fmt.Sprintf("no run %s: the input stream holds no start for it", in.runID)
+	case seq > meta.Sequence.Stream:
+		return fmt.Sprintf("no run %s when this input came: its start (stream sequence %d) came after it", in.runID, seq)
+	}
+	return ""
+}
+
+// startSeq is the stream sequence of the run's last start, 0 if the
+// input stream holds none. It is one direct read.
+func (d *Dispatcher) startSeq(ctx context.Context, runID string) (uint64, error) {
+	ctx, cancel := context.WithTimeout(ctx, d.cfg.OpTimeout)
+	defer cancel()
+	msg, err := d.inputs.GetLastMsgForSubject(ctx, d.cfg.Names.Start(runID))
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	return msg.Sequence, nil
+}
+
+// throttle lets one log line a second through and counts the rest, so
+// that a flood of bad inputs cannot flood the log.
+type throttle struct {
+	mu         sync.Mutex
+	last       time.Time
+	suppressed int
+}
+
+func (t *throttle) allow(now time.Time) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if now.Sub(t.last) < time.Second {
+		t.suppressed++
+		return false
+	}
+	t.last = now
+	return true
+}
+
+func (t *throttle) takeSuppressed() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	n := t.suppressed
+	t.suppressed = 0
+	return n
+}
