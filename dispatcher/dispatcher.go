@@ -35,8 +35,8 @@ type Dispatcher struct {
 
 	early      earlyInputs
 	unknownLog throttle
-	cancel  context.CancelCauseFunc
-	ctx     context.Context
+	cancel     context.CancelCauseFunc
+	ctx        context.Context
 
 	// Per-run queues: a run's queue is in ready or in one step
 	// goroutine's hands, never both, so that two messages of one run never
