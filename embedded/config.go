@@ -36,8 +36,16 @@ type Config struct {
 	NoListen bool
 	// DataDir is the JetStream store directory. Empty means no durable
 	// store: a private temporary directory removed at Stop, and Storage
-	// reports memory storage. Default "".
+	// reports memory storage. From Start to Stop the server holds the
+	// directory's lock file (LockFileName), so that a second server on it,
+	// in this process or another, fails at Start with a
+	// *DataDirInUseError before touching the store. Default "".
 	DataDir string
+	// LockNote is recorded in the data directory's lock file next to the
+	// pid and the client address, and quoted by the error of a second
+	// server refused on the directory: what else this process serves, such
+	// as "http 127.0.0.1:7070". Default "".
+	LockNote string
 	// ServerName must differ between the nodes of a cluster.
 	// Default DefaultServerName ("jetflow").
 	ServerName string

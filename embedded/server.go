@@ -34,6 +34,7 @@ type Server struct {
 	mu         sync.Mutex
 	srv        *server.Server // nil while stopped
 	tmpDir     string         // private store of a server without DataDir
+	lock       *dirLock       // held on DataDir while running
 	clientPort int            // pinned after the first start
 	routePort  int
 	lastURL    string
@@ -81,7 +82,19 @@ func (s *Server) Start(ctx context.Context) error {
 	} else if err := os.MkdirAll(storeDir, 0o750); err != nil {
 		return fmt.Errorf("embedded: create store directory %q of nats-server %q: %w", storeDir, name, err)
 	}
+	var lock *dirLock
+	if tmpDir == "" {
+		// Before the server opens the store: a second server restoring
+		// the same store would corrupt it.
+		var err error
+		if lock, err = lockDataDir(ctx, storeDir, s.lockRecord(nil)); err != nil {
+			return err
+		}
+	}
 	fail := func(err error) error {
+		if lock != nil {
+			_ = lock.release()
+		}
 		if tmpDir != "" {
 			_ = os.RemoveAll(tmpDir)
 		}
@@ -113,11 +126,29 @@ func (s *Server) Start(ctx context.Context) error {
 	if a := ns.ClusterAddr(); a != nil {
 		s.routePort = a.Port
 	}
-	s.srv, s.tmpDir = ns, tmpDir
+	s.srv, s.tmpDir, s.lock = ns, tmpDir, lock
 	if !s.cfg.NoListen {
 		s.lastURL = ns.ClientURL()
 	}
+	if lock != nil {
+		// The bound address replaces the configured one (port -1).
+		if err := lock.write(s.lockRecord(ns)); err != nil {
+			s.cfg.Logger.Warn("the lock file keeps the configured address", slog.String("server_name", name), slog.Any("error", err))
+		}
+	}
 	return nil
+}
+
+// lockRecord is what the lock file says about this server: its client
+// address once ns runs, the configured one before.
+func (s *Server) lockRecord(ns *server.Server) lockRecord {
+	rec := lockRecord{PID: os.Getpid(), NATS: s.describeListen(), Note: s.cfg.LockNote}
+	if ns != nil && !s.cfg.NoListen {
+		if a := ns.Addr(); a != nil {
+			rec.NATS = a.String()
+		}
+	}
+	return rec
 }
 
 func (s *Server) describeListen() string {
@@ -154,20 +185,27 @@ func waitReady(ctx context.Context, ns *server.Server, logger *slogAdapter, time
 
 // Stop shuts the server down and waits for it, or for ctx. Stopping a
 // stopped (or never started) server does nothing. A server without
-// DataDir loses its data.
+// DataDir loses its data. The data directory's lock is released once the
+// shutdown has finished; until then (after a Stop that ran out of ctx) a
+// Start on the same directory is refused.
 func (s *Server) Stop(ctx context.Context) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	ns, tmpDir := s.srv, s.tmpDir
+	ns, tmpDir, lock := s.srv, s.tmpDir, s.lock
 	if ns == nil {
 		return nil
 	}
-	s.srv, s.tmpDir = nil, ""
+	s.srv, s.tmpDir, s.lock = nil, "", nil
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		ns.Shutdown()
 		ns.WaitForShutdown()
+		if lock != nil {
+			if err := lock.release(); err != nil {
+				s.cfg.Logger.Warn("releasing the data directory", slog.String("server_name", s.cfg.ServerName), slog.Any("error", err))
+			}
+		}
 		if tmpDir != "" {
 			_ = os.RemoveAll(tmpDir)
 		}

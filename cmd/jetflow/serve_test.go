@@ -192,6 +192,39 @@ func TestServeKeepsDataAcrossRestarts(t *testing.T) {
 	}
 }
 
+// TestServeRefusesADataDirInUse runs serve twice on one --data: the second
+// names the first and exits before it binds a port or opens the store; a
+// SIGKILLed serve does not block the next one.
+func TestServeRefusesADataDirInUse(t *testing.T) {
+	t.Parallel()
+	dir := filepath.Join(t.TempDir(), "store")
+	first := startDaemon(t, nil, "serve", "--data", dir, "--listen", "127.0.0.1:-1", "--http", "127.0.0.1:-1")
+	natsAddr := strings.TrimPrefix(first.NATS, "nats://")
+	httpAddr := strings.TrimPrefix(first.HTTP, "http://")
+
+	// The same ports too, as when serve is run twice with the defaults:
+	// the directory is what the error is about.
+	_, errOut, exit := runEnv(t, nil, "", "serve", "--data", dir, "--listen", natsAddr, "--http", httpAddr)
+	want := fmt.Sprintf("jetflow: data directory %s is in use by jetflow pid %d (nats %s, http %s); stop it or pass another --data (JETFLOW_DATA)\n",
+		dir, first.cmd.Process.Pid, natsAddr, httpAddr)
+	if exit != 2 || errOut != want {
+		t.Errorf("second serve: exit %d, stderr\n%s\nwant exit 2 and\n%s", exit, errOut, want)
+	}
+
+	if err := first.cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-first.done:
+	case <-time.After(daemonBound):
+		t.Fatalf("serve still running %s after SIGKILL", daemonBound)
+	}
+	next := startDaemon(t, nil, "serve", "--data", dir, "--listen", "127.0.0.1:-1", "--http", "off")
+	if exit := next.interrupt(); exit != 0 {
+		t.Fatalf("serve after a killed one: exit %d:\n%s", exit, next.stderr)
+	}
+}
+
 // TestBadConfigurationNamesItsSource checks that every refused setting
 // names its flag or environment variable; none of these starts a server.
 func TestBadConfigurationNamesItsSource(t *testing.T) {

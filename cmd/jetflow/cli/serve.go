@@ -87,7 +87,7 @@ func newServe(s streams) *cobra.Command {
 	fs := cmd.Flags()
 	fs.Lookup("nats").Usage = "join this NATS deployment, URL(s) comma-separated, instead of embedding a server (env JETFLOW_NATS_URL)"
 	fs.StringVar(&emb.Listen, "listen", embedded.DefaultListen, "client address of the embedded nats-server; port -1 picks a free one (env JETFLOW_LISTEN)")
-	fs.StringVar(&emb.Data, "data", defaultDataDir(), "JetStream store directory of the embedded server: $XDG_DATA_HOME/jetflow, else ~/.local/share/jetflow (env JETFLOW_DATA)")
+	fs.StringVar(&emb.Data, "data", defaultDataDir(), "JetStream store directory of the embedded server, locked by one serve at a time: $XDG_DATA_HOME/jetflow, else ~/.local/share/jetflow (env JETFLOW_DATA)")
 	fs.BoolVar(&emb.Ephemeral, "ephemeral", false, "keep the embedded server's store in a temporary directory removed at exit (env JETFLOW_EPHEMERAL)")
 	fs.BoolVar(&emb.Fsync, "fsync", false, "fsync every write of the embedded store: no acknowledged write lost on power loss, slower (env JETFLOW_FSYNC)")
 	return cmd
@@ -243,11 +243,21 @@ func runService(ctx context.Context, s streams, verb string, conn *connConfig, s
 		log.Warn("--ack-wait is shorter than a step slowed by conflicts or NATS may take: such inputs are redelivered to another dispatcher while still in hand (safe: applied once, but duplicate work)",
 			slog.Duration("ack_wait", svc.AckWait), slog.Duration("conflict_timeout", conflicts))
 	}
+	if embedding && emb.DataDir != "" {
+		// Before the HTTP port: a second serve on the same --data, with
+		// the default ports, is told about the directory, not a port.
+		if err := embedded.CheckDataDir(ctx, emb.DataDir); err != nil {
+			return hintDataDir(err)
+		}
+	}
 	var ep *httpEndpoint
 	if svc.HTTP != "" && svc.HTTP != "off" {
 		var err error
 		if ep, err = listenHTTP(svc.HTTP); err != nil {
 			return err
+		}
+		if embedding {
+			emb.LockNote = "http " + ep.ln.Addr().String()
 		}
 	}
 	reg := prometheus.NewRegistry()
@@ -265,7 +275,7 @@ func runService(ctx context.Context, s streams, verb string, conn *connConfig, s
 		if ep != nil {
 			_ = ep.shutdown(context.Background())
 		}
-		return hintStart(err)
+		return hintStart(hintDataDir(err))
 	}
 	if f.Conn.ConnectedClusterName() != "" && svc.Replicas == 1 && svc.Provision {
 		log.Warn("joined a NATS cluster with --replicas 1: one node's loss loses runs; use --replicas 3",
@@ -301,6 +311,18 @@ func runService(ctx context.Context, s streams, verb string, conn *connConfig, s
 	}
 	log.Info("stopped")
 	return nil
+}
+
+// hintDataDir words a data directory held by another process for the
+// command line (the embedded package's hint knows no flags).
+func hintDataDir(err error) error {
+	var inUse *embedded.DataDirInUseError
+	if !errors.As(err, &inUse) {
+		return err
+	}
+	e := *inUse
+	e.Hint = "stop it or pass another --data (JETFLOW_DATA)"
+	return &e
 }
 
 // redactURLs hides passwords in a comma-separated list of URLs.
