@@ -126,14 +126,44 @@ function parseInvocation(text, prefix, task, version) {
   return v;
 }
 
+// errorMessage is never empty (section 5.6): the thrown value's message,
+// else a thrown string or number itself, else its name, else "task failed".
+function errorMessage(err) {
+  const text = (v) => (typeof v === "string" && v.trim() !== "" ? v : "");
+  try {
+    if ((typeof err === "object" && err !== null) || typeof err === "function") {
+      return text(err.message) || text(err.name) || "task failed";
+    }
+    return err === undefined || err === null ? "task failed" : text(String(err)) || "task failed";
+  } catch {
+    return "task failed"; // a getter or a proxy that throws
+  }
+}
+
 function wireError(err) {
-  const message = (err && err.message) || String(err) || "task failed";
-  const e = { message };
+  const e = { message: errorMessage(err) };
   if (err instanceof TaskError) {
-    if (err.code) e.code = err.code;
+    if (typeof err.code === "string" && err.code !== "") e.code = err.code;
     if (err.nonRetryable) e.nonRetryable = true;
   }
   return e;
+}
+
+// resultBody is the result of section 5.6, which carries exactly one of
+// output and error. JSON.stringify drops a member whose value JSON cannot
+// hold (undefined, a function, a symbol) and would send neither, so such
+// an output goes out as an explicit null; an output JSON.stringify refuses
+// (a BigInt, a cycle) fails the attempt for good.
+function resultBody(envelope, result) {
+  if (result.error !== undefined) return JSON.stringify({ ...envelope, error: result.error });
+  let output;
+  try {
+    output = JSON.stringify(result.output);
+  } catch (err) {
+    const error = { message: `task output is not JSON: ${errorMessage(err)}`, nonRetryable: true };
+    return JSON.stringify({ ...envelope, error });
+  }
+  return JSON.stringify({ ...envelope, output: output === undefined ? null : JSON.parse(output) });
 }
 
 class Worker {
@@ -277,8 +307,8 @@ class Worker {
     }
   }
 
-  // run calls the handler and returns {output} or {error}, or null when
-  // signal aborted it first.
+  // run calls the handler and returns {output} (output may be undefined)
+  // or {error}, or null when signal aborted it first.
   async run(inv, delivery, handler, signal, attrs) {
     const args = { ...inv, delivery, idempotencyKey: JSON.stringify([inv.activation, inv.node]), signal }; // section 5.4
     const work = this.cfg.workMs > 0 ? simulateWork(this.cfg.workMs, signal) : Promise.resolve();
@@ -288,11 +318,12 @@ class Worker {
     try {
       const output = await Promise.race([call, aborted]);
       if (signal.aborted) return null;
-      return { output: output === undefined ? null : output };
+      return { output }; // resultBody maps undefined to null
     } catch (err) {
       if (signal.aborted) return null;
-      log("warn", "task failed", { ...attrs, error: String(err) });
-      return { error: wireError(err) };
+      const error = wireError(err);
+      log("warn", "task failed", { ...attrs, error: error.message });
+      return { error };
     }
   }
 
@@ -301,7 +332,7 @@ class Worker {
   async publishResult(inv, result, attrs) {
     const msgID = `result/${createHash("sha256").update(inv.token, "utf8").digest("hex")}`;
     const envelope = { activation: inv.activation, node: inv.node, attempt: inv.attempt, token: inv.token };
-    let body = JSON.stringify({ ...envelope, ...result });
+    let body = resultBody(envelope, result);
     const tooLarge = () =>
       JSON.stringify({
         ...envelope,
