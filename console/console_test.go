@@ -81,8 +81,20 @@ func TestRunEndpoints(t *testing.T) {
 	if kinds["start"] != 1 || kinds["result"] != 3 || h.Replay.Verdict != "equal" {
 		t.Fatalf("history kinds %v, replay %+v", kinds, h.Replay)
 	}
-	if first := h.Entries[0]; len(first.Effects) != 4 || first.Effects[0].Kind != "invoke" {
+	// The start invokes three tasks, announces the status and arms the
+	// attempts' deadline timer.
+	effects := map[string]int{}
+	for _, e := range h.Entries[0].Effects {
+		effects[e.Kind]++
+	}
+	if first := h.Entries[0]; first.Outcome != "applied" || first.Effects[0].Kind != "invoke" ||
+		effects["invoke"] != 3 || effects["status"] != 1 || effects["timer"] != 1 || len(first.Effects) != 5 {
 		t.Fatalf("the start's effects: %+v", first.Effects)
+	}
+	for _, e := range h.Entries {
+		if e.Outcome != "applied" || e.Why != "" {
+			t.Errorf("entry %d (%s): %s %q, want applied", e.Seq, e.Kind, e.Outcome, e.Why)
+		}
 	}
 
 	// Follow the run's events while the console sends the payment.
@@ -115,6 +127,19 @@ func TestRunEndpoints(t *testing.T) {
 	if res.StatusCode != http.StatusConflict {
 		t.Fatalf("cancel of a done run: %d", res.StatusCode)
 	}
+
+	// An event after the end shows in the history as rejected, saying why.
+	if err := b.f.Client.SendEvent(context.Background(), "order-1", "late", nil); err != nil {
+		t.Fatal(err)
+	}
+	natstest.WaitFor(t, 10*time.Second, "the late event rejected in the history", func() error {
+		b.get(t, "/api/runs/order-1/history", &h)
+		last := h.Entries[len(h.Entries)-1]
+		if last.Kind != "event" || last.Outcome != "rejected" || last.Why != `run "order-1" is done` {
+			return fmt.Errorf("last entry %s: %s %q", last.Kind, last.Outcome, last.Why)
+		}
+		return nil
+	})
 }
 
 // TestWorkflowEndpoints lists the deployed workflow with its active runs

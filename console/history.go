@@ -96,11 +96,13 @@ func (c *Console) apiHistory(w http.ResponseWriter, r *http.Request) {
 }
 
 // timeline steps through msgs in the record's order; messages the
-// record never applied follow, marked so.
+// record never applied follow, marked so. Each entry's outcome and why
+// are package replay's verdict on it, the one `jetflow history` prints.
 func (c *Console) timeline(ctx context.Context, msgs []replay.Message, l *loaded) []entry {
 	order, rest := applyOrder(msgs, l.rec.Order)
 	out := make([]entry, 0, len(msgs))
 	rp, err := c.stepper(ctx)
+	judge := replay.NewJudge(c.cfg.Dispatcher)
 	var cur dispatcher.Replayed
 	for _, m := range order {
 		e := c.entryOf(m)
@@ -116,7 +118,7 @@ func (c *Console) timeline(ctx context.Context, msgs []replay.Message, l *loaded
 			out = append(out, e)
 			continue
 		}
-		e.Outcome, e.Why = string(outcome), why
+		judge.Step(m, outcome, why, next)
 		if outcome == dispatcher.Applied {
 			if cur.State != nil {
 				e.From = cur.State.Control.Active
@@ -131,9 +133,15 @@ func (c *Console) timeline(ctx context.Context, msgs []replay.Message, l *loaded
 		out = append(out, e)
 	}
 	for _, m := range rest {
-		e := c.entryOf(m)
-		e.Outcome, e.Why = "pending", "not applied when the record was saved (in flight, or dropped by the dispatchers)"
-		out = append(out, e)
+		judge.Skip(m, "not applied when the record was saved (in flight, or dropped by the dispatchers)")
+		out = append(out, c.entryOf(m))
+	}
+	// A later step can settle an earlier event's verdict (one buffered
+	// while the run was busy), so the verdicts are read at the end.
+	for i := range out {
+		if v, why, ok := judge.Verdict(out[i].Seq); ok && out[i].Outcome != "error" {
+			out[i].Outcome, out[i].Why = string(v), why
+		}
 	}
 	return out
 }

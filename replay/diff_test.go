@@ -58,7 +58,7 @@ func TestLine(t *testing.T) {
 			`result  node=n attempt=2 error "boom" code=E1 non-retryable`},
 		{"timer from header", lineNames.Timer("r"), ``, hdr, "timer   timer=t1"},
 		{"cancel", lineNames.Cancel("r"), `{"reason":"changed\nmind"}`, nil, `cancel  reason="changed mind"`},
-		{"malformed", lineNames.Result("r"), `[]`, nil, "result  MALFORMED (terminated by the dispatchers): malformed input: result body: expected a JSON object"},
+		{"malformed", lineNames.Result("r"), `[]`, nil, "result  MALFORMED (refused by the dispatchers): malformed input: result body: expected a JSON object"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

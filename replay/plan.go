@@ -20,15 +20,16 @@ type plan struct {
 	// why (by sequence).
 	unapplied []Message
 	why       map[uint64]string
-	notes     []string
 }
 
 // planByRecord follows the saved record: its Applied list is the exact
-// order of the last inputs applied (or rejected), and its Order spans
-// give the order of the ones before. Messages neither names were never
-// applied: terminated, dropped, or still in flight when the record was
-// read.
-func planByRecord(msgs []Message, order dispatcher.Order, applied []uint64) plan {
+// order of the last inputs applied, and its Order spans give the order
+// of every input applied or refused before and among them. refused are
+// the sequences the record lists as rejected: the record keeps them out
+// of Applied, and they take their place by the spans. Messages none of these name were never applied: terminated,
+// dropped, or still in flight when the record was read; those that came
+// before the run's start were terminated.
+func planByRecord(msgs []Message, order dispatcher.Order, applied, refused []uint64) plan {
 	p := plan{why: map[uint64]string{}}
 	bySeq := make(map[uint64]Message, len(msgs))
 	for _, m := range msgs {
@@ -36,54 +37,99 @@ func planByRecord(msgs []Message, order dispatcher.Order, applied []uint64) plan
 	}
 	// The spans expanded: every input in stream order within each span.
 	var spans []Message
-	seen := make(map[uint64]bool, len(msgs))
+	rank := make(map[uint64]int, len(msgs))
 	for _, s := range order {
 		i := sort.Search(len(msgs), func(i int) bool { return msgs[i].Seq >= s.From })
 		for ; i < len(msgs) && msgs[i].Seq <= s.To; i++ {
-			if !seen[msgs[i].Seq] {
-				seen[msgs[i].Seq] = true
+			if _, dup := rank[msgs[i].Seq]; !dup {
+				rank[msgs[i].Seq] = len(spans)
 				spans = append(spans, msgs[i])
 			}
 		}
 	}
 	// The inputs before the window of Applied are those the spans put
 	// before its first; a span also covers inputs never applied, which
-	// Applied tells apart wherever it reaches.
+	// Applied (and the refusals) tell apart wherever it reaches.
 	inWindow := make(map[uint64]bool, len(applied))
 	for _, seq := range applied {
 		inWindow[seq] = true
 	}
-	for _, m := range spans {
+	start := len(spans)
+	for i, m := range spans {
 		if len(applied) > 0 && m.Seq == applied[0] {
+			start = i
 			break
 		}
 		if !inWindow[m.Seq] {
 			p.order = append(p.order, m)
 		}
 	}
-	for _, seq := range applied {
-		if m, ok := bySeq[seq]; ok {
-			p.order = append(p.order, m)
+	// Refusals the window holds but Applied does not list go where the
+	// spans put them among the applied inputs.
+	var extra []Message
+	for _, seq := range refused {
+		if r, ok := rank[seq]; ok && r >= start && !inWindow[seq] {
+			extra = append(extra, spans[r])
+			inWindow[seq] = true
 		}
 	}
+	sort.Slice(extra, func(i, j int) bool { return rank[extra[i].Seq] < rank[extra[j].Seq] })
+	for _, seq := range applied {
+		m, ok := bySeq[seq]
+		if !ok {
+			continue
+		}
+		if r, ranked := rank[seq]; ranked {
+			for len(extra) > 0 && rank[extra[0].Seq] < r {
+				p.order, extra = append(p.order, extra[0]), extra[1:]
+			}
+		}
+		p.order = append(p.order, m)
+	}
+	p.order = append(p.order, extra...)
 	used := make(map[uint64]bool, len(p.order))
 	for _, m := range p.order {
 		used[m.Seq] = true
 	}
-	for _, m := range msgs {
-		if !used[m.Seq] {
-			p.unapplied = append(p.unapplied, m)
-			p.why[m.Seq] = "never applied by the dispatchers by the time the record was saved (terminated, dropped, or still in flight)"
+	var first *Message
+	if len(order) > 0 {
+		if m, ok := bySeq[order[0].From]; ok {
+			first = &m
 		}
+	}
+	for _, m := range msgs {
+		if used[m.Seq] {
+			continue
+		}
+		p.unapplied = append(p.unapplied, m)
+		if first != nil && m.Seq < first.Seq {
+			p.why[m.Seq] = beforeStart(first.Seq)
+			continue
+		}
+		p.why[m.Seq] = "never applied by the dispatchers by the time the record was saved (terminated, dropped, or still in flight)"
 	}
 	return p
 }
 
+// refusedSeqs are the sequences rec lists as rejected.
+func refusedSeqs(rec *dispatcher.Record) []uint64 {
+	out := make([]uint64, len(rec.Rejected))
+	for i, r := range rec.Rejected {
+		out[i] = r.Seq
+	}
+	return out
+}
+
+// beforeStart says why an input that came before its run's start at
+// seq was never applied.
+func beforeStart(seq uint64) string {
+	return fmt.Sprintf("terminated by the dispatchers: it came before the run's start (seq %d), and an input for a run without a record waits only for a start the stream holds before it", seq)
+}
+
 // planByStream takes stream order, as one dispatcher applies a run's
-// inputs. Inputs that precede the run's first start are handed back by
-// the dispatchers until the start is saved, so they go right after it;
-// those older than wait at the start were dropped instead.
-func planByStream(names subjects.Names, msgs []Message, wait time.Duration) plan {
+// inputs. Inputs that precede the run's first start are terminated by
+// the dispatchers (no start came before them), so they are not applied.
+func planByStream(names subjects.Names, msgs []Message) plan {
 	p := plan{why: map[uint64]string{}}
 	first := -1
 	for i, m := range msgs {
@@ -96,22 +142,11 @@ func planByStream(names subjects.Names, msgs []Message, wait time.Duration) plan
 		p.order = msgs
 		return p
 	}
-	start := msgs[first]
-	p.order = append(p.order, start)
-	var early []uint64
 	for _, m := range msgs[:first] {
-		if start.Time.Sub(m.Time) >= wait {
-			p.unapplied = append(p.unapplied, m)
-			p.why[m.Seq] = fmt.Sprintf("dropped: it came %s before the run's start, more than the dispatchers wait for one (%s)", start.Time.Sub(m.Time).Round(time.Millisecond), wait)
-			continue
-		}
-		p.order = append(p.order, m)
-		early = append(early, m.Seq)
+		p.unapplied = append(p.unapplied, m)
+		p.why[m.Seq] = beforeStart(msgs[first].Seq)
 	}
-	p.order = append(p.order, msgs[first+1:]...)
-	if len(early) > 0 {
-		p.notes = append(p.notes, fmt.Sprintf("inputs %v came before the run's start (seq %d); without the saved record's order they are applied right after it, as one dispatcher does", early, start.Seq))
-	}
+	p.order = msgs[first:]
 	return p
 }
 

@@ -65,22 +65,26 @@ func TestPlanByRecord(t *testing.T) {
 		name      string
 		order     dispatcher.Order
 		applied   []uint64
+		refused   []uint64
 		want, not []uint64
 	}{
-		{"stream order", order(5, 31), []uint64{5, 9, 12, 20, 31}, []uint64{5, 9, 12, 20, 31}, []uint64{2}},
-		{"window shorter than the run", order(5, 31), []uint64{20, 31}, []uint64{5, 9, 12, 20, 31}, []uint64{2}},
-		{"event before start applied after it", order(5, 5, 2, 2, 6, 31), []uint64{5, 2, 9, 12, 20, 31}, []uint64{5, 2, 9, 12, 20, 31}, nil},
-		{"late result", order(5, 11, 13, 20, 12, 12), []uint64{5, 9, 20, 12}, []uint64{5, 9, 20, 12}, []uint64{2, 31}},
-		{"late result before the window", order(5, 11, 13, 20, 12, 12), []uint64{20, 12}, []uint64{5, 9, 20, 12}, []uint64{2, 31}},
-		{"late result, window from it", order(5, 11, 13, 20, 12, 12), []uint64{12}, []uint64{5, 9, 20, 12}, []uint64{2, 31}},
-		{"terminated input inside a span", order(5, 31), []uint64{5, 9, 20, 31}, []uint64{5, 9, 20, 31}, []uint64{2, 12}},
-		{"input in flight inside a span", order(5, 20), []uint64{5, 9, 20}, []uint64{5, 9, 20}, []uint64{2, 12, 31}},
-		{"spans naming other runs' sequences", order(3, 10, 14, 40), []uint64{5, 9, 20, 31}, []uint64{5, 9, 20, 31}, []uint64{2, 12}},
+		{"stream order", order(5, 31), []uint64{5, 9, 12, 20, 31}, nil, []uint64{5, 9, 12, 20, 31}, []uint64{2}},
+		{"window shorter than the run", order(5, 31), []uint64{20, 31}, nil, []uint64{5, 9, 12, 20, 31}, []uint64{2}},
+		{"event before start applied after it", order(5, 5, 2, 2, 6, 31), []uint64{5, 2, 9, 12, 20, 31}, nil, []uint64{5, 2, 9, 12, 20, 31}, nil},
+		{"late result", order(5, 11, 13, 20, 12, 12), []uint64{5, 9, 20, 12}, nil, []uint64{5, 9, 20, 12}, []uint64{2, 31}},
+		{"late result before the window", order(5, 11, 13, 20, 12, 12), []uint64{20, 12}, nil, []uint64{5, 9, 20, 12}, []uint64{2, 31}},
+		{"late result, window from it", order(5, 11, 13, 20, 12, 12), []uint64{12}, nil, []uint64{5, 9, 20, 12}, []uint64{2, 31}},
+		{"terminated input inside a span", order(5, 31), []uint64{5, 9, 20, 31}, nil, []uint64{5, 9, 20, 31}, []uint64{2, 12}},
+		{"input in flight inside a span", order(5, 20), []uint64{5, 9, 20}, nil, []uint64{5, 9, 20}, []uint64{2, 12, 31}},
+		{"spans naming other runs' sequences", order(3, 10, 14, 40), []uint64{5, 9, 20, 31}, nil, []uint64{5, 9, 20, 31}, []uint64{2, 12}},
+		{"refusal outside Applied", order(5, 31), []uint64{5, 9, 20, 31}, []uint64{12}, []uint64{5, 9, 12, 20, 31}, []uint64{2}},
+		{"refusals outside Applied, late and last", order(5, 11, 13, 31, 12, 12), []uint64{5, 9, 20}, []uint64{12, 31}, []uint64{5, 9, 20, 31, 12}, []uint64{2}},
+		{"refusal before the window", order(5, 31), []uint64{20, 31}, []uint64{12}, []uint64{5, 9, 12, 20, 31}, []uint64{2}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
-			p := planByRecord(msgs, c.order, c.applied)
+			p := planByRecord(msgs, c.order, c.applied, c.refused)
 			if got := seqs(p.order); !reflect.DeepEqual(got, c.want) {
 				t.Errorf("order %v, want %v", got, c.want)
 			}
@@ -91,31 +95,43 @@ func TestPlanByRecord(t *testing.T) {
 	}
 }
 
+// TestPlanByRecordSaysWhyNotApplied: an input that came before its run's
+// start was terminated; the others were never applied.
+func TestPlanByRecordSaysWhyNotApplied(t *testing.T) {
+	t.Parallel()
+	msgs := history(t, "1:event", "3:start", "4:result", "5:event")
+	p := planByRecord(msgs, order(3, 4), []uint64{3, 4}, nil)
+	if got := seqs(p.unapplied); !reflect.DeepEqual(got, []uint64{1, 5}) {
+		t.Fatalf("unapplied %v", got)
+	}
+	if !strings.HasPrefix(p.why[1], "terminated by the dispatchers: it came before the run's start (seq 3)") {
+		t.Errorf("why 1: %q", p.why[1])
+	}
+	if !strings.HasPrefix(p.why[5], "never applied") {
+		t.Errorf("why 5: %q", p.why[5])
+	}
+}
+
 func TestPlanByStream(t *testing.T) {
 	t.Parallel()
 	cases := []struct {
 		name      string
 		msgs      []string
 		want, not []uint64
-		notes     int
 	}{
-		{"in order", []string{"1:start@0", "2:result@5", "3:event@9"}, []uint64{1, 2, 3}, nil, 0},
-		{"early event waits for the start", []string{"1:event@0", "2:start@100", "3:result@200"}, []uint64{2, 1, 3}, nil, 1},
-		{"too early event was dropped", []string{"1:event@0", "2:start@40000", "3:result@40100"}, []uint64{2, 3}, []uint64{1}, 0},
-		{"no start", []string{"1:event@0"}, []uint64{1}, nil, 0},
+		{"in order", []string{"1:start", "2:result", "3:event"}, []uint64{1, 2, 3}, nil},
+		{"event before the start is terminated", []string{"1:event", "2:start", "3:result"}, []uint64{2, 3}, []uint64{1}},
+		{"no start", []string{"1:event"}, []uint64{1}, nil},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
-			p := planByStream(names, history(t, c.msgs...), 30*time.Second)
+			p := planByStream(names, history(t, c.msgs...))
 			if got := seqs(p.order); !reflect.DeepEqual(got, c.want) {
 				t.Errorf("order %v, want %v", got, c.want)
 			}
 			if got := seqs(p.unapplied); !reflect.DeepEqual(got, c.not) {
 				t.Errorf("unapplied %v, want %v", got, c.not)
-			}
-			if len(p.notes) != c.notes {
-				t.Errorf("notes %q, want %d", p.notes, c.notes)
 			}
 		})
 	}

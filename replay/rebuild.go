@@ -144,48 +144,75 @@ func checkSource(src Source, runID string) error {
 }
 
 func rebuild(ctx context.Context, src Source, runID string, sv saved) (dispatcher.Replayed, Info, error) {
-	var err error
+	w, err := replayHistory(ctx, src, runID, sv)
+	return w.run, w.info, err
+}
+
+// replayedHistory is one replay of a run's history.
+type replayedHistory struct {
+	// msgs is the history in stream order.
+	msgs []Message
+	// run is the run after the history; info what the replay did.
+	run  dispatcher.Replayed
+	info Info
+	// judge holds the verdict on each message; it covers every message
+	// of msgs once the replay got through them all.
+	judge *Judge
+}
+
+// replayHistory replays the run's history and judges each message. Its
+// errors are Rebuild's; msgs is set whenever the history was read, and
+// the judge has judged every message also when the run never started
+// (ErrNotStarted).
+func replayHistory(ctx context.Context, src Source, runID string, sv saved) (replayedHistory, error) {
+	msgs, err := ReadHistory(ctx, src.JS, src.Names, runID)
+	if err != nil {
+		return replayedHistory{}, err
+	}
+	w := replayedHistory{msgs: msgs, info: Info{RunID: runID, Messages: len(msgs), Order: OrderStream}}
+	if len(msgs) > 0 {
+		w.info.First, w.info.Last = msgs[0].Seq, msgs[len(msgs)-1].Seq
+	}
 	cfg := src.Dispatcher
 	cfg.Names = src.Names
 	cfg = cfg.WithDefaults()
+	w.judge = NewJudge(cfg)
+	if err := checkTrimmed(ctx, src, runID, msgs, sv); err != nil {
+		if errors.Is(err, ErrNotStarted) && !errors.Is(err, ErrHistoryTrimmed) {
+			// No start and no record: every input is malformed or waits
+			// for a run that never comes, whatever the order.
+			for _, m := range msgs {
+				w.judge.unstarted(m)
+			}
+		}
+		return w, err
+	}
 	if cfg.Tokens == nil {
 		// Results were screened with the deployment's secret; so are they here.
 		if cfg.Tokens, err = token.Load(ctx, src.JS, src.Names); err != nil {
-			return dispatcher.Replayed{}, Info{}, fmt.Errorf("replay: %w", err)
+			return w, fmt.Errorf("replay: %w", err)
 		}
 	}
 	rp, err := dispatcher.NewReplayer(src.Registry, cfg)
 	if err != nil {
-		return dispatcher.Replayed{}, Info{}, fmt.Errorf("replay: %w", err)
-	}
-	msgs, err := ReadHistory(ctx, src.JS, src.Names, runID)
-	if err != nil {
-		return dispatcher.Replayed{}, Info{}, err
-	}
-	info := Info{RunID: runID, Messages: len(msgs), Order: OrderStream}
-	if len(msgs) > 0 {
-		info.First, info.Last = msgs[0].Seq, msgs[len(msgs)-1].Seq
-	}
-	if err := checkTrimmed(ctx, src, runID, msgs, sv); err != nil {
-		return dispatcher.Replayed{}, info, err
+		return w, fmt.Errorf("replay: %w", err)
 	}
 	var p plan
 	if sv.rec != nil && len(sv.rec.Order) > 0 {
-		info.Order = OrderRecord
-		p = planByRecord(msgs, sv.rec.Order, sv.rec.Applied)
+		w.info.Order = OrderRecord
+		p = planByRecord(msgs, sv.rec.Order, sv.rec.Applied, refusedSeqs(sv.rec))
 	} else {
 		if sv.found {
-			info.Notes = append(info.Notes, fmt.Sprintf("the saved record is unusable (%v): inputs taken in stream order", sv.err))
+			w.info.Notes = append(w.info.Notes, fmt.Sprintf("the saved record is unusable (%v): inputs taken in stream order", sv.err))
 		}
-		p = planByStream(src.Names, msgs, cfg.UnknownRunWait)
+		p = planByStream(src.Names, msgs)
 	}
-	info.Notes = append(info.Notes, p.notes...)
 	pin, note, err := startRevision(ctx, src, p.order, sv)
 	if err != nil {
-		return dispatcher.Replayed{}, info, err
+		return w, err
 	}
 	if note != "" {
-		info.Notes = append(info.Notes, note)
+		w.info.Notes = append(w.info.Notes, note)
 	}
 
 	var cur dispatcher.Replayed
@@ -194,21 +221,22 @@ func rebuild(ctx context.Context, src Source, runID string, sv saved) (dispatche
 		in := dispatcher.Input{Subject: m.Subject, Header: m.Header, Data: m.Data, Seq: m.Seq, Time: m.Time}
 		next, outcome, why, err := rp.Step(ctx, cur, in, pin)
 		if err != nil {
-			return dispatcher.Replayed{}, info, fmt.Errorf("replay: run %s: %w", runID, err)
+			return w, fmt.Errorf("replay: run %s: %w", runID, err)
 		}
+		w.judge.Step(m, outcome, why, next)
 		kind := kindOf(src.Names, m.Subject)
 		switch outcome {
 		case dispatcher.Applied:
-			info.Applied++
+			w.info.Applied++
 		case dispatcher.Rejected:
-			info.Rejected++
+			w.info.Rejected++
 		case dispatcher.NoRun:
-			why = "not a start, and the run had no record: dispatchers hand it back until the start is saved"
+			why = reasonNoRun
 		case dispatcher.Duplicate:
 			why = "already applied"
 		}
 		if outcome != dispatcher.Applied && outcome != dispatcher.Rejected {
-			info.Skipped = append(info.Skipped, Skipped{Seq: m.Seq, Kind: kind, Why: string(outcome) + ": " + why})
+			w.info.Skipped = append(w.info.Skipped, Skipped{Seq: m.Seq, Kind: kind, Why: string(outcome) + ": " + why})
 		}
 		if cur.Record == nil && outcome != dispatcher.Applied && kind == subjects.KindStart && startOutcome == "" {
 			startOutcome = fmt.Sprintf("its start (seq %d) was %s: %s", m.Seq, outcome, why)
@@ -216,13 +244,15 @@ func rebuild(ctx context.Context, src Source, runID string, sv saved) (dispatche
 		cur = next
 	}
 	for _, m := range p.unapplied {
-		info.Skipped = append(info.Skipped, Skipped{Seq: m.Seq, Kind: kindOf(src.Names, m.Subject), Why: p.why[m.Seq]})
+		w.info.Skipped = append(w.info.Skipped, Skipped{Seq: m.Seq, Kind: kindOf(src.Names, m.Subject), Why: p.why[m.Seq]})
+		w.judge.Skip(m, p.why[m.Seq])
 	}
+	w.run = cur
 	if cur.Record == nil {
-		return cur, info, fmt.Errorf("replay: run %s: %w: %s", runID, ErrNotStarted, startOutcome)
+		return w, fmt.Errorf("replay: run %s: %w: %s", runID, ErrNotStarted, startOutcome)
 	}
-	info.Record = cur.Record
-	return cur, info, nil
+	w.info.Record = cur.Record
+	return w, nil
 }
 
 func kindOf(names subjects.Names, subject string) string {

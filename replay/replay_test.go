@@ -47,8 +47,13 @@ func TestReplayRebuildsRealRuns(t *testing.T) {
 					t.Fatal(err)
 				}
 			}},
+		// An event before its run's start is terminated, not applied.
 		{name: "event before start", wf: "event", input: nil, status: wire.StatusDone, result: "6",
-			early: func(t *testing.T, id string) { b.send(t, id, "go", map[string]any{"n": 3}) }},
+			early: func(t *testing.T, id string) { b.send(t, id, "go", map[string]any{"n": 100}) },
+			drive: func(t *testing.T, id string) {
+				b.waitFor(t, id, wire.StatusWaiting)
+				b.send(t, id, "go", map[string]any{"n": 3})
+			}},
 	}
 	for i, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -23,14 +23,15 @@ func Line(names subjects.Names, m Message) string {
 // Summarize returns a message's kind and a one-line summary: the workflow
 // and input size of a start, the type and payload of an event, the node,
 // attempt and outcome of a result, the timer of a fire, the reason of a
-// cancel. A message the dispatchers terminate says why.
+// cancel. A message that does not parse says why: a run that exists
+// records it as rejected, and the dispatchers terminate any other.
 func Summarize(names subjects.Names, m Message) (kind, summary string) {
 	_, kind, eventType, err := names.ParseInput(m.Subject)
 	if err != nil {
 		kind = "?"
 	}
 	if err := dispatcher.CheckInput(names, dispatcher.Input{Subject: m.Subject, Header: m.Header, Data: m.Data}); err != nil {
-		return kind, "MALFORMED (terminated by the dispatchers): " + oneLine(err.Error(), 160)
+		return kind, "MALFORMED (refused by the dispatchers): " + oneLine(err.Error(), 160)
 	}
 	switch kind {
 	case subjects.KindStart:

@@ -38,8 +38,8 @@ func TestHistoryAndReplay(t *testing.T) {
 	if exit != 0 || len(lines) != 3 {
 		t.Fatalf("history: exit %d, %q %q", exit, out, errOut)
 	}
-	for i, want := range []string{"start   workflow=gate revision=(latest) input=", "result  node=task attempt=1 ok output={\"wait\":true}", `event   type=go payload={"by":"test"}`} {
-		if !strings.Contains(lines[i], want) {
+	for i, want := range []string{"start   workflow=gate revision=(latest) input=13B  | applied", "result  node=task attempt=1 ok output={\"wait\":true}  | applied", `event   type=go payload={"by":"test"}  | applied`} {
+		if !strings.HasSuffix(lines[i], want) {
 			t.Errorf("history line %d = %q, want it to contain %q", i, lines[i], want)
 		}
 	}
@@ -47,11 +47,12 @@ func TestHistoryAndReplay(t *testing.T) {
 	var kinds []string
 	for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
 		var m struct {
-			Seq  uint64          `json:"seq"`
-			Kind string          `json:"kind"`
-			Data json.RawMessage `json:"data"`
+			Seq     uint64          `json:"seq"`
+			Kind    string          `json:"kind"`
+			Data    json.RawMessage `json:"data"`
+			Verdict string          `json:"verdict"`
 		}
-		if err := json.Unmarshal([]byte(l), &m); err != nil || m.Seq == 0 || len(m.Data) == 0 {
+		if err := json.Unmarshal([]byte(l), &m); err != nil || m.Seq == 0 || len(m.Data) == 0 || m.Verdict != "applied" {
 			t.Fatalf("history --json line %q: %v", l, err)
 		}
 		kinds = append(kinds, m.Kind)
@@ -110,6 +111,14 @@ func TestHistoryAndReplay(t *testing.T) {
 	t.Logf("replay after the start was purged: %s", errOut)
 	if exit != 2 || !strings.Contains(errOut, "history trimmed: its start") {
 		t.Errorf("replay after the start was purged: exit %d, %q %q", exit, out, errOut)
+	}
+	// What is left prints without verdicts, saying why.
+	out, errOut, exit = verb(t, f, "history", id)
+	t.Logf("history after the start was purged:\n%s%s", out, errOut)
+	if lines := strings.Split(strings.TrimSpace(out), "\n"); exit != 0 || len(lines) != 2 || strings.Contains(out, " | ") ||
+		!strings.HasPrefix(errOut, "note: no verdicts: the history cannot be replayed: ") || !strings.Contains(errOut, "history trimmed: its start") ||
+		strings.Count(errOut, "\n") != 1 {
+		t.Errorf("history after the start was purged: exit %d, %q %q", exit, out, errOut)
 	}
 }
 

@@ -216,7 +216,7 @@ async function runPage(main, id) {
         h('span', { class: 'time' }, fmtTime(e.time)),
         h('span', { class: 'kind' }, e.kind),
         h('span', { class: 'summary' }, e.summary),
-        e.outcome && e.outcome !== 'applied' ? h('span', { class: 'badge st-' + e.outcome.replace(/[^a-z]/g, '') }, e.outcome) : null),
+        e.outcome && e.outcome !== 'applied' ? h('span', { class: 'badge st-' + e.outcome.replace(/[^a-z]/g, ''), title: e.why || null }, e.outcome) : null),
       e.to ? h('div', { class: 'transition' }, (e.from || []).map(stateLabel).join(', ') || '(start)', ' → ', e.to.map(stateLabel).join(', '),
         e.status ? h('span', { class: 'muted' }, ' · ' + e.status) : null) : null,
       (e.effects || []).length ? h('ul', { class: 'effects' }, e.effects.map(f => h('li', { class: 'e-' + f.kind }, f.summary))) : null,

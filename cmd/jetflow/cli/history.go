@@ -1,20 +1,28 @@
 package cli
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/jetflow/jetflow/dispatcher"
+	"github.com/jetflow/jetflow/fleet"
 	"github.com/jetflow/jetflow/replay"
 	"github.com/jetflow/jetflow/subjects"
+	"github.com/jetflow/jetflow/token"
 )
 
 func init() { register(newHistory) }
 
 // historyJSON is one message as history --json prints it: the body as
-// JSON under data, or as text under text when it is not JSON.
+// JSON under data, or as text under text when it is not JSON, and the
+// verdict on it with its reason (both absent when the history could not
+// be replayed).
 type historyJSON struct {
 	Seq     uint64              `json:"seq"`
 	Time    string              `json:"time"`
@@ -23,23 +31,42 @@ type historyJSON struct {
 	Header  map[string][]string `json:"header,omitempty"`
 	Data    json.RawMessage     `json:"data,omitempty"`
 	Text    *string             `json:"text,omitempty"`
+	Verdict string              `json:"verdict,omitempty"`
+	Reason  string              `json:"reason,omitempty"`
 }
 
 func newHistory(s streams) *cobra.Command {
 	var conn connConfig
+	var tokens secretConfig
 	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "history RUN",
-		Short: "Print a run's input messages in stream order",
+		Short: "Print a run's input messages in stream order, with what became of each",
 		Long: "history reads every message of run RUN from the input stream (its start, events, task\n" +
 			"results, timer fires and cancel requests), oldest first, and prints one line each: stream\n" +
-			"time, stream sequence, kind and a summary. Messages the dispatchers terminate as malformed\n" +
-			"say why. With --json it prints one JSON object per line with the raw body.",
+			"time, stream sequence, kind, a summary and, after \"|\", the verdict on it:\n\n" +
+			"  applied     the run took it\n" +
+			"  rejected    the run refused it, with the reason (a forged or stale token, after its end…)\n" +
+			"  ignored     the run consumed it without effect (an event no branch of its wait took)\n" +
+			"  duplicate   a redelivery the record already reflected\n" +
+			"  malformed   no dispatcher can parse it: they terminate it, with the reason\n" +
+			"  failed      it failed permanently: the dispatchers terminate it\n" +
+			"  no-run      not a start, and the run had no record at that point\n" +
+			"  unapplied   the order the record lists never applied it (terminated, dropped, in flight)\n\n" +
+			"The verdicts come from replaying the history through the dispatchers' own code, as\n" +
+			"`jetflow replay` does (with the dispatchers' default task retry policies). When it cannot be\n" +
+			"replayed (trimmed history, a revision no longer deployed) history prints the messages\n" +
+			"without verdicts and says why on stderr. With --json it prints one JSON object per line\n" +
+			"with the raw body and the members verdict and reason.",
 		Args: namedArgs("RUN"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			id := args[0]
 			if err := subjects.CheckRunID(id); err != nil {
 				return fmt.Errorf("argument RUN: %w", err)
+			}
+			signer, err := tokens.signer()
+			if err != nil {
+				return err
 			}
 			ctx := cmd.Context()
 			f, stop, err := dialFleet(ctx, s, &conn)
@@ -47,7 +74,7 @@ func newHistory(s streams) *cobra.Command {
 				return err
 			}
 			defer stop()
-			msgs, err := replay.ReadHistory(ctx, f.JS, f.Names, id)
+			msgs, notes, err := annotatedHistory(ctx, f, signer, id)
 			if err != nil {
 				return err
 			}
@@ -56,15 +83,21 @@ func newHistory(s streams) *cobra.Command {
 					id, f.Names.InputStream(), f.Names.RunInputs(id))
 				return exitError{1}
 			}
+			for _, n := range notes {
+				fmt.Fprintf(s.err, "note: %s\n", n)
+			}
 			enc := json.NewEncoder(s.out)
 			enc.SetEscapeHTML(false)
 			for _, m := range msgs {
 				if !asJSON {
-					fmt.Fprintln(s.out, replay.Line(f.Names, m))
+					fmt.Fprintln(s.out, m.Line(f.Names))
 					continue
 				}
-				kind, _ := replay.Summarize(f.Names, m)
-				o := historyJSON{Seq: m.Seq, Time: m.Time.UTC().Format(time.RFC3339Nano), Subject: m.Subject, Kind: kind, Header: m.Header}
+				kind, _ := replay.Summarize(f.Names, m.Message)
+				o := historyJSON{
+					Seq: m.Seq, Time: m.Time.UTC().Format(time.RFC3339Nano), Subject: m.Subject, Kind: kind, Header: m.Header,
+					Verdict: string(m.Verdict), Reason: m.Reason,
+				}
 				if json.Valid(m.Data) {
 					o.Data = m.Data
 				} else if len(m.Data) > 0 {
@@ -79,6 +112,38 @@ func newHistory(s streams) *cobra.Command {
 		},
 	}
 	addConnFlags(cmd, &conn)
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print one JSON object per message, with the raw body")
+	addSecretFlags(cmd, &tokens) // results are screened by their tokens again
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print one JSON object per message, with the raw body, verdict and reason")
 	return cmd
 }
+
+// annotatedHistory is the run's history with the verdict on each message,
+// and notes on what the verdicts assume. When the history cannot be
+// replayed it is the plain history, and a note says why the verdicts are
+// missing.
+func annotatedHistory(ctx context.Context, f *fleet.Fleet, signer *token.Signer, id string) ([]replay.Annotated, []string, error) {
+	src := replay.Source{JS: f.JS, Names: f.Names, Registry: f.Registry, Runs: f.Runs, Dispatcher: dispatcher.Config{Tokens: signer}}
+	msgs, info, err := replay.Annotate(ctx, src, id)
+	if err == nil {
+		return msgs, info.Notes, nil
+	}
+	if errors.Is(err, replay.ErrNoHistory) {
+		return nil, nil, nil
+	}
+	if msgs == nil {
+		// Annotate read no history (the run bucket failed it, say): read
+		// it alone.
+		plain, rerr := replay.ReadHistory(ctx, f.JS, f.Names, id)
+		if rerr != nil {
+			return nil, nil, rerr
+		}
+		for _, m := range plain {
+			msgs = append(msgs, replay.Annotated{Message: m})
+		}
+	}
+	return msgs, []string{"no verdicts: the history cannot be replayed: " + oneLineText(hintStart(err).Error())}, nil
+}
+
+// oneLineText is s with every run of white space, line breaks included,
+// made one space.
+func oneLineText(s string) string { return strings.Join(strings.Fields(s), " ") }

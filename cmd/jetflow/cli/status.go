@@ -15,6 +15,7 @@ import (
 	"github.com/jetflow/jetflow/engine/run"
 	"github.com/jetflow/jetflow/fleet"
 	"github.com/jetflow/jetflow/kvstore"
+	"github.com/jetflow/jetflow/replay"
 	"github.com/jetflow/jetflow/subjects"
 	"github.com/jetflow/jetflow/wire"
 )
@@ -29,6 +30,19 @@ type runJSON struct {
 	Updated string `json:"updated,omitempty"`
 }
 
+// statusJSON is a run as status --json prints it: runJSON plus the
+// refused inputs the record keeps, oldest first, as the record has them
+// ({seq, kind, reason, time}, time in Unix ms).
+type statusJSON struct {
+	runJSON
+	Rejected []dispatcher.Rejection `json:"rejected,omitempty"`
+	Ignored  []dispatcher.Rejection `json:"ignored,omitempty"`
+}
+
+// refusalsShown is how many of the most recent refusals of each kind the
+// text output lists.
+const refusalsShown = 3
+
 func newStatus(s streams) *cobra.Command {
 	var conn connConfig
 	var asJSON bool
@@ -37,8 +51,11 @@ func newStatus(s streams) *cobra.Command {
 		Short: "Show a run's status, state, result or error",
 		Long: "status reads run RUN's record and prints its workflow and revision, status, current\n" +
 			"state, the tasks in flight, its result or error, and when it started and last changed.\n" +
+			"It also lists the most recent inputs the run refused (rejected, or events it ignored),\n" +
+			"each with its stream sequence, kind and reason; `jetflow history RUN` shows every input.\n" +
 			"With --json it prints one object: run, workflow, revision, status, state, result, error,\n" +
-			"time (Unix ms of the last status change), started and updated.",
+			"time (Unix ms of the last status change), started, updated, and rejected and ignored as the\n" +
+			"record keeps them: [{seq, kind, reason, time}], oldest first.",
 		Args: namedArgs("RUN"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			id := args[0]
@@ -73,7 +90,7 @@ func newStatus(s streams) *cobra.Command {
 				info.Started = t.UTC().Format(time.RFC3339Nano)
 			}
 			if asJSON {
-				return json.NewEncoder(s.out).Encode(info)
+				return json.NewEncoder(s.out).Encode(statusJSON{runJSON: info, Rejected: rec.Rejected, Ignored: rec.Ignored})
 			}
 			printStatus(s, runTracker(ctx, f), info, st, rec)
 			return nil
@@ -126,9 +143,23 @@ func printStatus(s streams, tr *tracker, info runJSON, st *run.State, rec *dispa
 	if t, err := time.Parse(time.RFC3339Nano, info.Updated); err == nil {
 		row("updated", humanTime(t))
 	}
-	if n := len(rec.Rejected); n > 0 {
-		last := rec.Rejected[n-1]
-		row("refused", fmt.Sprintf("%d input%s, the last a %s: %s", n, plural(n), last.Kind, last.Reason))
+	printRefused(row, "rejected", rec.Rejected)
+	printRefused(row, "ignored", rec.Ignored)
+}
+
+// printRefused prints the most recent refusals of list, oldest first, one a
+// row, and how many older ones the record holds.
+func printRefused(row func(k, v string), key string, list []dispatcher.Rejection) {
+	shown := list[max(0, len(list)-refusalsShown):]
+	for i, r := range shown {
+		k := ""
+		if i == 0 {
+			k = key
+		}
+		row(k, fmt.Sprintf("seq %d %s: %s", r.Seq, r.Kind, replay.ReasonText(r.Reason)))
+	}
+	if more := len(list) - len(shown); more > 0 {
+		row("", fmt.Sprintf("and %d earlier in the record (status --json lists them, history shows every input)", more))
 	}
 }
 
