@@ -39,8 +39,14 @@ type Config struct {
 	// Default: DefaultAckWait.
 	AckWait time.Duration
 	// MaxAckPending caps unacknowledged inputs across all dispatchers.
-	// Default: 1024.
+	// Dispatchers take inputs in up to it and let those of known runs
+	// overtake the rest (lanes.go), so it is also how large a burst of
+	// stray inputs can be without delaying anyone. Default: 65536.
 	MaxAckPending int
+	// MaxQueuedBytes caps the bytes of the inputs one process holds in
+	// its queues; an input past it is handed back for a second. Default:
+	// 64 MiB.
+	MaxQueuedBytes int
 	// AppliedHistory is how many recently applied input sequences a run
 	// record keeps to recognise redeliveries. Default: 128.
 	AppliedHistory int
@@ -138,7 +144,8 @@ func (c Config) WithDefaults() Config {
 	}
 	setDefault(&c.Concurrency, 16)
 	setDefault(&c.AckWait, DefaultAckWait)
-	setDefault(&c.MaxAckPending, 1024)
+	setDefault(&c.MaxAckPending, 65536)
+	setDefault(&c.MaxQueuedBytes, 64<<20)
 	setDefault(&c.AppliedHistory, 128)
 	setDefault(&c.RejectedHistory, 32)
 	setDefault(&c.ConflictTimeout, 10*time.Second)
@@ -174,6 +181,7 @@ func (c Config) validate() error {
 	positive("Concurrency", c.Concurrency > 0)
 	positive("AckWait", c.AckWait > 0)
 	positive("MaxAckPending", c.MaxAckPending > 0)
+	positive("MaxQueuedBytes", c.MaxQueuedBytes > 0)
 	positive("AppliedHistory", c.AppliedHistory > 0)
 	positive("RejectedHistory", c.RejectedHistory > 0)
 	positive("ConflictTimeout", c.ConflictTimeout > 0)

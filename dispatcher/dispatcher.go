@@ -38,17 +38,20 @@ type Dispatcher struct {
 	cancel     context.CancelCauseFunc
 	ctx        context.Context
 
-	// Per-run queues: a run's queue is in ready or in one step
+	// Per-run queues: a run's queue is in a lane or in one step
 	// goroutine's hands, never both, so that two messages of one run never
-	// run at once here. Concurrency long-lived step goroutines take turns
-	// over ready, one message a turn (fresh goroutines per run spent a
-	// tenth of the dispatcher's CPU growing their stacks). wg counts the
-	// queues; steps the step goroutines.
+	// run at once here. Long-lived step goroutines take turns over the
+	// lanes, one message a turn (fresh goroutines per run spent a tenth of
+	// the dispatcher's CPU growing their stacks). wg counts the queues;
+	// steps the step goroutines. See lanes.go.
 	qmu       sync.Mutex
 	closed    bool // set when Stop gave up on the consumer's close
 	queues    map[string]*runQueue
-	ready     []*runQueue
-	readyCond *sync.Cond // on qmu: ready grew, or stepsDone was set
+	ready     []*runQueue // runs this process knows, starts, timers, signed results
+	stray     []*runQueue // inputs of runs this process does not know
+	queued    int         // bytes of the messages in the queues
+	readyCond *sync.Cond  // on qmu: a lane grew, or stepsDone was set
+	strayCond *sync.Cond  // on qmu: stray grew, or stepsDone was set
 	stepsDone bool
 	wg        sync.WaitGroup
 	steps     sync.WaitGroup
@@ -58,8 +61,9 @@ type Dispatcher struct {
 }
 
 type runQueue struct {
-	key  string
-	msgs []jetstream.Msg
+	key   string
+	msgs  []jetstream.Msg
+	stray bool // the queue is in the stray lane
 }
 
 // errStopping is the cause given to in-flight steps when Stop runs out of
@@ -99,6 +103,7 @@ func newDispatcher(js jetstream.JetStream, store RunStore, l loader, cfg Config)
 		queues: make(map[string]*runQueue),
 	}
 	d.readyCond = sync.NewCond(&d.qmu)
+	d.strayCond = sync.NewCond(&d.qmu)
 	return d, nil
 }
 
@@ -153,17 +158,20 @@ func (d *Dispatcher) Start(ctx context.Context) error {
 	// Steps outlive Start's context: only Stop ends them.
 	d.ctx, d.cancel = context.WithCancelCause(context.WithoutCancel(ctx))
 	d.qmu.Lock()
-	d.ready, d.stepsDone = nil, false
+	d.ready, d.stray, d.queued, d.stepsDone = nil, nil, 0, false
 	d.qmu.Unlock()
 	for range d.cfg.Concurrency {
-		d.steps.Go(d.stepLoop)
+		d.steps.Go(func() { d.stepLoop(false) })
+	}
+	for range strayWorkers(d.cfg.Concurrency) {
+		d.steps.Go(func() { d.stepLoop(true) })
 	}
 	d.crashed.Store(false)
 	d.qmu.Lock()
 	d.closed = false
 	d.qmu.Unlock()
 	cc, err := cons.Consume(d.receive,
-		jetstream.PullMaxMessages(4*d.cfg.Concurrency),
+		jetstream.PullMaxMessages(pullBatch(d.cfg)),
 		jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
 			d.log.Warn("dispatcher: consume", slog.Any("error", err))
 		}))
@@ -232,72 +240,6 @@ func (d *Dispatcher) unwatch() {
 	if w, ok := d.loader.(watchingLoader); ok {
 		w.unwatch()
 	}
-}
-
-// receive queues a message behind the other messages of its run.
-func (d *Dispatcher) receive(m jetstream.Msg) {
-	key := queueKey(d.cfg.Names.Prefix(), m.Subject())
-	d.qmu.Lock()
-	if d.closed {
-		// Stopped: the input is redelivered after its AckWait.
-		d.qmu.Unlock()
-		return
-	}
-	if q, ok := d.queues[key]; ok {
-		q.msgs = append(q.msgs, m)
-		d.qmu.Unlock()
-		return
-	}
-	q := &runQueue{key: key, msgs: []jetstream.Msg{m}}
-	d.queues[key] = q
-	d.wg.Add(1)
-	d.ready = append(d.ready, q)
-	d.readyCond.Signal()
-	d.qmu.Unlock()
-}
-
-// stepLoop is one step goroutine: it handles the first message of the
-// queue at the head of ready, then puts the queue back at the tail if it
-// has more, until Stop has drained every queue.
-func (d *Dispatcher) stepLoop() {
-	d.qmu.Lock()
-	defer d.qmu.Unlock()
-	for {
-		for len(d.ready) == 0 && !d.stepsDone {
-			d.readyCond.Wait()
-		}
-		if len(d.ready) == 0 {
-			return
-		}
-		q := d.ready[0]
-		d.ready[0] = nil
-		d.ready = d.ready[1:]
-		m := q.msgs[0]
-		q.msgs[0] = nil
-		q.msgs = q.msgs[1:]
-		d.qmu.Unlock()
-		if d.ctx.Err() != nil {
-			d.abandon(m)
-		} else {
-			d.handle(d.ctx, m)
-		}
-		d.qmu.Lock()
-		if len(q.msgs) == 0 {
-			delete(d.queues, q.key)
-			d.wg.Done()
-		} else {
-			d.ready = append(d.ready, q)
-		}
-	}
-}
-
-// stopSteps ends the step goroutines once every queue is drained.
-func (d *Dispatcher) stopSteps() {
-	d.qmu.Lock()
-	d.stepsDone = true
-	d.readyCond.Broadcast()
-	d.qmu.Unlock()
-	d.steps.Wait()
 }
 
 // queueKey is the run id token of an input subject, or the whole subject

@@ -91,6 +91,11 @@ func (d *Dispatcher) noRun(ctx context.Context, m jetstream.Msg, meta *jetstream
 		reason = fmt.Sprintf("no run %s yet, and this dispatcher already holds its limit of inputs waiting for their runs' starts (%d per run, %d in all: Config.MaxEarlyInputs)",
 			in.runID, perRun, d.cfg.MaxEarlyInputs)
 	}
+	return d.refuseNoRun(m, in, log, reason)
+}
+
+// refuseNoRun terminates an input whose run does not exist.
+func (d *Dispatcher) refuseNoRun(m jetstream.Msg, in *input, log *slog.Logger, reason string) string {
 	if d.unknownLog.allow(d.cfg.Clock.Now()) {
 		log.Warn("dispatcher: input for an unknown run terminated", slog.String("reason", reason),
 			slog.Int("suppressed_since_last", d.unknownLog.takeSuppressed()))
@@ -119,6 +124,26 @@ func (d *Dispatcher) noRunReason(ctx context.Context, meta *jetstream.MsgMetadat
 	switch {
 	case err != nil:
 		return "" // cannot tell: wait, bounded by UnknownRunWait
+	case seq == 0:
+		return fmt.Sprintf("no run %s: the input stream holds no start for it", in.runID)
+	case seq > meta.Sequence.Stream:
+		return fmt.Sprintf("no run %s when this input came: its start (stream sequence %d) came after it", in.runID, seq)
+	}
+	return ""
+}
+
+// strayWithoutStart returns why a stray input (of a run this process does
+// not know) is refused before its run is even read: the input stream,
+// which keeps every start while it keeps history for ever, holds no
+// start for the run before it. "" means read the run as usual.
+func (d *Dispatcher) strayWithoutStart(ctx context.Context, meta *jetstream.MsgMetadata, in *input) string {
+	if info := d.inputs.CachedInfo(); info == nil || info.Config.MaxAge != 0 {
+		return "" // trimmed history: a live run's start may be gone
+	}
+	seq, err := d.startSeq(ctx, in.runID)
+	switch {
+	case err != nil:
+		return ""
 	case seq == 0:
 		return fmt.Sprintf("no run %s: the input stream holds no start for it", in.runID)
 	case seq > meta.Sequence.Stream:

@@ -53,7 +53,7 @@ func (d *Dispatcher) hook(p hookPoint, in *input) error {
 
 // handle takes one input from receipt to acknowledgement. Whatever the
 // input holds, it returns after acking, terminating or handing it back.
-func (d *Dispatcher) handle(ctx context.Context, m jetstream.Msg) {
+func (d *Dispatcher) handle(ctx context.Context, m jetstream.Msg, stray bool) {
 	if d.crashed.Load() {
 		return
 	}
@@ -92,6 +92,16 @@ func (d *Dispatcher) handle(ctx context.Context, m jetstream.Msg) {
 		return
 	}
 	log := d.log.With(slog.String("run_id", in.runID), slog.String("kind", in.kind), slog.Uint64("stream_seq", meta.Sequence.Stream), size)
+	if stray && in.kind != subjects.KindStart {
+		if reason := d.strayWithoutStart(ctx, meta, in); reason != "" {
+			if in.refused != nil {
+				reason += ", and the input is malformed: " + in.refused.Error()
+			}
+			outcome := d.refuseNoRun(m, in, log, reason)
+			d.m.messages.WithLabelValues(in.kind, outcome).Inc()
+			return
+		}
+	}
 	now := float64(meta.Timestamp.UnixMilli())
 	outcome, err := d.step(ctx, in, meta.Sequence.Stream, now, log)
 	switch {

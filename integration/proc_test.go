@@ -31,6 +31,9 @@ const (
 	// step of an input of that kind reaching that crash point.
 	crashEnv   = "JETFLOW_IT_CRASH"
 	ackWaitEnv = "JETFLOW_IT_ACK_WAIT"
+	// productionEnv set keeps the dispatcher's own defaults for the
+	// inputs of unknown runs, instead of the tests' short wait.
+	productionEnv = "JETFLOW_IT_PRODUCTION"
 )
 
 // dispatcherProcess is the main of a dispatcher process: it serves until
@@ -39,7 +42,10 @@ const (
 func dispatcherProcess() int {
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	ackWait, _ := time.ParseDuration(os.Getenv(ackWaitEnv))
-	cfg := dispatcherConfig(dispatcher.Config{AckWait: ackWait, Logger: log})
+	cfg := dispatcher.Config{AckWait: ackWait, Logger: log}
+	if os.Getenv(productionEnv) == "" {
+		cfg = dispatcherConfig(cfg)
+	}
 	if crash := os.Getenv(crashEnv); crash != "" {
 		point, kind, _ := strings.Cut(crash, "/")
 		cfg.CrashHook = func(p, runID, k string) error {
@@ -108,12 +114,13 @@ func (b *lockedBuffer) String() string {
 // spawnDispatcher starts a dispatcher process against the test's server
 // and waits until it serves. crash is "" or "point/kind" (crashEnv). The
 // process is stopped (or killed) when the test ends.
-func (e *env) spawnDispatcher(t *testing.T, crash string, ackWait time.Duration) *proc {
+func (e *env) spawnDispatcher(t *testing.T, crash string, ackWait time.Duration, env ...string) *proc {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(),
 		roleEnv+"="+roleDispatcher, urlEnv+"="+e.f.URL(), prefixEnv+"="+e.names.Prefix(),
 		crashEnv+"="+crash, ackWaitEnv+"="+ackWait.String())
+	cmd.Env = append(cmd.Env, env...)
 	p := &proc{cmd: cmd, lines: make(chan string, 16), stderr: &lockedBuffer{}, done: make(chan struct{})}
 	cmd.Stderr = p.stderr
 	stdout, err := cmd.StdoutPipe()

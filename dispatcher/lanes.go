@@ -1,0 +1,177 @@
+package dispatcher
+
+import (
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/jetflow/jetflow/subjects"
+)
+
+// Every input reaches the dispatchers through one consumer, in stream
+// order, so an input waits behind every input published before it. To
+// keep a flood of inputs for runs nobody started (or that ended) from
+// delaying everyone else, a dispatcher takes inputs in as fast as the
+// server hands them out (Config.MaxAckPending bounds them, and
+// Config.MaxQueuedBytes their bytes) and sorts them into two lanes:
+//
+//   - ready: starts, timers (only dispatchers schedule them), results
+//     whose token verifies, and any input of a run this process holds in
+//     its cache or is working on;
+//   - stray: events, cancels and unsigned results of runs this process
+//     does not know, which are often for no run at all.
+//
+// Every step goroutine serves ready first; a few serve only stray, so
+// that stray inputs make progress however busy ready is, and ready
+// inputs overtake them however many there are.
+
+// strayWorkers is how many step goroutines serve only the stray lane.
+func strayWorkers(concurrency int) int { return max(1, concurrency/8) }
+
+// pullBatch is how many inputs one pull asks for.
+func pullBatch(cfg Config) int { return min(cfg.MaxAckPending, max(4*cfg.Concurrency, 2048)) }
+
+// spillDelay is how long an input that found the queues full waits
+// before it is delivered again.
+const spillDelay = time.Second
+
+// receive queues a message behind the other messages of its run, in the
+// lane its run belongs to.
+func (d *Dispatcher) receive(m jetstream.Msg) {
+	key := queueKey(d.cfg.Names.Prefix(), m.Subject())
+	size := len(m.Data()) + len(m.Subject())
+	d.qmu.Lock()
+	if d.closed {
+		// Stopped: the input is redelivered after its AckWait.
+		d.qmu.Unlock()
+		return
+	}
+	if d.queued+size > d.cfg.MaxQueuedBytes && d.queued > 0 {
+		// Full: hand it back rather than grow without bound.
+		d.qmu.Unlock()
+		d.m.messages.WithLabelValues(kindOf(d, m.Subject()), outcomeRetry).Inc()
+		_ = m.NakWithDelay(spillDelay)
+		return
+	}
+	d.queued += size
+	if q, ok := d.queues[key]; ok {
+		q.msgs = append(q.msgs, m)
+		d.qmu.Unlock()
+		return
+	}
+	d.qmu.Unlock()
+	stray := d.isStray(key, m)
+	d.qmu.Lock()
+	if d.closed {
+		d.queued -= size
+		d.qmu.Unlock()
+		return
+	}
+	if q, ok := d.queues[key]; ok {
+		q.msgs = append(q.msgs, m)
+		d.qmu.Unlock()
+		return
+	}
+	q := &runQueue{key: key, msgs: []jetstream.Msg{m}, stray: stray}
+	d.queues[key] = q
+	d.wg.Add(1)
+	d.enqueue(q)
+	d.qmu.Unlock()
+}
+
+// enqueue puts q at the tail of its lane; qmu is held.
+func (d *Dispatcher) enqueue(q *runQueue) {
+	if q.stray {
+		d.stray = append(d.stray, q)
+		d.strayCond.Signal()
+	} else {
+		d.ready = append(d.ready, q)
+	}
+	// Every step goroutine serves ready, and stray when ready is empty.
+	d.readyCond.Signal()
+}
+
+// isStray reports whether a message of a run with no queue here belongs
+// in the stray lane. It reads no stream: only the subject, the cache
+// and, for a result, its token.
+func (d *Dispatcher) isStray(key string, m jetstream.Msg) bool {
+	runID, kind, _, err := d.cfg.Names.ParseInput(m.Subject())
+	if err != nil || subjects.CheckRunID(runID) != nil {
+		return false // malformed: terminated without reading anything
+	}
+	switch kind {
+	case subjects.KindStart, subjects.KindTimer:
+		return false
+	}
+	if _, ok := d.cache.get(key); ok {
+		return false
+	}
+	if kind == subjects.KindResult {
+		in, err := parseInput(d.cfg.Names, m.Subject(), m.Headers(), m.Data())
+		return err != nil || screen(d.cfg, in) != nil
+	}
+	return true
+}
+
+// stepLoop is one step goroutine: it handles the first message of the
+// queue at the head of its lane, then puts the queue back at the tail if
+// it has more, until Stop has drained every queue. strayOnly goroutines
+// serve the stray lane; the others serve ready first, then stray.
+func (d *Dispatcher) stepLoop(strayOnly bool) {
+	d.qmu.Lock()
+	defer d.qmu.Unlock()
+	for {
+		var q *runQueue
+		for {
+			if !strayOnly && len(d.ready) > 0 {
+				q, d.ready[0], d.ready = d.ready[0], nil, d.ready[1:]
+				break
+			}
+			if strayOnly && len(d.stray) > 0 {
+				q, d.stray[0], d.stray = d.stray[0], nil, d.stray[1:]
+				break
+			}
+			if d.stepsDone {
+				return
+			}
+			if strayOnly {
+				d.strayCond.Wait()
+			} else {
+				d.readyCond.Wait()
+			}
+		}
+		m := q.msgs[0]
+		q.msgs[0] = nil
+		q.msgs = q.msgs[1:]
+		d.qmu.Unlock()
+		if d.ctx.Err() != nil {
+			d.abandon(m)
+		} else {
+			d.handle(d.ctx, m, q.stray)
+		}
+		d.qmu.Lock()
+		d.queued -= len(m.Data()) + len(m.Subject())
+		if len(q.msgs) == 0 {
+			delete(d.queues, q.key)
+			d.wg.Done()
+			continue
+		}
+		// A run this process now knows leaves the stray lane.
+		if q.stray {
+			if _, ok := d.cache.get(q.key); ok {
+				q.stray = false
+			}
+		}
+		d.enqueue(q)
+	}
+}
+
+// stopSteps ends the step goroutines once every queue is drained.
+func (d *Dispatcher) stopSteps() {
+	d.qmu.Lock()
+	d.stepsDone = true
+	d.readyCond.Broadcast()
+	d.strayCond.Broadcast()
+	d.qmu.Unlock()
+	d.steps.Wait()
+}
