@@ -66,8 +66,8 @@ func TestChaos(t *testing.T) {
 	default:
 		t.Fatalf("-partitions must be auto, on or off, got %q", *flagPartitions)
 	}
-	t.Logf("chaos %s mode: %s of faults at %.1f runs/s, partitions %v, seed %d (rerun with -seed %d)",
-		m.name, m.chaos, m.rate, partitions, seed, seed)
+	t.Logf("chaos %s mode: %s of faults at %.1f runs/s, partitions %v, misbehaviour on %.0f%% of the protocol worker's attempts, seed %d (rerun with -seed %d)",
+		m.name, m.chaos, m.rate, partitions, *flagMisbehave*100, seed, seed)
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -87,6 +87,13 @@ func TestChaos(t *testing.T) {
 		defer close(generated)
 		d.generate(loadCtx, runsCtx, m.rate)
 	}()
+	smp := &sampler{}
+	sampleCtx, stopSampling := context.WithCancel(runsCtx)
+	sampled := make(chan struct{})
+	go func() {
+		defer close(sampled)
+		smp.sample(sampleCtx, h, d, seed)
+	}()
 	chaosBegan := time.Now()
 	h.chaos(loadCtx)
 	<-generated
@@ -97,14 +104,19 @@ func TestChaos(t *testing.T) {
 	t.Logf("chaos over after %s; every process runs again %s later",
 		chaosEnded.Sub(chaosBegan).Round(time.Millisecond), time.Since(chaosEnded).Round(time.Millisecond))
 	d.wg.Wait()
+	stopSampling()
+	<-sampled
 	t.Logf("runs settled %s after the chaos", time.Since(chaosEnded).Round(time.Millisecond))
 
-	res := h.check(ctx, d, runsCtx)
+	res := h.check(ctx, d, runsCtx, smp)
 	sum := h.summarize(d, res, chaosBegan, chaosEnded)
 	t.Log(sum.line())
 	for _, l := range sum.details() {
 		t.Log(l)
 	}
 	h.logf("%s", sum.line())
+	for _, p := range res.problems {
+		h.logf("problem: %s", p)
+	}
 	res.fail(t)
 }

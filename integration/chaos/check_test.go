@@ -46,6 +46,25 @@ type results struct {
 	events int
 	// replayEqual counts runs whose replay rebuilt the saved state.
 	replayEqual int
+	// misbehaved counts the attempts the protocol worker misbehaved on,
+	// and misDeliveries the deliveries, by kind (misKinds).
+	misbehaved, misDeliveries map[string]int
+	// timedOut counts attempts that ended at their deadline
+	// (TASK_TIMEOUT); timedOutMis those of them misbehaved on, the rest
+	// timed out after a fault.
+	timedOut, timedOutMis int
+	// stranded are the runs found without a way forward: in a state the
+	// replay stepped through, in a record sampled mid-run, or at the end.
+	stranded map[string]bool
+	// statesStepped, sampled and endChecked count the states checked
+	// each way (endChecked: unsettled records at the end, the canaries
+	// among them).
+	statesStepped, sampled, endChecked int
+	// controlFound: the end check found canaryCut stranded, as it must.
+	controlFound bool
+	// naksLeft counts the invocations left in the task stream after the
+	// drain: attempts NAKed until max_deliver ran out.
+	naksLeft int
 	// problems are the violations, one line each.
 	problems []string
 }
@@ -68,32 +87,39 @@ func (r *results) fail(t *testing.T) {
 }
 
 // check waits until nothing is left unacknowledged, then checks every
-// run against the invariants.
-func (h *harness) check(ctx context.Context, d *driver, runsCtx context.Context) *results {
-	res := &results{}
+// run against the invariants, and every unsettled record for a way
+// forward. smp is the mid-run sampler, stopped.
+func (h *harness) check(ctx context.Context, d *driver, runsCtx context.Context, smp *sampler) *results {
+	res := &results{stranded: map[string]bool{}}
 	// Inputs a killed dispatcher held come back after the consumer's
 	// AckWait (30s by default), so allow at least that much more.
 	wait := time.Minute
 	if dl, ok := runsCtx.Deadline(); ok && time.Until(dl) > wait {
 		wait = time.Until(dl)
 	}
-	if err := waitFor(ctx, wait, h.drained); err != nil {
+	logs, _ := readWorkerLogs(h.dir)
+	if err := waitFor(ctx, wait, func(ctx context.Context) error {
+		err := h.drained(ctx, logs.naked())
+		if err != nil {
+			logs, _ = readWorkerLogs(h.dir) // a NAK logged since
+		}
+		return err
+	}); err != nil {
 		res.problem("messages left unacknowledged %s after every run settled: %v", wait, err)
+	} else if left, err := h.leftInvocations(ctx); err == nil {
+		res.naksLeft = len(left)
 	}
 	for _, err := range h.errs {
 		res.problem("harness: %v", err)
 	}
 
-	execs, err := readExecutions(h.dir)
+	logs, err := readWorkerLogs(h.dir)
 	if err != nil {
 		res.problem("read the execution logs: %v", err)
 	}
-	byAttempt := map[attemptKey][]execution{}
-	for _, e := range execs {
-		byAttempt[e.key()] = append(byAttempt[e.key()], e)
-	}
-	res.executions = len(execs)
-	for _, es := range byAttempt {
+	res.executions = logs.executions
+	res.misbehaved, res.misDeliveries = logs.attempts(), logs.deliveries
+	for _, es := range logs.runs {
 		res.reexecuted += len(es) - 1
 		first := 0
 		for _, e := range es {
@@ -108,6 +134,10 @@ func (h *harness) check(ctx context.Context, d *driver, runsCtx context.Context)
 	if err != nil {
 		res.problem("%v", err)
 	}
+	rp, err := h.replayer(ctx)
+	if err != nil {
+		res.problem("%v (the runs' states are not stepped through)", err)
+	}
 	runs := d.all()
 	res.runs = len(runs)
 	checks := make([]*runCheck, len(runs))
@@ -117,7 +147,7 @@ func (h *harness) check(ctx context.Context, d *driver, runsCtx context.Context)
 		wg.Go(func() {
 			sem <- struct{}{}
 			defer func() { <-sem }()
-			checks[i] = h.checkRun(ctx, r, histories[r.id], byAttempt)
+			checks[i] = h.checkRun(ctx, rp, r, histories[r.id], logs)
 		})
 	}
 	wg.Wait()
@@ -137,8 +167,21 @@ func (h *harness) check(ctx context.Context, d *driver, runsCtx context.Context)
 		if c.replayEqual {
 			res.replayEqual++
 		}
+		res.timedOut += c.timedOut
+		res.timedOutMis += c.timedOutMis
+		res.statesStepped += c.states
+		if c.stranded {
+			res.stranded[c.id] = true
+		}
 		res.problems = append(res.problems, c.problems...)
 	}
+	sampled, strandedMid := smp.result()
+	res.sampled = sampled
+	for id, why := range strandedMid {
+		res.stranded[id] = true
+		res.problem("run %s: %s", id, why)
+	}
+	h.checkEnd(ctx, res)
 	for _, group := range [][]*proc{h.nodeProcs(), h.dispatchers, h.workers} {
 		for _, p := range group {
 			for _, crash := range p.unasked() {
@@ -152,41 +195,20 @@ func (h *harness) check(ctx context.Context, d *driver, runsCtx context.Context)
 	return res
 }
 
-// drained says what is still pending or unacknowledged on the
-// deployment's consumers, or nil; and the task stream (work-queue
-// retention) must be empty.
-func (h *harness) drained(ctx context.Context) error {
-	for _, c := range h.consumers() {
-		info, err := h.consumerInfo(ctx, c)
-		if err != nil {
-			return err
-		}
-		if info.NumPending != 0 || info.NumAckPending != 0 {
-			return fmt.Errorf("consumer %s: %d pending, %d unacknowledged", c[1], info.NumPending, info.NumAckPending)
-		}
-	}
-	s, err := h.f.JS.Stream(ctx, h.names.TaskStream())
-	if err != nil {
-		return err
-	}
-	info, err := s.Info(ctx)
-	if err != nil {
-		return err
-	}
-	if info.State.Msgs != 0 {
-		return fmt.Errorf("task stream holds %d invocations", info.State.Msgs)
-	}
-	return nil
-}
-
 // runCheck is what checkRun found about one run.
 type runCheck struct {
+	id                           string
 	settled, wrong, replayEqual  bool
 	appliedTwice, inputsTwice    int
 	timersApplied, timersRefused int
 	startsRepeated               int
 	events                       int
-	problems                     []string
+	// timedOut counts the run's attempts that timed out, timedOutMis
+	// those misbehaved on; states the states stepped through; stranded
+	// says one of them had no way forward.
+	timedOut, timedOutMis, states int
+	stranded                      bool
+	problems                      []string
 }
 
 func (c *runCheck) problem(runID, format string, args ...any) {
@@ -195,9 +217,10 @@ func (c *runCheck) problem(runID, format string, args ...any) {
 
 // checkRun checks one run: its end, its record against its history (each
 // input handled once, each task result and timer fire applied once, each
-// event delivered), its visits and its replay.
-func (h *harness) checkRun(ctx context.Context, r *runLog, history []input, execs map[attemptKey][]execution) *runCheck {
-	c := &runCheck{}
+// event delivered), what its attempts' deadlines did, its visits and its
+// replay.
+func (h *harness) checkRun(ctx context.Context, rp *dispatcher.Replayer, r *runLog, history []input, logs *workerLogs) *runCheck {
+	c := &runCheck{id: r.id}
 	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
 	if r.status == nil {
@@ -237,20 +260,25 @@ func (h *harness) checkRun(ctx context.Context, r *runLog, history []input, exec
 	for _, rj := range rec.Rejected {
 		rejected[rj.Seq] = rj.Reason
 	}
+	if window := (dispatcher.Config{}).WithDefaults().RejectedHistory; len(rec.Rejected) >= window {
+		c.problem(r.id, "%d inputs refused, as many as the record's rejected window; the check cannot see them all", len(rec.Rejected))
+	}
 	starts := 0
 	resultApplied := map[attemptKey]int{}
 	acceptedEvents := 0
 	for _, m := range history {
 		kind := m.kind
+		reason, refused := rejected[m.seq]
 		switch n := applied[m.seq]; {
-		case n == 0:
+		case n == 0 && !refused:
 			c.problem(r.id, "%s input %d never reached the run (not in its record)", kind, m.seq)
 			continue
 		case n > 1:
 			c.inputsTwice++
 			c.problem(r.id, "%s input %d applied %d times", kind, m.seq, n)
+		case n > 0 && refused:
+			c.problem(r.id, "%s input %d both applied and refused", kind, m.seq)
 		}
-		reason, refused := rejected[m.seq]
 		took := !refused
 		switch kind {
 		case subjects.KindResult:
@@ -260,7 +288,12 @@ func (h *harness) checkRun(ctx context.Context, r *runLog, history []input, exec
 				continue
 			}
 			k := attemptKey{r.id, res.Activation, res.Node, res.Attempt}
-			if len(execs[k]) == 0 {
+			mis := logs.mis[k]
+			switch {
+			case malformedResult(mis) && took:
+				c.problem(r.id, "result %d of %+v, malformed on purpose (%s), was applied", m.seq, k, mis)
+			case malformedResult(mis): // refused, as it must be
+			case len(logs.runs[k]) == 0:
 				c.problem(r.id, "result %d of %+v, which no worker logged running", m.seq, k)
 			}
 			if took {
@@ -297,9 +330,7 @@ func (h *harness) checkRun(ctx context.Context, r *runLog, history []input, exec
 	if starts != 1 {
 		c.problem(r.id, "%d starts applied, want 1", starts)
 	}
-	if c.timersApplied != r.wf.timers {
-		c.problem(r.id, "%d timer fires applied, want %d", c.timersApplied, r.wf.timers)
-	}
+	h.checkSteps(ctx, c, rp, r, history, rec.Record, logs)
 	if r.wf.events && acceptedEvents != 1 {
 		c.problem(r.id, "the accepted event applied %d times, want once", acceptedEvents)
 	}

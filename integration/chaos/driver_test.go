@@ -31,6 +31,9 @@ type runLog struct {
 	// the start and the accepted event, and when the run bucket stored
 	// the settled record.
 	stored, eventStored, ended time.Time
+	// misbehaved counts the attempts the protocol worker misbehaved on,
+	// filled in by the check.
+	misbehaved int
 }
 
 // segments are the stretches of the run the system alone was responsible

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -43,6 +44,7 @@ type harness struct {
 	logs *os.File // the harness's own log
 	log  *slog.Logger
 	rng  *rand.Rand // used by the fault loop only
+	seed uint64
 
 	lab         *netlab // nil: nodes on loopback, no partitions
 	nodes       []*node
@@ -99,7 +101,7 @@ func newHarness(t *testing.T, m mode, seed uint64, partitions bool) *harness {
 	}
 	t.Cleanup(func() { logs.Close() })
 	h := &harness{
-		t: t, m: m, dir: dir, logs: logs, rng: rand.New(rand.NewPCG(seed, 2)),
+		t: t, m: m, dir: dir, logs: logs, rng: rand.New(rand.NewPCG(seed, 2)), seed: seed,
 		log: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelInfo})),
 	}
 	if partitions {
@@ -140,7 +142,8 @@ func (h *harness) buildJetflow() string {
 }
 
 // startCluster starts the three NATS nodes and connects the harness:
-// streams and buckets with three replicas, every workflow deployed.
+// streams and buckets with three replicas, every workflow deployed with
+// harnessPolicy.
 func (h *harness) startCluster(ctx context.Context) {
 	h.t.Helper()
 	h.began = time.Now()
@@ -170,7 +173,7 @@ func (h *harness) startCluster(ctx context.Context) {
 	})
 	for _, wf := range workflows {
 		if err := retryFor(cctx, func(ctx context.Context) error {
-			_, err := f.Deploy(ctx, wf.name, []byte(wf.doc))
+			_, err := f.DeployWith(ctx, wf.name, []byte(wf.doc), fleet.DeployOptions{Policy: parsedPolicy})
 			return err
 		}); err != nil {
 			h.t.Fatalf("deploy %s: %v", wf.name, err)
@@ -201,7 +204,8 @@ func (h *harness) startServices(jetflow string) {
 			kind: kindWorker, name: name,
 			argv: []string{os.Args[0], "-test.run=^$"},
 			env: []string{roleEnv + "=" + roleWorker, urlsEnv + "=" + h.urls, prefixEnv + "=" + prefix,
-				nameEnv + "=" + name, execLogEnv + "=" + filepath.Join(h.dir, name+".exec")},
+				nameEnv + "=" + name, execLogEnv + "=" + filepath.Join(h.dir, name+".exec"),
+				seedEnv + "=" + strconv.FormatUint(h.seed, 10), shareEnv + "=" + strconv.FormatFloat(*flagMisbehave, 'f', -1, 64)},
 			isReady: func(line string) bool { return line == "ready" },
 			logPath: filepath.Join(h.dir, name+".log"),
 		})

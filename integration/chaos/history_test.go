@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -15,6 +16,7 @@ type input struct {
 	time    time.Time
 	subject string
 	kind    string
+	header  nats.Header
 	data    []byte
 }
 
@@ -70,7 +72,7 @@ func (h *harness) readInputs(ctx context.Context) (map[string][]input, error) {
 		if err != nil {
 			return nil, fmt.Errorf("input %d on %s: %w", md.Sequence.Stream, m.Subject(), err)
 		}
-		out[runID] = append(out[runID], input{seq: md.Sequence.Stream, time: md.Timestamp, subject: m.Subject(), kind: kind, data: m.Data()})
+		out[runID] = append(out[runID], input{seq: md.Sequence.Stream, time: md.Timestamp, subject: m.Subject(), kind: kind, header: m.Headers(), data: m.Data()})
 		pending = md.NumPending
 		if md.Sequence.Stream >= last || pending == 0 {
 			return out, nil

@@ -26,6 +26,8 @@ var (
 		"seed of every random choice (workflow mix, fault kinds and moments); 0 picks one from the clock")
 	flagPartitions = flag.String("partitions", "auto",
 		"auto: cut NATS nodes off from each other when network namespaces work here; on: require it; off: never")
+	flagMisbehave = flag.Float64("misbehave", 0.15,
+		"share of the attempts of the protocol worker's tasks that it misbehaves on (NAK, drop, malformed result); never a task's last attempt")
 	flagRaceBinary = flag.Bool("race-dispatcher", raceEnabled,
 		"build the jetflow command for the dispatchers with -race (default: as this test binary)")
 )

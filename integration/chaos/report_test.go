@@ -27,6 +27,8 @@ type summary struct {
 	// byKind is the slowest recovery of runs that met faults of one kind
 	// only, by that kind.
 	byKind map[string]time.Duration
+	// misbehavedRuns are left out of the recovery figures.
+	misbehavedRuns int
 }
 
 type slowRun struct {
@@ -49,7 +51,16 @@ func (h *harness) summarize(d *driver, res *results, began, ended time.Time) *su
 		s.kills[f.kind]++
 		s.faultsByKind[f.kind] = append(s.faultsByKind[f.kind], f)
 	}
-	runs := d.all()
+	// Recovery is measured over the runs no worker misbehaved on: a
+	// misbehaved attempt holds its run for the attempt timeout by design.
+	var runs []*runLog
+	for _, r := range d.all() {
+		if r.misbehaved == 0 {
+			runs = append(runs, r)
+		} else {
+			s.misbehavedRuns++
+		}
+	}
 	// Each workflow's median of each segment is what a run takes without
 	// faults, near enough: faults hit a minority of runs.
 	bySeg := map[string][][]time.Duration{}
@@ -67,12 +78,17 @@ func (h *harness) summarize(d *driver, res *results, began, ended time.Time) *su
 			s.medians[name] = append(s.medians[name], ds[len(ds)/2])
 		}
 	}
+	// A stall is a time no run at all settled.
 	var settles []time.Time
+	for _, r := range d.all() {
+		if !r.ended.IsZero() && !r.stored.IsZero() {
+			settles = append(settles, r.ended)
+		}
+	}
 	for _, r := range runs {
 		if r.ended.IsZero() || r.stored.IsZero() {
 			continue
 		}
-		settles = append(settles, r.ended)
 		var met []string
 		kinds := map[string]bool{}
 		for _, f := range h.faults {
@@ -110,12 +126,23 @@ func (s *summary) line() string {
 	r := s.res
 	return fmt.Sprintf("chaos %s: %d runs in %s at %.1f/s, %d lost, %d wrong; kills: %d dispatcher, %d worker, %d nats; %d partitions; "+
 		"%d results applied twice, %d inputs applied twice; %d task executions, %d again after a fault; "+
-		"%d timer fires applied, %d refused; %d events delivered; %d starts repeated by retried calls and refused; replay equal %d/%d; slowest recovery %s; longest stall %s",
+		"%d timer fires applied, %d refused; %d events delivered; %d starts repeated by retried calls and refused; replay equal %d/%d; "+
+		"misbehaved: %s; %d attempts timed out; %d runs stranded; slowest recovery %s; longest stall %s",
 		s.mode, r.runs, s.chaos.Round(time.Second), s.rate, r.runs-r.settled, r.wrong,
 		s.kills[kindDispatcher], s.kills[kindWorker], s.kills[kindNATS], s.kills[faultPartition],
 		r.appliedTwice, r.inputsTwice, r.executions, r.reexecuted,
 		r.timersApplied, r.timersRefused, r.events, r.startsRepeated, r.replayEqual, r.runs,
+		byKind(r.misbehaved), r.timedOut, len(r.stranded),
 		s.slowest.excess.Round(100*time.Millisecond), s.stall.Round(100*time.Millisecond))
+}
+
+// byKind lists counts by misbehaviour, as "3 nak, 2 drop, …".
+func byKind(n map[string]int) string {
+	var out []string
+	for _, kind := range misKinds {
+		out = append(out, fmt.Sprintf("%d %s", n[kind], kind))
+	}
+	return strings.Join(out, ", ")
 }
 
 // details are the figures behind the line.
@@ -162,5 +189,12 @@ func (s *summary) details() []string {
 	}
 	out = append(out, fmt.Sprintf("task attempts run again on a first delivery: %d; process starts retried: %d; client calls retried: %d",
 		s.res.redelivered1, s.failedStarts, s.clientRetries))
+	r := s.res
+	out = append(out, fmt.Sprintf("misbehaviours of the protocol worker, attempts (deliveries): %s (%s); %d NAKed invocations left in the task stream; the recovery figures leave out the %d runs they hit",
+		byKind(r.misbehaved), byKind(r.misDeliveries), r.naksLeft, s.misbehavedRuns))
+	out = append(out, fmt.Sprintf("attempts timed out (TASK_TIMEOUT): %d, %d of them misbehaved on, %d after a fault",
+		r.timedOut, r.timedOutMis, r.timedOut-r.timedOutMis))
+	out = append(out, fmt.Sprintf("runs stranded: %d; states checked: %d stepped through, %d records sampled mid-run, %d unsettled records at the end (the canaries; the control %s found stranded: %v)",
+		len(r.stranded), r.statesStepped, r.sampled, r.endChecked, canaryCut, r.controlFound))
 	return out
 }

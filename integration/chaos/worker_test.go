@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strconv"
 	"sync"
 	"syscall"
 	"time"
@@ -28,10 +29,14 @@ const (
 	prefixEnv  = "JETFLOW_CHAOS_PREFIX"
 	execLogEnv = "JETFLOW_CHAOS_EXEC_LOG"
 	nameEnv    = "JETFLOW_CHAOS_NAME"
+	// seedEnv and shareEnv choose the protocol worker's misbehaviours.
+	seedEnv  = "JETFLOW_CHAOS_SEED"
+	shareEnv = "JETFLOW_CHAOS_MISBEHAVE"
 )
 
 // execution is one line of a worker's execution log: a handler began to
-// run one attempt of one task execution.
+// run one attempt of one task execution, or, with Misbehave set, the
+// protocol worker misbehaved on one delivery of it instead.
 type execution struct {
 	Worker     string `json:"worker"`
 	PID        int    `json:"pid"`
@@ -41,6 +46,8 @@ type execution struct {
 	Task       string `json:"task"`
 	Attempt    int    `json:"attempt"`
 	Delivery   uint64 `json:"delivery"`
+	// Misbehave is one of misKinds; empty when the handler ran.
+	Misbehave string `json:"misbehave,omitempty"`
 }
 
 // attemptKey names one attempt of one task execution of a run.
@@ -60,11 +67,18 @@ type execLog struct {
 	name string
 }
 
-func (l *execLog) record(inv worker.Invocation) error {
-	line, err := json.Marshal(execution{
-		Worker: l.name, PID: os.Getpid(), Run: inv.Run, Activation: inv.Activation, Node: inv.Node,
+// recordRun logs that a handler of the SDK worker runs inv.
+func (l *execLog) recordRun(inv worker.Invocation) error {
+	return l.record(execution{
+		Run: inv.Run, Activation: inv.Activation, Node: inv.Node,
 		Task: inv.Task, Attempt: inv.Attempt, Delivery: inv.Delivery,
 	})
+}
+
+// record appends e, with this worker's name and pid.
+func (l *execLog) record(e execution) error {
+	e.Worker, e.PID = l.name, os.Getpid()
+	line, err := json.Marshal(e)
 	if err != nil {
 		return err
 	}
@@ -76,9 +90,10 @@ func (l *execLog) record(inv worker.Invocation) error {
 	return l.f.Sync()
 }
 
-// workerProcess is the main of a worker process: the Go SDK serving every
-// task of workflows_test.go, each execution logged first. It prints
-// "ready" once it serves and drains on SIGTERM.
+// workerProcess is the main of a worker process: the Go SDK serving the
+// tasks of workflows_test.go but rawTasks, which the protocol worker
+// serves (and misbehaves on), each execution logged first. It prints
+// "ready" once both serve and drains on SIGTERM.
 func workerProcess() int {
 	log := slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	name := os.Getenv(nameEnv)
@@ -110,9 +125,14 @@ func workerProcess() int {
 		log.Error("worker: new", "error", err)
 		return 1
 	}
+	raw := map[string]worker.Handler{}
 	for task, h := range taskHandlers() {
+		if rawTasks[task] {
+			raw[task] = h
+			continue
+		}
 		err := w.Register(task, "1", func(ctx context.Context, inv worker.Invocation) (any, error) {
-			if err := rec.record(inv); err != nil {
+			if err := rec.recordRun(inv); err != nil {
 				return nil, fmt.Errorf("execution log: %w", err)
 			}
 			// Some work widens the window in which a kill finds a task in
@@ -131,15 +151,39 @@ func workerProcess() int {
 		log.Error("worker: start", "error", err)
 		return 1
 	}
+	seed, _ := strconv.ParseUint(os.Getenv(seedEnv), 10, 64)
+	share, _ := strconv.ParseFloat(os.Getenv(shareEnv), 64)
+	pull, stopPulls := context.WithCancel(context.Background())
+	defer stopPulls()
+	work, hardStop := context.WithCancel(context.Background())
+	defer hardStop()
+	rw := &rawWorker{js: js, names: subjects.Must(os.Getenv(prefixEnv)), log: log, rec: rec,
+		mis: misbehaviour{seed: seed, share: share}, concurrency: 8, pull: pull, work: work}
+	if err := rw.start(ctx, raw); err != nil {
+		log.Error("worker: start the protocol worker", "error", err)
+		return 1
+	}
 	fmt.Println("ready")
 	<-ctx.Done()
 	stopCtx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
+	stopPulls()
+	drained := make(chan struct{})
+	go func() { rw.wait(); close(drained) }()
+	status := 0
 	if err := w.Stop(stopCtx); err != nil {
 		log.Error("worker: stop", "error", err)
-		return 1
+		status = 1
 	}
-	return 0
+	select {
+	case <-drained:
+	case <-stopCtx.Done():
+		log.Error("worker: the protocol worker did not drain in time")
+		hardStop()
+		<-drained
+		status = 1
+	}
+	return status
 }
 
 func pause(ctx context.Context, d time.Duration) error {

@@ -16,16 +16,18 @@ type workflow struct {
 	// events: the harness sends the run a refused and an accepted "pay"
 	// event once it waits.
 	events bool
-	// timers is how many timer fires the run applies (after timers and
-	// retry timers); more fires may come and must be refused.
-	timers int
+	// after is how many fires of its chart's timers (after) the run
+	// applies; more may come and must be refused. Retry and deadline
+	// fires depend on what the workers did (steps_test.go).
+	after int
 	// visits are states the run must have entered exactly so often.
 	visits func(i int) map[string]float64
 }
 
 // workflows is the mix: one task, a fan-out DAG joined by ports, a
 // bounded loop, an event wait, an after timer and a caught failure after
-// retries. Every task is one of taskHandlers.
+// retries. Every task is one of taskHandlers. A last entry of weight 0,
+// never in the mix, is the stuck canary (stranded_test.go).
 var workflows = []*workflow{
 	{
 		name: "one", weight: 3,
@@ -84,7 +86,7 @@ var workflows = []*workflow{
 	},
 	{
 		// An after timer wins over an event that never comes.
-		name: "timer", weight: 2, timers: 1,
+		name: "timer", weight: 2, after: 1,
 		doc: `{"$workflow":"0.2","revision":"timer/1","initial":"wait","states":{
 			"wait":{"on":[{"event":"never","to":"done"}],"after":{"ms":400,"to":"late"}},
 			"late":{"work":{"task":"inc","version":"1"},"then":"done"},
@@ -95,9 +97,9 @@ var workflows = []*workflow{
 		visits: func(int) map[string]float64 { return map[string]float64{"/states/late": 1} },
 	},
 	{
-		// A task that always fails, retried twice by the dispatchers'
-		// default policy (two retry timers), then caught.
-		name: "catch", weight: 1, timers: 2,
+		// A task that always fails, retried twice (harnessPolicy gives
+		// fail three attempts), then caught.
+		name: "catch", weight: 1,
 		doc: `{"$workflow":"0.2","revision":"catch/1","initial":"charge","states":{
 			"charge":{"work":{"task":"fail","version":"1"},"then":"done","catch":"recovered"},
 			"recovered":{"work":{"task":"double","version":"1"},"input":"$.context.input.n","then":"done"},
@@ -106,6 +108,16 @@ var workflows = []*workflow{
 		state:  "/states/done",
 		result: func(i int) string { return fmt.Sprint(2 * i) },
 		visits: func(int) map[string]float64 { return map[string]float64{"/states/recovered": 1} },
+	},
+	{
+		// Invokes a task no worker serves, whose one attempt outlasts the
+		// test: a run that stays running, held by its deadline timer.
+		name: "stuck",
+		doc: `{"$workflow":"0.2","revision":"stuck/1","initial":"a","states":{
+			"a":{"work":{"task":"nobody","version":"1"},"then":"done"},
+			"done":{"final":true}}}`,
+		input: func(int) any { return nil },
+		state: "/states/done",
 	},
 }
 
