@@ -28,8 +28,8 @@ type scenario struct {
 	says string
 	// attempts is how many task attempts the run makes.
 	attempts int
-	// inputs is how many inputs the run's record applied (refusals
-	// included), rejected how many of them it refused.
+	// inputs is how many inputs the run's record applied, rejected how
+	// many more it refused.
 	inputs, rejected int
 }
 
@@ -85,7 +85,7 @@ func TestScenarios(t *testing.T) {
 			// A refused input may still be in flight after the end.
 			waitRejected(t, e, runID, sc.rejected)
 			rec := e.checkRecord(t, runID, sc.rejected)
-			if len(rec.Applied) != sc.inputs {
+			if len(rec.Applied) != sc.inputs-sc.rejected {
 				t.Errorf("%d inputs applied, want %d", len(rec.Applied), sc.inputs)
 			}
 			if got := len(e.tasks.invocations(runID)); got != sc.attempts {
