@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/url"
@@ -206,6 +207,25 @@ func TestPermissionMatrix(t *testing.T) {
 	if _, err := observer.Status(ctx, "p1"); err != nil {
 		t.Fatalf("the observer cannot read the run: %v", err)
 	}
+	// An event for a run nobody started: the dispatcher looks for its
+	// start in the input stream, and refuses it.
+	if err := events.SendEvent(ctx, "nobody", "go", nil); err != nil {
+		t.Fatal(err)
+	}
+	natstest.WaitFor(t, 30*time.Second, "the stray event handled", func() error {
+		c, err := r.op.js.Consumer(ctx, n.InputStream(), n.DispatcherConsumer())
+		if err != nil {
+			return err
+		}
+		info, err := c.Info(ctx)
+		if err != nil {
+			return err
+		}
+		if info.NumPending+uint64(info.NumAckPending) > 0 || info.NumRedelivered > 0 {
+			return fmt.Errorf("pending %d, unacknowledged %d, redelivered %d", info.NumPending, info.NumAckPending, info.NumRedelivered)
+		}
+		return nil
+	})
 	for _, c := range []*conn{r.op, r.disp, r.workerA, r.workerB, r.app, r.events, r.observer} {
 		if v := c.all(); len(v) > 0 {
 			t.Fatalf("%s was refused during a normal run: %v", c.user, v)

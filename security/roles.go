@@ -81,6 +81,9 @@ func Dispatcher(n subjects.Names, user string) Permissions {
 		api("STREAM.INFO", in), api("STREAM.INFO", tm), api("STREAM.PURGE", tm),
 		api("CONSUMER.CREATE", in, c), api("CONSUMER.CREATE", in, c, ">"), api("CONSUMER.DURABLE.CREATE", in, c),
 		api("CONSUMER.INFO", in, c), api("CONSUMER.MSG.NEXT", in, c), "$JS.ACK." + in + "." + c + ".>",
+		// Whether an input of a run without a record has a start before
+		// it (dispatcher/early.go): the last start of one run.
+		api("DIRECT.GET", in, n.Start("*")),
 		n.TaskAll(), n.ScheduleAll(), n.StatusAll(),
 		api("STREAM.INFO", kvStream(runs)), api("DIRECT.GET", kvStream(runs), ">"), api("STREAM.MSG.GET", kvStream(runs)), kvKeys(runs),
 		api("STREAM.INFO", kvStream(wfs)), api("DIRECT.GET", kvStream(wfs), ">"), api("STREAM.MSG.GET", kvStream(wfs)),
