@@ -120,6 +120,8 @@ func setup(t *testing.T, opts options) *env {
 	}
 	t.Cleanup(func() { stopWithin(t, "fleet", f.Stop) })
 	e.f, e.names = f, f.Names
+	// Registered after the fleet's stop, so it runs before it.
+	t.Cleanup(func() { e.checkNoneStranded(t) })
 	for name, doc := range workflows {
 		if _, err := f.Deploy(ctx, name, []byte(doc)); err != nil {
 			t.Fatalf("deploy %s: %v", name, err)
@@ -338,4 +340,32 @@ func canonical(t testing.TB, data string) string {
 		t.Fatalf("decode %q: %v", data, err)
 	}
 	return value.MustCanonical(v)
+}
+
+// checkNoneStranded fails the test if any run it leaves behind has no way
+// forward of its own (run.State.Stranded): every future path that could
+// strand a run fails here, in whichever test takes it.
+func (e *env) checkNoneStranded(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	entries, err := e.f.Runs.List(ctx, nil)
+	if err != nil {
+		t.Errorf("list runs for the stranding check: %v", err)
+		return
+	}
+	for _, en := range entries {
+		rec, err := dispatcher.DecodeRecord(en.Data)
+		if err != nil {
+			t.Errorf("run %s: %v", en.RunID, err)
+			continue
+		}
+		st, err := rec.RunState()
+		if err != nil {
+			t.Errorf("run %s: %v", en.RunID, err)
+			continue
+		}
+		if err := st.Stranded(); err != nil {
+			t.Errorf("stranded: %v", err)
+		}
+	}
 }
