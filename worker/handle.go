@@ -44,12 +44,27 @@ func (w *Worker) handle(rs *runState, r *registration, m jetstream.Msg, p *pace,
 		log.Info("invocation redelivered", "delivery", delivery)
 	}
 
+	inv := invocationOf(wi, delivery)
+	if !inv.Deadline.IsZero() && time.Now().After(inv.Deadline.Add(deadlineSkew)) {
+		// The dispatchers have failed this attempt already (and perhaps
+		// invoked the next): running it would only be refused.
+		log.Warn("invocation past its deadline; not run", "deadline", inv.Deadline, "delivery", delivery)
+		if err := m.TermWithReason("past its deadline"); err != nil {
+			log.Error("terminating an invocation past its deadline failed", "error", err)
+		}
+		return
+	}
 	stopHeartbeat := w.keepAlive(rs.work, m, p, log)
 	defer stopHeartbeat() // also stopped before the ack below
 
 	ctx, cancel := context.WithCancel(rs.work)
 	defer cancel()
-	out, herr := Execute(ctx, r.handler, invocationOf(wi, delivery))
+	if !inv.Deadline.IsZero() {
+		var cancelDeadline context.CancelFunc
+		ctx, cancelDeadline = context.WithDeadline(ctx, inv.Deadline.Add(deadlineSkew))
+		defer cancelDeadline()
+	}
+	out, herr := Execute(ctx, r.handler, inv)
 	if herr != nil && rs.work.Err() != nil {
 		// The worker stopped under the handler: its error is most likely
 		// the cancellation, not the task's. Let another worker run it.

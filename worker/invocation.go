@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"time"
 
 	"github.com/jetflow/jetflow/subjects"
 	"github.com/jetflow/jetflow/wire"
@@ -39,6 +40,11 @@ type Invocation struct {
 	Input json.RawMessage
 	// With is the node's "with" argument as JSON, nil when it has none.
 	With json.RawMessage
+	// Deadline is when the dispatchers fail the attempt with TASK_TIMEOUT
+	// unless its result is accepted first (the task's attemptTimeout,
+	// docs/POLICY.md); zero when none applies. The handler's context ends
+	// a little after it: a result after it is refused anyway.
+	Deadline time.Time
 }
 
 // DecodeInput decodes Input into v. A failure is non-retryable: the same
@@ -118,6 +124,19 @@ func invocationOf(w *wire.Invocation, delivery uint64) Invocation {
 	return Invocation{
 		Run: w.Run, Activation: w.Activation, State: w.State, Node: w.Node,
 		Task: w.Task, Version: w.Version, Attempt: w.Attempt, Delivery: delivery,
-		Input: w.Input, With: w.With,
+		Input: w.Input, With: w.With, Deadline: deadlineOf(w),
 	}
 }
+
+// deadlineOf is an invocation's deadline as a time, zero when it has none.
+func deadlineOf(w *wire.Invocation) time.Time {
+	if w.Deadline <= 0 {
+		return time.Time{}
+	}
+	return time.UnixMilli(int64(w.Deadline))
+}
+
+// deadlineSkew is how much later than its deadline a worker still runs an
+// attempt: the deadline is in the dispatchers' stream time, which may run
+// ahead of the worker's clock.
+const deadlineSkew = 2 * time.Second
