@@ -19,6 +19,8 @@ var valid = []struct{ name, in, canon string }{
 	{"empty rule", `{"*":{}}`, `{"*":{}}`},
 	{"every field", `{"ship@1":{"maxAttempts":5,"initialInterval":"250ms","maxInterval":"1m","multiplier":1.5,"nonRetryableCodes":["CARD","<&>"],"startToClose":"30s"}}`,
 		`{"ship@1":{"initialInterval":"250ms","maxAttempts":5,"maxInterval":"1m0s","multiplier":1.5,"nonRetryableCodes":["CARD","<&>"],"startToClose":"30s"}}`},
+	{"timeouts", `{"*":{"attemptTimeout":"90s"},"ship":{"scheduleToClose":"1h"}}`,
+		`{"*":{"attemptTimeout":"1m30s"},"ship":{"scheduleToClose":"1h0m0s"}}`},
 	{"three levels", `{"*":{"startToClose":"2m"},"ship":{"maxAttempts":1},"ship@2.0+b":{"multiplier":1}}`,
 		`{"*":{"startToClose":"2m0s"},"ship":{"maxAttempts":1},"ship@2.0+b":{"multiplier":1}}`},
 	{"no codes", `{"t":{"nonRetryableCodes":[]}}`, `{"t":{"nonRetryableCodes":[]}}`},
@@ -76,6 +78,8 @@ func TestParseRefusesWithPointer(t *testing.T) {
 		{"duration too short", `{"t":{"initialInterval":"500us"}}`, "/t/initialInterval", "outside"},
 		{"start-to-close too short", `{"t":{"startToClose":"500ms"}}`, "/t/startToClose", "outside 1s to 24h0m0s"},
 		{"start-to-close too long", `{"t":{"startToClose":"25h"}}`, "/t/startToClose", "outside"},
+		{"attempt timeout too short", `{"t":{"attemptTimeout":"10ms"}}`, "/t/attemptTimeout", "outside 1s"},
+		{"schedule-to-close not a duration", `{"t":{"scheduleToClose":5}}`, "/t/scheduleToClose", ""},
 		{"multiplier below 1", `{"t":{"multiplier":0.5}}`, "/t/multiplier", "from 1 to 100"},
 		{"multiplier bool", `{"t":{"multiplier":true}}`, "/t/multiplier", "not a boolean"},
 		{"codes not array", `{"t":{"nonRetryableCodes":"X"}}`, "/t/nonRetryableCodes", "array"},
@@ -207,5 +211,32 @@ func TestPolicyJSONRoundTrip(t *testing.T) {
 	err = json.Unmarshal([]byte(`{"policy":{"ship@1":{"maxAttempts":-1}}}`), &holder)
 	if !errors.Is(err, policy.ErrInvalid) {
 		t.Fatalf("Unmarshal of an invalid policy = %v", err)
+	}
+}
+
+func TestTimeoutsResolve(t *testing.T) {
+	t.Parallel()
+	p, err := policy.Parse([]byte(`{"*":{"attemptTimeout":"90s"},"ship":{"scheduleToClose":"1h"},"ship@2":{"attemptTimeout":"5s"}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		task, version     string
+		attempt, closing float64
+	}{
+		{"notify", "1", 90000, 0},
+		{"ship", "1", 90000, 3600000},
+		{"ship", "2", 5000, 3600000},
+	} {
+		if got := p.Timeouts(c.task, c.version); got.AttemptMs != c.attempt || got.ScheduleToCloseMs != c.closing {
+			t.Errorf("%s@%s: %+v, want %v / %v", c.task, c.version, got, c.attempt, c.closing)
+		}
+	}
+	var none *policy.Policy
+	if got := none.Timeouts("any", "1"); got.AttemptMs != float64(policy.DefaultAttemptTimeout/time.Millisecond) || got.ScheduleToCloseMs != 0 {
+		t.Errorf("no policy: %+v, want the default attempt timeout", got)
+	}
+	if none.RunOptions().Timeouts == nil {
+		t.Error("no policy: the run options set no timeouts")
 	}
 }

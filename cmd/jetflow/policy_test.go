@@ -35,7 +35,7 @@ func TestDeployWithPolicy(t *testing.T) {
 		}
 		return p
 	}
-	pol := write("policy.json", `{"ship@1":{"maxAttempts":5,"startToClose":"30s","nonRetryableCodes":["NO_ADDRESS"]},"*":{"initialInterval":"250ms"}}`)
+	pol := write("policy.json", `{"ship@1":{"maxAttempts":5,"startToClose":"30s","nonRetryableCodes":["NO_ADDRESS"],"attemptTimeout":"2m","scheduleToClose":"5m"},"*":{"initialInterval":"250ms"}}`)
 	const order = "../../examples/order.json"
 
 	out, errOut, exit := runEnv(t, nil, "", "deploy", "order", order, "--policy", pol, "--nats", f.URL())
@@ -43,10 +43,10 @@ func TestDeployWithPolicy(t *testing.T) {
 		t.Fatalf("deploy --policy: exit %d: %s%s", exit, out, errOut)
 	}
 	for _, want := range []string{
-		`policy {"*":{"initialInterval":"250ms"},"ship@1":{"maxAttempts":5,"nonRetryableCodes":["NO_ADDRESS"],"startToClose":"30s"}}`,
+		`policy {"*":{"initialInterval":"250ms"},"ship@1":{"attemptTimeout":"2m0s","maxAttempts":5,"nonRetryableCodes":["NO_ADDRESS"],"scheduleToClose":"5m0s","startToClose":"30s"}}`,
 		"ship@1         jetflow.task.ship.1         task_ship_1\n",
-		"ship@1         5         250ms x2 up to 1m0s  30s             NO_ADDRESS\n",
-		"notify@1       3         250ms x2 up to 1m0s  1m0s            -\n",
+		"ship@1         5         250ms x2 up to 1m0s  30s             2m0s (all 5m0s)  NO_ADDRESS\n",
+		"notify@1       3         250ms x2 up to 1m0s  1m0s            10m0s            -\n",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("deploy output lacks %q:\n%s", want, out)

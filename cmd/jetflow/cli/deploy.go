@@ -30,10 +30,13 @@ type deployedTask struct {
 	Subject  string `json:"subject"`
 	Consumer string `json:"consumer"`
 	Stream   string `json:"stream"`
-	// Retry and StartToClose are the task's resolved policy: what its
-	// runs retry with and its consumer's AckWait.
-	Retry        taskRetry `json:"retry"`
-	StartToClose string    `json:"startToClose"`
+	// Retry, StartToClose and the timeouts are the task's resolved
+	// policy: what its runs retry with, its consumer's AckWait, and when
+	// an attempt (or all of a node's attempts) fails with TASK_TIMEOUT.
+	Retry           taskRetry `json:"retry"`
+	StartToClose    string    `json:"startToClose"`
+	AttemptTimeout  string    `json:"attemptTimeout"`
+	ScheduleToClose string    `json:"scheduleToClose,omitempty"`
 }
 
 // taskRetry is a resolved retry policy, durations as Go prints them.
@@ -71,8 +74,10 @@ func newDeploy(s streams) *cobra.Command {
 			"the subject and consumer its workers serve.\n\n" +
 			"--policy POLICY.json deploys the tasks' retry and timeout policy with the document: a\n" +
 			"JSON object mapping \"task@version\", \"task\" or \"*\" to {\"maxAttempts\", \"initialInterval\",\n" +
-			"\"maxInterval\", \"multiplier\", \"nonRetryableCodes\", \"startToClose\"} (docs/POLICY.md). It is\n" +
-			"part of the revision, as the document is; startToClose becomes the task consumer's AckWait.\n" +
+			"\"maxInterval\", \"multiplier\", \"nonRetryableCodes\", \"startToClose\", \"attemptTimeout\",\n" +
+			"\"scheduleToClose\"} (docs/POLICY.md). It is part of the revision, as the document is;\n" +
+			"startToClose becomes the task consumer's AckWait, and an attempt with no accepted result\n" +
+			"within attemptTimeout (default 10m) fails with TASK_TIMEOUT.\n" +
 			"An invalid policy exits 1 with POLICY PATH message.\n\n" +
 			"An invalid document exits 1 with each error as CODE PATH message, as validate prints it;\n" +
 			"so does a different document under a revision already deployed (revisions never change).\n" +
@@ -199,6 +204,7 @@ func printDeployment(s streams, f *fleet.Fleet, d fleet.Deployed, asJSON bool) e
 		if stc == 0 {
 			stc = f.TaskPolicy().StartToClose
 		}
+		to := d.Policy.Timeouts(t.Task, t.Version)
 		r.Tasks = append(r.Tasks, deployedTask{
 			Task: t.Task, Version: t.Version, Subject: f.Names.Task(t.Task, t.Version),
 			Consumer: f.Names.TaskConsumer(t.Task, t.Version), Stream: f.Names.TaskStream(),
@@ -206,8 +212,12 @@ func printDeployment(s streams, f *fleet.Fleet, d fleet.Deployed, asJSON bool) e
 				MaxAttempts: rp.MaxAttempts, Multiplier: rp.Multiplier, NonRetryableCodes: append([]string{}, rp.NonRetryableCodes...),
 				InitialInterval: msDuration(rp.InitialIntervalMs), MaxInterval: msDuration(rp.MaxIntervalMs),
 			},
-			StartToClose: stc.String(),
+			StartToClose:   stc.String(),
+			AttemptTimeout: msDuration(to.AttemptMs),
 		})
+		if to.ScheduleToCloseMs > 0 {
+			r.Tasks[len(r.Tasks)-1].ScheduleToClose = msDuration(to.ScheduleToCloseMs)
+		}
 	}
 	if asJSON {
 		enc := json.NewEncoder(s.out)
@@ -237,16 +247,20 @@ func printDeployment(s streams, f *fleet.Fleet, d fleet.Deployed, asJSON bool) e
 	if r.Policy == nil {
 		return nil
 	}
-	fmt.Fprintln(s.out, "their policy (attempts, backoff, start-to-close, codes never retried):")
+	fmt.Fprintln(s.out, "their policy (attempts, backoff, start-to-close, attempt timeout, codes never retried):")
 	tw = tabwriter.NewWriter(s.out, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "TASK\tATTEMPTS\tBACKOFF\tSTART-TO-CLOSE\tNON-RETRYABLE")
+	fmt.Fprintln(tw, "TASK\tATTEMPTS\tBACKOFF\tSTART-TO-CLOSE\tTIMEOUT\tNON-RETRYABLE")
 	for _, t := range r.Tasks {
 		rt := t.Retry
 		codes := strings.Join(rt.NonRetryableCodes, ",")
 		if codes == "" {
 			codes = "-"
 		}
-		fmt.Fprintf(tw, "%s@%s\t%d\t%s x%v up to %s\t%s\t%s\n", t.Task, t.Version, rt.MaxAttempts, rt.InitialInterval, rt.Multiplier, rt.MaxInterval, t.StartToClose, codes)
+		timeout := t.AttemptTimeout
+		if t.ScheduleToClose != "" {
+			timeout += " (all " + t.ScheduleToClose + ")"
+		}
+		fmt.Fprintf(tw, "%s@%s\t%d\t%s x%v up to %s\t%s\t%s\t%s\n", t.Task, t.Version, rt.MaxAttempts, rt.InitialInterval, rt.Multiplier, rt.MaxInterval, t.StartToClose, timeout, codes)
 	}
 	return tw.Flush()
 }
