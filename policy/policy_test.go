@@ -221,7 +221,7 @@ func TestTimeoutsResolve(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, c := range []struct {
-		task, version     string
+		task, version    string
 		attempt, closing float64
 	}{
 		{"notify", "1", 90000, 0},
