@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -224,7 +225,7 @@ func (h *harness) checkRun(ctx context.Context, rp *dispatcher.Replayer, r *runL
 	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
 	if r.status == nil {
-		c.problem(r.id, "lost: %v; %s", r.failure, h.diagnose(ctx, r.id))
+		c.problem(r.id, "lost: %v; %s; %s", r.failure, h.unreached(ctx, r.id, history), h.diagnose(ctx, r.id))
 		return c
 	}
 	c.settled = true
@@ -357,6 +358,25 @@ func (h *harness) checkRun(ctx context.Context, rp *dispatcher.Replayer, r *runL
 		c.replayEqual = true
 	}
 	return c
+}
+
+// unreached lists the inputs of a run's history that its record neither
+// applied nor refused: what a lost run may be waiting for.
+func (h *harness) unreached(ctx context.Context, runID string, history []input) string {
+	_, rec, err := h.liveState(ctx, runID)
+	if err != nil {
+		return err.Error()
+	}
+	var out []string
+	for _, m := range history {
+		if !slices.Contains(rec.Applied, m.seq) && !slices.ContainsFunc(rec.Rejected, func(r dispatcher.Rejection) bool { return r.Seq == m.seq }) {
+			out = append(out, fmt.Sprintf("%s %d (stored %s)", m.kind, m.seq, m.time.Format(time.StampMilli)))
+		}
+	}
+	if len(out) == 0 {
+		return "every input of its history reached it"
+	}
+	return "inputs that never reached it: " + strings.Join(out, ", ")
 }
 
 // settled is a run's settled record and when the bucket stored it.

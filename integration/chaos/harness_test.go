@@ -92,6 +92,9 @@ func newHarness(t *testing.T, m mode, seed uint64, partitions bool) *harness {
 	dir := os.Getenv("JETFLOW_CHAOS_DIR")
 	if dir == "" {
 		dir = t.TempDir()
+		// Runs before the directory is removed, after every process
+		// stopped and the harness's log closed.
+		t.Cleanup(func() { keepLogs(t, dir, seed) })
 	} else if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -122,6 +125,37 @@ func newHarness(t *testing.T, m mode, seed uint64, partitions bool) *harness {
 	// Registered after the namespaces' cleanup, so it runs before it.
 	t.Cleanup(h.stopAll)
 	return h
+}
+
+// keepLogs copies the processes' logs and the workers' execution logs of
+// a failed test out of its temporary directory, so that a failure seen
+// once can be read (the NATS stores stay behind; set JETFLOW_CHAOS_DIR to
+// keep everything).
+func keepLogs(t *testing.T, dir string, seed uint64) {
+	if !t.Failed() {
+		return
+	}
+	dst := filepath.Join(os.TempDir(), fmt.Sprintf("jetflow-chaos-%d", seed))
+	var paths []string
+	for _, pattern := range []string{"*.log", "*.exec"} {
+		ps, _ := filepath.Glob(filepath.Join(dir, pattern))
+		paths = append(paths, ps...)
+	}
+	if err := os.MkdirAll(dst, 0o755); err != nil {
+		t.Logf("keeping the logs: %v", err)
+		return
+	}
+	for _, p := range paths {
+		data, err := os.ReadFile(p)
+		if err == nil {
+			err = os.WriteFile(filepath.Join(dst, filepath.Base(p)), data, 0o644)
+		}
+		if err != nil {
+			t.Logf("keeping the logs: %v", err)
+			return
+		}
+	}
+	t.Logf("kept the logs of the failed test in %s", dst)
 }
 
 // buildJetflow builds the jetflow command the dispatchers run.
