@@ -171,7 +171,7 @@ func (d *Dispatcher) Start(ctx context.Context) error {
 	d.closed = false
 	d.qmu.Unlock()
 	cc, err := cons.Consume(d.receive,
-		jetstream.PullMaxMessages(pullBatch(d.cfg)),
+		jetstream.PullMaxMessagesWithBytesLimit(pullBatch(d.cfg), pullBytes(d.js.Conn().MaxPayload())),
 		jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
 			d.log.Warn("dispatcher: consume", slog.Any("error", err))
 		}))

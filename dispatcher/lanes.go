@@ -31,6 +31,10 @@ func strayWorkers(concurrency int) int { return max(1, concurrency/8) }
 // pullBatch is how many inputs one pull asks for.
 func pullBatch(cfg Config) int { return min(cfg.MaxAckPending, max(4*cfg.Concurrency, 2048)) }
 
+// pullBytes bounds the bytes one pull buffers: never below two messages
+// of the server's largest, or a large message would stall the consumer.
+func pullBytes(maxPayload int64) int { return int(max(16<<20, 2*maxPayload)) }
+
 // spillDelay is how long an input that found the queues full waits
 // before it is delivered again.
 const spillDelay = time.Second
