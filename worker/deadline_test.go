@@ -2,11 +2,8 @@ package worker_test
 
 import (
 	"context"
-	"encoding/json"
 	"testing"
 	"time"
-
-	"github.com/nats-io/nats.go"
 
 	"github.com/jetflow/jetflow/worker"
 )
@@ -17,16 +14,7 @@ func TestInvocationDeadline(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	b.ensure(t, worker.TaskPolicy{})
-	terms := make(chan string, 4)
-	sub, err := b.nc.Subscribe("$JS.EVENT.ADVISORY.CONSUMER.MSG_TERMINATED.>", func(m *nats.Msg) {
-		var adv struct{ Reason string }
-		_ = json.Unmarshal(m.Data, &adv)
-		terms <- adv.Reason
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = sub.Unsubscribe() }()
+	terms := b.terminations(t)
 	seen := make(chan time.Time, 4)
 	b.start(t, b.config(), func(ctx context.Context, inv worker.Invocation) (any, error) {
 		d, _ := ctx.Deadline()

@@ -263,3 +263,20 @@ func (a *attrSink) Handle(_ context.Context, r slog.Record) error {
 	a.l.mu.Unlock()
 	return nil
 }
+
+// terminations receives the reason of every invocation a worker
+// terminates, from the server's advisories.
+func (b *bundle) terminations(t *testing.T) <-chan string {
+	t.Helper()
+	terms := make(chan string, 16)
+	sub, err := b.nc.Subscribe("$JS.EVENT.ADVISORY.CONSUMER.MSG_TERMINATED.>", func(m *nats.Msg) {
+		var adv struct{ Reason string }
+		_ = json.Unmarshal(m.Data, &adv)
+		terms <- adv.Reason
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = sub.Unsubscribe() })
+	return terms
+}

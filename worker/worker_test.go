@@ -328,16 +328,7 @@ func TestMalformedInvocationsAreTerminated(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	b.ensure(t, worker.TaskPolicy{})
-	terms := make(chan string, 16)
-	sub, err := b.nc.Subscribe("$JS.EVENT.ADVISORY.CONSUMER.MSG_TERMINATED.>", func(m *nats.Msg) {
-		var adv struct{ Reason string }
-		_ = json.Unmarshal(m.Data, &adv)
-		terms <- adv.Reason
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = sub.Unsubscribe() }()
+	terms := b.terminations(t)
 	var calls atomic.Int32
 	b.start(t, b.config(), func(context.Context, worker.Invocation) (any, error) {
 		calls.Add(1)
