@@ -70,8 +70,8 @@ type Config struct {
 	// (the start is in another dispatcher's hands) before it is
 	// terminated, measured from the input's stream time. An input for a
 	// run the stream holds no start for is terminated at once. Default:
-	// twice AckWait, so that a start held by a killed dispatcher is
-	// redelivered and applied first.
+	// twice AckWait and at least a minute, so that a start held by a
+	// killed dispatcher, or by a server outage, is applied first.
 	UnknownRunWait time.Duration
 	// MaxEarlyInputs caps the inputs one process holds back to wait for
 	// their runs' starts, a quarter of them for any one run: each holds a
@@ -152,7 +152,7 @@ func (c Config) WithDefaults() Config {
 	setDefault(&c.OpTimeout, 5*time.Second)
 	setDefault(&c.RetryDelay, 250*time.Millisecond)
 	setDefault(&c.MaxRetryDelay, 30*time.Second)
-	setDefault(&c.UnknownRunWait, 2*c.AckWait)
+	setDefault(&c.UnknownRunWait, max(2*c.AckWait, time.Minute))
 	setDefault(&c.MaxEarlyInputs, 128)
 	if c.Clock == nil {
 		c.Clock = clock.Real{}

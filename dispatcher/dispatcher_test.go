@@ -324,3 +324,35 @@ func TestInputBeforeItsStartIsTerminated(t *testing.T) {
 		t.Errorf("%v redeliveries: the early event waited", got)
 	}
 }
+
+// A client that retries its start call can store a second start after
+// the run's first inputs; an input between the two must wait for the
+// first start, not be refused for the second.
+func TestInputBetweenTwoStartsWaits(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	d := b.dispatcher(t, Config{})
+	b.start(t, "twice", map[string]any{"events": 1})
+	b.publish(t, b.names.Event("twice", "e"), "between", "")
+	b.publish(t, b.names.Start("twice"), wire.Start{Workflow: "fake"}, "start/twice/retry")
+	ctx := testCtx(t)
+	first, err := d.startSeq(ctx, "twice")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if first != 1 {
+		t.Fatalf("start sequence %d, want the first start's 1", first)
+	}
+	in := &input{runID: "twice", kind: "event"}
+	meta := &jetstream.MsgMetadata{Sequence: jetstream.SequencePair{Stream: 2}, Timestamp: time.Now()}
+	if reason := d.noRunReason(ctx, meta, in); reason != "" {
+		t.Errorf("the event between two starts is refused: %s", reason)
+	}
+	if reason := d.strayWithoutStart(ctx, meta, in); reason != "" {
+		t.Errorf("the stray check refuses it: %s", reason)
+	}
+	rec := b.waitStatus(t, "twice", wire.StatusDone, 10*time.Second)
+	if got := string(rec.Status.Result); got != `["between"]` {
+		t.Errorf("result %s, want the event between the starts", got)
+	}
+}

@@ -152,12 +152,14 @@ func (d *Dispatcher) strayWithoutStart(ctx context.Context, meta *jetstream.MsgM
 	return ""
 }
 
-// startSeq is the stream sequence of the run's last start, 0 if the
-// input stream holds none. It is one direct read.
+// startSeq is the stream sequence of the run's first start, 0 if the
+// input stream holds none. The first, not the last: a client that retries
+// a start call can store a second start after the run's first inputs. It
+// is one direct read.
 func (d *Dispatcher) startSeq(ctx context.Context, runID string) (uint64, error) {
 	ctx, cancel := context.WithTimeout(ctx, d.cfg.OpTimeout)
 	defer cancel()
-	msg, err := d.inputs.GetLastMsgForSubject(ctx, d.cfg.Names.Start(runID))
+	msg, err := d.inputs.GetMsg(ctx, 1, jetstream.WithGetMsgSubject(d.cfg.Names.Start(runID)))
 	if errors.Is(err, jetstream.ErrMsgNotFound) {
 		return 0, nil
 	}
