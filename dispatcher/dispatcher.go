@@ -98,7 +98,7 @@ func newDispatcher(js jetstream.JetStream, store RunStore, l loader, cfg Config)
 		return nil, fmt.Errorf("dispatcher: register metrics: %w", err)
 	}
 	d := &Dispatcher{
-		cfg: cfg, js: js, pub: publisher{js: js, nc: js.Conn(), names: cfg.Names}, store: store, loader: l,
+		cfg: cfg, js: js, pub: publisher{js: js, nc: js.Conn(), names: cfg.Names, now: cfg.Clock.Now}, store: store, loader: l,
 		log: cfg.Logger, m: m, cache: newRecordCache(cfg.CacheSize),
 		queues: make(map[string]*runQueue),
 	}
@@ -120,6 +120,13 @@ func (d *Dispatcher) Start(ctx context.Context) error {
 	inputs, err := d.js.Stream(ctx, names.InputStream())
 	if err != nil {
 		return fmt.Errorf("dispatcher: bind input stream %q (is it provisioned?): %w", names.InputStream(), err)
+	}
+	// A task stream provisioned before invocations expired takes no
+	// per-message TTL, and would refuse one.
+	if ts, err := d.js.Stream(ctx, names.TaskStream()); err == nil {
+		d.pub.taskTTL = ts.CachedInfo().Config.AllowMsgTTL
+	} else {
+		d.log.Warn("dispatcher: task stream unreadable; invocations will not expire", slog.Any("error", err))
 	}
 	timers, err := d.js.Stream(ctx, names.TimerStream())
 	if err != nil {

@@ -104,10 +104,14 @@ func renderInvoke(names subjects.Names, tokens *token.Signer, runID, msgID strin
 	if err != nil {
 		return Outgoing{}, err
 	}
-	return Outgoing{
+	o := Outgoing{
 		ID: msgID, Kind: OutInvoke, Subject: names.Task(inv.Task, inv.Version), Data: data,
 		Header: map[string]string{wire.HeaderRunID: runID, wire.HeaderActivation: inv.Activation},
-	}, nil
+	}
+	if inv.Deadline > 0 {
+		o.Header[wire.HeaderDeadline] = strconv.FormatFloat(inv.Deadline, 'f', -1, 64)
+	}
+	return o, nil
 }
 
 func renderTimer(names subjects.Names, runID, msgID string, arm *run.ArmTimer) (Outgoing, error) {
@@ -144,7 +148,7 @@ func renderDisarm(names subjects.Names, runID, msgID string, d *run.DisarmTimer)
 		ID: msgID, Kind: OutDisarm, Subject: names.Schedule(runID, timerToken(d.ID)), Data: json.RawMessage(`{}`),
 		Header: map[string]string{
 			headerRollup:     "sub",
-			headerTTL:        "1s",
+			headerTTL:        "1",
 			wire.HeaderRunID: runID,
 			wire.HeaderTimer: d.ID,
 		},
@@ -226,6 +230,26 @@ type publisher struct {
 	js    jetstream.JetStream
 	nc    *nats.Conn
 	names subjects.Names
+	// taskTTL says the task stream takes per-message TTLs: an invocation
+	// then expires a little after its deadline, so that one nobody
+	// acknowledged (NATS stops redelivering it after max_deliver) does
+	// not stay in the work queue for good.
+	taskTTL bool
+	now     func() time.Time
+}
+
+// invocationTTLMargin is how long past its deadline an invocation stays
+// in the task stream: more than the Go SDK's allowance for clock skew.
+const invocationTTLMargin = 5 * time.Second
+
+// expire sets an invocation's Nats-TTL from its deadline header.
+func (p publisher) expire(m *nats.Msg) {
+	d, err := strconv.ParseFloat(m.Header.Get(wire.HeaderDeadline), 64)
+	if err != nil || d <= 0 || !p.taskTTL {
+		return
+	}
+	left := time.UnixMilli(int64(d)).Sub(p.now()) + invocationTTLMargin
+	m.Header.Set(headerTTL, strconv.FormatInt(int64(max(time.Second, left).Round(time.Second)/time.Second), 10))
 }
 
 // publish sends every outgoing message: invocations and timer schedules
@@ -237,8 +261,11 @@ func (p publisher) publish(ctx context.Context, out []Outgoing) error {
 	for _, o := range out {
 		if o.Kind != OutStatus {
 			m := o.msg()
-			if o.Kind == OutTimer {
+			switch o.Kind {
+			case OutTimer:
 				legacyTimer(p.names, m)
+			case OutInvoke:
+				p.expire(m)
 			}
 			js = append(js, m)
 		}

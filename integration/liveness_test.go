@@ -154,6 +154,22 @@ func TestMisbehavingWorkersEndAtTheDeadline(t *testing.T) {
 		}
 		checkReplay(t, e, id)
 	}
+	// The invocations nobody acknowledged (NATS stopped redelivering the
+	// NAKed ones) expire from the work queue a little after their deadline.
+	natstest.WaitFor(t, 30*time.Second, "task stream empty", func() error {
+		s, err := e.f.JS.Stream(e.ctx, e.names.TaskStream())
+		if err != nil {
+			return err
+		}
+		info, err := s.Info(e.ctx)
+		if err != nil {
+			return err
+		}
+		if info.State.Msgs != 0 {
+			return fmt.Errorf("%d invocations left", info.State.Msgs)
+		}
+		return nil
+	})
 	st := e.wait(t, "late-good", 20*time.Second)
 	if st.State != "/states/ok" || string(st.Result) != `"fine"` {
 		t.Errorf("late-good ended in %s with %s, want its second attempt's output", st.State, st.Result)

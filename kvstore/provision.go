@@ -174,6 +174,10 @@ func TaskStreamConfig(names subjects.Names, opts ProvisionOptions) jetstream.Str
 		Subjects:    []string{names.TaskAll()},
 		Retention:   jetstream.WorkQueuePolicy,
 		Discard:     jetstream.DiscardOld,
+		// Invocations expire a little after their attempt's deadline
+		// (dispatcher/effects.go): one that ran out of deliveries would
+		// otherwise stay in the work queue for good.
+		AllowMsgTTL: true,
 		MaxMsgSize:  maxMsgSize(opts.MaxMsgSize),
 		Storage:     opts.Storage,
 		Replicas:    opts.Replicas,

@@ -78,7 +78,7 @@ func Dispatcher(n subjects.Names, user string) Permissions {
 	in, c, tm := n.InputStream(), n.DispatcherConsumer(), n.TimerStream()
 	runs, wfs := n.RunBucket(), n.WorkflowBucket()
 	pub := []string{
-		api("STREAM.INFO", in), api("STREAM.INFO", tm), api("STREAM.PURGE", tm),
+		api("STREAM.INFO", in), api("STREAM.INFO", tm), api("STREAM.PURGE", tm), api("STREAM.INFO", n.TaskStream()),
 		api("CONSUMER.CREATE", in, c), api("CONSUMER.CREATE", in, c, ">"), api("CONSUMER.DURABLE.CREATE", in, c),
 		api("CONSUMER.INFO", in, c), api("CONSUMER.MSG.NEXT", in, c), "$JS.ACK." + in + "." + c + ".>",
 		// Whether an input of a run without a record has a start before

@@ -15,7 +15,8 @@ const (
 	HeaderActivation = "Jetflow-Activation"
 	// HeaderTimer names the timer a scheduled fire belongs to.
 	HeaderTimer = "Jetflow-Timer"
-	// HeaderDeadline is a timer's logical deadline in Unix milliseconds.
+	// HeaderDeadline is a timer's logical deadline, or an invocation's
+	// attempt deadline, in Unix milliseconds.
 	HeaderDeadline = "Jetflow-Deadline"
 )
 
