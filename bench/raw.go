@@ -126,9 +126,12 @@ func (rb *rawBench) all(ctx context.Context) ([]RawOp, error) {
 		c    int
 		fn   func(context.Context, int, int) error
 	}{
-		{rawPublish, 1, publish}, {rawPublish, rawParallel, publish},
-		{rawKVCreate, 1, create}, {rawKVCreate, rawParallel, create},
-		{rawKVUpdate, 1, update}, {rawKVUpdate, rawParallel, update},
+		{rawPublish, 1, publish},
+		{rawPublish, rawParallel, publish},
+		{rawKVCreate, 1, create},
+		{rawKVCreate, rawParallel, create},
+		{rawKVUpdate, 1, update},
+		{rawKVUpdate, rawParallel, update},
 	}
 	for _, s := range steps {
 		if err := add(rb.closed(ctx, s.name, s.c, s.fn)); err != nil {

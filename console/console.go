@@ -152,8 +152,10 @@ func New(cfg Config) (*Console, error) {
 	if err != nil {
 		return nil, fmt.Errorf("console: page template: %w", err)
 	}
-	c := &Console{cfg: cfg, log: cfg.Logger, idx: newIndex(), page: page, static: static,
-		defs: newDefinitions(cfg.Registry), closing: make(chan struct{})}
+	c := &Console{
+		cfg: cfg, log: cfg.Logger, idx: newIndex(), page: page, static: static,
+		defs: newDefinitions(cfg.Registry), closing: make(chan struct{}),
+	}
 	c.routes()
 	return c, nil
 }

@@ -73,8 +73,10 @@ func summarize(id string, data []byte, rev uint64, updated time.Time) (*Summary,
 	if err := json.Unmarshal(data, &r); err != nil || r.State.Status == "" {
 		return nil, false
 	}
-	s := &Summary{ID: id, Workflow: r.State.Workflow, Revision: r.State.Revision, Status: r.State.Status,
-		Updated: updated.UnixMilli(), Rev: rev}
+	s := &Summary{
+		ID: id, Workflow: r.State.Workflow, Revision: r.State.Revision, Status: r.State.Status,
+		Updated: updated.UnixMilli(), Rev: rev,
+	}
 	if len(r.State.Control.Active) > 0 {
 		s.State = r.State.Control.Active[0]
 	}
@@ -120,8 +122,10 @@ type index struct {
 }
 
 func newIndex() *index {
-	return &index{runs: map[string]*Summary{}, byStatus: map[string]int{}, byWorkflow: map[[2]string]int{},
-		active: map[[2]string]int{}, changed: make(chan struct{})}
+	return &index{
+		runs: map[string]*Summary{}, byStatus: map[string]int{}, byWorkflow: map[[2]string]int{},
+		active: map[[2]string]int{}, changed: make(chan struct{}),
+	}
 }
 
 // apply records one watch entry (nil marks the end of the initial values).

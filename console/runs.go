@@ -190,10 +190,12 @@ func (c *Console) apiRun(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	st, wf := l.st, l.def.wf
-	v := runView{Summary: l.sum, Input: st.Context.Input, Data: st.Context.Data, Failure: st.Error,
+	v := runView{
+		Summary: l.sum, Input: st.Context.Input, Data: st.Context.Data, Failure: st.Error,
 		Active: st.Control.Active, Visits: st.Context.Visits, Event: st.Context.Event, Buffered: st.Buffered,
 		Rejected: l.rec.Rejected, Outbox: len(l.rec.Outbox), Actions: c.cfg.Actions,
-		Generation: st.Generation, Seq: st.Seq}
+		Generation: st.Generation, Seq: st.Seq,
+	}
 	if v.Active == nil {
 		v.Active = []string{}
 	}

@@ -48,7 +48,7 @@ func testCrashPoints(t *testing.T, setup func(t *testing.T) *bundle) {
 				var calls sync.Map
 				b.serveTask(t, "echo", "1", func(ctx context.Context, inv worker.Invocation) (any, error) {
 					n, _ := calls.LoadOrStore(inv.Activation, new(int))
-					*(n.(*int))++
+					*n.(*int)++
 					return echoUpper(ctx, inv)
 				})
 				b.startTask(t, "r", "p")
@@ -82,8 +82,8 @@ func testCrashPoints(t *testing.T, setup func(t *testing.T) *bundle) {
 					t.Errorf("d2 saw %v redelivered %s inputs already applied, want 1", got, kind)
 				}
 				calls.Range(func(k, v any) bool {
-					if *(v.(*int)) != 1 {
-						t.Errorf("activation %v ran %d times", k, *(v.(*int)))
+					if *v.(*int) != 1 {
+						t.Errorf("activation %v ran %d times", k, *v.(*int))
 					}
 					return true
 				})

@@ -20,7 +20,8 @@ var parseCases = []struct {
 	check   func(t *testing.T, in *input)
 	bad     string // substring of the error; "" means valid
 }{
-	{name: "start", subject: "jetflow.in.r1.start", body: `{"workflow":"wf","revision":"v1","input":{"a":[1,2]}}`,
+	{
+		name: "start", subject: "jetflow.in.r1.start", body: `{"workflow":"wf","revision":"v1","input":{"a":[1,2]}}`,
 		check: func(t *testing.T, in *input) {
 			if in.msg.Kind != run.KindStart || in.start.Workflow != "wf" || in.start.Revision != "v1" || in.msg.RunID != "r1" {
 				t.Errorf("parsed %+v / %+v", in.msg, in.start)
@@ -28,67 +29,88 @@ var parseCases = []struct {
 			if m, ok := in.msg.Input.(map[string]any); !ok || len(m["a"].([]any)) != 2 {
 				t.Errorf("input %#v", in.msg.Input)
 			}
-		}},
-	{name: "start without input", subject: "jetflow.in.r1.start", body: `{"workflow":"wf"}`,
+		},
+	},
+	{
+		name: "start without input", subject: "jetflow.in.r1.start", body: `{"workflow":"wf"}`,
 		check: func(t *testing.T, in *input) {
 			if in.msg.Input != nil {
 				t.Errorf("input %#v, want nil", in.msg.Input)
 			}
-		}},
-	{name: "event", subject: "jetflow.in.r1.event.go", body: `{"n":1}`,
+		},
+	},
+	{
+		name: "event", subject: "jetflow.in.r1.event.go", body: `{"n":1}`,
 		check: func(t *testing.T, in *input) {
 			if e := in.msg.Event; e.Type != "go" || !e.HasPayload || e.Payload.(map[string]any)["n"] != 1.0 {
 				t.Errorf("event %+v", e)
 			}
-		}},
-	{name: "event without payload", subject: "jetflow.in.r1.event.go", body: ``,
+		},
+	},
+	{
+		name: "event without payload", subject: "jetflow.in.r1.event.go", body: ``,
 		check: func(t *testing.T, in *input) {
 			if e := in.msg.Event; e.HasPayload || e.Payload != nil {
 				t.Errorf("event %+v, want no payload", e)
 			}
-		}},
-	{name: "event null payload", subject: "jetflow.in.r1.event.go", body: `null`,
+		},
+	},
+	{
+		name: "event null payload", subject: "jetflow.in.r1.event.go", body: `null`,
 		check: func(t *testing.T, in *input) {
 			if e := in.msg.Event; !e.HasPayload || e.Payload != nil {
 				t.Errorf("event %+v, want a null payload", e)
 			}
-		}},
-	{name: "result output", subject: "jetflow.in.r1.result", body: `{"activation":"a","node":"n","attempt":2,"output":"x"}`,
+		},
+	},
+	{
+		name: "result output", subject: "jetflow.in.r1.result", body: `{"activation":"a","node":"n","attempt":2,"output":"x"}`,
 		check: func(t *testing.T, in *input) {
 			if r := in.msg.Result; r.Activation != "a" || r.Node != "n" || r.Attempt != 2 || r.Output != "x" || r.Error != nil {
 				t.Errorf("result %+v", r)
 			}
-		}},
-	{name: "result error", subject: "jetflow.in.r1.result", body: `{"activation":"a","error":{"message":"m","code":"C","nonRetryable":true}}`,
+		},
+	},
+	{
+		name: "result error", subject: "jetflow.in.r1.result", body: `{"activation":"a","error":{"message":"m","code":"C","nonRetryable":true}}`,
 		check: func(t *testing.T, in *input) {
 			if e := in.msg.Result.Error; e == nil || e.Message != "m" || e.Code != "C" || !e.NonRetryable {
 				t.Errorf("error %+v", e)
 			}
-		}},
-	{name: "result null output", subject: "jetflow.in.r1.result", body: `{"activation":"a","output":null}`,
+		},
+	},
+	{
+		name: "result null output", subject: "jetflow.in.r1.result", body: `{"activation":"a","output":null}`,
 		check: func(t *testing.T, in *input) {
 			if r := in.msg.Result; r.Output != nil || r.Error != nil {
 				t.Errorf("result %+v", r)
 			}
-		}},
-	{name: "timer body", subject: "jetflow.in.r1.timer", body: `{"timer":"t1","deadline":1500}`,
+		},
+	},
+	{
+		name: "timer body", subject: "jetflow.in.r1.timer", body: `{"timer":"t1","deadline":1500}`,
 		check: func(t *testing.T, in *input) {
 			if f := in.msg.Timer; f.ID != "t1" || f.Deadline != 1500 {
 				t.Errorf("timer %+v", f)
 			}
-		}},
-	{name: "timer headers", subject: "jetflow.in.r1.timer", header: map[string]string{wire.HeaderTimer: "t2", wire.HeaderDeadline: "2500.5"},
+		},
+	},
+	{
+		name: "timer headers", subject: "jetflow.in.r1.timer", header: map[string]string{wire.HeaderTimer: "t2", wire.HeaderDeadline: "2500.5"},
 		check: func(t *testing.T, in *input) {
 			if f := in.msg.Timer; f.ID != "t2" || f.Deadline != 2500.5 {
 				t.Errorf("timer %+v", f)
 			}
-		}},
-	{name: "cancel", subject: "jetflow.in.r1.cancel", body: `{"reason":"enough"}`,
+		},
+	},
+	{
+		name: "cancel", subject: "jetflow.in.r1.cancel", body: `{"reason":"enough"}`,
 		check: func(t *testing.T, in *input) {
 			if in.msg.Kind != run.KindCancel || in.msg.Reason != "enough" {
 				t.Errorf("cancel %+v", in.msg)
 			}
-		}},
+		},
+	},
 	{name: "cancel empty", subject: "jetflow.in.r1.cancel"},
 
 	{name: "other prefix", subject: "other.in.r1.start", body: `{"workflow":"wf"}`, bad: "not a run input"},

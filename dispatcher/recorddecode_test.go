@@ -41,8 +41,10 @@ func sampleRecords() map[string]*Record {
 			State:  state,
 			Status: &wire.Status{Run: "r1", Workflow: "w", Revision: "w/1", Status: "done", Result: json.RawMessage(`[1,{"a":{}}]`), Time: 1.5e12},
 			Outbox: []Outgoing{
-				{ID: "r1/1", Kind: OutInvoke, Subject: "p.task.echo.1", Data: json.RawMessage(`{"run":"r1","input":[]}`),
-					Header: map[string]string{"Jetflow-Run": "r1", "Jetflow-Activation": "a"}},
+				{
+					ID: "r1/1", Kind: OutInvoke, Subject: "p.task.echo.1", Data: json.RawMessage(`{"run":"r1","input":[]}`),
+					Header: map[string]string{"Jetflow-Run": "r1", "Jetflow-Activation": "a"},
+				},
 				{ID: "r1/2", Kind: OutTimer, Subject: "p.sched.r1.t", Header: map[string]string{}, Data: json.RawMessage(`null`)},
 				{ID: "r1/3", Kind: OutStatus, Subject: "p.status.r1", Data: json.RawMessage(`"x"`)},
 			},

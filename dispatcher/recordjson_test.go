@@ -24,11 +24,15 @@ func TestRecordEncodeIsEncodingJSON(t *testing.T) {
 	state := json.RawMessage(`{"runId":"r1","status":"running","seq":2,"context":{"input":"\u003cb\u003e"}}`)
 	full := &Record{
 		State: state,
-		Status: &wire.Status{Run: "r1", Workflow: "w", Revision: "w/1", Status: "done", State: "s",
-			Result: json.RawMessage(`{"a":[1,2.5,"x"]}`), Error: &wire.RunError{Code: "JF1", Path: "/a", Message: "<&>"}, Time: 1.5e12},
+		Status: &wire.Status{
+			Run: "r1", Workflow: "w", Revision: "w/1", Status: "done", State: "s",
+			Result: json.RawMessage(`{"a":[1,2.5,"x"]}`), Error: &wire.RunError{Code: "JF1", Path: "/a", Message: "<&>"}, Time: 1.5e12,
+		},
 		Outbox: []Outgoing{
-			{ID: "r1/1", Kind: OutInvoke, Subject: "p.task.echo.1", Data: json.RawMessage(`{"run":"r1"}`),
-				Header: map[string]string{"Jetflow-Run": "r1", "Jetflow-Activation": "a", "Z": "ü \"q\" \\ <x>\n\t\x01"}},
+			{
+				ID: "r1/1", Kind: OutInvoke, Subject: "p.task.echo.1", Data: json.RawMessage(`{"run":"r1"}`),
+				Header: map[string]string{"Jetflow-Run": "r1", "Jetflow-Activation": "a", "Z": "ü \"q\" \\ <x>\n\t\x01"},
+			},
 			{ID: "r1/2", Kind: OutTimer, Subject: "p.sched.r1.t", Data: nil},
 			{ID: "r1/3", Kind: OutStatus, Subject: "p.status.r1", Header: map[string]string{}, Data: json.RawMessage(`{}`)},
 		},
@@ -153,10 +157,12 @@ func FuzzRecordEncode(f *testing.F) {
 }
 
 func BenchmarkRecordEncode(b *testing.B) {
-	state, err := json.Marshal(map[string]any{"runId": "r1", "status": "running", "seq": 2,
+	state, err := json.Marshal(map[string]any{
+		"runId": "r1", "status": "running", "seq": 2,
 		"context": map[string]any{"input": map[string]any{"x": 1}, "results": map[string]any{}, "visits": map[string]any{"work": 1}},
 		"control": map[string]any{"active": []string{"work"}, "history": map[string]any{}, "timers": []any{}, "serial": 1, "time": 1.7e12},
-		"pending": map[string]any{"state": "work", "visit": 1, "input": map[string]any{"x": 1}, "values": map[string]any{}}})
+		"pending": map[string]any{"state": "work", "visit": 1, "input": map[string]any{"x": 1}, "values": map[string]any{}},
+	})
 	if err != nil {
 		b.Fatal(err)
 	}

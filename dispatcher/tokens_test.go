@@ -40,8 +40,10 @@ func TestScreen(t *testing.T) {
 	t.Parallel()
 	cfg := Config{Tokens: testSigner}
 	res := func(runID, tok string) *input {
-		return &input{runID: runID, kind: subjects.KindResult, token: tok,
-			msg: run.Message{Kind: run.KindResult, Result: &run.TaskResult{Activation: "a", Node: "n", Attempt: 1}}}
+		return &input{
+			runID: runID, kind: subjects.KindResult, token: tok,
+			msg: run.Message{Kind: run.KindResult, Result: &run.TaskResult{Activation: "a", Node: "n", Attempt: 1}},
+		}
 	}
 	good := testSigner.Sign("r", "a", "n", 1)
 	if err := screen(cfg, res("r", good)); err != nil {

@@ -97,7 +97,8 @@ func TestValidateRefusesEventTypesThatBreakSubjects(t *testing.T) {
 	t.Parallel()
 	doc := map[string]any{"$workflow": "0.2", "revision": "r", "initial": "w", "states": map[string]any{
 		"w":    map[string]any{"on": []any{map[string]any{"event": "order.paid", "to": "done"}}},
-		"done": map[string]any{"final": true}}}
+		"done": map[string]any{"final": true},
+	}}
 	_, err := Validate(doc)
 	var pe *PathError
 	if !errors.As(err, &pe) || pe.Path != "/states/w/on/0/event" {

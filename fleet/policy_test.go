@@ -260,11 +260,13 @@ func TestLatestDeployWinsTheAckWait(t *testing.T) {
 		{"b", "b1", `{"*":{"startToClose":"30s"}}`, 30 * time.Second, 0, nil},
 		{"c", "c1", `{"ship@1":{"startToClose":"10s"}}`, 10 * time.Second, 1, []string{
 			`task ship@1: consumer task_ship_1 now redelivers after 10s instead of 30s (startToClose of workflow "c" revision "c1"; the latest deploy wins`,
-			"running workers follow within their ConsumerRefresh (default 5s), and their invocations that started before may be redelivered once"}},
+			"running workers follow within their ConsumerRefresh (default 5s), and their invocations that started before may be redelivered once",
+		}},
 		{"d", "d1", `{}`, worker.DefaultStartToClose, 1, []string{"now redelivers after 1m0s instead of 10s ("}},
 		{"e", "e1", `{"shp@1":{"maxAttempts":2},"ship@2":{},"ship":{}}`, worker.DefaultStartToClose, 2, []string{
 			`policy entry "ship@2" matches no task of workflow "e" revision "e1"`,
-			`policy entry "shp@1" matches no task`}},
+			`policy entry "shp@1" matches no task`,
+		}},
 	}
 	for _, s := range steps {
 		d, err := f.DeployWith(ctx, s.name, catching("ship", s.revision), DeployOptions{Policy: mustPolicy(t, s.policy)})

@@ -98,8 +98,10 @@ func TestStatechart(t *testing.T) {
 func TestMarks(t *testing.T) {
 	t.Parallel()
 	wf := orderWorkflow(t)
-	st := &run.State{Status: run.StatusRunning, Control: statechart.State{Active: []string{"/states/fulfil/flow/states/ship"}},
-		Context: run.Context{Visits: map[string]any{"/states/check": 1.0, "/states/fulfil": 1.0, "/states/fulfil/flow/states/ship": 2.0}}}
+	st := &run.State{
+		Status: run.StatusRunning, Control: statechart.State{Active: []string{"/states/fulfil/flow/states/ship"}},
+		Context: run.Context{Visits: map[string]any{"/states/check": 1.0, "/states/fulfil": 1.0, "/states/fulfil/flow/states/ship": 2.0}},
+	}
 	d := Statechart(wf, RunMarks(st))
 	want := map[string]struct {
 		s Status
@@ -127,19 +129,27 @@ func TestRunDAGMarks(t *testing.T) {
 	wf := orderWorkflow(t)
 	check := "/states/check"
 	inFlight := func() *run.State {
-		return &run.State{Status: run.StatusRunning, Control: statechart.State{Active: []string{check}},
+		return &run.State{
+			Status: run.StatusRunning, Control: statechart.State{Active: []string{check}},
 			Pending: &run.Pending{State: check, Visit: 1, Values: map[string]any{}},
-			Work: &run.Work{Activation: "a", Values: map[string]any{"order": map[string]any{}, "stock": 1.0},
-				Running: map[string]*run.Attempt{"price": {Attempt: 2}, "fraud": {Attempt: 1, Waiting: true}}},
-			Context: run.Context{Results: map[string]any{}}}
+			Work: &run.Work{
+				Activation: "a", Values: map[string]any{"order": map[string]any{}, "stock": 1.0},
+				Running: map[string]*run.Attempt{"price": {Attempt: 2}, "fraud": {Attempt: 1, Waiting: true}},
+			},
+			Context: run.Context{Results: map[string]any{}},
+		}
 	}
 	failed := inFlight()
 	failed.Status, failed.Work = run.StatusFailed, nil
 	failed.Error = &run.Failure{Code: string(fault.JF2006), Path: "/nodes/price", Message: "node 'price' failed: boom"}
-	done := &run.State{Status: run.StatusWaiting, Control: statechart.State{Active: []string{"/states/await-payment"}},
-		Context: run.Context{Results: map[string]any{check: map[string]any{"total": 9.0}}}}
-	caught := &run.State{Status: run.StatusDone, Control: statechart.State{Active: []string{"/states/rejected"}},
-		Context: run.Context{Results: map[string]any{check: map[string]any{"error": map[string]any{"code": "JF2006", "message": "x", "nodeId": "stock"}}}}}
+	done := &run.State{
+		Status: run.StatusWaiting, Control: statechart.State{Active: []string{"/states/await-payment"}},
+		Context: run.Context{Results: map[string]any{check: map[string]any{"total": 9.0}}},
+	}
+	caught := &run.State{
+		Status: run.StatusDone, Control: statechart.State{Active: []string{"/states/rejected"}},
+		Context: run.Context{Results: map[string]any{check: map[string]any{"error": map[string]any{"code": "JF2006", "message": "x", "nodeId": "stock"}}}},
+	}
 	never := &run.State{Status: run.StatusRunning, Control: statechart.State{Active: []string{check}}, Context: run.Context{Results: map[string]any{}}}
 
 	cases := []struct {
@@ -149,7 +159,8 @@ func TestRunDAGMarks(t *testing.T) {
 	}{
 		{"in flight", inFlight(), map[string]NodeMark{
 			"order": {Status: StatusDone}, "stock": {Status: StatusDone}, "price": {StatusInvoked, 2},
-			"fraud": {StatusRetrying, 1}, "verdict": {Status: StatusWaiting}, "out": {Status: StatusWaiting}}},
+			"fraud": {StatusRetrying, 1}, "verdict": {Status: StatusWaiting}, "out": {Status: StatusWaiting},
+		}},
 		{"failed", failed, map[string]NodeMark{"price": {Status: StatusFailed}, "stock": {Status: StatusWaiting}}},
 		{"completed", done, map[string]NodeMark{"stock": {Status: StatusDone}, "out": {Status: StatusDone}}},
 		{"caught", caught, map[string]NodeMark{"stock": {Status: StatusFailed}, "price": {}}},

@@ -150,9 +150,11 @@ func checkDot(t *testing.T, out string) {
 // no foreign object, no event handler, no link.
 var (
 	svgElements = map[string]bool{"svg": true, "title": true, "style": true, "defs": true, "marker": true, "path": true, "g": true, "rect": true, "circle": true, "polygon": true, "text": true}
-	svgAttrs    = map[string]bool{"xmlns": true, "class": true, "viewBox": true, "width": true, "height": true, "role": true, "aria-label": true, "id": true,
+	svgAttrs    = map[string]bool{
+		"xmlns": true, "class": true, "viewBox": true, "width": true, "height": true, "role": true, "aria-label": true, "id": true,
 		"refX": true, "refY": true, "markerWidth": true, "markerHeight": true, "orient": true, "d": true, "marker-end": true, "data-id": true,
-		"x": true, "y": true, "rx": true, "cx": true, "cy": true, "r": true, "points": true, "transform": true}
+		"x": true, "y": true, "rx": true, "cx": true, "cy": true, "r": true, "points": true, "transform": true,
+	}
 )
 
 func checkSVG(t testing.TB, svg string) {

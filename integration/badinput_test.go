@@ -102,17 +102,23 @@ func TestBadInput(t *testing.T) {
 		{name: "cancel wrong types", subject: n.Cancel("target"), data: []byte(`{"reason":["x"]}`), rejectedOn: "target", reason: "cancel body"},
 		{name: "result for an unknown run", subject: n.Result("ghost"), data: []byte(validResult), terminated: "no run ghost"},
 		{name: "event for an unknown run", subject: n.Event("ghost2", "e"), data: []byte(`{}`), terminated: "no run ghost2"},
-		{name: "result for an unknown activation", subject: n.Result("target"), rejectedOn: "target", reason: dispatcher.ReasonForgedToken,
-			data: []byte(`{"activation":"[\"target\",\"/states/nowhere\",1]","node":"task","attempt":1,"token":"forged","output":1}`)},
+		{
+			name: "result for an unknown activation", subject: n.Result("target"), rejectedOn: "target", reason: dispatcher.ReasonForgedToken,
+			data: []byte(`{"activation":"[\"target\",\"/states/nowhere\",1]","node":"task","attempt":1,"token":"forged","output":1}`),
+		},
 		{name: "timer never armed", subject: n.Timer("target"), data: []byte(`{"timer":"t9","deadline":1}`), rejectedOn: "target", reason: "no longer armed"},
 		{name: "second start of a run", subject: n.Start("target"), data: []byte(`{"workflow":"forever","input":2}`), rejectedOn: "target", reason: "already exists"},
 		{name: "early fire of an armed timer", subject: n.Timer("early"), data: earlyFire(t, e, "early"), rejectedOn: "early", reason: "deadline"},
 		// The workers' subjects.
 		{name: "invocation garbage", subject: n.Task("double", "1"), data: []byte("\x00garbage"), terminated: "malformed invocation"},
-		{name: "invocation replying elsewhere", subject: n.Task("double", "1"), terminated: "is not the result subject",
-			data: []byte(`{"run":"target","activation":"a","node":"task","task":"double","version":"1","attempt":1,"input":1,"token":"x","reply":"elsewhere"}`)},
-		{name: "forged invocation", subject: n.Task("double", "1"), rejectedOn: "target", reason: dispatcher.ReasonForgedToken,
-			data: []byte(`{"run":"target","activation":"a","node":"task","task":"double","version":"1","attempt":1,"input":1,"token":"x","reply":"` + n.Result("target") + `"}`)},
+		{
+			name: "invocation replying elsewhere", subject: n.Task("double", "1"), terminated: "is not the result subject",
+			data: []byte(`{"run":"target","activation":"a","node":"task","task":"double","version":"1","attempt":1,"input":1,"token":"x","reply":"elsewhere"}`),
+		},
+		{
+			name: "forged invocation", subject: n.Task("double", "1"), rejectedOn: "target", reason: dispatcher.ReasonForgedToken,
+			data: []byte(`{"run":"target","activation":"a","node":"task","task":"double","version":"1","attempt":1,"input":1,"token":"x","reply":"` + n.Result("target") + `"}`),
+		},
 	}
 	for _, b := range inputs {
 		publish(b)

@@ -34,37 +34,67 @@ type scenario struct {
 }
 
 var scenarios = []scenario{
-	{name: "one task", workflow: "one", input: 21,
-		status: wire.StatusDone, state: "/states/done", result: `42`, attempts: 1, inputs: 2},
-	{name: "DAG fan-out joined by ports", workflow: "fan", input: 3,
-		status: wire.StatusDone, state: "/states/done", result: `{"d":6,"n":-3,"s":9,"sum":12}`, attempts: 3, inputs: 4},
-	{name: "bounded loop", workflow: "loop", input: map[string]any{"n": 0},
-		status: wire.StatusDone, state: "/states/done", result: `{"n":3}`, attempts: 3, inputs: 4},
-	{name: "bounded loop exhausts its limit", workflow: "loop", input: map[string]any{"n": -10},
-		status: wire.StatusFailed, errCode: "JF2015", attempts: 5, inputs: 6},
-	{name: "choice taken", workflow: "choice", input: 11,
-		status: wire.StatusDone, state: "/states/big", result: `11`, inputs: 1},
-	{name: "choice otherwise", workflow: "choice", input: 3,
-		status: wire.StatusDone, state: "/states/small", result: `3`, inputs: 1},
-	{name: "event from a plain NATS client", workflow: "approval", input: map[string]any{"order": 7},
-		drive: approveWithPlainNATS, status: wire.StatusDone, state: "/states/done", result: `42`, attempts: 1, inputs: 4},
-	{name: "after timer", workflow: "sleepy", input: map[string]any{"n": 1},
-		status: wire.StatusDone, state: "/states/late", result: `{"n":1}`, inputs: 2},
-	{name: "catch of a failing task after its retries", workflow: "catch", input: map[string]any{"n": 1},
+	{
+		name: "one task", workflow: "one", input: 21,
+		status: wire.StatusDone, state: "/states/done", result: `42`, attempts: 1, inputs: 2,
+	},
+	{
+		name: "DAG fan-out joined by ports", workflow: "fan", input: 3,
+		status: wire.StatusDone, state: "/states/done", result: `{"d":6,"n":-3,"s":9,"sum":12}`, attempts: 3, inputs: 4,
+	},
+	{
+		name: "bounded loop", workflow: "loop", input: map[string]any{"n": 0},
+		status: wire.StatusDone, state: "/states/done", result: `{"n":3}`, attempts: 3, inputs: 4,
+	},
+	{
+		name: "bounded loop exhausts its limit", workflow: "loop", input: map[string]any{"n": -10},
+		status: wire.StatusFailed, errCode: "JF2015", attempts: 5, inputs: 6,
+	},
+	{
+		name: "choice taken", workflow: "choice", input: 11,
+		status: wire.StatusDone, state: "/states/big", result: `11`, inputs: 1,
+	},
+	{
+		name: "choice otherwise", workflow: "choice", input: 3,
+		status: wire.StatusDone, state: "/states/small", result: `3`, inputs: 1,
+	},
+	{
+		name: "event from a plain NATS client", workflow: "approval", input: map[string]any{"order": 7},
+		drive: approveWithPlainNATS, status: wire.StatusDone, state: "/states/done", result: `42`, attempts: 1, inputs: 4,
+	},
+	{
+		name: "after timer", workflow: "sleepy", input: map[string]any{"n": 1},
+		status: wire.StatusDone, state: "/states/late", result: `{"n":1}`, inputs: 2,
+	},
+	{
+		name: "catch of a failing task after its retries", workflow: "catch", input: map[string]any{"n": 1},
 		status: wire.StatusDone, state: "/states/recovered", attempts: 3,
-		result: `{"error":{"code":"JF2006","message":"JF2006: node 'task' failed: boom: payment gateway down at /nodes/task","nodeId":"task"}}`, inputs: 6},
-	{name: "uncaught failure", workflow: "uncaught", input: map[string]any{"n": 1},
-		status: wire.StatusFailed, errCode: "JF2006", says: "card declined", attempts: 1, inputs: 2},
-	{name: "nested flow", workflow: "nested", input: map[string]any{"n": 0},
-		status: wire.StatusDone, state: "/states/done", result: `{"n":3}`, attempts: 3, inputs: 4},
-	{name: "retries succeed on the third attempt", workflow: "flaky", input: "x",
-		status: wire.StatusDone, state: "/states/done", result: `{"attempt":3,"input":"x"}`, attempts: 3, inputs: 6},
-	{name: "cancel while waiting", workflow: "forever", input: 1,
-		drive: cancelWhenWaiting, status: wire.StatusCancelled, inputs: 2},
-	{name: "cancel during a task", workflow: "hold", input: 1,
-		drive: cancelDuringTask, status: wire.StatusCancelled, attempts: 1, rejected: 1, inputs: 3},
-	{name: "task output over the max payload is caught", workflow: "huge", input: 1,
-		status: wire.StatusDone, state: "/states/refused", says: "exceeds the NATS max payload", attempts: 1, inputs: 2},
+		result: `{"error":{"code":"JF2006","message":"JF2006: node 'task' failed: boom: payment gateway down at /nodes/task","nodeId":"task"}}`, inputs: 6,
+	},
+	{
+		name: "uncaught failure", workflow: "uncaught", input: map[string]any{"n": 1},
+		status: wire.StatusFailed, errCode: "JF2006", says: "card declined", attempts: 1, inputs: 2,
+	},
+	{
+		name: "nested flow", workflow: "nested", input: map[string]any{"n": 0},
+		status: wire.StatusDone, state: "/states/done", result: `{"n":3}`, attempts: 3, inputs: 4,
+	},
+	{
+		name: "retries succeed on the third attempt", workflow: "flaky", input: "x",
+		status: wire.StatusDone, state: "/states/done", result: `{"attempt":3,"input":"x"}`, attempts: 3, inputs: 6,
+	},
+	{
+		name: "cancel while waiting", workflow: "forever", input: 1,
+		drive: cancelWhenWaiting, status: wire.StatusCancelled, inputs: 2,
+	},
+	{
+		name: "cancel during a task", workflow: "hold", input: 1,
+		drive: cancelDuringTask, status: wire.StatusCancelled, attempts: 1, rejected: 1, inputs: 3,
+	},
+	{
+		name: "task output over the max payload is caught", workflow: "huge", input: 1,
+		status: wire.StatusDone, state: "/states/refused", says: "exceeds the NATS max payload", attempts: 1, inputs: 2,
+	},
 }
 
 // TestScenarios runs every scenario on one deployment, concurrently, each

@@ -42,8 +42,10 @@ const (
 	fieldScheduleToClose   = "scheduleToClose"
 )
 
-var fieldList = strings.Join([]string{fieldMaxAttempts, fieldInitialInterval, fieldMaxInterval,
-	fieldMultiplier, fieldNonRetryableCodes, fieldStartToClose, fieldAttemptTimeout, fieldScheduleToClose}, ", ")
+var fieldList = strings.Join([]string{
+	fieldMaxAttempts, fieldInitialInterval, fieldMaxInterval,
+	fieldMultiplier, fieldNonRetryableCodes, fieldStartToClose, fieldAttemptTimeout, fieldScheduleToClose,
+}, ", ")
 
 // ErrInvalid is wrapped by every refusal of a policy file.
 var ErrInvalid = errors.New("invalid policy")

@@ -17,17 +17,25 @@ var valid = []struct{ name, in, canon string }{
 	{"empty", `{}`, `{}`},
 	{"whitespace", " \n{ }\n", `{}`},
 	{"empty rule", `{"*":{}}`, `{"*":{}}`},
-	{"every field", `{"ship@1":{"maxAttempts":5,"initialInterval":"250ms","maxInterval":"1m","multiplier":1.5,"nonRetryableCodes":["CARD","<&>"],"startToClose":"30s"}}`,
-		`{"ship@1":{"initialInterval":"250ms","maxAttempts":5,"maxInterval":"1m0s","multiplier":1.5,"nonRetryableCodes":["CARD","<&>"],"startToClose":"30s"}}`},
-	{"timeouts", `{"*":{"attemptTimeout":"90s"},"ship":{"scheduleToClose":"1h"}}`,
-		`{"*":{"attemptTimeout":"1m30s"},"ship":{"scheduleToClose":"1h0m0s"}}`},
-	{"three levels", `{"*":{"startToClose":"2m"},"ship":{"maxAttempts":1},"ship@2.0+b":{"multiplier":1}}`,
-		`{"*":{"startToClose":"2m0s"},"ship":{"maxAttempts":1},"ship@2.0+b":{"multiplier":1}}`},
+	{
+		"every field", `{"ship@1":{"maxAttempts":5,"initialInterval":"250ms","maxInterval":"1m","multiplier":1.5,"nonRetryableCodes":["CARD","<&>"],"startToClose":"30s"}}`,
+		`{"ship@1":{"initialInterval":"250ms","maxAttempts":5,"maxInterval":"1m0s","multiplier":1.5,"nonRetryableCodes":["CARD","<&>"],"startToClose":"30s"}}`,
+	},
+	{
+		"timeouts", `{"*":{"attemptTimeout":"90s"},"ship":{"scheduleToClose":"1h"}}`,
+		`{"*":{"attemptTimeout":"1m30s"},"ship":{"scheduleToClose":"1h0m0s"}}`,
+	},
+	{
+		"three levels", `{"*":{"startToClose":"2m"},"ship":{"maxAttempts":1},"ship@2.0+b":{"multiplier":1}}`,
+		`{"*":{"startToClose":"2m0s"},"ship":{"maxAttempts":1},"ship@2.0+b":{"multiplier":1}}`,
+	},
 	{"no codes", `{"t":{"nonRetryableCodes":[]}}`, `{"t":{"nonRetryableCodes":[]}}`},
 	{"durations normalised", `{"t":{"initialInterval":"1000ms","maxInterval":"1h0m0s"}}`, `{"t":{"initialInterval":"1s","maxInterval":"1h0m0s"}}`},
 	{"integral float", `{"t":{"maxAttempts":2.0}}`, `{"t":{"maxAttempts":2}}`},
-	{"bounds", `{"t":{"maxAttempts":1000,"multiplier":100,"initialInterval":"1ms","maxInterval":"168h","startToClose":"1s"}}`,
-		`{"t":{"initialInterval":"1ms","maxAttempts":1000,"maxInterval":"168h0m0s","multiplier":100,"startToClose":"1s"}}`},
+	{
+		"bounds", `{"t":{"maxAttempts":1000,"multiplier":100,"initialInterval":"1ms","maxInterval":"168h","startToClose":"1s"}}`,
+		`{"t":{"initialInterval":"1ms","maxAttempts":1000,"maxInterval":"168h0m0s","multiplier":100,"startToClose":"1s"}}`,
+	},
 }
 
 func TestParseValid(t *testing.T) {

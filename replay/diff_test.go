@@ -54,8 +54,10 @@ func TestLine(t *testing.T) {
 		{"event", lineNames.Event("r", "payment"), `{"amount": 10}`, nil, `event   type=payment payload={"amount":10}`},
 		{"event without payload", lineNames.Event("r", "go"), ``, nil, "event   type=go (no payload)"},
 		{"result ok", lineNames.Result("r"), `{"activation":"a","node":"stock","attempt":1,"token":"x","output":true}`, nil, "result  node=stock attempt=1 ok output=true"},
-		{"result error", lineNames.Result("r"), `{"activation":"a","node":"n","attempt":2,"token":"x","error":{"message":"boom","code":"E1","nonRetryable":true}}`, nil,
-			`result  node=n attempt=2 error "boom" code=E1 non-retryable`},
+		{
+			"result error", lineNames.Result("r"), `{"activation":"a","node":"n","attempt":2,"token":"x","error":{"message":"boom","code":"E1","nonRetryable":true}}`, nil,
+			`result  node=n attempt=2 error "boom" code=E1 non-retryable`,
+		},
 		{"timer from header", lineNames.Timer("r"), ``, hdr, "timer   timer=t1"},
 		{"cancel", lineNames.Cancel("r"), `{"reason":"changed\nmind"}`, nil, `cancel  reason="changed mind"`},
 		{"malformed", lineNames.Result("r"), `[]`, nil, "result  MALFORMED (refused by the dispatchers): malformed input: result body: expected a JSON object"},

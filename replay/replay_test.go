@@ -34,26 +34,34 @@ func TestReplayRebuildsRealRuns(t *testing.T) {
 	}{
 		{name: "one task", wf: "one", input: 7, status: wire.StatusDone, result: "14"},
 		{name: "fan-out", wf: "fanout", input: 3, status: wire.StatusDone, result: `{"a":6,"b":6,"c":9,"d":9}`},
-		{name: "wait for event", wf: "event", input: nil, status: wire.StatusDone, result: "10",
-			drive: func(t *testing.T, id string) { b.send(t, id, "go", map[string]any{"n": 5}) }},
+		{
+			name: "wait for event", wf: "event", input: nil, status: wire.StatusDone, result: "10",
+			drive: func(t *testing.T, id string) { b.send(t, id, "go", map[string]any{"n": 5}) },
+		},
 		{name: "timer", wf: "timer", input: 4, status: wire.StatusDone, result: "8"},
-		{name: "catch", wf: "catch", input: 1, status: wire.StatusDone,
-			result: `{"error":{"code":"JF2006","message":"JF2006: node 'task' failed: out of stock at /nodes/task","nodeId":"task"}}`},
+		{
+			name: "catch", wf: "catch", input: 1, status: wire.StatusDone,
+			result: `{"error":{"code":"JF2006","message":"JF2006: node 'task' failed: out of stock at /nodes/task","nodeId":"task"}}`,
+		},
 		{name: "retries", wf: "retry", input: 1, status: wire.StatusDone, result: `{"attempt":3}`},
-		{name: "cancel", wf: "event", input: nil, status: wire.StatusCancelled,
+		{
+			name: "cancel", wf: "event", input: nil, status: wire.StatusCancelled,
 			drive: func(t *testing.T, id string) {
 				b.waitFor(t, id, wire.StatusWaiting)
 				if err := b.f.Client.Cancel(b.ctx, id, "changed my mind"); err != nil {
 					t.Fatal(err)
 				}
-			}},
+			},
+		},
 		// An event before its run's start is terminated, not applied.
-		{name: "event before start", wf: "event", input: nil, status: wire.StatusDone, result: "6",
+		{
+			name: "event before start", wf: "event", input: nil, status: wire.StatusDone, result: "6",
 			early: func(t *testing.T, id string) { b.send(t, id, "go", map[string]any{"n": 100}) },
 			drive: func(t *testing.T, id string) {
 				b.waitFor(t, id, wire.StatusWaiting)
 				b.send(t, id, "go", map[string]any{"n": 3})
-			}},
+			},
+		},
 	}
 	for i, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -29,10 +29,14 @@ func TestEvaluationBudget(t *testing.T) {
 		name, doc, path, says string
 	}{
 		// The first guard spends 9,006,003 steps; the second crosses.
-		{"20 guards of 9M steps each", amplified, "/transitions/1/guard",
-			"JQ2009: the query exceeded the step budget (10000000 expression evaluations"},
-		{"40 strings of 8 MiB", hungry, "/transitions/0/guard",
-			"JQ2009: the query exceeded the byte budget (67108864 bytes"},
+		{
+			"20 guards of 9M steps each", amplified, "/transitions/1/guard",
+			"JQ2009: the query exceeded the step budget (10000000 expression evaluations",
+		},
+		{
+			"40 strings of 8 MiB", hungry, "/transitions/0/guard",
+			"JQ2009: the query exceeded the byte budget (67108864 bytes",
+		},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -73,8 +77,10 @@ func TestEventsKeptForAWaitBounded(t *testing.T) {
 	}
 	pad := strings.Repeat("p", 100<<10)
 	for i := 1; i <= 3; i++ {
-		next, _, err := run.Apply(wf, st, run.Message{Kind: run.KindEvent, Time: 2,
-			Event: &run.Event{Type: "pad", Payload: pad, HasPayload: true}}, run.Options{})
+		next, _, err := run.Apply(wf, st, run.Message{
+			Kind: run.KindEvent, Time: 2,
+			Event: &run.Event{Type: "pad", Payload: pad, HasPayload: true},
+		}, run.Options{})
 		switch {
 		case i < 3 && err != nil:
 			t.Fatalf("event %d of 100 KiB: %v", i, err)

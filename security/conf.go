@@ -185,8 +185,11 @@ func list(items []string, indent int) string {
 // DocTasks are the task versions of examples/order.json, which the
 // configuration in docs/security serves.
 var DocTasks = []kvstore.TaskRef{
-	{Task: "check-stock", Version: "1"}, {Task: "quote-price", Version: "1"}, {Task: "score-fraud", Version: "1"},
-	{Task: "ship", Version: "1"}, {Task: "notify", Version: "1"},
+	{Task: "check-stock", Version: "1"},
+	{Task: "quote-price", Version: "1"},
+	{Task: "score-fraud", Version: "1"},
+	{Task: "ship", Version: "1"},
+	{Task: "notify", Version: "1"},
 }
 
 // DocConfig is the configuration docs/security/nats-server.conf holds: the

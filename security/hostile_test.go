@@ -61,13 +61,17 @@ func TestHostileDocumentsRefusedAtDeploy(t *testing.T) {
 		// (The engine reports the lowered chart's path and drops the
 		// query's own JQ0002 "unknown operator": reported as a gap.)
 		{"an unknown operator", choose(`{"$eval":"while(1){}"}`), func(err error) bool { return fault.CodeOf(err) == fault.JF0007 }, "guard failed to compile"},
-		{"an automatic cycle without a limit", `{"$workflow":"0.2","revision":"r","initial":"a","states":{"a":{"choose":[{"guard":true,"to":"b"}],"otherwise":"b"},"b":{"choose":[{"guard":true,"to":"a"}],"otherwise":"a"}}}`,
-			func(err error) bool { return fault.CodeOf(err) == fault.JF0022 }, "requires a state limit"},
-		{"a task name that is two subject tokens", `{"$workflow":"0.2","revision":"r","initial":"a","states":{"a":{"work":{"task":"pay.>","version":"1"},"then":"b"},"b":{"final":true}}}`,
+		{
+			"an automatic cycle without a limit", `{"$workflow":"0.2","revision":"r","initial":"a","states":{"a":{"choose":[{"guard":true,"to":"b"}],"otherwise":"b"},"b":{"choose":[{"guard":true,"to":"a"}],"otherwise":"a"}}}`,
+			func(err error) bool { return fault.CodeOf(err) == fault.JF0022 }, "requires a state limit",
+		},
+		{
+			"a task name that is two subject tokens", `{"$workflow":"0.2","revision":"r","initial":"a","states":{"a":{"work":{"task":"pay.>","version":"1"},"then":"b"},"b":{"final":true}}}`,
 			func(err error) bool {
 				var pe *fleet.PathError
 				return errors.As(err, &pe) && pe.Path == "/states/a/work"
-			}, "subject"},
+			}, "subject",
+		},
 		{"a task version with a space", `{"$workflow":"0.2","revision":"r","initial":"a","states":{"a":{"work":{"task":"pay","version":"1 0"},"then":"b"},"b":{"final":true}}}`, nil, "task version"},
 		{"not JSON", `{"$workflow":`, nil, ""},
 	}

@@ -121,9 +121,13 @@ func TestInjectionRefusedInCLI(t *testing.T) {
 			continue // not an argument the shell could pass as one
 		}
 		for _, args := range [][]string{
-			{"start", "good", "--id", bad}, {"start", bad},
-			{"event", bad, "go"}, {"event", "r1", bad},
-			{"cancel", bad}, {"status", bad}, {"deploy", bad, doc},
+			{"start", "good", "--id", bad},
+			{"start", bad},
+			{"event", bad, "go"},
+			{"event", "r1", bad},
+			{"cancel", bad},
+			{"status", bad},
+			{"deploy", bad, doc},
 		} {
 			var out, errOut bytes.Buffer
 			args = append(args, "--nats", "nats://127.0.0.1:1")

@@ -290,10 +290,14 @@ func TestPermissionMatrix(t *testing.T) {
 		{r.observer, "purge the history", "$JS.API.STREAM.PURGE." + n.InputStream(), request(r.observer, "$JS.API.STREAM.PURGE."+n.InputStream())},
 		{r.observer, "delete the run bucket", "$JS.API.STREAM.DELETE.KV_" + n.RunBucket(), request(r.observer, "$JS.API.STREAM.DELETE.KV_"+n.RunBucket())},
 		{r.observer, "consume run inputs", "$JS.API.CONSUMER.MSG.NEXT." + n.InputStream() + "." + n.DispatcherConsumer(), request(r.observer, "$JS.API.CONSUMER.MSG.NEXT."+n.InputStream()+"."+n.DispatcherConsumer())},
-		{r.observer, "create a consumer (its deliver subject could be a run input)", "$JS.API.CONSUMER.CREATE.KV_" + n.RunBucket() + ".evil",
-			request(r.observer, "$JS.API.CONSUMER.CREATE.KV_"+n.RunBucket()+".evil")},
-		{r.observer, "read the token secret", "$JS.API.DIRECT.GET.KV_" + n.WorkflowBucket() + ".$KV." + n.WorkflowBucket() + "." + token.Key,
-			request(r.observer, "$JS.API.DIRECT.GET.KV_"+n.WorkflowBucket()+".$KV."+n.WorkflowBucket()+"."+token.Key)},
+		{
+			r.observer, "create a consumer (its deliver subject could be a run input)", "$JS.API.CONSUMER.CREATE.KV_" + n.RunBucket() + ".evil",
+			request(r.observer, "$JS.API.CONSUMER.CREATE.KV_"+n.RunBucket()+".evil"),
+		},
+		{
+			r.observer, "read the token secret", "$JS.API.DIRECT.GET.KV_" + n.WorkflowBucket() + ".$KV." + n.WorkflowBucket() + "." + token.Key,
+			request(r.observer, "$JS.API.DIRECT.GET.KV_"+n.WorkflowBucket()+".$KV."+n.WorkflowBucket()+"."+token.Key),
+		},
 		// A dispatcher drives runs but cannot deploy or destroy.
 		{r.disp, "deploy a workflow", "$KV." + n.WorkflowBucket() + ".name.evil", jsPublish(r.disp, "$KV."+n.WorkflowBucket()+".name.evil")},
 		{r.disp, "delete the input stream", "$JS.API.STREAM.DELETE." + n.InputStream(), request(r.disp, "$JS.API.STREAM.DELETE."+n.InputStream())},

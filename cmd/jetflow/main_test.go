@@ -56,13 +56,19 @@ func TestValidate(t *testing.T) {
 		exit            int
 	}{
 		{"valid", orderDoc, "ok: revision r1, 4 states, 1 work states, tasks: inc@1\n", 0},
-		{"blank task", `{"$workflow":"0.2","revision":"r","initial":"a","states":{"a":{"work":{"task":" ","version":"1"},"then":"a"}}}`,
-			"JF0021 /states/a/work a task needs a nonblank task name and version\n", 1},
-		{"unbounded loop", `{"$workflow":"0.2","revision":"r","initial":"a","states":{"a":{"choose":[{"guard":true,"to":"a"}],"otherwise":"b"},"b":{"final":true}}}`,
-			"JF0022 /states/a automatic cycle requires a state limit\n", 1},
+		{
+			"blank task", `{"$workflow":"0.2","revision":"r","initial":"a","states":{"a":{"work":{"task":" ","version":"1"},"then":"a"}}}`,
+			"JF0021 /states/a/work a task needs a nonblank task name and version\n", 1,
+		},
+		{
+			"unbounded loop", `{"$workflow":"0.2","revision":"r","initial":"a","states":{"a":{"choose":[{"guard":true,"to":"a"}],"otherwise":"b"},"b":{"final":true}}}`,
+			"JF0022 /states/a automatic cycle requires a state limit\n", 1,
+		},
 		{"not JSON", `{"$workflow":`, "JF0021 '' workflow must be JSON\n", 1},
-		{"bad guard", `{"$workflow":"0.2","revision":"r","initial":"a","states":{"a":{"choose":[{"guard":{"$nope":1},"to":"b"}],"otherwise":"b"},"b":{"final":true}}}`,
-			"JF0007 /transitions/0/guard statechart guard failed to compile\n", 1},
+		{
+			"bad guard", `{"$workflow":"0.2","revision":"r","initial":"a","states":{"a":{"choose":[{"guard":{"$nope":1},"to":"b"}],"otherwise":"b"},"b":{"final":true}}}`,
+			"JF0007 /transitions/0/guard statechart guard failed to compile\n", 1,
+		},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

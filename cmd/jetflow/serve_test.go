@@ -101,10 +101,14 @@ func TestDeployRefusesBadDocuments(t *testing.T) {
 	t.Parallel()
 	cases := []struct{ name, doc, want string }{
 		{"not JSON", `{"$workflow":`, "JF0021 '' workflow must be JSON\n"},
-		{"bad guard", `{"$workflow":"0.2","revision":"r","initial":"a","states":{"a":{"choose":[{"guard":{"$nope":1},"to":"b"}],"otherwise":"b"},"b":{"final":true}}}`,
-			"JF0007 /transitions/0/guard statechart guard failed to compile\n"},
-		{"task name unfit for a subject", `{"$workflow":"0.2","revision":"r","initial":"a","states":{"a":{"work":{"task":"in c","version":"1"},"then":"b"},"b":{"final":true}}}`,
-			"JF0021 /states/a/work "},
+		{
+			"bad guard", `{"$workflow":"0.2","revision":"r","initial":"a","states":{"a":{"choose":[{"guard":{"$nope":1},"to":"b"}],"otherwise":"b"},"b":{"final":true}}}`,
+			"JF0007 /transitions/0/guard statechart guard failed to compile\n",
+		},
+		{
+			"task name unfit for a subject", `{"$workflow":"0.2","revision":"r","initial":"a","states":{"a":{"work":{"task":"in c","version":"1"},"then":"b"},"b":{"final":true}}}`,
+			"JF0021 /states/a/work ",
+		},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -159,8 +163,10 @@ func TestDispatcherJoinsServe(t *testing.T) {
 func TestServeKeepsDataAcrossRestarts(t *testing.T) {
 	t.Parallel()
 	dir := filepath.Join(t.TempDir(), "store")
-	env := []string{"JETFLOW_DATA=" + dir, "JETFLOW_LISTEN=127.0.0.1:-1", "JETFLOW_HTTP=127.0.0.1:-1", "JETFLOW_PREFIX=envp",
-		"JETFLOW_PROVISION=false"} // the dispatcher's setting: serve always provisions
+	env := []string{
+		"JETFLOW_DATA=" + dir, "JETFLOW_LISTEN=127.0.0.1:-1", "JETFLOW_HTTP=127.0.0.1:-1", "JETFLOW_PREFIX=envp",
+		"JETFLOW_PROVISION=false",
+	} // the dispatcher's setting: serve always provisions
 	d := startDaemon(t, env, "serve")
 	if d.Data != dir {
 		t.Errorf("printed data %q, want %q", d.Data, dir)

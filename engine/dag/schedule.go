@@ -170,14 +170,18 @@ func (d *DAG) evaluate(nd *node, input any, vals []any, b *query.Budget) (any, *
 				with = res
 			}
 		}
-		return nil, &Invocation{Node: nd.ID, Task: nd.Task, Version: nd.Version,
-			Arg: map[string]any{"with": with, "input": scope}}, nil
+		return nil, &Invocation{
+			Node: nd.ID, Task: nd.Task, Version: nd.Version,
+			Arg: map[string]any{"with": with, "input": scope},
+		}, nil
 	}
 	if nd.Checkpoint && !isJSON(v) {
 		if _, err := value.Canonical(v); err != nil {
-			return nil, nil, &fault.Error{Code: fault.JF2008,
+			return nil, nil, &fault.Error{
+				Code:   fault.JF2008,
 				Reason: "node '" + nd.ID + "' declared checkpoint but produced a value that is not JSON-serializable: " + err.Error(),
-				Path:   nd.Path, HasPath: true, NodeID: nd.ID, Cause: err}
+				Path:   nd.Path, HasPath: true, NodeID: nd.ID, Cause: err,
+			}
 		}
 	}
 	return v, nil, nil
@@ -200,9 +204,11 @@ func (d *DAG) scope(nd *node, vals []any, b *query.Budget) (any, error) {
 			res, ok, err := e.sel.Within(b).Eval(v, nil)
 			if err != nil {
 				idx := strconv.Itoa(e.index)
-				return nil, &fault.Error{Code: fault.JF2006,
+				return nil, &fault.Error{
+					Code:   fault.JF2006,
 					Reason: "the select on edge " + idx + " into '" + nd.ID + "' failed: " + err.Error(),
-					Path:   "/edges/" + idx + "/select", HasPath: true, NodeID: nd.ID, Cause: err}
+					Path:   "/edges/" + idx + "/select", HasPath: true, NodeID: nd.ID, Cause: err,
+				}
 			}
 			v = nil
 			if ok {
@@ -230,8 +236,10 @@ func (d *DAG) TaskFailed(id, message string) *fault.Error {
 	if i, ok := d.index[id]; ok {
 		path = d.nodes[i].Path
 	}
-	return &fault.Error{Code: fault.JF2006, Reason: "node '" + id + "' failed: " + message,
-		Path: path, HasPath: true, NodeID: id}
+	return &fault.Error{
+		Code: fault.JF2006, Reason: "node '" + id + "' failed: " + message,
+		Path: path, HasPath: true, NodeID: id,
+	}
 }
 
 func (d *DAG) failed(nd *node, message string, cause error) *fault.Error {

@@ -91,10 +91,14 @@ func TestBudgetShared(t *testing.T) {
 		name, doc, path, says string
 		budget                func(steps, bytes int) Budget
 	}{
-		{"steps", `{"$some":{"a":{"$range":[1,300]},"b":{"$range":[1,300]}},"$satisfies":false}`, "/$satisfies",
-			"step budget", func(steps, _ int) Budget { return Budget{Steps: steps*5/2 + 1} }},
-		{"bytes", `{"$count":{"$for":{"i":{"$range":[1,100]}},"$return":{"$concat":["$i","abcdefghij"]}}}`, "/$count/$return/$concat",
-			"byte budget", func(_, bytes int) Budget { return Budget{Bytes: bytes*5/2 + 1} }},
+		{
+			"steps", `{"$some":{"a":{"$range":[1,300]},"b":{"$range":[1,300]}},"$satisfies":false}`, "/$satisfies",
+			"step budget", func(steps, _ int) Budget { return Budget{Steps: steps*5/2 + 1} },
+		},
+		{
+			"bytes", `{"$count":{"$for":{"i":{"$range":[1,100]}},"$return":{"$concat":["$i","abcdefghij"]}}}`, "/$count/$return/$concat",
+			"byte budget", func(_, bytes int) Budget { return Budget{Bytes: bytes*5/2 + 1} },
+		},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

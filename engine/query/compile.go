@@ -45,8 +45,10 @@ type compiler struct {
 	hardDepth int
 }
 
-var varNameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
-var varHeadRE = regexp.MustCompile(`^\$([A-Za-z_][A-Za-z0-9_]*)`)
+var (
+	varNameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+	varHeadRE = regexp.MustCompile(`^\$([A-Za-z_][A-Za-z0-9_]*)`)
+)
 
 // compileError unwinds compilation; Compile recovers it into a returned
 // error, so the recursive descent needs no error plumbing.
@@ -237,8 +239,10 @@ func (c *compiler) object(obj map[string]any, path string, sc *scope, depth int)
 	return c.phrase(obj, keys, path, sc, depth)
 }
 
-var flworKeys = map[string]bool{"$fold": true, "$for": true, "$let": true, "$as": true, "$where": true,
-	"$groupby": true, "$orderby": true, "$count": true, "$return": true}
+var flworKeys = map[string]bool{
+	"$fold": true, "$for": true, "$let": true, "$as": true, "$where": true,
+	"$groupby": true, "$orderby": true, "$count": true, "$return": true,
+}
 
 var quantKeys = map[string]bool{"$some": true, "$every": true, "$satisfies": true}
 

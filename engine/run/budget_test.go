@@ -26,46 +26,70 @@ func TestStepBudget(t *testing.T) {
 		code, path string
 		says       string
 	}{
-		{"one guard alone", `{"$workflow":"0.2","revision":"r","initial":"c","states":{
+		{
+			"one guard alone", `{"$workflow":"0.2","revision":"r","initial":"c","states":{
 			"c":{"choose":[` + guards(1) + `],"otherwise":"no"},"yes":{"final":true},"no":{"final":true}}}`,
-			Options{Steps: 50000}, "JF2016", "/transitions/0/guard", "step budget (50000"},
-		{"guards of one choice", `{"$workflow":"0.2","revision":"r","initial":"c","states":{
+			Options{Steps: 50000},
+			"JF2016", "/transitions/0/guard", "step budget (50000",
+		},
+		{
+			"guards of one choice", `{"$workflow":"0.2","revision":"r","initial":"c","states":{
 			"c":{"choose":[` + guards(3) + `],"otherwise":"no"},"yes":{"final":true},"no":{"final":true}}}`,
-			Options{Steps: 200000}, "JF2016", "/transitions/2/guard", "step budget (200000"},
-		{"choices in a row", `{"$workflow":"0.2","revision":"r","initial":"c1","states":{
+			Options{Steps: 200000},
+			"JF2016", "/transitions/2/guard", "step budget (200000",
+		},
+		{
+			"choices in a row", `{"$workflow":"0.2","revision":"r","initial":"c1","states":{
 			"c1":{"choose":[{"guard":{"$not":` + slow + `},"to":"c2"}],"otherwise":"no"},
 			"c2":{"choose":[{"guard":{"$not":` + slow + `},"to":"c3"}],"otherwise":"no"},
 			"c3":{"choose":[{"guard":{"$not":` + slow + `},"to":"yes"}],"otherwise":"no"},
 			"yes":{"final":true},"no":{"final":true}}}`,
-			Options{Steps: 200000}, "JF2016", "/transitions/4/guard", "step budget (200000"},
-		{"choices in a nested flow", `{"$workflow":"0.2","revision":"r","initial":"f","states":{
+			Options{Steps: 200000},
+			"JF2016", "/transitions/4/guard", "step budget (200000",
+		},
+		{
+			"choices in a nested flow", `{"$workflow":"0.2","revision":"r","initial":"f","states":{
 			"f":{"flow":{"initial":"c1","states":{
 				"c1":{"choose":[{"guard":{"$not":` + slow + `},"to":"c2"}],"otherwise":"end"},
 				"c2":{"choose":[{"guard":{"$not":` + slow + `},"to":"c3"}],"otherwise":"end"},
 				"c3":{"choose":[{"guard":{"$not":` + slow + `},"to":"end"}],"otherwise":"end"},
 				"end":{"final":true}}},"then":"yes"},
 			"yes":{"final":true}}}`,
-			Options{Steps: 200000}, "JF2016", "/transitions/4/guard", "step budget (200000"},
-		{"a work input after a guard", `{"$workflow":"0.2","revision":"r","initial":"c","states":{
+			Options{Steps: 200000},
+			"JF2016", "/transitions/4/guard", "step budget (200000",
+		},
+		{
+			"a work input after a guard", `{"$workflow":"0.2","revision":"r","initial":"c","states":{
 			"c":{"choose":[{"guard":{"$not":` + slow + `},"to":"w"}],"otherwise":"no"},
 			"w":{"work":{"task":"t","version":"1"},"input":{"$not":` + slow + `},"then":"yes"},
 			"yes":{"final":true},"no":{"final":true}}}`,
-			Options{Steps: 150000}, "JF2016", "/states/w/input", ""}, // the reference's message drops the cause
-		{"a DAG query after a work input", `{"$workflow":"0.2","revision":"r","initial":"w","states":{
+			Options{Steps: 150000},
+			"JF2016", "/states/w/input", "",
+		}, // the reference's message drops the cause
+		{
+			"a DAG query after a work input", `{"$workflow":"0.2","revision":"r","initial":"w","states":{
 			"w":{"work":{"dag":{"$dag":"0.1","nodes":{"in":{"kind":"input"},"q":{"kind":"query","query":` + slow + `},"out":{"kind":"output"}},
 				"edges":[{"from":"in","to":"q"},{"from":"q","to":"out"}]}},"input":{"$not":` + slow + `},"then":"yes"},
 			"yes":{"final":true}}}`,
-			Options{Steps: 150000}, "JF2006", "/nodes/q", "step budget (150000"},
-		{"a task's with after a guard", `{"$workflow":"0.2","revision":"r","initial":"c","states":{
+			Options{Steps: 150000},
+			"JF2006", "/nodes/q", "step budget (150000",
+		},
+		{
+			"a task's with after a guard", `{"$workflow":"0.2","revision":"r","initial":"c","states":{
 			"c":{"choose":[{"guard":{"$not":` + slow + `},"to":"w"}],"otherwise":"no"},
 			"w":{"work":{"task":"t","version":"1","with":` + slow + `},"then":"yes"},
 			"yes":{"final":true},"no":{"final":true}}}`,
-			Options{Steps: 150000}, "JF2006", "/nodes/task", "step budget (150000"},
-		{"bytes of two guards", `{"$workflow":"0.2","revision":"r","initial":"c","states":{
+			Options{Steps: 150000},
+			"JF2006", "/nodes/task", "step budget (150000",
+		},
+		{
+			"bytes of two guards", `{"$workflow":"0.2","revision":"r","initial":"c","states":{
 			"c":{"choose":[{"guard":` + hungry + `,"to":"d"}],"otherwise":"no"},
 			"d":{"choose":[{"guard":` + hungry + `,"to":"yes"}],"otherwise":"no"},
 			"yes":{"final":true},"no":{"final":true}}}`,
-			Options{Bytes: 2 << 20}, "JF2016", "/transitions/2/guard", "byte budget (2097152"},
+			Options{Bytes: 2 << 20},
+			"JF2016", "/transitions/2/guard", "byte budget (2097152",
+		},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

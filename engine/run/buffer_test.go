@@ -20,8 +20,12 @@ func TestBufferedEventsBounded(t *testing.T) {
 	}{
 		{"count", Options{MaxBuffered: 3}, []any{1.0, nil, "a", 2.0}, "holds 3 events for its next wait, the limit (MaxBuffered)"},
 		{"bytes", Options{MaxBufferedBytes: 200}, []any{text(90), text(90), text(20)}, "more than the limit of 200 (MaxBufferedBytes)"},
-		{"bytes of nested payloads", Options{MaxBufferedBytes: 100},
-			[]any{map[string]any{"a": []any{text(40), true}}, []any{map[string]any{"b": text(40)}}}, "(MaxBufferedBytes)"},
+		{
+			"bytes of nested payloads",
+			Options{MaxBufferedBytes: 100},
+			[]any{map[string]any{"a": []any{text(40), true}}, []any{map[string]any{"b": text(40)}}},
+			"(MaxBufferedBytes)",
+		},
 		{"default count", Options{}, make([]any, DefaultMaxBuffered+1), "holds 1000 events"},
 		{"default bytes", Options{}, []any{text(DefaultMaxBufferedBytes / 2), text(DefaultMaxBufferedBytes / 2)}, "limit of 262144 (MaxBufferedBytes)"},
 	}
@@ -83,8 +87,15 @@ func TestJSONSize(t *testing.T) {
 		v    any
 		want int
 	}{
-		{nil, 4}, {true, 4}, {false, 5}, {12.5, 4}, {"ab", 4}, {[]any{}, 2}, {map[string]any{}, 2},
-		{[]any{1.0, "a", nil}, 12}, {map[string]any{"k": 1.0, "j": []any{true}}, 18},
+		{nil, 4},
+		{true, 4},
+		{false, 5},
+		{12.5, 4},
+		{"ab", 4},
+		{[]any{}, 2},
+		{map[string]any{}, 2},
+		{[]any{1.0, "a", nil}, 12},
+		{map[string]any{"k": 1.0, "j": []any{true}}, 18},
 	} {
 		if got := jsonSize(c.v); got != c.want {
 			t.Errorf("jsonSize(%#v) = %d, want %d", c.v, got, c.want)

@@ -112,9 +112,11 @@ func (r *reducer) deadlineTimer(t *TimerFire) error {
 		n, _ := info.Node(node)
 		t := r.opts.Timeouts(n.Task, n.Version)
 		closing := closes(a, t)
-		err := &TaskError{Code: CodeTaskTimeout, Message: timeoutMessage(n.Task, n.Version, a, t, closing),
+		err := &TaskError{
+			Code: CodeTaskTimeout, Message: timeoutMessage(n.Task, n.Version, a, t, closing),
 			// The node's schedule-to-close is over: no attempt can follow.
-			NonRetryable: closing}
+			NonRetryable: closing,
+		}
 		if err := r.taskFailed(id, node, a, err); err != nil {
 			return err
 		}

@@ -39,8 +39,10 @@ func newReducer(wf *workflow.Workflow, prev *State, msg Message, opts Options) *
 	if msg.NoTime {
 		now = prev.Control.Time
 	}
-	return &reducer{wf: wf, st: st, prev: prev, msg: msg, opts: opts, now: now,
-		serial: prev.Control.Serial, status: prev.Status, budget: query.Budget{Steps: opts.Steps, Bytes: opts.Bytes}}
+	return &reducer{
+		wf: wf, st: st, prev: prev, msg: msg, opts: opts, now: now,
+		serial: prev.Control.Serial, status: prev.Status, budget: query.Budget{Steps: opts.Steps, Bytes: opts.Bytes},
+	}
 }
 
 // copy returns a state whose maps may be written without touching s. The
@@ -201,8 +203,10 @@ func (r *reducer) workScope() map[string]any {
 	id := r.active()
 	visit, _ := r.st.Context.Visits[id].(float64)
 	ctx := r.contextValue()
-	ctx["activation"] = map[string]any{"runId": r.st.RunID, "state": id, "visit": visit,
-		"key": activationKey(r.st.RunID, id, visit)}
+	ctx["activation"] = map[string]any{
+		"runId": r.st.RunID, "state": id, "visit": visit,
+		"key": activationKey(r.st.RunID, id, visit),
+	}
 	return map[string]any{"state": value.Clone(stringsValue(r.st.Control.Active)), "event": nil, "payload": nil, "context": ctx}
 }
 

@@ -276,8 +276,10 @@ func FuzzApply(f *testing.F) {
 		if err != nil {
 			return
 		}
-		msg := Message{Kind: Kind(kind), Time: now, Event: &Event{Type: arg}, Timer: &TimerFire{ID: arg, Deadline: now},
-			Result: &TaskResult{Activation: arg, Node: "task", Attempt: 1}}
+		msg := Message{
+			Kind: Kind(kind), Time: now, Event: &Event{Type: arg}, Timer: &TimerFire{ID: arg, Deadline: now},
+			Result: &TaskResult{Activation: arg, Node: "task", Attempt: 1},
+		}
 		_, _, _ = Apply(wf, st, msg, Options{})
 		// Tight budgets and buffers: a rejection leaves no state, and a
 		// run never takes a third event while it is not waiting.

@@ -42,12 +42,16 @@ func (r *reducer) work(id string) (blocked bool, err error) {
 			for k, v := range d.TaskVersions() {
 				versions[k] = v
 			}
-			p.Identity = map[string]any{"revision": r.wf.Revisions.DAGs[id], "document": r.wf.DAGTexts[id],
-				"input": in, "taskVersions": versions}
+			p.Identity = map[string]any{
+				"revision": r.wf.Revisions.DAGs[id], "document": r.wf.DAGTexts[id],
+				"input": in, "taskVersions": versions,
+			}
 			r.persist()
 		}
-		r.st.Work = &Work{Activation: activationKey(r.st.RunID, id, float64(p.Visit)),
-			Values: d.Restore(p.Values), Running: map[string]*Attempt{}}
+		r.st.Work = &Work{
+			Activation: activationKey(r.st.RunID, id, float64(p.Visit)),
+			Values:     d.Restore(p.Values), Running: map[string]*Attempt{},
+		}
 	}
 	return r.schedule(id)
 }

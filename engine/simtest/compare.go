@@ -146,8 +146,10 @@ func (d differ) coded(at string, want, got any) *Mismatch {
 	}
 	for _, key := range []string{"code", "path"} {
 		if !value.Equal(w[key], g[key]) {
-			return &Mismatch{Pointer: at + "/" + key, Reason: key + " differs (message: " + excerpt(g["message"]) + ")",
-				Want: excerpt(w[key]), Got: excerpt(g[key])}
+			return &Mismatch{
+				Pointer: at + "/" + key, Reason: key + " differs (message: " + excerpt(g["message"]) + ")",
+				Want: excerpt(w[key]), Got: excerpt(g[key]),
+			}
 		}
 	}
 	return nil
@@ -195,8 +197,10 @@ func (d differ) walk(at, rel string, want, got any) *Mismatch {
 			}
 		}
 		if len(w) != len(g) {
-			return &Mismatch{Pointer: at, Reason: fmt.Sprintf("array length %d, want %d", len(g), len(w)),
-				Want: excerpt(want), Got: excerpt(got)}
+			return &Mismatch{
+				Pointer: at, Reason: fmt.Sprintf("array length %d, want %d", len(g), len(w)),
+				Want: excerpt(want), Got: excerpt(got),
+			}
 		}
 		return nil
 	}
@@ -210,8 +214,10 @@ func (d differ) walk(at, rel string, want, got any) *Mismatch {
 }
 
 func (d differ) typeMismatch(at string, want, got any) *Mismatch {
-	return &Mismatch{Pointer: at, Reason: fmt.Sprintf("%s where %s is expected", value.TypeName(got), value.TypeName(want)),
-		Want: excerpt(want), Got: excerpt(got)}
+	return &Mismatch{
+		Pointer: at, Reason: fmt.Sprintf("%s where %s is expected", value.TypeName(got), value.TypeName(want)),
+		Want: excerpt(want), Got: excerpt(got),
+	}
 }
 
 // sameKeys reports the first member present on one side only.

@@ -40,19 +40,25 @@ func TestDiff(t *testing.T) {
 		{name: "error code differs", golden: goldenWait, got: swap(`"code":"JF2014"`, `"code":"JF2013"`), pointer: "/calls/1/error/code"},
 		{name: "null path is not root", golden: goldenWait, got: swap(`"path":null`, `"path":""`), pointer: "/calls/1/error/path"},
 		{name: "error message required", golden: goldenWait, got: swap(`,"message":"JF2014: event or resume observed a stale generation"`, ``), pointer: "/calls/1/error/message"},
-		{name: "success where error expected", golden: goldenWait,
+		{
+			name: "success where error expected", golden: goldenWait,
 			got:     swap(`{"error":{"code":"JF2014","path":null,"message":"JF2014: event or resume observed a stale generation"}}`, `{"status":"done","result":null,"snapshot":{}}`),
-			pointer: "/calls/1/error"},
+			pointer: "/calls/1/error",
+		},
 		{name: "too few calls", golden: goldenWait, got: `{"calls":[]}`, pointer: "/calls"},
 		{name: "call entry not an object", golden: goldenWait, got: `{"calls":[1]}`, pointer: "/calls/0"},
 		{name: "compile error instead of calls", golden: goldenWait, got: `{"compileError":{"code":"JF0021","path":"","message":"x"}}`, pointer: "/calls"},
 		{name: "not JSON", golden: goldenWait, got: `{"calls":`, pointer: ""},
 		{name: "trailing garbage", golden: goldenWait, got: goldenWait + ` {}`, pointer: ""},
 		{name: "ignored member", golden: goldenWait, got: swap(`"/states/d":1`, `"/states/d":2`), ignore: []string{"/snapshot/context/visits"}, ok: true},
-		{name: "compile error matches", golden: `{"compileError":{"code":"JF0021","path":"/states","message":"a"}}`,
-			got: `{"compileError":{"code":"JF0021","path":"/states","message":"b"}}`, ok: true},
-		{name: "compile error path differs", golden: `{"compileError":{"code":"JF0021","path":"/states","message":"a"}}`,
-			got: `{"compileError":{"code":"JF0021","path":"/states/a","message":"a"}}`, pointer: "/compileError/path"},
+		{
+			name: "compile error matches", golden: `{"compileError":{"code":"JF0021","path":"/states","message":"a"}}`,
+			got: `{"compileError":{"code":"JF0021","path":"/states","message":"b"}}`, ok: true,
+		},
+		{
+			name: "compile error path differs", golden: `{"compileError":{"code":"JF0021","path":"/states","message":"a"}}`,
+			got: `{"compileError":{"code":"JF0021","path":"/states/a","message":"a"}}`, pointer: "/compileError/path",
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

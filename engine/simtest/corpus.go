@@ -88,8 +88,10 @@ func Load(fsys fs.FS) ([]Case, error) {
 				return nil, fmt.Errorf("%s[%d]: case name %q repeats %s", base, i, k.Name, prev)
 			}
 			seen[k.Name] = base
-			out = append(out, Case{File: base, Name: k.Name, Description: k.Description,
-				Scenario: k.Scenario, Golden: goldens[i].Output})
+			out = append(out, Case{
+				File: base, Name: k.Name, Description: k.Description,
+				Scenario: k.Scenario, Golden: goldens[i].Output,
+			})
 		}
 	}
 	return out, nil

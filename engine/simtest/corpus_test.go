@@ -99,21 +99,26 @@ func TestLoadValidatesPairs(t *testing.T) {
 	}{
 		{name: "ok", files: map[string]string{
 			"cases/simulate/a.json":  `[{"name":"x","description":"d","scenario":` + scenario + `}]`,
-			"golden/simulate/a.json": `[{"name":"x","output":` + golden + `}]`}},
+			"golden/simulate/a.json": `[{"name":"x","output":` + golden + `}]`,
+		}},
 		{name: "no cases", files: map[string]string{}, err: "no case files"},
 		{name: "missing golden", files: map[string]string{
-			"cases/simulate/a.json": `[{"name":"x","description":"d","scenario":` + scenario + `}]`}, err: "regenerate"},
+			"cases/simulate/a.json": `[{"name":"x","description":"d","scenario":` + scenario + `}]`,
+		}, err: "regenerate"},
 		{name: "golden out of order", files: map[string]string{
 			"cases/simulate/a.json":  `[{"name":"x","description":"d","scenario":` + scenario + `}]`,
-			"golden/simulate/a.json": `[{"name":"y","output":` + golden + `}]`}, err: "does not match"},
+			"golden/simulate/a.json": `[{"name":"y","output":` + golden + `}]`,
+		}, err: "does not match"},
 		{name: "count differs", files: map[string]string{
 			"cases/simulate/a.json":  `[{"name":"x","description":"d","scenario":` + scenario + `}]`,
-			"golden/simulate/a.json": `[]`}, err: "1 cases but 0 goldens"},
+			"golden/simulate/a.json": `[]`,
+		}, err: "1 cases but 0 goldens"},
 		{name: "duplicate across files", files: map[string]string{
 			"cases/simulate/a.json":  `[{"name":"x","description":"d","scenario":` + scenario + `}]`,
 			"golden/simulate/a.json": `[{"name":"x","output":` + golden + `}]`,
 			"cases/simulate/b.json":  `[{"name":"x","description":"d","scenario":` + scenario + `}]`,
-			"golden/simulate/b.json": `[{"name":"x","output":` + golden + `}]`}, err: "repeats"},
+			"golden/simulate/b.json": `[{"name":"x","output":` + golden + `}]`,
+		}, err: "repeats"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

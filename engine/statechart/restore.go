@@ -34,8 +34,10 @@ func (c *Chart) Restore(v any) (State, error) {
 	return c.state(&w), nil
 }
 
-var snapshotMembers = []string{"active", "history", "timers", "serial", "time"}
-var timerMembers = []string{"transition", "at", "token"}
+var (
+	snapshotMembers = []string{"active", "history", "timers", "serial", "time"}
+	timerMembers    = []string{"transition", "at", "token"}
+)
 
 // parseSnapshot converts a JSON snapshot into a State, reporting the
 // failures only the JSON form can have in the order the reference checks

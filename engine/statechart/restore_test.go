@@ -95,10 +95,14 @@ func TestRestoreJSON(t *testing.T) {
 	t.Parallel()
 	c := mustCompile(t, restoreChart)
 	tests := []struct{ name, snapshot, want string }{
-		{"normalizes", `{"active":["y","x"],"history":{"hd":["r2"],"ph":["y","x"]},"timers":[],"serial":-0,"time":-0}`,
-			`{"active":["x","y"],"history":{"hd":["r2"],"ph":["x","y"]},"serial":0,"time":0,"timers":[]}`},
-		{"keeps unknown members", `{"active":["e"],"history":{},"timers":[{"transition":0,"at":1,"token":1,"why":"x"}],"serial":1,"time":0,"z":{"a":1}}`,
-			`{"active":["e"],"history":{},"serial":1,"time":0,"timers":[{"at":1,"token":1,"transition":0,"why":"x"}],"z":{"a":1}}`},
+		{
+			"normalizes", `{"active":["y","x"],"history":{"hd":["r2"],"ph":["y","x"]},"timers":[],"serial":-0,"time":-0}`,
+			`{"active":["x","y"],"history":{"hd":["r2"],"ph":["x","y"]},"serial":0,"time":0,"timers":[]}`,
+		},
+		{
+			"keeps unknown members", `{"active":["e"],"history":{},"timers":[{"transition":0,"at":1,"token":1,"why":"x"}],"serial":1,"time":0,"z":{"a":1}}`,
+			`{"active":["e"],"history":{},"serial":1,"time":0,"timers":[{"at":1,"token":1,"transition":0,"why":"x"}],"z":{"a":1}}`,
+		},
 		{"not an object", `[]`, "JF2010: invalid statechart snapshot"},
 		{"leaf not a string", `{"active":[1],"history":{},"timers":[],"serial":0,"time":0}`, "JF2010: invalid statechart snapshot"},
 		{"history not an object", `{"active":["e"],"history":[],"timers":[],"serial":0,"time":0}`, "JF2010: invalid statechart snapshot"},

@@ -19,16 +19,20 @@ func fiftyStates() map[string]any {
 		p := func(s string) string { return fmt.Sprintf("r%d.%s", r, s) }
 		states[p("work")] = map[string]any{
 			"work":  map[string]any{"task": "step", "version": "1", "with": map[string]any{"n": "$.n"}},
-			"input": map[string]any{"n": "$.context.data.n"}, "then": p("check"), "catch": p("wait"), "limit": 3.0}
+			"input": map[string]any{"n": "$.context.data.n"}, "then": p("check"), "catch": p("wait"), "limit": 3.0,
+		}
 		states[p("check")] = map[string]any{
 			"choose":    []any{map[string]any{"guard": "$.context.data.retry", "to": p("work")}, map[string]any{"guard": "$.context.data.wait", "to": p("wait")}},
-			"otherwise": p("nested")}
+			"otherwise": p("nested"),
+		}
 		states[p("wait")] = map[string]any{
 			"on":    []any{map[string]any{"event": "go", "guard": "$.payload.ok", "to": p("nested")}},
-			"after": map[string]any{"ms": 1000.0, "to": p("work")}}
+			"after": map[string]any{"ms": 1000.0, "to": p("work")},
+		}
 		states[p("nested")] = map[string]any{"flow": map[string]any{"initial": "job", "states": map[string]any{
 			"job": map[string]any{"work": map[string]any{"task": "job", "version": "2"}, "then": "end"},
-			"end": map[string]any{"final": true}}}, "then": next}
+			"end": map[string]any{"final": true},
+		}}, "then": next}
 		if r < rounds-1 {
 			states[p("note")] = map[string]any{"final": true}
 		}

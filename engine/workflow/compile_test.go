@@ -17,8 +17,10 @@ func TestCompileExposesWhatARunNeeds(t *testing.T) {
 	if w.Chart == nil || w.Lowered == nil {
 		t.Fatal("no chart or lowering")
 	}
-	if !slices.Equal(w.Chart.States(), []string{"/states/check", "/states/done", "/states/expired", "/states/prepare",
-		"/states/review", "/states/round", "/states/round/flow/states/end", "/states/round/flow/states/job"}) {
+	if !slices.Equal(w.Chart.States(), []string{
+		"/states/check", "/states/done", "/states/expired", "/states/prepare",
+		"/states/review", "/states/round", "/states/round/flow/states/end", "/states/round/flow/states/job",
+	}) {
 		// Tree order: roots as declared, each nested scope under its flow.
 		t.Errorf("chart states %v", w.Chart.States())
 	}

@@ -42,8 +42,10 @@ func TestLowerSpecs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantOrder := []string{"/states/check", "/states/done", "/states/expired", "/states/prepare", "/states/review",
-		"/states/round", "/states/round/flow/states/end", "/states/round/flow/states/job"}
+	wantOrder := []string{
+		"/states/check", "/states/done", "/states/expired", "/states/prepare", "/states/review",
+		"/states/round", "/states/round/flow/states/end", "/states/round/flow/states/job",
+	}
 	if strings.Join(l.States, " ") != strings.Join(wantOrder, " ") {
 		t.Errorf("States = %v, want %v", l.States, wantOrder)
 	}
@@ -144,8 +146,10 @@ func TestLowerRefusesWhatIsNotJSON(t *testing.T) {
 	}
 	wide := strings.Repeat("x", MaxSize+1)
 	states := func(extra any) map[string]any {
-		return map[string]any{"$workflow": "0.2", "revision": "r", "initial": "d",
-			"states": map[string]any{"d": map[string]any{"final": true, "limit": extra}}}
+		return map[string]any{
+			"$workflow": "0.2", "revision": "r", "initial": "d",
+			"states": map[string]any{"d": map[string]any{"final": true, "limit": extra}},
+		}
 	}
 	tests := []struct {
 		name  string
@@ -182,8 +186,10 @@ func TestLowerRefusesWhatIsNotJSON(t *testing.T) {
 
 func TestLowerAcceptsGoIntegers(t *testing.T) {
 	t.Parallel()
-	doc := map[string]any{"$workflow": "0.2", "revision": "r", "initial": "d",
-		"states": map[string]any{"d": map[string]any{"final": true, "limit": 3}, "e": map[string]any{"final": true, "limit": int64(-0)}}}
+	doc := map[string]any{
+		"$workflow": "0.2", "revision": "r", "initial": "d",
+		"states": map[string]any{"d": map[string]any{"final": true, "limit": 3}, "e": map[string]any{"final": true, "limit": int64(-0)}},
+	}
 	_, err := Lower(doc)
 	if fault.CodeOf(err) != fault.JF0021 {
 		t.Fatalf("got %v", err)
@@ -206,8 +212,10 @@ func TestLowerJSON(t *testing.T) {
 			t.Errorf("revision %s: %v", r, err)
 		}
 	}
-	for _, text := range []string{``, `{`, `{"$workflow":"0.2"} {}`, strings.Repeat("[", 300) + strings.Repeat("]", 300),
-		withRevision(`\ud800`), withRevision(`\udc00x`), withRevision(`\ud83d\u0041`), withRevision(`a\ud83d`)} {
+	for _, text := range []string{
+		``, `{`, `{"$workflow":"0.2"} {}`, strings.Repeat("[", 300) + strings.Repeat("]", 300),
+		withRevision(`\ud800`), withRevision(`\udc00x`), withRevision(`\ud83d\u0041`), withRevision(`a\ud83d`),
+	} {
 		_, err := LowerJSON([]byte(text))
 		var fe *fault.Error
 		if !errors.As(err, &fe) || fe.Code != fault.JF0021 || fe.Reason != "workflow must be JSON" {
@@ -257,9 +265,16 @@ func TestJSSemantics(t *testing.T) {
 		v    any
 		want string
 	}{
-		{nil, "null"}, {true, "true"}, {1e21, "1e+21"}, {-0.5, "-0.5"}, {"s", "s"},
-		{[]any{}, ""}, {[]any{nil}, ""}, {[]any{1.0, []any{2.0, nil}, true}, "1,2,,true"},
-		{map[string]any{}, "[object Object]"}, {[]any{map[string]any{}}, "[object Object]"},
+		{nil, "null"},
+		{true, "true"},
+		{1e21, "1e+21"},
+		{-0.5, "-0.5"},
+		{"s", "s"},
+		{[]any{}, ""},
+		{[]any{nil}, ""},
+		{[]any{1.0, []any{2.0, nil}, true}, "1,2,,true"},
+		{map[string]any{}, "[object Object]"},
+		{[]any{map[string]any{}}, "[object Object]"},
 	}
 	for _, tt := range strs {
 		if got := jsString(tt.v, true); got != tt.want {

@@ -125,7 +125,8 @@ func newLower(s streams) *cobra.Command {
 					path = p
 				}
 				fmt.Fprintln(s.out, value.MustCanonical(map[string]any{"error": map[string]any{
-					"code": string(fault.CodeOf(err)), "path": path, "message": err.Error()}}))
+					"code": string(fault.CodeOf(err)), "path": path, "message": err.Error(),
+				}}))
 				return exitError{1}
 			}
 			fmt.Fprintln(s.out, value.MustCanonical(map[string]any{"ok": l.Value()}))

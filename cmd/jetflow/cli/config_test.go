@@ -19,13 +19,19 @@ func TestConnConfigPrecedence(t *testing.T) {
 		wantErr string
 	}{
 		{name: "defaults", want: connConfig{Prefix: "jetflow", Timeout: defaultTimeout}},
-		{name: "env", env: map[string]string{"JETFLOW_NATS_URL": "nats://a:1", "JETFLOW_PREFIX": "p", "JETFLOW_TIMEOUT": "3s", "JETFLOW_NATS_USER": "u", "JETFLOW_NATS_PASSWORD": "pw"},
-			want: connConfig{URL: "nats://a:1", Prefix: "p", Timeout: 3 * time.Second, User: "u", Password: "pw"}},
-		{name: "flags win", env: map[string]string{"JETFLOW_NATS_URL": "nats://a:1", "JETFLOW_TIMEOUT": "3s"}, args: []string{"--nats", "nats://b:2", "--timeout", "4s"},
-			want: connConfig{URL: "nats://b:2", Prefix: "jetflow", Timeout: 4 * time.Second}},
+		{
+			name: "env", env: map[string]string{"JETFLOW_NATS_URL": "nats://a:1", "JETFLOW_PREFIX": "p", "JETFLOW_TIMEOUT": "3s", "JETFLOW_NATS_USER": "u", "JETFLOW_NATS_PASSWORD": "pw"},
+			want: connConfig{URL: "nats://a:1", Prefix: "p", Timeout: 3 * time.Second, User: "u", Password: "pw"},
+		},
+		{
+			name: "flags win", env: map[string]string{"JETFLOW_NATS_URL": "nats://a:1", "JETFLOW_TIMEOUT": "3s"}, args: []string{"--nats", "nats://b:2", "--timeout", "4s"},
+			want: connConfig{URL: "nats://b:2", Prefix: "jetflow", Timeout: 4 * time.Second},
+		},
 		{name: "empty variable is unset", env: map[string]string{"JETFLOW_PREFIX": ""}, want: connConfig{Prefix: "jetflow", Timeout: defaultTimeout}},
-		{name: "bad variable overridden", env: map[string]string{"JETFLOW_TIMEOUT": "x"}, args: []string{"--timeout", "1s"},
-			want: connConfig{Prefix: "jetflow", Timeout: time.Second}},
+		{
+			name: "bad variable overridden", env: map[string]string{"JETFLOW_TIMEOUT": "x"}, args: []string{"--timeout", "1s"},
+			want: connConfig{Prefix: "jetflow", Timeout: time.Second},
+		},
 		{name: "bad variable", env: map[string]string{"JETFLOW_TIMEOUT": "x"}, wantErr: `environment variable JETFLOW_TIMEOUT="x": unable to parse duration: time: invalid duration "x" (the --timeout flag overrides it)`},
 		{name: "negative timeout", args: []string{"--timeout", "-1s"}, wantErr: "--timeout (JETFLOW_TIMEOUT) must be positive, got -1s"},
 		{name: "two kinds of credentials", args: []string{"--user", "u", "--nkey", "config_test.go"}, wantErr: "--creds, --nkey and --user"},

@@ -57,16 +57,26 @@ func demoRuns() []*demoRun {
 		return map[string]any{"sku": sku, "qty": qty, "customer": customer}
 	}
 	return []*demoRun{
-		{id: "order-paid", story: "2 keyboards for ada, paid in full; the carrier fails once",
-			input: order("KB-42", 2, "ada"), pay: true, want: "done"},
-		{id: "order-no-stock", story: "3 mugs when the shelf holds 1",
-			input: order("MUG-7", 3, "grace"), want: "rejected"},
-		{id: "order-risky", story: "a monitor for a customer the fraud model distrusts",
-			input: order("MON-27", 1, "mallory"), want: "rejected"},
-		{id: "order-unpaid", story: "a lamp nobody pays for",
-			input: order("LAMP-3", 1, "linus"), want: "expired"},
-		{id: "order-unknown", story: "a discontinued headset the warehouse has no record of",
-			input: order("DISC-9", 1, "ada"), want: "rejected"},
+		{
+			id: "order-paid", story: "2 keyboards for ada, paid in full; the carrier fails once",
+			input: order("KB-42", 2, "ada"), pay: true, want: "done",
+		},
+		{
+			id: "order-no-stock", story: "3 mugs when the shelf holds 1",
+			input: order("MUG-7", 3, "grace"), want: "rejected",
+		},
+		{
+			id: "order-risky", story: "a monitor for a customer the fraud model distrusts",
+			input: order("MON-27", 1, "mallory"), want: "rejected",
+		},
+		{
+			id: "order-unpaid", story: "a lamp nobody pays for",
+			input: order("LAMP-3", 1, "linus"), want: "expired",
+		},
+		{
+			id: "order-unknown", story: "a discontinued headset the warehouse has no record of",
+			input: order("DISC-9", 1, "ada"), want: "rejected",
+		},
 	}
 }
 

@@ -132,8 +132,11 @@ func registerDemoTasks(w *worker.Worker) error {
 		name string
 		h    worker.Handler
 	}{
-		{"check-stock", checkStock}, {"quote-price", quotePrice}, {"score-fraud", scoreFraud},
-		{"ship", ship}, {"notify", notify},
+		{"check-stock", checkStock},
+		{"quote-price", quotePrice},
+		{"score-fraud", scoreFraud},
+		{"ship", ship},
+		{"notify", notify},
 	} {
 		if err := w.Register(t.name, "1", t.h); err != nil {
 			return err

@@ -50,19 +50,31 @@ func TestTokenSecretConfig(t *testing.T) {
 		{name: "file", args: []string{"--token-secret-file", file}},
 		{name: "file from variable", env: map[string]string{"JETFLOW_TOKEN_SECRET_FILE": file}},
 		{name: "previous", args: []string{"--token-secret", hexSecret, "--token-secret-previous", "  " + hex.EncodeToString(old)}, previous: old},
-		{name: "flag and file", args: []string{"--token-secret", hexSecret, "--token-secret-file", file},
-			wantErr: "--token-secret and --token-secret-file (JETFLOW_TOKEN_SECRET, JETFLOW_TOKEN_SECRET_FILE) are alternatives", forbidden: hexSecret},
-		{name: "short", env: map[string]string{"JETFLOW_TOKEN_SECRET": short},
-			wantErr: "--token-secret (JETFLOW_TOKEN_SECRET): invalid token secret: 20 bytes, at least 32 are needed (make one with: openssl rand -hex 32)", forbidden: short},
-		{name: "malformed", args: []string{"--token-secret", "hunter2 is my password"},
-			wantErr: "--token-secret (JETFLOW_TOKEN_SECRET): invalid token secret: neither hex nor base64", forbidden: "hunter2"},
-		{name: "short file", args: []string{"--token-secret-file", shortFile},
-			wantErr: "--token-secret-file (JETFLOW_TOKEN_SECRET_FILE) " + shortFile + ": invalid token secret: 20 bytes", forbidden: short},
+		{
+			name: "flag and file", args: []string{"--token-secret", hexSecret, "--token-secret-file", file},
+			wantErr: "--token-secret and --token-secret-file (JETFLOW_TOKEN_SECRET, JETFLOW_TOKEN_SECRET_FILE) are alternatives", forbidden: hexSecret,
+		},
+		{
+			name: "short", env: map[string]string{"JETFLOW_TOKEN_SECRET": short},
+			wantErr: "--token-secret (JETFLOW_TOKEN_SECRET): invalid token secret: 20 bytes, at least 32 are needed (make one with: openssl rand -hex 32)", forbidden: short,
+		},
+		{
+			name: "malformed", args: []string{"--token-secret", "hunter2 is my password"},
+			wantErr: "--token-secret (JETFLOW_TOKEN_SECRET): invalid token secret: neither hex nor base64", forbidden: "hunter2",
+		},
+		{
+			name: "short file", args: []string{"--token-secret-file", shortFile},
+			wantErr: "--token-secret-file (JETFLOW_TOKEN_SECRET_FILE) " + shortFile + ": invalid token secret: 20 bytes", forbidden: short,
+		},
 		{name: "missing file", args: []string{"--token-secret-file", filepath.Join(dir, "absent")}, wantErr: "--token-secret-file (JETFLOW_TOKEN_SECRET_FILE): open "},
-		{name: "previous alone", env: map[string]string{"JETFLOW_TOKEN_SECRET_PREVIOUS": hexSecret},
-			wantErr: "--token-secret-previous (JETFLOW_TOKEN_SECRET_PREVIOUS) needs --token-secret", forbidden: hexSecret},
-		{name: "bad previous", args: []string{"--token-secret", hexSecret, "--token-secret-previous", hex.EncodeToString(old) + "," + short},
-			wantErr: "--token-secret-previous (JETFLOW_TOKEN_SECRET_PREVIOUS) secret 2: invalid token secret: 20 bytes", forbidden: short},
+		{
+			name: "previous alone", env: map[string]string{"JETFLOW_TOKEN_SECRET_PREVIOUS": hexSecret},
+			wantErr: "--token-secret-previous (JETFLOW_TOKEN_SECRET_PREVIOUS) needs --token-secret", forbidden: hexSecret,
+		},
+		{
+			name: "bad previous", args: []string{"--token-secret", hexSecret, "--token-secret-previous", hex.EncodeToString(old) + "," + short},
+			wantErr: "--token-secret-previous (JETFLOW_TOKEN_SECRET_PREVIOUS) secret 2: invalid token secret: 20 bytes", forbidden: short,
+		},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -288,8 +288,10 @@ func runService(ctx context.Context, s streams, verb string, conn *connConfig, s
 		fmt.Fprintf(s.out, "data: %s\n", emb.DataDir)
 	}
 	fmt.Fprintf(s.out, "nats: %s\n", redactURLs(f.URL()))
-	attrs := []any{slog.String("nats", redactURLs(f.URL())), slog.String("prefix", f.Names.Prefix()),
-		slog.Duration("ack_wait", svc.AckWait), secretAttrs(svc.signer)}
+	attrs := []any{
+		slog.String("nats", redactURLs(f.URL())), slog.String("prefix", f.Names.Prefix()),
+		slog.Duration("ack_wait", svc.AckWait), secretAttrs(svc.signer),
+	}
 	if ep != nil {
 		ep.serve(f, reg, h, log)
 		fmt.Fprintf(s.out, "http: %s\n", ep.URL())
