@@ -2,7 +2,6 @@ package dispatcher
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -10,6 +9,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/jetflow/jetflow/kvstore"
 	"github.com/jetflow/jetflow/subjects"
 )
 
@@ -155,18 +155,12 @@ func (d *Dispatcher) strayWithoutStart(ctx context.Context, meta *jetstream.MsgM
 // startSeq is the stream sequence of the run's first start, 0 if the
 // input stream holds none. The first, not the last: a client that retries
 // a start call can store a second start after the run's first inputs. It
-// is one direct read.
+// is one read through the stream's leader: a lagging replica's "none"
+// would refuse an input of a live run.
 func (d *Dispatcher) startSeq(ctx context.Context, runID string) (uint64, error) {
 	ctx, cancel := context.WithTimeout(ctx, d.cfg.OpTimeout)
 	defer cancel()
-	msg, err := d.inputs.GetMsg(ctx, 1, jetstream.WithGetMsgSubject(d.cfg.Names.Start(runID)))
-	if errors.Is(err, jetstream.ErrMsgNotFound) {
-		return 0, nil
-	}
-	if err != nil {
-		return 0, err
-	}
-	return msg.Sequence, nil
+	return kvstore.FirstOnSubject(ctx, d.js, d.cfg.Names.InputStream(), d.cfg.Names.Start(runID))
 }
 
 // throttle lets one log line a second through and counts the rest, so

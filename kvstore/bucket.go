@@ -124,7 +124,32 @@ type msgGetResponse struct {
 // leader. nats.go always uses direct gets on streams that allow them (KV
 // streams do), so the request is made by hand.
 func (b *bucket) leaderLast(ctx context.Context, subject string) (*jetstream.RawStreamMsg, error) {
-	o := b.js.Options()
+	return leaderGet(ctx, b.js, b.stream, map[string]any{"last_by_subj": subject})
+}
+
+// FirstOnSubject returns the stream sequence of the first message on
+// subject in stream, 0 when it holds none, read through the stream
+// leader: a replica that lags would answer "none" for a message already
+// stored, and a caller that refuses an input on that answer would lose it.
+func FirstOnSubject(ctx context.Context, js jetstream.JetStream, stream, subject string) (uint64, error) {
+	m, err := leaderGet(ctx, js, stream, map[string]any{"seq": 1, "next_by_subj": subject})
+	if errors.Is(err, errNoKey) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	return m.Sequence, nil
+}
+
+// leaderGet is one $JS.API.STREAM.MSG.GET request, which the stream
+// leader answers. errNoKey means no such message.
+func leaderGet(ctx context.Context, js jetstream.JetStream, stream string, request map[string]any) (*jetstream.RawStreamMsg, error) {
+	subject, _ := request["last_by_subj"].(string)
+	if subject == "" {
+		subject, _ = request["next_by_subj"].(string)
+	}
+	o := js.Options()
 	api := jetstream.DefaultAPIPrefix
 	switch {
 	case o.APIPrefix != "":
@@ -137,31 +162,31 @@ func (b *bucket) leaderLast(ctx context.Context, subject string) (*jetstream.Raw
 		ctx, cancel = context.WithTimeout(ctx, o.DefaultTimeout)
 		defer cancel()
 	}
-	req, err := json.Marshal(map[string]string{"last_by_subj": subject})
+	req, err := json.Marshal(request)
 	if err != nil {
 		return nil, err
 	}
-	reply, err := b.js.Conn().RequestWithContext(ctx, api+"STREAM.MSG.GET."+b.stream, req)
+	reply, err := js.Conn().RequestWithContext(ctx, api+"STREAM.MSG.GET."+stream, req)
 	if err != nil {
-		return nil, fmt.Errorf("leader read of %q in stream %q: %w", subject, b.stream, err)
+		return nil, fmt.Errorf("leader read of %q in stream %q: %w", subject, stream, err)
 	}
 	var resp msgGetResponse
 	if err := json.Unmarshal(reply.Data, &resp); err != nil {
-		return nil, fmt.Errorf("leader read of %q in stream %q: bad reply: %w", subject, b.stream, err)
+		return nil, fmt.Errorf("leader read of %q in stream %q: bad reply: %w", subject, stream, err)
 	}
 	if resp.Error != nil {
 		if resp.Error.ErrorCode == codeMsgNotFound {
 			return nil, errNoKey
 		}
-		return nil, fmt.Errorf("leader read of %q in stream %q: %w", subject, b.stream, resp.Error)
+		return nil, fmt.Errorf("leader read of %q in stream %q: %w", subject, stream, resp.Error)
 	}
 	if resp.Message == nil {
-		return nil, fmt.Errorf("leader read of %q in stream %q: %w", subject, b.stream, jetstream.ErrInvalidJetStreamResponse)
+		return nil, fmt.Errorf("leader read of %q in stream %q: %w", subject, stream, jetstream.ErrInvalidJetStreamResponse)
 	}
 	m := &jetstream.RawStreamMsg{Subject: resp.Message.Subject, Sequence: resp.Message.Sequence, Data: resp.Message.Data, Time: resp.Message.Time}
 	if len(resp.Message.Header) > 0 {
 		if m.Header, err = nats.DecodeHeadersMsg(resp.Message.Header); err != nil {
-			return nil, fmt.Errorf("leader read of %q in stream %q: bad headers: %w", subject, b.stream, err)
+			return nil, fmt.Errorf("leader read of %q in stream %q: bad headers: %w", subject, stream, err)
 		}
 	}
 	return m, nil

@@ -82,9 +82,9 @@ func Dispatcher(n subjects.Names, user string) Permissions {
 		api("CONSUMER.CREATE", in, c), api("CONSUMER.CREATE", in, c, ">"), api("CONSUMER.DURABLE.CREATE", in, c),
 		api("CONSUMER.INFO", in, c), api("CONSUMER.MSG.NEXT", in, c), "$JS.ACK." + in + "." + c + ".>",
 		// Whether an input of a run without a record has a start before
-		// it (dispatcher/early.go): the first start of one run, by a
-		// direct get whose body names the subject.
-		api("DIRECT.GET", in),
+		// it (dispatcher/early.go): the first start of one run, read
+		// through the stream leader.
+		api("STREAM.MSG.GET", in),
 		n.TaskAll(), n.ScheduleAll(), n.StatusAll(),
 		api("STREAM.INFO", kvStream(runs)), api("DIRECT.GET", kvStream(runs), ">"), api("STREAM.MSG.GET", kvStream(runs)), kvKeys(runs),
 		api("STREAM.INFO", kvStream(wfs)), api("DIRECT.GET", kvStream(wfs), ">"), api("STREAM.MSG.GET", kvStream(wfs)),
