@@ -10,7 +10,6 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/jetflow/jetflow/kvstore"
-	"github.com/jetflow/jetflow/subjects"
 )
 
 // An input can reach a dispatcher before its run has a record: its start
@@ -110,26 +109,29 @@ func (d *Dispatcher) refuseNoRun(m jetstream.Msg, in *input, log *slog.Logger, r
 // noRunReason is why an input for a run without a record is terminated
 // now, or "" when it may wait for its start.
 func (d *Dispatcher) noRunReason(ctx context.Context, meta *jetstream.MsgMetadata, in *input) string {
-	if in.kind == subjects.KindResult && screen(d.cfg, in) != nil {
-		// No I/O: a result with a token nobody signed answers nothing.
-		return fmt.Sprintf("no run %s, and the result's token is not one this deployment signed", in.runID)
-	}
-	if in.refused != nil {
-		return fmt.Sprintf("no run %s, and the input is malformed: %v", in.runID, in.refused)
-	}
 	if age := d.cfg.Clock.Now().Sub(meta.Timestamp); age >= d.cfg.UnknownRunWait {
-		return fmt.Sprintf("no run %s after %s: its start was never applied", in.runID, d.cfg.UnknownRunWait)
+		return withRefusal(fmt.Sprintf("no run %s after %s: its start was never applied", in.runID, d.cfg.UnknownRunWait), in)
 	}
+	// The record read may have met a replica that lags: only the start's
+	// absence, read through the leader, says the run does not exist.
 	seq, err := d.startSeq(ctx, in.runID)
 	switch {
 	case err != nil:
 		return "" // cannot tell: wait, bounded by UnknownRunWait
 	case seq == 0:
-		return fmt.Sprintf("no run %s: the input stream holds no start for it", in.runID)
+		return withRefusal(fmt.Sprintf("no run %s: the input stream holds no start for it", in.runID), in)
 	case seq > meta.Sequence.Stream:
-		return fmt.Sprintf("no run %s when this input came: its start (stream sequence %d) came after it", in.runID, seq)
+		return withRefusal(fmt.Sprintf("no run %s when this input came: its start (stream sequence %d) came after it", in.runID, seq), in)
 	}
 	return ""
+}
+
+// withRefusal adds why a malformed input could not have applied anyway.
+func withRefusal(reason string, in *input) string {
+	if in.refused != nil {
+		reason += ", and the input is malformed: " + in.refused.Error()
+	}
+	return reason
 }
 
 // strayWithoutStart returns why a stray input (of a run this process does
@@ -145,9 +147,9 @@ func (d *Dispatcher) strayWithoutStart(ctx context.Context, meta *jetstream.MsgM
 	case err != nil:
 		return ""
 	case seq == 0:
-		return fmt.Sprintf("no run %s: the input stream holds no start for it", in.runID)
+		return withRefusal(fmt.Sprintf("no run %s: the input stream holds no start for it", in.runID), in)
 	case seq > meta.Sequence.Stream:
-		return fmt.Sprintf("no run %s when this input came: its start (stream sequence %d) came after it", in.runID, seq)
+		return withRefusal(fmt.Sprintf("no run %s when this input came: its start (stream sequence %d) came after it", in.runID, seq), in)
 	}
 	return ""
 }

@@ -94,9 +94,6 @@ func (d *Dispatcher) handle(ctx context.Context, m jetstream.Msg, stray bool) {
 	log := d.log.With(slog.String("run_id", in.runID), slog.String("kind", in.kind), slog.Uint64("stream_seq", meta.Sequence.Stream), size)
 	if stray && in.kind != subjects.KindStart {
 		if reason := d.strayWithoutStart(ctx, meta, in); reason != "" {
-			if in.refused != nil {
-				reason += ", and the input is malformed: " + in.refused.Error()
-			}
 			outcome := d.refuseNoRun(m, in, log, reason)
 			d.m.messages.WithLabelValues(in.kind, outcome).Inc()
 			return
