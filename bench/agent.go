@@ -61,7 +61,9 @@ type stats struct {
 // hidden `jetflow bench-agent` verb). It starts its role, writes a ready
 // line on stdout, answers commands read from stdin ("stats", "profile
 // FILE", "profile-stop"), and stops when stdin ends or ctx is done.
-func AgentMain(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer) error {
+// gogcSet is whether the process's GOGC environment variable is set: a
+// dispatcher then leaves the collector alone (dispatcher.TuneGC).
+func AgentMain(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer, gogcSet bool) error {
 	fs := flag.NewFlagSet("bench-agent", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	role := fs.String("role", "", "server, dispatcher or worker")
@@ -93,7 +95,7 @@ func AgentMain(ctx context.Context, args []string, stdin io.Reader, stdout io.Wr
 		}
 		stop, ready.URL = srv.Stop, srv.ClientURL()
 	case roleDispatcher:
-		dispatcher.TuneGC() // as jetflow dispatcher does
+		dispatcher.TuneGC(gogcSet) // as jetflow dispatcher does
 		f, err := fleet.Start(ctx, fleet.Config{
 			URL: *url, Prefix: *prefix, SkipProvision: true, Registerer: reg, Logger: log,
 			Dispatcher: &dispatcher.Config{Concurrency: *concurrency, Logger: log},

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/signal"
 	"syscall"
@@ -19,10 +20,11 @@ const agentEnv = "JETFLOW_BENCH_TEST_AGENT"
 func TestMain(m *testing.M) {
 	if os.Getenv(agentEnv) == "1" {
 		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-		err := AgentMain(ctx, os.Args[1:], os.Stdin, os.Stdout)
+		_, gogcSet := os.LookupEnv("GOGC")
+		err := AgentMain(ctx, os.Args[1:], os.Stdin, os.Stdout, gogcSet)
 		stop()
 		if err != nil {
-			os.Stderr.WriteString(err.Error() + "\n")
+			fmt.Fprintln(os.Stderr, err)
 			os.Exit(1)
 		}
 		os.Exit(0)

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"os/exec"
 	"strings"
 	"sync"
@@ -29,7 +28,7 @@ type agentProc struct {
 func startAgent(ctx context.Context, cfg Config, role, name string, args ...string) (*agentProc, error) {
 	argv := append(append([]string(nil), cfg.Agent[1:]...), append([]string{"-role", role}, args...)...)
 	cmd := exec.Command(cfg.Agent[0], argv...)
-	cmd.Env = append(os.Environ(), cfg.AgentEnv...)
+	cmd.Env = append(cmd.Environ(), cfg.AgentEnv...) // what it would inherit, plus AgentEnv
 	p := &agentProc{role: role, name: name, cmd: cmd, stderr: &tailBuffer{max: 8 << 10}}
 	cmd.Stderr = p.stderr
 	var err error
@@ -107,10 +106,14 @@ func (p *agentProc) pid() int { return p.cmd.Process.Pid }
 // not exited when ctx ends.
 func (p *agentProc) stop(ctx context.Context) error {
 	_ = p.stdin.Close()
-	done := make(chan error, 1)
-	go func() { done <- p.cmd.Wait() }()
+	var err error
+	done := make(chan struct{})
+	go func() {
+		err = p.cmd.Wait()
+		close(done)
+	}()
 	select {
-	case err := <-done:
+	case <-done:
 		if err != nil {
 			return fmt.Errorf("%s %s: %w%s", p.role, p.name, err, p.stderrTail())
 		}

@@ -1,7 +1,6 @@
 package dispatcher
 
 import (
-	"os"
 	"runtime"
 	"runtime/debug"
 	rtmetrics "runtime/metrics"
@@ -35,13 +34,15 @@ var gcTuner struct {
 
 // TuneGC makes the collector leave GCHeadroom of heap growth between
 // collections (GOGC up to GCMaxPercent while the live heap is small),
-// re-tuned after every collection, unless the GOGC environment variable
-// is set: then it does nothing. GOMEMLIMIT, if set, still bounds the
+// re-tuned after every collection, unless gogcSet: the caller passes
+// whether the GOGC environment variable is set, and an operator's GOGC
+// wins (TuneGC then does nothing). GOMEMLIMIT, if set, still bounds the
 // heap (the collector works harder as it nears the limit). Only commands
-// call it: a library leaves the process's collector to its owner. It
-// reports whether it tunes; calling it again does nothing more.
-func TuneGC() bool {
-	if _, set := os.LookupEnv("GOGC"); set {
+// call it, as they alone read the environment: a library leaves the
+// process's collector to its owner. It reports whether it tunes; calling
+// it again does nothing more.
+func TuneGC(gogcSet bool) bool {
+	if gogcSet {
 		return false
 	}
 	gcTuner.mu.Lock()

@@ -2,7 +2,6 @@ package dispatcher
 
 import (
 	"errors"
-	"os"
 	"runtime"
 	"runtime/debug"
 	"testing"
@@ -33,13 +32,16 @@ func TestGCPercent(t *testing.T) {
 // TestTuneGC: the tuner re-tunes after each collection; not parallel, as
 // it changes the process's collector.
 func TestTuneGC(t *testing.T) {
-	if _, set := os.LookupEnv("GOGC"); set {
-		t.Skip("GOGC is set: TuneGC leaves the collector alone")
+	if TuneGC(true) {
+		t.Fatal("TuneGC tuned although GOGC is set")
 	}
 	prev := debug.SetGCPercent(100)
 	defer stopGCTuner(prev)
-	if !TuneGC() || !TuneGC() {
+	if !TuneGC(false) {
 		t.Fatal("TuneGC did not tune")
+	}
+	if !TuneGC(false) {
+		t.Fatal("TuneGC did not report tuning when called again")
 	}
 	before := gcTuner.cycles.Load()
 	natstest.WaitFor(t, 10*time.Second, "two re-tunings", func() error {

@@ -95,7 +95,9 @@ func Handler(cmd []string, opts Options) (worker.Handler, error) {
 		opts.WaitDelay = DefaultWaitDelay
 	}
 	args := append([]string(nil), cmd[1:]...)
-	env := append(os.Environ(), opts.Env...)
+	// The program inherits the worker's environment plus opts.Env, as
+	// exec.Cmd's default inherits it: handed on unread, not configuration.
+	env := append(os.Environ(), opts.Env...) //nolint:forbidigo // handed on to the program unread
 	return func(ctx context.Context, inv worker.Invocation) (any, error) {
 		return run(ctx, path, args, env, opts, inv)
 	}, nil

@@ -106,7 +106,7 @@ func runBench(cmd *cobra.Command, s streams, f *benchFlags) error {
 	}
 	cfg.Agent = []string{exe, "bench-agent"}
 	// One process hosts what serve does (single setups): the same GOGC.
-	dispatcher.TuneGC()
+	dispatcher.TuneGC(gogcSet())
 	var rep *bench.Report
 	var runErr error
 	if f.from != "" {
@@ -252,7 +252,7 @@ func newBenchAgent(s streams) *cobra.Command {
 		Hidden:             true,
 		DisableFlagParsing: true,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			err := bench.AgentMain(cmd.Context(), args, s.in, s.out)
+			err := bench.AgentMain(cmd.Context(), args, s.in, s.out, gogcSet())
 			if err != nil && !errors.Is(err, cmd.Context().Err()) {
 				return err
 			}

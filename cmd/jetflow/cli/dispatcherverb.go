@@ -1,6 +1,8 @@
 package cli
 
 import (
+	"os"
+
 	"github.com/spf13/cobra"
 )
 
@@ -11,6 +13,13 @@ const gcHelp = "Memory: unless GOGC is set, the Go collector lets the heap grow 
 	"between collections (GOGC up to 400 while the heap is small), which saves a dispatcher about\n" +
 	"a fifth of its CPU for at most 64 MB; GOGC=100 restores Go's default, and GOMEMLIMIT bounds\n" +
 	"the heap either way."
+
+// gogcSet reports whether the GOGC environment variable is set, to
+// anything (even empty), which turns dispatcher.TuneGC off.
+func gogcSet() bool {
+	_, set := os.LookupEnv("GOGC")
+	return set
+}
 
 func newDispatcher(s streams) *cobra.Command {
 	var (

@@ -238,7 +238,7 @@ func runService(ctx context.Context, s streams, verb string, conn *connConfig, s
 		return fmt.Errorf("--replicas (JETFLOW_REPLICAS) %d needs a cluster; the embedded nats-server is a single node (join a cluster with --nats)", svc.Replicas)
 	}
 	log := svc.logger(s.err)
-	dispatcher.TuneGC() // a dispatcher's GOGC unless the environment sets one
+	dispatcher.TuneGC(gogcSet()) // a dispatcher's GOGC unless the environment sets one
 	if conflicts := (dispatcher.Config{}).WithDefaults().ConflictTimeout; svc.AckWait < conflicts {
 		log.Warn("--ack-wait is shorter than a step slowed by conflicts or NATS may take: such inputs are redelivered to another dispatcher while still in hand (safe: applied once, but duplicate work)",
 			slog.Duration("ack_wait", svc.AckWait), slog.Duration("conflict_timeout", conflicts))
