@@ -214,10 +214,10 @@ func (c Config) validate() error {
 		}
 	}
 	if c.Warmup < 0 || c.DispatcherConcurrency < 0 {
-		errs = append(errs, errors.New("Warmup and DispatcherConcurrency must not be negative"))
+		errs = append(errs, errors.New("Warmup and DispatcherConcurrency must not be negative")) //nolint:staticcheck // ST1005: it begins with the field's name
 	}
 	if c.Duration <= 0 || c.SerialDuration <= 0 || c.RunTimeout <= 0 {
-		errs = append(errs, errors.New("Duration, SerialDuration and RunTimeout must be positive"))
+		errs = append(errs, errors.New("Duration, SerialDuration and RunTimeout must be positive")) //nolint:staticcheck // ST1005: it begins with the field's name
 	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("bench: config: %w", err)

@@ -228,7 +228,7 @@ func TestPageAndAssets(t *testing.T) {
 			t.Fatal(err)
 		}
 		body, _ := io.ReadAll(res.Body)
-		res.Body.Close()
+		_ = res.Body.Close()
 		csp := res.Header.Get("Content-Security-Policy")
 		if res.StatusCode != 200 || !strings.Contains(csp, "script-src 'self'") || strings.Contains(csp, "unsafe-inline") {
 			t.Errorf("GET %s: %d, CSP %q", path, res.StatusCode, csp)
@@ -242,7 +242,7 @@ func TestPageAndAssets(t *testing.T) {
 		t.Fatal(err)
 	}
 	css, _ := io.ReadAll(res.Body)
-	res.Body.Close()
+	_ = res.Body.Close()
 	if !strings.Contains(string(css), ".jf-active") {
 		t.Error("app.css lacks the diagram style")
 	}
@@ -251,7 +251,7 @@ func TestPageAndAssets(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		res.Body.Close()
+		_ = res.Body.Close()
 		if res.StatusCode != 404 {
 			t.Errorf("GET %s: %d", path, res.StatusCode)
 		}
@@ -286,8 +286,8 @@ func (b *bundle) post(t *testing.T, path, body string, hdr http.Header) *http.Re
 	if err != nil {
 		t.Fatal(err)
 	}
-	io.Copy(io.Discard, res.Body)
-	res.Body.Close()
+	_, _ = io.Copy(io.Discard, res.Body)
+	_ = res.Body.Close()
 	return res
 }
 
@@ -309,7 +309,7 @@ func (b *bundle) events(t *testing.T, query string) <-chan runsEvent {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		defer res.Body.Close()
+		defer func() { _ = res.Body.Close() }()
 		sc := bufio.NewScanner(res.Body)
 		sc.Buffer(make([]byte, 1<<20), 1<<20)
 		event := ""

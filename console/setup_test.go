@@ -146,7 +146,7 @@ func (b *bundle) get(t *testing.T, path string, v any) (int, []byte) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer res.Body.Close()
+	defer func() { _ = res.Body.Close() }()
 	var raw json.RawMessage
 	if err := json.NewDecoder(res.Body).Decode(&raw); err != nil {
 		t.Fatalf("GET %s: %v", path, err)

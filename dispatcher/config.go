@@ -198,7 +198,7 @@ func (c Config) validate() error {
 		errs = append(errs, fmt.Errorf("MaxAckPending (%d) is below Concurrency (%d): some workers could never get a message", c.MaxAckPending, c.Concurrency))
 	}
 	if c.Names == (subjects.Names{}) {
-		errs = append(errs, errors.New("Names is unset (use subjects.New or WithDefaults)"))
+		errs = append(errs, errors.New("Names is unset (use subjects.New or WithDefaults)")) //nolint:staticcheck // ST1005: it begins with the field's name
 	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("dispatcher config: %w", err)

@@ -169,7 +169,7 @@ func TestBusyPortFailsFast(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer l.Close()
+	defer func() { _ = l.Close() }()
 	began := time.Now()
 	_, err = embedded.Start(testCtx(t), embedded.Config{Listen: l.Addr().String(), Logger: quiet()})
 	if err == nil {

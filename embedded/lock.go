@@ -104,7 +104,7 @@ func lockDataDir(ctx context.Context, dir string, rec lockRecord) (*dirLock, err
 		return nil, fmt.Errorf("embedded: lock %s: %w (the data directory must be on a file system with flock)", path, err)
 	}
 	if !held {
-		defer f.Close()
+		defer func() { _ = f.Close() }()
 		return nil, inUse(ctx, dir, path)
 	}
 	l := &dirLock{dir: dir, f: f}
@@ -128,7 +128,7 @@ func CheckDataDir(ctx context.Context, dir string) error {
 	if err != nil {
 		return fmt.Errorf("embedded: open the lock file of data directory %s: %w", dir, err)
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }() // only locked and unlocked: nothing to lose
 	held, err := tryLock(f)
 	if err != nil {
 		return fmt.Errorf("embedded: lock %s: %w (the data directory must be on a file system with flock)", path, err)

@@ -142,7 +142,7 @@ func TestKilledHolderDoesNotBlockTheNextStart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer stdin.Close()
+	defer func() { _ = stdin.Close() }()
 	stdout, err := child.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -152,7 +152,8 @@ func TestKilledHolderDoesNotBlockTheNextStart(t *testing.T) {
 	if err := child.Start(); err != nil {
 		t.Fatal(err)
 	}
-	exited := make(chan error, 1)
+	var waitErr error
+	exited := make(chan struct{}) // closed once waitErr holds how the holder ended
 	lines := make(chan string, 1)
 	go func() {
 		sc := bufio.NewScanner(stdout)
@@ -163,13 +164,14 @@ func TestKilledHolderDoesNotBlockTheNextStart(t *testing.T) {
 			}
 		}
 		_, _ = io.Copy(io.Discard, stdout)
-		exited <- child.Wait()
+		waitErr = child.Wait()
+		close(exited)
 	}()
 	var addr string
 	select {
 	case addr = <-lines:
-	case err := <-exited:
-		t.Fatalf("holder exited before serving: %v\n%s", err, stderr.String())
+	case <-exited:
+		t.Fatalf("holder exited before serving: %v\n%s", waitErr, stderr.String())
 	case <-time.After(30 * time.Second):
 		_ = child.Process.Kill()
 		<-exited

@@ -35,7 +35,7 @@ func TestEmbeddedRunEndsDone(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer f.Stop(context.Background())
+	defer func() { _ = f.Stop(context.Background()) }()
 
 	d, err := f.Deploy(ctx, "double", []byte(double))
 	if err != nil {
@@ -60,7 +60,7 @@ func TestEmbeddedRunEndsDone(t *testing.T) {
 	if err := w.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
-	defer w.Stop(context.Background())
+	defer func() { _ = w.Stop(context.Background()) }()
 
 	if err := f.Client.StartRun(ctx, "double", "run-1", 7); err != nil {
 		t.Fatal(err)
@@ -81,7 +81,7 @@ func TestDeployRefusesWithPath(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer f.Stop(context.Background())
+	defer func() { _ = f.Stop(context.Background()) }()
 	_, err = f.Deploy(ctx, "bad", []byte(`{"$workflow":"0.2","revision":"r","initial":"a","states":{"a":{"work":{"task":"x","version":""},"then":"a"}}}`))
 	if p, _ := fault.PathOf(err); fault.CodeOf(err) != fault.JF0021 || p != "/states/a/work" {
 		t.Fatalf("deploy of a bad document: %v", err)

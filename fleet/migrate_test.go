@@ -42,7 +42,7 @@ func TestMigrateInputsOnStart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer f.Stop(context.Background())
+	defer func() { _ = f.Stop(context.Background()) }()
 	s, err := js.Stream(ctx, n.InputStream())
 	if err != nil {
 		t.Fatal(err)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"slices"
 	"strings"
@@ -62,7 +61,7 @@ func (a *attempts) of(run string) []int {
 
 func startFleet(t *testing.T, ctx context.Context) *Fleet {
 	t.Helper()
-	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	quiet := slog.New(slog.DiscardHandler)
 	f, err := Start(ctx, Config{
 		Embedded:   embedded.Config{Listen: "127.0.0.1:-1", DataDir: t.TempDir(), Logger: quiet},
 		Dispatcher: &dispatcher.Config{},
@@ -77,7 +76,7 @@ func startFleet(t *testing.T, ctx context.Context) *Fleet {
 
 func startWorker(t *testing.T, ctx context.Context, js jetstream.JetStream, f *Fleet, handlers map[string]worker.Handler) {
 	t.Helper()
-	w, err := worker.New(js, worker.Config{Names: f.Names, PollWait: 200 * time.Millisecond, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	w, err := worker.New(js, worker.Config{Names: f.Names, PollWait: 200 * time.Millisecond, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
 	}

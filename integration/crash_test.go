@@ -187,15 +187,18 @@ func TestServerRestartMidRun(t *testing.T) {
 		st := e.wait(t, r.id, 60*time.Second)
 		want := map[string]string{"nap": `{"n":%d}`, "nested": `{"n":%d}`, "flaky": `{"attempt":3,"input":{"n":%d}}`}[r.workflow]
 		var i int
-		fmt.Sscanf(r.id[len(r.workflow)+1:], "%d", &i)
-		if r.workflow == "nap" {
+		if _, err := fmt.Sscanf(r.id[len(r.workflow)+1:], "%d", &i); err != nil {
+			t.Fatalf("run %s: no number after the workflow's name: %v", r.id, err)
+		}
+		switch r.workflow {
+		case "nap":
 			want = fmt.Sprintf(want, i+1)
 			if due := float64(r.at.UnixMilli() + 1500); st.Time < due {
 				t.Errorf("run %s: timer fired at %v, before its deadline %v", r.id, st.Time, due)
 			}
-		} else if r.workflow == "nested" {
+		case "nested":
 			want = fmt.Sprintf(want, i+3)
-		} else {
+		default:
 			want = fmt.Sprintf(want, i)
 		}
 		if st.Status != wire.StatusDone || canonical(t, string(st.Result)) != canonical(t, want) {

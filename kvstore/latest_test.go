@@ -27,6 +27,6 @@ func TestRegistryLatest(t *testing.T) {
 		}
 	}
 	if got, err := r.Get(b.ctx, "wf"); err != nil || got.Hash != last.Hash {
-		t.Errorf("Get agrees with Latest: %+v, %v", got.Document.Revision, err)
+		t.Errorf("Get agrees with Latest: %+v, %v", got.Revision, err)
 	}
 }

@@ -196,7 +196,7 @@ func startRevision(ctx context.Context, src Source, order []Message, sv saved) (
 // checkTrimmed refuses a history that lost what the state depends on:
 // the run's start, or any input the saved record says was applied.
 func checkTrimmed(ctx context.Context, src Source, runID string, msgs []Message, sv saved) error {
-	trimmed := func(missing string) error {
+	trimmed := func(missing string) *TrimmedError {
 		e := &TrimmedError{RunID: runID, Missing: missing}
 		if s, err := src.JS.Stream(ctx, src.Names.InputStream()); err == nil {
 			if si, err := s.Info(ctx); err == nil {
@@ -241,7 +241,7 @@ func checkTrimmed(ctx context.Context, src Source, runID string, msgs []Message,
 	if sv.found {
 		return trimmed(fmt.Sprintf("its start is gone: the oldest message kept for the run is seq %d (%s), yet its record exists", msgs[0].Seq, kindOf(src.Names, msgs[0].Subject)))
 	}
-	if e, ok := trimmed("").(*TrimmedError); ok && e.StreamFirst > 1 && msgs[0].Seq >= e.StreamFirst {
+	if e := trimmed(""); e.StreamFirst > 1 && msgs[0].Seq >= e.StreamFirst {
 		e.Missing = fmt.Sprintf("no start is kept: the oldest message kept for the run is seq %d (%s), and the stream has dropped older messages", msgs[0].Seq, kindOf(src.Names, msgs[0].Subject))
 		return e
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"testing"
 	"time"
@@ -26,7 +25,7 @@ func TestReplayUsesTheDeployedPolicy(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), bound)
 	t.Cleanup(cancel)
-	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	quiet := slog.New(slog.DiscardHandler)
 	f, err := fleet.Start(ctx, fleet.Config{
 		Embedded:   embedded.Config{Listen: "127.0.0.1:-1", DataDir: t.TempDir(), Logger: quiet},
 		Dispatcher: &dispatcher.Config{RetryDelay: 20 * time.Millisecond, UnknownRunWait: unknownRunWait, Logger: quiet},

@@ -254,8 +254,11 @@ func TestRetentionTrimsHistory(t *testing.T) {
 	b.waitFor(t, id, wire.StatusWaiting)
 	natstest.WaitFor(t, bound, "start expired", func() error {
 		msgs, err := replay.ReadHistory(b.ctx, b.f.JS, b.f.Names, id)
-		if err != nil || len(msgs) > 0 {
-			return fmt.Errorf("%d messages kept, %v", len(msgs), err)
+		if err != nil {
+			return err
+		}
+		if len(msgs) > 0 {
+			return fmt.Errorf("%d messages kept", len(msgs))
 		}
 		return nil
 	})

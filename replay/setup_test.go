@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"testing"
 	"time"
@@ -90,7 +89,7 @@ func setup(t *testing.T, prov kvstore.ProvisionOptions, dispatchers, appliedHist
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), bound)
 	t.Cleanup(cancel)
-	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	quiet := slog.New(slog.DiscardHandler)
 	dc := dispatcher.Config{
 		RunOptions: runOptions, AppliedHistory: appliedHistory,
 		RetryDelay: 20 * time.Millisecond, UnknownRunWait: unknownRunWait, Logger: quiet,

@@ -98,7 +98,7 @@ func (c Config) WithDefaults() Config {
 func (c Config) validate() error {
 	var errs []error
 	if c.Concurrency < 0 {
-		errs = append(errs, fmt.Errorf("Concurrency %d is negative", c.Concurrency))
+		errs = append(errs, fmt.Errorf("Concurrency %d is negative", c.Concurrency)) //nolint:staticcheck // ST1005: it begins with the field's name
 	}
 	if c.HeartbeatInterval < 0 {
 		errs = append(errs, fmt.Errorf("HeartbeatInterval %v is negative", c.HeartbeatInterval))

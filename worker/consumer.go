@@ -70,7 +70,7 @@ func (p TaskPolicy) validate() error {
 		errs = append(errs, fmt.Errorf("MaxDeliver %d is below -1", p.MaxDeliver))
 	}
 	if p.Replicas < 0 {
-		errs = append(errs, fmt.Errorf("Replicas %d is negative", p.Replicas))
+		errs = append(errs, fmt.Errorf("Replicas %d is negative", p.Replicas)) //nolint:staticcheck // ST1005: it begins with the field's name
 	}
 	return errors.Join(errs...)
 }

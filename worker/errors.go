@@ -65,7 +65,7 @@ func WireError(err error) *wire.TaskError {
 		te.Message = fmt.Sprintf("task failed with an empty %T error", err)
 	}
 	walk(err, func(e error) {
-		if t, ok := e.(*taskError); ok {
+		if t, ok := e.(*taskError); ok { //nolint:errorlint // walk visits every error of the chain: this one, not one below it
 			if te.Code == "" {
 				te.Code = t.code
 			}
@@ -80,7 +80,7 @@ func WireError(err error) *wire.TaskError {
 func walk(err error, visit func(error)) {
 	for err != nil {
 		visit(err)
-		switch u := err.(type) {
+		switch u := err.(type) { //nolint:errorlint // how err unwraps, not what it wraps
 		case interface{ Unwrap() []error }:
 			for _, e := range u.Unwrap() {
 				walk(e, visit)

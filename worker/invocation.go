@@ -90,13 +90,13 @@ func parseInvocation(body []byte, names subjects.Names, task, version string) (*
 	var w wire.Invocation
 	dec := json.NewDecoder(bytes.NewReader(body))
 	if err := dec.Decode(&w); err != nil {
-		return nil, fmt.Errorf("%w: body is not a JSON invocation object: %v", errMalformed, err)
+		return nil, fmt.Errorf("%w: body is not a JSON invocation object: %w", errMalformed, err)
 	}
 	if _, err := dec.Token(); err != io.EOF {
 		return nil, fmt.Errorf("%w: body holds more than one JSON value", errMalformed)
 	}
 	if err := subjects.CheckRunID(w.Run); err != nil {
-		return nil, fmt.Errorf("%w: %v", errMalformed, err)
+		return nil, fmt.Errorf("%w: %w", errMalformed, err)
 	}
 	switch {
 	case w.Activation == "":

@@ -3,8 +3,8 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"os/exec"
 	"regexp"
@@ -44,7 +44,7 @@ func verbServer(t *testing.T) *fleet.Fleet {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), verbBound)
 	defer cancel()
-	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	quiet := slog.New(slog.DiscardHandler)
 	f, err := fleet.Start(ctx, fleet.Config{
 		Embedded:   embedded.Config{Listen: "127.0.0.1:-1", Logger: quiet},
 		Provision:  kvstore.ProvisionOptions{ErasableHistory: true}, // TestHistoryAndReplay purges a start
@@ -184,7 +184,7 @@ func TestStartWaitExitStatus(t *testing.T) {
 			t.Fatalf("cancel: exit %d, %q %q", exit, stdout, errOut)
 		}
 		err := cmd.Wait()
-		if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 2 {
+		if ee := (*exec.ExitError)(nil); !errors.As(err, &ee) || ee.ExitCode() != 2 {
 			t.Fatalf("start --wait of a cancelled run: %v; output:\n%s", err, out.String())
 		}
 		if !strings.Contains(out.String(), "\ncancelled in ") {

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"errors"
 	"io"
 	"net/http"
 	"os"
@@ -79,7 +80,7 @@ func startDaemon(t *testing.T, env []string, args ...string) *daemon {
 	}()
 	go func() {
 		err := d.cmd.Wait()
-		if ee, ok := err.(*exec.ExitError); ok {
+		if ee := (*exec.ExitError)(nil); errors.As(err, &ee) {
 			d.exit = ee.ExitCode()
 		} else if err != nil {
 			d.exit = -1
@@ -146,7 +147,7 @@ func fetchURL(t *testing.T, url string) (int, string) {
 	if err != nil {
 		t.Fatalf("GET %s: %v", url, err)
 	}
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }()
 	body, err := io.ReadAll(resp.Body)
 	if err != nil {
 		t.Fatalf("GET %s: %v", url, err)
@@ -165,7 +166,7 @@ func runEnv(t *testing.T, env []string, stdin string, args ...string) (stdout, s
 	var out, errOut bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errOut
 	err := cmd.Run()
-	if ee, ok := err.(*exec.ExitError); ok {
+	if ee := (*exec.ExitError)(nil); errors.As(err, &ee) {
 		return out.String(), errOut.String(), ee.ExitCode()
 	} else if err != nil {
 		t.Fatal(err)

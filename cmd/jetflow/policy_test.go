@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -21,7 +20,7 @@ func TestDeployWithPolicy(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	quiet := slog.New(slog.DiscardHandler)
 	f, err := fleet.Start(ctx, fleet.Config{Embedded: embedded.Config{Listen: "127.0.0.1:-1", Logger: quiet}, Logger: quiet})
 	if err != nil {
 		t.Fatal(err)

@@ -239,7 +239,7 @@ func TestBadConfigurationNamesItsSource(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { busy.Close() }) // the subtests run after this function returns
+	t.Cleanup(func() { _ = busy.Close() }) // the subtests run after this function returns
 	missing := filepath.Join(t.TempDir(), "missing.creds")
 	cases := []struct {
 		name string

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"log/slog"
 	"strings"
 	"testing"
@@ -180,7 +179,7 @@ func waitRejections(t *testing.T, f *fleet.Fleet, id string, n int) *dispatcher.
 // serveCat starts a Go worker for the cat task: it answers {"cat": input}.
 func serveCat(t *testing.T, f *fleet.Fleet) {
 	t.Helper()
-	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	quiet := slog.New(slog.DiscardHandler)
 	w, err := worker.New(f.JS, worker.Config{Names: f.Names, PollWait: 200 * time.Millisecond, Logger: quiet})
 	if err != nil {
 		t.Fatal(err)

@@ -24,7 +24,7 @@ func readDockerfile(path string) ([]*stage, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }()
 	var stages []*stage
 	var cur *stage
 	var pending string
@@ -60,7 +60,7 @@ func readDockerfile(path string) ([]*stage, error) {
 				return nil, fmt.Errorf("%s:%d: ENTRYPOINT before any FROM", path, lineNo)
 			}
 			if err := json.Unmarshal([]byte(rest), &cur.entrypoint); err != nil {
-				return nil, fmt.Errorf("%s:%d: ENTRYPOINT is not in exec form (a JSON array): %v", path, lineNo, err)
+				return nil, fmt.Errorf("%s:%d: ENTRYPOINT is not in exec form (a JSON array): %w", path, lineNo, err)
 			}
 		}
 		if cur == nil {

@@ -1,6 +1,7 @@
 package dag_test
 
 import (
+	"errors"
 	"fmt"
 	"testing"
 
@@ -151,8 +152,8 @@ func TestFailures(t *testing.T) {
 		t.Errorf("TaskFailed = %v (node %q)", err, err.NodeID)
 	}
 	_, qerr := d.Schedule(nil, map[string]any{"in": nil, "a/b": "text"}, nil)
-	fe, ok := qerr.(*fault.Error)
-	if !ok || fe.Code != fault.JF2006 || fe.NodeID != "q" || fe.Path != "/nodes/q" || fault.CodeOf(fe.Cause) != fault.JQ2001 {
+	var fe *fault.Error
+	if !errors.As(qerr, &fe) || fe.Code != fault.JF2006 || fe.NodeID != "q" || fe.Path != "/nodes/q" || fault.CodeOf(fe.Cause) != fault.JQ2001 {
 		t.Errorf("query failure = %#v", qerr)
 	}
 }

@@ -1,6 +1,7 @@
 package query
 
 import (
+	"errors"
 	"math"
 	"strconv"
 
@@ -373,9 +374,10 @@ func castNumber(v any, path string) float64 {
 	return 0
 }
 
+// isRangeErr reports a number out of float64's range (strconv's
+// *NumError unwraps to ErrRange).
 func isRangeErr(err error) bool {
-	ne, ok := err.(*strconv.NumError)
-	return ok && ne.Err == strconv.ErrRange
+	return errors.Is(err, strconv.ErrRange)
 }
 
 // isJSONNumber matches the RFC 8259 number grammar.

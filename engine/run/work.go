@@ -1,6 +1,7 @@
 package run
 
 import (
+	"errors"
 	"strings"
 
 	"github.com/jetflow/jetflow/engine/dag"
@@ -130,9 +131,9 @@ func (r *reducer) complete(id string, result any, caught map[string]any) error {
 // the error as data, as the reference's catch does; otherwise the run
 // fails.
 func (r *reducer) workFailed(id string, err error) error {
-	fe, ok := err.(*fault.Error)
+	var fe *fault.Error
 	spec := r.wf.Spec(id)
-	if !ok || fe.Code != fault.JF2006 || spec.Catch == "" {
+	if !errors.As(err, &fe) || fe.Code != fault.JF2006 || spec.Catch == "" {
 		return err
 	}
 	var node any

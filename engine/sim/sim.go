@@ -64,7 +64,7 @@ func Run(scenario any) (map[string]any, error) {
 func RunJSON(data []byte) (string, error) {
 	v, err := value.Decode(data, value.Limits{})
 	if err != nil {
-		return "", fmt.Errorf("%w: %v", ErrScenario, err)
+		return "", fmt.Errorf("%w: %w", ErrScenario, err)
 	}
 	out, err := Run(v)
 	if err != nil {

@@ -1,6 +1,7 @@
 package statechart
 
 import (
+	"errors"
 	"math"
 	"testing"
 
@@ -76,8 +77,8 @@ func TestRestoreTypedState(t *testing.T) {
 				}
 				return
 			}
-			fe, isFault := err.(*fault.Error)
-			if !isFault || fe.Code != fault.JF2010 || fe.Reason != tt.reason || fe.HasPath {
+			var fe *fault.Error
+			if !errors.As(err, &fe) || fe.Code != fault.JF2010 || fe.Reason != tt.reason || fe.HasPath {
 				t.Errorf("got %v, want JF2010 %q", err, tt.reason)
 			}
 			// Step and Advance validate the same way.
@@ -149,7 +150,7 @@ func TestRestoreLargeLists(t *testing.T) {
 	for i := range list {
 		list[i] = float64(i)
 	}
-	list[39] = -0.0
+	list[39] = math.Copysign(0, -1) // -0.0 is +0 in Go
 	list[0] = 0.0
 	snap := map[string]any{"active": []any{"e"}, "history": map[string]any{"hd": list}, "timers": []any{}, "serial": 0.0, "time": 0.0}
 	if _, err := c.Restore(snap); err == nil || err.Error() != "JF2010: invalid history record" {

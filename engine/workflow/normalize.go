@@ -1,6 +1,7 @@
 package workflow
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"strconv"
@@ -33,7 +34,8 @@ type normalizer struct {
 func normalizeDocument(doc any) (any, error) {
 	var n normalizer
 	v, err := n.copy(doc, 1)
-	if e, ok := err.(*notJSON); ok {
+	var e *notJSON
+	if errors.As(err, &e) {
 		return nil, e.finish()
 	}
 	return v, err
@@ -68,7 +70,8 @@ func (e *notJSON) Error() string { return e.finish().Error() }
 func refuse(format string) error { return &notJSON{format: format} }
 
 func within(err error, segment string) error {
-	if e, ok := err.(*notJSON); ok {
+	var e *notJSON
+	if errors.As(err, &e) {
 		e.rev = append(e.rev, segment)
 	}
 	return err

@@ -60,7 +60,10 @@ func TestOrderWorkflowOnOtherLanguages(t *testing.T) {
 		bin, "worker", "exec", "--nats", f.URL(), "--task", "notify@1", "--drain-timeout", "20s", "--", "sh", "notify.sh")
 	natstest.WaitFor(t, 30*time.Second, "the node worker binds its consumers", func() error {
 		if done, err := nodeWorker.exited(); done {
-			return fmt.Errorf("node worker exited: %v", err)
+			if err == nil {
+				return errors.New("node worker exited with status 0")
+			}
+			return fmt.Errorf("node worker exited: %w", err)
 		}
 		_, err := os.Stat(ready)
 		return err

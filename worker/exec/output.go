@@ -40,7 +40,7 @@ func (c *capped) value() (json.RawMessage, error) {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	var v json.RawMessage
 	if err := dec.Decode(&v); err != nil {
-		return nil, fmt.Errorf("stdout is not JSON (%v); it starts with %s", err, quoteStart(data))
+		return nil, fmt.Errorf("stdout is not JSON (%w); it starts with %s", err, quoteStart(data))
 	}
 	if _, err := dec.Token(); err != io.EOF {
 		return nil, fmt.Errorf("stdout holds more than one JSON value (write logs to stderr); it starts with %s", quoteStart(data))

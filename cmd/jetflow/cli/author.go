@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -64,8 +65,7 @@ func errorLine(err error) string {
 	}
 	reason := err.Error()
 	var fe *fault.Error
-	if e, ok := err.(*fault.Error); ok {
-		fe = e
+	if errors.As(err, &fe) {
 		reason = fe.Reason
 	}
 	code := string(fault.CodeOf(err))

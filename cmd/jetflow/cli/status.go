@@ -103,7 +103,7 @@ func newStatus(s streams) *cobra.Command {
 
 func printStatus(s streams, tr *tracker, info runJSON, st *run.State, rec *dispatcher.Record) {
 	tw := tabwriter.NewWriter(s.out, 0, 4, 2, ' ', 0)
-	defer tw.Flush()
+	defer func() { _ = tw.Flush() }() // unreported, as each row's write
 	row := func(k, v string) { fmt.Fprintf(tw, "%s\t%s\n", k, v) }
 	row("run", info.Run)
 	row("workflow", info.Workflow+"@"+info.Revision)
