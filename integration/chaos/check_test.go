@@ -431,7 +431,7 @@ func (h *harness) races() []string {
 				report = append(report, sc.Text())
 			}
 		}
-		f.Close()
+		_ = f.Close() // read only
 		if len(report) > 0 {
 			out = append(out, filepath.Base(p)+":\n"+strings.Join(report, "\n"))
 		}

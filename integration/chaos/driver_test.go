@@ -162,7 +162,10 @@ func (d *driver) untilWaiting(ctx context.Context, runID string) error {
 			last = err
 		}
 		if err := pause(ctx, 100*time.Millisecond); err != nil {
-			return fmt.Errorf("never seen waiting (%v): %w", last, err)
+			if last == nil {
+				return fmt.Errorf("never seen waiting: %w", err)
+			}
+			return fmt.Errorf("never seen waiting (%w): %w", last, err)
 		}
 	}
 }

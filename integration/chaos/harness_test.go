@@ -102,7 +102,11 @@ func newHarness(t *testing.T, m mode, seed uint64, partitions bool) *harness {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { logs.Close() })
+	t.Cleanup(func() {
+		if err := logs.Close(); err != nil {
+			t.Errorf("close the harness log: %v", err)
+		}
+	})
 	h := &harness{
 		t: t, m: m, dir: dir, logs: logs, rng: rand.New(rand.NewPCG(seed, 2)), seed: seed,
 		log: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelInfo})),
@@ -187,7 +191,8 @@ func (h *harness) startCluster(ctx context.Context) {
 	f, err := fleet.Start(cctx, fleet.Config{
 		URL:    h.urls,
 		Prefix: prefix,
-		NATSOptions: []nats.Option{nats.Name("chaos-harness"), nats.ReconnectWait(100 * time.Millisecond),
+		NATSOptions: []nats.Option{
+			nats.Name("chaos-harness"), nats.ReconnectWait(100 * time.Millisecond),
 			nats.DisconnectErrHandler(func(_ *nats.Conn, err error) { h.logf("harness disconnected: %v", err) }),
 			nats.ReconnectHandler(func(nc *nats.Conn) { h.logf("harness reconnected to %s", nc.ConnectedUrl()) }),
 		},
@@ -228,8 +233,10 @@ func (h *harness) startServices(jetflow string) {
 		name := fmt.Sprintf("d%d", i+1)
 		h.dispatchers = append(h.dispatchers, &proc{
 			kind: kindDispatcher, name: name,
-			argv: []string{jetflow, "dispatcher", "--nats", h.urls, "--prefix", prefix,
-				"--http", "off", "--log-format", "json"},
+			argv: []string{
+				jetflow, "dispatcher", "--nats", h.urls, "--prefix", prefix,
+				"--http", "off", "--log-format", "json",
+			},
 			isReady: func(line string) bool { return strings.HasPrefix(line, "nats: ") },
 			logPath: filepath.Join(h.dir, name+".log"),
 		})
@@ -237,9 +244,11 @@ func (h *harness) startServices(jetflow string) {
 		h.workers = append(h.workers, &proc{
 			kind: kindWorker, name: name,
 			argv: []string{os.Args[0], "-test.run=^$"},
-			env: []string{roleEnv + "=" + roleWorker, urlsEnv + "=" + h.urls, prefixEnv + "=" + prefix,
+			env: []string{
+				roleEnv + "=" + roleWorker, urlsEnv + "=" + h.urls, prefixEnv + "=" + prefix,
 				nameEnv + "=" + name, execLogEnv + "=" + filepath.Join(h.dir, name+".exec"),
-				seedEnv + "=" + strconv.FormatUint(h.seed, 10), shareEnv + "=" + strconv.FormatFloat(*flagMisbehave, 'f', -1, 64)},
+				seedEnv + "=" + strconv.FormatUint(h.seed, 10), shareEnv + "=" + strconv.FormatFloat(*flagMisbehave, 'f', -1, 64),
+			},
 			isReady: func(line string) bool { return line == "ready" },
 			logPath: filepath.Join(h.dir, name+".log"),
 		})

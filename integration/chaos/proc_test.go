@@ -88,11 +88,11 @@ func (p *proc) launch() (cmd *exec.Cmd, done, ready chan struct{}, err error) {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
-		logf.Close()
+		_ = logf.Close() // the error above is the one to report
 		return nil, nil, nil, err
 	}
 	if err := cmd.Start(); err != nil {
-		logf.Close()
+		_ = logf.Close() // the error above is the one to report
 		return nil, nil, nil, fmt.Errorf("start %s: %w", p.name, err)
 	}
 	done, ready = make(chan struct{}), make(chan struct{})
@@ -109,7 +109,9 @@ func (p *proc) launch() (cmd *exec.Cmd, done, ready chan struct{}, err error) {
 		}
 		err := cmd.Wait()
 		fmt.Fprintf(logf, "=== %s: incarnation exited: %v\n", p.name, err)
-		logf.Close()
+		if cerr := logf.Close(); cerr != nil {
+			fmt.Fprintf(os.Stderr, "chaos: close the log of %s: %v\n", p.name, cerr)
+		}
 		p.mu.Lock()
 		if signalled && !p.asked {
 			p.crashes = append(p.crashes, fmt.Sprintf("%s exited on its own at %s: %v (see %s)",

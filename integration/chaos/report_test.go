@@ -100,8 +100,10 @@ func (h *harness) summarize(d *driver, res *results, began, ended time.Time) *su
 		for i, seg := range r.segments() {
 			excess := seg - s.medians[r.wf.name][i]
 			if excess > s.slowest.excess {
-				s.slowest = slowRun{id: r.id, excess: excess, took: seg, faults: met,
-					started: r.stored.Sub(began), ended: r.ended.Sub(began)}
+				s.slowest = slowRun{
+					id: r.id, excess: excess, took: seg, faults: met,
+					started: r.stored.Sub(began), ended: r.ended.Sub(began),
+				}
 			}
 			if len(kinds) == 1 {
 				for k := range kinds {

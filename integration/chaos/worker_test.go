@@ -116,7 +116,12 @@ func workerProcess() int {
 		log.Error("worker: execution log", "error", err)
 		return 1
 	}
-	defer f.Close()
+	// The execution log is what the checks read: a lost write must show.
+	defer func() {
+		if err := f.Close(); err != nil {
+			log.Error("worker: close the execution log", "error", err)
+		}
+	}()
 	rec := &execLog{f: f, name: name}
 	w, err := worker.New(js, worker.Config{
 		Names: subjects.Must(os.Getenv(prefixEnv)), Concurrency: 8, PollWait: time.Second, Logger: log,
@@ -157,8 +162,10 @@ func workerProcess() int {
 	defer stopPulls()
 	work, hardStop := context.WithCancel(context.Background())
 	defer hardStop()
-	rw := &rawWorker{js: js, names: subjects.Must(os.Getenv(prefixEnv)), log: log, rec: rec,
-		mis: misbehaviour{seed: seed, share: share}, concurrency: 8, pull: pull, work: work}
+	rw := &rawWorker{
+		js: js, names: subjects.Must(os.Getenv(prefixEnv)), log: log, rec: rec,
+		mis: misbehaviour{seed: seed, share: share}, concurrency: 8, pull: pull, work: work,
+	}
 	if err := rw.start(ctx, raw); err != nil {
 		log.Error("worker: start the protocol worker", "error", err)
 		return 1
@@ -246,12 +253,12 @@ func readExecutions(dir string) ([]execution, error) {
 		for sc.Scan() {
 			var e execution
 			if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
-				f.Close()
+				_ = f.Close() // read only
 				return nil, fmt.Errorf("%s: %w", p, err)
 			}
 			out = append(out, e)
 		}
-		f.Close()
+		_ = f.Close() // read only
 		if err := sc.Err(); err != nil {
 			return nil, err
 		}
