@@ -96,188 +96,292 @@ type tupleSlot struct {
 	isLet bool
 }
 
+type letBinding struct {
+	slot int
+	get  getter
+}
+
+// flworCompiler carries one phrase's compile-time state from clause to
+// clause: each clause compiles in the scope the clauses before it left.
+type flworCompiler struct {
+	c     *compiler
+	path  string
+	d     int
+	outer *scope // the phrase's enclosing scope
+	sc    *scope
+	seen  map[string]bool
+	tuple []tupleSlot
+
+	foldSlot int // -1 without $fold
+	foldName string
+	foldInit getter
+
+	fors []forBinding
+	lets []letBinding
+
+	where     getter
+	wherePath string
+
+	groupKeys  []getter // nil without $groupby
+	groupSlots []int
+	groupPaths []string
+
+	specs []orderSpec // nil without $orderby
+
+	countSlot int // -1 without $count
+	ret       getter
+}
+
 // flwor compiles the FLWOR phrase (§6); clauses apply in the fixed order
 // $fold → $for → $let → $as → $where → $groupby → $orderby → $count → $return.
 func (c *compiler) flwor(obj map[string]any, path string, sc *scope, depth int) getter {
-	seen := map[string]bool{}
-	var tuple []tupleSlot
-	var fors []forBinding
-	d := depth + 1
-	outer := sc
+	fc := &flworCompiler{
+		c: c, path: path, d: depth + 1, outer: sc, sc: sc,
+		seen: map[string]bool{}, foldSlot: -1, countSlot: -1,
+	}
+	fc.compileFold(obj)
+	fc.compileFor(obj)
+	// the accumulator is in scope from $let on, not in the $for sources
+	if fc.foldSlot >= 0 {
+		fc.sc = &scope{fc.foldName, fc.foldSlot, fc.sc}
+	}
+	fc.compileLet(obj)
+	fc.checkAs(obj)
+	fc.compileWhere(obj)
+	fc.compileGroupBy(obj)
+	fc.compileOrderBy(obj)
+	fc.compileCount(obj)
+	fc.ret = c.expr(obj["$return"], path+"/$return", fc.sc, fc.d)
+	return fc.pipeline()
+}
 
-	foldSlot := -1
-	var foldInit getter
-	var foldName string
-	if has(obj, "$fold") {
-		fp := path + "/$fold"
-		fo, names := bindingObject("$fold", obj["$fold"], fp)
-		if len(names) != 1 {
-			fail(fault.JQ0003, "'$fold' takes exactly one accumulator binding", fp)
-		}
-		foldName = names[0]
-		bp := ptr(fp, foldName)
-		bindName(foldName, seen, bp)
-		foldInit = c.expr(fo[foldName], bp, outer, d)
-		foldSlot = c.bindSlot()
+// push brings a tuple variable into scope for the clauses after it.
+func (fc *flworCompiler) push(name string, slot int, isLet bool) {
+	fc.sc = &scope{name, slot, fc.sc}
+	fc.tuple = append(fc.tuple, tupleSlot{name, slot, isLet})
+}
+
+// compileFold compiles the accumulator's initial value, which sees only
+// the enclosing scope.
+func (fc *flworCompiler) compileFold(obj map[string]any) {
+	if !has(obj, "$fold") {
+		return
 	}
-	if has(obj, "$for") {
-		fp := path + "/$for"
-		fo, names := bindingObject("$for", obj["$for"], fp)
-		for _, name := range names {
-			bp := ptr(fp, name)
-			bindName(name, seen, bp)
-			src, srcPath := fo[name], bp
-			b := forBinding{atSlot: -1}
-			atName := ""
-			if isExtendedBinding(src) {
-				ext := src.(map[string]any)
-				for _, k := range value.Keys(ext) {
-					if !slices.Contains(forBindingKeys, k) {
-						fail(fault.JQ0003, "'"+k+"' is not a valid key of an extended '$for' binding", bp)
-					}
-				}
-				if !has(ext, "$in") {
-					fail(fault.JQ0003, "an extended '$for' binding requires '$in'", bp)
-				}
-				if at, ok := ext["$at"]; ok {
-					s, ok := at.(string)
-					if !ok || !varNameRE.MatchString(s) {
-						fail(fault.JQ0003, "'$at' takes a variable name string", bp+"/$at")
-					}
-					atName = s
-				}
-				if ae, ok := ext["$allowing-empty"]; ok {
-					bv, ok := ae.(bool)
-					if !ok {
-						fail(fault.JQ0003, "'$allowing-empty' takes a boolean", bp+"/$allowing-empty")
-					}
-					b.allowingEmpty = bv
-				}
-				if has(ext, "$window") {
-					b.window = windowSpec(ext, bp)
-				} else if has(ext, "$size") || has(ext, "$step") {
-					fail(fault.JQ0003, "'$size'/'$step' require '$window'", bp)
-				}
-				src, srcPath = ext["$in"], bp+"/$in"
-			}
-			if b.window == nil && !b.allowingEmpty {
-				b.rng = c.rangeSource(src, srcPath, sc, d)
-			}
-			if b.rng == nil {
-				b.get = c.expr(src, srcPath, sc, d)
-			}
-			b.slot, b.path = c.bindSlot(), srcPath
-			sc = &scope{name, b.slot, sc}
-			tuple = append(tuple, tupleSlot{name, b.slot, false})
-			if atName != "" {
-				bindName(atName, seen, bp+"/$at")
-				b.atSlot = c.bindSlot()
-				sc = &scope{atName, b.atSlot, sc}
-				tuple = append(tuple, tupleSlot{atName, b.atSlot, false})
-			}
-			fors = append(fors, b)
+	fp := fc.path + "/$fold"
+	fo, names := bindingObject("$fold", obj["$fold"], fp)
+	if len(names) != 1 {
+		fail(fault.JQ0003, "'$fold' takes exactly one accumulator binding", fp)
+	}
+	fc.foldName = names[0]
+	bp := ptr(fp, fc.foldName)
+	bindName(fc.foldName, fc.seen, bp)
+	fc.foldInit = fc.c.expr(fo[fc.foldName], bp, fc.outer, fc.d)
+	fc.foldSlot = fc.c.bindSlot()
+}
+
+func (fc *flworCompiler) compileFor(obj map[string]any) {
+	if !has(obj, "$for") {
+		return
+	}
+	fp := fc.path + "/$for"
+	fo, names := bindingObject("$for", obj["$for"], fp)
+	for _, name := range names {
+		fc.compileForBinding(name, fo[name], ptr(fp, name))
+	}
+}
+
+// compileForBinding compiles one $for binding; its source sees the
+// bindings before it.
+func (fc *flworCompiler) compileForBinding(name string, src any, bp string) {
+	bindName(name, fc.seen, bp)
+	b := forBinding{atSlot: -1}
+	srcPath, atName := bp, ""
+	if isExtendedBinding(src) {
+		src, srcPath, atName = extendedFor(src.(map[string]any), bp, &b)
+	}
+	if b.window == nil && !b.allowingEmpty {
+		b.rng = fc.c.rangeSource(src, srcPath, fc.sc, fc.d)
+	}
+	if b.rng == nil {
+		b.get = fc.c.expr(src, srcPath, fc.sc, fc.d)
+	}
+	b.slot, b.path = fc.c.bindSlot(), srcPath
+	fc.push(name, b.slot, false)
+	if atName != "" {
+		bindName(atName, fc.seen, bp+"/$at")
+		b.atSlot = fc.c.bindSlot()
+		fc.push(atName, b.atSlot, false)
+	}
+	fc.fors = append(fc.fors, b)
+}
+
+// extendedFor reads the object form of a $for binding into b and returns
+// its source, the source's path and the $at name ("" without $at).
+func extendedFor(ext map[string]any, bp string, b *forBinding) (src any, srcPath, atName string) {
+	for _, k := range value.Keys(ext) {
+		if !slices.Contains(forBindingKeys, k) {
+			fail(fault.JQ0003, "'"+k+"' is not a valid key of an extended '$for' binding", bp)
 		}
 	}
-	if foldSlot >= 0 {
-		sc = &scope{foldName, foldSlot, sc}
+	if !has(ext, "$in") {
+		fail(fault.JQ0003, "an extended '$for' binding requires '$in'", bp)
 	}
-	type letBinding struct {
-		slot int
-		get  getter
-	}
-	var lets []letBinding
-	if has(obj, "$let") {
-		lp := path + "/$let"
-		lo, names := bindingObject("$let", obj["$let"], lp)
-		for _, name := range names {
-			bp := ptr(lp, name)
-			bindName(name, seen, bp)
-			if isExtendedBinding(lo[name]) {
-				fail(fault.JQ0003, "the extended binding form is not available in '$let'", bp)
-			}
-			g := c.expr(lo[name], bp, sc, d)
-			slot := c.bindSlot()
-			sc = &scope{name, slot, sc}
-			tuple = append(tuple, tupleSlot{name, slot, true})
-			lets = append(lets, letBinding{slot, g})
+	if at, ok := ext["$at"]; ok {
+		s, ok := at.(string)
+		if !ok || !varNameRE.MatchString(s) {
+			fail(fault.JQ0003, "'$at' takes a variable name string", bp+"/$at")
 		}
+		atName = s
 	}
-	if has(obj, "$as") {
-		ap := path + "/$as"
-		ao, ok := obj["$as"].(map[string]any)
+	if ae, ok := ext["$allowing-empty"]; ok {
+		bv, ok := ae.(bool)
 		if !ok {
-			fail(fault.JQ0003, "'$as' takes an object of variable-name to schema members", ap)
+			fail(fault.JQ0003, "'$allowing-empty' takes a boolean", bp+"/$allowing-empty")
 		}
-		if len(ao) == 0 {
-			fail(fault.JQ0003, "'$as' requires at least one member", ap)
-		}
-		for _, name := range value.Keys(ao) {
-			cp := ptr(ap, name)
-			if !slices.ContainsFunc(tuple, func(t tupleSlot) bool { return t.name == name }) {
-				fail(fault.JQ0005, "'$as' names '"+name+"', which is not bound by this phrase's '$for'/'$let'", cp)
-			}
-			fail(fault.JQ0008, "schema operators require a type-test compiler (options.compileTypeTest)", cp)
-		}
+		b.allowingEmpty = bv
 	}
-	var where getter
-	wherePath := path + "/$where"
+	if has(ext, "$window") {
+		b.window = windowSpec(ext, bp)
+	} else if has(ext, "$size") || has(ext, "$step") {
+		fail(fault.JQ0003, "'$size'/'$step' require '$window'", bp)
+	}
+	return ext["$in"], bp + "/$in", atName
+}
+
+func (fc *flworCompiler) compileLet(obj map[string]any) {
+	if !has(obj, "$let") {
+		return
+	}
+	lp := fc.path + "/$let"
+	lo, names := bindingObject("$let", obj["$let"], lp)
+	for _, name := range names {
+		bp := ptr(lp, name)
+		bindName(name, fc.seen, bp)
+		if isExtendedBinding(lo[name]) {
+			fail(fault.JQ0003, "the extended binding form is not available in '$let'", bp)
+		}
+		g := fc.c.expr(lo[name], bp, fc.sc, fc.d)
+		slot := fc.c.bindSlot()
+		fc.push(name, slot, true)
+		fc.lets = append(fc.lets, letBinding{slot, g})
+	}
+}
+
+// checkAs validates $as, which always fails: without a type-test compiler
+// there is nothing to compile it into.
+func (fc *flworCompiler) checkAs(obj map[string]any) {
+	if !has(obj, "$as") {
+		return
+	}
+	ap := fc.path + "/$as"
+	ao, ok := obj["$as"].(map[string]any)
+	if !ok {
+		fail(fault.JQ0003, "'$as' takes an object of variable-name to schema members", ap)
+	}
+	if len(ao) == 0 {
+		fail(fault.JQ0003, "'$as' requires at least one member", ap)
+	}
+	for _, name := range value.Keys(ao) {
+		cp := ptr(ap, name)
+		if !slices.ContainsFunc(fc.tuple, func(t tupleSlot) bool { return t.name == name }) {
+			fail(fault.JQ0005, "'$as' names '"+name+"', which is not bound by this phrase's '$for'/'$let'", cp)
+		}
+		fail(fault.JQ0008, "schema operators require a type-test compiler (options.compileTypeTest)", cp)
+	}
+}
+
+func (fc *flworCompiler) compileWhere(obj map[string]any) {
+	fc.wherePath = fc.path + "/$where"
 	if has(obj, "$where") {
-		where = c.expr(obj["$where"], wherePath, sc, d)
+		fc.where = fc.c.expr(obj["$where"], fc.wherePath, fc.sc, fc.d)
 	}
-	var groupKeys []getter
-	var groupSlots []int
-	var groupPaths []string
-	if has(obj, "$groupby") {
-		gp := path + "/$groupby"
-		gobj, names := bindingObject("$groupby", obj["$groupby"], gp)
-		for _, name := range names {
-			bp := ptr(gp, name)
-			bindName(name, seen, bp)
-			groupKeys = append(groupKeys, c.expr(gobj[name], bp, sc, d))
-			groupSlots = append(groupSlots, c.bindSlot())
-			groupPaths = append(groupPaths, bp)
-		}
-		sc = outer
-		if foldSlot >= 0 {
-			sc = &scope{foldName, foldSlot, sc}
-		}
-		for _, t := range tuple {
-			sc = &scope{t.name, t.slot, sc}
-		}
-		for i, name := range names {
-			sc = &scope{name, groupSlots[i], sc}
-		}
-	}
-	var specs []orderSpec
-	if has(obj, "$orderby") {
-		op := path + "/$orderby"
-		if list, ok := obj["$orderby"].([]any); ok {
-			if len(list) == 0 {
-				fail(fault.JQ0003, "'$orderby' takes a key spec or a non-empty array of key specs", op)
-			}
-			for i, s := range list {
-				specs = append(specs, c.orderSpec(s, idx(op, i), sc, d))
-			}
-		} else {
-			specs = append(specs, c.orderSpec(obj["$orderby"], op, sc, d))
-		}
-	}
-	countSlot := -1
-	if has(obj, "$count") {
-		cp := path + "/$count"
-		name, ok := obj["$count"].(string)
-		if !ok {
-			fail(fault.JQ0003, "'$count' takes a variable name string", cp)
-		}
-		bindName(name, seen, cp)
-		countSlot = c.bindSlot()
-		sc = &scope{name, countSlot, sc}
-	}
-	ret := c.expr(obj["$return"], path+"/$return", sc, d)
+}
 
-	// the final sink: collect $return items, or rebind the accumulator
-	seqLimit := c.lim.SequenceItems
-	sink := func(f *frame, out *collector) {
+// compileGroupBy compiles the grouping keys; the clauses after it see the
+// key variables and every tuple variable, rebound per group.
+func (fc *flworCompiler) compileGroupBy(obj map[string]any) {
+	if !has(obj, "$groupby") {
+		return
+	}
+	gp := fc.path + "/$groupby"
+	gobj, names := bindingObject("$groupby", obj["$groupby"], gp)
+	for _, name := range names {
+		bp := ptr(gp, name)
+		bindName(name, fc.seen, bp)
+		fc.groupKeys = append(fc.groupKeys, fc.c.expr(gobj[name], bp, fc.sc, fc.d))
+		fc.groupSlots = append(fc.groupSlots, fc.c.bindSlot())
+		fc.groupPaths = append(fc.groupPaths, bp)
+	}
+	sc := fc.outer
+	if fc.foldSlot >= 0 {
+		sc = &scope{fc.foldName, fc.foldSlot, sc}
+	}
+	for _, t := range fc.tuple {
+		sc = &scope{t.name, t.slot, sc}
+	}
+	for i, name := range names {
+		sc = &scope{name, fc.groupSlots[i], sc}
+	}
+	fc.sc = sc
+}
+
+func (fc *flworCompiler) compileOrderBy(obj map[string]any) {
+	if !has(obj, "$orderby") {
+		return
+	}
+	op := fc.path + "/$orderby"
+	list, ok := obj["$orderby"].([]any)
+	if !ok {
+		fc.specs = append(fc.specs, fc.c.orderSpec(obj["$orderby"], op, fc.sc, fc.d))
+		return
+	}
+	if len(list) == 0 {
+		fail(fault.JQ0003, "'$orderby' takes a key spec or a non-empty array of key specs", op)
+	}
+	for i, s := range list {
+		fc.specs = append(fc.specs, fc.c.orderSpec(s, idx(op, i), fc.sc, fc.d))
+	}
+}
+
+func (fc *flworCompiler) compileCount(obj map[string]any) {
+	if !has(obj, "$count") {
+		return
+	}
+	cp := fc.path + "/$count"
+	name, ok := obj["$count"].(string)
+	if !ok {
+		fail(fault.JQ0003, "'$count' takes a variable name string", cp)
+	}
+	bindName(name, fc.seen, cp)
+	fc.countSlot = fc.c.bindSlot()
+	fc.sc = &scope{name, fc.countSlot, fc.sc}
+}
+
+// pipeline assembles the compiled clauses into the phrase's getter. The
+// closures capture only what they run on, not the compile-time state.
+func (fc *flworCompiler) pipeline() getter {
+	sink := fc.sink()
+	live := fc.liveSlots()
+	drive := fc.drive(fc.stream(sink, live), sink, live)
+	if fc.foldSlot < 0 {
+		return drive
+	}
+	foldSlot, foldInit, seqLimit, path := fc.foldSlot, fc.foldInit, fc.c.lim.SequenceItems, fc.path
+	return func(f *frame) any {
+		v := foldInit(f)
+		checkFold(v, seqLimit, path)
+		f.slots[foldSlot] = v
+		drive(f)
+		return f.slots[foldSlot]
+	}
+}
+
+// sink is the final stage: it collects $return items, or rebinds the
+// accumulator.
+func (fc *flworCompiler) sink() stage {
+	ret, path, foldSlot, countSlot := fc.ret, fc.path, fc.foldSlot, fc.countSlot
+	seqLimit := fc.c.lim.SequenceItems
+	return func(f *frame, out *collector) {
 		if foldSlot >= 0 {
 			v := ret(f)
 			checkFold(v, seqLimit, path)
@@ -294,45 +398,62 @@ func (c *compiler) flwor(obj map[string]any, path string, sc *scope, depth int) 
 			f.slots[countSlot] = f.slots[countSlot].(float64) + 1
 		}
 	}
+}
 
-	// slots that vary per tuple at the $orderby barrier
-	live := make([]int, 0, len(tuple)+len(groupSlots))
-	for _, t := range tuple {
+// liveSlots are the slots that vary per tuple at the $orderby barrier.
+func (fc *flworCompiler) liveSlots() []int {
+	live := make([]int, 0, len(fc.tuple)+len(fc.groupSlots))
+	for _, t := range fc.tuple {
 		live = append(live, t.slot)
 	}
-	live = append(live, groupSlots...)
+	return append(live, fc.groupSlots...)
+}
 
-	// the streaming prefix: $for → $let → $where, feeding the first barrier
+// stream chains the streaming prefix $for → $let → $where in front of the
+// first barrier, or of the sink when there is none.
+func (fc *flworCompiler) stream(sink stage, live []int) stage {
 	var emit stage
 	switch {
-	case groupKeys != nil:
-		emit = groupSink(groupKeys, groupPaths, tuple, path+"/$groupby")
-	case specs != nil:
-		emit = rowSink(specs, live, path+"/$orderby")
+	case fc.groupKeys != nil:
+		emit = groupSink(fc.groupKeys, fc.groupPaths, fc.tuple, fc.path+"/$groupby")
+	case fc.specs != nil:
+		emit = rowSink(fc.specs, live, fc.path+"/$orderby")
 	default:
 		emit = sink
 	}
-	if where != nil {
-		next := emit
-		emit = func(f *frame, out *collector) {
-			if ebv(where(f), wherePath) {
-				next(f, out)
-			}
-		}
+	if fc.where != nil {
+		emit = whereClause(fc.where, fc.wherePath, emit)
 	}
-	for i := len(lets) - 1; i >= 0; i-- {
-		l, next := lets[i], emit
-		emit = func(f *frame, out *collector) {
-			f.slots[l.slot] = l.get(f)
+	for i := len(fc.lets) - 1; i >= 0; i-- {
+		emit = letClause(fc.lets[i], emit)
+	}
+	for i := len(fc.fors) - 1; i >= 0; i-- {
+		emit = forClause(fc.fors[i], emit)
+	}
+	return emit
+}
+
+func whereClause(where getter, path string, next stage) stage {
+	return func(f *frame, out *collector) {
+		if ebv(where(f), path) {
 			next(f, out)
 		}
 	}
-	for i := len(fors) - 1; i >= 0; i-- {
-		emit = forClause(fors[i], emit)
-	}
-	head := emit
+}
 
-	drive := func(f *frame) any {
+func letClause(l letBinding, next stage) stage {
+	return func(f *frame, out *collector) {
+		f.slots[l.slot] = l.get(f)
+		next(f, out)
+	}
+}
+
+// drive runs the streaming prefix, then the barriers: $groupby's groups
+// are formed before $orderby sorts them, and what comes out feeds the sink.
+func (fc *flworCompiler) drive(head, sink stage, live []int) getter {
+	countSlot, groupKeys, groupSlots, tuple := fc.countSlot, fc.groupKeys, fc.groupSlots, fc.tuple
+	specs, orderPath := fc.specs, fc.path+"/$orderby"
+	return func(f *frame) any {
 		if countSlot >= 0 {
 			f.slots[countSlot] = 0.0
 		}
@@ -345,18 +466,11 @@ func (c *compiler) flwor(obj map[string]any, path string, sc *scope, depth int) 
 		if groupKeys != nil {
 			if specs == nil {
 				res := &collector{}
-				for _, g := range pre.order {
-					writeGroup(f, g, groupSlots, tuple)
-					sink(f, res)
-				}
+				replayGroups(f, pre.order, groupSlots, tuple, sink, res)
 				return seqOf(res.items)
 			}
 			rc := &collector{}
-			rs := rowSink(specs, live, path+"/$orderby")
-			for _, g := range pre.order {
-				writeGroup(f, g, groupSlots, tuple)
-				rs(f, rc)
-			}
+			replayGroups(f, pre.order, groupSlots, tuple, rowSink(specs, live, orderPath), rc)
 			rows = rc.rows
 		}
 		sortRows(rows, specs)
@@ -369,15 +483,14 @@ func (c *compiler) flwor(obj map[string]any, path string, sc *scope, depth int) 
 		}
 		return seqOf(res.items)
 	}
-	if foldSlot < 0 {
-		return drive
-	}
-	return func(f *frame) any {
-		v := foldInit(f)
-		checkFold(v, seqLimit, path)
-		f.slots[foldSlot] = v
-		drive(f)
-		return f.slots[foldSlot]
+}
+
+// replayGroups rebinds each group, in the order it was first seen, and
+// feeds it to next.
+func replayGroups(f *frame, groups []*group, groupSlots []int, tuple []tupleSlot, next stage, out *collector) {
+	for _, g := range groups {
+		writeGroup(f, g, groupSlots, tuple)
+		next(f, out)
 	}
 }
 
