@@ -303,25 +303,60 @@ func (c *Chart) buildTree(decls []*decl, byID map[string]int) {
 	}
 }
 
+// compileTransition compiles transition i and lists it on its source.
 func (c *Chart) compileTransition(i int, raw any) error {
 	path := "/transitions/" + strconv.Itoa(i)
+	t, from, to, err := c.transitionEnds(raw, path)
+	if err != nil {
+		return err
+	}
+	ct := transition{index: i, from: from, to: to, trigger: trigWildcard, domain: -1}
+	if err := c.compileTrigger(&ct, t, path); err != nil {
+		return err
+	}
+	internal, err := c.isInternal(t, from, to, path)
+	if err != nil {
+		return err
+	}
+	ct.guardPath = path + "/guard"
+	if ct.guard, err = compileGuard(t["guard"], ct.guardPath); err != nil {
+		return err
+	}
+	ct.domain = c.domain(from, to, internal)
+	if ct.effects, err = compileEffects(t, "effects", path); err != nil {
+		return err
+	}
+	c.transitions[i] = ct
+	c.nodes[from].out = append(c.nodes[from].out, i)
+	return nil
+}
+
+// transitionEnds checks a transition's shape and members and resolves its
+// source and target ranks.
+func (c *Chart) transitionEnds(raw any, path string) (t map[string]any, from, to int, err error) {
 	t, isObject := raw.(map[string]any)
 	fromID, fromOK := t["from"].(string)
 	toID, toOK := t["to"].(string)
 	from, fromOK2 := c.ids[fromID]
 	to, toOK2 := c.ids[toID]
 	if !isObject || !fromOK || !toOK || !fromOK2 || !toOK2 {
-		return defect("transition from/to must name declared states", path)
+		return nil, 0, 0, defect("transition from/to must name declared states", path)
 	}
 	for _, k := range value.Keys(t) {
 		if !member(transitionMembers, k) {
-			return defect("unknown transition member", path+"/"+k)
+			return nil, 0, 0, defect("unknown transition member", path+"/"+k)
 		}
 	}
 	if k := c.nodes[from].kind; k == kindHistory || k == kindFinal {
-		return defect("history and final states cannot have outgoing transitions", path+"/from")
+		return nil, 0, 0, defect("history and final states cannot have outgoing transitions", path+"/from")
 	}
-	ct := transition{index: i, from: from, to: to, trigger: trigWildcard, domain: -1}
+	return t, from, to, nil
+}
+
+// compileTrigger reads a transition's trigger into ct; with none it stays
+// trigWildcard. Each member is checked before the trigger count, so a
+// malformed member is reported as itself.
+func (c *Chart) compileTrigger(ct *transition, t map[string]any, path string) error {
 	ev, hasEvent := t["event"]
 	if name, ok := ev.(string); ok {
 		ct.trigger, ct.event = trigEvent, name
@@ -330,31 +365,25 @@ func (c *Chart) compileTransition(i int, raw any) error {
 	}
 	av, hasAfter := t["after"]
 	if hasAfter {
-		f, ok := av.(float64)
-		if !ok || math.IsNaN(f) || math.IsInf(f, 0) || f < 0 {
-			return defect("after must be a finite nonnegative millisecond duration", path+"/after")
+		f, err := afterDelay(av, path)
+		if err != nil {
+			return err
 		}
-		ct.trigger, ct.after = trigAfter, f+0 // +0 folds -0 into 0
+		ct.trigger, ct.after = trigAfter, f
 	}
-	dv, hasDone := t["done"]
-	if hasDone && dv != true {
-		return defect("done must be true when present", path+"/done")
+	hasDone, err := trueFlag(t, "done", path)
+	if err != nil {
+		return err
 	}
-	alv, hasAlways := t["always"]
-	if hasAlways && alv != true {
-		return defect("always must be true when present", path+"/always")
+	hasAlways, err := trueFlag(t, "always", path)
+	if err != nil {
+		return err
 	}
-	triggers := 0
-	for _, has := range []bool{hasEvent, hasAfter, hasDone, hasAlways} {
-		if has {
-			triggers++
-		}
-	}
-	if triggers > 1 {
+	if countTrue(hasEvent, hasAfter, hasDone, hasAlways) > 1 {
 		return defect("a transition has exactly one trigger", path)
 	}
 	if hasDone {
-		if k := c.nodes[from].kind; k != kindCompound && k != kindParallel {
+		if k := c.nodes[ct.from].kind; k != kindCompound && k != kindParallel {
 			return defect("done requires a compound or parallel source", path+"/done")
 		}
 		ct.trigger = trigDone
@@ -362,6 +391,39 @@ func (c *Chart) compileTransition(i int, raw any) error {
 	if hasAlways {
 		ct.trigger = trigAlways
 	}
+	return nil
+}
+
+func afterDelay(av any, path string) (float64, error) {
+	f, ok := av.(float64)
+	if !ok || math.IsNaN(f) || math.IsInf(f, 0) || f < 0 {
+		return 0, defect("after must be a finite nonnegative millisecond duration", path+"/after")
+	}
+	return f + 0, nil // +0 folds -0 into 0
+}
+
+// trueFlag reads a member that is either absent or true.
+func trueFlag(t map[string]any, key, path string) (bool, error) {
+	v, ok := t[key]
+	if ok && v != true {
+		return false, defect(key+" must be true when present", path+"/"+key)
+	}
+	return ok, nil
+}
+
+func countTrue(bs ...bool) int {
+	n := 0
+	for _, b := range bs {
+		if b {
+			n++
+		}
+	}
+	return n
+}
+
+// isInternal reads the transition type; an internal transition must stay
+// within its source.
+func (c *Chart) isInternal(t map[string]any, from, to int, path string) (bool, error) {
 	internal := false
 	if tv := t["type"]; tv != nil {
 		switch tv {
@@ -369,35 +431,38 @@ func (c *Chart) compileTransition(i int, raw any) error {
 			internal = true
 		case "external":
 		default:
-			return defect("internal transitions must target their source or a descendant", path+"/type")
+			return false, defect("internal transitions must target their source or a descendant", path+"/type")
 		}
 	}
 	if internal && !c.within(to, from) {
-		return defect("internal transitions must target their source or a descendant", path+"/type")
+		return false, defect("internal transitions must target their source or a descendant", path+"/type")
 	}
-	ct.guardPath = path + "/guard"
-	if gv := t["guard"]; gv != nil {
-		q, err := query.Compile(gv, query.Options{})
-		if err != nil {
-			return fault.Wrap(fault.JF0007, "statechart guard failed to compile", ct.guardPath, err)
-		}
-		ct.guard = q
+	return internal, nil
+}
+
+// compileGuard compiles a guard query; a null or absent guard is none.
+func compileGuard(gv any, path string) (*query.Query, error) {
+	if gv == nil {
+		return nil, nil
 	}
+	q, err := query.Compile(gv, query.Options{})
+	if err != nil {
+		return nil, fault.Wrap(fault.JF0007, "statechart guard failed to compile", path, err)
+	}
+	return q, nil
+}
+
+// domain is the rank of a transition's domain: its source when internal,
+// else the nearest non-parallel proper ancestor of the source that holds
+// the target, or -1 for the virtual root.
+func (c *Chart) domain(from, to int, internal bool) int {
 	if internal {
-		ct.domain = from
-	} else {
-		for p := c.nodes[from].parent; p >= 0; p = c.nodes[p].parent {
-			if c.nodes[p].kind != kindParallel && c.below(to, p) {
-				ct.domain = p
-				break
-			}
+		return from
+	}
+	for p := c.nodes[from].parent; p >= 0; p = c.nodes[p].parent {
+		if c.nodes[p].kind != kindParallel && c.below(to, p) {
+			return p
 		}
 	}
-	var err error
-	if ct.effects, err = compileEffects(t, "effects", path); err != nil {
-		return err
-	}
-	c.transitions[i] = ct
-	c.nodes[from].out = append(c.nodes[from].out, i)
-	return nil
+	return -1
 }
