@@ -87,6 +87,29 @@ func labelWidth(s string) float64 {
 }
 
 func layoutScope(s *Scope) *layout {
+	lay, index := sizeBoxes(s)
+	arcs := lay.arcsOf(s.Edges, index)
+	n := len(lay.boxes)
+	back := breakCycles(n, func(yield func(i, from, to int)) {
+		for i, a := range arcs {
+			yield(i, a.from, a.to)
+		}
+	})
+	rank := longestPathRanks(n, arcs, back)
+	vs, chains := lay.layered(s.Edges, arcs, back, rank)
+	layers := orderLayers(vs)
+	placeX(vs, layers)
+	placeY(vs, layers)
+	lay.fit(vs)
+	for i := range arcs {
+		lay.routes[i] = routeOf(lay, vs, chains[i], back[i], lay.routes[i])
+	}
+	return lay
+}
+
+// sizeBoxes makes a box per node, laying out nested flows first since
+// their size is the node's; index maps node IDs to boxes.
+func sizeBoxes(s *Scope) (*layout, map[string]int) {
 	lay := &layout{}
 	index := map[string]int{}
 	for i, n := range s.Nodes {
@@ -103,10 +126,17 @@ func layoutScope(s *Scope) *layout {
 		index[n.ID] = i
 		lay.boxes = append(lay.boxes, b)
 	}
-	// Edges between known nodes; self loops are drawn beside their node.
-	type arc struct{ from, to, edge int }
+	return lay, index
+}
+
+// arc is an edge between two distinct known nodes, by box index.
+type arc struct{ from, to, edge int }
+
+// arcsOf keeps the edges between known nodes; self loops are drawn beside
+// their node, so they only widen its slot.
+func (lay *layout) arcsOf(edges []Edge, index map[string]int) []arc {
 	var arcs []arc
-	for i, e := range s.Edges {
+	for i, e := range edges {
 		f, okf := index[e.From]
 		t, okt := index[e.To]
 		switch {
@@ -120,20 +150,24 @@ func layoutScope(s *Scope) *layout {
 		}
 		arcs = append(arcs, arc{f, t, i})
 	}
-	n := len(lay.boxes)
-	back := breakCycles(n, func(yield func(i, from, to int)) {
-		for i, a := range arcs {
-			yield(i, a.from, a.to)
-		}
-	})
-	// Rank by longest path over the acyclic orientation.
+	return arcs
+}
+
+// oriented is the arc in the acyclic orientation: a back arc is reversed.
+func (a arc) oriented(back bool) (from, to int) {
+	if back {
+		return a.to, a.from
+	}
+	return a.from, a.to
+}
+
+// longestPathRanks ranks the n nodes by longest path over the acyclic
+// orientation of the arcs.
+func longestPathRanks(n int, arcs []arc, back []bool) []int {
 	out := make([][]int, n)
 	indeg := make([]int, n)
 	for i, a := range arcs {
-		f, t := a.from, a.to
-		if back[i] {
-			f, t = t, f
-		}
+		f, t := a.oriented(back[i])
 		out[f] = append(out[f], t)
 		indeg[t]++
 	}
@@ -154,24 +188,27 @@ func layoutScope(s *Scope) *layout {
 			}
 		}
 	}
-	// The layered graph: real nodes on even layers, every arc routed
-	// through one dummy per odd or skipped layer.
+	return rank
+}
+
+// layered builds the layered graph: real nodes on even layers, every arc
+// routed through one dummy per odd or skipped layer. It adds the arcs'
+// routes to lay, in arc order, and returns each arc's chain of vnodes.
+func (lay *layout) layered(edges []Edge, arcs []arc, back []bool, rank []int) ([]*vnode, [][]int) {
 	var vs []*vnode
 	for i, b := range lay.boxes {
 		vs = append(vs, &vnode{real: i, w: b.slotW, h: b.h, layer: 2 * rank[i], labelOf: -1})
 	}
 	chains := make([][]int, len(arcs))
 	for i, a := range arcs {
-		f, t := a.from, a.to
-		if back[i] {
-			f, t = t, f
-		}
-		e := s.Edges[a.edge]
+		f, t := a.oriented(back[i])
+		e := edges[a.edge]
 		ri := len(lay.routes)
 		lay.routes = append(lay.routes, route{e: e})
 		chain := []int{f}
 		for l := 2*rank[f] + 1; l < 2*rank[t]; l++ {
 			d := &vnode{real: -1, w: 2, layer: l, labelOf: -1}
+			// the label takes the first dummy, so it sits in a layer of its own
 			if l == 2*rank[f]+1 && e.Label != "" {
 				d.w, d.h, d.labelOf = labelWidth(e.Label)+4, labelH, ri
 				d.anchor = 2 - d.w/2
@@ -180,16 +217,23 @@ func layoutScope(s *Scope) *layout {
 			vs = append(vs, d)
 		}
 		chain = append(chain, t)
-		for k := 1; k < len(chain); k++ {
-			vs[chain[k-1]].succs = append(vs[chain[k-1]].succs, chain[k])
-			vs[chain[k]].preds = append(vs[chain[k]].preds, chain[k-1])
-		}
+		link(vs, chain)
 		chains[i] = chain
 	}
-	layers := orderLayers(vs)
-	placeX(vs, layers)
-	placeY(vs, layers)
-	// Boxes take their centres; the scope's origin is its top-left corner.
+	return vs, chains
+}
+
+// link makes each vnode of a chain the predecessor of the next.
+func link(vs []*vnode, chain []int) {
+	for k := 1; k < len(chain); k++ {
+		vs[chain[k-1]].succs = append(vs[chain[k-1]].succs, chain[k])
+		vs[chain[k]].preds = append(vs[chain[k]].preds, chain[k-1])
+	}
+}
+
+// fit moves the placed vnodes so the scope's origin is its top-left
+// corner, sizes the scope, and gives the boxes their centres.
+func (lay *layout) fit(vs []*vnode) {
 	minX, maxX, maxY := math.Inf(1), math.Inf(-1), 0.0
 	for _, v := range vs {
 		minX = math.Min(minX, v.x-v.w/2)
@@ -210,10 +254,6 @@ func layoutScope(s *Scope) *layout {
 			b.x, b.y = v.x-(b.slotW-b.w)/2, v.y
 		}
 	}
-	for i := range arcs {
-		lay.routes[i] = routeOf(lay, vs, chains[i], back[i], lay.routes[i])
-	}
-	return lay
 }
 
 // breakCycles marks the arcs that close a cycle in a depth-first search
