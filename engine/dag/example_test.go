@@ -10,9 +10,12 @@ import (
 // A runner drives a compiled DAG by scheduling, invoking the tasks a plan
 // names, and scheduling again with their results until the plan is done.
 func Example() {
-	doc, _ := value.Decode([]byte(`{"$dag":"0.1",
+	doc, err := value.Decode([]byte(`{"$dag":"0.1",
 		"nodes":{"in":{"kind":"input"},"greet":{"kind":"task","run":"greet","version":"1","with":"$.name"},"out":{"kind":"output"}},
 		"edges":[{"from":"in","to":"greet"},{"from":"greet","to":"out"}]}`), value.Limits{})
+	if err != nil {
+		panic(err)
+	}
 	d, err := dag.Compile(doc, dag.Options{})
 	if err != nil {
 		panic(err)

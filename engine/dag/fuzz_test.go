@@ -16,13 +16,19 @@ import (
 // tasks that echo their argument: no panic, every refusal a coded JF0xxx
 // error with a path, and every run settles within one step per node.
 func FuzzCompile(f *testing.F) {
-	files, _ := filepath.Glob(filepath.Join(casesDir, "*.json"))
+	files, err := filepath.Glob(filepath.Join(casesDir, "*.json"))
+	if err != nil {
+		f.Fatal(err)
+	}
 	for _, file := range files {
 		data, err := os.ReadFile(file)
 		if err != nil {
 			f.Fatal(err)
 		}
-		cases, _ := value.Decode(data, value.Limits{})
+		cases, err := value.Decode(data, value.Limits{})
+		if err != nil {
+			f.Fatal(file, err)
+		}
 		list, _ := cases.([]any)
 		for _, c := range list {
 			f.Add(value.MustCanonical(c.(map[string]any)["doc"]))

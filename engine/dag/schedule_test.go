@@ -166,11 +166,17 @@ func TestIdentity(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rev, _ := d.Revision()
+	rev, err := d.Revision()
+	if err != nil {
+		t.Fatal(err)
+	}
 	if want := value.HashContent(value.MustCanonical(doc)); rev != want {
 		t.Errorf("default revision %q, want %q", rev, want)
 	}
-	d2, _ := dag.Compile(doc, dag.Options{Revision: "enrich/3"})
+	d2, err := dag.Compile(doc, dag.Options{Revision: "enrich/3"})
+	if err != nil {
+		t.Fatal(err)
+	}
 	id, err := d2.Identity(map[string]any{"b": 1.0, "a": 2.0})
 	if err != nil {
 		t.Fatal(err)

@@ -182,7 +182,10 @@ func TestBudgetSameResults(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		want, _ := q.Items(data, nil)
+		want, err := q.Items(data, nil)
+		if err != nil {
+			t.Fatalf("%s: %v", doc, err)
+		}
 		var b Budget
 		got, err := q.Within(&b).Items(data, nil)
 		if err != nil || jsonText(got) != jsonText(want) {

@@ -27,11 +27,19 @@ func BenchmarkLifecycleStored(b *testing.B) {
 	wf := compile(b, oneTask)
 	b.ReportAllocs()
 	for b.Loop() {
-		st, eff, _ := Apply(wf, nil, Message{Kind: KindStart, RunID: "r1", Input: 5.0, Time: 1}, Options{})
-		data, _ := Encode(st)
-		st, _ = Decode(data)
+		st, eff, err := Apply(wf, nil, Message{Kind: KindStart, RunID: "r1", Input: 5.0, Time: 1}, Options{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		data, err := Encode(st)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if st, err = Decode(data); err != nil {
+			b.Fatal(err)
+		}
 		inv := eff[0].Invoke
-		st, _, err := Apply(wf, st, Message{Kind: KindResult, Time: 2, Result: &TaskResult{Activation: inv.Activation, Node: inv.Node, Attempt: 1, Output: 6.0}}, Options{})
+		st, _, err = Apply(wf, st, Message{Kind: KindResult, Time: 2, Result: &TaskResult{Activation: inv.Activation, Node: inv.Node, Attempt: 1, Output: 6.0}}, Options{})
 		if err != nil || st.Status != StatusDone {
 			b.Fatal(err)
 		}

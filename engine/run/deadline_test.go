@@ -178,7 +178,11 @@ func TestIgnoredEvents(t *testing.T) {
 		if next.Status != StatusWaiting || len(next.Ignored) != 1 || !strings.Contains(next.Ignored[0].Reason, c.want) {
 			t.Fatalf("%s: status %s ignored %+v, want %q", c.ev.Type, next.Status, next.Ignored, c.want)
 		}
-		if data, _ := Encode(next); strings.Contains(string(data), "matched no transition") {
+		data, err := Encode(next)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(string(data), "matched no transition") {
 			t.Fatal("the ignored note is stored in the state")
 		}
 	}

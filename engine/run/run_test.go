@@ -229,8 +229,11 @@ func TestReplayIsDeterministic(t *testing.T) {
 		for _, e := range eff {
 			ids = append(ids, e.ID)
 		}
-		data, _ := Encode(st)
-		st, err := Decode(data)
+		data, err := Encode(st)
+		if err != nil {
+			t.Fatal(err)
+		}
+		st, err = Decode(data)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -238,7 +241,10 @@ func TestReplayIsDeterministic(t *testing.T) {
 		for _, e := range eff {
 			ids = append(ids, e.ID)
 		}
-		data, _ = Encode(st)
+		data, err = Encode(st)
+		if err != nil {
+			t.Fatal(err)
+		}
 		return data, ids
 	}
 	a, ida := play()
@@ -267,8 +273,14 @@ func TestSnapshotIsTheReferenceShape(t *testing.T) {
 // input may panic the reducer.
 func FuzzApply(f *testing.F) {
 	wf := compile(f, waitDoc)
-	st, _, _ := Apply(wf, nil, Message{Kind: KindStart, RunID: "r1", Time: 1}, Options{})
-	seed, _ := Encode(st)
+	st, _, err := Apply(wf, nil, Message{Kind: KindStart, RunID: "r1", Time: 1}, Options{})
+	if err != nil {
+		f.Fatal(err)
+	}
+	seed, err := Encode(st)
+	if err != nil {
+		f.Fatal(err)
+	}
 	f.Add(seed, "event", "go", 5.0)
 	f.Add([]byte(`{"runId":"r","status":"waiting","control":{"active":["/states/w"]},"context":{"results":{},"visits":{}}}`), "timer", "t1", 1.0)
 	f.Fuzz(func(t *testing.T, data []byte, kind, arg string, now float64) {

@@ -47,7 +47,10 @@ func BenchmarkStep(b *testing.B) {
 
 func BenchmarkStepIgnored(b *testing.B) {
 	c := benchChart(b)
-	start, _ := c.Start(StartOptions{})
+	start, err := c.Start(StartOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
 	b.ReportAllocs()
 	for b.Loop() {
 		if _, err := c.Step(start.State, "nothing", StepOptions{}); err != nil {
