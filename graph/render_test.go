@@ -57,7 +57,10 @@ func TestMermaidText(t *testing.T) {
 			t.Errorf("mermaid lacks %q:\n%s", want, m)
 		}
 	}
-	d, _ := DAG(orderWorkflow(t), "/states/check", map[string]NodeMark{"price": {StatusInvoked, 2}})
+	d, err := DAG(orderWorkflow(t), "/states/check", map[string]NodeMark{"price": {StatusInvoked, 2}})
+	if err != nil {
+		t.Fatal(err)
+	}
 	m = d.Mermaid()
 	for _, want := range []string{"flowchart TB\n", `n3["price<br/>quote-price@1<br/>invoked, attempt 2"]`, `n1(["order<br/>input"])`, `n5{{"verdict<br/>query"}}`, `n4 -->|"stock"| n5`, "class n3 invoked"} {
 		if !strings.Contains(m, want) {
@@ -204,11 +207,14 @@ func validSVG(svg string) error {
 
 // TestLayout checks what any drawing must satisfy on assorted graphs:
 // finite coordinates, nodes inside the canvas and not overlapping, and
-// every edge drawn.
+// every edge drawn exactly once.
 func TestLayout(t *testing.T) {
 	t.Parallel()
 	wf := orderWorkflow(t)
-	dag, _ := DAG(wf, "/states/check", nil)
+	dag, err := DAG(wf, "/states/check", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
 	graphs := map[string]*Diagram{
 		"order":   Statechart(wf, nil),
 		"dag":     dag,
@@ -221,14 +227,14 @@ func TestLayout(t *testing.T) {
 	}
 	for name, d := range graphs {
 		lay := layoutScope(&d.Root)
-		checkLayout(t, name, lay)
+		checkLayout(t, name, &d.Root, lay)
 		checkSVG(t, d.SVG(SVGOptions{}))
 	}
 }
 
 func compile2(t *testing.T, doc string) *Diagram { return Statechart(compile(t, doc), nil) }
 
-func checkLayout(t testing.TB, name string, lay *layout) {
+func checkLayout(t testing.TB, name string, s *Scope, lay *layout) {
 	t.Helper()
 	finite := func(v ...float64) bool {
 		for _, f := range v {
@@ -251,9 +257,10 @@ func checkLayout(t testing.TB, name string, lay *layout) {
 			}
 		}
 		if a.inner != nil {
-			checkLayout(t, name+"/"+a.n.ID, a.inner)
+			checkLayout(t, name+"/"+a.n.ID, a.n.Inner, a.inner)
 		}
 	}
+	checkRoutes(t, name, s, lay)
 	for _, r := range lay.routes {
 		if len(r.pts) < 2 {
 			t.Errorf("%s: edge %s -> %s has %d points", name, r.e.From, r.e.To, len(r.pts))
@@ -263,6 +270,42 @@ func checkLayout(t testing.TB, name string, lay *layout) {
 				t.Errorf("%s: edge %s -> %s at %v", name, r.e.From, r.e.To, p)
 			}
 		}
+	}
+}
+
+// checkRoutes: each edge between two nodes of the scope gets exactly one
+// route, the one for that edge; a self loop gets none, as it is drawn
+// beside its node.
+func checkRoutes(t testing.TB, name string, s *Scope, lay *layout) {
+	t.Helper()
+	at := map[string]int{}
+	for i, n := range s.Nodes {
+		at[n.ID] = i
+	}
+	unrouted := map[Edge]int{}
+	routed := 0
+	for _, e := range s.Edges {
+		f, okf := at[e.From]
+		_, okt := at[e.To]
+		switch {
+		case !okf || !okt:
+		case e.From == e.To:
+			if !lay.boxes[f].hasSelf {
+				t.Errorf("%s: self loop on %s not drawn", name, e.From)
+			}
+		default:
+			unrouted[e]++
+			routed++
+		}
+	}
+	if len(lay.routes) != routed {
+		t.Errorf("%s: %d routes for %d edges", name, len(lay.routes), routed)
+	}
+	for _, r := range lay.routes {
+		if unrouted[r.e] == 0 {
+			t.Errorf("%s: route %s -> %s %q is for no edge, or for one already routed", name, r.e.From, r.e.To, r.e.Label)
+		}
+		unrouted[r.e]--
 	}
 }
 
@@ -285,7 +328,7 @@ func FuzzLayout(f *testing.F) {
 		}
 		s.Edges = mergeEdges(s.Edges)
 		d := &Diagram{Kind: KindStatechart, Title: label, Root: *s}
-		checkLayout(t, "fuzz", layoutScope(&d.Root))
+		checkLayout(t, "fuzz", &d.Root, layoutScope(&d.Root))
 		if err := validSVG(d.SVG(SVGOptions{})); err != nil {
 			t.Fatal(err)
 		}
