@@ -114,18 +114,23 @@ func TestInputStreamRefusesHeaders(t *testing.T) {
 		t.Errorf("fast batch: answered %s, want an error", resp.Data)
 	}
 
-	// The run's start is intact and the stream holds exactly the start
-	// and the harmless events; nothing fired or will fire.
+	// The run's start is intact and the stream holds exactly the start,
+	// the harmless events and the control below; nothing fired.
 	if got, err := in.GetMsg(b.ctx, first.Sequence); err != nil || got.Subject != n.Start("r1") {
 		t.Fatalf("the start is gone: %v", err)
 	}
-	time.Sleep(1200 * time.Millisecond) // a refused @every 1s would have fired by now
-	info, err := in.Info(b.ctx, jetstream.WithSubjectFilter(n.RunInputs("r1")))
+	// Had a schedule been stored, its first fire (the @every 1s one's at
+	// the latest, a second after it was published) would be in the stream
+	// before a timer the timer stream fires later still, which reaches the
+	// stream through the source only after firing: wait for that one.
+	scheduleTimer(b.ctx, t, b.js, n, "control", "after-the-refused", time.Now().Add(1100*time.Millisecond))
+	nextTimer(b.ctx, t, b.js, n, "control", 30*time.Second)
+	info, err := in.Info(b.ctx, jetstream.WithSubjectFilter(n.InputAll()))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if info.State.Msgs != uint64(1+len(harmless)) || info.State.Subjects[n.Timer("r1")] != 0 {
-		t.Errorf("the stream holds %d messages (%v), want the start and %d events", info.State.Msgs, info.State.Subjects, len(harmless))
+	if subj := info.State.Subjects; info.State.Msgs != uint64(2+len(harmless)) || subj[n.Timer("r1")] != 0 || subj[n.Timer("control")] != 1 {
+		t.Errorf("the stream holds %d messages (%v), want the start, %d events and the control timer", info.State.Msgs, subj, len(harmless))
 	}
 	// Purges and deletes are refused whoever asks.
 	if err := in.Purge(b.ctx); err == nil || !strings.Contains(err.Error(), "purge") {
