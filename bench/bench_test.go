@@ -10,7 +10,7 @@ import (
 )
 
 // TestShortEverySetup runs every scenario at tiny counts in one process,
-// three in separate processes with two dispatchers and one on a 3-node
+// four in separate processes with two dispatchers and one on a 3-node
 // cluster, and checks that the report is complete and renders.
 func TestShortEverySetup(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
@@ -20,7 +20,7 @@ func TestShortEverySetup(t *testing.T) {
 		Short: true,
 		Setups: []Setup{
 			{Mode: Single},
-			{Mode: Processes, Dispatchers: 2, Scenarios: []Scenario{OneTask, Event, Parked}},
+			{Mode: Processes, Dispatchers: 2, Scenarios: []Scenario{OneTask, Event, Parked, Timers}},
 			{Mode: Cluster, Scenarios: []Scenario{OneTask}},
 		},
 		Dir:      t.TempDir(),
@@ -48,7 +48,10 @@ func TestShortEverySetup(t *testing.T) {
 	if err := rep.Markdown(&md); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"| single | loop-10 |", "| processes d=2 w=1 | parked (resume) |", "| cluster d=1 w=1 | one-task |"} {
+	for _, want := range []string{
+		"| single | loop-10 |", "| processes d=2 w=1 | parked (resume) |", "| cluster d=1 w=1 | one-task |",
+		"| single | timers (lateness) |", "| processes d=2 w=1 | timers (lateness) |", "| single | 300 |",
+	} {
 		if !strings.Contains(md.String(), want) {
 			t.Errorf("markdown lacks %q", want)
 		}

@@ -41,10 +41,16 @@ const (
 	Loop Scenario = "loop-10"
 	// Parked parks many runs in a wait, then wakes them all.
 	Parked Scenario = "parked"
+	// Timers puts many runs to sleep on timers due at one instant and
+	// measures how late each fires.
+	Timers Scenario = "timers"
+	// ConsoleIndex has a fresh console index many runs and serves every
+	// page of them.
+	ConsoleIndex Scenario = "console-index"
 )
 
 // AllScenarios lists every scenario in the order they run.
-var AllScenarios = []Scenario{OneTask, FanOut, Event, Loop, Parked}
+var AllScenarios = []Scenario{OneTask, FanOut, Event, Loop, Parked, Timers, ConsoleIndex}
 
 // Setup is one deployment and the scenarios measured on it.
 type Setup struct {
@@ -94,6 +100,12 @@ type Config struct {
 	// ParkedRuns is how many runs the parked scenario parks. Default
 	// 100,000 (100 in Short mode).
 	ParkedRuns int
+	// TimerRuns is how many runs the timers scenario puts to sleep on
+	// timers due at one instant. Default 10,000 (50 in Short mode).
+	TimerRuns int
+	// ConsoleRuns is how many runs the console-index scenario indexes.
+	// Default 100,000 (300 in Short mode).
+	ConsoleRuns int
 	// RawOps caps each raw JetStream measurement. Default 20,000 (200 in
 	// Short mode); each is also capped at Duration.
 	RawOps int
@@ -159,6 +171,8 @@ func (c Config) WithDefaults() Config {
 	pick(&c.SerialRuns, 2_000, 10)
 	pick(&c.Warmup, 1_000, 10)
 	pick(&c.ParkedRuns, 100_000, 100)
+	pick(&c.TimerRuns, 10_000, 50)
+	pick(&c.ConsoleRuns, 100_000, 300)
 	pick(&c.RawOps, 20_000, 200)
 	pick(&c.WorkerConcurrency, 64, 64)
 	if c.Duration == 0 {
@@ -206,7 +220,7 @@ func (c Config) validate() error {
 	}
 	positive := map[string]int{
 		"Runs": c.Runs, "Window": c.Window, "SerialRuns": c.SerialRuns, "ParkedRuns": c.ParkedRuns,
-		"RawOps": c.RawOps, "WorkerConcurrency": c.WorkerConcurrency,
+		"TimerRuns": c.TimerRuns, "ConsoleRuns": c.ConsoleRuns, "RawOps": c.RawOps, "WorkerConcurrency": c.WorkerConcurrency,
 	}
 	for _, k := range slices.Sorted(maps.Keys(positive)) {
 		if positive[k] < 1 {

@@ -17,6 +17,9 @@ func TestConfigDefaults(t *testing.T) {
 		t.Errorf("full defaults %+v", full)
 	}
 	short := Config{Short: true, Setups: []Setup{{Mode: Processes}}}.WithDefaults()
+	if full.TimerRuns != 10_000 || full.ConsoleRuns != 100_000 || short.TimerRuns != 50 || short.ConsoleRuns != 300 {
+		t.Errorf("timer and console runs: full %d, %d; short %d, %d", full.TimerRuns, full.ConsoleRuns, short.TimerRuns, short.ConsoleRuns)
+	}
 	if short.ParkedRuns != 100 || short.Duration != time.Second || short.Setups[0].Dispatchers != 1 || short.Setups[0].Workers != 1 {
 		t.Errorf("short defaults %+v", short)
 	}
@@ -63,6 +66,9 @@ func TestParseScenarios(t *testing.T) {
 	if err != nil || len(two) != 2 || two[0] != OneTask || two[1] != Parked {
 		t.Errorf("two: %v %v", two, err)
 	}
+	if got, err := ParseScenarios("timers,console-index"); err != nil || len(got) != 2 || got[0] != Timers || got[1] != ConsoleIndex {
+		t.Errorf("timers,console-index: %v %v", got, err)
+	}
 	if _, err := ParseScenarios("one-task,nope"); err == nil || !strings.Contains(err.Error(), `unknown scenario "nope"`) {
 		t.Errorf("a bad name: %v", err)
 	}
@@ -71,9 +77,33 @@ func TestParseScenarios(t *testing.T) {
 func TestWorkloadsCoverEveryScenario(t *testing.T) {
 	t.Parallel()
 	for _, sc := range AllScenarios {
+		if sc == ConsoleIndex {
+			continue // it runs no runs
+		}
 		w, ok := workloads[sc]
-		if !ok || w.scenario != sc || w.code == "" || w.workflow == "" {
+		if !ok || w.scenario != sc || w.code == "" || w.workflow == "" || (w.doc == "") != (sc == Timers) {
 			t.Errorf("scenario %s: workload %+v", sc, w)
+		}
+	}
+}
+
+// The timer workflows' delays start at the lead, a grain apart, and
+// leave every run time to be started before the instant.
+func TestTimerDelays(t *testing.T) {
+	t.Parallel()
+	for _, n := range []int{1, 50, 10_000, 1_000_000} {
+		d := timerDelays(n)
+		if len(d) == 0 || len(d) > timerDocs || d[0] != timerLead(n) || d[0]%timerGrain != 0 {
+			t.Errorf("n=%d: delays %v..., lead %s", n, d[:min(3, len(d))], timerLead(n))
+			continue
+		}
+		for j := 1; j < len(d); j++ {
+			if d[j-1]-d[j] != timerGrain {
+				t.Errorf("n=%d: delay %d is %s after %s", n, j, d[j], d[j-1])
+			}
+		}
+		if last := d[len(d)-1]; last < 500*time.Millisecond {
+			t.Errorf("n=%d: the shortest delay %s leaves no time to arm", n, last)
 		}
 	}
 }

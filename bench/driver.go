@@ -39,6 +39,8 @@ type driver struct {
 type announcement struct {
 	status string
 	at     time.Time
+	// body is the whole announcement (a wire.Status).
+	body []byte
 }
 
 func newDriver(ctx context.Context, url string, names subjects.Names, timeout time.Duration) (*driver, error) {
@@ -76,7 +78,7 @@ func newDriver(ctx context.Context, url string, names subjects.Names, timeout ti
 func (d *driver) close() { d.nc.Close() }
 
 func (d *driver) announced(runID string, data []byte) {
-	a := announcement{status: statusOf(data), at: time.Now()}
+	a := announcement{status: statusOf(data), at: time.Now(), body: data}
 	if run.Status(a.status).Terminal() {
 		d.mu.Lock()
 		ch, ok := d.waiters[runID]

@@ -23,6 +23,12 @@ func (r *Report) Markdown(w io.Writer) error {
 	c := r.Config
 	fmt.Fprintf(&b, "\nSaturation: %d runs in flight, up to %d runs or %.0f s per scenario after %d warm-up runs; concurrency 1: up to %d runs; %d parked runs; workers of concurrency %d that echo their input.",
 		c.Window, c.Runs, c.DurationSeconds, c.Warmup, c.SerialRuns, c.ParkedRuns, c.WorkerConcurrency)
+	if c.TimerRuns > 0 {
+		fmt.Fprintf(&b, " Timers: %d runs asleep on timers due at one instant; lateness is when the run's record left the wait minus its due time.", c.TimerRuns)
+	}
+	if c.ConsoleRuns > 0 {
+		fmt.Fprintf(&b, " Console: a fresh index of %d stored runs, then every page of the run list.", c.ConsoleRuns)
+	}
 	b.WriteString(" The bound is the rate the run's durable operations allow at the raw rates measured on the same server; the floor, its latency one run at a time." +
 		" CPU is every process's (server included); CPU-bound runs/s is CPUs ÷ CPU per run, the rate if the bench had the machine to itself;" +
 		" others' load is the cores other programs used meanwhile.\n\n")
@@ -30,11 +36,7 @@ func (r *Report) Markdown(w io.Writer) error {
 	if len(r.Targets) > 0 {
 		table(&b, []string{"target", "want", "measured", "met"}, func(row func(...string)) {
 			for _, t := range r.Targets {
-				met := "no"
-				if t.Met {
-					met = "yes"
-				}
-				row(t.Name, t.Want, t.Measured, met)
+				row(t.Name, t.Want, t.Measured, yesNo(t.Met))
 			}
 		})
 	}
@@ -42,12 +44,15 @@ func (r *Report) Markdown(w io.Writer) error {
 	b.WriteString("### Scenarios\n\n")
 	table(&b, []string{"setup", "scenario", "runs/s", "bound runs/s", "of bound", "c=1 p50/p90/p99 ms", "floor ms", "saturated p50/p90/p99 ms", "CPU ms/run", "CPU-bound runs/s", "peak RSS MB", "KV B/run", "stream B/run"},
 		func(row func(...string)) {
-			r.each(func(s SetupReport, sc ScenarioReport) {
+			r.eachRun(func(s SetupReport, sc ScenarioReport) {
 				serial := "–"
 				name := string(sc.Scenario)
-				if sc.Parked != nil {
+				switch {
+				case sc.Parked != nil:
 					name += " (resume)"
-				} else {
+				case sc.Timers != nil:
+					name += " (lateness)"
+				default:
 					serial = lat(sc.Serial)
 				}
 				row(s.Setup, name, f0(sc.RunsPerSec), f0(sc.Bound.RunsPerSec), f2(sc.Bound.Ratio), serial, f2(sc.Bound.LatencyMS),
@@ -58,7 +63,7 @@ func (r *Report) Markdown(w io.Writer) error {
 	b.WriteString("### Durable operations per run\n\n")
 	table(&b, []string{"setup", "scenario", "input pubs", "task pubs", "KV creates", "KV updates", "to dispatchers", "to workers", "all durable", "API requests", "msgs sent by dispatchers / workers", "CAS conflicts", "redeliveries", "CPU ms/run by role", "others' load, cores"},
 		func(row func(...string)) {
-			r.each(func(s SetupReport, sc ScenarioReport) {
+			r.eachRun(func(s SetupReport, sc ScenarioReport) {
 				o := sc.Ops
 				row(s.Setup, string(sc.Scenario), f2(o.InputPublishes), f2(o.TaskPublishes), f2(o.KVCreates), f2(o.KVUpdates),
 					f2(o.Dispatched), f2(o.Served), f2(o.Durable()), f2(o.APIRequests), f2(o.DispatcherMsgs)+" / "+f2(o.WorkerMsgs), f2(sc.Conflicts), f2(sc.Redeliveries), roles(sc.CPUByRole), f2(sc.OtherCores))
@@ -77,6 +82,41 @@ func (r *Report) Markdown(w io.Writer) error {
 			})
 		})
 
+	b.WriteString("### Timers due at once\n\n")
+	table(&b, []string{"setup", "runs", "started in s", "lead ms", "due within ms", "armed late", "fired p50/p90/p99 ms", "left the wait p50/p90/p99 ms", "max ms", "early", "drained/s"},
+		func(row func(...string)) {
+			r.each(func(s SetupReport, sc ScenarioReport) {
+				if t := sc.Timers; t != nil {
+					row(s.Setup, fmt.Sprint(t.Runs), f2(t.StartSeconds), f0(t.LeadMS), f0(t.DueSpreadMS), fmt.Sprint(t.ArmedLate),
+						lat(t.Fired), lat(t.Left), f0(t.Left.Max), fmt.Sprint(t.Early), f0(t.DrainedPerSec))
+				}
+			})
+		})
+
+	b.WriteString("### Console index\n\n")
+	table(&b, []string{"setup", "runs", "B/record", "stored in s", "indexed in s", "indexed/s", "pages", "all pages in s", "a page p50/p90/p99 ms", "complete"},
+		func(row func(...string)) {
+			r.each(func(s SetupReport, sc ScenarioReport) {
+				if c := sc.Console; c != nil {
+					row(s.Setup, fmt.Sprint(c.Runs), fmt.Sprint(c.RecordBytes), f2(c.StoreSeconds), f2(c.IndexSeconds), f0(c.IndexedPerSec),
+						fmt.Sprint(c.WalkPages), f2(c.WalkSeconds), lat(c.Walk), yesNo(c.Complete()))
+				}
+			})
+		})
+	table(&b, []string{"setup", "page of the run list", "matched", "asked", "p50/p90/p99 ms"}, func(row func(...string)) {
+		r.each(func(s SetupReport, sc ScenarioReport) {
+			if c := sc.Console; c != nil {
+				for _, q := range c.Queries {
+					query := q.Query
+					if query == "" {
+						query = "(first page)"
+					}
+					row(s.Setup, "`"+query+"`", fmt.Sprint(q.Matched), fmt.Sprint(q.Latency.N), lat(q.Latency))
+				}
+			}
+		})
+	})
+
 	fmt.Fprintf(&b, "### Raw JetStream on the same server\n\n%d-byte messages, %d-byte KV values; latency one at a time, rates with %d at once (consumers: one, acking each message).\n\n", rawMsgBytes, rawValueBytes, rawParallel)
 	table(&b, []string{"setup", "operation", "at once", "n", "ops/s", "p50 µs", "p99 µs"}, func(row func(...string)) {
 		for _, s := range r.Setups {
@@ -93,12 +133,29 @@ func (r *Report) Markdown(w io.Writer) error {
 	return err
 }
 
+// each calls fn for every scenario measured, console-index included.
 func (r *Report) each(fn func(SetupReport, ScenarioReport)) {
 	for _, s := range r.Setups {
 		for _, sc := range s.Scenarios {
 			fn(s, sc)
 		}
 	}
+}
+
+// eachRun is each without console-index, which runs no runs.
+func (r *Report) eachRun(fn func(SetupReport, ScenarioReport)) {
+	r.each(func(s SetupReport, sc ScenarioReport) {
+		if sc.Console == nil {
+			fn(s, sc)
+		}
+	})
+}
+
+func yesNo(v bool) string {
+	if v {
+		return "yes"
+	}
+	return "no"
 }
 
 // table writes a markdown table; fill calls row once per row.

@@ -30,6 +30,8 @@ type ReportConfig struct {
 	SerialRuns        int     `json:"serial_runs"`
 	Warmup            int     `json:"warmup"`
 	ParkedRuns        int     `json:"parked_runs"`
+	TimerRuns         int     `json:"timer_runs,omitempty"`
+	ConsoleRuns       int     `json:"console_runs,omitempty"`
 	RawOps            int     `json:"raw_ops"`
 	WorkerConcurrency int     `json:"worker_concurrency"`
 }
@@ -103,6 +105,10 @@ type ScenarioReport struct {
 	Redeliveries float64       `json:"redeliveries_per_run"`
 	Bound        Bound         `json:"bound"`
 	Parked       *ParkedReport `json:"parked,omitempty"`
+	Timers       *TimersReport `json:"timers,omitempty"`
+	// Console is the console-index scenario's; it runs no runs, and the
+	// fields above are zero.
+	Console *ConsoleReport `json:"console,omitempty"`
 }
 
 // Ops are the durable operations and stored bytes of one run, counted on
@@ -200,16 +206,30 @@ func (r *Report) Check() error {
 		}
 		for _, sc := range s.Scenarios {
 			where := s.Setup + " " + string(sc.Scenario)
+			if c := sc.Console; c != nil {
+				if !c.Complete() {
+					errs = append(errs, fmt.Errorf("%s: %d of %d runs indexed, %d on the pages%s", where, c.Indexed, c.Runs, c.WalkRuns, failures(c.Failures)))
+				}
+				if bad(c.IndexSeconds) || bad(c.StoreSeconds) || c.Walk.N == 0 {
+					errs = append(errs, fmt.Errorf("%s: no timings (store %g s, index %g s, %d pages)", where, c.StoreSeconds, c.IndexSeconds, c.Walk.N))
+				}
+				continue
+			}
 			figures := map[string]float64{
 				"runs/s": sc.RunsPerSec, "bound runs/s": sc.Bound.RunsPerSec, "bound ratio": sc.Bound.Ratio,
 				"latency floor": sc.Bound.LatencyMS, "saturated p50": sc.Saturated.P50,
 				"durable ops": sc.Ops.Durable(), "KV bytes": sc.Ops.KVBytes + sc.Ops.InputBytes,
 			}
-			if sc.Parked == nil {
-				figures["serial p50"] = sc.Serial.P50
-			} else {
+			switch {
+			case sc.Parked != nil:
 				p := sc.Parked
 				figures["parked/s"], figures["KV bytes per parked run"] = p.ParkPerSec, p.KVBytesPerRun
+			case sc.Timers != nil:
+				if t := sc.Timers; t.Left.N != t.Runs || t.Fired.N != t.Runs {
+					errs = append(errs, fmt.Errorf("%s: lateness of %d and %d of %d runs", where, t.Left.N, t.Fired.N, t.Runs))
+				}
+			default:
+				figures["serial p50"] = sc.Serial.P50
 			}
 			for name, v := range figures {
 				if bad(v) {

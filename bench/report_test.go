@@ -33,11 +33,23 @@ func sampleReport() *Report {
 	parked := one(Parked, 4000)
 	parked.Serial = Latency{}
 	parked.Parked = &ParkedReport{Runs: 100000, ParkPerSec: 5000, ResumePerSec: 4000, KVBytesPerRun: 850, InputBytesPerRun: 130, RSSParkedMB: 40, RSSOf: "dispatcher process"}
+	timers := one(Timers, 2500)
+	timers.Serial = Latency{}
+	timers.Timers = &TimersReport{
+		Runs: 1000, LeadMS: 4000, StartSeconds: 0.5, DueSpreadMS: 12,
+		Fired: Latency{N: 1000, P50: 100, P90: 200, P99: 300, Max: 350}, Left: Latency{N: 1000, P50: 300, P90: 700, P99: 900, Max: 950}, DrainedPerSec: 2500,
+	}
+	timers.Saturated = timers.Timers.Left
+	consoleIdx := ScenarioReport{Scenario: ConsoleIndex, Runs: 1000, RunsPerSec: 50000, Console: &ConsoleReport{
+		Runs: 1000, RecordBytes: 900, StoreSeconds: 0.1, IndexSeconds: 0.02, IndexedPerSec: 50000, Indexed: 1000,
+		Queries:   []ConsoleQuery{{Query: "", Matched: 1000, Latency: Latency{N: 20, P50: 0.1, P90: 0.2, P99: 0.3, Max: 0.3}}, {Query: "?status=waiting", Matched: 200, Latency: Latency{N: 20, P50: 0.1, P90: 0.2, P99: 0.3, Max: 0.3}}},
+		WalkPages: 20, WalkRuns: 1000, WalkSeconds: 0.05, Walk: Latency{N: 20, P50: 1, P90: 2, P99: 3, Max: 3},
+	}}
 	r := &Report{
 		Command: "jetflow bench", Started: time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC), Seconds: 300,
 		Host: Host{OS: "linux", Arch: "amd64", CPUs: 2, GOMAXPROCS: 2, GoVersion: "go1.26", NATSServer: "2.15.2"},
 		Setups: []SetupReport{
-			{Setup: "single", Mode: Single, Dispatchers: 1, Workers: 1, Replicas: 1, Raw: raw, Scenarios: []ScenarioReport{one(OneTask, 3500), one(Event, 3000)}},
+			{Setup: "single", Mode: Single, Dispatchers: 1, Workers: 1, Replicas: 1, Raw: raw, Scenarios: []ScenarioReport{one(OneTask, 3500), one(Event, 3000), timers, consoleIdx}},
 			{Setup: "processes d=1 w=1", Mode: Processes, Dispatchers: 1, Workers: 1, Replicas: 1, Raw: raw, Scenarios: []ScenarioReport{one(OneTask, 2000), parked}},
 			{Setup: "processes d=2 w=1", Mode: Processes, Dispatchers: 2, Workers: 1, Replicas: 1, Raw: raw, Scenarios: []ScenarioReport{one(OneTask, 1800)}},
 			{Setup: "cluster d=1 w=1", Mode: Cluster, Dispatchers: 1, Workers: 1, Replicas: 3, Raw: raw, Scenarios: []ScenarioReport{one(OneTask, 1600)}},
@@ -83,6 +95,8 @@ func TestTargets(t *testing.T) {
 		"a second dispatcher process does not lower one-task throughput": false, // 1800 < 0.95 × 2000
 		"resident memory with 100000 parked runs":                        true,
 		"storage per waiting run":                                        true,
+		"timer lateness, 1000 timers due at once":                        true,
+		"console over 1000 runs":                                         true,
 	}
 	for name, met := range want {
 		if m, ok := got[name]; !ok || m != met {
@@ -117,6 +131,13 @@ func TestCheck(t *testing.T) {
 		{"NaN bound", "bound ratio is NaN", func(r *Report) { r.Setups[0].Scenarios[0].Bound.Ratio = math.NaN() }},
 		{"no serial latency", "serial p50", func(r *Report) { r.Setups[0].Scenarios[1].Serial = Latency{} }},
 		{"no parking rate", "parked/s", func(r *Report) { r.Setups[1].Scenarios[1].Parked.ParkPerSec = 0 }},
+		{"timers lateness missing", "lateness of 999", func(r *Report) { r.Setups[0].Scenarios[2].Timers.Left.N = 999 }},
+		{"a run not indexed", "999 of 1000 runs indexed", func(r *Report) { r.Setups[0].Scenarios[3].Console.Indexed = 999 }},
+		{"a page failed", "1 failures", func(r *Report) {
+			c := r.Setups[0].Scenarios[3].Console
+			c.Failures = append(c.Failures, "page 3: status 500")
+		}},
+		{"no console timings", "no timings", func(r *Report) { r.Setups[0].Scenarios[3].Console.IndexSeconds = 0 }},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -145,10 +166,17 @@ func TestMarkdownAndJSON(t *testing.T) {
 		"| processes d=1 w=1 | parked (resume) | 4000 |",
 		"| processes d=1 w=1 | 100000 | 5000 | 4000 |",
 		"| cluster d=1 w=1 | publish-consume hop | 1 | 100 | 10000 | 100 | 300 |",
+		"| single | timers (lateness) | 2500 |",
+		"| single | 1000 | 0.50 | 4000 | 12 | 0 | 100.00 / 200.00 / 300.00 | 300.00 / 700.00 / 900.00 | 950 | 0 | 2500 |",
+		"| single | 1000 | 900 | 0.10 | 0.02 | 50000 | 20 | 0.05 | 1.00 / 2.00 / 3.00 | yes |",
+		"| single | `?status=waiting` | 200 | 20 |",
 	} {
 		if !strings.Contains(md, want) {
 			t.Errorf("markdown lacks %q:\n%s", want, md)
 		}
+	}
+	if strings.Contains(md, "| single | console-index |") {
+		t.Error("console-index, which runs no runs, has a row among the run scenarios")
 	}
 	// Every table row has as many cells as its header.
 	var cells int

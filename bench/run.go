@@ -28,7 +28,8 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		},
 		Config: ReportConfig{
 			Runs: cfg.Runs, DurationSeconds: cfg.Duration.Seconds(), Window: cfg.Window, SerialRuns: cfg.SerialRuns,
-			Warmup: cfg.Warmup, ParkedRuns: cfg.ParkedRuns, RawOps: cfg.RawOps, WorkerConcurrency: cfg.WorkerConcurrency,
+			Warmup: cfg.Warmup, ParkedRuns: cfg.ParkedRuns, TimerRuns: cfg.TimerRuns, ConsoleRuns: cfg.ConsoleRuns,
+			RawOps: cfg.RawOps, WorkerConcurrency: cfg.WorkerConcurrency,
 		},
 	}
 	base := cfg.Dir
@@ -83,9 +84,14 @@ func runSetup(ctx context.Context, cfg Config, s Setup, dir string) (rep SetupRe
 	for _, sc := range s.Scenarios {
 		w := workloads[sc]
 		var sr ScenarioReport
-		if sc == Parked {
+		switch sc {
+		case Parked:
 			sr, err = r.parked(ctx, w)
-		} else {
+		case Timers:
+			sr, err = r.timers(ctx, w)
+		case ConsoleIndex:
+			sr, err = r.consoleIndex(ctx)
+		default:
 			sr, err = r.scenario(ctx, w)
 		}
 		if err != nil {

@@ -11,6 +11,9 @@ const (
 	targetSerialP99MS       = 10
 	targetClusterRunsPerSec = 1500
 	targetParkedRSSMB       = 200
+	// targetTimerP99MS bounds how late the last of 10,000 timers due at
+	// one instant may end its run's wait (p99).
+	targetTimerP99MS = 1000
 	// targetScaleTolerance is the noise allowed when checking that a
 	// second dispatcher does not lower throughput.
 	targetScaleTolerance = 0.95
@@ -101,6 +104,28 @@ func evaluate(r *Report) []Target {
 	} else {
 		missing("resident memory with parked runs", fmt.Sprintf("< %d MB at 100,000", targetParkedRSSMB), "the parked scenario")
 		missing("storage per waiting run", "stated", "the parked scenario")
+	}
+	// Timers and the console: the first setup that measured them.
+	anySetup := func(SetupReport) bool { return true }
+	if s, sc := r.find(Timers, anySetup); sc != nil && sc.Timers != nil {
+		t := sc.Timers
+		add(fmt.Sprintf("timer lateness, %d timers due at once", t.Runs), fmt.Sprintf("p99 ≤ %d ms at 10,000; none early", targetTimerP99MS),
+			fmt.Sprintf("p50 %.0f ms, p99 %.0f ms (%s; fired p50 %.0f, p99 %.0f ms; due within %.0f ms; %d armed late, %d early)",
+				t.Left.P50, t.Left.P99, s.Setup, t.Fired.P50, t.Fired.P99, t.DueSpreadMS, t.ArmedLate, t.Early),
+			t.Left.P99 <= targetTimerP99MS && t.Early == 0 && t.Left.N == t.Runs)
+	} else {
+		missing("timer lateness, timers due at once", fmt.Sprintf("p99 ≤ %d ms at 10,000; none early", targetTimerP99MS), "the timers scenario")
+	}
+	if s, sc := r.find(ConsoleIndex, anySetup); sc != nil && sc.Console != nil {
+		c := sc.Console
+		measured := fmt.Sprintf("indexed in %.2f s (%.0f runs/s), %d pages in %.2f s (p50 %.2f ms, p99 %.2f ms a page); %s",
+			c.IndexSeconds, c.IndexedPerSec, c.WalkPages, c.WalkSeconds, c.Walk.P50, c.Walk.P99, s.Setup)
+		if !c.Complete() {
+			measured = fmt.Sprintf("%d of %d indexed, %d on the pages%s; %s", c.Indexed, c.Runs, c.WalkRuns, failures(c.Failures), measured)
+		}
+		add(fmt.Sprintf("console over %d runs", c.Runs), "every run indexed, every page answers; timings stated", measured, c.Complete())
+	} else {
+		missing("console over many runs", "every run indexed, every page answers; timings stated", "the console-index scenario")
 	}
 	return ts
 }

@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 
 	"github.com/jetflow/jetflow/worker"
 )
@@ -56,9 +57,20 @@ var workloads = map[Scenario]workload{
  "check":{"choose":[{"guard":{"$lt":["$.context.data",10]},"to":"step"}],"otherwise":"done"},
  "done":{"final":true}}}`},
 	Parked: {scenario: Parked, workflow: "bench-wait", code: "pk", doc: waitDoc},
+	// The timers scenario deploys one workflow per delay, named
+	// <workflow>-<ms> (timerDoc).
+	Timers: {scenario: Timers, workflow: "bench-timer", code: "tm"},
 }
 
 // waitDoc waits for one event; the event and parked scenarios run it.
 const waitDoc = `{"$workflow":"0.2","revision":"bench-1","initial":"wait","states":{
  "wait":{"on":[{"event":"wake","to":"done"}]},
  "done":{"final":true}}}`
+
+// timerDoc sleeps ms milliseconds in a wait that an event could end
+// early (none is sent), then ends: the timers scenario runs it.
+func timerDoc(ms int64) string {
+	return fmt.Sprintf(`{"$workflow":"0.2","revision":"bench-1","initial":"sleep","states":{
+ "sleep":{"on":[{"event":"wake","to":"done"}],"after":{"ms":%d,"to":"done"}},
+ "done":{"final":true}}}`, ms)
+}
