@@ -49,11 +49,22 @@ durable operations and bytes each run costs. On the same server it measures
 raw JetStream operations and prints each rate as a fraction of the best rate
 those operations allow.
 
+Scenarios: one-task, fan-out (a DAG of 3 tasks joined into a fourth), event
+(a wait for an event sent right after the start), loop-10, parked (many runs
+parked in a wait, then all woken), timers (10,000 runs asleep on timers due
+at one instant: how late each leaves its wait) and console-index (a fresh
+console indexes 100,000 stored runs and serves every page of them).
+
 Setups: single (everything in this process), processes (a server, N
 dispatchers and M workers as processes, N from --dispatchers) and cluster (3
 servers, 3 replicas). Unless --scenarios is given, single runs every
 scenario, the processes setups one-task, fan-out (where a run's parallel
 results meet) and event, the first also parked, and cluster one-task.
+timers and console-index run in single only: the processes setups are there
+to compare dispatcher counts on throughput, the timers target is judged in
+one process like the other one-process targets, and the console reads the
+run bucket, not the dispatchers. Name them in --scenarios to run them on
+every setup.
 
 The markdown report goes to stdout, progress to stderr. --short runs tiny
 counts in seconds and fails unless every scenario completed and the report
@@ -69,7 +80,7 @@ is complete.`,
 	fl.StringVar(&f.modes, "modes", "single,processes,cluster", "setups to measure: single, processes, cluster")
 	fl.StringVar(&f.dispatchers, "dispatchers", "1,2,4", "dispatcher processes of each processes setup")
 	fl.IntVar(&f.workers, "workers", 1, "worker processes of the processes and cluster setups")
-	fl.StringVar(&f.scenarios, "scenarios", "", "scenarios for every setup, comma-separated (one-task, fan-out, event, loop-10, parked; all); default per setup, see above")
+	fl.StringVar(&f.scenarios, "scenarios", "", "scenarios for every setup, comma-separated (one-task, fan-out, event, loop-10, parked, timers, console-index; all); default per setup, see above")
 	fl.IntVar(&f.cfg.Runs, "runs", 0, "cap on the runs of each saturation phase (default 50000)")
 	fl.DurationVar(&f.cfg.Duration, "duration", 0, "cap on each saturation phase (default 10s)")
 	fl.IntVar(&f.cfg.Window, "window", 0, "runs in flight at saturation (default 256)")
