@@ -1,16 +1,11 @@
 package dispatcher
 
 import (
-	"encoding/json"
-	"fmt"
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus/testutil"
-
 	"github.com/jetflow/jetflow/engine/workflow"
 	"github.com/jetflow/jetflow/kvstore"
-	"github.com/jetflow/jetflow/natstest"
 	"github.com/jetflow/jetflow/wire"
 )
 
@@ -66,6 +61,9 @@ func reducers(t *testing.T, test func(t *testing.T, setup func(t *testing.T) *bu
 	})
 }
 
+// How fast one-task runs go end to end (a dispatcher, a worker and a
+// server in one process) is the one-task scenario of `jetflow bench
+// --modes single`, with its targets; the tests here check behaviour only.
 func TestEngineOneTaskRunEndsDone(t *testing.T) {
 	t.Parallel()
 	b := setup(t).withEngine(t, map[string]string{"one": oneTask}, kvstore.TaskRef{Task: "echo", Version: "1"})
@@ -79,33 +77,4 @@ func TestEngineOneTaskRunEndsDone(t *testing.T) {
 	if st.Workflow != "one" || st.Revision != "one/1" {
 		t.Errorf("run pinned to %s@%s, want one@one/1", st.Workflow, st.Revision)
 	}
-}
-
-// TestEngineThroughput measures one-task runs per second end to end (one
-// dispatcher, a plain worker, one server, all on this machine).
-func TestEngineThroughput(t *testing.T) {
-	if testing.Short() {
-		t.Skip("measurement")
-	}
-	t.Parallel()
-	n := 3000
-	if raceEnabled {
-		n = 500
-	}
-	b := setup(t).withEngine(t, map[string]string{"one": oneTask}, kvstore.TaskRef{Task: "echo", Version: "1"})
-	d := b.dispatcher(t, Config{Concurrency: 64})
-	b.simpleWorker(t, "echo", "1")
-	began := time.Now()
-	for i := range n {
-		in, _ := json.Marshal(i)
-		b.publishAsync(t, b.names.Start(fmt.Sprintf("r%d", i)), wire.Start{Workflow: "one", Input: in})
-	}
-	natstest.WaitFor(t, 120*time.Second, "all runs done", func() error {
-		if got := testutil.ToFloat64(d.m.settled.WithLabelValues("done")); got < float64(n) {
-			return fmt.Errorf("%v of %d done", got, n)
-		}
-		return nil
-	})
-	elapsed := time.Since(began)
-	t.Logf("%d one-task runs in %s: %.0f runs/s", n, elapsed.Round(time.Millisecond), float64(n)/elapsed.Seconds())
 }
