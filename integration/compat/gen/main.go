@@ -265,7 +265,10 @@ func (g *gen) check(sc fixture.Scenario, final bool) error {
 		if !final || errors.Is(err, client.ErrRunNotFound) {
 			return nil
 		}
-		return fmt.Errorf("run %s: status %+v (%v), want no record yet", sc.ID, st, err)
+		if err != nil {
+			return fmt.Errorf("run %s: want no record yet: %w", sc.ID, err)
+		}
+		return fmt.Errorf("run %s: status %+v, want no record yet", sc.ID, st)
 	}
 	if err != nil {
 		return fmt.Errorf("run %s: %w", sc.ID, err)
