@@ -23,10 +23,10 @@ func (r *Report) Markdown(w io.Writer) error {
 	c := r.Config
 	fmt.Fprintf(&b, "\nSaturation: %d runs in flight, up to %d runs or %.0f s per scenario after %d warm-up runs; concurrency 1: up to %d runs; %d parked runs; workers of concurrency %d that echo their input.",
 		c.Window, c.Runs, c.DurationSeconds, c.Warmup, c.SerialRuns, c.ParkedRuns, c.WorkerConcurrency)
-	if c.TimerRuns > 0 {
+	if _, sc := r.find(Timers, func(SetupReport) bool { return true }); sc != nil {
 		fmt.Fprintf(&b, " Timers: %d runs asleep on timers due at one instant; lateness is when the run's record left the wait minus its due time.", c.TimerRuns)
 	}
-	if c.ConsoleRuns > 0 {
+	if _, sc := r.find(ConsoleIndex, func(SetupReport) bool { return true }); sc != nil {
 		fmt.Fprintf(&b, " Console: a fresh index of %d stored runs, then every page of the run list.", c.ConsoleRuns)
 	}
 	b.WriteString(" The bound is the rate the run's durable operations allow at the raw rates measured on the same server; the floor, its latency one run at a time." +
