@@ -13,12 +13,16 @@ set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 repo="$(git -C "$here" rev-parse --show-toplevel)"
 commit="$(git -C "$repo" rev-parse --short=7 "${1:-HEAD}^{commit}")"
+out="$repo/integration/compat/testdata/$commit"
+if [ -e "$out/store.tar.gz" ]; then
+  echo "$out exists: a committed fixture set is what its release wrote and is never regenerated (delete it first if it was never committed)" >&2
+  exit 1
+fi
 src="$(mktemp -d)"
 trap 'rm -rf "$src"' EXIT
 git -C "$repo" archive "$commit" | tar -x -C "$src"
 rm -rf "$src/integration/compat/fixture" "$src/integration/compat/gen"
 mkdir -p "$src/integration/compat"
 cp -r "$repo/integration/compat/fixture" "$repo/integration/compat/gen" "$src/integration/compat/"
-out="$repo/integration/compat/testdata/$commit"
 (cd "$src" && GOWORK=off GOFLAGS=-buildvcs=false go run -tags compatgen ./integration/compat/gen -release "$commit" -out "$out")
 ls -l "$out"
