@@ -18,12 +18,14 @@ import (
 	"github.com/jetflow/jetflow/dispatcher"
 	"github.com/jetflow/jetflow/engine/run"
 	"github.com/jetflow/jetflow/kvstore"
+	"github.com/jetflow/jetflow/runrecord"
+	"github.com/jetflow/jetflow/step"
 	"github.com/jetflow/jetflow/subjects"
 	"github.com/jetflow/jetflow/wire"
 )
 
 // ErrRunNotFound is returned by Status for a run that has no record (yet).
-var ErrRunNotFound = dispatcher.ErrRunNotFound
+var ErrRunNotFound = kvstore.ErrRunNotFound
 
 // ErrTooLarge is wrapped when a start, event or cancel body is larger than
 // the client may publish (Config.MaxPayload); nothing is published.
@@ -201,7 +203,7 @@ func (c *Client) Status(ctx context.Context, runID string) (*wire.Status, error)
 	if err != nil {
 		return nil, fmt.Errorf("client: status: %w", err)
 	}
-	rec, err := dispatcher.DecodeRecord(data)
+	rec, err := runrecord.Decode(data)
 	if err != nil {
 		return nil, fmt.Errorf("client: status %s: %w", runID, err)
 	}
@@ -209,7 +211,7 @@ func (c *Client) Status(ctx context.Context, runID string) (*wire.Status, error)
 		return rec.Status, nil
 	}
 	// No status was announced yet: describe the state itself.
-	st, err := rec.RunState()
+	st, err := step.DecodeState(rec)
 	if err != nil {
 		return nil, fmt.Errorf("client: status %s: %w", runID, err)
 	}

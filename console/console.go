@@ -24,10 +24,12 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/jetflow/jetflow/client"
-	"github.com/jetflow/jetflow/dispatcher"
+	"github.com/jetflow/jetflow/engine/run"
 	"github.com/jetflow/jetflow/fleet"
 	"github.com/jetflow/jetflow/graph"
 	"github.com/jetflow/jetflow/kvstore"
+	"github.com/jetflow/jetflow/replay"
+	"github.com/jetflow/jetflow/step"
 	"github.com/jetflow/jetflow/subjects"
 )
 
@@ -57,11 +59,13 @@ type Config struct {
 	// MaxHistory bounds the inputs read for one run's history; a longer
 	// history is shown cut, without a replay check. Default 5000.
 	MaxHistory int
-	// Dispatcher holds the dispatchers' settings that shape run records
-	// (AppliedHistory, RejectedHistory, RunOptions, Tokens), which a
-	// replay must share to rebuild a record exactly. Default: the
-	// dispatcher defaults.
-	Dispatcher dispatcher.Config
+	// Settings are the dispatchers' settings that shape run records,
+	// which a replay must share to rebuild a record exactly (nil Tokens:
+	// the deployment's secret). Default: the dispatchers' defaults.
+	Settings step.Settings
+	// RunOptions are the reducer options the dispatchers give
+	// deployments without a policy. Default: none.
+	RunOptions run.Options
 	// Logger defaults to slog.Default().
 	Logger *slog.Logger
 }
@@ -72,9 +76,6 @@ const MaxPageSize = 500
 // FromFleet fills the connection fields of cfg from a running fleet.
 func FromFleet(f *fleet.Fleet, cfg Config) Config {
 	cfg.JS, cfg.Names, cfg.Runs, cfg.Registry, cfg.Client = f.JS, f.Names, f.Runs, f.Registry, f.Client
-	if cfg.Dispatcher.Names == (subjects.Names{}) {
-		cfg.Dispatcher.Names = f.Names
-	}
 	return cfg
 }
 
@@ -94,7 +95,7 @@ func (c Config) WithDefaults() Config {
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
-	c.Dispatcher.Names = c.Names
+	c.Settings.Names = c.Names
 	return c
 }
 
@@ -127,7 +128,7 @@ type Console struct {
 	defs   *definitions
 
 	replayMu sync.Mutex
-	replayer *dispatcher.Replayer
+	replayer *replay.Stepper
 
 	mu          sync.Mutex
 	watcher     jetstream.KeyWatcher

@@ -11,8 +11,9 @@ import (
 	"sort"
 	"time"
 
-	"github.com/jetflow/jetflow/dispatcher"
 	"github.com/jetflow/jetflow/replay"
+	"github.com/jetflow/jetflow/runrecord"
+	"github.com/jetflow/jetflow/step"
 	"github.com/jetflow/jetflow/subjects"
 	"github.com/jetflow/jetflow/token"
 	"github.com/jetflow/jetflow/wire"
@@ -102,8 +103,8 @@ func (c *Console) timeline(ctx context.Context, msgs []replay.Message, l *loaded
 	order, rest := applyOrder(msgs, l.rec.Order)
 	out := make([]entry, 0, len(msgs))
 	rp, err := c.stepper(ctx)
-	judge := replay.NewJudge(c.cfg.Dispatcher)
-	var cur dispatcher.Replayed
+	judge := replay.NewJudge(c.cfg.Settings.WithDefaults())
+	var cur step.Run
 	for _, m := range order {
 		e := c.entryOf(m)
 		if err != nil {
@@ -111,15 +112,14 @@ func (c *Console) timeline(ctx context.Context, msgs []replay.Message, l *loaded
 			out = append(out, e)
 			continue
 		}
-		in := dispatcher.Input{Subject: m.Subject, Header: m.Header, Data: m.Data, Seq: m.Seq, Time: m.Time}
-		next, outcome, why, serr := rp.Step(ctx, cur, in, l.st.Revision)
+		next, outcome, why, serr := rp.Step(ctx, cur, m, l.st.Revision)
 		if serr != nil {
 			e.Outcome, e.Why = "error", serr.Error()
 			out = append(out, e)
 			continue
 		}
 		judge.Step(m, outcome, why, next)
-		if outcome == dispatcher.Applied {
+		if outcome == step.Applied {
 			if cur.State != nil {
 				e.From = cur.State.Control.Active
 			}
@@ -148,13 +148,13 @@ func (c *Console) timeline(ctx context.Context, msgs []replay.Message, l *loaded
 
 // stepper returns the replayer the timeline steps with, made at first
 // use: it needs the deployment's token secret, read from NATS.
-func (c *Console) stepper(ctx context.Context) (*dispatcher.Replayer, error) {
+func (c *Console) stepper(ctx context.Context) (*replay.Stepper, error) {
 	c.replayMu.Lock()
 	defer c.replayMu.Unlock()
 	if c.replayer != nil {
 		return c.replayer, nil
 	}
-	cfg := c.cfg.Dispatcher
+	cfg := c.cfg.Settings
 	if cfg.Tokens == nil {
 		signer, err := token.Load(ctx, c.cfg.JS, c.cfg.Names)
 		if err != nil {
@@ -162,7 +162,7 @@ func (c *Console) stepper(ctx context.Context) (*dispatcher.Replayer, error) {
 		}
 		cfg.Tokens = signer
 	}
-	rp, err := dispatcher.NewReplayer(c.cfg.Registry, cfg)
+	rp, err := replay.NewStepper(c.cfg.Registry, cfg, c.cfg.RunOptions)
 	if err != nil {
 		return nil, err
 	}
@@ -172,7 +172,7 @@ func (c *Console) stepper(ctx context.Context) (*dispatcher.Replayer, error) {
 
 // applyOrder takes msgs span by span of the record's order (stream order
 // without one); the messages no span covers are returned apart.
-func applyOrder(msgs []replay.Message, order dispatcher.Order) (applied, rest []replay.Message) {
+func applyOrder(msgs []replay.Message, order runrecord.Order) (applied, rest []replay.Message) {
 	if len(order) == 0 {
 		return msgs, nil
 	}
@@ -226,18 +226,18 @@ func bodyOf(data []byte) any {
 	return string(bytes.ToValidUTF8(data, []byte("\uFFFD")))
 }
 
-func effectsOf(out []dispatcher.Outgoing) []effect {
+func effectsOf(out []runrecord.Outgoing) []effect {
 	var effs []effect
 	for _, o := range out {
 		e := effect{Kind: o.Kind, Data: bodyOf(o.Data)}
 		switch o.Kind {
-		case dispatcher.OutInvoke:
+		case runrecord.OutInvoke:
 			var inv wire.Invocation
 			_ = json.Unmarshal(o.Data, &inv)
 			inv.Token = "" // a secret between the dispatcher and the worker
 			e.Data = inv
 			e.Summary = fmt.Sprintf("invoke %s@%s for node %s, attempt %d", inv.Task, inv.Version, inv.Node, inv.Attempt)
-		case dispatcher.OutTimer:
+		case runrecord.OutTimer:
 			var t wire.Timer
 			_ = json.Unmarshal(o.Data, &t)
 			if t.Timer == "" {
@@ -247,7 +247,7 @@ func effectsOf(out []dispatcher.Outgoing) []effect {
 			if t.Deadline > 0 {
 				e.Summary += " due " + time.UnixMilli(int64(t.Deadline)).UTC().Format("15:04:05.000")
 			}
-		case dispatcher.OutStatus:
+		case runrecord.OutStatus:
 			var s wire.Status
 			_ = json.Unmarshal(o.Data, &s)
 			e.Summary = "status " + s.Status
@@ -261,7 +261,7 @@ func effectsOf(out []dispatcher.Outgoing) []effect {
 
 // check runs package replay's check of the run.
 func (c *Console) check(ctx context.Context, id string) replayCheck {
-	src := replay.Source{JS: c.cfg.JS, Names: c.cfg.Names, Registry: c.cfg.Registry, Runs: c.cfg.Runs, Dispatcher: c.cfg.Dispatcher}
+	src := replay.Source{JS: c.cfg.JS, Names: c.cfg.Names, Registry: c.cfg.Registry, Runs: c.cfg.Runs, Settings: c.cfg.Settings, RunOptions: c.cfg.RunOptions}
 	rep, err := replay.Check(ctx, src, id)
 	rc := replayCheck{Applied: rep.Info.Applied, Rejected: rep.Info.Rejected, Order: rep.Info.Order, Notes: rep.Info.Notes}
 	switch {

@@ -50,7 +50,7 @@ type Summary struct {
 // active reports whether the run can still change.
 func (s *Summary) active() bool { return !run.Status(s.Status).Terminal() }
 
-// lightRecord is the part of a dispatcher.Record a summary needs; the
+// lightRecord is the part of a runrecord.Record a summary needs; the
 // rest of the record is skipped while decoding.
 type lightRecord struct {
 	State struct {

@@ -12,10 +12,11 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/jetflow/jetflow/dispatcher"
 	"github.com/jetflow/jetflow/engine/run"
 	"github.com/jetflow/jetflow/engine/workflow"
 	"github.com/jetflow/jetflow/graph"
+	"github.com/jetflow/jetflow/runrecord"
+	"github.com/jetflow/jetflow/step"
 	"github.com/jetflow/jetflow/subjects"
 	"github.com/jetflow/jetflow/wire"
 )
@@ -103,17 +104,17 @@ func (c *Console) fillStarted(ctx context.Context, runs []Summary) {
 // runView is everything the run page shows but the history.
 type runView struct {
 	Summary
-	Input    any                    `json:"input"`
-	Data     any                    `json:"data"`
-	Result   rawJSON                `json:"result,omitempty"`
-	Failure  *run.Failure           `json:"failure,omitempty"`
-	Active   []string               `json:"active"`
-	Visits   map[string]any         `json:"visits"`
-	Event    *run.Event             `json:"event,omitempty"`
-	Pending  *pendingView           `json:"pending,omitempty"`
-	Buffered []run.Event            `json:"buffered,omitempty"`
-	Rejected []dispatcher.Rejection `json:"rejected,omitempty"`
-	Outbox   int                    `json:"outbox"`
+	Input    any                   `json:"input"`
+	Data     any                   `json:"data"`
+	Result   rawJSON               `json:"result,omitempty"`
+	Failure  *run.Failure          `json:"failure,omitempty"`
+	Active   []string              `json:"active"`
+	Visits   map[string]any        `json:"visits"`
+	Event    *run.Event            `json:"event,omitempty"`
+	Pending  *pendingView          `json:"pending,omitempty"`
+	Buffered []run.Event           `json:"buffered,omitempty"`
+	Rejected []runrecord.Rejection `json:"rejected,omitempty"`
+	Outbox   int                   `json:"outbox"`
 	// Awaiting are the events the active state waits for.
 	Awaiting []awaitView `json:"awaiting,omitempty"`
 	// Chart is the statechart as SVG, the run marked on it.
@@ -141,7 +142,7 @@ type awaitView struct {
 
 // loaded is a run read from the bucket with its definition.
 type loaded struct {
-	rec *dispatcher.Record
+	rec *runrecord.Record
 	st  *run.State
 	def *definition
 	rev uint64
@@ -156,11 +157,11 @@ func (c *Console) load(ctx context.Context, id string) (*loaded, error) {
 	if err != nil {
 		return nil, err
 	}
-	rec, err := dispatcher.DecodeRecord(data)
+	rec, err := runrecord.Decode(data)
 	if err != nil {
 		return nil, err
 	}
-	st, err := rec.RunState()
+	st, err := step.DecodeState(rec)
 	if err != nil {
 		return nil, err
 	}

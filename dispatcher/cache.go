@@ -4,11 +4,12 @@ import (
 	"sync"
 
 	"github.com/jetflow/jetflow/engine/run"
+	"github.com/jetflow/jetflow/runrecord"
 )
 
 // cached is a run record as this process last read or wrote it.
 type cached struct {
-	rec *Record
+	rec *runrecord.Record
 	rev uint64
 	// published: this process has published rec.Outbox.
 	published bool

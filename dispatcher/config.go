@@ -10,6 +10,8 @@ import (
 
 	"github.com/jetflow/jetflow/clock"
 	"github.com/jetflow/jetflow/engine/run"
+	"github.com/jetflow/jetflow/registry"
+	"github.com/jetflow/jetflow/step"
 	"github.com/jetflow/jetflow/subjects"
 	"github.com/jetflow/jetflow/token"
 )
@@ -134,6 +136,14 @@ const (
 // DefaultAckWait is Config.AckWait's default.
 const DefaultAckWait = 30 * time.Second
 
+// Settings are the fields that shape records: a replay of the runs must share them.
+func (c Config) Settings() step.Settings {
+	return step.Settings{
+		Names: c.Names, Tokens: c.Tokens, AppliedHistory: c.AppliedHistory,
+		RejectedHistory: c.RejectedHistory, MaxInputBytes: c.MaxInputBytes,
+	}
+}
+
 // WithDefaults returns a copy of c with every unset field at its default.
 func (c Config) WithDefaults() Config {
 	if c.Names == (subjects.Names{}) {
@@ -146,8 +156,8 @@ func (c Config) WithDefaults() Config {
 	setDefault(&c.AckWait, DefaultAckWait)
 	setDefault(&c.MaxAckPending, 65536)
 	setDefault(&c.MaxQueuedBytes, 64<<20)
-	setDefault(&c.AppliedHistory, 128)
-	setDefault(&c.RejectedHistory, 32)
+	setDefault(&c.AppliedHistory, step.DefaultAppliedHistory)
+	setDefault(&c.RejectedHistory, step.DefaultRejectedHistory)
 	setDefault(&c.ConflictTimeout, 10*time.Second)
 	setDefault(&c.OpTimeout, 5*time.Second)
 	setDefault(&c.RetryDelay, 250*time.Millisecond)
@@ -160,8 +170,8 @@ func (c Config) WithDefaults() Config {
 	if c.CacheSize == 0 {
 		c.CacheSize = 4096
 	}
-	setDefault(&c.DefinitionCacheSize, 256)
-	setDefault(&c.MaxInputBytes, 1<<20)
+	setDefault(&c.DefinitionCacheSize, registry.DefaultCacheSize)
+	setDefault(&c.MaxInputBytes, step.DefaultMaxInputBytes)
 	return c
 }
 

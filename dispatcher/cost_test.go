@@ -11,8 +11,10 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/jetflow/jetflow/engine/run"
 	"github.com/jetflow/jetflow/kvstore"
 	"github.com/jetflow/jetflow/natstest"
+	"github.com/jetflow/jetflow/registry"
 	"github.com/jetflow/jetflow/wire"
 )
 
@@ -44,14 +46,14 @@ func TestLatestReadsOnlyTheRevisionList(t *testing.T) {
 	t.Parallel()
 	b := setup(t).withEngine(t, map[string]string{"one": oneTask}, kvstore.TaskRef{Task: "echo", Version: "1"})
 	reg := &countingRegistry{Registry: b.reg}
-	l, err := newEngineLoader(Config{}.WithDefaults(), reg)
+	l, err := registry.NewLoader(reg, run.Options{}, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx := testCtx(t)
 	for range 3 {
-		def, err := l.load(ctx, "one", "")
-		if err != nil || def.revision != "one/1" {
+		def, err := l.Load(ctx, "one", "")
+		if err != nil || def.Revision != "one/1" {
 			t.Fatalf("load latest: %+v, %v", def, err)
 		}
 	}
@@ -62,10 +64,10 @@ func TestLatestReadsOnlyTheRevisionList(t *testing.T) {
 	if _, err := b.reg.Deploy(ctx, "one", []byte(strings.Replace(oneTask, `"one/1"`, `"one/2"`, 1))); err != nil {
 		t.Fatal(err)
 	}
-	if def, err := l.load(ctx, "one", ""); err != nil || def.revision != "one/2" {
+	if def, err := l.Load(ctx, "one", ""); err != nil || def.Revision != "one/2" {
 		t.Errorf("latest after deploying one/2: %+v, %v", def, err)
 	}
-	if _, err := l.load(ctx, "none", ""); !errors.Is(err, ErrUnknownWorkflow) {
+	if _, err := l.Load(ctx, "none", ""); !errors.Is(err, registry.ErrUnknownWorkflow) {
 		t.Errorf("an undeployed workflow: %v", err)
 	}
 }

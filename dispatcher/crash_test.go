@@ -12,6 +12,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/jetflow/jetflow/runrecord"
 	"github.com/jetflow/jetflow/subjects"
 	"github.com/jetflow/jetflow/wire"
 	"github.com/jetflow/jetflow/worker"
@@ -171,7 +172,7 @@ func testExactlyOnce(t *testing.T, setup func(t *testing.T) *bundle) {
 	t.Logf("CAS conflicts across 3 dispatchers: %v", conflicts)
 }
 
-func (b *bundle) waitStatusOrDump(t *testing.T, runID, status string, timeout time.Duration) *Record {
+func (b *bundle) waitStatusOrDump(t *testing.T, runID, status string, timeout time.Duration) *runrecord.Record {
 	deadline := time.Now().Add(timeout)
 	for time.Now().Before(deadline) {
 		if rec := b.record(t, runID); rec != nil && rec.Status != nil && rec.Status.Status == status {

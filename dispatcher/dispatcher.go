@@ -11,20 +11,23 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/jetflow/jetflow/kvstore"
+	"github.com/jetflow/jetflow/registry"
+	"github.com/jetflow/jetflow/step"
 	"github.com/jetflow/jetflow/token"
 )
 
 // Dispatcher consumes run inputs and drives runs. Create it with New, run
 // it with Start and stop it with Stop.
 type Dispatcher struct {
-	cfg    Config
-	js     jetstream.JetStream
-	pub    publisher
-	store  RunStore
-	loader loader
-	log    *slog.Logger
-	m      *metrics
-	cache  *recordCache
+	cfg      Config
+	settings step.Settings
+	js       jetstream.JetStream
+	pub      publisher
+	store    RunStore
+	loader   loader
+	log      *slog.Logger
+	m        *metrics
+	cache    *recordCache
 
 	// Lifecycle, guarded by mu.
 	mu      sync.Mutex
@@ -73,11 +76,9 @@ var errStopping = errors.New("dispatcher stopping")
 // New returns a dispatcher that reads and writes runs in store (nil means
 // the run bucket named by cfg.Names, bound at Start) and loads workflow
 // definitions from reg. It validates cfg after applying defaults.
-func New(js jetstream.JetStream, store RunStore, reg Registry, cfg Config) (*Dispatcher, error) {
-	if reg == nil {
-		return nil, errors.New("dispatcher: nil Registry (pass the workflow registry the runs' definitions are deployed to)")
-	}
-	l, err := newEngineLoader(cfg.WithDefaults(), reg)
+func New(js jetstream.JetStream, store RunStore, reg registry.Registry, cfg Config) (*Dispatcher, error) {
+	c := cfg.WithDefaults()
+	l, err := registry.NewLoader(reg, c.RunOptions, c.DefinitionCacheSize)
 	if err != nil {
 		return nil, fmt.Errorf("dispatcher: %w", err)
 	}
@@ -98,7 +99,7 @@ func newDispatcher(js jetstream.JetStream, store RunStore, l loader, cfg Config)
 		return nil, fmt.Errorf("dispatcher: register metrics: %w", err)
 	}
 	d := &Dispatcher{
-		cfg: cfg, js: js, pub: publisher{js: js, nc: js.Conn(), names: cfg.Names, now: cfg.Clock.Now}, store: store, loader: l,
+		cfg: cfg, settings: cfg.Settings(), js: js, pub: publisher{js: js, nc: js.Conn(), names: cfg.Names, now: cfg.Clock.Now}, store: store, loader: l,
 		log: cfg.Logger, m: m, cache: newRecordCache(cfg.CacheSize),
 		queues: make(map[string]*runQueue),
 	}
@@ -138,6 +139,7 @@ func (d *Dispatcher) Start(ctx context.Context) error {
 			return fmt.Errorf("dispatcher: %w", err)
 		}
 	}
+	d.settings = d.cfg.Settings()
 	if d.store == nil {
 		rs, err := kvstore.OpenRunStore(ctx, d.js, names)
 		if err != nil {
@@ -158,7 +160,7 @@ func (d *Dispatcher) Start(ctx context.Context) error {
 		return fmt.Errorf("dispatcher: create consumer %q: %w", names.DispatcherConsumer(), err)
 	}
 	if w, ok := d.loader.(watchingLoader); ok {
-		if err := w.watch(ctx); err != nil {
+		if err := w.Watch(ctx); err != nil {
 			return fmt.Errorf("dispatcher: %w", err)
 		}
 	}
@@ -236,16 +238,22 @@ func (d *Dispatcher) Stop(ctx context.Context) error {
 	return nil
 }
 
+// loader resolves a workflow name and revision ("" = latest) to a
+// compiled definition; *registry.Loader is the production one.
+type loader interface {
+	Load(ctx context.Context, name, revision string) (*step.Definition, error)
+}
+
 // watchingLoader is a loader that follows the registry while the
 // dispatcher runs.
 type watchingLoader interface {
-	watch(ctx context.Context) error
-	unwatch()
+	Watch(ctx context.Context) error
+	Unwatch()
 }
 
 func (d *Dispatcher) unwatch() {
 	if w, ok := d.loader.(watchingLoader); ok {
-		w.unwatch()
+		w.Unwatch()
 	}
 }
 

@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/jetflow/jetflow/engine/run"
+	"github.com/jetflow/jetflow/step"
 	"github.com/jetflow/jetflow/wire"
 	"github.com/jetflow/jetflow/worker"
 )
@@ -271,7 +272,7 @@ func TestOutboxRepublishStoresOnce(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	st := &run.State{Workflow: "wf", Revision: "v1"}
-	out, _, err := render(b.names, testSigner, "r", st, []run.Effect{
+	out, _, err := step.Render(b.names, testSigner, "r", st, []run.Effect{
 		{ID: "i1", Invoke: &run.Invoke{Activation: "a", Node: "n", Task: "t", Version: "1", Attempt: 1}},
 		{ID: "i2", Invoke: &run.Invoke{Activation: "a", Node: "m", Task: "t", Version: "1", Attempt: 1}},
 		{ID: "t1", Arm: &run.ArmTimer{ID: "t1", Deadline: float64(time.Now().Add(time.Hour).UnixMilli())}},
@@ -343,7 +344,7 @@ func TestInputBetweenTwoStartsWaits(t *testing.T) {
 	if first != 1 {
 		t.Fatalf("start sequence %d, want the first start's 1", first)
 	}
-	in := &input{runID: "twice", kind: "event"}
+	in := &step.Input{RunID: "twice", Kind: "event"}
 	meta := &jetstream.MsgMetadata{Sequence: jetstream.SequencePair{Stream: 2}, Timestamp: time.Now()}
 	if reason := d.noRunReason(ctx, meta, in); reason != "" {
 		t.Errorf("the event between two starts is refused: %s", reason)

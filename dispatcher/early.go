@@ -10,6 +10,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/jetflow/jetflow/kvstore"
+	"github.com/jetflow/jetflow/step"
 )
 
 // An input can reach a dispatcher before its run has a record: its start
@@ -77,30 +78,30 @@ func (e *earlyInputs) prune(now time.Time) {
 // noRun decides about an input whose run has no record: hand it back to
 // wait for its start, or terminate it with the reason. It returns the
 // outcome for the metrics.
-func (d *Dispatcher) noRun(ctx context.Context, m jetstream.Msg, meta *jetstream.MsgMetadata, in *input, log *slog.Logger) string {
+func (d *Dispatcher) noRun(ctx context.Context, m jetstream.Msg, meta *jetstream.MsgMetadata, in *step.Input, log *slog.Logger) string {
 	reason := d.noRunReason(ctx, meta, in)
 	if reason == "" {
 		now := d.cfg.Clock.Now()
 		delay := min(noRunDelay(meta.NumDelivered, d.cfg.RetryDelay), d.cfg.UnknownRunWait-now.Sub(meta.Timestamp))
 		perRun := max(1, d.cfg.MaxEarlyInputs/4)
-		if d.early.admit(in.runID, now, now.Add(delay), perRun, d.cfg.MaxEarlyInputs) {
+		if d.early.admit(in.RunID, now, now.Add(delay), perRun, d.cfg.MaxEarlyInputs) {
 			_ = m.NakWithDelay(delay)
 			return outcomeRetry
 		}
 		reason = fmt.Sprintf("no run %s yet, and this dispatcher already holds its limit of inputs waiting for their runs' starts (%d per run, %d in all: Config.MaxEarlyInputs)",
-			in.runID, perRun, d.cfg.MaxEarlyInputs)
+			in.RunID, perRun, d.cfg.MaxEarlyInputs)
 	}
 	return d.refuseNoRun(m, in, log, reason)
 }
 
 // refuseNoRun terminates an input whose run does not exist.
-func (d *Dispatcher) refuseNoRun(m jetstream.Msg, in *input, log *slog.Logger, reason string) string {
+func (d *Dispatcher) refuseNoRun(m jetstream.Msg, in *step.Input, log *slog.Logger, reason string) string {
 	if d.unknownLog.allow(d.cfg.Clock.Now()) {
 		log.Warn("dispatcher: input for an unknown run terminated", slog.String("reason", reason),
 			slog.Int("suppressed_since_last", d.unknownLog.takeSuppressed()))
 	}
 	_ = m.TermWithReason(truncate(reason, 256))
-	if in.refused != nil {
+	if in.Refused() != nil {
 		return outcomeMalformed
 	}
 	return outcomeUnknownRun
@@ -108,28 +109,28 @@ func (d *Dispatcher) refuseNoRun(m jetstream.Msg, in *input, log *slog.Logger, r
 
 // noRunReason is why an input for a run without a record is terminated
 // now, or "" when it may wait for its start.
-func (d *Dispatcher) noRunReason(ctx context.Context, meta *jetstream.MsgMetadata, in *input) string {
+func (d *Dispatcher) noRunReason(ctx context.Context, meta *jetstream.MsgMetadata, in *step.Input) string {
 	if age := d.cfg.Clock.Now().Sub(meta.Timestamp); age >= d.cfg.UnknownRunWait {
-		return withRefusal(fmt.Sprintf("no run %s after %s: its start was never applied", in.runID, d.cfg.UnknownRunWait), in)
+		return withRefusal(fmt.Sprintf("no run %s after %s: its start was never applied", in.RunID, d.cfg.UnknownRunWait), in)
 	}
 	// The record read may have met a replica that lags: only the start's
 	// absence, read through the leader, says the run does not exist.
-	seq, err := d.startSeq(ctx, in.runID)
+	seq, err := d.startSeq(ctx, in.RunID)
 	switch {
 	case err != nil:
 		return "" // cannot tell: wait, bounded by UnknownRunWait
 	case seq == 0:
-		return withRefusal(fmt.Sprintf("no run %s: the input stream holds no start for it", in.runID), in)
+		return withRefusal(fmt.Sprintf("no run %s: the input stream holds no start for it", in.RunID), in)
 	case seq > meta.Sequence.Stream:
-		return withRefusal(fmt.Sprintf("no run %s when this input came: its start (stream sequence %d) came after it", in.runID, seq), in)
+		return withRefusal(fmt.Sprintf("no run %s when this input came: its start (stream sequence %d) came after it", in.RunID, seq), in)
 	}
 	return ""
 }
 
 // withRefusal adds why a malformed input could not have applied anyway.
-func withRefusal(reason string, in *input) string {
-	if in.refused != nil {
-		reason += ", and the input is malformed: " + in.refused.Error()
+func withRefusal(reason string, in *step.Input) string {
+	if in.Refused() != nil {
+		reason += ", and the input is malformed: " + in.Refused().Error()
 	}
 	return reason
 }
@@ -138,18 +139,18 @@ func withRefusal(reason string, in *input) string {
 // not know) is refused before its run is even read: the input stream,
 // which keeps every start while it keeps history for ever, holds no
 // start for the run before it. "" means read the run as usual.
-func (d *Dispatcher) strayWithoutStart(ctx context.Context, meta *jetstream.MsgMetadata, in *input) string {
+func (d *Dispatcher) strayWithoutStart(ctx context.Context, meta *jetstream.MsgMetadata, in *step.Input) string {
 	if info := d.inputs.CachedInfo(); info == nil || info.Config.MaxAge != 0 {
 		return "" // trimmed history: a live run's start may be gone
 	}
-	seq, err := d.startSeq(ctx, in.runID)
+	seq, err := d.startSeq(ctx, in.RunID)
 	switch {
 	case err != nil:
 		return ""
 	case seq == 0:
-		return withRefusal(fmt.Sprintf("no run %s: the input stream holds no start for it", in.runID), in)
+		return withRefusal(fmt.Sprintf("no run %s: the input stream holds no start for it", in.RunID), in)
 	case seq > meta.Sequence.Stream:
-		return withRefusal(fmt.Sprintf("no run %s when this input came: its start (stream sequence %d) came after it", in.runID, seq), in)
+		return withRefusal(fmt.Sprintf("no run %s when this input came: its start (stream sequence %d) came after it", in.RunID, seq), in)
 	}
 	return ""
 }

@@ -7,6 +7,8 @@ import (
 	"sync/atomic"
 
 	"github.com/jetflow/jetflow/engine/run"
+	"github.com/jetflow/jetflow/registry"
+	"github.com/jetflow/jetflow/step"
 )
 
 // fakeLoader serves fakeProgram as workflow "fake" (revision "r1"); any
@@ -16,12 +18,12 @@ type fakeLoader struct {
 	loads atomic.Int64
 }
 
-func (l *fakeLoader) load(_ context.Context, name, revision string) (*definition, error) {
+func (l *fakeLoader) Load(_ context.Context, name, revision string) (*step.Definition, error) {
 	l.loads.Add(1)
 	if name != "fake" || (revision != "" && revision != "r1") {
-		return nil, fmt.Errorf("%w: %s@%s", ErrUnknownWorkflow, name, revision)
+		return nil, fmt.Errorf("%w: %s@%s", registry.ErrUnknownWorkflow, name, revision)
 	}
-	return &definition{name: "fake", revision: "r1", prog: l.prog}, nil
+	return &step.Definition{Name: "fake", Revision: "r1", Program: l.prog}, nil
 }
 
 // fakeProgram is a tiny reducer with the real one's contract, so the
@@ -37,7 +39,7 @@ type fakeProgram struct {
 	applies atomic.Int64
 }
 
-func (p *fakeProgram) apply(st *run.State, msg run.Message) (*run.State, []run.Effect, error) {
+func (p *fakeProgram) Apply(st *run.State, msg run.Message) (*run.State, []run.Effect, error) {
 	p.applies.Add(1)
 	if msg.Kind == run.KindStart {
 		if st != nil {
@@ -132,11 +134,11 @@ func (p *fakeProgram) settle(st *run.State, s run.Status, result any, f *run.Fai
 // clone deep-copies a state through its stored form, as a real reducer
 // must never modify its input.
 func clone(st *run.State) *run.State {
-	data, err := encodeState(st)
+	data, err := run.Encode(st)
 	if err != nil {
 		panic(err)
 	}
-	c, err := decodeState(data)
+	c, err := run.Decode(data)
 	if err != nil {
 		panic(err)
 	}

@@ -11,13 +11,10 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/jetflow/jetflow/engine/run"
+	"github.com/jetflow/jetflow/registry"
+	"github.com/jetflow/jetflow/step"
 	"github.com/jetflow/jetflow/subjects"
 )
-
-// errPermanent marks failures that no redelivery can cure (a reducer
-// panic, a corrupt record): the input is terminated and logged.
-var errPermanent = errors.New("permanent failure")
 
 // hookPoint names a crash point a test can stop a step at.
 type hookPoint string
@@ -39,16 +36,16 @@ var errCrash = errors.New("simulated crash")
 // undeployed workflow gets before it is terminated.
 const unknownWorkflowDeliveries = 3
 
-func (d *Dispatcher) hook(p hookPoint, in *input) error {
+func (d *Dispatcher) hook(p hookPoint, in *step.Input) error {
 	if d.cfg.CrashHook != nil {
-		if err := d.cfg.CrashHook(string(p), in.runID, in.kind); err != nil {
+		if err := d.cfg.CrashHook(string(p), in.RunID, in.Kind); err != nil {
 			return fmt.Errorf("%w at %s: %w", errCrash, p, err)
 		}
 	}
 	if d.cfg.hooks == nil || d.cfg.hooks.at == nil {
 		return nil
 	}
-	return d.cfg.hooks.at(p, in.runID, in.kind)
+	return d.cfg.hooks.at(p, in.RunID, in.Kind)
 }
 
 // handle takes one input from receipt to acknowledgement. Whatever the
@@ -71,15 +68,7 @@ func (d *Dispatcher) handle(ctx context.Context, m jetstream.Msg, stray bool) {
 	// Logs carry ids, sizes and reasons, never payloads; reasons and
 	// subjects are bounded because hostile inputs choose them.
 	size := slog.Int("bytes", len(m.Data()))
-	var in *input
-	if len(m.Data()) > d.cfg.MaxInputBytes {
-		err = malformed("input of %d bytes is larger than the dispatcher's limit of %d bytes (Config.MaxInputBytes)", len(m.Data()), d.cfg.MaxInputBytes)
-	} else {
-		in, err = parseInput(d.cfg.Names, m.Subject(), m.Headers(), m.Data())
-	}
-	if err != nil {
-		in = addressed(d.cfg.Names, m.Subject(), err)
-	}
+	in, err := step.Parse(d.settings, m.Subject(), m.Headers(), m.Data())
 	if err != nil && in == nil {
 		log := d.log
 		if runID, kind, _, perr := d.cfg.Names.ParseInput(m.Subject()); perr == nil && subjects.CheckRunID(runID) == nil {
@@ -91,11 +80,11 @@ func (d *Dispatcher) handle(ctx context.Context, m jetstream.Msg, stray bool) {
 		_ = m.TermWithReason(truncate(err.Error(), 256))
 		return
 	}
-	log := d.log.With(slog.String("run_id", in.runID), slog.String("kind", in.kind), slog.Uint64("stream_seq", meta.Sequence.Stream), size)
-	if stray && in.kind != subjects.KindStart {
+	log := d.log.With(slog.String("run_id", in.RunID), slog.String("kind", in.Kind), slog.Uint64("stream_seq", meta.Sequence.Stream), size)
+	if stray && in.Kind != subjects.KindStart {
 		if reason := d.strayWithoutStart(ctx, meta, in); reason != "" {
 			outcome := d.refuseNoRun(m, in, log, reason)
-			d.m.messages.WithLabelValues(in.kind, outcome).Inc()
+			d.m.messages.WithLabelValues(in.Kind, outcome).Inc()
 			return
 		}
 	}
@@ -110,7 +99,7 @@ func (d *Dispatcher) handle(ctx context.Context, m jetstream.Msg, stray bool) {
 		_ = m.Ack()
 	case errors.Is(err, errNoRun):
 		outcome = d.noRun(ctx, m, meta, in, log)
-	case errors.Is(err, ErrUnknownWorkflow) && meta.NumDelivered < unknownWorkflowDeliveries:
+	case errors.Is(err, registry.ErrUnknownWorkflow) && meta.NumDelivered < unknownWorkflowDeliveries:
 		// A replica may not have a deployment made just before the start.
 		outcome = outcomeRetry
 		log.Warn("dispatcher: workflow not found, will look again", slog.Any("error", err))
@@ -119,9 +108,9 @@ func (d *Dispatcher) handle(ctx context.Context, m jetstream.Msg, stray bool) {
 		outcome = outcomeAbandoned
 		log.Info("dispatcher: input handed back at stop", slog.Any("error", err))
 		_ = m.Nak()
-	case errors.Is(err, errMalformed) || errors.Is(err, ErrUnknownWorkflow) || errors.Is(err, errPermanent) || tooLarge(err):
+	case errors.Is(err, step.ErrMalformed) || errors.Is(err, registry.ErrUnknownWorkflow) || errors.Is(err, step.ErrPermanent) || tooLarge(err):
 		outcome = outcomeFailed
-		if errors.Is(err, ErrUnknownWorkflow) {
+		if errors.Is(err, registry.ErrUnknownWorkflow) {
 			outcome = outcomeUnknownWorkflow
 		}
 		if tooLarge(err) {
@@ -135,8 +124,8 @@ func (d *Dispatcher) handle(ctx context.Context, m jetstream.Msg, stray bool) {
 		log.Warn("dispatcher: step failed, input will be redelivered", slog.Any("error", err), slog.Duration("delay", delay))
 		_ = m.NakWithDelay(delay)
 	}
-	d.m.messages.WithLabelValues(in.kind, outcome).Inc()
-	d.m.step.WithLabelValues(in.kind).Observe(time.Since(began).Seconds())
+	d.m.messages.WithLabelValues(in.Kind, outcome).Inc()
+	d.m.step.WithLabelValues(in.Kind).Observe(time.Since(began).Seconds())
 }
 
 func (d *Dispatcher) abandon(m jetstream.Msg) {
@@ -189,15 +178,4 @@ func truncate(s string, n int) string {
 		return s
 	}
 	return strings.ToValidUTF8(s[:n], "")
-}
-
-// safeApply runs the reducer, turning a panic into a permanent failure so
-// that one poisonous input cannot take the process down.
-func safeApply(p program, st *run.State, msg run.Message) (next *run.State, effects []run.Effect, err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			err = fmt.Errorf("%w: reducer panic: %v", errPermanent, r)
-		}
-	}()
-	return p.apply(st, msg)
 }

@@ -5,6 +5,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/jetflow/jetflow/step"
 	"github.com/jetflow/jetflow/subjects"
 )
 
@@ -111,8 +112,8 @@ func (d *Dispatcher) isStray(key string, m jetstream.Msg) bool {
 		return false
 	}
 	if kind == subjects.KindResult {
-		in, err := parseInput(d.cfg.Names, m.Subject(), m.Headers(), m.Data())
-		return err != nil || screen(d.cfg, in) != nil
+		in, err := step.Parse(d.settings, m.Subject(), m.Headers(), m.Data())
+		return err != nil || step.Screen(d.settings, in) != nil
 	}
 	return true
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/jetflow/jetflow/kvstore"
 	"github.com/jetflow/jetflow/natstest"
+	"github.com/jetflow/jetflow/registry"
 	"github.com/jetflow/jetflow/wire"
 )
 
@@ -34,11 +35,11 @@ func TestStartsReadNoRevisionListWhileRunning(t *testing.T) {
 			t.Errorf("stop: %v", err)
 		}
 	})
-	l := d.loader.(*engineLoader)
+	l := d.loader.(*registry.Loader)
 	latestIs := func(rev string) {
 		t.Helper()
 		natstest.WaitFor(t, 10*time.Second, "the watch at "+rev, func() error {
-			if got, ok := l.cachedLatest("one"); !ok || got != rev {
+			if got, ok := l.CachedLatest("one"); !ok || got != rev {
 				return fmt.Errorf("latest %q, %v", got, ok)
 			}
 			return nil
@@ -66,7 +67,7 @@ func TestStartsReadNoRevisionListWhileRunning(t *testing.T) {
 	if err := d.Stop(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if _, ok := l.cachedLatest("one"); ok {
+	if _, ok := l.CachedLatest("one"); ok {
 		t.Error("the watch outlived Stop")
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/jetflow/jetflow/embedded"
 	"github.com/jetflow/jetflow/kvstore"
 	"github.com/jetflow/jetflow/natstest"
+	"github.com/jetflow/jetflow/runrecord"
 	"github.com/jetflow/jetflow/subjects"
 	"github.com/jetflow/jetflow/wire"
 )
@@ -205,13 +206,13 @@ func (b *bundle) start(t testing.TB, runID string, input any) {
 }
 
 // record reads a run's record, or nil when there is none.
-func (b *bundle) record(t testing.TB, runID string) *Record {
+func (b *bundle) record(t testing.TB, runID string) *runrecord.Record {
 	t.Helper()
 	data, _, err := b.store.Get(testCtx(t), runID)
 	if err != nil {
 		return nil
 	}
-	rec, err := DecodeRecord(data)
+	rec, err := runrecord.Decode(data)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -219,9 +220,9 @@ func (b *bundle) record(t testing.TB, runID string) *Record {
 }
 
 // waitStatus waits until the run's record shows status, and returns it.
-func (b *bundle) waitStatus(t testing.TB, runID, status string, timeout time.Duration) *Record {
+func (b *bundle) waitStatus(t testing.TB, runID, status string, timeout time.Duration) *runrecord.Record {
 	t.Helper()
-	var rec *Record
+	var rec *runrecord.Record
 	natstest.WaitFor(t, timeout, "run "+runID+" "+status, func() error {
 		rec = b.record(t, runID)
 		if rec == nil || rec.Status == nil {

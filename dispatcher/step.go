@@ -12,6 +12,8 @@ import (
 
 	"github.com/jetflow/jetflow/engine/run"
 	"github.com/jetflow/jetflow/kvstore"
+	"github.com/jetflow/jetflow/runrecord"
+	"github.com/jetflow/jetflow/step"
 	"github.com/jetflow/jetflow/subjects"
 )
 
@@ -24,7 +26,7 @@ var errNoRun = errors.New("no such run")
 
 // step applies one input to its run, reloading and reapplying after each
 // lost compare-and-swap race until Config.ConflictTimeout.
-func (d *Dispatcher) step(ctx context.Context, in *input, seq uint64, now float64, log *slog.Logger) (string, error) {
+func (d *Dispatcher) step(ctx context.Context, in *step.Input, seq uint64, now float64, log *slog.Logger) (string, error) {
 	b := backoff.WithContext(backoff.NewExponentialBackOff(
 		backoff.WithInitialInterval(2*time.Millisecond),
 		backoff.WithMaxInterval(250*time.Millisecond),
@@ -35,7 +37,7 @@ func (d *Dispatcher) step(ctx context.Context, in *input, seq uint64, now float6
 		outcome, err := d.attempt(ctx, in, seq, now, reload, log)
 		if errors.Is(err, errConflict) {
 			d.m.conflicts.Inc()
-			d.cache.drop(in.runID)
+			d.cache.drop(in.RunID)
 			reload = true
 			return "", err
 		}
@@ -47,79 +49,66 @@ func (d *Dispatcher) step(ctx context.Context, in *input, seq uint64, now float6
 }
 
 // attempt is one load-apply-save-publish pass.
-func (d *Dispatcher) attempt(ctx context.Context, in *input, seq uint64, now float64, reload bool, log *slog.Logger) (string, error) {
-	cur, found, err := d.load(ctx, in.runID, reload, in.kind == subjects.KindStart)
+func (d *Dispatcher) attempt(ctx context.Context, in *step.Input, seq uint64, now float64, reload bool, log *slog.Logger) (string, error) {
+	cur, found, err := d.load(ctx, in.RunID, reload, in.Kind == subjects.KindStart)
 	if err != nil {
 		return "", err
 	}
-	if found && cur.rec.hasApplied(seq) {
+	defs := step.DefinitionsFunc(func(name, revision string) (*step.Definition, error) {
+		return d.loader.Load(ctx, name, revision)
+	})
+	res, err := step.Step(d.settings, step.Run{Record: cur.rec, State: cur.st}, in, seq, now, defs)
+	if err != nil {
+		return "", err
+	}
+	switch res.Outcome {
+	case step.Duplicate:
 		// A redelivery of an input the record already reflects: only make
 		// sure its effects went out.
-		if err := d.flush(ctx, in.runID, cur); err != nil {
+		if err := d.flush(ctx, in.RunID, cur); err != nil {
 			return "", err
 		}
 		log.Info("dispatcher: redelivered input already applied")
 		return outcomeDuplicate, nil
-	}
-	if !found && in.kind != subjects.KindStart {
+	case step.NoRun:
 		return "", errNoRun
+	case step.Failed:
+		return "", res.Reason
 	}
-
-	var st *run.State
-	name, revision := "", ""
+	cur.st = res.Run.State
 	if found {
-		if st = cur.st; st == nil {
-			if st, err = cur.rec.RunState(); err != nil {
-				return "", fmt.Errorf("%w: %w", errPermanent, err)
-			}
-			cur.st = st
-		}
-		name, revision = st.Workflow, st.Revision
-	} else {
-		name, revision = in.start.Workflow, in.start.Revision
-	}
-	def, err := d.loader.load(ctx, name, revision)
-	if err != nil {
-		return "", err
-	}
-	// The outbox is about to be replaced: publish what it still owes.
-	if found {
-		if err := d.flush(ctx, in.runID, cur); err != nil {
+		// The outbox is about to be replaced: publish what it still owes.
+		if err := d.flush(ctx, in.RunID, cur); err != nil {
 			return "", err
 		}
 	}
-
-	t, err := transit(d.cfg, def, in, seq, now, cur.rec, st)
-	if err != nil {
-		return "", err
+	if res.Outcome == step.Rejected {
+		return d.reject(ctx, in, cur, found, res, log)
 	}
-	if t.rejected != nil {
-		return d.reject(ctx, in, cur, found, t, log)
-	}
-	next, status := t.state, t.status
-	saved, err := d.save(ctx, in.runID, t.rec, next, cur.rev, found)
+	next, status := res.Run.State, res.Status
+	saved, err := d.save(ctx, in.RunID, res.Run.Record, next, cur.rev, found)
 	if err != nil {
 		return "", err
 	}
 	if err := d.hook(hookAfterSave, in); err != nil {
 		return "", err
 	}
-	if err := d.flush(ctx, in.runID, saved); err != nil {
+	if err := d.flush(ctx, in.RunID, saved); err != nil {
 		return "", err
 	}
 	if err := d.hook(hookAfterPublish, in); err != nil {
 		return "", err
 	}
-	for _, ig := range t.ignored {
+	for _, ig := range res.Ignored {
 		log.Info("dispatcher: event ignored", slog.String("event", ig.Type), slog.String("reason", ig.Reason))
 	}
-	if in.kind == subjects.KindStart {
+	if in.Kind == subjects.KindStart {
 		d.m.started.Inc()
 		log.Info("dispatcher: run started", slog.String("workflow", next.Workflow), slog.String("revision", next.Revision))
 	}
 	if status != nil && run.Status(status.Status).Terminal() {
 		d.m.settled.WithLabelValues(status.Status).Inc()
-		d.cache.drop(in.runID)
+		d.cache.drop(in.RunID)
 		log.Info("dispatcher: run settled", slog.String("status", status.Status))
 	}
 	return outcomeApplied, nil
@@ -129,18 +118,18 @@ func (d *Dispatcher) attempt(ctx context.Context, in *input, seq uint64, now flo
 // redelivery is recognised, and acknowledges it. It logs the rejection
 // only once it stands: after a lost compare-and-swap the input is applied
 // again on the fresh record, where it may well be accepted.
-func (d *Dispatcher) reject(ctx context.Context, in *input, cur cached, found bool, t transition, log *slog.Logger) (string, error) {
+func (d *Dispatcher) reject(ctx context.Context, in *step.Input, cur cached, found bool, res step.Result, log *slog.Logger) (string, error) {
 	if found {
-		if _, err := d.save(ctx, in.runID, t.rec, cur.st, cur.rev, true); err != nil {
+		if _, err := d.save(ctx, in.RunID, res.Run.Record, cur.st, cur.rev, true); err != nil {
 			return "", err
 		}
 		// The outbox is unchanged and was flushed before applying.
-		if c, ok := d.cache.get(in.runID); ok {
+		if c, ok := d.cache.get(in.RunID); ok {
 			c.published = true
-			d.cache.put(in.runID, c)
+			d.cache.put(in.RunID, c)
 		}
 	}
-	log.Warn("dispatcher: input rejected", slog.String("reason", t.rejected.Error()))
+	log.Warn("dispatcher: input rejected", slog.String("reason", res.Reason.Error()))
 	return outcomeRejected, nil
 }
 
@@ -168,18 +157,18 @@ func (d *Dispatcher) load(ctx context.Context, runID string, afterConflict, star
 	if err != nil {
 		return cached{}, false, err
 	}
-	rec, err := DecodeRecord(data)
+	rec, err := runrecord.Decode(data)
 	if err != nil {
-		return cached{}, false, fmt.Errorf("%w: run %s: %w", errPermanent, runID, err)
+		return cached{}, false, fmt.Errorf("%w: run %s: %w", step.ErrPermanent, runID, err)
 	}
 	return cached{rec: rec, rev: rev}, true, nil
 }
 
 // save writes rec by compare-and-swap against rev (create when !exists).
-func (d *Dispatcher) save(ctx context.Context, runID string, rec *Record, st *run.State, rev uint64, exists bool) (cached, error) {
+func (d *Dispatcher) save(ctx context.Context, runID string, rec *runrecord.Record, st *run.State, rev uint64, exists bool) (cached, error) {
 	data, err := rec.Encode()
 	if err != nil {
-		return cached{}, fmt.Errorf("%w: encode record: %w", errPermanent, err)
+		return cached{}, fmt.Errorf("%w: encode record: %w", step.ErrPermanent, err)
 	}
 	ctx, cancel := context.WithTimeout(ctx, d.cfg.OpTimeout)
 	defer cancel()

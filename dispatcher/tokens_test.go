@@ -9,65 +9,12 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/jetflow/jetflow/engine/run"
+	"github.com/jetflow/jetflow/step"
 	"github.com/jetflow/jetflow/subjects"
 	"github.com/jetflow/jetflow/token"
 	"github.com/jetflow/jetflow/wire"
 	"github.com/jetflow/jetflow/worker"
 )
-
-// testSigner signs the invocations of tests that render without a
-// dispatcher.
-var testSigner = mustSigner(1)
-
-func mustSigner(b byte) *token.Signer {
-	s, err := token.New(bytes.Repeat([]byte{b}, token.SecretSize))
-	if err != nil {
-		panic(err)
-	}
-	return s
-}
-
-func TestRenderNeedsASigner(t *testing.T) {
-	t.Parallel()
-	e := run.Effect{ID: "x", Invoke: &run.Invoke{Task: "t", Version: "1", Activation: "a", Attempt: 1}}
-	if _, _, err := render(subjects.Must(""), nil, "r", &run.State{}, []run.Effect{e}, 0); err == nil || !strings.Contains(err.Error(), "token signer") {
-		t.Fatalf("render without a signer: %v", err)
-	}
-}
-
-func TestScreen(t *testing.T) {
-	t.Parallel()
-	cfg := Config{Tokens: testSigner}
-	res := func(runID, tok string) *input {
-		return &input{
-			runID: runID, kind: subjects.KindResult, token: tok,
-			msg: run.Message{Kind: run.KindResult, Result: &run.TaskResult{Activation: "a", Node: "n", Attempt: 1}},
-		}
-	}
-	good := testSigner.Sign("r", "a", "n", 1)
-	if err := screen(cfg, res("r", good)); err != nil {
-		t.Errorf("a genuine result was screened out: %v", err)
-	}
-	for name, c := range map[string]struct {
-		cfg Config
-		in  *input
-	}{
-		"another run":     {cfg, res("other", good)},
-		"no token":        {cfg, res("r", "")},
-		"another secret":  {cfg, res("r", mustSigner(2).Sign("r", "a", "n", 1))},
-		"no signer":       {Config{}, res("r", good)},
-		"no result value": {cfg, &input{runID: "r", kind: subjects.KindResult, token: good}},
-	} {
-		err := screen(c.cfg, c.in)
-		if err == nil || !strings.Contains(err.Error(), ReasonForgedToken) {
-			t.Errorf("%s: screen = %v", name, err)
-		}
-	}
-	if err := screen(cfg, &input{runID: "r", kind: subjects.KindEvent}); err != nil {
-		t.Errorf("an event was screened: %v", err)
-	}
-}
 
 // TestForgedResultsAreRecordedAndRefused answers a run's invocation with
 // results that name the right activation, node and attempt (which the
@@ -129,7 +76,7 @@ func TestForgedResultsAreRecordedAndRefused(t *testing.T) {
 		t.Fatalf("%d rejections recorded, want %d: %+v", len(rec.Rejected), len(forged)+1, rec.Rejected)
 	}
 	for _, r := range rec.Rejected {
-		if r.Kind != subjects.KindResult || !strings.Contains(r.Reason, ReasonForgedToken) {
+		if r.Kind != subjects.KindResult || !strings.Contains(r.Reason, step.ReasonForgedToken) {
 			t.Errorf("rejection %+v", r)
 		}
 	}
@@ -138,4 +85,16 @@ func TestForgedResultsAreRecordedAndRefused(t *testing.T) {
 	if got := string(rec.Status.Result); got != `"genuine"` {
 		t.Fatalf("result %s, want the genuine one", got)
 	}
+}
+
+// testSigner signs the invocations of tests that render without a
+// dispatcher.
+var testSigner = mustSigner(1)
+
+func mustSigner(b byte) *token.Signer {
+	s, err := token.New(bytes.Repeat([]byte{b}, token.SecretSize))
+	if err != nil {
+		panic(err)
+	}
+	return s
 }

@@ -16,6 +16,8 @@ import (
 	"github.com/jetflow/jetflow/dispatcher"
 	"github.com/jetflow/jetflow/kvstore"
 	"github.com/jetflow/jetflow/natstest"
+	"github.com/jetflow/jetflow/runrecord"
+	"github.com/jetflow/jetflow/step"
 	"github.com/jetflow/jetflow/wire"
 )
 
@@ -103,7 +105,7 @@ func TestBadInput(t *testing.T) {
 		{name: "result for an unknown run", subject: n.Result("ghost"), data: []byte(validResult), terminated: "no run ghost"},
 		{name: "event for an unknown run", subject: n.Event("ghost2", "e"), data: []byte(`{}`), terminated: "no run ghost2"},
 		{
-			name: "result for an unknown activation", subject: n.Result("target"), rejectedOn: "target", reason: dispatcher.ReasonForgedToken,
+			name: "result for an unknown activation", subject: n.Result("target"), rejectedOn: "target", reason: step.ReasonForgedToken,
 			data: []byte(`{"activation":"[\"target\",\"/states/nowhere\",1]","node":"task","attempt":1,"token":"forged","output":1}`),
 		},
 		{name: "timer never armed", subject: n.Timer("target"), data: []byte(`{"timer":"t9","deadline":1}`), rejectedOn: "target", reason: "no longer armed"},
@@ -116,7 +118,7 @@ func TestBadInput(t *testing.T) {
 			data: []byte(`{"run":"target","activation":"a","node":"task","task":"double","version":"1","attempt":1,"input":1,"token":"x","reply":"elsewhere"}`),
 		},
 		{
-			name: "forged invocation", subject: n.Task("double", "1"), rejectedOn: "target", reason: dispatcher.ReasonForgedToken,
+			name: "forged invocation", subject: n.Task("double", "1"), rejectedOn: "target", reason: step.ReasonForgedToken,
 			data: []byte(`{"run":"target","activation":"a","node":"task","task":"double","version":"1","attempt":1,"input":1,"token":"x","reply":"` + n.Result("target") + `"}`),
 		},
 	}
@@ -168,7 +170,7 @@ func TestBadInput(t *testing.T) {
 				}
 				return
 			}
-			rej := waitRejection(t, e, b.rejectedOn, func(r dispatcher.Rejection) bool {
+			rej := waitRejection(t, e, b.rejectedOn, func(r runrecord.Rejection) bool {
 				if b.stream == n.InputStream() {
 					return r.Seq == b.seq
 				}
@@ -265,9 +267,9 @@ func lastOn(t *testing.T, js jetstream.JetStream, stream, subject string) []byte
 
 // waitRejection waits until the run's record lists a rejection that
 // matches, and returns it.
-func waitRejection(t *testing.T, e *env, runID string, match func(dispatcher.Rejection) bool) dispatcher.Rejection {
+func waitRejection(t *testing.T, e *env, runID string, match func(runrecord.Rejection) bool) runrecord.Rejection {
 	t.Helper()
-	var found dispatcher.Rejection
+	var found runrecord.Rejection
 	natstest.WaitFor(t, 20*time.Second, "rejection on run "+runID, func() error {
 		rec := e.record(t, runID)
 		if rec == nil {

@@ -13,6 +13,7 @@ import (
 	"github.com/jetflow/jetflow/fleet"
 	"github.com/jetflow/jetflow/natstest"
 	"github.com/jetflow/jetflow/policy"
+	"github.com/jetflow/jetflow/step"
 	"github.com/jetflow/jetflow/wire"
 	"github.com/jetflow/jetflow/worker"
 )
@@ -81,7 +82,7 @@ func (e *env) checkForward(t *testing.T, runID string) {
 	if rec == nil {
 		t.Fatalf("run %s has no record", runID)
 	}
-	st, err := rec.RunState()
+	st, err := step.DecodeState(rec)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,7 +17,7 @@ func checkReplay(t testing.TB, e *env, runID string) {
 	defer cancel()
 	rep, err := replay.Check(ctx, replay.Source{
 		JS: e.f.JS, Names: e.names, Registry: e.f.Registry, Runs: e.f.Runs,
-		Dispatcher: dispatcherConfig(e.opts.dispatcher),
+		Settings: dispatcherConfig(e.opts.dispatcher).Settings(), RunOptions: dispatcherConfig(e.opts.dispatcher).RunOptions,
 	}, runID)
 	if err != nil {
 		t.Errorf("replay of run %s: %v", runID, err)

@@ -20,6 +20,8 @@ import (
 	"github.com/jetflow/jetflow/fleet"
 	"github.com/jetflow/jetflow/kvstore"
 	"github.com/jetflow/jetflow/natstest"
+	"github.com/jetflow/jetflow/runrecord"
+	"github.com/jetflow/jetflow/step"
 	"github.com/jetflow/jetflow/subjects"
 	"github.com/jetflow/jetflow/wire"
 	"github.com/jetflow/jetflow/worker"
@@ -259,7 +261,7 @@ func (e *env) waitStatus(t testing.TB, runID, status string, timeout time.Durati
 }
 
 // record reads a run's record, nil when it has none.
-func (e *env) record(t testing.TB, runID string) *dispatcher.Record {
+func (e *env) record(t testing.TB, runID string) *runrecord.Record {
 	t.Helper()
 	data, _, err := e.f.Runs.Get(e.ctx, runID)
 	if errors.Is(err, kvstore.ErrRunNotFound) {
@@ -268,7 +270,7 @@ func (e *env) record(t testing.TB, runID string) *dispatcher.Record {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rec, err := dispatcher.DecodeRecord(data)
+	rec, err := runrecord.Decode(data)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -277,7 +279,7 @@ func (e *env) record(t testing.TB, runID string) *dispatcher.Record {
 
 // checkRecord checks that the run applied each input once and refused
 // exactly rejected of them, and that each task attempt ran once.
-func (e *env) checkRecord(t testing.TB, runID string, rejected int) *dispatcher.Record {
+func (e *env) checkRecord(t testing.TB, runID string, rejected int) *runrecord.Record {
 	t.Helper()
 	rec := e.record(t, runID)
 	if rec == nil {
@@ -354,12 +356,12 @@ func (e *env) checkNoneStranded(t *testing.T) {
 		return
 	}
 	for _, en := range entries {
-		rec, err := dispatcher.DecodeRecord(en.Data)
+		rec, err := runrecord.Decode(en.Data)
 		if err != nil {
 			t.Errorf("run %s: %v", en.RunID, err)
 			continue
 		}
-		st, err := rec.RunState()
+		st, err := step.DecodeState(rec)
 		if err != nil {
 			t.Errorf("run %s: %v", en.RunID, err)
 			continue

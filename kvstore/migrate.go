@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
 	"strings"
 	"time"
 
@@ -12,6 +11,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/jetflow/jetflow/subjects"
+	"github.com/jetflow/jetflow/wire"
 )
 
 // ErrUnsafeInputStream is wrapped by Provision's error when the input
@@ -257,16 +257,16 @@ func carried(m *nats.Msg, extra nats.Header) *nats.Msg {
 // the timer stream.
 func retarget(names subjects.Names, h nats.Header) nats.Header {
 	out := nats.Header{}
-	for _, k := range []string{"Nats-Schedule", "Nats-Schedule-Time-Zone"} {
+	for _, k := range []string{wire.HeaderSchedule, wire.HeaderScheduleTimeZone} {
 		if v := h.Get(k); v != "" {
 			out.Set(k, v)
 		}
 	}
-	target := h.Get("Nats-Schedule-Target")
+	target := h.Get(wire.HeaderScheduleTarget)
 	if runID, kind, _, err := names.ParseInput(target); err == nil && kind == subjects.KindTimer {
 		target = names.Fired(runID)
 	}
-	out.Set("Nats-Schedule-Target", target)
-	out.Set("Nats-Schedule-TTL", strconv.FormatInt(int64(FiredTimerTTL.Seconds()), 10))
+	out.Set(wire.HeaderScheduleTarget, target)
+	out.Set(wire.HeaderScheduleTTL, wire.FiredTimerTTLValue)
 	return out
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/jetflow/jetflow/subjects"
+	"github.com/jetflow/jetflow/wire"
 )
 
 // DefaultDuplicateWindow is how long JetStream remembers a Nats-Msg-Id to
@@ -90,14 +91,10 @@ func checkNames(names subjects.Names) error {
 	return nil
 }
 
-// FiredTimerTTL is how long the timer stream keeps a fired timer for the
-// input stream to copy (dispatchers set it on every schedule, as
-// Nats-Schedule-TTL). The copy normally takes milliseconds: only an input
-// stream unable to store anything for longer loses the timers fired
-// meanwhile. The copy in the input stream carries the same Nats-TTL
-// header but stays as long as the history: that stream does not allow
-// per-message TTLs.
-const FiredTimerTTL = 7 * 24 * time.Hour
+// FiredTimerTTL is wire.FiredTimerTTL. The copy in the input stream
+// carries the same Nats-TTL header but stays as long as the history:
+// that stream does not allow per-message TTLs.
+const FiredTimerTTL = wire.FiredTimerTTL
 
 // InputStreamConfig is the input stream: every message a run consumes,
 // its history. Limits retention keeps the history for replay; direct gets

@@ -7,8 +7,9 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/jetflow/jetflow/dispatcher"
 	"github.com/jetflow/jetflow/engine/run"
+	"github.com/jetflow/jetflow/runrecord"
+	"github.com/jetflow/jetflow/step"
 	"github.com/jetflow/jetflow/subjects"
 )
 
@@ -19,25 +20,25 @@ type Verdict string
 // Verdicts of Annotate and Judge.
 const (
 	// VerdictApplied: the reducer took the input.
-	VerdictApplied = Verdict(dispatcher.Applied)
+	VerdictApplied = Verdict(step.Applied)
 	// VerdictRejected: the reducer refused it (a forged or stale token,
 	// an input the run does not accept now, anything after its end); the
 	// record lists it in Rejected.
-	VerdictRejected = Verdict(dispatcher.Rejected)
+	VerdictRejected = Verdict(step.Rejected)
 	// VerdictIgnored: the run consumed it without effect (an event the
 	// waiting state does not wait for, or whose guards all fail); the
 	// record lists it in Ignored.
 	VerdictIgnored Verdict = "ignored"
 	// VerdictDuplicate: a redelivery the record already reflected.
-	VerdictDuplicate = Verdict(dispatcher.Duplicate)
+	VerdictDuplicate = Verdict(step.Duplicate)
 	// VerdictMalformed: no dispatcher can parse it; they terminate it.
-	VerdictMalformed = Verdict(dispatcher.Malformed)
+	VerdictMalformed = Verdict(step.Malformed)
 	// VerdictFailed: it failed permanently; the dispatchers terminate it.
-	VerdictFailed = Verdict(dispatcher.Failed)
+	VerdictFailed = Verdict(step.Failed)
 	// VerdictNoRun: not a start, for a run with no record at that point;
 	// the dispatchers terminate it (after waiting for the start, if the
 	// stream holds one before it).
-	VerdictNoRun = Verdict(dispatcher.NoRun)
+	VerdictNoRun = Verdict(step.NoRun)
 	// VerdictUnapplied: the order the record lists never applied it: the
 	// dispatchers terminated or dropped it, or it was still in flight
 	// when the record was read.
@@ -117,7 +118,7 @@ func equalJSON(a, b []byte) bool {
 // that an event a later step consumes without effect is ignored, and one
 // a later wait takes is applied, saying where.
 type Judge struct {
-	cfg      dispatcher.Config
+	cfg      step.Settings
 	verdicts map[uint64]judgement
 	// buffer mirrors the run's buffered events: the messages that
 	// brought them, oldest first.
@@ -134,19 +135,19 @@ type bufferedEvent struct {
 	typ string
 }
 
-// NewJudge returns a judge for a replay with the dispatcher settings
+// NewJudge returns a judge for a replay with the dispatchers' settings
 // cfg; cfg.Names must be set.
-func NewJudge(cfg dispatcher.Config) *Judge {
+func NewJudge(cfg step.Settings) *Judge {
 	return &Judge{cfg: cfg.WithDefaults(), verdicts: map[uint64]judgement{}}
 }
 
-// Step judges m, which a dispatcher.Replayer stepped with this outcome
+// Step judges m, which a Stepper stepped with this outcome
 // and reason, leaving the run after. It may revise the verdicts of
 // events stepped before (buffered, and consumed now).
-func (j *Judge) Step(m Message, outcome dispatcher.Outcome, why string, after dispatcher.Replayed) {
+func (j *Judge) Step(m Message, outcome step.Outcome, why string, after step.Run) {
 	v, reason := verdictOf(m.Seq, outcome, why, after)
 	j.verdicts[m.Seq] = judgement{v, reason}
-	if outcome != dispatcher.Applied || after.State == nil {
+	if outcome != step.Applied || after.State == nil {
 		return
 	}
 	// Every event goes through the run's buffer, which each wait drains
@@ -209,19 +210,19 @@ func (j *Judge) Verdict(seq uint64) (v Verdict, reason string, ok bool) {
 
 // verdictOf is the verdict on one step by its outcome, the reason read
 // from the record after it.
-func verdictOf(seq uint64, outcome dispatcher.Outcome, why string, after dispatcher.Replayed) (Verdict, string) {
+func verdictOf(seq uint64, outcome step.Outcome, why string, after step.Run) (Verdict, string) {
 	switch outcome {
-	case dispatcher.Applied:
+	case step.Applied:
 		return VerdictApplied, ""
-	case dispatcher.Duplicate:
+	case step.Duplicate:
 		return VerdictDuplicate, "the record already reflected it: a redelivery, applied once"
-	case dispatcher.Malformed:
+	case step.Malformed:
 		return VerdictMalformed, terminated(why)
-	case dispatcher.Failed:
+	case step.Failed:
 		return VerdictFailed, terminated(why)
-	case dispatcher.NoRun:
+	case step.NoRun:
 		return VerdictNoRun, reasonNoRun
-	case dispatcher.Rejected:
+	case step.Rejected:
 		if after.Record != nil {
 			if r, ok := lastFor(after.Record.Rejected, seq); ok {
 				return VerdictRejected, ReasonText(r.Reason)
@@ -238,24 +239,24 @@ func ReasonText(reason string) string {
 }
 
 // lastFor is the newest entry of list for seq.
-func lastFor(list []dispatcher.Rejection, seq uint64) (dispatcher.Rejection, bool) {
+func lastFor(list []runrecord.Rejection, seq uint64) (runrecord.Rejection, bool) {
 	for i := len(list) - 1; i >= 0; i-- {
 		if list[i].Seq == seq {
 			return list[i], true
 		}
 	}
-	return dispatcher.Rejection{}, false
+	return runrecord.Rejection{}, false
 }
 
 func terminated(why string) string { return "terminated by the dispatchers: " + why }
 
 // unparsable says why a dispatcher terminates m before it reaches a run
 // (too large, or malformed), or "" if it parses.
-func unparsable(cfg dispatcher.Config, m Message) string {
+func unparsable(cfg step.Settings, m Message) string {
 	if len(m.Data) > cfg.MaxInputBytes {
 		return fmt.Sprintf("input of %d bytes is larger than the dispatcher's limit of %d bytes", len(m.Data), cfg.MaxInputBytes)
 	}
-	if err := dispatcher.CheckInput(cfg.Names, dispatcher.Input{Subject: m.Subject, Header: m.Header, Data: m.Data}); err != nil {
+	if err := step.Check(cfg.Names, m.Subject, m.Header, m.Data); err != nil {
 		return err.Error()
 	}
 	return ""
@@ -281,7 +282,7 @@ func (a Annotated) Line(names subjects.Names) string {
 		return Line(names, a.Message)
 	}
 	kind, summary := Summarize(names, a.Message)
-	if dispatcher.CheckInput(names, dispatcher.Input{Subject: a.Subject, Header: a.Header, Data: a.Data}) != nil {
+	if step.Check(names, a.Subject, a.Header, a.Data) != nil {
 		// The verdict says why it does not parse.
 		summary = "body=" + compact(a.Data, 80)
 		if len(a.Data) == 0 {

@@ -10,11 +10,12 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/jetflow/jetflow/dispatcher"
 	"github.com/jetflow/jetflow/engine/run"
 	"github.com/jetflow/jetflow/kvstore"
 	"github.com/jetflow/jetflow/natstest"
 	"github.com/jetflow/jetflow/replay"
+	"github.com/jetflow/jetflow/runrecord"
+	"github.com/jetflow/jetflow/step"
 	"github.com/jetflow/jetflow/wire"
 )
 
@@ -73,7 +74,7 @@ func TestAnnotateGivesEveryInputItsVerdict(t *testing.T) {
 		reason  string // a part of it
 	}{
 		{"start", replay.VerdictApplied, ""},
-		{"result", replay.VerdictRejected, dispatcher.ReasonForgedToken},
+		{"result", replay.VerdictRejected, step.ReasonForgedToken},
 		{"result", replay.VerdictRejected, "malformed input: result body: expected a JSON object"},
 		{"?", replay.VerdictMalformed, "terminated by the dispatchers: malformed input"},
 		{"event", replay.VerdictIgnored, `event "nope" matched no transition`},
@@ -91,8 +92,8 @@ func TestAnnotateGivesEveryInputItsVerdict(t *testing.T) {
 			t.Errorf("message %d (seq %d): %s %s %q, want %s %s with %q", i, m.Seq, kind, m.Verdict, m.Reason, w.kind, w.verdict, w.reason)
 		}
 	}
-	if got := msgs[1].Reason; got != dispatcher.ReasonForgedToken {
-		t.Errorf("forged result's reason %q, want %q", got, dispatcher.ReasonForgedToken)
+	if got := msgs[1].Reason; got != step.ReasonForgedToken {
+		t.Errorf("forged result's reason %q, want %q", got, step.ReasonForgedToken)
 	}
 	if line := msgs[1].Line(b.f.Names); !strings.HasSuffix(line, "result  node=task attempt=1 ok output=42  | rejected: forged or stale token") {
 		t.Errorf("line of the forged result: %q", line)
@@ -102,7 +103,7 @@ func TestAnnotateGivesEveryInputItsVerdict(t *testing.T) {
 	}
 	// The verdicts agree with the record: what it lists as rejected is
 	// rejected, with its reason.
-	rec, err := dispatcher.DecodeRecord(b.record(t, id))
+	rec, err := runrecord.Decode(b.record(t, id))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -158,7 +159,7 @@ func TestAnnotateGivesEveryInputItsVerdict(t *testing.T) {
 func (b *bundle) waitRejected(t *testing.T, id string, n int) {
 	t.Helper()
 	natstest.WaitFor(t, bound, fmt.Sprintf("%s: %d rejections", id, n), func() error {
-		rec, err := dispatcher.DecodeRecord(b.record(t, id))
+		rec, err := runrecord.Decode(b.record(t, id))
 		if err != nil {
 			return err
 		}
@@ -173,9 +174,9 @@ func (b *bundle) waitRejected(t *testing.T, id string, n int) {
 // busy waits in its buffer; the step that drains it settles its verdict.
 func TestJudgeFollowsBufferedEvents(t *testing.T) {
 	t.Parallel()
-	j := replay.NewJudge(dispatcher.Config{Names: lineNames})
-	rec := &dispatcher.Record{}
-	after := func(buffered []string, ignored ...string) dispatcher.Replayed {
+	j := replay.NewJudge(step.Settings{Names: lineNames}.WithDefaults())
+	rec := &runrecord.Record{}
+	after := func(buffered []string, ignored ...string) step.Run {
 		st := &run.State{}
 		for _, typ := range buffered {
 			st.Buffered = append(st.Buffered, run.Event{Type: typ})
@@ -183,23 +184,23 @@ func TestJudgeFollowsBufferedEvents(t *testing.T) {
 		for _, typ := range ignored {
 			st.Ignored = append(st.Ignored, run.Ignored{Type: typ, Reason: fmt.Sprintf("event %q matched no transition", typ)})
 		}
-		return dispatcher.Replayed{Record: rec, State: st}
+		return step.Run{Record: rec, State: st}
 	}
 	msg := func(seq uint64, subject string) replay.Message { return replay.Message{Seq: seq, Subject: subject} }
-	j.Step(msg(1, lineNames.Start("r")), dispatcher.Applied, "", after(nil))
-	j.Step(msg(2, lineNames.Event("r", "a")), dispatcher.Applied, "", after([]string{"a"}))
-	j.Step(msg(3, lineNames.Event("r", "b")), dispatcher.Applied, "", after([]string{"a", "b"}))
-	j.Step(msg(4, lineNames.Event("r", "c")), dispatcher.Applied, "", after([]string{"a", "b", "c"}))
+	j.Step(msg(1, lineNames.Start("r")), step.Applied, "", after(nil))
+	j.Step(msg(2, lineNames.Event("r", "a")), step.Applied, "", after([]string{"a"}))
+	j.Step(msg(3, lineNames.Event("r", "b")), step.Applied, "", after([]string{"a", "b"}))
+	j.Step(msg(4, lineNames.Event("r", "c")), step.Applied, "", after([]string{"a", "b", "c"}))
 	// The result's step drains a (taken) and b (ignored); c stays.
-	j.Step(msg(5, lineNames.Result("r")), dispatcher.Applied, "", after([]string{"c"}, "b"))
+	j.Step(msg(5, lineNames.Result("r")), step.Applied, "", after([]string{"c"}, "b"))
 	// A timer's step drains c, which it ignores.
-	j.Step(msg(6, lineNames.Timer("r")), dispatcher.Applied, "", after(nil, "c"))
+	j.Step(msg(6, lineNames.Timer("r")), step.Applied, "", after(nil, "c"))
 	// An event while the run waits is drained by its own step.
-	j.Step(msg(7, lineNames.Event("r", "d")), dispatcher.Applied, "", after(nil, "d"))
+	j.Step(msg(7, lineNames.Event("r", "d")), step.Applied, "", after(nil, "d"))
 	j.Skip(msg(8, lineNames.Event("r", "e")), "never applied")
 	j.Skip(replay.Message{Seq: 9, Subject: lineNames.Result("r"), Data: []byte(`[]`)}, "never applied")
 	// A rejected step changes nothing, though its state is the one before.
-	j.Step(msg(10, lineNames.Event("r", "f")), dispatcher.Rejected, "message rejected: run is done", after(nil, "d"))
+	j.Step(msg(10, lineNames.Event("r", "f")), step.Rejected, "message rejected: run is done", after(nil, "d"))
 	cases := []struct {
 		seq     uint64
 		verdict replay.Verdict
@@ -232,22 +233,22 @@ func TestJudgeFollowsBufferedEvents(t *testing.T) {
 // say why the dispatchers terminate them.
 func TestJudgeReadsTheRecordsReasons(t *testing.T) {
 	t.Parallel()
-	rec := &dispatcher.Record{Rejected: []dispatcher.Rejection{{Seq: 3, Kind: "result", Reason: "message rejected: " + dispatcher.ReasonForgedToken}}}
+	rec := &runrecord.Record{Rejected: []runrecord.Rejection{{Seq: 3, Kind: "result", Reason: "message rejected: " + step.ReasonForgedToken}}}
 	cases := []struct {
-		outcome dispatcher.Outcome
+		outcome step.Outcome
 		why     string
 		verdict replay.Verdict
 		reason  string
 	}{
-		{dispatcher.Rejected, "message rejected: something else", replay.VerdictRejected, dispatcher.ReasonForgedToken},
-		{dispatcher.Duplicate, "", replay.VerdictDuplicate, "the record already reflected it: a redelivery, applied once"},
-		{dispatcher.Malformed, "malformed input: x", replay.VerdictMalformed, "terminated by the dispatchers: malformed input: x"},
-		{dispatcher.Failed, "reducer: boom", replay.VerdictFailed, "terminated by the dispatchers: reducer: boom"},
-		{dispatcher.NoRun, "", replay.VerdictNoRun, "the run had no record at that point: the dispatchers terminate such an input, after waiting for the start if the stream holds one before it"},
+		{step.Rejected, "message rejected: something else", replay.VerdictRejected, step.ReasonForgedToken},
+		{step.Duplicate, "", replay.VerdictDuplicate, "the record already reflected it: a redelivery, applied once"},
+		{step.Malformed, "malformed input: x", replay.VerdictMalformed, "terminated by the dispatchers: malformed input: x"},
+		{step.Failed, "reducer: boom", replay.VerdictFailed, "terminated by the dispatchers: reducer: boom"},
+		{step.NoRun, "", replay.VerdictNoRun, "the run had no record at that point: the dispatchers terminate such an input, after waiting for the start if the stream holds one before it"},
 	}
 	for _, c := range cases {
-		j := replay.NewJudge(dispatcher.Config{Names: lineNames})
-		j.Step(replay.Message{Seq: 3, Subject: lineNames.Result("r")}, c.outcome, c.why, dispatcher.Replayed{Record: rec})
+		j := replay.NewJudge(step.Settings{Names: lineNames}.WithDefaults())
+		j.Step(replay.Message{Seq: 3, Subject: lineNames.Result("r")}, c.outcome, c.why, step.Run{Record: rec})
 		if v, reason, _ := j.Verdict(3); v != c.verdict || reason != c.reason {
 			t.Errorf("%s: %s %q, want %s %q", c.outcome, v, reason, c.verdict, c.reason)
 		}

@@ -6,8 +6,8 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/jetflow/jetflow/dispatcher"
 	"github.com/jetflow/jetflow/engine/run"
+	"github.com/jetflow/jetflow/kvstore"
 )
 
 // Report compares a rebuilt state with the saved one.
@@ -51,7 +51,7 @@ func Check(ctx context.Context, src Source, runID string) (Report, error) {
 		return Report{}, err
 	}
 	if !sv.found {
-		return Report{}, fmt.Errorf("replay: run %s: %w in bucket (restore writes one from the history): %w", runID, ErrNoRecord, dispatcher.ErrRunNotFound)
+		return Report{}, fmt.Errorf("replay: run %s: %w in bucket (restore writes one from the history): %w", runID, ErrNoRecord, kvstore.ErrRunNotFound)
 	}
 	if sv.rec == nil {
 		return Report{}, fmt.Errorf("replay: run %s: saved record unreadable: %w", runID, sv.err)

@@ -8,7 +8,7 @@ import (
 	"sort"
 	"time"
 
-	"github.com/jetflow/jetflow/dispatcher"
+	"github.com/jetflow/jetflow/runrecord"
 	"github.com/jetflow/jetflow/subjects"
 	"github.com/jetflow/jetflow/wire"
 )
@@ -29,7 +29,7 @@ type plan struct {
 // of Applied, and they take their place by the spans. Messages none of these name were never applied: terminated,
 // dropped, or still in flight when the record was read; those that came
 // before the run's start were terminated.
-func planByRecord(msgs []Message, order dispatcher.Order, applied, refused []uint64) plan {
+func planByRecord(msgs []Message, order runrecord.Order, applied, refused []uint64) plan {
 	p := plan{why: map[uint64]string{}}
 	bySeq := make(map[uint64]Message, len(msgs))
 	for _, m := range msgs {
@@ -112,7 +112,7 @@ func planByRecord(msgs []Message, order dispatcher.Order, applied, refused []uin
 }
 
 // refusedSeqs are the sequences rec lists as rejected.
-func refusedSeqs(rec *dispatcher.Record) []uint64 {
+func refusedSeqs(rec *runrecord.Record) []uint64 {
 	out := make([]uint64, len(rec.Rejected))
 	for i, r := range rec.Rejected {
 		out[i] = r.Seq

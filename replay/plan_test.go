@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jetflow/jetflow/dispatcher"
+	"github.com/jetflow/jetflow/runrecord"
 	"github.com/jetflow/jetflow/subjects"
 )
 
@@ -42,10 +42,10 @@ func history(t *testing.T, items ...string) []Message {
 }
 
 // order builds an Order from from, to pairs.
-func order(pairs ...uint64) dispatcher.Order {
-	var o dispatcher.Order
+func order(pairs ...uint64) runrecord.Order {
+	var o runrecord.Order
 	for i := 0; i+1 < len(pairs); i += 2 {
-		o = append(o, dispatcher.Span{From: pairs[i], To: pairs[i+1]})
+		o = append(o, runrecord.Span{From: pairs[i], To: pairs[i+1]})
 	}
 	return o
 }
@@ -63,7 +63,7 @@ func TestPlanByRecord(t *testing.T) {
 	msgs := history(t, "2:event", "5:start", "9:result", "12:result", "20:result", "31:event")
 	cases := []struct {
 		name      string
-		order     dispatcher.Order
+		order     runrecord.Order
 		applied   []uint64
 		refused   []uint64
 		want, not []uint64

@@ -78,7 +78,6 @@ func TestReplayUsesTheDeployedPolicy(t *testing.T) {
 
 	b := &bundle{f: f, ctx: ctx, src: replay.Source{
 		JS: f.JS, Names: f.Names, Registry: f.Registry, Runs: f.Runs,
-		Dispatcher: dispatcher.Config{UnknownRunWait: unknownRunWait},
 	}}
 	cases := []struct{ workflow, run, code, state, result string }{
 		{"patient", "patient-1", "LATER", "/states/ok", "5"},

@@ -7,9 +7,11 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/jetflow/jetflow/dispatcher"
 	"github.com/jetflow/jetflow/engine/run"
 	"github.com/jetflow/jetflow/kvstore"
+	"github.com/jetflow/jetflow/registry"
+	"github.com/jetflow/jetflow/runrecord"
+	"github.com/jetflow/jetflow/step"
 	"github.com/jetflow/jetflow/subjects"
 	"github.com/jetflow/jetflow/token"
 )
@@ -17,11 +19,19 @@ import (
 // Registry is where replay reads workflow definitions; *kvstore.Registry
 // is the production one.
 type Registry interface {
-	dispatcher.Registry
+	registry.Registry
 	// List returns every deployed workflow with its revisions; replay
 	// uses it to find which revision was the latest when a start that
 	// names none was applied.
 	List(ctx context.Context) ([]kvstore.Workflow, error)
+}
+
+// RunStore is the run bucket as replay reads and restores it;
+// *kvstore.RunStore is the production one.
+type RunStore interface {
+	Get(ctx context.Context, runID string, opts ...kvstore.ReadOption) ([]byte, uint64, error)
+	Create(ctx context.Context, runID string, data []byte) (uint64, error)
+	Update(ctx context.Context, runID string, data []byte, rev uint64) (uint64, error)
 }
 
 // Source is what a replay reads.
@@ -32,15 +42,16 @@ type Source struct {
 	// Runs is the run bucket. Rebuild reads the saved record from it for
 	// the order the dispatchers applied inputs in; Check and Restore need
 	// it. Without it Rebuild follows stream order.
-	Runs dispatcher.RunStore
-	// Dispatcher holds the dispatchers' settings that shape a record:
-	// Tokens, RunOptions (task retry policies of deployments that carry
-	// none: a deployment's own policy is read with it), AppliedHistory,
-	// RejectedHistory, MaxInputBytes and UnknownRunWait. Its Names is
-	// replaced by Source.Names; nil Tokens loads the deployment's secret
-	// from the workflow bucket, as dispatchers do. Default: the
-	// dispatcher's defaults.
-	Dispatcher dispatcher.Config
+	Runs RunStore
+	// Settings are the dispatchers' settings that shape a record. Its
+	// Names is replaced by Source.Names; nil Tokens loads the
+	// deployment's secret from the workflow bucket, as dispatchers do.
+	// Default: the dispatchers' defaults.
+	Settings step.Settings
+	// RunOptions are the reducer options of deployments that carry no
+	// policy (a deployment's own policy is read with it), as the
+	// dispatchers were given them. Default: none.
+	RunOptions run.Options
 }
 
 // Order sources, in Info.Order.
@@ -71,7 +82,7 @@ type Info struct {
 	// Notes are assumptions the rebuild had to make, one sentence each.
 	Notes []string
 	// Record is what the dispatchers would have saved after these inputs.
-	Record *dispatcher.Record
+	Record *runrecord.Record
 }
 
 // Skipped is a history message that did not reach the reducer.
@@ -86,7 +97,7 @@ type saved struct {
 	found bool
 	data  []byte
 	rev   uint64
-	rec   *dispatcher.Record // nil if it does not decode
+	rec   *runrecord.Record // nil if it does not decode
 	state *run.State
 	err   error // why rec or state is nil
 }
@@ -96,15 +107,15 @@ func loadSaved(ctx context.Context, src Source, runID string) (saved, error) {
 		return saved{}, nil
 	}
 	data, rev, err := src.Runs.Get(ctx, runID)
-	if errors.Is(err, dispatcher.ErrRunNotFound) {
+	if errors.Is(err, kvstore.ErrRunNotFound) {
 		return saved{}, nil
 	}
 	if err != nil {
 		return saved{}, fmt.Errorf("replay: read the record of run %s: %w", runID, err)
 	}
 	sv := saved{found: true, data: data, rev: rev}
-	if sv.rec, sv.err = dispatcher.DecodeRecord(data); sv.err == nil {
-		if sv.state, sv.err = sv.rec.RunState(); sv.err != nil {
+	if sv.rec, sv.err = runrecord.Decode(data); sv.err == nil {
+		if sv.state, sv.err = step.DecodeState(sv.rec); sv.err != nil {
 			sv.rec = nil
 		}
 	}
@@ -143,7 +154,7 @@ func checkSource(src Source, runID string) error {
 	return nil
 }
 
-func rebuild(ctx context.Context, src Source, runID string, sv saved) (dispatcher.Replayed, Info, error) {
+func rebuild(ctx context.Context, src Source, runID string, sv saved) (step.Run, Info, error) {
 	w, err := replayHistory(ctx, src, runID, sv)
 	return w.run, w.info, err
 }
@@ -153,7 +164,7 @@ type replayedHistory struct {
 	// msgs is the history in stream order.
 	msgs []Message
 	// run is the run after the history; info what the replay did.
-	run  dispatcher.Replayed
+	run  step.Run
 	info Info
 	// judge holds the verdict on each message; it covers every message
 	// of msgs once the replay got through them all.
@@ -173,7 +184,7 @@ func replayHistory(ctx context.Context, src Source, runID string, sv saved) (rep
 	if len(msgs) > 0 {
 		w.info.First, w.info.Last = msgs[0].Seq, msgs[len(msgs)-1].Seq
 	}
-	cfg := src.Dispatcher
+	cfg := src.Settings
 	cfg.Names = src.Names
 	cfg = cfg.WithDefaults()
 	w.judge = NewJudge(cfg)
@@ -193,7 +204,7 @@ func replayHistory(ctx context.Context, src Source, runID string, sv saved) (rep
 			return w, fmt.Errorf("replay: %w", err)
 		}
 	}
-	rp, err := dispatcher.NewReplayer(src.Registry, cfg)
+	rp, err := NewStepper(src.Registry, cfg, src.RunOptions)
 	if err != nil {
 		return w, fmt.Errorf("replay: %w", err)
 	}
@@ -215,30 +226,29 @@ func replayHistory(ctx context.Context, src Source, runID string, sv saved) (rep
 		w.info.Notes = append(w.info.Notes, note)
 	}
 
-	var cur dispatcher.Replayed
+	var cur step.Run
 	var startOutcome string
 	for _, m := range p.order {
-		in := dispatcher.Input{Subject: m.Subject, Header: m.Header, Data: m.Data, Seq: m.Seq, Time: m.Time}
-		next, outcome, why, err := rp.Step(ctx, cur, in, pin)
+		next, outcome, why, err := rp.Step(ctx, cur, m, pin)
 		if err != nil {
 			return w, fmt.Errorf("replay: run %s: %w", runID, err)
 		}
 		w.judge.Step(m, outcome, why, next)
 		kind := kindOf(src.Names, m.Subject)
 		switch outcome {
-		case dispatcher.Applied:
+		case step.Applied:
 			w.info.Applied++
-		case dispatcher.Rejected:
+		case step.Rejected:
 			w.info.Rejected++
-		case dispatcher.NoRun:
+		case step.NoRun:
 			why = reasonNoRun
-		case dispatcher.Duplicate:
+		case step.Duplicate:
 			why = "already applied"
 		}
-		if outcome != dispatcher.Applied && outcome != dispatcher.Rejected {
+		if outcome != step.Applied && outcome != step.Rejected {
 			w.info.Skipped = append(w.info.Skipped, Skipped{Seq: m.Seq, Kind: kind, Why: string(outcome) + ": " + why})
 		}
-		if cur.Record == nil && outcome != dispatcher.Applied && kind == subjects.KindStart && startOutcome == "" {
+		if cur.Record == nil && outcome != step.Applied && kind == subjects.KindStart && startOutcome == "" {
 			startOutcome = fmt.Sprintf("its start (seq %d) was %s: %s", m.Seq, outcome, why)
 		}
 		cur = next

@@ -10,11 +10,11 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/jetflow/jetflow/dispatcher"
 	"github.com/jetflow/jetflow/engine/run"
 	"github.com/jetflow/jetflow/kvstore"
 	"github.com/jetflow/jetflow/natstest"
 	"github.com/jetflow/jetflow/replay"
+	"github.com/jetflow/jetflow/runrecord"
 	"github.com/jetflow/jetflow/wire"
 )
 
@@ -83,7 +83,7 @@ func TestReplayRebuildsRealRuns(t *testing.T) {
 			// An input after the end is rejected and recorded: replay too.
 			b.send(t, id, "late", nil)
 			natstest.WaitFor(t, bound, "late event recorded", func() error {
-				rec, err := dispatcher.DecodeRecord(b.record(t, id))
+				rec, err := runrecord.Decode(b.record(t, id))
 				if err != nil {
 					return err
 				}

@@ -19,6 +19,7 @@ import (
 	"github.com/jetflow/jetflow/kvstore"
 	"github.com/jetflow/jetflow/natstest"
 	"github.com/jetflow/jetflow/replay"
+	"github.com/jetflow/jetflow/step"
 	"github.com/jetflow/jetflow/wire"
 	"github.com/jetflow/jetflow/worker"
 )
@@ -154,7 +155,7 @@ func setup(t *testing.T, prov kvstore.ProvisionOptions, dispatchers, appliedHist
 	t.Cleanup(func() { _ = w.Stop(context.Background()) })
 	return &bundle{f: f, ctx: ctx, src: replay.Source{
 		JS: f.JS, Names: f.Names, Registry: f.Registry, Runs: f.Runs,
-		Dispatcher: dispatcher.Config{RunOptions: runOptions, AppliedHistory: appliedHistory, UnknownRunWait: unknownRunWait},
+		Settings: step.Settings{AppliedHistory: appliedHistory}, RunOptions: runOptions,
 	}}
 }
 

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/jetflow/jetflow/dispatcher"
+	"github.com/jetflow/jetflow/step"
 	"github.com/jetflow/jetflow/subjects"
 	"github.com/jetflow/jetflow/wire"
 )
@@ -30,7 +30,7 @@ func Summarize(names subjects.Names, m Message) (kind, summary string) {
 	if err != nil {
 		kind = "?"
 	}
-	if err := dispatcher.CheckInput(names, dispatcher.Input{Subject: m.Subject, Header: m.Header, Data: m.Data}); err != nil {
+	if err := step.Check(names, m.Subject, m.Header, m.Data); err != nil {
 		return kind, "MALFORMED (refused by the dispatchers): " + oneLine(err.Error(), 160)
 	}
 	switch kind {

@@ -15,6 +15,7 @@ import (
 	"github.com/jetflow/jetflow/engine/run"
 	"github.com/jetflow/jetflow/fleet"
 	"github.com/jetflow/jetflow/natstest"
+	"github.com/jetflow/jetflow/runrecord"
 	"github.com/jetflow/jetflow/wire"
 )
 
@@ -97,7 +98,7 @@ func TestOversizedPayloadsRefusedAtTheEdge(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		rec, err := dispatcher.DecodeRecord(data)
+		rec, err := runrecord.Decode(data)
 		if err != nil {
 			return err
 		}

@@ -20,6 +20,8 @@ import (
 	"github.com/jetflow/jetflow/embedded"
 	"github.com/jetflow/jetflow/fleet"
 	"github.com/jetflow/jetflow/natstest"
+	"github.com/jetflow/jetflow/runrecord"
+	"github.com/jetflow/jetflow/step"
 	"github.com/jetflow/jetflow/wire"
 	"github.com/jetflow/jetflow/worker"
 )
@@ -311,14 +313,14 @@ func watchTerminations(t *testing.T, f *fleet.Fleet) *terminations {
 // with a reason, and that none changed a good run.
 func checkRecorded(t *testing.T, ctx context.Context, f *fleet.Fleet, sent []fuzzed, tm *terminations) {
 	t.Helper()
-	rejected := map[uint64]dispatcher.Rejection{}
+	rejected := map[uint64]runrecord.Rejection{}
 	applied := map[uint64]string{}
 	entries, err := f.Runs.List(ctx, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, e := range entries {
-		rec, err := dispatcher.DecodeRecord(e.Data)
+		rec, err := runrecord.Decode(e.Data)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -371,7 +373,7 @@ func checkRecorded(t *testing.T, ctx context.Context, f *fleet.Fleet, sent []fuz
 				tally["of which malformed results refused on good runs"]++
 				continue
 			}
-			if !strings.Contains(r.Reason, dispatcher.ReasonForgedToken) {
+			if !strings.Contains(r.Reason, step.ReasonForgedToken) {
 				t.Errorf("a forged result for %s was refused for %q, not for its token", s.runID, r.Reason)
 			}
 			tally["of which forged results refused on good runs for their token"]++

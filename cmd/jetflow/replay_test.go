@@ -8,8 +8,8 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/jetflow/jetflow/dispatcher"
 	"github.com/jetflow/jetflow/fleet"
+	"github.com/jetflow/jetflow/runrecord"
 	"github.com/jetflow/jetflow/wire"
 )
 
@@ -129,7 +129,7 @@ func tamper(t *testing.T, ctx context.Context, f *fleet.Fleet, id string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rec, err := dispatcher.DecodeRecord(data)
+	rec, err := runrecord.Decode(data)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,9 +11,10 @@ import (
 
 	"github.com/nats-io/nats.go"
 
-	"github.com/jetflow/jetflow/dispatcher"
 	"github.com/jetflow/jetflow/fleet"
 	"github.com/jetflow/jetflow/natstest"
+	"github.com/jetflow/jetflow/runrecord"
+	"github.com/jetflow/jetflow/step"
 	"github.com/jetflow/jetflow/wire"
 	"github.com/jetflow/jetflow/worker"
 )
@@ -90,14 +91,14 @@ func TestHistoryAndStatusShowRefusals(t *testing.T) {
 
 	out, _, exit = verb(t, f, "status", id, "--json")
 	var st struct {
-		Status   string                 `json:"status"`
-		Rejected []dispatcher.Rejection `json:"rejected"`
+		Status   string                `json:"status"`
+		Rejected []runrecord.Rejection `json:"rejected"`
 	}
 	if err := json.Unmarshal([]byte(out), &st); err != nil || exit != 0 {
 		t.Fatalf("status --json: exit %d, %v: %q", exit, err, out)
 	}
 	if len(st.Rejected) != 2 || st.Rejected[0] != rec.Rejected[0] || st.Rejected[1] != rec.Rejected[1] ||
-		st.Rejected[0].Kind != "result" || !strings.HasSuffix(st.Rejected[0].Reason, dispatcher.ReasonForgedToken) ||
+		st.Rejected[0].Kind != "result" || !strings.HasSuffix(st.Rejected[0].Reason, step.ReasonForgedToken) ||
 		st.Rejected[1].Kind != "event" || st.Rejected[0].Time == 0 {
 		t.Errorf("status --json rejected %+v, record %+v", st.Rejected, rec.Rejected)
 	}
@@ -157,15 +158,15 @@ func TestStatusSaysHowManyMoreRefusals(t *testing.T) {
 
 // waitRejections waits until run id's record lists n rejections and
 // returns the record.
-func waitRejections(t *testing.T, f *fleet.Fleet, id string, n int) *dispatcher.Record {
+func waitRejections(t *testing.T, f *fleet.Fleet, id string, n int) *runrecord.Record {
 	t.Helper()
-	var rec *dispatcher.Record
+	var rec *runrecord.Record
 	natstest.WaitFor(t, verbBound, fmt.Sprintf("%s: %d rejections", id, n), func() error {
 		data, _, err := f.Runs.Get(context.Background(), id)
 		if err != nil {
 			return err
 		}
-		if rec, err = dispatcher.DecodeRecord(data); err != nil {
+		if rec, err = runrecord.Decode(data); err != nil {
 			return err
 		}
 		if len(rec.Rejected) < n {

@@ -21,6 +21,8 @@ import (
 	"github.com/jetflow/jetflow/engine/value"
 	"github.com/jetflow/jetflow/kvstore"
 	"github.com/jetflow/jetflow/replay"
+	"github.com/jetflow/jetflow/runrecord"
+	"github.com/jetflow/jetflow/step"
 	"github.com/jetflow/jetflow/subjects"
 	"github.com/jetflow/jetflow/wire"
 )
@@ -220,7 +222,7 @@ func (c *runCheck) problem(runID, format string, args ...any) {
 // input handled once, each task result and timer fire applied once, each
 // event delivered), what its attempts' deadlines did, its visits and its
 // replay.
-func (h *harness) checkRun(ctx context.Context, rp *dispatcher.Replayer, r *runLog, history []input, logs *workerLogs) *runCheck {
+func (h *harness) checkRun(ctx context.Context, rp *replay.Stepper, r *runLog, history []input, logs *workerLogs) *runCheck {
 	c := &runCheck{id: r.id}
 	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
@@ -336,7 +338,7 @@ func (h *harness) checkRun(ctx context.Context, rp *dispatcher.Replayer, r *runL
 		c.problem(r.id, "the accepted event applied %d times, want once", acceptedEvents)
 	}
 	if r.wf.visits != nil {
-		st, err := rec.RunState()
+		st, err := step.DecodeState(rec.Record)
 		if err != nil {
 			c.problem(r.id, "state: %v", err)
 		} else {
@@ -369,7 +371,7 @@ func (h *harness) unreached(ctx context.Context, runID string, history []input) 
 	}
 	var out []string
 	for _, m := range history {
-		if !slices.Contains(rec.Applied, m.seq) && !slices.ContainsFunc(rec.Rejected, func(r dispatcher.Rejection) bool { return r.Seq == m.seq }) {
+		if !slices.Contains(rec.Applied, m.seq) && !slices.ContainsFunc(rec.Rejected, func(r runrecord.Rejection) bool { return r.Seq == m.seq }) {
 			out = append(out, fmt.Sprintf("%s %d (stored %s)", m.kind, m.seq, m.time.Format(time.StampMilli)))
 		}
 	}
@@ -381,7 +383,7 @@ func (h *harness) unreached(ctx context.Context, runID string, history []input) 
 
 // settled is a run's settled record and when the bucket stored it.
 type settled struct {
-	*dispatcher.Record
+	*runrecord.Record
 	stored time.Time
 }
 
@@ -397,7 +399,7 @@ func (h *harness) record(ctx context.Context, runID string) (settled, error) {
 		if err != nil {
 			return settled{}, fmt.Errorf("record: %w", err)
 		}
-		rec, err := dispatcher.DecodeRecord(e.Value())
+		rec, err := runrecord.Decode(e.Value())
 		if err != nil {
 			return settled{}, fmt.Errorf("record: %w", err)
 		}
@@ -457,7 +459,7 @@ func (h *harness) diagnose(ctx context.Context, runID string) string {
 		if err != nil {
 			return err.Error()
 		}
-		rec, err := dispatcher.DecodeRecord(data)
+		rec, err := runrecord.Decode(data)
 		if err != nil {
 			return err.Error()
 		}

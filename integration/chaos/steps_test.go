@@ -7,9 +7,10 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/jetflow/jetflow/dispatcher"
 	"github.com/jetflow/jetflow/engine/run"
 	"github.com/jetflow/jetflow/replay"
+	"github.com/jetflow/jetflow/runrecord"
+	"github.com/jetflow/jetflow/step"
 	"github.com/jetflow/jetflow/subjects"
 	"github.com/jetflow/jetflow/token"
 	"github.com/jetflow/jetflow/wire"
@@ -17,12 +18,12 @@ import (
 
 // replayer re-applies inputs as the dispatchers do: their default
 // settings and the deployment's token secret.
-func (h *harness) replayer(ctx context.Context) (*dispatcher.Replayer, error) {
+func (h *harness) replayer(ctx context.Context) (*replay.Stepper, error) {
 	signer, err := token.Load(ctx, h.f.JS, h.names)
 	if err != nil {
 		return nil, fmt.Errorf("load the token secret: %w", err)
 	}
-	return dispatcher.NewReplayer(h.f.Registry, dispatcher.Config{Names: h.names, Tokens: signer})
+	return replay.NewStepper(h.f.Registry, step.Settings{Names: h.names, Tokens: signer}, run.Options{})
 }
 
 // checkSteps steps through the run's applied inputs and checks what the
@@ -32,7 +33,7 @@ func (h *harness) replayer(ctx context.Context) (*dispatcher.Replayer, error) {
 // worker misbehaved on timed out. Attempts that timed out without a
 // misbehaviour met a fault (a killed worker, an input held by a killed
 // dispatcher, an election).
-func (h *harness) checkSteps(ctx context.Context, c *runCheck, rp *dispatcher.Replayer, r *runLog, history []input, rec *dispatcher.Record, logs *workerLogs) {
+func (h *harness) checkSteps(ctx context.Context, c *runCheck, rp *replay.Stepper, r *runLog, history []input, rec *runrecord.Record, logs *workerLogs) {
 	if rp == nil {
 		return
 	}
@@ -92,24 +93,24 @@ type steps struct {
 // the dispatchers' own Replayer. Refused inputs change no state, so they
 // are left out. The last state must be the saved one, or the figures
 // would describe another run.
-func stepRun(ctx context.Context, rp *dispatcher.Replayer, runID string, history []input, rec *dispatcher.Record) (*steps, error) {
+func stepRun(ctx context.Context, rp *replay.Stepper, runID string, history []input, rec *runrecord.Record) (*steps, error) {
 	bySeq := make(map[uint64]input, len(history))
 	for _, m := range history {
 		bySeq[m.seq] = m
 	}
 	s := &steps{timedOut: map[attemptKey]bool{}}
-	var cur dispatcher.Replayed
+	var cur step.Run
 	for _, seq := range rec.Applied {
 		m, ok := bySeq[seq]
 		if !ok {
 			return s, fmt.Errorf("the record applied input %d, which is not in the run's history", seq)
 		}
 		before := inFlight(cur.State)
-		next, outcome, why, err := rp.Step(ctx, cur, dispatcher.Input{Subject: m.subject, Header: m.header, Data: m.data, Seq: m.seq, Time: m.time}, "")
+		next, outcome, why, err := rp.Step(ctx, cur, replay.Message{Subject: m.subject, Header: m.header, Data: m.data, Seq: m.seq, Time: m.time}, "")
 		if err != nil {
 			return s, fmt.Errorf("step %d: %w", seq, err)
 		}
-		if outcome != dispatcher.Applied {
+		if outcome != step.Applied {
 			return s, fmt.Errorf("step %d (%s): %s (%s), but the record applied it", seq, m.kind, outcome, why)
 		}
 		cur = next

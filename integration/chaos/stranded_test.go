@@ -15,9 +15,10 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/jetflow/jetflow/dispatcher"
 	"github.com/jetflow/jetflow/engine/run"
 	"github.com/jetflow/jetflow/kvstore"
+	"github.com/jetflow/jetflow/runrecord"
+	"github.com/jetflow/jetflow/step"
 	"github.com/jetflow/jetflow/wire"
 )
 
@@ -71,12 +72,12 @@ func (s *sampler) sample(ctx context.Context, h *harness, d *driver, seed uint64
 		if err != nil {
 			continue // not started yet, or the cluster is busy: the next one
 		}
-		rec, err := dispatcher.DecodeRecord(e.Value())
+		rec, err := runrecord.Decode(e.Value())
 		if err != nil {
 			s.add(id, false, fmt.Sprintf("record sampled mid-run (revision %d): %v", e.Revision(), err))
 			continue
 		}
-		st, err := rec.RunState()
+		st, err := step.DecodeState(rec)
 		if err != nil {
 			s.add(id, false, fmt.Sprintf("state sampled mid-run (revision %d): %v", e.Revision(), err))
 			continue
@@ -158,16 +159,16 @@ func (h *harness) startCanaries(ctx context.Context) error {
 
 // liveState reads a run's record from the bucket's leader (a replica
 // may lag).
-func (h *harness) liveState(ctx context.Context, runID string) (*run.State, *dispatcher.Record, error) {
+func (h *harness) liveState(ctx context.Context, runID string) (*run.State, *runrecord.Record, error) {
 	data, _, err := h.f.Runs.Get(ctx, runID, kvstore.FromLeader())
 	if err != nil {
 		return nil, nil, fmt.Errorf("record of %s: %w", runID, err)
 	}
-	rec, err := dispatcher.DecodeRecord(data)
+	rec, err := runrecord.Decode(data)
 	if err != nil {
 		return nil, nil, err
 	}
-	st, err := rec.RunState()
+	st, err := step.DecodeState(rec)
 	return st, rec, err
 }
 
@@ -191,7 +192,7 @@ func (h *harness) checkStranded(ctx context.Context) (checked int, stranded map[
 		if err != nil {
 			return 0, nil, fmt.Errorf("record of %s: %w", key, err)
 		}
-		rec, err := dispatcher.DecodeRecord(e.Value())
+		rec, err := runrecord.Decode(e.Value())
 		if err != nil {
 			return 0, nil, fmt.Errorf("record of %s: %w", key, err)
 		}
@@ -226,7 +227,7 @@ func (h *harness) checkStranded(ctx context.Context) (checked int, stranded map[
 }
 
 // wayForward says why an unsettled run has no way forward, or nil.
-func (h *harness) wayForward(ctx context.Context, runID string, st *run.State, rec *dispatcher.Record) error {
+func (h *harness) wayForward(ctx context.Context, runID string, st *run.State, rec *runrecord.Record) error {
 	if err := st.Stranded(); err != nil {
 		return err
 	}
@@ -252,7 +253,7 @@ func stateOf(st *run.State) string { return fmt.Sprint(st.Control.Active) }
 // above the dispatchers' ack floor or still in the timer stream, is t's
 // and the record has not taken it. The ids the reducer gives ("d", "r1",
 // "t1") are plain subject tokens, so they are the subject's last token.
-func (h *harness) timerPending(ctx context.Context, runID string, t run.ArmTimer, rec *dispatcher.Record, ackFloor uint64) error {
+func (h *harness) timerPending(ctx context.Context, runID string, t run.ArmTimer, rec *runrecord.Record, ackFloor uint64) error {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	ts, err := h.f.JS.Stream(ctx, h.names.TimerStream())
@@ -273,7 +274,7 @@ func (h *harness) timerPending(ctx context.Context, runID string, t run.ArmTimer
 		return fmt.Errorf("read the schedule of timer %s: %w", t.ID, err)
 	}
 	taken := func(seq uint64) bool {
-		return slices.Contains(rec.Applied, seq) || slices.ContainsFunc(rec.Rejected, func(r dispatcher.Rejection) bool { return r.Seq == seq })
+		return slices.Contains(rec.Applied, seq) || slices.ContainsFunc(rec.Rejected, func(r runrecord.Rejection) bool { return r.Seq == seq })
 	}
 	in, err := h.f.JS.Stream(ctx, h.names.InputStream())
 	if err != nil {

@@ -1,6 +1,8 @@
 package chaos
 
-import "fmt"
+import (
+	"fmt"
+)
 
 // workflow is one kind of run in the mix: its document, the input of the
 // i-th run, and what a fault-free run gives.

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/jetflow/jetflow/dispatcher"
+	"github.com/jetflow/jetflow/runrecord"
 	"github.com/jetflow/jetflow/subjects"
 	"github.com/jetflow/jetflow/wire"
 )
@@ -74,9 +74,9 @@ func TestProtocolDocMatchesCode(t *testing.T) {
 	if len(blocks) != 1 {
 		t.Fatalf("docs/PROTOCOL.md has %d run record examples, want 1", len(blocks))
 	}
-	var rec dispatcher.Record
+	var rec runrecord.Record
 	if err := strictDecode(blocks[0][1], &rec); err != nil {
-		t.Errorf("the run record example does not decode as dispatcher.Record: %v", err)
+		t.Errorf("the run record example does not decode as runrecord.Record: %v", err)
 	}
 	// Every field of the record is described in the document's table.
 	raw := map[string]json.RawMessage{}

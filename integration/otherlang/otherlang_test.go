@@ -13,9 +13,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jetflow/jetflow/dispatcher"
 	"github.com/jetflow/jetflow/fleet"
 	"github.com/jetflow/jetflow/natstest"
+	"github.com/jetflow/jetflow/runrecord"
 	"github.com/jetflow/jetflow/wire"
 	"github.com/jetflow/jetflow/worker"
 )
@@ -228,7 +228,7 @@ func results(t *testing.T, ctx context.Context, f *fleet.Fleet, runID string) ma
 	if err != nil {
 		t.Fatal(err)
 	}
-	rec, err := dispatcher.DecodeRecord(data)
+	rec, err := runrecord.Decode(data)
 	if err != nil {
 		t.Fatal(err)
 	}

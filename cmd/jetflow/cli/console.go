@@ -13,8 +13,8 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/jetflow/jetflow/console"
-	"github.com/jetflow/jetflow/dispatcher"
 	"github.com/jetflow/jetflow/fleet"
+	"github.com/jetflow/jetflow/step"
 	"github.com/jetflow/jetflow/token"
 )
 
@@ -67,11 +67,11 @@ func mountConsole(f *fleet.Fleet, mux *http.ServeMux) {
 		return
 	}
 	c, err := console.New(console.FromFleet(f, console.Config{
-		Actions:    settings.Actions,
-		NATSURL:    redactURLs(f.URL()),
-		Prefix:     f.Names.Prefix(),
-		Logger:     log,
-		Dispatcher: dispatcher.Config{Tokens: f.Tokens()},
+		Actions:  settings.Actions,
+		NATSURL:  redactURLs(f.URL()),
+		Prefix:   f.Names.Prefix(),
+		Logger:   log,
+		Settings: step.Settings{Tokens: f.Tokens()},
 	}))
 	if err != nil {
 		log.Error("console not mounted", slog.Any("error", err))
@@ -146,11 +146,11 @@ func runConsole(ctx context.Context, s streams, conn *connConfig, addr string, s
 		_ = f.Stop(stopCtx)
 	}()
 	c, err := console.New(console.FromFleet(f, console.Config{
-		Actions:    settings.Actions,
-		NATSURL:    redactURLs(f.URL()),
-		Prefix:     f.Names.Prefix(),
-		Logger:     log,
-		Dispatcher: dispatcher.Config{Tokens: signer},
+		Actions:  settings.Actions,
+		NATSURL:  redactURLs(f.URL()),
+		Prefix:   f.Names.Prefix(),
+		Logger:   log,
+		Settings: step.Settings{Tokens: signer},
 	}))
 	if err != nil {
 		_ = ep.ln.Close()

@@ -16,6 +16,8 @@ import (
 	"github.com/jetflow/jetflow/embedded"
 	"github.com/jetflow/jetflow/engine/run"
 	"github.com/jetflow/jetflow/fleet"
+	"github.com/jetflow/jetflow/runrecord"
+	"github.com/jetflow/jetflow/step"
 	"github.com/jetflow/jetflow/wire"
 	"github.com/jetflow/jetflow/worker"
 )
@@ -203,7 +205,7 @@ func demoFollow(ctx context.Context, f *fleet.Fleet, watch jetstream.KeyWatcher,
 			continue
 		}
 		r := byID[e.Key()]
-		rec, err := dispatcher.DecodeRecord(e.Value())
+		rec, err := runrecord.Decode(e.Value())
 		if err != nil {
 			return err
 		}
@@ -241,8 +243,8 @@ func demoFollow(ctx context.Context, f *fleet.Fleet, watch jetstream.KeyWatcher,
 
 // demoWaiting pays for an order that pays, and says so of one that will
 // not.
-func demoWaiting(ctx context.Context, f *fleet.Fleet, r *demoRun, rec *dispatcher.Record, note func(*demoRun, string, ...any)) error {
-	st, err := rec.RunState()
+func demoWaiting(ctx context.Context, f *fleet.Fleet, r *demoRun, rec *runrecord.Record, note func(*demoRun, string, ...any)) error {
+	st, err := step.DecodeState(rec)
 	if err != nil {
 		return err
 	}
@@ -268,7 +270,7 @@ func endText(st *wire.Status) string {
 	return st.Status + " in " + stateName(st.State)
 }
 
-func taskMark(s step) string {
+func taskMark(s progressStep) string {
 	switch {
 	case s.OK:
 		return s.Name + " ✓"

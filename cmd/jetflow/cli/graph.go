@@ -9,10 +9,11 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/jetflow/jetflow/dispatcher"
 	"github.com/jetflow/jetflow/engine/run"
 	"github.com/jetflow/jetflow/engine/workflow"
 	"github.com/jetflow/jetflow/graph"
+	"github.com/jetflow/jetflow/runrecord"
+	"github.com/jetflow/jetflow/step"
 	"github.com/jetflow/jetflow/subjects"
 )
 
@@ -156,11 +157,11 @@ func (g graphSource) run(ctx context.Context, id string) (*workflow.Workflow, *r
 	if err != nil {
 		return nil, nil, "", err
 	}
-	rec, err := dispatcher.DecodeRecord(data)
+	rec, err := runrecord.Decode(data)
 	if err != nil {
 		return nil, nil, "", err
 	}
-	st, err := rec.RunState()
+	st, err := step.DecodeState(rec)
 	if err != nil {
 		return nil, nil, "", err
 	}

@@ -10,9 +10,9 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/jetflow/jetflow/dispatcher"
 	"github.com/jetflow/jetflow/fleet"
 	"github.com/jetflow/jetflow/replay"
+	"github.com/jetflow/jetflow/step"
 	"github.com/jetflow/jetflow/subjects"
 	"github.com/jetflow/jetflow/token"
 )
@@ -122,7 +122,7 @@ func newHistory(s streams) *cobra.Command {
 // replayed it is the plain history, and a note says why the verdicts are
 // missing.
 func annotatedHistory(ctx context.Context, f *fleet.Fleet, signer *token.Signer, id string) ([]replay.Annotated, []string, error) {
-	src := replay.Source{JS: f.JS, Names: f.Names, Registry: f.Registry, Runs: f.Runs, Dispatcher: dispatcher.Config{Tokens: signer}}
+	src := replay.Source{JS: f.JS, Names: f.Names, Registry: f.Registry, Runs: f.Runs, Settings: step.Settings{Tokens: signer}}
 	msgs, info, err := replay.Annotate(ctx, src, id)
 	if err == nil {
 		return msgs, info.Notes, nil

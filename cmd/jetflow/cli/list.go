@@ -10,8 +10,9 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/jetflow/jetflow/dispatcher"
 	"github.com/jetflow/jetflow/kvstore"
+	"github.com/jetflow/jetflow/runrecord"
+	"github.com/jetflow/jetflow/step"
 	"github.com/jetflow/jetflow/subjects"
 	"github.com/jetflow/jetflow/wire"
 )
@@ -52,12 +53,12 @@ func newList(s streams) *cobra.Command {
 			}
 			runs := []runJSON{}
 			for _, e := range entries {
-				rec, err := dispatcher.DecodeRecord(e.Data)
+				rec, err := runrecord.Decode(e.Data)
 				if err != nil {
 					fmt.Fprintf(s.err, "warning: run %s: %v\n", e.RunID, err)
 					continue
 				}
-				st, err := rec.RunState()
+				st, err := step.DecodeState(rec)
 				if err != nil {
 					fmt.Fprintf(s.err, "warning: run %s: %v\n", e.RunID, err)
 					continue

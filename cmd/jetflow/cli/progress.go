@@ -7,11 +7,12 @@ import (
 	"strings"
 	"time"
 
-	"github.com/jetflow/jetflow/dispatcher"
 	"github.com/jetflow/jetflow/engine/dag"
 	"github.com/jetflow/jetflow/engine/run"
 	"github.com/jetflow/jetflow/engine/value"
 	"github.com/jetflow/jetflow/engine/workflow"
+	"github.com/jetflow/jetflow/runrecord"
+	"github.com/jetflow/jetflow/step"
 	"github.com/jetflow/jetflow/wire"
 )
 
@@ -29,7 +30,7 @@ const (
 )
 
 // step is one thing that happened to a run.
-type step struct {
+type progressStep struct {
 	Kind string
 	// At is the run's logical time of the record that showed it, Unix ms.
 	At float64
@@ -65,8 +66,8 @@ type tracker struct {
 }
 
 // observe returns the steps between the last record seen and rec.
-func (t *tracker) observe(rec *dispatcher.Record) ([]step, error) {
-	st, err := rec.RunState()
+func (t *tracker) observe(rec *runrecord.Record) ([]progressStep, error) {
+	st, err := step.DecodeState(rec)
 	if err != nil {
 		return nil, err
 	}
@@ -78,14 +79,14 @@ func (t *tracker) observe(rec *dispatcher.Record) ([]step, error) {
 	if rec.Status != nil && rec.Status.Time > at {
 		at = rec.Status.Time // a cancel moves no clock in the state
 	}
-	var steps []step
+	var steps []progressStep
 	prev := t.prev
 	if prev == nil {
 		prev = &run.State{}
 	}
 	steps = append(steps, t.settled(prev, st, at)...)
 	for _, id := range orderEntered(t.wf, prev.Control.Active, entered(prev, st)) {
-		steps = append(steps, step{Kind: stepState, At: at, State: id})
+		steps = append(steps, progressStep{Kind: stepState, At: at, State: id})
 	}
 	steps = append(steps, t.invoked(prev, st, rec, at)...)
 
@@ -96,10 +97,10 @@ func (t *tracker) observe(rec *dispatcher.Record) ([]step, error) {
 	if status != t.status {
 		switch {
 		case run.Status(status).Terminal():
-			steps = append(steps, step{Kind: stepEnd, At: at, Status: statusOf(st, rec)})
+			steps = append(steps, progressStep{Kind: stepEnd, At: at, Status: statusOf(st, rec)})
 			t.ended = true
 		case status == wire.StatusWaiting:
-			steps = append(steps, step{Kind: stepWaiting, At: at, State: first(st.Control.Active), Detail: waitsFor(t.wf, st.Control.Active)})
+			steps = append(steps, progressStep{Kind: stepWaiting, At: at, State: first(st.Control.Active), Detail: waitsFor(t.wf, st.Control.Active)})
 		}
 		t.status = status
 	}
@@ -109,7 +110,7 @@ func (t *tracker) observe(rec *dispatcher.Record) ([]step, error) {
 
 // statusOf is the run's status as the record announces it, or as its
 // state says when nothing was announced yet.
-func statusOf(st *run.State, rec *dispatcher.Record) *wire.Status {
+func statusOf(st *run.State, rec *runrecord.Record) *wire.Status {
 	if rec.Status != nil && run.Status(rec.Status.Status) == st.Status {
 		return rec.Status
 	}
@@ -137,11 +138,11 @@ func entered(prev, st *run.State) map[string]int {
 }
 
 // invoked reports task attempts that st has in flight and prev had not.
-func (t *tracker) invoked(prev, st *run.State, rec *dispatcher.Record, at float64) []step {
+func (t *tracker) invoked(prev, st *run.State, rec *runrecord.Record, at float64) []progressStep {
 	if st.Work == nil {
 		return nil
 	}
-	var steps []step
+	var steps []progressStep
 	for _, node := range sortedKeys(st.Work.Running) {
 		a := st.Work.Running[node]
 		if a.Waiting {
@@ -153,7 +154,7 @@ func (t *tracker) invoked(prev, st *run.State, rec *dispatcher.Record, at float6
 			}
 		}
 		state := activeWork(st)
-		s := step{Kind: stepInvoke, At: at, State: state, Node: node, Attempt: a.Attempt, Task: t.taskOf(state, node, rec)}
+		s := progressStep{Kind: stepInvoke, At: at, State: state, Node: node, Attempt: a.Attempt, Task: t.taskOf(state, node, rec)}
 		s.Name = t.nameOf(s)
 		steps = append(steps, s)
 	}
@@ -161,19 +162,19 @@ func (t *tracker) invoked(prev, st *run.State, rec *dispatcher.Record, at float6
 }
 
 // settled reports the attempts prev had in flight that st no longer has.
-func (t *tracker) settled(prev, st *run.State, at float64) []step {
+func (t *tracker) settled(prev, st *run.State, at float64) []progressStep {
 	if prev.Work == nil {
 		return nil
 	}
 	state := activeWork(prev)
 	same := st.Work != nil && st.Work.Activation == prev.Work.Activation
-	var steps []step
+	var steps []progressStep
 	for _, node := range sortedKeys(prev.Work.Running) {
 		a := prev.Work.Running[node]
 		if a.Waiting {
 			continue
 		}
-		s := step{Kind: stepSettle, At: at, State: state, Node: node, Attempt: a.Attempt, Task: t.taskOf(state, node, nil)}
+		s := progressStep{Kind: stepSettle, At: at, State: state, Node: node, Attempt: a.Attempt, Task: t.taskOf(state, node, nil)}
 		s.Name = t.nameOf(s)
 		switch {
 		case same:
@@ -210,7 +211,7 @@ func (t *tracker) settled(prev, st *run.State, at float64) []step {
 }
 
 // nameOf is a task step's node as people call it.
-func (t *tracker) nameOf(s step) string {
+func (t *tracker) nameOf(s progressStep) string {
 	if task, _, ok := strings.Cut(s.Task, "@"); ok && t.plainWork(s.State) {
 		return task
 	}
@@ -256,7 +257,7 @@ func activeWork(st *run.State) string {
 
 // taskOf names a node's task as task@version, from the workflow or else
 // from the invocations the record carries.
-func (t *tracker) taskOf(state, node string, rec *dispatcher.Record) string {
+func (t *tracker) taskOf(state, node string, rec *runrecord.Record) string {
 	if t.wf != nil {
 		if d := t.wf.DAGs[state]; d != nil {
 			if info, ok := d.Node(node); ok && info.Task != "" {
@@ -267,7 +268,7 @@ func (t *tracker) taskOf(state, node string, rec *dispatcher.Record) string {
 	if rec != nil {
 		for _, o := range rec.Outbox {
 			var inv wire.Invocation
-			if o.Kind == dispatcher.OutInvoke && json.Unmarshal(o.Data, &inv) == nil && inv.Node == node {
+			if o.Kind == runrecord.OutInvoke && json.Unmarshal(o.Data, &inv) == nil && inv.Node == node {
 				return inv.Task + "@" + inv.Version
 			}
 		}

@@ -5,9 +5,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/jetflow/jetflow/dispatcher"
 	"github.com/jetflow/jetflow/engine/run"
 	"github.com/jetflow/jetflow/engine/workflow"
+	"github.com/jetflow/jetflow/runrecord"
 )
 
 // orderRun drives the demo's order workflow through the real reducer,
@@ -18,7 +18,7 @@ type orderRun struct {
 	st      *run.State
 	now     float64
 	invokes map[string]*run.Invoke // by node
-	records []*dispatcher.Record
+	records []*runrecord.Record
 }
 
 func newOrderRun(t *testing.T) *orderRun {
@@ -48,7 +48,7 @@ func (o *orderRun) apply(msg run.Message) {
 	if err != nil {
 		o.t.Fatal(err)
 	}
-	o.records = append(o.records, &dispatcher.Record{State: data})
+	o.records = append(o.records, &runrecord.Record{State: data})
 }
 
 func (o *orderRun) result(node string, output any, fail string) {
@@ -155,7 +155,7 @@ func TestOrderEnteredWithoutWorkflow(t *testing.T) {
 func TestPrettyView(t *testing.T) {
 	var buf bytes.Buffer
 	v := &view{w: &buf, tty: true, running: map[string]bool{}}
-	v.show([]step{{Kind: stepState, At: 1, State: "/states/fulfil/flow/states/ship"}, {Kind: stepSettle, At: 2, Name: "ship", OK: true, Detail: "{}"}})
+	v.show([]progressStep{{Kind: stepState, At: 1, State: "/states/fulfil/flow/states/ship"}, {Kind: stepSettle, At: 2, Name: "ship", OK: true, Detail: "{}"}})
 	out := buf.String()
 	for _, w := range []string{"→ fulfil/ship", "✓ ship", ansiGreen, clearLine} {
 		if !strings.Contains(out, w) {

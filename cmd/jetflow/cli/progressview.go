@@ -81,7 +81,7 @@ func (v *view) close() {
 }
 
 // show prints steps.
-func (v *view) show(steps []step) {
+func (v *view) show(steps []progressStep) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	for _, s := range steps {
@@ -117,7 +117,7 @@ func (v *view) elapsed(at float64) string {
 }
 
 // plain is a step as one line for logs: "+0.012s state check".
-func (v *view) plain(s step) string {
+func (v *view) plain(s progressStep) string {
 	t := "+" + v.elapsed(s.At) + " "
 	switch s.Kind {
 	case stepState:
@@ -155,7 +155,7 @@ const (
 func paint(style, s string) string { return style + s + ansiReset }
 
 // pretty is a step for a terminal.
-func (v *view) pretty(s step) string {
+func (v *view) pretty(s progressStep) string {
 	t := paint(ansiDim, fmt.Sprintf("%8s", v.elapsed(s.At)))
 	switch s.Kind {
 	case stepState:

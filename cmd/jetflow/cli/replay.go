@@ -6,8 +6,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/jetflow/jetflow/dispatcher"
 	"github.com/jetflow/jetflow/replay"
+	"github.com/jetflow/jetflow/step"
 	"github.com/jetflow/jetflow/subjects"
 )
 
@@ -45,7 +45,7 @@ func newReplay(s streams) *cobra.Command {
 				return err
 			}
 			defer stop()
-			src := replay.Source{JS: f.JS, Names: f.Names, Registry: f.Registry, Runs: f.Runs, Dispatcher: dispatcher.Config{Tokens: signer}}
+			src := replay.Source{JS: f.JS, Names: f.Names, Registry: f.Registry, Runs: f.Runs, Settings: step.Settings{Tokens: signer}}
 			var rep replay.Report
 			if restore {
 				rep, err = replay.Restore(ctx, src, id)

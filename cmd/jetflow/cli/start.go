@@ -15,11 +15,11 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/spf13/cobra"
 
-	"github.com/jetflow/jetflow/dispatcher"
 	"github.com/jetflow/jetflow/engine/value"
 	"github.com/jetflow/jetflow/engine/workflow"
 	"github.com/jetflow/jetflow/fleet"
 	"github.com/jetflow/jetflow/kvstore"
+	"github.com/jetflow/jetflow/runrecord"
 	"github.com/jetflow/jetflow/subjects"
 	"github.com/jetflow/jetflow/wire"
 )
@@ -110,7 +110,7 @@ func start(ctx context.Context, s streams, conn *connConfig, name, id string, in
 	noRecord := time.AfterFunc(noRecordHint, func() {
 		fmt.Fprintf(s.err, "no dispatcher has taken up run %s after %s: is `jetflow serve` or `jetflow dispatcher` running with prefix %q?\n", id, noRecordHint, f.Names.Prefix())
 	})
-	st, err := follow(ctx, w, runTracker(ctx, f), func(steps []step) {
+	st, err := follow(ctx, w, runTracker(ctx, f), func(steps []progressStep) {
 		noRecord.Stop()
 		v.show(steps)
 	})
@@ -143,7 +143,7 @@ func exitCode(st *wire.Status) int {
 
 // follow reads a run's records from w until the run ends, showing each
 // record's steps, and returns its final status.
-func follow(ctx context.Context, w jetstream.KeyWatcher, tr *tracker, show func([]step)) (*wire.Status, error) {
+func follow(ctx context.Context, w jetstream.KeyWatcher, tr *tracker, show func([]progressStep)) (*wire.Status, error) {
 	for {
 		select {
 		case <-ctx.Done():
@@ -155,7 +155,7 @@ func follow(ctx context.Context, w jetstream.KeyWatcher, tr *tracker, show func(
 			if e == nil || e.Operation() != jetstream.KeyValuePut {
 				continue
 			}
-			rec, err := dispatcher.DecodeRecord(e.Value())
+			rec, err := runrecord.Decode(e.Value())
 			if err != nil {
 				return nil, fmt.Errorf("run %s: %w", e.Key(), err)
 			}

@@ -11,11 +11,12 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/jetflow/jetflow/dispatcher"
 	"github.com/jetflow/jetflow/engine/run"
 	"github.com/jetflow/jetflow/fleet"
 	"github.com/jetflow/jetflow/kvstore"
 	"github.com/jetflow/jetflow/replay"
+	"github.com/jetflow/jetflow/runrecord"
+	"github.com/jetflow/jetflow/step"
 	"github.com/jetflow/jetflow/subjects"
 	"github.com/jetflow/jetflow/wire"
 )
@@ -35,8 +36,8 @@ type runJSON struct {
 // ({seq, kind, reason, time}, time in Unix ms).
 type statusJSON struct {
 	runJSON
-	Rejected []dispatcher.Rejection `json:"rejected,omitempty"`
-	Ignored  []dispatcher.Rejection `json:"ignored,omitempty"`
+	Rejected []runrecord.Rejection `json:"rejected,omitempty"`
+	Ignored  []runrecord.Rejection `json:"ignored,omitempty"`
 }
 
 // refusalsShown is how many of the most recent refusals of each kind the
@@ -74,11 +75,11 @@ func newStatus(s streams) *cobra.Command {
 			} else if err != nil {
 				return err
 			}
-			rec, err := dispatcher.DecodeRecord(data)
+			rec, err := runrecord.Decode(data)
 			if err != nil {
 				return err
 			}
-			st, err := rec.RunState()
+			st, err := step.DecodeState(rec)
 			if err != nil {
 				return err
 			}
@@ -101,7 +102,7 @@ func newStatus(s streams) *cobra.Command {
 	return cmd
 }
 
-func printStatus(s streams, tr *tracker, info runJSON, st *run.State, rec *dispatcher.Record) {
+func printStatus(s streams, tr *tracker, info runJSON, st *run.State, rec *runrecord.Record) {
 	tw := tabwriter.NewWriter(s.out, 0, 4, 2, ' ', 0)
 	defer func() { _ = tw.Flush() }() // unreported, as each row's write
 	row := func(k, v string) { fmt.Fprintf(tw, "%s\t%s\n", k, v) }
@@ -149,7 +150,7 @@ func printStatus(s streams, tr *tracker, info runJSON, st *run.State, rec *dispa
 
 // printRefused prints the most recent refusals of list, oldest first, one a
 // row, and how many older ones the record holds.
-func printRefused(row func(k, v string), key string, list []dispatcher.Rejection) {
+func printRefused(row func(k, v string), key string, list []runrecord.Rejection) {
 	shown := list[max(0, len(list)-refusalsShown):]
 	for i, r := range shown {
 		k := ""

@@ -1,11 +1,10 @@
-package dispatcher
+package runrecord
 
 import (
 	"encoding/json"
 	"fmt"
 	"slices"
 
-	"github.com/jetflow/jetflow/engine/run"
 	"github.com/jetflow/jetflow/wire"
 )
 
@@ -22,14 +21,14 @@ type Record struct {
 	// step's, once that step has made sure they were published.
 	Outbox []Outgoing `json:"outbox,omitempty"`
 	// Applied lists the stream sequences of the most recently applied
-	// inputs, oldest first, bounded by Config.AppliedHistory.
+	// inputs, oldest first, bounded by the dispatchers' AppliedHistory.
 	Applied []uint64 `json:"applied,omitempty"`
 	// Rejected lists the most recent refused inputs, oldest first, bounded
-	// by Config.RejectedHistory.
+	// by RejectedHistory.
 	Rejected []Rejection `json:"rejected,omitempty"`
 	// Ignored lists the most recent events the run consumed without
 	// effect (applied, as the reference applies them, but matching no
-	// transition), oldest first, bounded by Config.RejectedHistory. Seq
+	// transition), oldest first, bounded by RejectedHistory. Seq
 	// is the input whose step consumed the event: the event itself, or
 	// a later input when it arrived while the run was busy.
 	Ignored []Rejection `json:"ignored,omitempty"`
@@ -75,8 +74,8 @@ type Rejection struct {
 	Time   float64 `json:"time"`
 }
 
-// DecodeRecord parses a stored record.
-func DecodeRecord(data []byte) (*Record, error) {
+// Decode parses a stored record.
+func Decode(data []byte) (*Record, error) {
 	r, ok := parseRecord(data)
 	if !ok {
 		r = &Record{}
@@ -103,18 +102,9 @@ func (r *Record) Encode() ([]byte, error) {
 	return appendRecord(make([]byte, 0, n), r)
 }
 
-// RunState decodes the reducer state.
-func (r *Record) RunState() (*run.State, error) {
-	st, err := decodeState(r.State)
-	if err != nil {
-		return nil, fmt.Errorf("decode run state: %w", err)
-	}
-	return st, nil
-}
-
-// hasApplied reports whether the input at stream sequence seq is already
+// HasApplied reports whether the input at stream sequence seq is already
 // reflected in the record.
-func (r *Record) hasApplied(seq uint64) bool {
+func (r *Record) HasApplied(seq uint64) bool {
 	if slices.Contains(r.Applied, seq) {
 		return true
 	}
@@ -126,31 +116,36 @@ func (r *Record) hasApplied(seq uint64) bool {
 	return false
 }
 
-// next returns the record after an input at seq (r is nil before the
-// run's first): the caller fills State, Status and Outbox. It shares
+// Next returns the record after an input at seq (r is nil before the
+// run's first): the caller fills State, Outbox and Status (SetStatus). It shares
 // nothing mutable with r.
-func (r *Record) next(seq uint64, maxApplied int) *Record {
+func (r *Record) Next(seq uint64, maxApplied int) *Record {
 	if r == nil {
 		return &Record{Applied: []uint64{seq}, Order: Order{{seq, seq}}}
 	}
 	n := &Record{Status: r.Status, statusJSON: r.statusJSON, Rejected: r.Rejected, Ignored: r.Ignored, Timers: r.Timers}
-	n.Applied = appendBounded(r.Applied, seq, maxApplied)
-	n.Order = r.Order.add(seq)
+	n.Applied = AppendBounded(r.Applied, seq, maxApplied)
+	n.Order = r.Order.Add(seq)
 	return n
 }
 
-// refused returns the record after refusing the input at seq: the same
+// Refused returns the record after refusing the input at seq: the same
 // run, with the refusal noted (a redelivery of it is then recognised)
 // and its place in the order kept for replay.
-func (r *Record) refused(rej Rejection, maxRejected int) *Record {
+func (r *Record) Refused(rej Rejection, maxRejected int) *Record {
 	n := *r
-	n.Rejected = appendBounded(r.Rejected, rej, maxRejected)
-	n.Order = r.Order.add(rej.Seq)
+	n.Rejected = AppendBounded(r.Rejected, rej, maxRejected)
+	n.Order = r.Order.Add(rej.Seq)
 	return &n
 }
 
-// announced is the body of an outbox's last status announcement (render
-// encodes the status it returns as that body), or nil.
+// SetStatus records s as the run's last announced status; the outbox's
+// last status message, when there is one, is its encoding already.
+func (r *Record) SetStatus(s *wire.Status) {
+	r.Status, r.statusJSON = s, announced(r.Outbox)
+}
+
+// announced is the body of an outbox's last status announcement, or nil.
 func announced(out []Outgoing) json.RawMessage {
 	for i := len(out) - 1; i >= 0; i-- {
 		if out[i].Kind == OutStatus {
@@ -160,20 +155,9 @@ func announced(out []Outgoing) json.RawMessage {
 	return nil
 }
 
-// armsTimer reports whether an outbox schedules a timer that settling
-// must purge (the deadline timer is dropped by the settling step itself).
-func armsTimer(out []Outgoing) bool {
-	for _, o := range out {
-		if o.Kind == OutTimer && o.Header[wire.HeaderTimer] != run.DeadlineTimer {
-			return true
-		}
-	}
-	return false
-}
-
-// appendBounded returns a new slice of s plus v, dropping the oldest
+// AppendBounded returns a new slice of s plus v, dropping the oldest
 // elements beyond limit.
-func appendBounded[T any](s []T, v T, limit int) []T {
+func AppendBounded[T any](s []T, v T, limit int) []T {
 	if drop := len(s) + 1 - limit; drop > 0 {
 		s = s[drop:]
 	}

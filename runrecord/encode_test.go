@@ -1,11 +1,10 @@
-package dispatcher
+package runrecord
 
 import (
 	"bytes"
 	"encoding/json"
 	"testing"
 
-	"github.com/jetflow/jetflow/engine/workflow"
 	"github.com/jetflow/jetflow/wire"
 )
 
@@ -63,7 +62,7 @@ func TestRecordEncodeIsEncodingJSON(t *testing.T) {
 			if len(r.State) == 0 {
 				return
 			}
-			back, err := DecodeRecord(got)
+			back, err := Decode(got)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -72,59 +71,6 @@ func TestRecordEncodeIsEncodingJSON(t *testing.T) {
 			}
 		})
 	}
-}
-
-// TestTransitRecordsEncodeAsEncodingJSON drives a real run through
-// transit (its status encoded once, for the announcement) and checks
-// every record it produces.
-func TestTransitRecordsEncodeAsEncodingJSON(t *testing.T) {
-	t.Parallel()
-	wf, err := workflow.CompileJSON([]byte(oneTask), workflow.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := Config{Tokens: testSigner}.WithDefaults()
-	def := &definition{name: "one", revision: "one/1", prog: engineProgram{wf: wf}}
-	names := cfg.Names
-	start, err := parseInput(names, names.Start("r1"), nil, []byte(`{"workflow":"one","input":{"html":"<b>&</b>"}}`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	check := func(r *Record) {
-		t.Helper()
-		got, err := r.Encode()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if want := marshalRecord(t, r); !bytes.Equal(got, want) {
-			t.Errorf("Encode:\n%s\nencoding/json:\n%s", got, want)
-		}
-	}
-	t1, err := transit(cfg, def, start, 1, 1000, nil, nil)
-	if err != nil || t1.rec.Status == nil || t1.rec.statusJSON == nil {
-		t.Fatalf("start: %+v, %v", t1.rec, err)
-	}
-	check(t1.rec)
-	var inv wire.Invocation
-	if err := json.Unmarshal(t1.rec.Outbox[0].Data, &inv); err != nil {
-		t.Fatal(err)
-	}
-	body, _ := json.Marshal(wire.Result{Activation: inv.Activation, Node: inv.Node, Attempt: inv.Attempt, Token: inv.Token, Output: inv.Input})
-	result, err := parseInput(names, names.Result("r1"), nil, body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t2, err := transit(cfg, def, result, 2, 1001, t1.rec, t1.state)
-	if err != nil || t2.rec.Status == nil || t2.rec.Status.Status != wire.StatusDone {
-		t.Fatalf("result: %+v, %v", t2.rec, err)
-	}
-	check(t2.rec)
-	// A rejected input keeps the record's status and its encoding.
-	t3, err := transit(cfg, def, result, 3, 1002, t2.rec, t2.state)
-	if err != nil || t3.rejected == nil {
-		t.Fatalf("a repeated result: %+v, %v", t3, err)
-	}
-	check(t3.rec)
 }
 
 // FuzzRecordEncode: whatever strings and numbers a record holds, Encode

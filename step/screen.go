@@ -1,4 +1,4 @@
-package dispatcher
+package step
 
 import (
 	"fmt"
@@ -12,25 +12,25 @@ import (
 // or signed with a secret the deployment no longer accepts.
 const ReasonForgedToken = "forged or stale token"
 
-// screen refuses what must never reach the reducer: a task result that
+// Screen refuses what must never reach the reducer: a task result that
 // does not echo its invocation's token. The error wraps run.ErrRejected,
 // so the refusal is recorded on the run like any rejection. Without a
 // signer every result is refused (fail closed).
-func screen(cfg Config, in *input) error {
-	if in.kind != subjects.KindResult {
+func Screen(s Settings, in *Input) error {
+	if in.Kind != subjects.KindResult {
 		return nil
 	}
 	r := in.msg.Result
-	if cfg.Tokens == nil || r == nil || !cfg.Tokens.Verify(in.runID, r.Activation, r.Node, r.Attempt, in.token) {
+	if s.Tokens == nil || r == nil || !s.Tokens.Verify(in.RunID, r.Activation, r.Node, r.Attempt, in.token) {
 		return fmt.Errorf("%w: %s", run.ErrRejected, ReasonForgedToken)
 	}
 	return nil
 }
 
 // screenAndApply is the reducer behind screen.
-func screenAndApply(cfg Config, def *definition, in *input, st *run.State, msg run.Message) (*run.State, []run.Effect, error) {
-	if err := screen(cfg, in); err != nil {
+func screenAndApply(s Settings, def *Definition, in *Input, st *run.State, msg run.Message) (*run.State, []run.Effect, error) {
+	if err := Screen(s, in); err != nil {
 		return nil, nil, err
 	}
-	return safeApply(def.prog, st, msg)
+	return safeApply(def.Program, st, msg)
 }

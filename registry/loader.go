@@ -1,4 +1,7 @@
-package dispatcher
+// Package registry turns deployed workflow documents into the
+// definitions runs step with: it reads the workflow registry, compiles
+// each revision once and follows the latest revisions.
+package registry
 
 import (
 	"context"
@@ -10,6 +13,7 @@ import (
 	"github.com/jetflow/jetflow/engine/run"
 	"github.com/jetflow/jetflow/engine/workflow"
 	"github.com/jetflow/jetflow/kvstore"
+	"github.com/jetflow/jetflow/step"
 )
 
 // ErrUnknownWorkflow is wrapped when a start names a workflow (or
@@ -27,44 +31,17 @@ type Registry interface {
 	GetRevision(ctx context.Context, name, revision string) (kvstore.Deployment, error)
 }
 
-// program is one compiled workflow revision bound to the reducer.
-type program interface {
-	apply(st *run.State, msg run.Message) (*run.State, []run.Effect, error)
-}
-
-// definition is a loaded workflow revision.
-type definition struct {
-	name, revision string
-	prog           program
-}
-
-// loader resolves a workflow name and revision ("" = latest) to a
-// compiled definition.
-type loader interface {
-	load(ctx context.Context, name, revision string) (*definition, error)
-}
-
-// engineProgram is run.Apply over one compiled workflow.
-type engineProgram struct {
-	wf   *workflow.Workflow
-	opts run.Options
-}
-
-func (p engineProgram) apply(st *run.State, msg run.Message) (*run.State, []run.Effect, error) {
-	return run.Apply(p.wf, st, msg, p.opts)
-}
-
-// engineLoader reads deployments from the registry and compiles each
-// document once. Deployed revisions are immutable, so (name, revision)
+// Loader reads deployments from the registry and compiles each document
+// once. Deployed revisions are immutable, so (name, revision)
 // and hash entries never go stale; "latest" comes from a watch of the
-// revision lists while the dispatcher runs, else from a read.
-type engineLoader struct {
+// revision lists between Watch and Unwatch, else from a read.
+type Loader struct {
 	reg  Registry
 	opts run.Options
 	max  int
 
 	mu     sync.Mutex
-	byRev  map[string]*definition
+	byRev  map[string]*step.Definition
 	byHash map[string]*workflow.Workflow
 
 	// index follows the latest revision of every name between Start and
@@ -72,10 +49,23 @@ type engineLoader struct {
 	index atomic.Pointer[kvstore.LatestIndex]
 }
 
-func newEngineLoader(cfg Config, reg Registry) (loader, error) {
-	return &engineLoader{
-		reg: reg, opts: cfg.RunOptions, max: cfg.DefinitionCacheSize,
-		byRev: make(map[string]*definition), byHash: make(map[string]*workflow.Workflow),
+// DefaultCacheSize is NewLoader's cache size when given none.
+const DefaultCacheSize = 256
+
+// NewLoader returns a loader of the deployments in reg. opts are the
+// reducer's host settings for deployments that carry no policy of their
+// own (a deployment's policy replaces their retry rule and timeouts);
+// cacheSize bounds the compiled revisions kept (0: DefaultCacheSize).
+func NewLoader(reg Registry, opts run.Options, cacheSize int) (*Loader, error) {
+	if reg == nil {
+		return nil, errors.New("registry: nil Registry (pass the workflow registry the runs' definitions are deployed to)")
+	}
+	if cacheSize <= 0 {
+		cacheSize = DefaultCacheSize
+	}
+	return &Loader{
+		reg: reg, opts: opts, max: cacheSize,
+		byRev: make(map[string]*step.Definition), byHash: make(map[string]*workflow.Workflow),
 	}, nil
 }
 
@@ -91,8 +81,8 @@ type latestWatcher interface {
 	WatchLatest(ctx context.Context) (*kvstore.LatestIndex, error)
 }
 
-// watch starts following the latest revisions, if the registry can.
-func (l *engineLoader) watch(ctx context.Context) error {
+// Watch starts following the latest revisions, if the registry can.
+func (l *Loader) Watch(ctx context.Context) error {
 	lw, ok := l.reg.(latestWatcher)
 	if !ok {
 		return nil
@@ -107,15 +97,15 @@ func (l *engineLoader) watch(ctx context.Context) error {
 	return nil
 }
 
-// unwatch stops what watch started.
-func (l *engineLoader) unwatch() {
+// Unwatch stops what Watch started.
+func (l *Loader) Unwatch() {
 	if idx := l.index.Swap(nil); idx != nil {
 		idx.Stop()
 	}
 }
 
-// cachedLatest is name's latest revision as the watch last saw it.
-func (l *engineLoader) cachedLatest(name string) (string, bool) {
+// CachedLatest is name's latest revision as the watch last saw it.
+func (l *Loader) CachedLatest(name string) (string, bool) {
 	idx := l.index.Load()
 	if idx == nil {
 		return "", false
@@ -124,12 +114,15 @@ func (l *engineLoader) cachedLatest(name string) (string, bool) {
 	return ref.Revision, ok
 }
 
-func (l *engineLoader) load(ctx context.Context, name, revision string) (*definition, error) {
+// Load returns the definition of revision of name ("" = the latest).
+// Errors wrap ErrUnknownWorkflow when it is not deployed, and
+// step.ErrPermanent when its document no longer compiles.
+func (l *Loader) Load(ctx context.Context, name, revision string) (*step.Definition, error) {
 	if revision == "" {
 		// Every start naming no revision asks for the latest: the watch
 		// knows it (it lags a deploy by the time the change takes to
 		// reach this process), else one read of the revision list.
-		revision, _ = l.cachedLatest(name)
+		revision, _ = l.CachedLatest(name)
 	}
 	if lr, ok := l.reg.(latestReader); ok && revision == "" {
 		ref, err := lr.Latest(ctx, name)
@@ -169,10 +162,10 @@ func (l *engineLoader) load(ctx context.Context, name, revision string) (*defini
 	if wf == nil {
 		if wf, err = workflow.CompileJSON(dep.Doc, workflow.Options{}); err != nil {
 			// Deploy validated it: the engine changed under a stored document.
-			return nil, fmt.Errorf("%w: workflow %q revision %q no longer compiles: %w", errPermanent, name, dep.Revision, err)
+			return nil, fmt.Errorf("%w: workflow %q revision %q no longer compiles: %w", step.ErrPermanent, name, dep.Revision, err)
 		}
 	}
-	d := &definition{name: name, revision: dep.Revision, prog: engineProgram{wf: wf, opts: l.runOptions(dep)}}
+	d := &step.Definition{Name: name, Revision: dep.Revision, Program: step.Engine{Workflow: wf, Options: l.runOptions(dep)}}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	putBounded(l.byHash, dep.Hash, wf, l.max)
@@ -182,8 +175,8 @@ func (l *engineLoader) load(ctx context.Context, name, revision string) (*defini
 
 // runOptions are the reducer options of a deployment: its own task
 // policy, so that every dispatcher and every replay of a run pinned to it
-// retry alike; Config.RunOptions only for a deployment without one.
-func (l *engineLoader) runOptions(dep kvstore.Deployment) run.Options {
+// retry alike; the loader's options only for a deployment without one.
+func (l *Loader) runOptions(dep kvstore.Deployment) run.Options {
 	opts := l.opts
 	if !dep.Policy.Empty() {
 		// A deployment's policy replaces the retry rule and the timeouts
@@ -209,7 +202,3 @@ func putBounded[V any](m map[string]V, k string, v V, limit int) {
 	}
 	m[k] = v
 }
-
-func encodeState(st *run.State) ([]byte, error) { return run.Encode(st) }
-
-func decodeState(data []byte) (*run.State, error) { return run.Decode(data) }

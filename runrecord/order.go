@@ -1,4 +1,4 @@
-package dispatcher
+package runrecord
 
 import (
 	"encoding/json"
@@ -46,9 +46,9 @@ func (o Order) max() uint64 {
 	return m
 }
 
-// add returns the order after the input at seq; o is left unchanged
+// Add returns the order after the input at seq; o is left unchanged
 // (cached records are shared).
-func (o Order) add(seq uint64) Order {
+func (o Order) Add(seq uint64) Order {
 	m := o.max()
 	if len(o) > 0 && seq > m {
 		if last := o[len(o)-1]; last.To == m {

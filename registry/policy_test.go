@@ -1,4 +1,4 @@
-package dispatcher
+package registry
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"github.com/jetflow/jetflow/engine/run"
 	"github.com/jetflow/jetflow/kvstore"
 	"github.com/jetflow/jetflow/policy"
+	"github.com/jetflow/jetflow/step"
 )
 
 // docRegistry serves fixed deployments by revision.
@@ -38,9 +39,9 @@ func TestLoaderUsesTheDeploymentsPolicy(t *testing.T) {
 		"without": {Name: "one", Document: kvstore.Document{Hash: "h2", Revision: "without", Doc: doc}},
 	}
 	host := run.RetryPolicy{MaxAttempts: 2}
-	l, err := newEngineLoader(Config{DefinitionCacheSize: 4, RunOptions: run.Options{
+	l, err := NewLoader(reg, run.Options{
 		Retry: func(string, string) run.RetryPolicy { return host },
-	}}, reg)
+	}, 4)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -49,13 +50,25 @@ func TestLoaderUsesTheDeploymentsPolicy(t *testing.T) {
 		attempts int
 		initial  float64
 	}{{"with", 7, 20}, {"without", 2, 0}} {
-		d, err := l.load(context.Background(), "one", c.revision)
+		d, err := l.Load(context.Background(), "one", c.revision)
 		if err != nil {
 			t.Fatal(err)
 		}
-		got := d.prog.(engineProgram).opts.Retry("echo", "1")
+		got := d.Program.(step.Engine).Options.Retry("echo", "1")
 		if got.MaxAttempts != c.attempts || got.InitialIntervalMs != c.initial {
 			t.Errorf("revision %s: retry %+v, want %d attempts from %vms", c.revision, got, c.attempts, c.initial)
 		}
 	}
 }
+
+// oneTask is a workflow that runs task echo@1 on its input and ends with
+// the task's output.
+const oneTask = `{
+  "$workflow": "0.2",
+  "revision": "one/1",
+  "initial": "work",
+  "states": {
+    "work": {"work": {"task": "echo", "version": "1"}, "then": "done"},
+    "done": {"final": true}
+  }
+}`

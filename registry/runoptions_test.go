@@ -1,4 +1,4 @@
-package dispatcher
+package registry
 
 import (
 	"testing"
@@ -17,7 +17,7 @@ func TestRunOptionsKeepBudgetsUnderAPolicy(t *testing.T) {
 		t.Fatal(err)
 	}
 	base := run.Options{Steps: 1000, Bytes: 2048, MaxBuffered: 7, MaxBufferedBytes: 4096}
-	l := &engineLoader{opts: base}
+	l := &Loader{opts: base}
 	for _, tc := range []struct {
 		name      string
 		dep       kvstore.Deployment

@@ -1,4 +1,4 @@
-package dispatcher
+package step
 
 import (
 	"errors"
@@ -17,14 +17,14 @@ var parseCases = []struct {
 	subject string
 	header  map[string]string
 	body    string
-	check   func(t *testing.T, in *input)
+	check   func(t *testing.T, in *Input)
 	bad     string // substring of the error; "" means valid
 }{
 	{
 		name: "start", subject: "jetflow.in.r1.start", body: `{"workflow":"wf","revision":"v1","input":{"a":[1,2]}}`,
-		check: func(t *testing.T, in *input) {
-			if in.msg.Kind != run.KindStart || in.start.Workflow != "wf" || in.start.Revision != "v1" || in.msg.RunID != "r1" {
-				t.Errorf("parsed %+v / %+v", in.msg, in.start)
+		check: func(t *testing.T, in *Input) {
+			if in.msg.Kind != run.KindStart || in.Start.Workflow != "wf" || in.Start.Revision != "v1" || in.msg.RunID != "r1" {
+				t.Errorf("parsed %+v / %+v", in.msg, in.Start)
 			}
 			if m, ok := in.msg.Input.(map[string]any); !ok || len(m["a"].([]any)) != 2 {
 				t.Errorf("input %#v", in.msg.Input)
@@ -33,7 +33,7 @@ var parseCases = []struct {
 	},
 	{
 		name: "start without input", subject: "jetflow.in.r1.start", body: `{"workflow":"wf"}`,
-		check: func(t *testing.T, in *input) {
+		check: func(t *testing.T, in *Input) {
 			if in.msg.Input != nil {
 				t.Errorf("input %#v, want nil", in.msg.Input)
 			}
@@ -41,7 +41,7 @@ var parseCases = []struct {
 	},
 	{
 		name: "event", subject: "jetflow.in.r1.event.go", body: `{"n":1}`,
-		check: func(t *testing.T, in *input) {
+		check: func(t *testing.T, in *Input) {
 			if e := in.msg.Event; e.Type != "go" || !e.HasPayload || e.Payload.(map[string]any)["n"] != 1.0 {
 				t.Errorf("event %+v", e)
 			}
@@ -49,7 +49,7 @@ var parseCases = []struct {
 	},
 	{
 		name: "event without payload", subject: "jetflow.in.r1.event.go", body: ``,
-		check: func(t *testing.T, in *input) {
+		check: func(t *testing.T, in *Input) {
 			if e := in.msg.Event; e.HasPayload || e.Payload != nil {
 				t.Errorf("event %+v, want no payload", e)
 			}
@@ -57,7 +57,7 @@ var parseCases = []struct {
 	},
 	{
 		name: "event null payload", subject: "jetflow.in.r1.event.go", body: `null`,
-		check: func(t *testing.T, in *input) {
+		check: func(t *testing.T, in *Input) {
 			if e := in.msg.Event; !e.HasPayload || e.Payload != nil {
 				t.Errorf("event %+v, want a null payload", e)
 			}
@@ -65,7 +65,7 @@ var parseCases = []struct {
 	},
 	{
 		name: "result output", subject: "jetflow.in.r1.result", body: `{"activation":"a","node":"n","attempt":2,"output":"x"}`,
-		check: func(t *testing.T, in *input) {
+		check: func(t *testing.T, in *Input) {
 			if r := in.msg.Result; r.Activation != "a" || r.Node != "n" || r.Attempt != 2 || r.Output != "x" || r.Error != nil {
 				t.Errorf("result %+v", r)
 			}
@@ -73,7 +73,7 @@ var parseCases = []struct {
 	},
 	{
 		name: "result error", subject: "jetflow.in.r1.result", body: `{"activation":"a","error":{"message":"m","code":"C","nonRetryable":true}}`,
-		check: func(t *testing.T, in *input) {
+		check: func(t *testing.T, in *Input) {
 			if e := in.msg.Result.Error; e == nil || e.Message != "m" || e.Code != "C" || !e.NonRetryable {
 				t.Errorf("error %+v", e)
 			}
@@ -81,7 +81,7 @@ var parseCases = []struct {
 	},
 	{
 		name: "result null output", subject: "jetflow.in.r1.result", body: `{"activation":"a","output":null}`,
-		check: func(t *testing.T, in *input) {
+		check: func(t *testing.T, in *Input) {
 			if r := in.msg.Result; r.Output != nil || r.Error != nil {
 				t.Errorf("result %+v", r)
 			}
@@ -89,7 +89,7 @@ var parseCases = []struct {
 	},
 	{
 		name: "timer body", subject: "jetflow.in.r1.timer", body: `{"timer":"t1","deadline":1500}`,
-		check: func(t *testing.T, in *input) {
+		check: func(t *testing.T, in *Input) {
 			if f := in.msg.Timer; f.ID != "t1" || f.Deadline != 1500 {
 				t.Errorf("timer %+v", f)
 			}
@@ -97,7 +97,7 @@ var parseCases = []struct {
 	},
 	{
 		name: "timer headers", subject: "jetflow.in.r1.timer", header: map[string]string{wire.HeaderTimer: "t2", wire.HeaderDeadline: "2500.5"},
-		check: func(t *testing.T, in *input) {
+		check: func(t *testing.T, in *Input) {
 			if f := in.msg.Timer; f.ID != "t2" || f.Deadline != 2500.5 {
 				t.Errorf("timer %+v", f)
 			}
@@ -105,7 +105,7 @@ var parseCases = []struct {
 	},
 	{
 		name: "cancel", subject: "jetflow.in.r1.cancel", body: `{"reason":"enough"}`,
-		check: func(t *testing.T, in *input) {
+		check: func(t *testing.T, in *Input) {
 			if in.msg.Kind != run.KindCancel || in.msg.Reason != "enough" {
 				t.Errorf("cancel %+v", in.msg)
 			}
@@ -151,16 +151,16 @@ func TestParseInput(t *testing.T) {
 			}
 			in, err := parseInput(names, c.subject, h, []byte(c.body))
 			if c.bad != "" {
-				if err == nil || !errors.Is(err, errMalformed) || !strings.Contains(err.Error(), c.bad) {
-					t.Fatalf("err = %v, want errMalformed mentioning %q", err, c.bad)
+				if err == nil || !errors.Is(err, ErrMalformed) || !strings.Contains(err.Error(), c.bad) {
+					t.Fatalf("err = %v, want ErrMalformed mentioning %q", err, c.bad)
 				}
 				return
 			}
 			if err != nil {
 				t.Fatal(err)
 			}
-			if in.runID != "r1" || in.msg.RunID != "r1" {
-				t.Errorf("run id %q / %q", in.runID, in.msg.RunID)
+			if in.RunID != "r1" || in.msg.RunID != "r1" {
+				t.Errorf("run id %q / %q", in.RunID, in.msg.RunID)
 			}
 			if c.check != nil {
 				c.check(t, in)
@@ -183,31 +183,16 @@ func FuzzParseInput(f *testing.F) {
 		}
 		in, err := parseInput(names, subject, h, []byte(body))
 		if err != nil {
-			if !errors.Is(err, errMalformed) {
-				t.Fatalf("error %v does not wrap errMalformed", err)
+			if !errors.Is(err, ErrMalformed) {
+				t.Fatalf("error %v does not wrap ErrMalformed", err)
 			}
 			return
 		}
-		if subjects.CheckRunID(in.runID) != nil || in.msg.RunID != in.runID || string(in.msg.Kind) != in.kind {
-			t.Fatalf("parsed %q into run %q kind %q / %q", subject, in.runID, in.kind, in.msg.Kind)
+		if subjects.CheckRunID(in.RunID) != nil || in.msg.RunID != in.RunID || string(in.msg.Kind) != in.Kind {
+			t.Fatalf("parsed %q into run %q kind %q / %q", subject, in.RunID, in.Kind, in.msg.Kind)
 		}
-		if in.kind == subjects.KindStart && in.start == nil {
+		if in.Kind == subjects.KindStart && in.Start == nil {
 			t.Fatal("start without a body")
 		}
 	})
-}
-
-func TestQueueKey(t *testing.T) {
-	t.Parallel()
-	for subject, want := range map[string]string{
-		"jetflow.in.r1.start":    "r1",
-		"jetflow.in.r-2.event.x": "r-2",
-		"jetflow.in.r3":          "\x00jetflow.in.r3",
-		"jetflowx.in.r1.start":   "\x00jetflowx.in.r1.start",
-		"jetflow.in.":            "\x00jetflow.in.",
-	} {
-		if got := queueKey("jetflow", subject); got != want {
-			t.Errorf("queueKey(%q) = %q, want %q", subject, got, want)
-		}
-	}
 }

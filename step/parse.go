@@ -1,4 +1,4 @@
-package dispatcher
+package step
 
 import (
 	"bytes"
@@ -16,58 +16,93 @@ import (
 	"github.com/jetflow/jetflow/wire"
 )
 
-// errMalformed is wrapped by every refusal of an input that can never
+// ErrMalformed is wrapped by every refusal of an input that can never
 // apply, whatever the run's state: it is terminated, not retried.
-var errMalformed = errors.New("malformed input")
+var ErrMalformed = errors.New("malformed input")
 
 // bodyLimits bound every JSON body a dispatcher decodes.
 var bodyLimits = value.Limits{MaxBytes: 8 << 20, MaxDepth: 256}
 
-// input is a parsed run input.
-type input struct {
-	runID string
-	kind  string
+// Input is a parsed run input.
+type Input struct {
+	// RunID and Kind come from the subject (subjects.Kind*).
+	RunID string
+	Kind  string
+	// Start is the start body (kind start only): which workflow to run.
+	Start *wire.Start
 	msg   run.Message
-	// start is the start body (kind start only): which workflow to run.
-	start *wire.Start
 	// token is the token a result echoes (kind result only).
 	token string
 	// refused is why an input addressed to a run cannot apply (it wraps
-	// errMalformed); msg is then empty. A run that exists records the
+	// ErrMalformed); msg is then empty. A run that exists records the
 	// refusal; without one the input is terminated.
 	refused error
+}
+
+// Parse reads one input message (its stream metadata aside). When it is
+// malformed the error wraps ErrMalformed, and the input is returned too
+// if it is addressed to a run (a subject naming a run and a kind other
+// than start): a run that exists records the refusal, and without one it
+// is terminated. It never panics on hostile data.
+func Parse(s Settings, subject string, header nats.Header, data []byte) (*Input, error) {
+	var in *Input
+	var err error
+	if len(data) > s.MaxInputBytes {
+		err = malformed("input of %d bytes is larger than the dispatcher's limit of %d bytes (Config.MaxInputBytes)", len(data), s.MaxInputBytes)
+	} else {
+		in, err = parseInput(s.Names, subject, header, data)
+	}
+	if err != nil {
+		return addressed(s.Names, subject, err), err
+	}
+	return in, nil
+}
+
+// Check returns why a dispatcher would terminate an input as malformed,
+// or nil if it parses (whatever its size).
+func Check(names subjects.Names, subject string, header nats.Header, data []byte) error {
+	_, err := parseInput(names, subject, header, data)
+	return err
+}
+
+// workflow is the workflow and revision a start names.
+func (in *Input) workflow() (name, revision string) {
+	if in.Start == nil {
+		return "", ""
+	}
+	return in.Start.Workflow, in.Start.Revision
 }
 
 // addressed returns the input that carries a malformed message's refusal
 // to its run, or nil when the subject names no run (or names a start,
 // which no existing run records).
-func addressed(names subjects.Names, subject string, err error) *input {
+func addressed(names subjects.Names, subject string, err error) *Input {
 	runID, kind, _, perr := names.ParseInput(subject)
 	if perr != nil || subjects.CheckRunID(runID) != nil || kind == subjects.KindStart {
 		return nil
 	}
 	switch kind {
 	case subjects.KindEvent, subjects.KindResult, subjects.KindTimer, subjects.KindCancel:
-		return &input{runID: runID, kind: kind, msg: run.Message{RunID: runID}, refused: err}
+		return &Input{RunID: runID, Kind: kind, msg: run.Message{RunID: runID}, refused: err}
 	}
 	return nil
 }
 
 func malformed(format string, args ...any) error {
-	return fmt.Errorf("%w: %s", errMalformed, fmt.Sprintf(format, args...))
+	return fmt.Errorf("%w: %s", ErrMalformed, fmt.Sprintf(format, args...))
 }
 
 // parseInput reads one input message. It never panics on hostile data and
-// every error it returns wraps errMalformed.
-func parseInput(names subjects.Names, subject string, header nats.Header, data []byte) (*input, error) {
+// every error it returns wraps ErrMalformed.
+func parseInput(names subjects.Names, subject string, header nats.Header, data []byte) (*Input, error) {
 	runID, kind, eventType, err := names.ParseInput(subject)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", errMalformed, err)
+		return nil, fmt.Errorf("%w: %w", ErrMalformed, err)
 	}
 	if err := subjects.CheckRunID(runID); err != nil {
-		return nil, fmt.Errorf("%w: %w", errMalformed, err)
+		return nil, fmt.Errorf("%w: %w", ErrMalformed, err)
 	}
-	in := &input{runID: runID, kind: kind, msg: run.Message{RunID: runID}}
+	in := &Input{RunID: runID, Kind: kind, msg: run.Message{RunID: runID}}
 	switch kind {
 	case subjects.KindStart:
 		err = in.parseStart(data)
@@ -88,26 +123,26 @@ func parseInput(names subjects.Names, subject string, header nats.Header, data [
 	return in, nil
 }
 
-func (in *input) parseStart(data []byte) error {
+func (in *Input) parseStart(data []byte) error {
 	var body wire.Start
 	if err := strictJSON(data, &body); err != nil {
 		return malformed("start body: %v", err)
 	}
 	if err := subjects.CheckWorkflowName(body.Workflow); err != nil {
-		return fmt.Errorf("%w: start body: %w", errMalformed, err)
+		return fmt.Errorf("%w: start body: %w", ErrMalformed, err)
 	}
 	v, err := optionalValue(body.Input)
 	if err != nil {
 		return malformed("start input: %v", err)
 	}
-	in.start = &body
+	in.Start = &body
 	in.msg.Kind, in.msg.Input = run.KindStart, v
 	return nil
 }
 
-func (in *input) parseEvent(eventType string, data []byte) error {
+func (in *Input) parseEvent(eventType string, data []byte) error {
 	if err := subjects.CheckEventType(eventType); err != nil {
-		return fmt.Errorf("%w: %w", errMalformed, err)
+		return fmt.Errorf("%w: %w", ErrMalformed, err)
 	}
 	v, err := optionalValue(data)
 	if err != nil {
@@ -119,7 +154,7 @@ func (in *input) parseEvent(eventType string, data []byte) error {
 	return nil
 }
 
-func (in *input) parseResult(data []byte) error {
+func (in *Input) parseResult(data []byte) error {
 	var body wire.Result
 	if err := strictJSON(data, &body); err != nil {
 		return malformed("result body: %v", err)
@@ -152,7 +187,7 @@ func (in *input) parseResult(data []byte) error {
 	return nil
 }
 
-func (in *input) parseTimer(header nats.Header, data []byte) error {
+func (in *Input) parseTimer(header nats.Header, data []byte) error {
 	var body wire.Timer
 	if len(bytes.TrimSpace(data)) > 0 {
 		if err := strictJSON(data, &body); err != nil {
@@ -181,7 +216,7 @@ func (in *input) parseTimer(header nats.Header, data []byte) error {
 	return nil
 }
 
-func (in *input) parseCancel(data []byte) error {
+func (in *Input) parseCancel(data []byte) error {
 	var body wire.Cancel
 	if len(bytes.TrimSpace(data)) > 0 {
 		if err := strictJSON(data, &body); err != nil {
@@ -213,3 +248,7 @@ func optionalValue(raw []byte) (any, error) {
 	}
 	return value.Decode(raw, bodyLimits)
 }
+
+// Refused is why an input addressed to a run cannot apply (it wraps
+// ErrMalformed), or nil.
+func (in *Input) Refused() error { return in.refused }

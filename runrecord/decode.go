@@ -1,4 +1,4 @@
-package dispatcher
+package runrecord
 
 import (
 	"encoding/json"

@@ -1,4 +1,4 @@
-package dispatcher
+package runrecord
 
 import (
 	"encoding/json"
@@ -113,14 +113,14 @@ func FuzzParseRecord(f *testing.F) {
 	})
 }
 
-func BenchmarkDecodeRecord(b *testing.B) {
+func BenchmarkDecode(b *testing.B) {
 	data, err := sampleRecords()["full"].Encode()
 	if err != nil {
 		b.Fatal(err)
 	}
 	b.Run("parse", func(b *testing.B) {
 		for b.Loop() {
-			if _, err := DecodeRecord(data); err != nil {
+			if _, err := Decode(data); err != nil {
 				b.Fatal(err)
 			}
 		}

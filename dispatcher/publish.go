@@ -1,0 +1,107 @@
+package dispatcher
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/jetflow/jetflow/runrecord"
+	"github.com/jetflow/jetflow/step"
+	"github.com/jetflow/jetflow/subjects"
+	"github.com/jetflow/jetflow/wire"
+)
+
+// legacyTimer rewrites a schedule that a record saved before the timer
+// stream existed still owes: its target was the input stream's timer
+// subject, which the timer stream refuses.
+func legacyTimer(names subjects.Names, m *nats.Msg) {
+	target := m.Header.Get(wire.HeaderScheduleTarget)
+	if runID, kind, _, err := names.ParseInput(target); err == nil && kind == subjects.KindTimer {
+		m.Header.Set(wire.HeaderScheduleTarget, names.Fired(runID))
+		m.Header.Set(wire.HeaderScheduleTTL, wire.FiredTimerTTLValue)
+	}
+}
+
+// publisher carries out rendered effects.
+type publisher struct {
+	js    jetstream.JetStream
+	nc    *nats.Conn
+	names subjects.Names
+	// taskTTL says the task stream takes per-message TTLs: an invocation
+	// then expires a little after its deadline, so that one nobody
+	// acknowledged (NATS stops redelivering it after max_deliver) does
+	// not stay in the work queue for good.
+	taskTTL bool
+	now     func() time.Time
+}
+
+// invocationTTLMargin is how long past its deadline an invocation stays
+// in the task stream: more than the Go SDK's allowance for clock skew.
+const invocationTTLMargin = 5 * time.Second
+
+// expire sets an invocation's Nats-TTL from its deadline header.
+func (p publisher) expire(m *nats.Msg) {
+	d, err := strconv.ParseFloat(m.Header.Get(wire.HeaderDeadline), 64)
+	if err != nil || d <= 0 || !p.taskTTL {
+		return
+	}
+	left := time.UnixMilli(int64(d)).Sub(p.now()) + invocationTTLMargin
+	m.Header.Set(wire.HeaderTTL, strconv.FormatInt(int64(max(time.Second, left).Round(time.Second)/time.Second), 10))
+}
+
+// publish sends every outgoing message: invocations and timer schedules
+// (to the task and timer streams) through JetStream with Nats-Msg-Id (so a repeat within the stream's
+// duplicate window stores nothing), status announcements on core NATS
+// after them (the saved record is the truth; an announcement is a hint).
+func (p publisher) publish(ctx context.Context, out []runrecord.Outgoing) error {
+	var js []*nats.Msg
+	for _, o := range out {
+		if o.Kind != runrecord.OutStatus {
+			m := step.Msg(o)
+			switch o.Kind {
+			case runrecord.OutTimer:
+				legacyTimer(p.names, m)
+			case runrecord.OutInvoke:
+				p.expire(m)
+			}
+			js = append(js, m)
+		}
+	}
+	switch len(js) {
+	case 0:
+	case 1:
+		if _, err := p.js.PublishMsg(ctx, js[0]); err != nil {
+			return fmt.Errorf("publish %s: %w", js[0].Subject, err)
+		}
+	default:
+		futures := make([]jetstream.PubAckFuture, 0, len(js))
+		for _, m := range js {
+			f, err := p.js.PublishMsgAsync(m)
+			if err != nil {
+				return fmt.Errorf("publish %s: %w", m.Subject, err)
+			}
+			futures = append(futures, f)
+		}
+		for _, f := range futures {
+			select {
+			case <-f.Ok():
+			case err := <-f.Err():
+				return fmt.Errorf("publish %s: %w", f.Msg().Subject, err)
+			case <-ctx.Done():
+				return fmt.Errorf("publish %s: %w", f.Msg().Subject, context.Cause(ctx))
+			}
+		}
+	}
+	for _, o := range out {
+		if o.Kind == runrecord.OutStatus {
+			if err := p.nc.PublishMsg(step.Msg(o)); err != nil {
+				return fmt.Errorf("announce %s: %w", o.Subject, err)
+			}
+		}
+	}
+	return nil
+}

@@ -1,0 +1,67 @@
+package replay
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/jetflow/jetflow/engine/run"
+	"github.com/jetflow/jetflow/registry"
+	"github.com/jetflow/jetflow/step"
+)
+
+// Stepper applies a run's recorded inputs one by one exactly as a
+// dispatcher applies them: step.Parse and step.Step, with definitions
+// from the registry, but without NATS.
+type Stepper struct {
+	settings step.Settings
+	loader   *registry.Loader
+}
+
+// NewStepper returns a stepper loading definitions from reg. s must match
+// the dispatchers' settings that shape records (Tokens is the
+// deployment's secret: results are checked against it); opts are the
+// reducer options of deployments without a policy of their own.
+func NewStepper(reg registry.Registry, s step.Settings, opts run.Options) (*Stepper, error) {
+	s = s.WithDefaults()
+	if err := s.Validate(); err != nil {
+		return nil, fmt.Errorf("replay: %w", err)
+	}
+	l, err := registry.NewLoader(reg, opts, 0)
+	if err != nil {
+		return nil, err
+	}
+	return &Stepper{settings: s, loader: l}, nil
+}
+
+// Step applies m to cur as a dispatcher would and returns the run after
+// it, the outcome, and for Malformed, Rejected and Failed the reason.
+// startRevision is the revision a start naming none gets (the latest when
+// the dispatcher applied it); empty means the latest now. Errors are
+// those no dispatcher would have got past either: a workflow that is not
+// deployed (registry.ErrUnknownWorkflow), a registry that cannot be read,
+// a record that does not decode.
+func (r *Stepper) Step(ctx context.Context, cur step.Run, m Message, startRevision string) (step.Run, step.Outcome, string, error) {
+	in, err := step.Parse(r.settings, m.Subject, m.Header, m.Data)
+	if err != nil && (in == nil || cur.Record == nil) {
+		return cur, step.Malformed, err.Error(), nil
+	}
+	defs := step.DefinitionsFunc(func(name, revision string) (*step.Definition, error) {
+		if revision == "" {
+			revision = startRevision
+		}
+		def, err := r.loader.Load(ctx, name, revision)
+		if err != nil {
+			return nil, fmt.Errorf("input %d of run %s: %w", m.Seq, in.RunID, err)
+		}
+		return def, nil
+	})
+	res, err := step.Step(r.settings, cur, in, m.Seq, float64(m.Time.UnixMilli()), defs)
+	if err != nil {
+		return res.Run, "", "", err
+	}
+	why := ""
+	if res.Reason != nil {
+		why = res.Reason.Error()
+	}
+	return res.Run, res.Outcome, why, nil
+}

@@ -1,0 +1,42 @@
+package step
+
+import (
+	"fmt"
+
+	"github.com/jetflow/jetflow/engine/run"
+	"github.com/jetflow/jetflow/engine/workflow"
+)
+
+// Program is one compiled workflow revision bound to the reducer.
+type Program interface {
+	Apply(st *run.State, msg run.Message) (*run.State, []run.Effect, error)
+}
+
+// Definition is a loaded workflow revision.
+type Definition struct {
+	Name, Revision string
+	Program        Program
+}
+
+// Engine is the reducer (run.Apply) over one compiled workflow with the
+// host options of its deployment.
+type Engine struct {
+	Workflow *workflow.Workflow
+	Options  run.Options
+}
+
+// Apply is run.Apply.
+func (p Engine) Apply(st *run.State, msg run.Message) (*run.State, []run.Effect, error) {
+	return run.Apply(p.Workflow, st, msg, p.Options)
+}
+
+// safeApply runs the reducer, turning a panic into a permanent failure so
+// that one poisonous input cannot take the process down.
+func safeApply(p Program, st *run.State, msg run.Message) (next *run.State, effects []run.Effect, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("%w: reducer panic: %v", ErrPermanent, r)
+		}
+	}()
+	return p.Apply(st, msg)
+}

@@ -1,0 +1,182 @@
+package step
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/jetflow/jetflow/engine/run"
+	"github.com/jetflow/jetflow/runrecord"
+	"github.com/jetflow/jetflow/subjects"
+	"github.com/jetflow/jetflow/wire"
+)
+
+// ErrPermanent marks failures that no redelivery can cure (a reducer
+// panic, an effect no message can carry, a corrupt record): dispatchers
+// terminate the input and the record stays as it was.
+var ErrPermanent = errors.New("permanent failure")
+
+// Run is a run as a step sees it. The zero value is a run before its
+// start.
+type Run struct {
+	// Record is what the run bucket holds; nil before the start.
+	Record *runrecord.Record
+	// State is Record.State decoded; nil until decoded (Step decodes it).
+	State *run.State
+}
+
+// Outcome says what stepping one input did.
+type Outcome string
+
+// Outcomes of Step (Malformed is Parse's).
+const (
+	// Applied: the reducer took the input; the record changed.
+	Applied Outcome = "applied"
+	// Rejected: the reducer refused it; the record only notes it.
+	Rejected Outcome = "rejected"
+	// Duplicate: the record already reflects this sequence.
+	Duplicate Outcome = "duplicate"
+	// Malformed: no dispatcher can parse it; they terminate it.
+	Malformed Outcome = "malformed"
+	// Failed: it fails permanently (a reducer panic, an effect no message
+	// can carry); dispatchers terminate it and the record stays.
+	Failed Outcome = "failed"
+	// NoRun: it is not a start and the run has no record yet; dispatchers
+	// hand it back until the start is saved.
+	NoRun Outcome = "no-run"
+)
+
+// Result is what one input did to a run.
+type Result struct {
+	// Run is the run after the input. For Applied its record is the one
+	// to save, whose outbox holds the messages to publish; for Rejected
+	// the same run with the refusal noted (no record when the run has
+	// none); otherwise the run as it was.
+	Run     Run
+	Outcome Outcome
+	// Reason says why the input was rejected or failed; for Rejected it
+	// wraps run.ErrRejected, for Failed ErrPermanent.
+	Reason error
+	// Status is the status the input announced, if any.
+	Status *wire.Status
+	// Ignored are the events the step consumed without effect.
+	Ignored []run.Ignored
+}
+
+// Definitions resolves a workflow name and revision to the definition a
+// run steps with. Revision "" asks for the one a start naming none gets.
+// Errors are returned by Step as they are.
+type Definitions interface {
+	Definition(name, revision string) (*Definition, error)
+}
+
+// DefinitionsFunc is a Definitions.
+type DefinitionsFunc func(name, revision string) (*Definition, error)
+
+// Definition implements Definitions.
+func (f DefinitionsFunc) Definition(name, revision string) (*Definition, error) {
+	return f(name, revision)
+}
+
+// Step applies the input at stream sequence seq with stream time now
+// (Unix ms) to cur. It does no I/O: a dispatcher saves and publishes
+// what it returns, and a replay calls it on a run's history, so that both
+// take exactly the same path. defs is asked for the definition only when
+// the input is neither a duplicate nor early. Errors are those that stop
+// before the input is judged: defs' own, and a record whose state does
+// not decode (wrapping ErrPermanent).
+func Step(s Settings, cur Run, in *Input, seq uint64, now float64, defs Definitions) (Result, error) {
+	if cur.Record != nil && cur.Record.HasApplied(seq) {
+		return Result{Run: cur, Outcome: Duplicate}, nil
+	}
+	if cur.Record == nil && in.Kind != subjects.KindStart {
+		return Result{Run: cur, Outcome: NoRun}, nil
+	}
+	if cur.Record != nil && cur.State == nil {
+		st, err := DecodeState(cur.Record)
+		if err != nil {
+			return Result{Run: cur}, fmt.Errorf("%w: run %s: %w", ErrPermanent, in.RunID, err)
+		}
+		cur.State = st
+	}
+	name, revision := in.workflow()
+	if cur.State != nil {
+		name, revision = cur.State.Workflow, cur.State.Revision
+	}
+	def, err := defs.Definition(name, revision)
+	if err != nil {
+		return Result{Run: cur}, err
+	}
+	return transit(s, def, in, seq, now, cur), nil
+}
+
+// DecodeState decodes a record's reducer state.
+func DecodeState(rec *runrecord.Record) (*run.State, error) {
+	st, err := run.Decode(rec.State)
+	if err != nil {
+		return nil, fmt.Errorf("decode run state: %w", err)
+	}
+	return st, nil
+}
+
+// transit computes the run after the input from cur, whose state is
+// decoded (both nil before the start).
+func transit(s Settings, def *Definition, in *Input, seq uint64, now float64, cur Run) Result {
+	prev, st := cur.Record, cur.State
+	if st != nil && st.Control.Time > now {
+		// Stream time is not monotonic across leader changes, and the
+		// reducer refuses time that moves backwards.
+		now = st.Control.Time
+	}
+	msg := in.msg
+	msg.Time = now
+	var next *run.State
+	var effects []run.Effect
+	var err error
+	if in.refused != nil {
+		// Malformed, but addressed to this run: its refusal is recorded
+		// where status and history show it.
+		err = fmt.Errorf("%w: %w", run.ErrRejected, in.refused)
+	} else {
+		next, effects, err = screenAndApply(s, def, in, st, msg)
+	}
+	if errors.Is(err, run.ErrRejected) {
+		r := Result{Run: cur, Outcome: Rejected, Reason: err}
+		if prev != nil {
+			r.Run.Record = prev.Refused(runrecord.Rejection{Seq: seq, Kind: in.Kind, Reason: err.Error(), Time: now}, s.RejectedHistory)
+		}
+		return r
+	}
+	failed := func(err error) Result {
+		return Result{Run: cur, Outcome: Failed, Reason: fmt.Errorf("%w: %w", ErrPermanent, err)}
+	}
+	if err != nil {
+		return failed(fmt.Errorf("reducer: %w", err))
+	}
+	if next == nil {
+		return failed(errors.New("reducer returned no state"))
+	}
+	if next.Workflow == "" {
+		next.Workflow = def.Name
+	}
+	if next.Revision == "" {
+		next.Revision = def.Revision
+	}
+	out, status, err := Render(s.Names, s.Tokens, in.RunID, next, effects, now)
+	if err != nil {
+		return failed(err)
+	}
+	state, err := run.Encode(next)
+	if err != nil {
+		return failed(fmt.Errorf("encode state: %w", err))
+	}
+	rec := prev.Next(seq, s.AppliedHistory)
+	rec.State, rec.Outbox = state, out
+	rec.Timers = rec.Timers || armsTimer(out)
+	for _, ig := range next.Ignored {
+		rec.Ignored = runrecord.AppendBounded(rec.Ignored, runrecord.Rejection{Seq: seq, Kind: subjects.KindEvent, Reason: ig.Reason, Time: now}, s.RejectedHistory)
+	}
+	if status != nil {
+		rec.SetStatus(status)
+	}
+	return Result{Run: Run{Record: rec, State: next}, Outcome: Applied, Status: status, Ignored: next.Ignored}
+}
