@@ -1,0 +1,138 @@
+package layers_test
+
+import (
+	"encoding/json"
+	"go/parser"
+	"go/token"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+const mod = "github.com/jetflow/jetflow/"
+
+// pkg is one package of the module as go list describes it.
+type pkg struct {
+	ImportPath string
+	Dir        string
+	Imports    []string
+	Deps       []string
+	GoFiles    []string
+}
+
+func list(t *testing.T) map[string]pkg {
+	t.Helper()
+	out, err := exec.Command("go", "list", "-json=ImportPath,Dir,Imports,Deps,GoFiles", mod+"...").Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	pkgs := map[string]pkg{}
+	dec := json.NewDecoder(strings.NewReader(string(out)))
+	for dec.More() {
+		var p pkg
+		if err := dec.Decode(&p); err != nil {
+			t.Fatal(err)
+		}
+		pkgs[strings.TrimPrefix(p.ImportPath, mod)] = p
+	}
+	return pkgs
+}
+
+// matches reports whether path is pattern or, for a pattern ending in
+// "/", lies under it.
+func matches(path, pattern string) bool {
+	if strings.HasSuffix(pattern, "/") {
+		return strings.HasPrefix(path, pattern) || path == strings.TrimSuffix(pattern, "/")
+	}
+	return path == pattern
+}
+
+// rule forbids a package (and, with deps, anything it pulls in) the
+// imports listed, saying why.
+type rule struct {
+	pkg       string
+	deps      bool // check every dependency, not only direct imports
+	forbidden []string
+	why       string
+}
+
+var rules = []rule{
+	{"client", true, []string{mod + "dispatcher", "github.com/prometheus/", mod + "policy", mod + "fleet", mod + "embedded"},
+		"an application embeds the client: it must not pull in the runtime"},
+	{"replay", true, []string{mod + "dispatcher", "github.com/prometheus/"}, "replay reaches records through runrecord and steps through step"},
+	{"console", false, []string{mod + "dispatcher"}, "the console reads records through runrecord and replays through replay"},
+	{"runrecord", true, []string{mod + "engine/", "github.com/nats-io/", mod + "kvstore"}, "the record format knows neither the engine nor NATS"},
+	{"step", false, []string{mod + "dispatcher", mod + "kvstore", mod + "registry", mod + "embedded", "github.com/nats-io/nats.go/jetstream", "net", "net/http", "os", "log/slog"},
+		"the step is pure: no I/O, so that a dispatcher and a replay take the same path"},
+	{"kvstore", false, []string{mod + "engine/", mod + "policy", mod + "dispatcher", mod + "step", mod + "registry"}, "kvstore holds stores only"},
+	{"registry", false, []string{mod + "dispatcher"}, "the registry serves dispatchers and replays alike"},
+	{"subjects", true, []string{mod}, "subject names depend on nothing of ours"},
+	{"wire", true, []string{mod}, "the wire format depends on nothing of ours"},
+}
+
+func TestImportRules(t *testing.T) {
+	pkgs := list(t)
+	for _, r := range rules {
+		p, ok := pkgs[r.pkg]
+		if !ok {
+			t.Errorf("package %s is gone: update the rule (%s)", r.pkg, r.why)
+			continue
+		}
+		imports := p.Imports
+		if r.deps {
+			imports = p.Deps
+		}
+		for _, imp := range imports {
+			for _, bad := range r.forbidden {
+				if matches(imp, bad) || (bad == mod && strings.HasPrefix(imp, mod)) {
+					t.Errorf("%s imports %s: %s", r.pkg, imp, r.why)
+				}
+			}
+		}
+	}
+}
+
+// TestWorkerNeedsOnlySubjectsAndWire: a worker program links the SDK and
+// nothing else of ours.
+func TestWorkerNeedsOnlySubjectsAndWire(t *testing.T) {
+	p := list(t)["worker"]
+	for _, d := range p.Deps {
+		if strings.HasPrefix(d, mod) && d != mod+"subjects" && d != mod+"wire" {
+			t.Errorf("worker depends on %s: the SDK needs only subjects and wire", d)
+		}
+	}
+	if !slices.Contains(p.Deps, mod+"wire") {
+		t.Error("worker no longer depends on wire: is the rule still checking the SDK?")
+	}
+}
+
+// readVerbs are the CLI verbs that only read; they reach records through
+// runrecord and client, never through the dispatcher.
+var readVerbs = []string{"status.go", "list.go", "history.go", "replay.go", "graph.go", "start.go", "event.go", "cancel.go", "workflows.go"}
+
+func TestReadVerbsDoNotImportTheDispatcher(t *testing.T) {
+	p := list(t)["cmd/jetflow/cli"]
+	checked := 0
+	for _, f := range p.GoFiles {
+		if !slices.Contains(readVerbs, f) {
+			continue
+		}
+		checked++
+		file, err := parser.ParseFile(token.NewFileSet(), filepath.Join(p.Dir, f), nil, parser.ImportsOnly)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, imp := range file.Imports {
+			path, _ := strconv.Unquote(imp.Path.Value)
+			if path == mod+"dispatcher" {
+				t.Errorf("cli/%s imports %s: a read verb reaches records through runrecord and client", f, path)
+			}
+		}
+	}
+	if checked < 5 {
+		t.Fatalf("checked %d read verbs of %v: were they renamed?", checked, p.GoFiles)
+	}
+}
