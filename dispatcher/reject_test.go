@@ -65,7 +65,7 @@ func (s *staleStore) Create(ctx context.Context, runID string, data []byte) (uin
 
 func (s *staleStore) Update(ctx context.Context, runID string, data []byte, rev uint64) (uint64, error) {
 	next, err := s.RunStore.Update(ctx, runID, data, rev)
-	if errors.Is(err, ErrStale) {
+	if errors.Is(err, kvstore.ErrStale) {
 		s.lost.Add(1)
 	}
 	return next, err

@@ -151,7 +151,7 @@ func (d *Dispatcher) load(ctx context.Context, runID string, afterConflict, star
 		opts = append(opts, kvstore.FromLeader())
 	}
 	data, rev, err := d.store.Get(ctx, runID, opts...)
-	if errors.Is(err, ErrRunNotFound) {
+	if errors.Is(err, kvstore.ErrRunNotFound) {
 		return cached{}, false, nil
 	}
 	if err != nil {
@@ -178,7 +178,7 @@ func (d *Dispatcher) save(ctx context.Context, runID string, rec *runrecord.Reco
 	} else {
 		next, err = d.store.Create(ctx, runID, data)
 	}
-	if errors.Is(err, ErrStale) || errors.Is(err, ErrRunExists) {
+	if errors.Is(err, kvstore.ErrStale) || errors.Is(err, kvstore.ErrRunExists) {
 		return cached{}, fmt.Errorf("%w: %w", errConflict, err)
 	}
 	if err != nil {
