@@ -110,7 +110,7 @@ func (r *runner) consoleIndex(ctx context.Context) (rep ScenarioReport, err erro
 
 	r.progress("%s: storing %d run records of %d bytes", ConsoleIndex, n, cr.RecordBytes)
 	began := time.Now()
-	if err := storeRecords(ctx, f.JS, "$KV."+f.Names.RunBucket()+".", n); err != nil {
+	if err := storeRecords(ctx, f.JS, f.Names.KVKeyPrefix(f.Names.RunBucket()), n); err != nil {
 		return rep, fmt.Errorf("bench: console-index: %w", err)
 	}
 	cr.StoreSeconds = time.Since(began).Seconds()

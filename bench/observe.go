@@ -35,7 +35,7 @@ func (d *driver) observe(ctx context.Context) (counts, error) {
 	}{
 		{n.InputStream(), &c.inputSeq, &c.inputBytes},
 		{n.TaskStream(), &c.taskSeq, &c.taskBytes},
-		{"KV_" + n.RunBucket(), &c.kvSeq, &c.kvBytes},
+		{n.KVStream(n.RunBucket()), &c.kvSeq, &c.kvBytes},
 	} {
 		st, err := d.js.Stream(ctx, s.name)
 		if err != nil {

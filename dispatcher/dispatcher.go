@@ -256,18 +256,3 @@ func (d *Dispatcher) unwatch() {
 		w.Unwatch()
 	}
 }
-
-// queueKey is the run id token of an input subject, or the whole subject
-// when it has none (such a message is malformed and handled alone).
-func queueKey(prefix, subject string) string {
-	rest := subject
-	if len(rest) > len(prefix)+4 && rest[:len(prefix)] == prefix && rest[len(prefix):len(prefix)+4] == ".in." {
-		rest = rest[len(prefix)+4:]
-		for i := 0; i < len(rest); i++ {
-			if rest[i] == '.' {
-				return rest[:i]
-			}
-		}
-	}
-	return "\x00" + subject
-}

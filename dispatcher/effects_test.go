@@ -53,18 +53,3 @@ func TestConfigDefaultsAndValidation(t *testing.T) {
 		t.Error("New accepted a nil registry and JetStream")
 	}
 }
-
-func TestQueueKey(t *testing.T) {
-	t.Parallel()
-	for subject, want := range map[string]string{
-		"jetflow.in.r1.start":    "r1",
-		"jetflow.in.r-2.event.x": "r-2",
-		"jetflow.in.r3":          "\x00jetflow.in.r3",
-		"jetflowx.in.r1.start":   "\x00jetflowx.in.r1.start",
-		"jetflow.in.":            "\x00jetflow.in.",
-	} {
-		if got := queueKey("jetflow", subject); got != want {
-			t.Errorf("queueKey(%q) = %q, want %q", subject, got, want)
-		}
-	}
-}

@@ -43,7 +43,7 @@ const spillDelay = time.Second
 // receive queues a message behind the other messages of its run, in the
 // lane its run belongs to.
 func (d *Dispatcher) receive(m jetstream.Msg) {
-	key := queueKey(d.cfg.Names.Prefix(), m.Subject())
+	key := d.cfg.Names.RunToken(m.Subject())
 	size := len(m.Data()) + len(m.Subject())
 	d.qmu.Lock()
 	if d.closed {

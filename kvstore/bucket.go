@@ -10,6 +10,8 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/jetflow/jetflow/subjects"
 )
 
 // bucket is a bound KV bucket plus what a leader read needs: the backing
@@ -22,7 +24,7 @@ type bucket struct {
 	prefix string // "$KV.<bucket>."
 }
 
-func bindBucket(ctx context.Context, js jetstream.JetStream, name string) (*bucket, error) {
+func bindBucket(ctx context.Context, js jetstream.JetStream, names subjects.Names, name string) (*bucket, error) {
 	kv, err := js.KeyValue(ctx, name)
 	if errors.Is(err, jetstream.ErrBucketNotFound) {
 		return nil, fmt.Errorf("kvstore: bucket %q: %w (run Provision first): %w", name, ErrNotProvisioned, err)
@@ -34,7 +36,7 @@ func bindBucket(ctx context.Context, js jetstream.JetStream, name string) (*buck
 	if err != nil {
 		return nil, fmt.Errorf("kvstore: status of bucket %q: %w", name, err)
 	}
-	b := &bucket{js: js, kv: kv, name: name, stream: "KV_" + name, prefix: "$KV." + name + "."}
+	b := &bucket{js: js, kv: kv, name: name, stream: names.KVStream(name), prefix: names.KVKeyPrefix(name)}
 	// Prefer what the server reports over the KV naming convention.
 	if bs, ok := st.(*jetstream.KeyValueBucketStatus); ok && bs.StreamInfo() != nil {
 		cfg := bs.StreamInfo().Config
@@ -150,12 +152,9 @@ func leaderGet(ctx context.Context, js jetstream.JetStream, stream string, reque
 		subject, _ = request["next_by_subj"].(string)
 	}
 	o := js.Options()
-	api := jetstream.DefaultAPIPrefix
-	switch {
-	case o.APIPrefix != "":
+	api := subjects.APIPrefix(o.Domain)
+	if o.APIPrefix != "" {
 		api = strings.TrimSuffix(o.APIPrefix, ".") + "."
-	case o.Domain != "":
-		api = "$JS." + o.Domain + ".API."
 	}
 	if _, ok := ctx.Deadline(); !ok && o.DefaultTimeout > 0 {
 		var cancel context.CancelFunc

@@ -130,7 +130,7 @@ func OpenRegistry(ctx context.Context, js jetstream.JetStream, names subjects.Na
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	b, err := bindBucket(ctx, js, names.WorkflowBucket())
+	b, err := bindBucket(ctx, js, names, names.WorkflowBucket())
 	if err != nil {
 		return nil, err
 	}

@@ -24,7 +24,7 @@ func OpenRunStore(ctx context.Context, js jetstream.JetStream, names subjects.Na
 	if err := checkNames(names); err != nil {
 		return nil, err
 	}
-	b, err := bindBucket(ctx, js, names.RunBucket())
+	b, err := bindBucket(ctx, js, names, names.RunBucket())
 	if err != nil {
 		return nil, err
 	}

@@ -47,25 +47,10 @@ func InboxPrefix(user string) string { return "_INBOX_" + user }
 
 func inbox(user string) string { return InboxPrefix(user) + ".>" }
 
-// JetStream API and KV subjects (the NATS server's names, not jetflow's).
-func api(verb string, args ...string) string {
-	s := "$JS.API." + verb
-	for _, a := range args {
-		s += "." + a
-	}
-	return s
-}
-
-func kvStream(bucket string) string { return "KV_" + bucket }
-func kvKeys(bucket string) string   { return "$KV." + bucket + ".>" }
-func kvKey(bucket, key string) string {
-	return "$KV." + bucket + "." + key
-}
-
 // kvRead lets a user read keys of bucket matching key (a KV key pattern)
 // with direct gets, the way nats.go reads.
-func kvRead(bucket, key string) []string {
-	return []string{api("STREAM.INFO", kvStream(bucket)), api("DIRECT.GET", kvStream(bucket), kvKey(bucket, key))}
+func kvRead(n subjects.Names, bucket, key string) []string {
+	return []string{n.API("STREAM.INFO", n.KVStream(bucket)), n.API("DIRECT.GET", n.KVStream(bucket), n.KVKey(bucket, key))}
 }
 
 // Dispatcher may consume every run input, read and write run records,
@@ -77,22 +62,23 @@ func kvRead(bucket, key string) []string {
 func Dispatcher(n subjects.Names, user string) Permissions {
 	in, c, tm := n.InputStream(), n.DispatcherConsumer(), n.TimerStream()
 	runs, wfs := n.RunBucket(), n.WorkflowBucket()
+	api, kvStream := n.API, n.KVStream
 	pub := []string{
 		api("STREAM.INFO", in), api("STREAM.INFO", tm), api("STREAM.PURGE", tm), api("STREAM.INFO", n.TaskStream()),
 		api("CONSUMER.CREATE", in, c), api("CONSUMER.CREATE", in, c, ">"), api("CONSUMER.DURABLE.CREATE", in, c),
-		api("CONSUMER.INFO", in, c), api("CONSUMER.MSG.NEXT", in, c), "$JS.ACK." + in + "." + c + ".>",
+		api("CONSUMER.INFO", in, c), api("CONSUMER.MSG.NEXT", in, c), n.Ack(in, c),
 		// Whether an input of a run without a record has a start before
 		// it (dispatcher/early.go): the first start of one run, read
 		// through the stream leader.
 		api("STREAM.MSG.GET", in),
 		n.TaskAll(), n.ScheduleAll(), n.StatusAll(),
-		api("STREAM.INFO", kvStream(runs)), api("DIRECT.GET", kvStream(runs), ">"), api("STREAM.MSG.GET", kvStream(runs)), kvKeys(runs),
+		api("STREAM.INFO", kvStream(runs)), api("DIRECT.GET", kvStream(runs), ">"), api("STREAM.MSG.GET", kvStream(runs)), n.KVKeys(runs),
 		api("STREAM.INFO", kvStream(wfs)), api("DIRECT.GET", kvStream(wfs), ">"), api("STREAM.MSG.GET", kvStream(wfs)),
-		kvKey(wfs, token.Key),
+		n.KVKey(wfs, token.Key),
 		// The watch of the workflows' revision lists (kvstore.WatchLatest):
 		// an ordered consumer delivering to the dispatcher's own inbox.
-		api("CONSUMER.CREATE", kvStream(wfs), "*", kvKey(wfs, "name.>")), api("CONSUMER.DELETE", kvStream(wfs), "*"),
-		"$JS.FC." + kvStream(wfs) + ".>",
+		api("CONSUMER.CREATE", kvStream(wfs), "*", n.KVKey(wfs, "name.>")), api("CONSUMER.DELETE", kvStream(wfs), "*"),
+		n.FlowControl(kvStream(wfs)),
 	}
 	return Permissions{Publish: pub, Subscribe: []string{inbox(user)}}
 }
@@ -111,7 +97,7 @@ func Worker(n subjects.Names, user, task, version string) (Permissions, error) {
 	ts, c := n.TaskStream(), n.TaskConsumer(task, version)
 	return Permissions{
 		Publish: []string{
-			api("CONSUMER.INFO", ts, c), api("CONSUMER.MSG.NEXT", ts, c), "$JS.ACK." + ts + "." + c + ".>",
+			n.API("CONSUMER.INFO", ts, c), n.API("CONSUMER.MSG.NEXT", ts, c), n.Ack(ts, c),
 			n.Result("*"),
 		},
 		Subscribe: []string{inbox(user)},
@@ -128,7 +114,7 @@ var publisherKinds = []string{subjects.KindStart, subjects.KindEvent, subjects.K
 // sets, the input stream refuses those that act on other messages
 // (kvstore.InputStreamConfig).
 func Publisher(n subjects.Names, user string, kinds ...string) (Permissions, error) {
-	pub := []string{api("STREAM.INFO", kvStream(n.RunBucket()))}
+	pub := []string{n.API("STREAM.INFO", n.KVStream(n.RunBucket()))}
 	for _, k := range kinds {
 		switch k {
 		case subjects.KindStart:
@@ -152,7 +138,7 @@ func Publisher(n subjects.Names, user string, kinds ...string) (Permissions, err
 // that need them.
 func Observer(n subjects.Names, user string) Permissions {
 	return Permissions{
-		Publish:   kvRead(n.RunBucket(), ">"),
+		Publish:   kvRead(n, n.RunBucket(), ">"),
 		Subscribe: []string{n.StatusAll(), inbox(user)},
 	}
 }
@@ -162,9 +148,9 @@ func Observer(n subjects.Names, user string) Permissions {
 // consumer's messages wherever its creator says, so grant it only to
 // processes trusted not to aim them at run inputs (the console).
 func Watcher(n subjects.Names, user string) Permissions {
-	runs := kvStream(n.RunBucket())
+	runs := n.KVStream(n.RunBucket())
 	return join(Observer(n, user), Permissions{Publish: []string{
-		api("CONSUMER.CREATE", runs, ">"), api("CONSUMER.DELETE", runs, ">"), "$JS.FC." + runs + ".>",
+		n.API("CONSUMER.CREATE", runs, ">"), n.API("CONSUMER.DELETE", runs, ">"), n.FlowControl(runs),
 	}})
 }
 

@@ -166,3 +166,40 @@ func matches(filter, subject string) bool {
 	}
 	return len(f) == len(s)
 }
+
+func TestRunToken(t *testing.T) {
+	t.Parallel()
+	n := Must("jetflow")
+	for subject, want := range map[string]string{
+		"jetflow.in.r1.start":    "r1",
+		"jetflow.in.r-2.event.x": "r-2",
+		"jetflow.in.r3":          "\x00jetflow.in.r3",
+		"jetflowx.in.r1.start":   "\x00jetflowx.in.r1.start",
+		"jetflow.in.":            "\x00jetflow.in.",
+	} {
+		if got := n.RunToken(subject); got != want {
+			t.Errorf("RunToken(%q) = %q, want %q", subject, got, want)
+		}
+	}
+}
+
+func TestServerNames(t *testing.T) {
+	t.Parallel()
+	n := Must("p")
+	for _, c := range [][2]string{
+		{APIPrefix(""), "$JS.API."},
+		{APIPrefix("hub"), "$JS.hub.API."},
+		{n.API("STREAM.INFO"), "$JS.API.STREAM.INFO"},
+		{n.API("CONSUMER.CREATE", "s", "c", ">"), "$JS.API.CONSUMER.CREATE.s.c.>"},
+		{n.Ack("s", "c"), "$JS.ACK.s.c.>"},
+		{n.FlowControl("s"), "$JS.FC.s.>"},
+		{n.KVStream(n.RunBucket()), "KV_p_runs"},
+		{n.KVKeyPrefix("b"), "$KV.b."},
+		{n.KVKey("b", "name.>"), "$KV.b.name.>"},
+		{n.KVKeys("b"), "$KV.b.>"},
+	} {
+		if c[0] != c[1] {
+			t.Errorf("got %q, want %q", c[0], c[1])
+		}
+	}
+}

@@ -1,0 +1,66 @@
+package subjects
+
+// The NATS server's own names that jetflow builds: the JetStream API, the
+// acknowledgement and flow-control subjects of its consumers, and the
+// stream and subjects behind a KV bucket. They follow the server's
+// conventions, not the deployment prefix, but are built here so that
+// every subject and stream name jetflow uses comes from this package.
+
+// APIPrefix is the JetStream API prefix: "$JS.API.", or "$JS.<domain>.API."
+// for a JetStream domain.
+func APIPrefix(domain string) string {
+	if domain == "" {
+		return "$JS.API."
+	}
+	return "$JS." + domain + ".API."
+}
+
+// API is the subject of a JetStream API request: "$JS.API.<verb>", then
+// ".<token>" for each token (a stream, a consumer, a subject, a wildcard).
+func (n Names) API(verb string, tokens ...string) string {
+	s := APIPrefix("") + verb
+	for _, t := range tokens {
+		s += "." + t
+	}
+	return s
+}
+
+// Ack matches the acknowledgement subjects (acks, naks, heartbeats) of
+// the messages one consumer of stream delivers.
+func (n Names) Ack(stream, consumer string) string {
+	return "$JS.ACK." + stream + "." + consumer + ".>"
+}
+
+// FlowControl matches the flow-control replies of the push consumers of
+// stream (ordered consumers, KV watches).
+func (n Names) FlowControl(stream string) string { return "$JS.FC." + stream + ".>" }
+
+// KVStream is the stream that holds KV bucket.
+func (n Names) KVStream(bucket string) string { return "KV_" + bucket }
+
+// KVKeyPrefix is the subject prefix of bucket's keys: a key's subject is
+// the prefix followed by the key.
+func (n Names) KVKeyPrefix(bucket string) string { return "$KV." + bucket + "." }
+
+// KVKey is the subject of key (or key pattern) in bucket.
+func (n Names) KVKey(bucket, key string) string { return n.KVKeyPrefix(bucket) + key }
+
+// KVKeys matches every key of bucket.
+func (n Names) KVKeys(bucket string) string { return n.KVKey(bucket, ">") }
+
+// RunToken is the run id token of a run-input subject, without parsing or
+// checking the rest: what groups a run's inputs. A subject that is not a
+// run input of the prefix, or names no run, gives itself behind a NUL
+// byte, which no run id holds, so that it groups with nothing else.
+func (n Names) RunToken(subject string) string {
+	prefix, rest := n.prefix, subject
+	if len(rest) > len(prefix)+4 && rest[:len(prefix)] == prefix && rest[len(prefix):len(prefix)+4] == ".in." {
+		rest = rest[len(prefix)+4:]
+		for i := 0; i < len(rest); i++ {
+			if rest[i] == '.' {
+				return rest[:i]
+			}
+		}
+	}
+	return "\x00" + subject
+}
