@@ -196,8 +196,10 @@ func (c *Client) publish(ctx context.Context, subject, msgID string, body any) e
 	return nil
 }
 
-// Status returns the run's last status as its record holds it, or an
-// error wrapping ErrRunNotFound.
+// Status returns the run's status as its record holds it (step.StatusOf:
+// the last one announced, or the state's own when the state has moved
+// past it or nothing was announced yet), or an error wrapping
+// ErrRunNotFound.
 func (c *Client) Status(ctx context.Context, runID string) (*wire.Status, error) {
 	data, _, err := c.store.Get(ctx, runID)
 	if err != nil {
@@ -207,17 +209,9 @@ func (c *Client) Status(ctx context.Context, runID string) (*wire.Status, error)
 	if err != nil {
 		return nil, fmt.Errorf("client: status %s: %w", runID, err)
 	}
-	if rec.Status != nil {
-		return rec.Status, nil
-	}
-	// No status was announced yet: describe the state itself.
-	st, err := step.DecodeState(rec)
+	ws, err := step.StatusOf(runID, rec, nil)
 	if err != nil {
 		return nil, fmt.Errorf("client: status %s: %w", runID, err)
-	}
-	ws := &wire.Status{Run: runID, Workflow: st.Workflow, Revision: st.Revision, Status: string(st.Status), Time: st.Control.Time}
-	if st.Error != nil {
-		ws.Error = &wire.RunError{Code: st.Error.Code, Path: st.Error.Path, Message: st.Error.Message}
 	}
 	return ws, nil
 }

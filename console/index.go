@@ -10,6 +10,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/jetflow/jetflow/engine/run"
+	"github.com/jetflow/jetflow/step"
 	"github.com/jetflow/jetflow/wire"
 )
 
@@ -80,9 +81,7 @@ func summarize(id string, data []byte, rev uint64, updated time.Time) (*Summary,
 	if len(r.State.Control.Active) > 0 {
 		s.State = r.State.Control.Active[0]
 	}
-	if e := r.State.Error; e != nil {
-		s.Error = &wire.RunError{Code: e.Code, Path: e.Path, Message: e.Message}
-	}
+	s.Error = step.RunError(r.State.Error)
 	if !s.active() {
 		s.Settled = int64(r.State.Control.Time)
 		if r.Status != nil && r.Status.Status == s.Status && r.Status.Time > 0 {

@@ -201,11 +201,12 @@ func (c *Console) apiRun(w http.ResponseWriter, r *http.Request) {
 		v.Active = []string{}
 	}
 	if st.Status == run.StatusDone {
-		if l.rec.Status != nil && len(l.rec.Status.Result) > 0 {
-			v.Result = l.rec.Status.Result
-		} else if b, err := json.Marshal(st.Context.Data); err == nil {
-			v.Result = b
+		ws, err := step.StatusOf(l.sum.ID, l.rec, st)
+		if err != nil {
+			writeError(w, statusOf(err), err.Error())
+			return
 		}
+		v.Result = ws.Result
 	}
 	if p := st.Pending; p != nil {
 		v.Pending = &pendingView{State: p.State, Visit: p.Visit}

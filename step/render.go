@@ -43,7 +43,7 @@ func Render(names subjects.Names, tokens *token.Signer, runID string, st *run.St
 		case e.Disarm != nil:
 			o = renderDisarm(names, runID, msgID, e.Disarm)
 		case e.Settled != nil:
-			status, err = renderStatus(runID, st, e.Settled, now)
+			status, err = statusFrom(runID, st, e.Settled, now)
 			if err == nil {
 				o, err = statusMessage(names, msgID, status)
 			}
@@ -148,24 +148,6 @@ func timerToken(id string) string {
 		return id
 	}
 	return "~" + base64.RawURLEncoding.EncodeToString([]byte(id))
-}
-
-func renderStatus(runID string, st *run.State, s *run.Settled, now float64) (*wire.Status, error) {
-	ws := &wire.Status{
-		Run: runID, Workflow: st.Workflow, Revision: st.Revision,
-		Status: string(s.Status), State: s.State, Time: now,
-	}
-	if s.Status == run.StatusDone || s.Result != nil {
-		r, err := rawJSON(s.Result)
-		if err != nil {
-			return nil, fmt.Errorf("run result: %w", err)
-		}
-		ws.Result = r
-	}
-	if s.Error != nil {
-		ws.Error = &wire.RunError{Code: s.Error.Code, Path: s.Error.Path, Message: s.Error.Message}
-	}
-	return ws, nil
 }
 
 func statusMessage(names subjects.Names, msgID string, ws *wire.Status) (runrecord.Outgoing, error) {

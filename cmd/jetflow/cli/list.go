@@ -63,7 +63,11 @@ func newList(s streams) *cobra.Command {
 					fmt.Fprintf(s.err, "warning: run %s: %v\n", e.RunID, err)
 					continue
 				}
-				ws := statusOf(st, rec)
+				ws, err := step.StatusOf(e.RunID, rec, st)
+				if err != nil {
+					fmt.Fprintf(s.err, "warning: run %s: %v\n", e.RunID, err)
+					continue
+				}
 				if (status != "" && ws.Status != status) || (name != "" && ws.Workflow != name) {
 					continue
 				}

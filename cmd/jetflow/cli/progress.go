@@ -90,14 +90,14 @@ func (t *tracker) observe(rec *runrecord.Record) ([]progressStep, error) {
 	}
 	steps = append(steps, t.invoked(prev, st, rec, at)...)
 
-	status := string(st.Status)
-	if rec.Status != nil && rec.Status.Status != "" {
-		status = rec.Status.Status
+	ws, err := step.StatusOf(st.RunID, rec, st)
+	if err != nil {
+		return nil, err
 	}
-	if status != t.status {
+	if status := ws.Status; status != t.status {
 		switch {
 		case run.Status(status).Terminal():
-			steps = append(steps, progressStep{Kind: stepEnd, At: at, Status: statusOf(st, rec)})
+			steps = append(steps, progressStep{Kind: stepEnd, At: at, Status: ws})
 			t.ended = true
 		case status == wire.StatusWaiting:
 			steps = append(steps, progressStep{Kind: stepWaiting, At: at, State: first(st.Control.Active), Detail: waitsFor(t.wf, st.Control.Active)})
@@ -106,22 +106,6 @@ func (t *tracker) observe(rec *runrecord.Record) ([]progressStep, error) {
 	}
 	t.prev = st
 	return steps, nil
-}
-
-// statusOf is the run's status as the record announces it, or as its
-// state says when nothing was announced yet.
-func statusOf(st *run.State, rec *runrecord.Record) *wire.Status {
-	if rec.Status != nil && run.Status(rec.Status.Status) == st.Status {
-		return rec.Status
-	}
-	ws := &wire.Status{Run: st.RunID, Workflow: st.Workflow, Revision: st.Revision, Status: string(st.Status), State: first(st.Control.Active), Time: st.Control.Time}
-	if st.Status == run.StatusDone {
-		ws.Result, _ = json.Marshal(st.Context.Data)
-	}
-	if st.Error != nil {
-		ws.Error = &wire.RunError{Code: st.Error.Code, Path: st.Error.Path, Message: st.Error.Message}
-	}
-	return ws
 }
 
 // entered counts the visits each state gained between two states.

@@ -83,7 +83,10 @@ func newStatus(s streams) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			ws := statusOf(st, rec)
+			ws, err := step.StatusOf(id, rec, st)
+			if err != nil {
+				return err
+			}
 			// A cancel moves no clock in the state; its announcement has
 			// the time.
 			info := runJSON{Status: ws, Updated: msTime(max(st.Control.Time, ws.Time))}
