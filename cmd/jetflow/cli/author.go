@@ -70,7 +70,7 @@ func errorLine(err error) string {
 	}
 	code := string(fault.CodeOf(err))
 	if code == "" {
-		code = "JF0021"
+		code = string(fault.JF0021)
 	}
 	return code + " " + path + " " + reason
 }

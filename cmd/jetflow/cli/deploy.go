@@ -168,7 +168,7 @@ func immutableLine(ctx context.Context, f *fleet.Fleet, name string, data []byte
 			what, fix = "policy", "runs pinned to it replay under its policy: deploy the new policy with a new revision of the document"
 		}
 	}
-	return fmt.Sprintf("JF0021 /revision revision %q of workflow %q is already deployed with a different %s (revisions never change: %s)", rev, name, what, fix)
+	return fmt.Sprintf("%s /revision revision %q of workflow %q is already deployed with a different %s (revisions never change: %s)", fault.JF0021, rev, name, what, fix)
 }
 
 // invalidLine is the engine's refusal of a document as CODE PATH message,
