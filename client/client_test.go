@@ -14,6 +14,7 @@ import (
 	"github.com/jetflow/jetflow/engine/workflow"
 	"github.com/jetflow/jetflow/kvstore"
 	"github.com/jetflow/jetflow/natstest"
+	"github.com/jetflow/jetflow/registry"
 	"github.com/jetflow/jetflow/subjects"
 	"github.com/jetflow/jetflow/wire"
 	"github.com/jetflow/jetflow/worker"
@@ -48,9 +49,9 @@ func setup(t *testing.T) *client.Client {
 	if err := kvstore.Provision(ctx, js, names, kvstore.ProvisionOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	reg, err := kvstore.OpenRegistry(ctx, js, names, kvstore.RegistryConfig{Validate: func(doc any) (kvstore.Info, error) {
+	reg, err := registry.OpenRegistry(ctx, js, names, registry.RegistryConfig{Validate: func(doc any) (registry.Info, error) {
 		_, err := workflow.Compile(doc, workflow.Options{})
-		return kvstore.Info{Tasks: []kvstore.TaskRef{{Task: "double", Version: "1"}}}, err
+		return registry.Info{Tasks: []registry.TaskRef{{Task: "double", Version: "1"}}}, err
 	}})
 	if err != nil {
 		t.Fatal(err)

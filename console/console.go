@@ -28,6 +28,7 @@ import (
 	"github.com/jetflow/jetflow/fleet"
 	"github.com/jetflow/jetflow/graph"
 	"github.com/jetflow/jetflow/kvstore"
+	"github.com/jetflow/jetflow/registry"
 	"github.com/jetflow/jetflow/replay"
 	"github.com/jetflow/jetflow/step"
 	"github.com/jetflow/jetflow/subjects"
@@ -42,7 +43,7 @@ type Config struct {
 	JS       jetstream.JetStream
 	Names    subjects.Names
 	Runs     *kvstore.RunStore
-	Registry *kvstore.Registry
+	Registry *registry.Registry
 	// Client sends events and cancels; required when Actions is set.
 	Client *client.Client
 	// Actions allows the page to send events and cancel runs. Default

@@ -6,6 +6,7 @@ import (
 	"net/http"
 
 	"github.com/jetflow/jetflow/kvstore"
+	"github.com/jetflow/jetflow/registry"
 )
 
 // writeJSON answers with v. encoding/json escapes <, > and & inside
@@ -29,7 +30,7 @@ func writeError(w http.ResponseWriter, status int, msg string) {
 // statusOf maps a store error to an HTTP status.
 func statusOf(err error) int {
 	switch {
-	case errors.Is(err, kvstore.ErrRunNotFound), errors.Is(err, kvstore.ErrWorkflowNotFound), errors.Is(err, kvstore.ErrDocumentNotFound):
+	case errors.Is(err, kvstore.ErrRunNotFound), errors.Is(err, registry.ErrWorkflowNotFound), errors.Is(err, registry.ErrDocumentNotFound):
 		return http.StatusNotFound
 	case errors.Is(err, errBadRequest):
 		return http.StatusBadRequest

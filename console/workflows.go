@@ -8,28 +8,28 @@ import (
 
 	"github.com/jetflow/jetflow/engine/workflow"
 	"github.com/jetflow/jetflow/graph"
-	"github.com/jetflow/jetflow/kvstore"
+	"github.com/jetflow/jetflow/registry"
 	"github.com/jetflow/jetflow/subjects"
 )
 
 // definitions compiles each deployed revision once: revisions are
 // immutable, so an entry never goes stale.
 type definitions struct {
-	reg *kvstore.Registry
+	reg *registry.Registry
 
 	mu   sync.Mutex
 	byID map[string]*definition
 }
 
 type definition struct {
-	dep kvstore.Deployment
+	dep registry.Deployment
 	wf  *workflow.Workflow
 }
 
 // maxDefinitions bounds the cache; past it, an arbitrary entry goes.
 const maxDefinitions = 256
 
-func newDefinitions(reg *kvstore.Registry) *definitions {
+func newDefinitions(reg *registry.Registry) *definitions {
 	return &definitions{reg: reg, byID: map[string]*definition{}}
 }
 
@@ -47,7 +47,7 @@ func (d *definitions) get(ctx context.Context, name, revision string) (*definiti
 			return def, nil
 		}
 	}
-	var dep kvstore.Deployment
+	var dep registry.Deployment
 	var err error
 	if revision == "" {
 		dep, err = d.reg.Get(ctx, name)
@@ -107,7 +107,7 @@ func (c *Console) apiWorkflows(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, v)
 }
 
-func (c *Console) workflowItem(wf kvstore.Workflow) workflowItem {
+func (c *Console) workflowItem(wf registry.Workflow) workflowItem {
 	active := c.idx.activeRuns(wf.Name)
 	it := workflowItem{Name: wf.Name, Latest: wf.Latest().Revision, Revisions: []revisionItem{}}
 	for i := len(wf.Revisions) - 1; i >= 0; i-- {

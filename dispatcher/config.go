@@ -93,7 +93,7 @@ type Config struct {
 
 	// RunOptions are the reducer's host settings (task retry policies)
 	// for deployments that carry no policy of their own; a deployment's
-	// policy (kvstore.Document.Policy) replaces them for its runs.
+	// policy (registry.Document.Policy) replaces them for its runs.
 	// Default: the zero value (run's default policies).
 	RunOptions run.Options
 

@@ -12,7 +12,6 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/jetflow/jetflow/engine/run"
-	"github.com/jetflow/jetflow/kvstore"
 	"github.com/jetflow/jetflow/natstest"
 	"github.com/jetflow/jetflow/registry"
 	"github.com/jetflow/jetflow/wire"
@@ -20,21 +19,21 @@ import (
 
 // countingRegistry counts the reads a loader makes of the registry.
 type countingRegistry struct {
-	*kvstore.Registry
+	*registry.Registry
 	get, getRevision, latest atomic.Int64
 }
 
-func (c *countingRegistry) Get(ctx context.Context, name string) (kvstore.Deployment, error) {
+func (c *countingRegistry) Get(ctx context.Context, name string) (registry.Deployment, error) {
 	c.get.Add(1)
 	return c.Registry.Get(ctx, name)
 }
 
-func (c *countingRegistry) GetRevision(ctx context.Context, name, rev string) (kvstore.Deployment, error) {
+func (c *countingRegistry) GetRevision(ctx context.Context, name, rev string) (registry.Deployment, error) {
 	c.getRevision.Add(1)
 	return c.Registry.GetRevision(ctx, name, rev)
 }
 
-func (c *countingRegistry) Latest(ctx context.Context, name string) (kvstore.RevisionRef, error) {
+func (c *countingRegistry) Latest(ctx context.Context, name string) (registry.RevisionRef, error) {
 	c.latest.Add(1)
 	return c.Registry.Latest(ctx, name)
 }
@@ -44,7 +43,7 @@ func (c *countingRegistry) Latest(ctx context.Context, name string) (kvstore.Rev
 // still sees a revision deployed the moment before.
 func TestLatestReadsOnlyTheRevisionList(t *testing.T) {
 	t.Parallel()
-	b := setup(t).withEngine(t, map[string]string{"one": oneTask}, kvstore.TaskRef{Task: "echo", Version: "1"})
+	b := setup(t).withEngine(t, map[string]string{"one": oneTask}, registry.TaskRef{Task: "echo", Version: "1"})
 	reg := &countingRegistry{Registry: b.reg}
 	l, err := registry.NewLoader(reg, run.Options{}, 0)
 	if err != nil {

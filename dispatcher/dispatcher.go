@@ -76,7 +76,7 @@ var errStopping = errors.New("dispatcher stopping")
 // New returns a dispatcher that reads and writes runs in store (nil means
 // the run bucket named by cfg.Names, bound at Start) and loads workflow
 // definitions from reg. It validates cfg after applying defaults.
-func New(js jetstream.JetStream, store RunStore, reg registry.Registry, cfg Config) (*Dispatcher, error) {
+func New(js jetstream.JetStream, store RunStore, reg registry.Reader, cfg Config) (*Dispatcher, error) {
 	c := cfg.WithDefaults()
 	l, err := registry.NewLoader(reg, c.RunOptions, c.DefinitionCacheSize)
 	if err != nil {

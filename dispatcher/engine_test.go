@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"github.com/jetflow/jetflow/engine/workflow"
-	"github.com/jetflow/jetflow/kvstore"
+	"github.com/jetflow/jetflow/registry"
 	"github.com/jetflow/jetflow/wire"
 )
 
@@ -23,15 +23,15 @@ const oneTask = `{
 
 // withEngine deploys docs (their tasks listed in tasks) and makes b's
 // dispatchers run the real engine.
-func (b *bundle) withEngine(t *testing.T, docs map[string]string, tasks ...kvstore.TaskRef) *bundle {
+func (b *bundle) withEngine(t *testing.T, docs map[string]string, tasks ...registry.TaskRef) *bundle {
 	t.Helper()
 	ctx := testCtx(t)
-	reg, err := kvstore.OpenRegistry(ctx, b.js, b.names, kvstore.RegistryConfig{
-		Validate: func(doc any) (kvstore.Info, error) {
+	reg, err := registry.OpenRegistry(ctx, b.js, b.names, registry.RegistryConfig{
+		Validate: func(doc any) (registry.Info, error) {
 			if _, err := workflow.Compile(doc, workflow.Options{}); err != nil {
-				return kvstore.Info{}, err
+				return registry.Info{}, err
 			}
-			return kvstore.Info{Tasks: tasks}, nil
+			return registry.Info{Tasks: tasks}, nil
 		},
 	})
 	if err != nil {
@@ -56,7 +56,7 @@ func reducers(t *testing.T, test func(t *testing.T, setup func(t *testing.T) *bu
 	t.Run("engine", func(t *testing.T) {
 		t.Parallel()
 		test(t, func(t *testing.T) *bundle {
-			return setup(t).withEngine(t, map[string]string{"one": oneTask}, kvstore.TaskRef{Task: "echo", Version: "1"})
+			return setup(t).withEngine(t, map[string]string{"one": oneTask}, registry.TaskRef{Task: "echo", Version: "1"})
 		})
 	})
 }
@@ -66,7 +66,7 @@ func reducers(t *testing.T, test func(t *testing.T, setup func(t *testing.T) *bu
 // --modes single`, with its targets; the tests here check behaviour only.
 func TestEngineOneTaskRunEndsDone(t *testing.T) {
 	t.Parallel()
-	b := setup(t).withEngine(t, map[string]string{"one": oneTask}, kvstore.TaskRef{Task: "echo", Version: "1"})
+	b := setup(t).withEngine(t, map[string]string{"one": oneTask}, registry.TaskRef{Task: "echo", Version: "1"})
 	b.dispatcher(t, Config{})
 	b.serveTask(t, "echo", "1", echoUpper)
 	b.startTask(t, "r1", map[string]any{"x": 1})

@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jetflow/jetflow/kvstore"
 	"github.com/jetflow/jetflow/natstest"
 	"github.com/jetflow/jetflow/registry"
 	"github.com/jetflow/jetflow/wire"
@@ -18,7 +17,7 @@ import (
 // registry, and a later deploy reaches new starts.
 func TestStartsReadNoRevisionListWhileRunning(t *testing.T) {
 	t.Parallel()
-	b := setup(t).withEngine(t, map[string]string{"one": oneTask}, kvstore.TaskRef{Task: "echo", Version: "1"})
+	b := setup(t).withEngine(t, map[string]string{"one": oneTask}, registry.TaskRef{Task: "echo", Version: "1"})
 	reg := &countingRegistry{Registry: b.reg}
 	d, err := New(b.js, nil, reg, Config{Logger: quietLogger(t)})
 	if err != nil {

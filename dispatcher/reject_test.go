@@ -13,6 +13,7 @@ import (
 
 	"github.com/jetflow/jetflow/kvstore"
 	"github.com/jetflow/jetflow/natstest"
+	"github.com/jetflow/jetflow/registry"
 	"github.com/jetflow/jetflow/wire"
 	"github.com/jetflow/jetflow/worker"
 )
@@ -134,7 +135,7 @@ const twoSteps = `{
 // same input was rejected.
 func TestRejectionLoggedOnlyWhenItStands(t *testing.T) {
 	t.Parallel()
-	b := setup(t).withEngine(t, map[string]string{"two": twoSteps}, kvstore.TaskRef{Task: "echo", Version: "1"})
+	b := setup(t).withEngine(t, map[string]string{"two": twoSteps}, registry.TaskRef{Task: "echo", Version: "1"})
 	store := &staleStore{RunStore: b.store, first: map[string]staleVersion{}}
 	logs := newCaptureLog()
 	d, err := New(b.js, store, b.reg, Config{

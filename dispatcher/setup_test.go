@@ -16,6 +16,7 @@ import (
 	"github.com/jetflow/jetflow/embedded"
 	"github.com/jetflow/jetflow/kvstore"
 	"github.com/jetflow/jetflow/natstest"
+	"github.com/jetflow/jetflow/registry"
 	"github.com/jetflow/jetflow/runrecord"
 	"github.com/jetflow/jetflow/subjects"
 	"github.com/jetflow/jetflow/wire"
@@ -40,7 +41,7 @@ type bundle struct {
 	inputs jetstream.Stream
 	// reg, when set, makes dispatcher() run the real engine on workflows
 	// deployed there instead of the fake reducer.
-	reg *kvstore.Registry
+	reg *registry.Registry
 	// nodes, when set, are connections to distinct cluster nodes that
 	// successive dispatchers use in turn.
 	nodes []jetstream.JetStream

@@ -11,8 +11,8 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/jetflow/jetflow/kvstore"
 	"github.com/jetflow/jetflow/policy"
+	"github.com/jetflow/jetflow/registry"
 	"github.com/jetflow/jetflow/worker"
 )
 
@@ -27,7 +27,7 @@ type DeployOptions struct {
 
 // Deployed is what a deploy stored and did.
 type Deployed struct {
-	kvstore.Deployment
+	registry.Deployment
 	// Notes are what the deploy changed that other deployments see, or
 	// may not have meant, one sentence each: a task consumer's AckWait
 	// that this deploy replaced, a policy entry that names no task of the
@@ -38,7 +38,7 @@ type Deployed struct {
 // Deploy validates and stores a workflow document under name, and creates
 // the durable consumer of every task it invokes so that workers in any
 // language only bind. It is DeployWith without a policy.
-func (f *Fleet) Deploy(ctx context.Context, name string, doc []byte) (kvstore.Deployment, error) {
+func (f *Fleet) Deploy(ctx context.Context, name string, doc []byte) (registry.Deployment, error) {
 	d, err := f.DeployWith(ctx, name, doc, DeployOptions{})
 	return d.Deployment, err
 }
@@ -88,14 +88,14 @@ func (f *Fleet) DeployWith(ctx context.Context, name string, doc []byte, opts De
 }
 
 // unusedEntries notes the policy entries that match no task d invokes.
-func unusedEntries(d kvstore.Deployment) []string {
+func unusedEntries(d registry.Deployment) []string {
 	var notes []string
 	for _, key := range d.Policy.Keys() {
 		if key == policy.Wildcard {
 			continue
 		}
 		task, version, exact := strings.Cut(key, "@")
-		used := slices.ContainsFunc(d.Tasks, func(t kvstore.TaskRef) bool {
+		used := slices.ContainsFunc(d.Tasks, func(t registry.TaskRef) bool {
 			return t.Task == task && (!exact || t.Version == version)
 		})
 		if !used {
@@ -107,7 +107,7 @@ func unusedEntries(d kvstore.Deployment) []string {
 
 // taskAckWait is the AckWait of a task version's consumer, 0 if it has
 // none yet.
-func (f *Fleet) taskAckWait(ctx context.Context, t kvstore.TaskRef) (time.Duration, error) {
+func (f *Fleet) taskAckWait(ctx context.Context, t registry.TaskRef) (time.Duration, error) {
 	c, err := f.JS.Consumer(ctx, f.Names.TaskStream(), f.Names.TaskConsumer(t.Task, t.Version))
 	if errors.Is(err, jetstream.ErrConsumerNotFound) {
 		return 0, nil

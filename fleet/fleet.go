@@ -21,6 +21,7 @@ import (
 	"github.com/jetflow/jetflow/dispatcher"
 	"github.com/jetflow/jetflow/embedded"
 	"github.com/jetflow/jetflow/kvstore"
+	"github.com/jetflow/jetflow/registry"
 	"github.com/jetflow/jetflow/subjects"
 	"github.com/jetflow/jetflow/token"
 	"github.com/jetflow/jetflow/worker"
@@ -71,7 +72,7 @@ type Fleet struct {
 	Server     *embedded.Server // nil when joined by URL
 	Conn       *nats.Conn
 	JS         jetstream.JetStream
-	Registry   *kvstore.Registry
+	Registry   *registry.Registry
 	Runs       *kvstore.RunStore
 	Client     *client.Client
 	Dispatcher *dispatcher.Dispatcher // nil unless Config.Dispatcher was set
@@ -138,7 +139,7 @@ func (f *Fleet) start(ctx context.Context) error {
 			return fmt.Errorf("provisioning streams and buckets: %w", err)
 		}
 	}
-	if f.Registry, err = kvstore.OpenRegistry(ctx, js, f.Names, kvstore.RegistryConfig{Validate: Validate}); err != nil {
+	if f.Registry, err = registry.OpenRegistry(ctx, js, f.Names, registry.RegistryConfig{Validate: Validate}); err != nil {
 		return fmt.Errorf("opening the workflow registry: %w", err)
 	}
 	if f.Runs, err = kvstore.OpenRunStore(ctx, js, f.Names); err != nil {

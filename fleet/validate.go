@@ -4,7 +4,7 @@ import (
 	"strconv"
 
 	"github.com/jetflow/jetflow/engine/workflow"
-	"github.com/jetflow/jetflow/kvstore"
+	"github.com/jetflow/jetflow/registry"
 	"github.com/jetflow/jetflow/subjects"
 )
 
@@ -12,20 +12,20 @@ import (
 // task versions it invokes; it is the registry's check before a deploy.
 // Task names, versions and awaited event types must also be usable in
 // subjects, or no worker could serve them and no event could reach them.
-func Validate(doc any) (kvstore.Info, error) {
+func Validate(doc any) (registry.Info, error) {
 	wf, err := workflow.Compile(doc, workflow.Options{})
 	if err != nil {
-		return kvstore.Info{}, err
+		return registry.Info{}, err
 	}
 	for _, id := range wf.Lowered.States {
 		spec := wf.Lowered.Specs[id]
 		for i, w := range spec.On {
 			if err := subjects.CheckEventType(w.Event); err != nil {
-				return kvstore.Info{}, &PathError{Path: id + "/on/" + strconv.Itoa(i) + "/event", Err: err}
+				return registry.Info{}, &PathError{Path: id + "/on/" + strconv.Itoa(i) + "/event", Err: err}
 			}
 		}
 	}
-	var info kvstore.Info
+	var info registry.Info
 	for _, id := range wf.Lowered.Work {
 		d := wf.DAGs[id]
 		for _, node := range d.Nodes() {
@@ -34,12 +34,12 @@ func Validate(doc any) (kvstore.Info, error) {
 				continue
 			}
 			if err := subjects.CheckTask(n.Task); err != nil {
-				return kvstore.Info{}, &PathError{Path: id + "/work", Err: err}
+				return registry.Info{}, &PathError{Path: id + "/work", Err: err}
 			}
 			if err := subjects.CheckVersion(n.Version); err != nil {
-				return kvstore.Info{}, &PathError{Path: id + "/work", Err: err}
+				return registry.Info{}, &PathError{Path: id + "/work", Err: err}
 			}
-			info.Tasks = append(info.Tasks, kvstore.TaskRef{Task: n.Task, Version: n.Version})
+			info.Tasks = append(info.Tasks, registry.TaskRef{Task: n.Task, Version: n.Version})
 		}
 	}
 	return info, nil

@@ -14,9 +14,11 @@ import (
 	"github.com/jetflow/jetflow/subjects"
 )
 
-// bucket is a bound KV bucket plus what a leader read needs: the backing
-// stream and the subject prefix of its keys.
-type bucket struct {
+// Bucket is a bound KV bucket plus what a leader read needs: the backing
+// stream and the subject prefix of its keys. The stores of jetflow's
+// buckets (RunStore here, the workflow registry in package registry)
+// read and scan through it.
+type Bucket struct {
 	js     jetstream.JetStream
 	kv     jetstream.KeyValue
 	name   string
@@ -24,7 +26,12 @@ type bucket struct {
 	prefix string // "$KV.<bucket>."
 }
 
-func bindBucket(ctx context.Context, js jetstream.JetStream, names subjects.Names, name string) (*bucket, error) {
+// BindBucket binds bucket name of the deployment names (it must be
+// provisioned: else the error wraps ErrNotProvisioned).
+func BindBucket(ctx context.Context, js jetstream.JetStream, names subjects.Names, name string) (*Bucket, error) {
+	if err := checkNames(names); err != nil {
+		return nil, err
+	}
 	kv, err := js.KeyValue(ctx, name)
 	if errors.Is(err, jetstream.ErrBucketNotFound) {
 		return nil, fmt.Errorf("kvstore: bucket %q: %w (run Provision first): %w", name, ErrNotProvisioned, err)
@@ -36,7 +43,7 @@ func bindBucket(ctx context.Context, js jetstream.JetStream, names subjects.Name
 	if err != nil {
 		return nil, fmt.Errorf("kvstore: status of bucket %q: %w", name, err)
 	}
-	b := &bucket{js: js, kv: kv, name: name, stream: names.KVStream(name), prefix: names.KVKeyPrefix(name)}
+	b := &Bucket{js: js, kv: kv, name: name, stream: names.KVStream(name), prefix: names.KVKeyPrefix(name)}
 	// Prefer what the server reports over the KV naming convention.
 	if bs, ok := st.(*jetstream.KeyValueBucketStatus); ok && bs.StreamInfo() != nil {
 		cfg := bs.StreamInfo().Config
@@ -48,28 +55,35 @@ func bindBucket(ctx context.Context, js jetstream.JetStream, names subjects.Name
 	return b, nil
 }
 
-// entry is one key's current value.
-type entry struct {
-	value    []byte
-	revision uint64
-	created  time.Time
+// Name is the bucket's name.
+func (b *Bucket) Name() string { return b.name }
+
+// KV is the bucket itself, for writes and watches.
+func (b *Bucket) KV() jetstream.KeyValue { return b.kv }
+
+// Value is one key's current value.
+type Value struct {
+	Data     []byte
+	Revision uint64
+	// Created is when this revision was stored (server time).
+	Created time.Time
 }
 
-// errNoKey is returned by get for an absent or deleted key; callers wrap
+// ErrNoKey is returned by Get for an absent or deleted key; callers wrap
 // their own sentinel around it.
-var errNoKey = jetstream.ErrKeyNotFound
+var ErrNoKey = jetstream.ErrKeyNotFound
 
-// get reads key. fromLeader reads through the stream leader (the
+// Get reads key. fromLeader reads through the stream leader (the
 // non-direct message API) instead of a direct get, which any replica may
 // answer from behind: use it to read your own or another writer's latest
 // write on a replicated bucket. Errors a cluster gives while it elects a
 // leader or a restarted node rejoins ("no responders") are retried with
 // backoff for up to readRetryFor.
-func (b *bucket) get(ctx context.Context, key string, fromLeader bool) (entry, error) {
-	return retry(ctx, readRetryFor, func() (entry, error) {
+func (b *Bucket) Get(ctx context.Context, key string, fromLeader bool) (Value, error) {
+	return Retry(ctx, readRetryFor, func() (Value, error) {
 		e, err := b.getOnce(ctx, key, fromLeader)
 		if err != nil && !readTransient(err) {
-			return e, permanent(err)
+			return e, Permanent(err)
 		}
 		return e, err
 	})
@@ -88,26 +102,26 @@ func readTransient(err error) bool {
 	return errors.As(err, &ae) && (ae.ErrorCode == codeNotAvailable || ae.ErrorCode == codeNotLeader)
 }
 
-func (b *bucket) getOnce(ctx context.Context, key string, fromLeader bool) (entry, error) {
+func (b *Bucket) getOnce(ctx context.Context, key string, fromLeader bool) (Value, error) {
 	if !fromLeader {
 		e, err := b.kv.Get(ctx, key)
 		if err != nil {
 			if errors.Is(err, jetstream.ErrKeyNotFound) || errors.Is(err, jetstream.ErrKeyDeleted) {
-				return entry{}, errNoKey
+				return Value{}, ErrNoKey
 			}
-			return entry{}, err
+			return Value{}, err
 		}
-		return entry{value: e.Value(), revision: e.Revision(), created: e.Created()}, nil
+		return Value{Data: e.Value(), Revision: e.Revision(), Created: e.Created()}, nil
 	}
 	m, err := b.leaderLast(ctx, b.prefix+key)
 	if err != nil {
-		return entry{}, err
+		return Value{}, err
 	}
 	switch m.Header.Get("KV-Operation") {
 	case "DEL", "PURGE":
-		return entry{}, errNoKey
+		return Value{}, ErrNoKey
 	}
-	return entry{value: m.Data, revision: m.Sequence, created: m.Time}, nil
+	return Value{Data: m.Data, Revision: m.Sequence, Created: m.Time}, nil
 }
 
 // msgGetResponse is the reply of $JS.API.STREAM.MSG.GET.<stream>.
@@ -125,7 +139,7 @@ type msgGetResponse struct {
 // leaderLast fetches the last message on subject through the stream
 // leader. nats.go always uses direct gets on streams that allow them (KV
 // streams do), so the request is made by hand.
-func (b *bucket) leaderLast(ctx context.Context, subject string) (*jetstream.RawStreamMsg, error) {
+func (b *Bucket) leaderLast(ctx context.Context, subject string) (*jetstream.RawStreamMsg, error) {
 	return leaderGet(ctx, b.js, b.stream, map[string]any{"last_by_subj": subject})
 }
 
@@ -135,7 +149,7 @@ func (b *bucket) leaderLast(ctx context.Context, subject string) (*jetstream.Raw
 // stored, and a caller that refuses an input on that answer would lose it.
 func FirstOnSubject(ctx context.Context, js jetstream.JetStream, stream, subject string) (uint64, error) {
 	m, err := leaderGet(ctx, js, stream, map[string]any{"seq": 1, "next_by_subj": subject})
-	if errors.Is(err, errNoKey) {
+	if errors.Is(err, ErrNoKey) {
 		return 0, nil
 	}
 	if err != nil {
@@ -145,7 +159,7 @@ func FirstOnSubject(ctx context.Context, js jetstream.JetStream, stream, subject
 }
 
 // leaderGet is one $JS.API.STREAM.MSG.GET request, which the stream
-// leader answers. errNoKey means no such message.
+// leader answers. ErrNoKey means no such message.
 func leaderGet(ctx context.Context, js jetstream.JetStream, stream string, request map[string]any) (*jetstream.RawStreamMsg, error) {
 	subject, _ := request["last_by_subj"].(string)
 	if subject == "" {
@@ -175,7 +189,7 @@ func leaderGet(ctx context.Context, js jetstream.JetStream, stream string, reque
 	}
 	if resp.Error != nil {
 		if resp.Error.ErrorCode == codeMsgNotFound {
-			return nil, errNoKey
+			return nil, ErrNoKey
 		}
 		return nil, fmt.Errorf("leader read of %q in stream %q: %w", subject, stream, resp.Error)
 	}
@@ -191,9 +205,9 @@ func leaderGet(ctx context.Context, js jetstream.JetStream, stream string, reque
 	return m, nil
 }
 
-// scan calls fn with the current value of every key matching filter, in
+// Scan calls fn with the current value of every key matching filter, in
 // one pass of an ordered consumer (no request per key).
-func (b *bucket) scan(ctx context.Context, filter string, fn func(jetstream.KeyValueEntry)) error {
+func (b *Bucket) Scan(ctx context.Context, filter string, fn func(jetstream.KeyValueEntry)) error {
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	w, err := b.kv.Watch(wctx, filter, jetstream.IgnoreDeletes())

@@ -83,13 +83,13 @@ func TestClusterR3(t *testing.T) {
 		}
 	}
 
-	reg := registry(t, b)
-	dep, err := reg.Deploy(b.ctx, "orders", workflowDoc("1", "prepare"))
+	wfs := b.workflowBucket(t)
+	wrev, err := wfs.KV().Create(b.ctx, "doc.orders", []byte("deployed"))
 	if err != nil {
 		t.Fatal(err)
 	}
 
-	// Restart the run bucket's leader; the run and the workflow are there
+	// Restart the run bucket's leader; the run and the workflow bucket's value are there
 	// afterwards and CAS continues from the same revision.
 	leader := c.WaitStreamLeader("KV_" + b.names.RunBucket())
 	for i, s := range c.Servers {
@@ -116,8 +116,8 @@ func TestClusterR3(t *testing.T) {
 	if _, err := rs.Update(b.ctx, "race", []byte("stale"), rev); !errors.Is(err, kvstore.ErrStale) {
 		t.Fatalf("stale update after restart = %v", err)
 	}
-	if d, err := reg.Get(b.ctx, "orders"); err != nil || d.Hash != dep.Hash {
-		t.Fatalf("workflow after restart = %+v, %v", d, err)
+	if v, err := wfs.Get(b.ctx, "doc.orders", true); err != nil || string(v.Data) != "deployed" || v.Revision != wrev {
+		t.Fatalf("workflow bucket after restart = %+v, %v", v, err)
 	}
 
 	// A timer through the source, across the restart of the node leading

@@ -1,7 +1,8 @@
 // Package kvstore is jetflow's storage on JetStream: Provision creates the
 // streams and buckets a deployment uses, RunStore keeps each run's state
-// under compare-and-swap, and Registry keeps deployed workflow documents,
-// content-addressed and immutable, with the revisions of each name.
+// under compare-and-swap, and Bucket binds a KV bucket for a store, with
+// reads through the stream leader (the workflow registry, package
+// registry, keeps its documents through one).
 package kvstore
 
 import "errors"
@@ -16,14 +17,6 @@ var (
 	// ErrStale: Update's last revision is not the run's current one
 	// (another writer won; reload and retry).
 	ErrStale = errors.New("stale revision")
-	// ErrWorkflowNotFound: no workflow (or no such revision of it) is
-	// deployed under the name.
-	ErrWorkflowNotFound = errors.New("workflow not found")
-	// ErrDocumentNotFound: no workflow document is stored under the hash.
-	ErrDocumentNotFound = errors.New("workflow document not found")
-	// ErrRevisionImmutable: a different document or policy was deployed
-	// under a (name, revision) pair that already exists.
-	ErrRevisionImmutable = errors.New("workflow revision already deployed with a different document or policy")
 	// ErrNotProvisioned: a stream or bucket is missing; run Provision.
 	ErrNotProvisioned = errors.New("not provisioned")
 )

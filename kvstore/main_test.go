@@ -52,3 +52,14 @@ func (b bundle) runs(t *testing.T) *kvstore.RunStore {
 	}
 	return rs
 }
+
+// workflowBucket binds the workflow bucket, which the registry (package
+// registry) keeps its documents in.
+func (b bundle) workflowBucket(t *testing.T) *kvstore.Bucket {
+	t.Helper()
+	wb, err := kvstore.BindBucket(b.ctx, b.js, b.names, b.names.WorkflowBucket())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return wb
+}

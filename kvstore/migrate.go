@@ -68,7 +68,7 @@ func unsafeInput(ctx context.Context, s jetstream.Stream, names subjects.Names) 
 // bindStream returns the named stream, or nil if it does not exist,
 // retrying transient errors.
 func bindStream(ctx context.Context, js jetstream.JetStream, name string, retryFor time.Duration) (jetstream.Stream, error) {
-	s, err := retry(ctx, retryFor, func() (jetstream.Stream, error) {
+	s, err := Retry(ctx, retryFor, func() (jetstream.Stream, error) {
 		actx, cancel := context.WithTimeout(ctx, DefaultAttemptTimeout)
 		defer cancel()
 		s, err := js.Stream(actx, name)
@@ -78,7 +78,7 @@ func bindStream(ctx context.Context, js jetstream.JetStream, name string, retryF
 		if err != nil && ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
 			return nil, err
 		}
-		return s, classify(err)
+		return s, Classify(err)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("kvstore: inspect stream %q: %w", name, err)

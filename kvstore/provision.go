@@ -274,7 +274,7 @@ func Provision(ctx context.Context, js jetstream.JetStream, names subjects.Names
 // leave both requests without a reply. The attempt timeout turns such a
 // lost reply into a retry; both operations are idempotent.
 func ensure(ctx context.Context, retryFor time.Duration, op func(context.Context) error) error {
-	_, err := retry(ctx, retryFor, func() (struct{}, error) {
+	_, err := Retry(ctx, retryFor, func() (struct{}, error) {
 		actx, cancel := context.WithTimeout(ctx, DefaultAttemptTimeout)
 		defer cancel()
 		err := op(actx)
@@ -282,7 +282,7 @@ func ensure(ctx context.Context, retryFor time.Duration, op func(context.Context
 			// A lost reply, or a stream deleted between create and update.
 			return struct{}{}, err
 		}
-		return struct{}{}, classify(err)
+		return struct{}{}, Classify(err)
 	})
 	return err
 }

@@ -168,7 +168,7 @@ func TestOpenBeforeProvision(t *testing.T) {
 	if _, err := kvstore.OpenRunStore(ctx, js, names); !errors.Is(err, kvstore.ErrNotProvisioned) || !strings.Contains(err.Error(), names.RunBucket()) {
 		t.Errorf("OpenRunStore = %v", err)
 	}
-	if _, err := kvstore.OpenRegistry(ctx, js, names, kvstore.RegistryConfig{}); !errors.Is(err, kvstore.ErrNotProvisioned) {
-		t.Errorf("OpenRegistry = %v", err)
+	if _, err := kvstore.BindBucket(ctx, js, names, names.WorkflowBucket()); !errors.Is(err, kvstore.ErrNotProvisioned) {
+		t.Errorf("BindBucket = %v", err)
 	}
 }

@@ -17,12 +17,11 @@ func TestRestartKeepsEverything(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	rs := b.runs(t)
-	reg := registry(t, b)
 	rev, err := rs.Create(b.ctx, "r1", []byte("waiting"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	dep, err := reg.Deploy(b.ctx, "orders", workflowDoc("1", "prepare"))
+	wrev, err := b.workflowBucket(t).KV().Create(b.ctx, "doc.orders", []byte("deployed"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -51,8 +50,8 @@ func TestRestartKeepsEverything(t *testing.T) {
 	if data, got, err := rs.Get(b.ctx, "r1"); err != nil || string(data) != "waiting" || got != rev {
 		t.Fatalf("run after restart = %q rev %d, %v; want rev %d", data, got, err, rev)
 	}
-	if d, err := registry(t, b).Get(b.ctx, "orders"); err != nil || d.Hash != dep.Hash {
-		t.Fatalf("workflow after restart = %+v, %v", d, err)
+	if v, err := b.workflowBucket(t).Get(b.ctx, "doc.orders", false); err != nil || string(v.Data) != "deployed" || v.Revision != wrev {
+		t.Fatalf("workflow bucket after restart = %+v, %v", v, err)
 	}
 	m := nextTimer(b.ctx, t, b.js, b.names, "r1", 15*time.Second)
 	md, _ := m.Metadata()

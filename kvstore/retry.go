@@ -43,10 +43,10 @@ func transient(err error) bool {
 	return false
 }
 
-// retry runs op until it succeeds, returns a backoff.Permanent error, or
+// Retry runs op until it succeeds, returns a Permanent error, or
 // ctx ends or maxElapsed passes. When ctx ends the last error of op is
 // kept in the returned error, so that a timeout still says what failed.
-func retry[T any](ctx context.Context, maxElapsed time.Duration, op func() (T, error)) (T, error) {
+func Retry[T any](ctx context.Context, maxElapsed time.Duration, op func() (T, error)) (T, error) {
 	if maxElapsed <= 0 {
 		maxElapsed = DefaultRetryFor
 	}
@@ -69,13 +69,15 @@ func retry[T any](ctx context.Context, maxElapsed time.Duration, op func() (T, e
 	return v, err
 }
 
-// classify marks err permanent unless it is transient.
-func classify(err error) error {
+// Classify marks err Permanent unless it is transient: worth retrying (a
+// cluster electing its leader, no responders, a timeout, a concurrent
+// create).
+func Classify(err error) error {
 	if err == nil || transient(err) {
 		return err
 	}
 	return backoff.Permanent(err)
 }
 
-// permanent stops retry at err.
-func permanent(err error) error { return backoff.Permanent(err) }
+// Permanent stops Retry at err.
+func Permanent(err error) error { return backoff.Permanent(err) }

@@ -44,12 +44,12 @@ func TestRetryKeepsLastError(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
 	calls := 0
-	_, err := retry(ctx, time.Minute, func() (int, error) { calls++; return 0, nats.ErrNoResponders })
+	_, err := Retry(ctx, time.Minute, func() (int, error) { calls++; return 0, nats.ErrNoResponders })
 	if !errors.Is(err, context.DeadlineExceeded) || !errors.Is(err, nats.ErrNoResponders) || calls < 2 {
 		t.Fatalf("retry = %v after %d calls", err, calls)
 	}
 	calls = 0
-	_, err = retry(context.Background(), time.Minute, func() (int, error) { calls++; return 0, permanent(errors.New("bad")) })
+	_, err = Retry(context.Background(), time.Minute, func() (int, error) { calls++; return 0, Permanent(errors.New("bad")) })
 	if err == nil || err.Error() != "bad" || calls != 1 {
 		t.Fatalf("permanent error: %v after %d calls", err, calls)
 	}

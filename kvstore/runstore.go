@@ -16,15 +16,12 @@ import (
 // written only by compare-and-swap on the key's revision. Values are
 // opaque bytes: the dispatcher owns their encoding.
 type RunStore struct {
-	b *bucket
+	b *Bucket
 }
 
 // OpenRunStore binds the run bucket of names (it must be provisioned).
 func OpenRunStore(ctx context.Context, js jetstream.JetStream, names subjects.Names) (*RunStore, error) {
-	if err := checkNames(names); err != nil {
-		return nil, err
-	}
-	b, err := bindBucket(ctx, js, names, names.RunBucket())
+	b, err := BindBucket(ctx, js, names, names.RunBucket())
 	if err != nil {
 		return nil, err
 	}
@@ -60,14 +57,14 @@ func (s *RunStore) Get(ctx context.Context, runID string, opts ...ReadOption) ([
 	if err := subjects.CheckRunID(runID); err != nil {
 		return nil, 0, fmt.Errorf("kvstore: get run: %w", err)
 	}
-	e, err := s.b.get(ctx, runID, collectRead(opts).leader)
-	if errors.Is(err, errNoKey) {
+	e, err := s.b.Get(ctx, runID, collectRead(opts).leader)
+	if errors.Is(err, ErrNoKey) {
 		return nil, 0, fmt.Errorf("kvstore: run %q in bucket %q: %w", runID, s.b.name, ErrRunNotFound)
 	}
 	if err != nil {
 		return nil, 0, fmt.Errorf("kvstore: get run %q from bucket %q: %w", runID, s.b.name, err)
 	}
-	return e.value, e.revision, nil
+	return e.Data, e.Revision, nil
 }
 
 // Create stores a new run's state and returns its revision. A run already
@@ -105,19 +102,19 @@ func (s *RunStore) Update(ctx context.Context, runID string, data []byte, lastRe
 		return rev, nil
 	}
 	if unchecked(err) {
-		rev, err = retry(ctx, staleRecheckFor, func() (uint64, error) {
-			cur, gerr := s.b.get(ctx, runID, true)
+		rev, err = Retry(ctx, staleRecheckFor, func() (uint64, error) {
+			cur, gerr := s.b.Get(ctx, runID, true)
 			switch {
-			case errors.Is(gerr, errNoKey) && lastRevision != 0, gerr == nil && cur.revision != lastRevision:
-				return 0, permanent(err) // the key really moved on
-			case gerr != nil && !errors.Is(gerr, errNoKey):
-				return 0, classify(gerr)
+			case errors.Is(gerr, ErrNoKey) && lastRevision != 0, gerr == nil && cur.Revision != lastRevision:
+				return 0, Permanent(err) // the key really moved on
+			case gerr != nil && !errors.Is(gerr, ErrNoKey):
+				return 0, Classify(gerr)
 			}
 			rev, uerr := s.b.kv.Update(ctx, runID, data, lastRevision)
 			if uerr == nil || unchecked(uerr) {
 				return rev, uerr
 			}
-			return 0, permanent(uerr)
+			return 0, Permanent(uerr)
 		})
 		if err == nil {
 			return rev, nil
@@ -160,7 +157,7 @@ type Entry struct {
 // 4-8 s per million runs on one node), so keep it off hot paths.
 func (s *RunStore) List(ctx context.Context, keep func(Entry) bool) ([]Entry, error) {
 	var out []Entry
-	err := s.b.scan(ctx, jetstream.AllKeys, func(e jetstream.KeyValueEntry) {
+	err := s.b.Scan(ctx, jetstream.AllKeys, func(e jetstream.KeyValueEntry) {
 		en := Entry{RunID: e.Key(), Data: e.Value(), Revision: e.Revision(), Updated: e.Created()}
 		if keep == nil || keep(en) {
 			out = append(out, en)

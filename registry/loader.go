@@ -1,6 +1,8 @@
-// Package registry turns deployed workflow documents into the
-// definitions runs step with: it reads the workflow registry, compiles
-// each revision once and follows the latest revisions.
+// Package registry is the workflow registry: Registry keeps deployed
+// workflow documents in the workflow bucket, content-addressed and
+// immutable, with the revisions of each name, and Loader turns them into
+// the definitions runs step with, compiling each revision once and
+// following the latest revisions.
 package registry
 
 import (
@@ -12,7 +14,6 @@ import (
 
 	"github.com/jetflow/jetflow/engine/run"
 	"github.com/jetflow/jetflow/engine/workflow"
-	"github.com/jetflow/jetflow/kvstore"
 	"github.com/jetflow/jetflow/step"
 )
 
@@ -20,15 +21,14 @@ import (
 // revision) that is not deployed, or a run is pinned to one that vanished.
 var ErrUnknownWorkflow = errors.New("unknown workflow")
 
-// Registry is where deployed workflow documents are read from;
-// *kvstore.Registry is the production one. Errors wrapping
-// kvstore.ErrWorkflowNotFound or kvstore.ErrDocumentNotFound mean "not
-// deployed".
-type Registry interface {
+// Reader is where a Loader reads deployed workflow documents from;
+// *Registry is the production one. Errors wrapping ErrWorkflowNotFound or
+// ErrDocumentNotFound mean "not deployed".
+type Reader interface {
 	// Get returns the latest deployment of name.
-	Get(ctx context.Context, name string) (kvstore.Deployment, error)
+	Get(ctx context.Context, name string) (Deployment, error)
 	// GetRevision returns one deployed revision of name.
-	GetRevision(ctx context.Context, name, revision string) (kvstore.Deployment, error)
+	GetRevision(ctx context.Context, name, revision string) (Deployment, error)
 }
 
 // Loader reads deployments from the registry and compiles each document
@@ -36,7 +36,7 @@ type Registry interface {
 // and hash entries never go stale; "latest" comes from a watch of the
 // revision lists between Watch and Unwatch, else from a read.
 type Loader struct {
-	reg  Registry
+	reg  Reader
 	opts run.Options
 	max  int
 
@@ -46,7 +46,7 @@ type Loader struct {
 
 	// index follows the latest revision of every name between Start and
 	// Stop, so that a start reads nothing (nil: read the revision list).
-	index atomic.Pointer[kvstore.LatestIndex]
+	index atomic.Pointer[LatestIndex]
 }
 
 // DefaultCacheSize is NewLoader's cache size when given none.
@@ -56,7 +56,7 @@ const DefaultCacheSize = 256
 // reducer's host settings for deployments that carry no policy of their
 // own (a deployment's policy replaces their retry rule and timeouts);
 // cacheSize bounds the compiled revisions kept (0: DefaultCacheSize).
-func NewLoader(reg Registry, opts run.Options, cacheSize int) (*Loader, error) {
+func NewLoader(reg Reader, opts run.Options, cacheSize int) (*Loader, error) {
 	if reg == nil {
 		return nil, errors.New("registry: nil Registry (pass the workflow registry the runs' definitions are deployed to)")
 	}
@@ -69,16 +69,16 @@ func NewLoader(reg Registry, opts run.Options, cacheSize int) (*Loader, error) {
 	}, nil
 }
 
-// latestReader is a Registry that can name its latest revision without
-// reading the document (*kvstore.Registry is one).
+// latestReader is a Reader that can name its latest revision without
+// reading the document (*Registry is one).
 type latestReader interface {
-	Latest(ctx context.Context, name string) (kvstore.RevisionRef, error)
+	Latest(ctx context.Context, name string) (RevisionRef, error)
 }
 
-// latestWatcher is a Registry that can follow its latest revisions
-// (*kvstore.Registry is one).
+// latestWatcher is a Reader that can follow its latest revisions
+// (*Registry is one).
 type latestWatcher interface {
-	WatchLatest(ctx context.Context) (*kvstore.LatestIndex, error)
+	WatchLatest(ctx context.Context) (*LatestIndex, error)
 }
 
 // Watch starts following the latest revisions, if the registry can.
@@ -126,7 +126,7 @@ func (l *Loader) Load(ctx context.Context, name, revision string) (*step.Definit
 	}
 	if lr, ok := l.reg.(latestReader); ok && revision == "" {
 		ref, err := lr.Latest(ctx, name)
-		if errors.Is(err, kvstore.ErrWorkflowNotFound) {
+		if errors.Is(err, ErrWorkflowNotFound) {
 			return nil, fmt.Errorf("%w: %w", ErrUnknownWorkflow, err)
 		}
 		if err != nil {
@@ -143,14 +143,14 @@ func (l *Loader) Load(ctx context.Context, name, revision string) (*step.Definit
 			return d, nil
 		}
 	}
-	var dep kvstore.Deployment
+	var dep Deployment
 	var err error
 	if revision == "" {
 		dep, err = l.reg.Get(ctx, name)
 	} else {
 		dep, err = l.reg.GetRevision(ctx, name, revision)
 	}
-	if errors.Is(err, kvstore.ErrWorkflowNotFound) || errors.Is(err, kvstore.ErrDocumentNotFound) {
+	if errors.Is(err, ErrWorkflowNotFound) || errors.Is(err, ErrDocumentNotFound) {
 		return nil, fmt.Errorf("%w: %w", ErrUnknownWorkflow, err)
 	}
 	if err != nil {
@@ -176,7 +176,7 @@ func (l *Loader) Load(ctx context.Context, name, revision string) (*step.Definit
 // runOptions are the reducer options of a deployment: its own task
 // policy, so that every dispatcher and every replay of a run pinned to it
 // retry alike; the loader's options only for a deployment without one.
-func (l *Loader) runOptions(dep kvstore.Deployment) run.Options {
+func (l *Loader) runOptions(dep Deployment) run.Options {
 	opts := l.opts
 	if !dep.Policy.Empty() {
 		// A deployment's policy replaces the retry rule and the timeouts

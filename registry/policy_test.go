@@ -5,22 +5,21 @@ import (
 	"testing"
 
 	"github.com/jetflow/jetflow/engine/run"
-	"github.com/jetflow/jetflow/kvstore"
 	"github.com/jetflow/jetflow/policy"
 	"github.com/jetflow/jetflow/step"
 )
 
 // docRegistry serves fixed deployments by revision.
-type docRegistry map[string]kvstore.Deployment
+type docRegistry map[string]Deployment
 
-func (r docRegistry) Get(_ context.Context, name string) (kvstore.Deployment, error) {
+func (r docRegistry) Get(_ context.Context, name string) (Deployment, error) {
 	return r.GetRevision(context.Background(), name, "")
 }
 
-func (r docRegistry) GetRevision(_ context.Context, name, revision string) (kvstore.Deployment, error) {
+func (r docRegistry) GetRevision(_ context.Context, name, revision string) (Deployment, error) {
 	d, ok := r[revision]
 	if !ok {
-		return kvstore.Deployment{}, kvstore.ErrWorkflowNotFound
+		return Deployment{}, ErrWorkflowNotFound
 	}
 	return d, nil
 }
@@ -35,8 +34,8 @@ func TestLoaderUsesTheDeploymentsPolicy(t *testing.T) {
 	}
 	doc := []byte(oneTask)
 	reg := docRegistry{
-		"with":    {Name: "one", Document: kvstore.Document{Hash: "h1", Revision: "with", Doc: doc, Policy: pol}},
-		"without": {Name: "one", Document: kvstore.Document{Hash: "h2", Revision: "without", Doc: doc}},
+		"with":    {Name: "one", Document: Document{Hash: "h1", Revision: "with", Doc: doc, Policy: pol}},
+		"without": {Name: "one", Document: Document{Hash: "h2", Revision: "without", Doc: doc}},
 	}
 	host := run.RetryPolicy{MaxAttempts: 2}
 	l, err := NewLoader(reg, run.Options{

@@ -4,7 +4,6 @@ import (
 	"testing"
 
 	"github.com/jetflow/jetflow/engine/run"
-	"github.com/jetflow/jetflow/kvstore"
 	"github.com/jetflow/jetflow/policy"
 )
 
@@ -20,11 +19,11 @@ func TestRunOptionsKeepBudgetsUnderAPolicy(t *testing.T) {
 	l := &Loader{opts: base}
 	for _, tc := range []struct {
 		name      string
-		dep       kvstore.Deployment
+		dep       Deployment
 		wantRetry bool
 	}{
-		{"no policy", kvstore.Deployment{}, false},
-		{"a policy", kvstore.Deployment{Document: kvstore.Document{Policy: pol}}, true},
+		{"no policy", Deployment{}, false},
+		{"a policy", Deployment{Document: Document{Policy: pol}}, true},
 	} {
 		got := l.runOptions(tc.dep)
 		if got.Steps != base.Steps || got.Bytes != base.Bytes || got.MaxBuffered != base.MaxBuffered || got.MaxBufferedBytes != base.MaxBufferedBytes {

@@ -16,14 +16,14 @@ import (
 	"github.com/jetflow/jetflow/token"
 )
 
-// Registry is where replay reads workflow definitions; *kvstore.Registry
+// Registry is where replay reads workflow definitions; *registry.Registry
 // is the production one.
 type Registry interface {
-	registry.Registry
+	registry.Reader
 	// List returns every deployed workflow with its revisions; replay
 	// uses it to find which revision was the latest when a start that
 	// names none was applied.
-	List(ctx context.Context) ([]kvstore.Workflow, error)
+	List(ctx context.Context) ([]registry.Workflow, error)
 }
 
 // RunStore is the run bucket as replay reads and restores it;

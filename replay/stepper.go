@@ -21,7 +21,7 @@ type Stepper struct {
 // the dispatchers' settings that shape records (Tokens is the
 // deployment's secret: results are checked against it); opts are the
 // reducer options of deployments without a policy of their own.
-func NewStepper(reg registry.Registry, s step.Settings, opts run.Options) (*Stepper, error) {
+func NewStepper(reg registry.Reader, s step.Settings, opts run.Options) (*Stepper, error) {
 	s = s.WithDefaults()
 	if err := s.Validate(); err != nil {
 		return nil, fmt.Errorf("replay: %w", err)

@@ -5,7 +5,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/jetflow/jetflow/kvstore"
+	"github.com/jetflow/jetflow/registry"
 	"github.com/jetflow/jetflow/subjects"
 )
 
@@ -87,7 +87,7 @@ const (
 // cancels and reads their outcome, an event source that only sends
 // events, an observer and an operator. Each public nkey is read from the
 // variable NKeyVar(name).
-func DeploymentUsers(n subjects.Names, tasks []kvstore.TaskRef) ([]User, error) {
+func DeploymentUsers(n subjects.Names, tasks []registry.TaskRef) ([]User, error) {
 	app, err := Publisher(n, UserApp, subjects.KindStart, subjects.KindEvent, subjects.KindCancel)
 	if err != nil {
 		return nil, err
@@ -184,7 +184,7 @@ func list(items []string, indent int) string {
 
 // DocTasks are the task versions of examples/order.json, which the
 // configuration in docs/security serves.
-var DocTasks = []kvstore.TaskRef{
+var DocTasks = []registry.TaskRef{
 	{Task: "check-stock", Version: "1"},
 	{Task: "quote-price", Version: "1"},
 	{Task: "score-fraud", Version: "1"},

@@ -11,7 +11,7 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nkeys"
 
-	"github.com/jetflow/jetflow/kvstore"
+	"github.com/jetflow/jetflow/registry"
 	"github.com/jetflow/jetflow/subjects"
 )
 
@@ -100,7 +100,7 @@ func TestRoleRefusals(t *testing.T) {
 	if _, err := Publisher(n, "p", subjects.KindResult); err == nil {
 		t.Error("a publisher was allowed to publish results")
 	}
-	if _, err := DeploymentUsers(n, []kvstore.TaskRef{{Task: "a-b", Version: "1"}, {Task: "a_b", Version: "1"}}); err == nil {
+	if _, err := DeploymentUsers(n, []registry.TaskRef{{Task: "a-b", Version: "1"}, {Task: "a_b", Version: "1"}}); err == nil {
 		t.Error("two users sharing one nkey variable were accepted")
 	}
 }

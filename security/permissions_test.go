@@ -20,8 +20,8 @@ import (
 	"github.com/jetflow/jetflow/dispatcher"
 	"github.com/jetflow/jetflow/embedded"
 	"github.com/jetflow/jetflow/fleet"
-	"github.com/jetflow/jetflow/kvstore"
 	"github.com/jetflow/jetflow/natstest"
+	"github.com/jetflow/jetflow/registry"
 	"github.com/jetflow/jetflow/token"
 	"github.com/jetflow/jetflow/wire"
 	"github.com/jetflow/jetflow/worker"
@@ -39,7 +39,7 @@ const twoTasks = `{"$workflow":"0.2","revision":"p1","initial":"a","states":{
 const timed = `{"$workflow":"0.2","revision":"t1","initial":"w","states":{
  "w":{"on":[{"event":"never","to":"late"}],"after":{"ms":200,"to":"done"}},"done":{"final":true},"late":{"final":true}}}`
 
-var twoTaskRefs = []kvstore.TaskRef{{Task: "task-a", Version: "1"}, {Task: "task-b", Version: "1"}}
+var twoTaskRefs = []registry.TaskRef{{Task: "task-a", Version: "1"}, {Task: "task-b", Version: "1"}}
 
 // roles is a secured deployment with every role connected as its own
 // user: an operator that deployed, a dispatcher, the workers of task-a

@@ -75,7 +75,7 @@ func Dispatcher(n subjects.Names, user string) Permissions {
 		api("STREAM.INFO", kvStream(runs)), api("DIRECT.GET", kvStream(runs), ">"), api("STREAM.MSG.GET", kvStream(runs)), n.KVKeys(runs),
 		api("STREAM.INFO", kvStream(wfs)), api("DIRECT.GET", kvStream(wfs), ">"), api("STREAM.MSG.GET", kvStream(wfs)),
 		n.KVKey(wfs, token.Key),
-		// The watch of the workflows' revision lists (kvstore.WatchLatest):
+		// The watch of the workflows' revision lists (registry.Registry.WatchLatest):
 		// an ordered consumer delivering to the dispatcher's own inbox.
 		api("CONSUMER.CREATE", kvStream(wfs), "*", n.KVKey(wfs, "name.>")), api("CONSUMER.DELETE", kvStream(wfs), "*"),
 		n.FlowControl(kvStream(wfs)),

@@ -30,6 +30,7 @@ import (
 	"github.com/jetflow/jetflow/embedded"
 	"github.com/jetflow/jetflow/kvstore"
 	"github.com/jetflow/jetflow/natstest"
+	"github.com/jetflow/jetflow/registry"
 	"github.com/jetflow/jetflow/subjects"
 )
 
@@ -120,7 +121,7 @@ type deployment struct {
 // secured starts a server from the rendered configuration of a
 // deployment serving tasks. Each user's public nkey and the TLS files are
 // given as variables ahead of the configuration, as the environment would.
-func secured(t *testing.T, tasks []kvstore.TaskRef) *deployment {
+func secured(t *testing.T, tasks []registry.TaskRef) *deployment {
 	t.Helper()
 	d := &deployment{names: subjects.Must(""), keys: map[string]nkeys.KeyPair{}, pki: newPKI(t)}
 	users, err := DeploymentUsers(d.names, tasks)

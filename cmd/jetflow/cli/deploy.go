@@ -15,8 +15,8 @@ import (
 	"github.com/jetflow/jetflow/engine/fault"
 	"github.com/jetflow/jetflow/engine/value"
 	"github.com/jetflow/jetflow/fleet"
-	"github.com/jetflow/jetflow/kvstore"
 	"github.com/jetflow/jetflow/policy"
+	"github.com/jetflow/jetflow/registry"
 	"github.com/jetflow/jetflow/subjects"
 )
 
@@ -121,7 +121,7 @@ func newDeploy(s streams) *cobra.Command {
 			ctx, cancel := context.WithTimeout(ctx, conn.Timeout)
 			defer cancel()
 			d, err := f.DeployWith(ctx, name, data, fleet.DeployOptions{Policy: pol})
-			if errors.Is(err, kvstore.ErrRevisionImmutable) {
+			if errors.Is(err, registry.ErrRevisionImmutable) {
 				fmt.Fprintln(s.out, immutableLine(ctx, f, name, data))
 				return exitError{1}
 			}

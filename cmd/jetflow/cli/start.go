@@ -19,6 +19,7 @@ import (
 	"github.com/jetflow/jetflow/engine/workflow"
 	"github.com/jetflow/jetflow/fleet"
 	"github.com/jetflow/jetflow/kvstore"
+	"github.com/jetflow/jetflow/registry"
 	"github.com/jetflow/jetflow/runrecord"
 	"github.com/jetflow/jetflow/subjects"
 	"github.com/jetflow/jetflow/wire"
@@ -81,7 +82,7 @@ func start(ctx context.Context, s streams, conn *connConfig, name, id string, in
 	}
 	defer stop()
 	if _, err := f.Registry.Get(ctx, name); err != nil {
-		if errors.Is(err, kvstore.ErrWorkflowNotFound) {
+		if errors.Is(err, registry.ErrWorkflowNotFound) {
 			return fmt.Errorf("workflow %q is not deployed (deploy it first: jetflow deploy)", name)
 		}
 		return err

@@ -1,4 +1,4 @@
-package kvstore_test
+package registry_test
 
 import (
 	"crypto/sha256"
@@ -14,24 +14,26 @@ import (
 	"github.com/jetflow/jetflow/engine/fault"
 	"github.com/jetflow/jetflow/engine/value"
 	"github.com/jetflow/jetflow/kvstore"
+	"github.com/jetflow/jetflow/natstest"
+	"github.com/jetflow/jetflow/registry"
 	"github.com/jetflow/jetflow/subjects"
 )
 
 // fakeValidate stands in for the engine: it wants "$workflow": "0.2" and
 // reports the tasks named by states.*.work.
-func fakeValidate(doc any) (kvstore.Info, error) {
+func fakeValidate(doc any) (registry.Info, error) {
 	obj, ok := doc.(map[string]any)
 	if !ok || obj["$workflow"] != "0.2" {
-		return kvstore.Info{}, fault.New(fault.JF0001, "not a jaren-workflow 0.2 document", "")
+		return registry.Info{}, fault.New(fault.JF0001, "not a jaren-workflow 0.2 document", "")
 	}
-	var info kvstore.Info
+	var info registry.Info
 	states, _ := obj["states"].(map[string]any)
 	for _, k := range value.Keys(states) {
 		st, _ := states[k].(map[string]any)
 		if w, ok := st["work"].(map[string]any); ok {
 			task, _ := w["task"].(string)
 			version, _ := w["version"].(string)
-			info.Tasks = append(info.Tasks, kvstore.TaskRef{Task: task, Version: version})
+			info.Tasks = append(info.Tasks, registry.TaskRef{Task: task, Version: version})
 		}
 	}
 	return info, nil
@@ -57,10 +59,10 @@ func (c *fakeClock) Now() time.Time {
 	return c.now
 }
 
-func registry(t *testing.T, b bundle) *kvstore.Registry {
+func openRegistry(t *testing.T, b bundle) *registry.Registry {
 	t.Helper()
 	clock := &fakeClock{now: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}
-	r, err := kvstore.OpenRegistry(b.ctx, b.js, b.names, kvstore.RegistryConfig{Validate: fakeValidate, Now: clock.Now})
+	r, err := registry.OpenRegistry(b.ctx, b.js, b.names, registry.RegistryConfig{Validate: fakeValidate, Now: clock.Now})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,7 +72,7 @@ func registry(t *testing.T, b bundle) *kvstore.Registry {
 func TestRegistryDeployAndRead(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	r := registry(t, b)
+	r := openRegistry(t, b)
 
 	doc := workflowDoc("review/1", "prepare")
 	d, err := r.Deploy(b.ctx, "orders", doc)
@@ -80,7 +82,7 @@ func TestRegistryDeployAndRead(t *testing.T) {
 	decoded, _ := value.Decode(doc, value.Limits{})
 	canon := value.MustCanonical(decoded)
 	sum := sha256.Sum256([]byte(canon))
-	wantTasks := []kvstore.TaskRef{{Task: "charge", Version: "2"}, {Task: "prepare", Version: "1.0"}}
+	wantTasks := []registry.TaskRef{{Task: "charge", Version: "2"}, {Task: "prepare", Version: "1.0"}}
 	wantSubjects := []string{b.names.Task("charge", "2"), b.names.Task("prepare", "1.0")}
 	if d.Name != "orders" || d.Revision != "review/1" || d.Hash != hex.EncodeToString(sum[:]) ||
 		string(d.Doc) != canon || !slices.Equal(d.Tasks, wantTasks) || !slices.Equal(d.TaskSubjects, wantSubjects) || d.Deployed.IsZero() {
@@ -102,20 +104,20 @@ func TestRegistryDeployAndRead(t *testing.T) {
 		t.Fatalf("GetRevision = %+v, %v", rev, err)
 	}
 
-	if _, err := r.Get(b.ctx, "missing"); !errors.Is(err, kvstore.ErrWorkflowNotFound) {
+	if _, err := r.Get(b.ctx, "missing"); !errors.Is(err, registry.ErrWorkflowNotFound) {
 		t.Errorf("Get of a missing workflow = %v", err)
 	}
-	if _, err := r.GetRevision(b.ctx, "orders", "review/9"); !errors.Is(err, kvstore.ErrWorkflowNotFound) {
+	if _, err := r.GetRevision(b.ctx, "orders", "review/9"); !errors.Is(err, registry.ErrWorkflowNotFound) {
 		t.Errorf("GetRevision of a missing revision = %v", err)
 	}
 	for _, h := range []string{"nothex", strings.Repeat("0", 64)} {
-		if _, err := r.GetByHash(b.ctx, h); !errors.Is(err, kvstore.ErrDocumentNotFound) {
+		if _, err := r.GetByHash(b.ctx, h); !errors.Is(err, registry.ErrDocumentNotFound) {
 			t.Errorf("GetByHash(%q) = %v", h, err)
 		}
 	}
 }
 
-func sameDeployment(a, b kvstore.Deployment) bool {
+func sameDeployment(a, b registry.Deployment) bool {
 	return a.Name == b.Name && a.Revision == b.Revision && a.Hash == b.Hash && string(a.Doc) == string(b.Doc) &&
 		slices.Equal(a.Tasks, b.Tasks) && slices.Equal(a.TaskSubjects, b.TaskSubjects) && a.Deployed.Equal(b.Deployed)
 }
@@ -125,7 +127,7 @@ func sameDeployment(a, b kvstore.Deployment) bool {
 func TestRegistryRevisionsAreImmutable(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	r := registry(t, b)
+	r := openRegistry(t, b)
 
 	v1, err := r.Deploy(b.ctx, "orders", workflowDoc("1", "prepare"))
 	if err != nil {
@@ -142,7 +144,7 @@ func TestRegistryRevisionsAreImmutable(t *testing.T) {
 		t.Fatalf("redeploy of revision 1 = %+v, %v; want the original %+v", again, err, v1)
 	}
 	_, err = r.Deploy(b.ctx, "orders", workflowDoc("1", "other-task"))
-	if !errors.Is(err, kvstore.ErrRevisionImmutable) || !strings.Contains(err.Error(), v1.Hash) {
+	if !errors.Is(err, registry.ErrRevisionImmutable) || !strings.Contains(err.Error(), v1.Hash) {
 		t.Fatalf("a changed revision 1 = %v, want ErrRevisionImmutable naming %s", err, v1.Hash)
 	}
 	if latest, _ := r.Get(b.ctx, "orders"); !sameDeployment(latest, v2) {
@@ -169,7 +171,7 @@ func TestRegistryRevisionsAreImmutable(t *testing.T) {
 func TestRegistryRefuses(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	r := registry(t, b)
+	r := openRegistry(t, b)
 	cases := []struct {
 		name, doc string
 		want      error
@@ -194,7 +196,7 @@ func TestRegistryRefuses(t *testing.T) {
 	if list, err := r.List(b.ctx); err != nil || len(list) != 0 {
 		t.Errorf("refused deploys left %+v, %v", list, err)
 	}
-	noValidate, err := kvstore.OpenRegistry(b.ctx, b.js, b.names, kvstore.RegistryConfig{})
+	noValidate, err := registry.OpenRegistry(b.ctx, b.js, b.names, registry.RegistryConfig{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -208,7 +210,7 @@ func TestRegistryRefuses(t *testing.T) {
 func TestRegistryConcurrentDeploys(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	r := registry(t, b)
+	r := openRegistry(t, b)
 
 	const n = 6
 	var wg sync.WaitGroup
@@ -236,11 +238,21 @@ func TestRegistryConcurrentDeploys(t *testing.T) {
 		switch {
 		case err == nil:
 			won++
-		case !errors.Is(err, kvstore.ErrRevisionImmutable):
+		case !errors.Is(err, registry.ErrRevisionImmutable):
 			t.Fatalf("contested deploy %d: %v", i, err)
 		}
 	}
 	if won != 1 {
 		t.Fatalf("%d documents won revision 1", won)
+	}
+}
+
+func TestOpenBeforeProvision(t *testing.T) {
+	t.Parallel()
+	ctx := testCtx(t, 30*time.Second)
+	js := natstest.JetStream(t, natstest.Conn(t, natstest.Server(t)))
+	names := subjects.Must("t")
+	if _, err := registry.OpenRegistry(ctx, js, names, registry.RegistryConfig{}); !errors.Is(err, kvstore.ErrNotProvisioned) || !strings.Contains(err.Error(), names.WorkflowBucket()) {
+		t.Errorf("OpenRegistry = %v", err)
 	}
 }

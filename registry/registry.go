@@ -1,4 +1,4 @@
-package kvstore
+package registry
 
 import (
 	"context"
@@ -12,8 +12,22 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/jetflow/jetflow/engine/value"
+	"github.com/jetflow/jetflow/kvstore"
 	"github.com/jetflow/jetflow/policy"
 	"github.com/jetflow/jetflow/subjects"
+)
+
+// Sentinels for the outcomes callers branch on. Returned errors wrap them
+// with the bucket and key concerned; test with errors.Is.
+var (
+	// ErrWorkflowNotFound: no workflow (or no such revision of it) is
+	// deployed under the name.
+	ErrWorkflowNotFound = errors.New("workflow not found")
+	// ErrDocumentNotFound: no workflow document is stored under the hash.
+	ErrDocumentNotFound = errors.New("workflow document not found")
+	// ErrRevisionImmutable: a different document or policy was deployed
+	// under a (name, revision) pair that already exists.
+	ErrRevisionImmutable = errors.New("workflow revision already deployed with a different document or policy")
 )
 
 // TaskRef names a task version a workflow invokes.
@@ -44,7 +58,7 @@ type RegistryConfig struct {
 	// Limits bound the documents Deploy decodes. Default value.DefaultLimits.
 	Limits value.Limits
 	// RetryFor bounds the compare-and-swap retries of a deploy racing
-	// another. Default DefaultRetryFor (30s).
+	// another. Default kvstore.DefaultRetryFor (30s).
 	RetryFor time.Duration
 }
 
@@ -111,7 +125,7 @@ func (w Workflow) Latest() RevisionRef { return w.Revisions[len(w.Revisions)-1] 
 // under "doc.<hash>" (written once), and under "name.<name>" the list of
 // revisions deployed under that name.
 type Registry struct {
-	b     *bucket
+	b     *kvstore.Bucket
 	names subjects.Names
 	cfg   RegistryConfig
 }
@@ -124,13 +138,10 @@ const (
 
 // OpenRegistry binds the workflow bucket of names (it must be provisioned).
 func OpenRegistry(ctx context.Context, js jetstream.JetStream, names subjects.Names, cfg RegistryConfig) (*Registry, error) {
-	if err := checkNames(names); err != nil {
-		return nil, err
-	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	b, err := bindBucket(ctx, js, names, names.WorkflowBucket())
+	b, err := kvstore.BindBucket(ctx, js, names, names.WorkflowBucket())
 	if err != nil {
 		return nil, err
 	}
@@ -138,7 +149,7 @@ func OpenRegistry(ctx context.Context, js jetstream.JetStream, names subjects.Na
 }
 
 // Bucket is the workflow bucket's name.
-func (r *Registry) Bucket() string { return r.b.name }
+func (r *Registry) Bucket() string { return r.b.Name() }
 
 // Deploy validates doc, stores it and makes it the latest revision of
 // name. Deploying a document already deployed under name returns the
@@ -156,10 +167,10 @@ func (r *Registry) Deploy(ctx context.Context, name string, doc []byte) (Deploym
 // ErrRevisionImmutable too, since runs pinned to it replay under it.
 func (r *Registry) DeployWithPolicy(ctx context.Context, name string, doc []byte, pol *policy.Policy) (Deployment, error) {
 	if err := subjects.CheckWorkflowName(name); err != nil {
-		return Deployment{}, fmt.Errorf("kvstore: deploy: %w", err)
+		return Deployment{}, fmt.Errorf("registry: deploy: %w", err)
 	}
 	if r.cfg.Validate == nil {
-		return Deployment{}, errors.New("kvstore: deploy: the Registry has no Validate function (set RegistryConfig.Validate to the engine's workflow compiler)")
+		return Deployment{}, errors.New("registry: deploy: the Registry has no Validate function (set RegistryConfig.Validate to the engine's workflow compiler)")
 	}
 	d, err := r.prepare(name, doc, pol)
 	if err != nil {
@@ -168,31 +179,31 @@ func (r *Registry) DeployWithPolicy(ctx context.Context, name string, doc []byte
 	if err := r.storeDocument(ctx, d.Document); err != nil {
 		return Deployment{}, err
 	}
-	return retry(ctx, r.cfg.RetryFor, func() (Deployment, error) { return r.link(ctx, d) })
+	return kvstore.Retry(ctx, r.cfg.RetryFor, func() (Deployment, error) { return r.link(ctx, d) })
 }
 
 // prepare decodes, validates and hashes doc with its policy.
 func (r *Registry) prepare(name string, raw []byte, pol *policy.Policy) (Deployment, error) {
 	doc, err := value.Decode(raw, r.cfg.Limits)
 	if err != nil {
-		return Deployment{}, fmt.Errorf("kvstore: deploy workflow %q: %w", name, err)
+		return Deployment{}, fmt.Errorf("registry: deploy workflow %q: %w", name, err)
 	}
 	info, err := r.cfg.Validate(doc)
 	if err != nil {
-		return Deployment{}, fmt.Errorf("kvstore: deploy workflow %q: invalid document: %w", name, err)
+		return Deployment{}, fmt.Errorf("registry: deploy workflow %q: invalid document: %w", name, err)
 	}
 	obj, _ := doc.(map[string]any)
 	revision, _ := obj["revision"].(string)
 	if revision == "" {
-		return Deployment{}, fmt.Errorf("kvstore: deploy workflow %q: the document has no nonblank string member \"revision\"", name)
+		return Deployment{}, fmt.Errorf("registry: deploy workflow %q: the document has no nonblank string member \"revision\"", name)
 	}
 	canon, err := value.Canonical(doc)
 	if err != nil {
-		return Deployment{}, fmt.Errorf("kvstore: deploy workflow %q: %w", name, err)
+		return Deployment{}, fmt.Errorf("registry: deploy workflow %q: %w", name, err)
 	}
 	tasks, err := normalizeTasks(info.Tasks)
 	if err != nil {
-		return Deployment{}, fmt.Errorf("kvstore: deploy workflow %q revision %q: %w", name, revision, err)
+		return Deployment{}, fmt.Errorf("registry: deploy workflow %q revision %q: %w", name, revision, err)
 	}
 	if pol.Empty() {
 		pol = nil
@@ -243,15 +254,15 @@ func (r *Registry) storeDocument(ctx context.Context, d Document) error {
 		return err
 	}
 	key := docKeyPrefix + d.Hash
-	_, err = retry(ctx, r.cfg.RetryFor, func() (uint64, error) {
-		rev, err := r.b.kv.Create(ctx, key, data)
+	_, err = kvstore.Retry(ctx, r.cfg.RetryFor, func() (uint64, error) {
+		rev, err := r.b.KV().Create(ctx, key, data)
 		if errors.Is(err, jetstream.ErrKeyExists) {
 			return rev, nil // same hash, same content
 		}
-		return rev, classify(err)
+		return rev, kvstore.Classify(err)
 	})
 	if err != nil {
-		return fmt.Errorf("kvstore: store workflow document %s in bucket %q: %w", key, r.b.name, err)
+		return fmt.Errorf("registry: store workflow document %s in bucket %q: %w", key, r.b.Name(), err)
 	}
 	return nil
 }
@@ -262,7 +273,7 @@ func (r *Registry) link(ctx context.Context, d Deployment) (Deployment, error) {
 	key := nameKeyPrefix + d.Name
 	idx, rev, err := r.readIndex(ctx, d.Name, true)
 	if err != nil && !errors.Is(err, ErrWorkflowNotFound) {
-		return Deployment{}, classify(err)
+		return Deployment{}, kvstore.Classify(err)
 	}
 	for _, e := range idx.Revisions {
 		if e.Revision != d.Revision {
@@ -272,7 +283,7 @@ func (r *Registry) link(ctx context.Context, d Deployment) (Deployment, error) {
 			d.Deployed = e.Deployed
 			return d, nil
 		}
-		return Deployment{}, permanent(fmt.Errorf("kvstore: deploy workflow %q revision %q (hash %s): %w as hash %s (a revision's document and policy never change: runs pinned to it replay under them); deploy a changed document or policy under a new revision of the document",
+		return Deployment{}, kvstore.Permanent(fmt.Errorf("registry: deploy workflow %q revision %q (hash %s): %w as hash %s (a revision's document and policy never change: runs pinned to it replay under them); deploy a changed document or policy under a new revision of the document",
 			d.Name, d.Revision, d.Hash, ErrRevisionImmutable, e.Hash))
 	}
 	d.Deployed = r.cfg.Now().UTC()
@@ -280,21 +291,21 @@ func (r *Registry) link(ctx context.Context, d Deployment) (Deployment, error) {
 	idx.Revisions = append(idx.Revisions, RevisionRef{Revision: d.Revision, Hash: d.Hash, Deployed: d.Deployed})
 	data, err := encodeIndex(idx)
 	if err != nil {
-		return Deployment{}, permanent(err)
+		return Deployment{}, kvstore.Permanent(err)
 	}
 	if rev == 0 {
-		_, err = r.b.kv.Create(ctx, key, data)
+		_, err = r.b.KV().Create(ctx, key, data)
 		if errors.Is(err, jetstream.ErrKeyExists) {
-			return Deployment{}, fmt.Errorf("kvstore: workflow %q deployed concurrently: %w", d.Name, err)
+			return Deployment{}, fmt.Errorf("registry: workflow %q deployed concurrently: %w", d.Name, err)
 		}
 	} else {
-		_, err = r.b.kv.Update(ctx, key, data, rev)
+		_, err = r.b.KV().Update(ctx, key, data, rev)
 		if errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
-			return Deployment{}, fmt.Errorf("kvstore: workflow %q deployed concurrently: %w", d.Name, err)
+			return Deployment{}, fmt.Errorf("registry: workflow %q deployed concurrently: %w", d.Name, err)
 		}
 	}
 	if err != nil {
-		return Deployment{}, classify(fmt.Errorf("kvstore: record workflow %q revision %q under key %s in bucket %q: %w", d.Name, d.Revision, key, r.b.name, err))
+		return Deployment{}, kvstore.Classify(fmt.Errorf("registry: record workflow %q revision %q under key %s in bucket %q: %w", d.Name, d.Revision, key, r.b.Name(), err))
 	}
 	return d, nil
 }
@@ -303,20 +314,20 @@ func (r *Registry) link(ctx context.Context, d Deployment) (Deployment, error) {
 // list, revision 0 and ErrWorkflowNotFound.
 func (r *Registry) readIndex(ctx context.Context, name string, fromLeader bool) (nameIndex, uint64, error) {
 	key := nameKeyPrefix + name
-	e, err := r.b.get(ctx, key, fromLeader)
-	if errors.Is(err, errNoKey) && !fromLeader {
+	e, err := r.b.Get(ctx, key, fromLeader)
+	if errors.Is(err, kvstore.ErrNoKey) && !fromLeader {
 		// A lagging replica may not have a fresh deployment yet.
-		e, err = r.b.get(ctx, key, true)
+		e, err = r.b.Get(ctx, key, true)
 	}
-	if errors.Is(err, errNoKey) {
-		return nameIndex{}, 0, fmt.Errorf("kvstore: workflow %q (key %s in bucket %q): %w", name, key, r.b.name, ErrWorkflowNotFound)
+	if errors.Is(err, kvstore.ErrNoKey) {
+		return nameIndex{}, 0, fmt.Errorf("registry: workflow %q (key %s in bucket %q): %w", name, key, r.b.Name(), ErrWorkflowNotFound)
 	}
 	if err != nil {
-		return nameIndex{}, 0, fmt.Errorf("kvstore: read workflow %q (key %s in bucket %q): %w", name, key, r.b.name, err)
+		return nameIndex{}, 0, fmt.Errorf("registry: read workflow %q (key %s in bucket %q): %w", name, key, r.b.Name(), err)
 	}
-	idx, err := decodeIndex(e.value)
+	idx, err := decodeIndex(e.Data)
 	if err != nil {
-		return nameIndex{}, 0, fmt.Errorf("kvstore: workflow %q (key %s in bucket %q): %w", name, key, r.b.name, err)
+		return nameIndex{}, 0, fmt.Errorf("registry: workflow %q (key %s in bucket %q): %w", name, key, r.b.Name(), err)
 	}
-	return idx, e.revision, nil
+	return idx, e.Revision, nil
 }

@@ -1,4 +1,4 @@
-package kvstore_test
+package registry_test
 
 import (
 	"fmt"
@@ -14,7 +14,7 @@ import (
 func TestLatestIndexFollowsDeploys(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	r := registry(t, b)
+	r := openRegistry(t, b)
 	if _, err := r.Deploy(b.ctx, "before", workflowDoc("b1", "ship")); err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package kvstore
+package registry
 
 import (
 	"context"
@@ -27,9 +27,9 @@ type LatestIndex struct {
 // done; ctx only bounds the start.
 func (r *Registry) WatchLatest(ctx context.Context) (*LatestIndex, error) {
 	// The watch lives until Stop, not until ctx ends.
-	w, err := r.b.kv.Watch(context.WithoutCancel(ctx), nameKeyPrefix+jetstream.AllKeys)
+	w, err := r.b.KV().Watch(context.WithoutCancel(ctx), nameKeyPrefix+jetstream.AllKeys)
 	if err != nil {
-		return nil, fmt.Errorf("kvstore: watch the workflow revisions in bucket %q: %w", r.b.name, err)
+		return nil, fmt.Errorf("registry: watch the workflow revisions in bucket %q: %w", r.b.Name(), err)
 	}
 	x := &LatestIndex{w: w, done: make(chan struct{}), latest: make(map[string]RevisionRef)}
 	go x.follow()

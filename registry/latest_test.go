@@ -1,20 +1,20 @@
-package kvstore_test
+package registry_test
 
 import (
 	"errors"
 	"testing"
 
-	"github.com/jetflow/jetflow/kvstore"
+	"github.com/jetflow/jetflow/registry"
 )
 
 func TestRegistryLatest(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	r := registry(t, b)
-	if _, err := r.Latest(b.ctx, "wf"); !errors.Is(err, kvstore.ErrWorkflowNotFound) {
+	r := openRegistry(t, b)
+	if _, err := r.Latest(b.ctx, "wf"); !errors.Is(err, registry.ErrWorkflowNotFound) {
 		t.Fatalf("Latest of an undeployed workflow: %v", err)
 	}
-	var last kvstore.Deployment
+	var last registry.Deployment
 	for _, rev := range []string{"r1", "r2"} {
 		d, err := r.Deploy(b.ctx, "wf", workflowDoc(rev, "ship"))
 		if err != nil {

@@ -1,4 +1,4 @@
-package kvstore
+package registry
 
 import (
 	"bytes"
@@ -12,6 +12,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/jetflow/jetflow/kvstore"
 	"github.com/jetflow/jetflow/policy"
 )
 
@@ -47,13 +48,13 @@ func (r *Registry) GetRevision(ctx context.Context, name, revision string) (Depl
 			return r.deployment(ctx, name, e)
 		}
 	}
-	return Deployment{}, fmt.Errorf("kvstore: workflow %q has no revision %q (bucket %q): %w", name, revision, r.b.name, ErrWorkflowNotFound)
+	return Deployment{}, fmt.Errorf("registry: workflow %q has no revision %q (bucket %q): %w", name, revision, r.b.Name(), ErrWorkflowNotFound)
 }
 
 func (r *Registry) deployment(ctx context.Context, name string, ref RevisionRef) (Deployment, error) {
 	d, err := r.GetByHash(ctx, ref.Hash)
 	if err != nil {
-		return Deployment{}, fmt.Errorf("kvstore: workflow %q revision %q: %w", name, ref.Revision, err)
+		return Deployment{}, fmt.Errorf("registry: workflow %q revision %q: %w", name, ref.Revision, err)
 	}
 	return Deployment{Name: name, Document: d, Deployed: ref.Deployed}, nil
 }
@@ -62,27 +63,27 @@ func (r *Registry) deployment(ctx context.Context, name string, ref RevisionRef)
 // ErrDocumentNotFound.
 func (r *Registry) GetByHash(ctx context.Context, hash string) (Document, error) {
 	if !isHexHash(hash) {
-		return Document{}, fmt.Errorf("kvstore: %q is not a workflow hash (64 lower-case hex digits): %w", hash, ErrDocumentNotFound)
+		return Document{}, fmt.Errorf("registry: %q is not a workflow hash (64 lower-case hex digits): %w", hash, ErrDocumentNotFound)
 	}
 	key := docKeyPrefix + hash
-	e, err := r.b.get(ctx, key, false)
-	if errors.Is(err, errNoKey) {
+	e, err := r.b.Get(ctx, key, false)
+	if errors.Is(err, kvstore.ErrNoKey) {
 		// Documents are written once, so a miss can only be a replica
 		// that has not caught up: ask the leader.
-		e, err = r.b.get(ctx, key, true)
+		e, err = r.b.Get(ctx, key, true)
 	}
-	if errors.Is(err, errNoKey) {
-		return Document{}, fmt.Errorf("kvstore: workflow document %s in bucket %q: %w", key, r.b.name, ErrDocumentNotFound)
+	if errors.Is(err, kvstore.ErrNoKey) {
+		return Document{}, fmt.Errorf("registry: workflow document %s in bucket %q: %w", key, r.b.Name(), ErrDocumentNotFound)
 	}
 	if err != nil {
-		return Document{}, fmt.Errorf("kvstore: read workflow document %s in bucket %q: %w", key, r.b.name, err)
+		return Document{}, fmt.Errorf("registry: read workflow document %s in bucket %q: %w", key, r.b.Name(), err)
 	}
-	d, err := decodeDoc(e.value)
+	d, err := decodeDoc(e.Data)
 	if err != nil {
-		return Document{}, fmt.Errorf("kvstore: workflow document %s in bucket %q: %w", key, r.b.name, err)
+		return Document{}, fmt.Errorf("registry: workflow document %s in bucket %q: %w", key, r.b.Name(), err)
 	}
 	if ContentHash(d.Doc, d.Policy) != hash {
-		return Document{}, fmt.Errorf("kvstore: workflow document %s in bucket %q does not match its hash", key, r.b.name)
+		return Document{}, fmt.Errorf("registry: workflow document %s in bucket %q does not match its hash", key, r.b.Name())
 	}
 	d.Hash = hash
 	d.TaskSubjects = r.taskSubjects(d.Tasks)
@@ -93,10 +94,10 @@ func (r *Registry) GetByHash(ctx context.Context, hash string) (Document, error)
 func (r *Registry) List(ctx context.Context) ([]Workflow, error) {
 	var out []Workflow
 	var bad error
-	err := r.b.scan(ctx, nameKeyPrefix+jetstream.AllKeys, func(e jetstream.KeyValueEntry) {
+	err := r.b.Scan(ctx, nameKeyPrefix+jetstream.AllKeys, func(e jetstream.KeyValueEntry) {
 		idx, err := decodeIndex(e.Value())
 		if err != nil {
-			bad = errors.Join(bad, fmt.Errorf("kvstore: key %s in bucket %q: %w", e.Key(), r.b.name, err))
+			bad = errors.Join(bad, fmt.Errorf("registry: key %s in bucket %q: %w", e.Key(), r.b.Name(), err))
 			return
 		}
 		out = append(out, Workflow{Name: strings.TrimPrefix(e.Key(), nameKeyPrefix), Revisions: idx.Revisions})

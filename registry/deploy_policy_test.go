@@ -1,4 +1,4 @@
-package kvstore_test
+package registry_test
 
 import (
 	"crypto/sha256"
@@ -9,8 +9,8 @@ import (
 	"testing"
 
 	"github.com/jetflow/jetflow/engine/value"
-	"github.com/jetflow/jetflow/kvstore"
 	"github.com/jetflow/jetflow/policy"
+	"github.com/jetflow/jetflow/registry"
 )
 
 func mustPolicy(t *testing.T, s string) *policy.Policy {
@@ -38,7 +38,7 @@ func canonHash(t *testing.T, doc []byte) (string, string) {
 func TestRegistryStoresPolicy(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	r := registry(t, b)
+	r := openRegistry(t, b)
 	doc := workflowDoc("1", "prepare")
 	canon, plain := canonHash(t, doc)
 	pol := mustPolicy(t, `{"charge@2":{"maxAttempts":5,"startToClose":"30s"},"*":{"initialInterval":"100ms"}}`)
@@ -47,16 +47,16 @@ func TestRegistryStoresPolicy(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d.Hash == plain || d.Hash != kvstore.ContentHash([]byte(canon), pol) || string(d.Policy.Canonical()) != string(pol.Canonical()) {
+	if d.Hash == plain || d.Hash != registry.ContentHash([]byte(canon), pol) || string(d.Policy.Canonical()) != string(pol.Canonical()) {
 		t.Fatalf("deployment with a policy: hash %s (document alone %s), policy %s", d.Hash, plain, d.Policy.Canonical())
 	}
-	latest := func() (kvstore.Document, error) { dep, err := r.Get(b.ctx, "orders"); return dep.Document, err }
-	pinned := func() (kvstore.Document, error) {
+	latest := func() (registry.Document, error) { dep, err := r.Get(b.ctx, "orders"); return dep.Document, err }
+	pinned := func() (registry.Document, error) {
 		dep, err := r.GetRevision(b.ctx, "orders", "1")
 		return dep.Document, err
 	}
-	byHash := func() (kvstore.Document, error) { return r.GetByHash(b.ctx, d.Hash) }
-	for name, get := range map[string]func() (kvstore.Document, error){"Get": latest, "GetRevision": pinned, "GetByHash": byHash} {
+	byHash := func() (registry.Document, error) { return r.GetByHash(b.ctx, d.Hash) }
+	for name, get := range map[string]func() (registry.Document, error){"Get": latest, "GetRevision": pinned, "GetByHash": byHash} {
 		got, err := get()
 		if err != nil || got.Hash != d.Hash || got.Policy == nil || string(got.Policy.Canonical()) != string(pol.Canonical()) {
 			t.Errorf("%s = %+v, %v", name, got, err)
@@ -85,7 +85,7 @@ func TestRegistryStoresPolicy(t *testing.T) {
 func TestRegistryPolicyIsPartOfTheRevision(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	r := registry(t, b)
+	r := openRegistry(t, b)
 	doc := workflowDoc("1", "prepare")
 	pol := mustPolicy(t, `{"*":{"maxAttempts":2}}`)
 	first, err := r.DeployWithPolicy(b.ctx, "orders", doc, pol)
@@ -99,7 +99,7 @@ func TestRegistryPolicyIsPartOfTheRevision(t *testing.T) {
 	}
 	for _, other := range []*policy.Policy{nil, mustPolicy(t, `{"*":{"maxAttempts":3}}`)} {
 		_, err := r.DeployWithPolicy(b.ctx, "orders", doc, other)
-		if !errors.Is(err, kvstore.ErrRevisionImmutable) || !strings.Contains(err.Error(), first.Hash) || !strings.Contains(err.Error(), "policy") {
+		if !errors.Is(err, registry.ErrRevisionImmutable) || !strings.Contains(err.Error(), first.Hash) || !strings.Contains(err.Error(), "policy") {
 			t.Errorf("revision 1 with policy %s = %v, want ErrRevisionImmutable naming %s", other.Canonical(), err, first.Hash)
 		}
 	}
@@ -114,7 +114,7 @@ func TestRegistryPolicyIsPartOfTheRevision(t *testing.T) {
 func TestRegistryReadsRecordsWithoutPolicy(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	r := registry(t, b)
+	r := openRegistry(t, b)
 	kv, err := b.js.KeyValue(b.ctx, b.names.WorkflowBucket())
 	if err != nil {
 		t.Fatal(err)
@@ -137,7 +137,7 @@ func TestRegistryReadsRecordsWithoutPolicy(t *testing.T) {
 	}
 
 	pol := mustPolicy(t, `{"*":{"maxAttempts":2}}`)
-	withPolicy := kvstore.ContentHash([]byte(canon), pol)
+	withPolicy := registry.ContentHash([]byte(canon), pol)
 	for _, c := range []struct{ name, policy, want string }{
 		{"invalid policy", `{"*":{"maxAttempts":0}}`, "corrupt document record: policy /*/maxAttempts"},
 		{"another policy", `{"*":{"maxAttempts":3}}`, "does not match its hash"},
