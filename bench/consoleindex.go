@@ -18,7 +18,7 @@ import (
 
 	"github.com/jetflow/jetflow/console"
 	"github.com/jetflow/jetflow/fleet"
-	"github.com/jetflow/jetflow/kvstore"
+	"github.com/jetflow/jetflow/provision"
 )
 
 // The console-index scenario fills the run bucket of a deployment of its
@@ -95,7 +95,7 @@ func (r *runner) consoleIndex(ctx context.Context) (rep ScenarioReport, err erro
 	f, err := fleet.Start(ctx, fleet.Config{
 		URL: r.dep.url, Prefix: consolePrefix, Logger: r.cfg.Logger,
 		NATSOptions: []nats.Option{nats.Name("jetflow-bench-console")},
-		Provision:   kvstore.ProvisionOptions{Replicas: r.dep.replicas, Storage: jetstream.FileStorage},
+		Provision:   provision.ProvisionOptions{Replicas: r.dep.replicas, Storage: jetstream.FileStorage},
 	})
 	if err != nil {
 		return rep, fmt.Errorf("bench: console-index: %w", err)

@@ -19,7 +19,7 @@ import (
 	"github.com/jetflow/jetflow/dispatcher"
 	"github.com/jetflow/jetflow/embedded"
 	"github.com/jetflow/jetflow/fleet"
-	"github.com/jetflow/jetflow/kvstore"
+	"github.com/jetflow/jetflow/provision"
 	"github.com/jetflow/jetflow/worker"
 )
 
@@ -64,7 +64,7 @@ func deploy(ctx context.Context, cfg Config, s Setup, dir string) (d *deployment
 	fc := fleet.Config{
 		URL: d.url, Prefix: benchPrefix, Logger: cfg.Logger, Registerer: d.reg,
 		NATSOptions: []nats.Option{nats.Name("jetflow-bench")},
-		Provision:   kvstore.ProvisionOptions{Replicas: d.replicas, Storage: jetstream.FileStorage},
+		Provision:   provision.ProvisionOptions{Replicas: d.replicas, Storage: jetstream.FileStorage},
 	}
 	if s.Mode == Single {
 		fc.Dispatcher = &dispatcher.Config{Concurrency: cfg.DispatcherConcurrency, Logger: cfg.Logger}

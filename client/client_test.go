@@ -12,8 +12,8 @@ import (
 	"github.com/jetflow/jetflow/client"
 	"github.com/jetflow/jetflow/dispatcher"
 	"github.com/jetflow/jetflow/engine/workflow"
-	"github.com/jetflow/jetflow/kvstore"
 	"github.com/jetflow/jetflow/natstest"
+	"github.com/jetflow/jetflow/provision"
 	"github.com/jetflow/jetflow/registry"
 	"github.com/jetflow/jetflow/subjects"
 	"github.com/jetflow/jetflow/wire"
@@ -46,7 +46,7 @@ func setup(t *testing.T) *client.Client {
 	js := natstest.JetStream(t, natstest.Conn(t, srv))
 	ctx := ctxFor(t, 30*time.Second)
 	names := subjects.Must("")
-	if err := kvstore.Provision(ctx, js, names, kvstore.ProvisionOptions{}); err != nil {
+	if err := provision.Provision(ctx, js, names, provision.ProvisionOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	reg, err := registry.OpenRegistry(ctx, js, names, registry.RegistryConfig{Validate: func(doc any) (registry.Info, error) {

@@ -8,8 +8,8 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/jetflow/jetflow/client"
-	"github.com/jetflow/jetflow/kvstore"
 	"github.com/jetflow/jetflow/natstest"
+	"github.com/jetflow/jetflow/provision"
 	"github.com/jetflow/jetflow/subjects"
 	"github.com/jetflow/jetflow/wire"
 )
@@ -25,7 +25,7 @@ func TestMessageIDs(t *testing.T) {
 	nc := natstest.Conn(t, srv)
 	js := natstest.JetStream(t, nc)
 	names := subjects.Must("")
-	if err := kvstore.Provision(ctx, js, names, kvstore.ProvisionOptions{}); err != nil {
+	if err := provision.Provision(ctx, js, names, provision.ProvisionOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	c, err := client.New(ctx, js, client.Config{})

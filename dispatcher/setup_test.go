@@ -16,6 +16,7 @@ import (
 	"github.com/jetflow/jetflow/embedded"
 	"github.com/jetflow/jetflow/kvstore"
 	"github.com/jetflow/jetflow/natstest"
+	"github.com/jetflow/jetflow/provision"
 	"github.com/jetflow/jetflow/registry"
 	"github.com/jetflow/jetflow/runrecord"
 	"github.com/jetflow/jetflow/subjects"
@@ -54,7 +55,7 @@ func setup(t *testing.T) *bundle {
 	nc := natstest.Conn(t, srv)
 	js := natstest.JetStream(t, nc)
 	b := &bundle{srv: srv, nc: nc, js: js, names: subjects.Must(""), loader: &fakeLoader{prog: &fakeProgram{}}}
-	b.provision(t, kvstore.ProvisionOptions{})
+	b.provision(t, provision.ProvisionOptions{})
 	return b
 }
 
@@ -75,15 +76,15 @@ func setupCluster(t *testing.T) *bundle {
 			b.nc, b.js = nc, b.nodes[0]
 		}
 	}
-	b.provision(t, kvstore.ProvisionOptions{Replicas: 3})
+	b.provision(t, provision.ProvisionOptions{Replicas: 3})
 	return b
 }
 
 // provision creates the streams and buckets the dispatcher uses.
-func (b *bundle) provision(t *testing.T, opts kvstore.ProvisionOptions) {
+func (b *bundle) provision(t *testing.T, opts provision.ProvisionOptions) {
 	t.Helper()
 	ctx := testCtx(t)
-	if err := kvstore.Provision(ctx, b.js, b.names, opts); err != nil {
+	if err := provision.Provision(ctx, b.js, b.names, opts); err != nil {
 		t.Fatal(err)
 	}
 	var err error

@@ -21,6 +21,7 @@ import (
 	"github.com/jetflow/jetflow/dispatcher"
 	"github.com/jetflow/jetflow/embedded"
 	"github.com/jetflow/jetflow/kvstore"
+	"github.com/jetflow/jetflow/provision"
 	"github.com/jetflow/jetflow/registry"
 	"github.com/jetflow/jetflow/subjects"
 	"github.com/jetflow/jetflow/token"
@@ -41,10 +42,10 @@ type Config struct {
 	Prefix string
 	// Provision creates or updates streams and buckets at start. Default
 	// options: one replica, file storage.
-	Provision kvstore.ProvisionOptions
+	Provision provision.ProvisionOptions
 	// MigrateInputs moves an input stream made by an older jetflow
-	// (kvstore.ErrUnsafeInputStream) to the safe layout before
-	// provisioning, with kvstore.MigrateInputStream: pending timers and
+	// (provision.ErrUnsafeInputStream) to the safe layout before
+	// provisioning, with provision.MigrateInputStream: pending timers and
 	// unconsumed inputs move, the consumed history is dropped. Only when
 	// no dispatcher runs.
 	MigrateInputs bool
@@ -230,17 +231,17 @@ func (f *Fleet) Stop(ctx context.Context) error {
 
 // provision creates or updates the streams and buckets, first migrating
 // an unsafe input stream when the configuration asks for it.
-func (f *Fleet) provision(ctx context.Context, p kvstore.ProvisionOptions) error {
-	err := kvstore.Provision(ctx, f.JS, f.Names, p)
-	if !errors.Is(err, kvstore.ErrUnsafeInputStream) || !f.cfg.MigrateInputs {
+func (f *Fleet) provision(ctx context.Context, p provision.ProvisionOptions) error {
+	err := provision.Provision(ctx, f.JS, f.Names, p)
+	if !errors.Is(err, provision.ErrUnsafeInputStream) || !f.cfg.MigrateInputs {
 		return err
 	}
-	m, err := kvstore.MigrateInputStream(ctx, f.JS, f.Names, p)
+	m, err := provision.MigrateInputStream(ctx, f.JS, f.Names, p)
 	if err != nil {
 		return fmt.Errorf("migrating the input stream: %w", err)
 	}
 	f.cfg.Logger.Info("input stream migrated", slog.String("stream", f.Names.InputStream()),
 		slog.Int("timers_moved", m.Schedules), slog.Int("inputs_moved", m.Inputs),
 		slog.Uint64("history_dropped", m.Dropped), slog.Uint64("first_seq", m.FirstSeq))
-	return kvstore.Provision(ctx, f.JS, f.Names, p)
+	return provision.Provision(ctx, f.JS, f.Names, p)
 }

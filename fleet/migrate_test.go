@@ -9,8 +9,8 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/jetflow/jetflow/dispatcher"
-	"github.com/jetflow/jetflow/kvstore"
 	"github.com/jetflow/jetflow/natstest"
+	"github.com/jetflow/jetflow/provision"
 	"github.com/jetflow/jetflow/subjects"
 )
 
@@ -35,7 +35,7 @@ func TestMigrateInputsOnStart(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	if _, err := Start(ctx, Config{URL: srv.ClientURL(), Dispatcher: &dispatcher.Config{}}); !errors.Is(err, kvstore.ErrUnsafeInputStream) {
+	if _, err := Start(ctx, Config{URL: srv.ClientURL(), Dispatcher: &dispatcher.Config{}}); !errors.Is(err, provision.ErrUnsafeInputStream) {
 		t.Fatalf("start on an unsafe input stream: %v, want ErrUnsafeInputStream", err)
 	}
 	f, err := Start(ctx, Config{URL: srv.ClientURL(), Dispatcher: &dispatcher.Config{}, MigrateInputs: true})

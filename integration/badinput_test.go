@@ -14,8 +14,8 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/jetflow/jetflow/dispatcher"
-	"github.com/jetflow/jetflow/kvstore"
 	"github.com/jetflow/jetflow/natstest"
+	"github.com/jetflow/jetflow/provision"
 	"github.com/jetflow/jetflow/runrecord"
 	"github.com/jetflow/jetflow/step"
 	"github.com/jetflow/jetflow/wire"
@@ -43,7 +43,7 @@ type badInput struct {
 func TestBadInput(t *testing.T) {
 	t.Parallel()
 	e := setup(t, options{
-		provision:  kvstore.ProvisionOptions{MaxMsgSize: 256 << 10},
+		provision:  provision.ProvisionOptions{MaxMsgSize: 256 << 10},
 		dispatcher: dispatcher.Config{MaxInputBytes: 64 << 10},
 	})
 	terms := e.watchTerminations(t)

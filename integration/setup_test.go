@@ -20,6 +20,7 @@ import (
 	"github.com/jetflow/jetflow/fleet"
 	"github.com/jetflow/jetflow/kvstore"
 	"github.com/jetflow/jetflow/natstest"
+	"github.com/jetflow/jetflow/provision"
 	"github.com/jetflow/jetflow/runrecord"
 	"github.com/jetflow/jetflow/step"
 	"github.com/jetflow/jetflow/subjects"
@@ -43,7 +44,7 @@ type options struct {
 	// dispatcher is the base config of every dispatcher; dispatcherConfig
 	// fills in the tests' defaults.
 	dispatcher dispatcher.Config
-	provision  kvstore.ProvisionOptions
+	provision  provision.ProvisionOptions
 	// taskPolicy of every task consumer (default the SDK's).
 	taskPolicy worker.TaskPolicy
 	// logLevel of the captured logs (default Info).

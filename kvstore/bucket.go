@@ -238,3 +238,10 @@ func (b *Bucket) Scan(ctx context.Context, filter string, fn func(jetstream.KeyV
 		}
 	}
 }
+
+func checkNames(names subjects.Names) error {
+	if names.Prefix() == "" {
+		return errors.New("kvstore: subjects.Names is the zero value; build it with subjects.New")
+	}
+	return nil
+}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/jetflow/jetflow/kvstore"
 	"github.com/jetflow/jetflow/natstest"
+	"github.com/jetflow/jetflow/provision"
 	"github.com/jetflow/jetflow/subjects"
 )
 
@@ -36,12 +37,12 @@ func TestClusterR3(t *testing.T) {
 		jss = append(jss, natstest.JetStream(t, nc))
 	}
 	b.js = natstest.JetStream(t, c.Connect())
-	opts := kvstore.ProvisionOptions{Replicas: 3}
+	opts := provision.ProvisionOptions{Replicas: 3}
 
 	var wg sync.WaitGroup
 	errs := make([]error, len(jss))
 	for i, js := range jss {
-		wg.Go(func() { errs[i] = kvstore.Provision(b.ctx, js, b.names, opts) })
+		wg.Go(func() { errs[i] = provision.Provision(b.ctx, js, b.names, opts) })
 	}
 	wg.Wait()
 	if err := errors.Join(errs...); err != nil {

@@ -12,6 +12,7 @@ import (
 	"github.com/jetflow/jetflow/embedded"
 	"github.com/jetflow/jetflow/kvstore"
 	"github.com/jetflow/jetflow/natstest"
+	"github.com/jetflow/jetflow/provision"
 	"github.com/jetflow/jetflow/subjects"
 )
 
@@ -38,7 +39,7 @@ func setup(t *testing.T) bundle {
 	b := bundle{ctx: testCtx(t, 60*time.Second), srv: natstest.Server(t), names: subjects.Must("t")}
 	b.nc = natstest.Conn(t, b.srv)
 	b.js = natstest.JetStream(t, b.nc)
-	if err := kvstore.Provision(b.ctx, b.js, b.names, kvstore.ProvisionOptions{}); err != nil {
+	if err := provision.Provision(b.ctx, b.js, b.names, provision.ProvisionOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	return b

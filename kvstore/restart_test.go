@@ -6,8 +6,8 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/jetflow/jetflow/kvstore"
 	"github.com/jetflow/jetflow/natstest"
+	"github.com/jetflow/jetflow/provision"
 )
 
 // A server restarted on its data directory keeps the streams, the run and
@@ -43,7 +43,7 @@ func TestRestartKeepsEverything(t *testing.T) {
 
 	// The connection is in process and reconnects by itself; provisioning
 	// again on restart is what a jetflow process does, and must keep data.
-	if err := kvstore.Provision(b.ctx, b.js, b.names, kvstore.ProvisionOptions{}); err != nil {
+	if err := provision.Provision(b.ctx, b.js, b.names, provision.ProvisionOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	rs = b.runs(t)

@@ -8,8 +8,8 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"go.uber.org/goleak"
 
-	"github.com/jetflow/jetflow/kvstore"
 	"github.com/jetflow/jetflow/natstest"
+	"github.com/jetflow/jetflow/provision"
 	"github.com/jetflow/jetflow/subjects"
 )
 
@@ -33,7 +33,7 @@ func setup(t *testing.T) bundle {
 	t.Helper()
 	b := bundle{ctx: testCtx(t, 60*time.Second), names: subjects.Must("t")}
 	b.js = natstest.JetStream(t, natstest.Conn(t, natstest.Server(t)))
-	if err := kvstore.Provision(b.ctx, b.js, b.names, kvstore.ProvisionOptions{}); err != nil {
+	if err := provision.Provision(b.ctx, b.js, b.names, provision.ProvisionOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	return b

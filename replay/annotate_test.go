@@ -11,8 +11,8 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/jetflow/jetflow/engine/run"
-	"github.com/jetflow/jetflow/kvstore"
 	"github.com/jetflow/jetflow/natstest"
+	"github.com/jetflow/jetflow/provision"
 	"github.com/jetflow/jetflow/replay"
 	"github.com/jetflow/jetflow/runrecord"
 	"github.com/jetflow/jetflow/step"
@@ -25,7 +25,7 @@ import (
 // among its proper inputs, and checks the verdict Annotate gives each,
 // in stream order.
 func TestAnnotateGivesEveryInputItsVerdict(t *testing.T) {
-	b := setup(t, kvstore.ProvisionOptions{ErasableHistory: true}, 1, 0)
+	b := setup(t, provision.ProvisionOptions{ErasableHistory: true}, 1, 0)
 	nc, err := nats.Connect(b.f.URL())
 	if err != nil {
 		t.Fatal(err)

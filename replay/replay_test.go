@@ -11,8 +11,8 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/jetflow/jetflow/engine/run"
-	"github.com/jetflow/jetflow/kvstore"
 	"github.com/jetflow/jetflow/natstest"
+	"github.com/jetflow/jetflow/provision"
 	"github.com/jetflow/jetflow/replay"
 	"github.com/jetflow/jetflow/runrecord"
 	"github.com/jetflow/jetflow/wire"
@@ -22,7 +22,7 @@ import (
 // that replaying each history rebuilds the saved record byte for byte,
 // and that Restore brings a lost record back equal.
 func TestReplayRebuildsRealRuns(t *testing.T) {
-	b := setup(t, kvstore.ProvisionOptions{}, 1, 0)
+	b := setup(t, provision.ProvisionOptions{}, 1, 0)
 	cases := []struct {
 		name, wf string
 		input    any
@@ -135,7 +135,7 @@ func TestReplayRebuildsRealRuns(t *testing.T) {
 func TestReplayFollowsCompetingDispatchers(t *testing.T) {
 	// Records that keep only 2 applied inputs make the replay rely on
 	// the order's spans for all but the last two.
-	b := setup(t, kvstore.ProvisionOptions{}, 3, 2)
+	b := setup(t, provision.ProvisionOptions{}, 3, 2)
 	const runs = 8
 	var ids []string
 	for i := range runs {
@@ -185,7 +185,7 @@ func TestReplayFollowsCompetingDispatchers(t *testing.T) {
 // TestTrimmedHistoryIsRefused removes parts of finished runs' histories
 // and expects ErrHistoryTrimmed naming what is gone, never a state.
 func TestTrimmedHistoryIsRefused(t *testing.T) {
-	b := setup(t, kvstore.ProvisionOptions{ErasableHistory: true}, 1, 0)
+	b := setup(t, provision.ProvisionOptions{ErasableHistory: true}, 1, 0)
 	// Before anything is removed from the stream: a run that never
 	// started, and one that never was.
 	b.send(t, "ghost", "go", nil)
@@ -246,7 +246,7 @@ func TestTrimmedHistoryIsRefused(t *testing.T) {
 // TestRetentionTrimsHistory keeps history for one second: a run whose
 // start expired before its end can no longer be replayed, and says so.
 func TestRetentionTrimsHistory(t *testing.T) {
-	b := setup(t, kvstore.ProvisionOptions{MaxAge: time.Second}, 1, 0)
+	b := setup(t, provision.ProvisionOptions{MaxAge: time.Second}, 1, 0)
 	const id = "old"
 	if err := b.f.Client.StartRun(b.ctx, "event", id, nil); err != nil {
 		t.Fatal(err)

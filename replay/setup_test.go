@@ -18,6 +18,7 @@ import (
 	"github.com/jetflow/jetflow/fleet"
 	"github.com/jetflow/jetflow/kvstore"
 	"github.com/jetflow/jetflow/natstest"
+	"github.com/jetflow/jetflow/provision"
 	"github.com/jetflow/jetflow/replay"
 	"github.com/jetflow/jetflow/step"
 	"github.com/jetflow/jetflow/wire"
@@ -86,7 +87,7 @@ type bundle struct {
 // setup starts an embedded deployment with `dispatchers` competing
 // dispatchers, deploys docs and serves their tasks with the Go SDK.
 // Records keep the last appliedHistory applied inputs (0: default).
-func setup(t *testing.T, prov kvstore.ProvisionOptions, dispatchers, appliedHistory int) *bundle {
+func setup(t *testing.T, prov provision.ProvisionOptions, dispatchers, appliedHistory int) *bundle {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), bound)
 	t.Cleanup(cancel)

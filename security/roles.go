@@ -112,7 +112,7 @@ var publisherKinds = []string{subjects.KindStart, subjects.KindEvent, subjects.K
 // bind the run bucket (client.New does; stream info only), never read a
 // record. Results and timers are never a publisher's. Whatever headers it
 // sets, the input stream refuses those that act on other messages
-// (kvstore.InputStreamConfig).
+// (provision.InputStreamConfig).
 func Publisher(n subjects.Names, user string, kinds ...string) (Permissions, error) {
 	pub := []string{n.API("STREAM.INFO", n.KVStream(n.RunBucket()))}
 	for _, k := range kinds {

@@ -28,8 +28,8 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/jetflow/jetflow/embedded"
-	"github.com/jetflow/jetflow/kvstore"
 	"github.com/jetflow/jetflow/natstest"
+	"github.com/jetflow/jetflow/provision"
 	"github.com/jetflow/jetflow/registry"
 	"github.com/jetflow/jetflow/subjects"
 )
@@ -154,7 +154,7 @@ func secured(t *testing.T, tasks []registry.TaskRef) *deployment {
 		t.Fatalf("the rendered configuration does not load: %v", confErr)
 	}
 	op := d.connect(t, UserOperator)
-	if err := kvstore.Provision(testCtx(t, 30*time.Second), op.js, d.names, kvstore.ProvisionOptions{}); err != nil {
+	if err := provision.Provision(testCtx(t, 30*time.Second), op.js, d.names, provision.ProvisionOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	return d

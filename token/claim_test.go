@@ -13,8 +13,8 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/jetflow/jetflow/kvstore"
 	"github.com/jetflow/jetflow/natstest"
+	"github.com/jetflow/jetflow/provision"
 	"github.com/jetflow/jetflow/subjects"
 )
 
@@ -26,7 +26,7 @@ func claimSetup(t *testing.T) (context.Context, jetstream.JetStream, subjects.Na
 	names := subjects.Must("tk")
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	t.Cleanup(cancel)
-	if err := kvstore.Provision(ctx, js, names, kvstore.ProvisionOptions{Storage: srv.Storage()}); err != nil {
+	if err := provision.Provision(ctx, js, names, provision.ProvisionOptions{Storage: srv.Storage()}); err != nil {
 		t.Fatal(err)
 	}
 	kv, err := js.KeyValue(ctx, names.WorkflowBucket())

@@ -12,8 +12,8 @@ import (
 
 	"go.uber.org/goleak"
 
-	"github.com/jetflow/jetflow/kvstore"
 	"github.com/jetflow/jetflow/natstest"
+	"github.com/jetflow/jetflow/provision"
 	"github.com/jetflow/jetflow/subjects"
 )
 
@@ -130,7 +130,7 @@ func TestLoadSharesOneSecret(t *testing.T) {
 	names := subjects.Must("tk")
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if err := kvstore.Provision(ctx, js, names, kvstore.ProvisionOptions{Storage: srv.Storage()}); err != nil {
+	if err := provision.Provision(ctx, js, names, provision.ProvisionOptions{Storage: srv.Storage()}); err != nil {
 		t.Fatal(err)
 	}
 	// Dispatchers starting together must all end with the same secret.
@@ -180,7 +180,7 @@ func TestLoadRefusesCorruptSecret(t *testing.T) {
 	names := subjects.Must("tk")
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if err := kvstore.Provision(ctx, js, names, kvstore.ProvisionOptions{Storage: srv.Storage()}); err != nil {
+	if err := provision.Provision(ctx, js, names, provision.ProvisionOptions{Storage: srv.Storage()}); err != nil {
 		t.Fatal(err)
 	}
 	kv, err := js.KeyValue(ctx, names.WorkflowBucket())

@@ -14,8 +14,8 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"go.uber.org/goleak"
 
-	"github.com/jetflow/jetflow/kvstore"
 	"github.com/jetflow/jetflow/natstest"
+	"github.com/jetflow/jetflow/provision"
 	"github.com/jetflow/jetflow/subjects"
 	"github.com/jetflow/jetflow/wire"
 	"github.com/jetflow/jetflow/worker"
@@ -52,8 +52,8 @@ func setupWith(t *testing.T, maxMsgSize int32) *bundle {
 	b := &bundle{nc: nc, js: js, names: subjects.Must("wt"), results: make(chan *nats.Msg, 1024), logs: &logSink{}}
 	ctx := testCtx(t)
 	// The streams as a deployment provisions them.
-	opts := kvstore.ProvisionOptions{Storage: jetstream.MemoryStorage, MaxMsgSize: maxMsgSize}
-	for _, cfg := range []jetstream.StreamConfig{kvstore.TaskStreamConfig(b.names, opts), kvstore.InputStreamConfig(b.names, opts)} {
+	opts := provision.ProvisionOptions{Storage: jetstream.MemoryStorage, MaxMsgSize: maxMsgSize}
+	for _, cfg := range []jetstream.StreamConfig{provision.TaskStreamConfig(b.names, opts), provision.InputStreamConfig(b.names, opts)} {
 		if _, err := js.CreateStream(ctx, cfg); err != nil {
 			t.Fatal(err)
 		}

@@ -16,8 +16,8 @@ import (
 	"github.com/jetflow/jetflow/dispatcher"
 	"github.com/jetflow/jetflow/embedded"
 	"github.com/jetflow/jetflow/fleet"
-	"github.com/jetflow/jetflow/kvstore"
 	"github.com/jetflow/jetflow/natstest"
+	"github.com/jetflow/jetflow/provision"
 	"github.com/jetflow/jetflow/wire"
 	"github.com/jetflow/jetflow/worker"
 )
@@ -47,7 +47,7 @@ func verbServer(t *testing.T) *fleet.Fleet {
 	quiet := slog.New(slog.DiscardHandler)
 	f, err := fleet.Start(ctx, fleet.Config{
 		Embedded:   embedded.Config{Listen: "127.0.0.1:-1", Logger: quiet},
-		Provision:  kvstore.ProvisionOptions{ErasableHistory: true}, // TestHistoryAndReplay purges a start
+		Provision:  provision.ProvisionOptions{ErasableHistory: true}, // TestHistoryAndReplay purges a start
 		Dispatcher: &dispatcher.Config{},
 		Logger:     quiet,
 	})

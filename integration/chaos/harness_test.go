@@ -20,7 +20,7 @@ import (
 
 	"github.com/jetflow/jetflow/client"
 	"github.com/jetflow/jetflow/fleet"
-	"github.com/jetflow/jetflow/kvstore"
+	"github.com/jetflow/jetflow/provision"
 	"github.com/jetflow/jetflow/subjects"
 	"github.com/jetflow/jetflow/worker"
 )
@@ -196,7 +196,7 @@ func (h *harness) startCluster(ctx context.Context) {
 			nats.DisconnectErrHandler(func(_ *nats.Conn, err error) { h.logf("harness disconnected: %v", err) }),
 			nats.ReconnectHandler(func(nc *nats.Conn) { h.logf("harness reconnected to %s", nc.ConnectedUrl()) }),
 		},
-		Provision:  kvstore.ProvisionOptions{Replicas: 3, RetryFor: time.Minute},
+		Provision:  provision.ProvisionOptions{Replicas: 3, RetryFor: time.Minute},
 		TaskPolicy: worker.TaskPolicy{StartToClose: taskAckWait},
 		Logger:     h.log,
 	})

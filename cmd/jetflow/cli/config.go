@@ -22,6 +22,7 @@ import (
 	"github.com/jetflow/jetflow/embedded"
 	"github.com/jetflow/jetflow/fleet"
 	"github.com/jetflow/jetflow/kvstore"
+	"github.com/jetflow/jetflow/provision"
 	"github.com/jetflow/jetflow/subjects"
 	"github.com/jetflow/jetflow/worker"
 )
@@ -221,7 +222,7 @@ type openOptions struct {
 	// dispatcher); client verbs leave them as they are.
 	Provision bool
 	// ProvisionOptions apply when Provision is set.
-	ProvisionOptions kvstore.ProvisionOptions
+	ProvisionOptions provision.ProvisionOptions
 	// MigrateInputs migrates an input stream made by an older jetflow.
 	MigrateInputs bool
 	// Dispatcher starts a dispatcher when set.

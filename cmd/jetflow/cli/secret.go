@@ -10,7 +10,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/jetflow/jetflow/kvstore"
+	"github.com/jetflow/jetflow/provision"
 	"github.com/jetflow/jetflow/token"
 )
 
@@ -94,7 +94,7 @@ func hintStart(err error) error {
 	if errors.Is(err, token.ErrDisagree) {
 		return fmt.Errorf("%w%s", err, secretHint)
 	}
-	if errors.Is(err, kvstore.ErrUnsafeInputStream) {
+	if errors.Is(err, provision.ErrUnsafeInputStream) {
 		return fmt.Errorf("%w\n(with the command: stop every dispatcher, then start one with --provision --migrate-inputs, or serve with --migrate-inputs)", err)
 	}
 	return err

@@ -14,7 +14,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/jetflow/jetflow/kvstore"
+	"github.com/jetflow/jetflow/provision"
 	"github.com/jetflow/jetflow/token"
 )
 
@@ -188,8 +188,8 @@ func TestMigrateInputsConfig(t *testing.T) {
 }
 
 func TestHintStartNamesTheMigrationFlag(t *testing.T) {
-	err := hintStart(fmt.Errorf("provisioning: %w", kvstore.ErrUnsafeInputStream))
-	if !errors.Is(err, kvstore.ErrUnsafeInputStream) || !strings.Contains(err.Error(), "--migrate-inputs") {
+	err := hintStart(fmt.Errorf("provisioning: %w", provision.ErrUnsafeInputStream))
+	if !errors.Is(err, provision.ErrUnsafeInputStream) || !strings.Contains(err.Error(), "--migrate-inputs") {
 		t.Fatalf("hint %v: want the error kept and --migrate-inputs named", err)
 	}
 }

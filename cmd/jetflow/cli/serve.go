@@ -20,7 +20,7 @@ import (
 	"github.com/jetflow/jetflow/dispatcher"
 	"github.com/jetflow/jetflow/embedded"
 	"github.com/jetflow/jetflow/fleet"
-	"github.com/jetflow/jetflow/kvstore"
+	"github.com/jetflow/jetflow/provision"
 	"github.com/jetflow/jetflow/token"
 )
 
@@ -265,7 +265,7 @@ func runService(ctx context.Context, s streams, verb string, conn *connConfig, s
 	f, err := conn.open(ctx, openOptions{
 		Embedded:         emb,
 		Provision:        svc.Provision,
-		ProvisionOptions: kvstore.ProvisionOptions{Replicas: svc.Replicas, MaxAge: svc.HistoryMaxAge},
+		ProvisionOptions: provision.ProvisionOptions{Replicas: svc.Replicas, MaxAge: svc.HistoryMaxAge},
 		MigrateInputs:    svc.MigrateInputs,
 		Dispatcher:       &dispatcher.Config{Concurrency: svc.Concurrency, AckWait: svc.AckWait, Tokens: svc.signer},
 		Registerer:       reg,

@@ -1,4 +1,4 @@
-package kvstore_test
+package provision_test
 
 import (
 	"encoding/json"

@@ -1,4 +1,4 @@
-package kvstore
+package provision
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/jetflow/jetflow/kvstore"
 	"github.com/jetflow/jetflow/subjects"
 	"github.com/jetflow/jetflow/wire"
 )
@@ -34,11 +35,11 @@ type InputStreamError struct {
 }
 
 func (e *InputStreamError) Error() string {
-	return fmt.Sprintf("kvstore: input stream %q was made by an older jetflow and allows message schedules, "+
+	return fmt.Sprintf("provision: input stream %q was made by an older jetflow and allows message schedules, "+
 		"hence roll-ups, which the server cannot turn off: anyone allowed to publish one run input could erase the "+
 		"stream (Nats-Rollup: all) or forge timer fires (Nats-Schedule). It holds %d pending timer schedules. "+
 		"Stop every dispatcher, back up the stream if you need its history (nats stream backup %s DIR), then run "+
-		"kvstore.MigrateInputStream: it moves the pending timers to %q and unconsumed inputs to a new, safe %q, "+
+		"provision.MigrateInputStream: it moves the pending timers to %q and unconsumed inputs to a new, safe %q, "+
 		"and drops the old history. Deleting the stream by hand (nats stream rm %s) and provisioning again also "+
 		"works, but loses the pending timers: runs waiting on them wait until cancelled",
 		e.Stream, e.Schedules, e.Stream, e.TimerStream, e.Stream, e.Stream)
@@ -68,7 +69,7 @@ func unsafeInput(ctx context.Context, s jetstream.Stream, names subjects.Names) 
 // bindStream returns the named stream, or nil if it does not exist,
 // retrying transient errors.
 func bindStream(ctx context.Context, js jetstream.JetStream, name string, retryFor time.Duration) (jetstream.Stream, error) {
-	s, err := Retry(ctx, retryFor, func() (jetstream.Stream, error) {
+	s, err := kvstore.Retry(ctx, retryFor, func() (jetstream.Stream, error) {
 		actx, cancel := context.WithTimeout(ctx, DefaultAttemptTimeout)
 		defer cancel()
 		s, err := js.Stream(actx, name)
@@ -78,10 +79,10 @@ func bindStream(ctx context.Context, js jetstream.JetStream, name string, retryF
 		if err != nil && ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
 			return nil, err
 		}
-		return s, Classify(err)
+		return s, kvstore.Classify(err)
 	})
 	if err != nil {
-		return nil, fmt.Errorf("kvstore: inspect stream %q: %w", name, err)
+		return nil, fmt.Errorf("provision: inspect stream %q: %w", name, err)
 	}
 	return s, nil
 }
@@ -141,18 +142,18 @@ func MigrateInputStream(ctx context.Context, js jetstream.JetStream, names subje
 		FilterSubjects: []string{names.ScheduleAll()}, DeliverPolicy: jetstream.DeliverLastPerSubjectPolicy,
 	}, -1)
 	if err != nil {
-		return m, fmt.Errorf("kvstore: migrate: read the timer schedules of %q: %w", names.InputStream(), err)
+		return m, fmt.Errorf("provision: migrate: read the timer schedules of %q: %w", names.InputStream(), err)
 	}
 	info, err := old.Info(ctx)
 	if err != nil {
-		return m, fmt.Errorf("kvstore: migrate: %w", err)
+		return m, fmt.Errorf("provision: migrate: %w", err)
 	}
 	m.FirstSeq, m.Dropped = info.State.LastSeq+1, info.State.Msgs-uint64(len(inputs)+len(schedules))
 	if err := js.DeleteStream(ctx, names.InputStream()); err != nil {
-		return m, fmt.Errorf("kvstore: migrate: delete %q: %w", names.InputStream(), err)
+		return m, fmt.Errorf("provision: migrate: delete %q: %w", names.InputStream(), err)
 	}
 	lost := func(err error) error {
-		return fmt.Errorf("kvstore: migrate: %w (the old %q is deleted; not yet carried over: %d of %d inputs, %d of %d schedules)",
+		return fmt.Errorf("provision: migrate: %w (the old %q is deleted; not yet carried over: %d of %d inputs, %d of %d schedules)",
 			err, names.InputStream(), len(inputs)-m.Inputs, len(inputs), len(schedules)-m.Schedules, len(schedules))
 	}
 	cfg := InputStreamConfig(names, opts)
@@ -185,13 +186,13 @@ func unconsumed(ctx context.Context, js jetstream.JetStream, old jetstream.Strea
 	switch {
 	case errors.Is(err, jetstream.ErrConsumerNotFound):
 	case err != nil:
-		return nil, fmt.Errorf("kvstore: migrate: read consumer %q: %w", names.DispatcherConsumer(), err)
+		return nil, fmt.Errorf("provision: migrate: read consumer %q: %w", names.DispatcherConsumer(), err)
 	default:
 		ci := c.CachedInfo()
 		if ci.NumAckPending > 0 || ci.NumWaiting > 0 {
 			// An input delivered and not acknowledged may be applied
 			// already; under a new sequence it would apply twice.
-			return nil, fmt.Errorf("kvstore: migrate: dispatchers still consume %q (%d inputs delivered and not acknowledged, %d pulls waiting): "+
+			return nil, fmt.Errorf("provision: migrate: dispatchers still consume %q (%d inputs delivered and not acknowledged, %d pulls waiting): "+
 				"stop every dispatcher gracefully and try again (after a crash, start one dispatcher and stop it, so that it acknowledges what it handled)",
 				names.InputStream(), ci.NumAckPending, ci.NumWaiting)
 		}
@@ -201,7 +202,7 @@ func unconsumed(ctx context.Context, js jetstream.JetStream, old jetstream.Strea
 		FilterSubjects: []string{names.InputAll()}, DeliverPolicy: jetstream.DeliverByStartSequencePolicy, OptStartSeq: start,
 	}, MaxMigratedInputs)
 	if err != nil {
-		return nil, fmt.Errorf("kvstore: migrate: read the unconsumed inputs of %q: %w", names.InputStream(), err)
+		return nil, fmt.Errorf("provision: migrate: read the unconsumed inputs of %q: %w", names.InputStream(), err)
 	}
 	return msgs, nil
 }

@@ -1,4 +1,4 @@
-package kvstore_test
+package provision_test
 
 import (
 	"context"
@@ -10,8 +10,8 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/jetflow/jetflow/kvstore"
 	"github.com/jetflow/jetflow/natstest"
+	"github.com/jetflow/jetflow/provision"
 	"github.com/jetflow/jetflow/subjects"
 	"github.com/jetflow/jetflow/wire"
 )
@@ -21,7 +21,7 @@ import (
 // the input stream copies onto the run's timer subject.
 func scheduleTimer(ctx context.Context, t *testing.T, js jetstream.JetStream, names subjects.Names, run, timer string, due time.Time) {
 	t.Helper()
-	scheduleTimerTTL(ctx, t, js, names, run, timer, due, kvstore.FiredTimerTTL)
+	scheduleTimerTTL(ctx, t, js, names, run, timer, due, provision.FiredTimerTTL)
 }
 
 func scheduleTimerTTL(ctx context.Context, t *testing.T, js jetstream.JetStream, names subjects.Names, run, timer string, due time.Time, ttl time.Duration) {

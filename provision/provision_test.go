@@ -1,7 +1,6 @@
-package kvstore_test
+package provision_test
 
 import (
-	"errors"
 	"slices"
 	"strings"
 	"sync"
@@ -10,8 +9,8 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/jetflow/jetflow/kvstore"
 	"github.com/jetflow/jetflow/natstest"
+	"github.com/jetflow/jetflow/provision"
 	"github.com/jetflow/jetflow/subjects"
 )
 
@@ -28,7 +27,7 @@ func TestProvisionCreatesStreamsAndBuckets(t *testing.T) {
 		cfg.Retention != jetstream.LimitsPolicy || cfg.Discard != jetstream.DiscardOld ||
 		cfg.AllowMsgSchedules || cfg.AllowRollup || cfg.AllowMsgTTL || cfg.AllowMsgCounter || cfg.AllowAtomicPublish ||
 		!cfg.DenyPurge || !cfg.DenyDelete || !cfg.AllowDirect ||
-		cfg.Duplicates != kvstore.DefaultDuplicateWindow || cfg.MaxAge != 0 || cfg.Storage != jetstream.FileStorage {
+		cfg.Duplicates != provision.DefaultDuplicateWindow || cfg.MaxAge != 0 || cfg.Storage != jetstream.FileStorage {
 		t.Errorf("input stream config = %+v", cfg)
 	}
 	if len(cfg.Sources) != 1 || cfg.Sources[0].Name != b.names.TimerStream() || len(cfg.Sources[0].SubjectTransforms) != 1 ||
@@ -76,7 +75,7 @@ func TestProvisionIdempotentAndConcurrent(t *testing.T) {
 		var wg sync.WaitGroup
 		errs := make(chan error, 4)
 		for i := range 4 {
-			wg.Go(func() { errs <- kvstore.Provision(b.ctx, conns[i%2], b.names, kvstore.ProvisionOptions{}) })
+			wg.Go(func() { errs <- provision.Provision(b.ctx, conns[i%2], b.names, provision.ProvisionOptions{}) })
 		}
 		wg.Wait()
 		close(errs)
@@ -111,7 +110,7 @@ func TestProvisionUpdates(t *testing.T) {
 	if _, err := rs.Create(b.ctx, "r1", []byte("x")); err != nil {
 		t.Fatal(err)
 	}
-	if err := kvstore.Provision(b.ctx, b.js, b.names, kvstore.ProvisionOptions{MaxAge: time.Minute, RunHistory: 5}); err != nil {
+	if err := provision.Provision(b.ctx, b.js, b.names, provision.ProvisionOptions{MaxAge: time.Minute, RunHistory: 5}); err != nil {
 		t.Fatal(err)
 	}
 	in, err := b.js.Stream(b.ctx, b.names.InputStream())
@@ -134,7 +133,7 @@ func TestProvisionUpdates(t *testing.T) {
 		t.Errorf("run after update = %q, %v", data, err)
 	}
 	// Storage cannot change in place: the error names the stream.
-	err = kvstore.Provision(b.ctx, b.js, b.names, kvstore.ProvisionOptions{Storage: jetstream.MemoryStorage})
+	err = provision.Provision(b.ctx, b.js, b.names, provision.ProvisionOptions{Storage: jetstream.MemoryStorage})
 	if err == nil || !strings.Contains(err.Error(), b.names.TimerStream()) {
 		t.Errorf("storage change = %v, want an error naming %s", err, b.names.TimerStream())
 	}
@@ -145,30 +144,17 @@ func TestProvisionRefusesBadOptions(t *testing.T) {
 	b := bundle{ctx: testCtx(t, 10*time.Second)}
 	for name, c := range map[string]struct {
 		names subjects.Names
-		opts  kvstore.ProvisionOptions
+		opts  provision.ProvisionOptions
 	}{
-		"zero names":   {subjects.Names{}, kvstore.ProvisionOptions{}},
-		"replicas 7":   {subjects.Must(""), kvstore.ProvisionOptions{Replicas: 7}},
-		"negative age": {subjects.Must(""), kvstore.ProvisionOptions{MaxAge: -time.Second}},
-		"bad storage":  {subjects.Must(""), kvstore.ProvisionOptions{Storage: 9}},
-		"history 65":   {subjects.Must(""), kvstore.ProvisionOptions{RunHistory: 65}},
+		"zero names":   {subjects.Names{}, provision.ProvisionOptions{}},
+		"replicas 7":   {subjects.Must(""), provision.ProvisionOptions{Replicas: 7}},
+		"negative age": {subjects.Must(""), provision.ProvisionOptions{MaxAge: -time.Second}},
+		"bad storage":  {subjects.Must(""), provision.ProvisionOptions{Storage: 9}},
+		"history 65":   {subjects.Must(""), provision.ProvisionOptions{RunHistory: 65}},
 	} {
 		// js is never reached: the options are refused first.
-		if err := kvstore.Provision(b.ctx, nil, c.names, c.opts); err == nil || !strings.HasPrefix(err.Error(), "kvstore: ") {
+		if err := provision.Provision(b.ctx, nil, c.names, c.opts); err == nil || !strings.HasPrefix(err.Error(), "provision: ") {
 			t.Errorf("%s: %v", name, err)
 		}
-	}
-}
-
-func TestOpenBeforeProvision(t *testing.T) {
-	t.Parallel()
-	ctx := testCtx(t, 30*time.Second)
-	js := natstest.JetStream(t, natstest.Conn(t, natstest.Server(t)))
-	names := subjects.Must("t")
-	if _, err := kvstore.OpenRunStore(ctx, js, names); !errors.Is(err, kvstore.ErrNotProvisioned) || !strings.Contains(err.Error(), names.RunBucket()) {
-		t.Errorf("OpenRunStore = %v", err)
-	}
-	if _, err := kvstore.BindBucket(ctx, js, names, names.WorkflowBucket()); !errors.Is(err, kvstore.ErrNotProvisioned) {
-		t.Errorf("BindBucket = %v", err)
 	}
 }

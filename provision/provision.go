@@ -1,4 +1,11 @@
-package kvstore
+// Package provision owns every JetStream configuration jetflow creates:
+// the input, timer and task streams, the run and workflow buckets
+// (Provision), the dispatchers' durable consumer and the task versions'
+// consumers, and the migration of an input stream made by an older
+// jetflow (MigrateInputStream). Nothing else in jetflow creates or
+// changes a stream, bucket or durable consumer; the stores (package
+// kvstore, package registry) and the workers only bind what it made.
+package provision
 
 import (
 	"context"
@@ -8,9 +15,15 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/jetflow/jetflow/kvstore"
 	"github.com/jetflow/jetflow/subjects"
 	"github.com/jetflow/jetflow/wire"
 )
+
+// ErrNotProvisioned is wrapped by the errors of the stores (kvstore,
+// registry) when a stream or bucket is missing: run Provision. It is
+// kvstore.ErrNotProvisioned, which the stores return.
+var ErrNotProvisioned = kvstore.ErrNotProvisioned
 
 // DefaultDuplicateWindow is how long JetStream remembers a Nats-Msg-Id to
 // drop a re-published duplicate (the server's own default).
@@ -44,7 +57,7 @@ type ProvisionOptions struct {
 	// (1..64). Default 1.
 	RunHistory uint8
 	// RetryFor bounds how long transient errors are retried (a cluster
-	// still electing its leader). Default DefaultRetryFor (30s).
+	// still electing its leader). Default kvstore.DefaultRetryFor (30s).
 	RetryFor time.Duration
 }
 
@@ -63,7 +76,7 @@ func (o ProvisionOptions) withDefaults() ProvisionOptions {
 		o.RunHistory = 1
 	}
 	if o.RetryFor <= 0 {
-		o.RetryFor = DefaultRetryFor
+		o.RetryFor = kvstore.DefaultRetryFor
 	}
 	return o
 }
@@ -71,22 +84,22 @@ func (o ProvisionOptions) withDefaults() ProvisionOptions {
 func (o ProvisionOptions) validate() error {
 	switch {
 	case o.Replicas < 1 || o.Replicas > 5:
-		return fmt.Errorf("kvstore: Replicas is %d; use 1 to 5 (1 on one server, 3 on a cluster)", o.Replicas)
+		return fmt.Errorf("provision: Replicas is %d; use 1 to 5 (1 on one server, 3 on a cluster)", o.Replicas)
 	case o.Storage != jetstream.FileStorage && o.Storage != jetstream.MemoryStorage:
-		return fmt.Errorf("kvstore: Storage %v is neither file nor memory", o.Storage)
+		return fmt.Errorf("provision: Storage %v is neither file nor memory", o.Storage)
 	case o.MaxAge < 0 || o.DuplicateWindow < 0:
-		return errors.New("kvstore: MaxAge and DuplicateWindow must not be negative")
+		return errors.New("provision: MaxAge and DuplicateWindow must not be negative")
 	case o.MaxMsgSize < 0:
-		return errors.New("kvstore: MaxMsgSize must not be negative (0 means the server's max payload)")
+		return errors.New("provision: MaxMsgSize must not be negative (0 means the server's max payload)")
 	case o.RunHistory > jetstream.KeyValueMaxHistory:
-		return fmt.Errorf("kvstore: RunHistory is %d; the most a bucket keeps is %d", o.RunHistory, jetstream.KeyValueMaxHistory)
+		return fmt.Errorf("provision: RunHistory is %d; the most a bucket keeps is %d", o.RunHistory, jetstream.KeyValueMaxHistory)
 	}
 	return nil
 }
 
 func checkNames(names subjects.Names) error {
 	if names.Prefix() == "" {
-		return errors.New("kvstore: subjects.Names is the zero value; build it with subjects.New")
+		return errors.New("provision: subjects.Names is the zero value; build it with subjects.New")
 	}
 	return nil
 }
@@ -249,7 +262,7 @@ func Provision(ctx context.Context, js jetstream.JetStream, names subjects.Names
 			return err
 		})
 		if err != nil {
-			return fmt.Errorf("kvstore: provision stream %q (subjects %v): %w", cfg.Name, cfg.Subjects, err)
+			return fmt.Errorf("provision: provision stream %q (subjects %v): %w", cfg.Name, cfg.Subjects, err)
 		}
 	}
 	for _, cfg := range []jetstream.KeyValueConfig{RunBucketConfig(names, opts), WorkflowBucketConfig(names, opts)} {
@@ -261,7 +274,7 @@ func Provision(ctx context.Context, js jetstream.JetStream, names subjects.Names
 			return err
 		})
 		if err != nil {
-			return fmt.Errorf("kvstore: provision bucket %q: %w", cfg.Bucket, err)
+			return fmt.Errorf("provision: provision bucket %q: %w", cfg.Bucket, err)
 		}
 	}
 	return nil
@@ -274,7 +287,7 @@ func Provision(ctx context.Context, js jetstream.JetStream, names subjects.Names
 // leave both requests without a reply. The attempt timeout turns such a
 // lost reply into a retry; both operations are idempotent.
 func ensure(ctx context.Context, retryFor time.Duration, op func(context.Context) error) error {
-	_, err := Retry(ctx, retryFor, func() (struct{}, error) {
+	_, err := kvstore.Retry(ctx, retryFor, func() (struct{}, error) {
 		actx, cancel := context.WithTimeout(ctx, DefaultAttemptTimeout)
 		defer cancel()
 		err := op(actx)
@@ -282,7 +295,7 @@ func ensure(ctx context.Context, retryFor time.Duration, op func(context.Context
 			// A lost reply, or a stream deleted between create and update.
 			return struct{}{}, err
 		}
-		return struct{}{}, Classify(err)
+		return struct{}{}, kvstore.Classify(err)
 	})
 	return err
 }

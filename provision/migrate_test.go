@@ -1,4 +1,4 @@
-package kvstore_test
+package provision_test
 
 import (
 	"errors"
@@ -9,8 +9,8 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/jetflow/jetflow/kvstore"
 	"github.com/jetflow/jetflow/natstest"
+	"github.com/jetflow/jetflow/provision"
 	"github.com/jetflow/jetflow/subjects"
 	"github.com/jetflow/jetflow/wire"
 )
@@ -67,9 +67,9 @@ func oldStore(t *testing.T) (bundle, jetstream.Consumer) {
 func TestProvisionRefusesOldInputStream(t *testing.T) {
 	t.Parallel()
 	b, _ := oldStore(t)
-	err := kvstore.Provision(b.ctx, b.js, b.names, kvstore.ProvisionOptions{})
-	var ie *kvstore.InputStreamError
-	if !errors.Is(err, kvstore.ErrUnsafeInputStream) || !errors.As(err, &ie) {
+	err := provision.Provision(b.ctx, b.js, b.names, provision.ProvisionOptions{})
+	var ie *provision.InputStreamError
+	if !errors.Is(err, provision.ErrUnsafeInputStream) || !errors.As(err, &ie) {
 		t.Fatalf("Provision of an old store = %v, want an *InputStreamError", err)
 	}
 	if ie.Stream != b.names.InputStream() || ie.Schedules != 2 {
@@ -97,7 +97,7 @@ func TestMigrateInputStream(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := kvstore.MigrateInputStream(b.ctx, b.js, n, kvstore.ProvisionOptions{}); err == nil || !strings.Contains(err.Error(), "stop every dispatcher") {
+	if _, err := provision.MigrateInputStream(b.ctx, b.js, n, provision.ProvisionOptions{}); err == nil || !strings.Contains(err.Error(), "stop every dispatcher") {
 		t.Fatalf("migration while an input is held = %v, want a refusal", err)
 	}
 	// The dispatcher finishes it; then an input arrives that no
@@ -109,13 +109,13 @@ func TestMigrateInputStream(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	m, err := kvstore.MigrateInputStream(b.ctx, b.js, n, kvstore.ProvisionOptions{})
+	m, err := provision.MigrateInputStream(b.ctx, b.js, n, provision.ProvisionOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	// Old sequences: 1 start, 2 event, 3 and 4 the schedules, 5 the late
 	// event.
-	if m != (kvstore.Migration{Schedules: 2, Inputs: 1, Dropped: 2, FirstSeq: 6}) {
+	if m != (provision.Migration{Schedules: 2, Inputs: 1, Dropped: 2, FirstSeq: 6}) {
 		t.Errorf("migration = %+v", m)
 	}
 	in, err := b.js.Stream(b.ctx, n.InputStream())
@@ -142,10 +142,10 @@ func TestMigrateInputStream(t *testing.T) {
 		t.Errorf("moved schedule t2 = %+v, %v", sched, err)
 	}
 	// Provisioning again (every jetflow process does at start) keeps it.
-	if err := kvstore.Provision(b.ctx, b.js, n, kvstore.ProvisionOptions{}); err != nil {
+	if err := provision.Provision(b.ctx, b.js, n, provision.ProvisionOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if m, err := kvstore.MigrateInputStream(b.ctx, b.js, n, kvstore.ProvisionOptions{}); err != nil || m != (kvstore.Migration{}) {
+	if m, err := provision.MigrateInputStream(b.ctx, b.js, n, provision.ProvisionOptions{}); err != nil || m != (provision.Migration{}) {
 		t.Errorf("second migration = %+v, %v; want nothing done", m, err)
 	}
 }
