@@ -5,16 +5,46 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/jetflow/jetflow/lifecycle/lifecycletest"
 	"github.com/jetflow/jetflow/worker"
 )
 
 func echo(_ context.Context, inv worker.Invocation) (any, error) { return inv.Node, nil }
 
-func TestStopBeforeStartAndTwice(t *testing.T) {
+// TestLifecycleContract runs the lifecycle contract on a worker serving
+// one task, checking after every start that it serves an invocation.
+func TestLifecycleContract(t *testing.T) {
+	t.Parallel()
+	lifecycletest.Run(t, func(t *testing.T) lifecycletest.Subject {
+		b := setup(t)
+		b.ensure(t, worker.TaskPolicy{})
+		cfg := b.config()
+		cfg.PollWait = 20 * time.Millisecond // a graceful stop waits for the pull in flight
+		w, err := worker.New(b.js, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := w.Register(task, version, echo); err != nil {
+			t.Fatal(err)
+		}
+		served := 0
+		return lifecycletest.Subject{Service: w, Serves: func(t *testing.T) {
+			served++
+			node := fmt.Sprint("n", served)
+			b.publish(t, b.invocation(node, nil))
+			if r, _ := b.result(t); r.Node != node {
+				t.Fatalf("result for %q, want %q", r.Node, node)
+			}
+			b.waitStreamMsgs(t, 0)
+		}}
+	})
+}
+
+// Start needs a task; Register is refused from Start to Stop.
+func TestRegisterOnlyWhileStopped(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	b.ensure(t, worker.TaskPolicy{})
@@ -22,77 +52,24 @@ func TestStopBeforeStartAndTwice(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := w.Stop(testCtx(t)); err != nil {
-		t.Fatalf("Stop before Start: %v", err)
-	}
 	if err := w.Start(testCtx(t)); err == nil || !strings.Contains(err.Error(), "no task registered") {
 		t.Fatalf("Start without tasks = %v", err)
 	}
 	if err := w.Register(task, version, echo); err != nil {
 		t.Fatal(err)
 	}
-	for range 2 {
-		if err := w.Start(testCtx(t)); err != nil {
-			t.Fatalf("Start: %v", err)
-		}
+	if err := w.Start(testCtx(t)); err != nil {
+		t.Fatalf("Start: %v", err)
 	}
 	if err := w.Register("other", "1", echo); err == nil {
 		t.Error("Register after Start was accepted")
 	}
-	b.publish(t, b.invocation("n1", nil))
-	b.result(t)
-	var wg sync.WaitGroup
-	for range 3 {
-		wg.Go(func() {
-			if err := w.Stop(testCtx(t)); err != nil {
-				t.Errorf("concurrent Stop: %v", err)
-			}
-		})
-	}
-	wg.Wait()
 	if err := w.Stop(testCtx(t)); err != nil {
-		t.Fatalf("Stop after Stop: %v", err)
+		t.Fatalf("Stop: %v", err)
 	}
-}
-
-func TestStartStopStress(t *testing.T) {
-	t.Parallel()
-	b := setup(t)
-	b.ensure(t, worker.TaskPolicy{})
-	cfg := b.config()
-	cfg.PollWait = 20 * time.Millisecond
-	w, err := worker.New(b.js, cfg)
-	if err != nil {
-		t.Fatal(err)
+	if err := w.Register("other", "1", echo); err != nil {
+		t.Errorf("Register after Stop: %v", err)
 	}
-	if err := w.Register(task, version, echo); err != nil {
-		t.Fatal(err)
-	}
-	for i := range 25 {
-		if err := w.Start(testCtx(t)); err != nil {
-			t.Fatalf("round %d: Start: %v", i, err)
-		}
-		if i%5 == 0 { // serve something now and then
-			b.publish(t, b.invocation(fmt.Sprint("n", i), nil))
-			if r, _ := b.result(t); r.Node != fmt.Sprint("n", i) {
-				t.Fatalf("round %d: result for %q", i, r.Node)
-			}
-		}
-		// Stop races a second Stop and, every other round, a Start.
-		var wg sync.WaitGroup
-		wg.Go(func() { _ = w.Stop(testCtx(t)) })
-		if i%2 == 0 {
-			wg.Go(func() { _ = w.Start(testCtx(t)) })
-		}
-		if err := w.Stop(testCtx(t)); err != nil {
-			t.Fatalf("round %d: Stop: %v", i, err)
-		}
-		wg.Wait()
-		if err := w.Stop(testCtx(t)); err != nil {
-			t.Fatalf("round %d: final Stop: %v", i, err)
-		}
-	}
-	b.waitStreamMsgs(t, 0)
 }
 
 func TestCancellingStartContextStops(t *testing.T) {

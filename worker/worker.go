@@ -9,6 +9,8 @@ import (
 	"sync"
 
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/jetflow/jetflow/lifecycle"
 )
 
 // Handler runs one task invocation and returns its output, which must
@@ -24,14 +26,11 @@ type Worker struct {
 	cfg Config
 	log *slog.Logger
 
-	// lifecycle is held by Start for its whole start-up and by Stop while
-	// it picks the run to stop, so that a Stop waits for a Start.
-	lifecycle chan struct{}
-
-	mu       sync.Mutex
-	regs     []*registration
-	starting bool      // a Start is binding consumers
-	cur      *runState // the current or last run; nil before Start and after Stop
+	// life is the Start/Stop state; its runs are *runState.
+	life lifecycle.Machine
+	// regs is appended to by Register only while the worker is stopped
+	// (life.IfStopped), and read by the start function.
+	regs []*registration
 }
 
 type registration struct {
@@ -58,7 +57,7 @@ func New(js jetstream.JetStream, cfg Config) (*Worker, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	return &Worker{js: js, cfg: cfg, log: cfg.Logger, lifecycle: make(chan struct{}, 1)}, nil
+	return &Worker{js: js, cfg: cfg, log: cfg.Logger, life: lifecycle.Machine{Name: "worker"}}, nil
 }
 
 // Register serves task version with h. Register every task before Start;
@@ -77,21 +76,22 @@ func (w *Worker) Register(task, version string, h Handler, opts ...RegisterOptio
 	if r.concurrency < 1 {
 		return fmt.Errorf("worker: task %q version %q: concurrency %d is below 1", task, version, r.concurrency)
 	}
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.cur != nil || w.starting {
+	var err error
+	if !w.life.IfStopped(func() {
+		for _, o := range w.regs {
+			if o.task == task && o.version == version {
+				err = fmt.Errorf("worker: task %q version %q is already registered", task, version)
+				return
+			}
+		}
+		w.regs = append(w.regs, r)
+	}) {
 		return fmt.Errorf("worker: task %q version %q: Register after Start (stop the worker first)", task, version)
 	}
-	for _, o := range w.regs {
-		if o.task == task && o.version == version {
-			return fmt.Errorf("worker: task %q version %q is already registered", task, version)
-		}
-	}
-	w.regs = append(w.regs, r)
-	return nil
+	return err
 }
 
-// runState is one Start..Stop cycle.
+// runState is one Start..Stop cycle, the worker's lifecycle.Run.
 type runState struct {
 	// pull is cancelled to stop sending pull requests (graceful stop);
 	// fetch to abandon the pull requests in flight and work to cancel the
@@ -116,54 +116,33 @@ func (rs *runState) hardStop(cause error) {
 
 func (rs *runState) stopping() bool { return rs.pull.Err() != nil }
 
+// Drain stops sending pull requests: the handlers in flight finish.
+func (rs *runState) Drain() { rs.stopPull() }
+
+// Halt cancels the handlers with cause ErrStopped; their invocations are
+// handed back.
+func (rs *runState) Halt() { rs.hardStop(ErrStopped) }
+
+// Done is closed once every pull loop and handler returned.
+func (rs *runState) Done() <-chan struct{} { return rs.done }
+
+// Ending: the Start context was cancelled, which stops the run.
+func (rs *runState) Ending() bool { return rs.stopping() }
+
 // Start binds the consumer of every registered task version and serves
 // them in the background until Stop. It returns start-up errors; a
 // consumer that does not exist yet (no workflow using the task is
 // deployed) is not one: the worker logs it and keeps trying to bind.
 // Cancelling ctx stops the worker as a Stop whose deadline has passed
 // would, with ctx's cause as the handlers' cancellation cause. Start on a
-// running worker does nothing; after Stop it starts the worker again.
-func (w *Worker) Start(ctx context.Context) error {
-	for {
-		if err := w.acquire(ctx); err != nil {
-			return err
-		}
-		w.mu.Lock()
-		rs := w.cur
-		w.mu.Unlock()
-		if rs == nil {
-			break
-		}
-		if !rs.stopping() {
-			w.release()
-			return nil
-		}
-		// A stop is in progress: let it finish, then start afresh.
-		w.release()
-		select {
-		case <-rs.done:
-			w.mu.Lock()
-			if w.cur == rs {
-				w.cur = nil
-			}
-			w.mu.Unlock()
-		case <-ctx.Done():
-			return fmt.Errorf("worker: start: waiting for the previous stop: %w", context.Cause(ctx))
-		}
-	}
-	defer w.release()
+// running worker does nothing; after Stop it starts the worker again
+// (package lifecycle has the whole contract).
+func (w *Worker) Start(ctx context.Context) error { return w.life.Start(ctx, w.start) }
 
-	w.mu.Lock()
+func (w *Worker) start(ctx context.Context) (lifecycle.Run, error) {
 	regs := slices.Clone(w.regs)
-	w.starting = true // Register must not add what this start would miss
-	w.mu.Unlock()
-	defer func() {
-		w.mu.Lock()
-		w.starting = false
-		w.mu.Unlock()
-	}()
 	if len(regs) == 0 {
-		return errors.New("worker: no task registered (call Register before Start)")
+		return nil, errors.New("worker: no task registered (call Register before Start)")
 	}
 	bound := make([]jetstream.Consumer, len(regs))
 	for i, r := range regs {
@@ -175,7 +154,7 @@ func (w *Worker) Start(ctx context.Context) error {
 			w.log.WarnContext(ctx, "task consumer not found; waiting for a deployment to create it",
 				"task", r.task, "version", r.version, "consumer", w.cfg.Names.TaskConsumer(r.task, r.version), "error", err)
 		default:
-			return fmt.Errorf("worker: start: %w", err)
+			return nil, fmt.Errorf("worker: start: %w", err)
 		}
 	}
 
@@ -200,10 +179,7 @@ func (w *Worker) Start(ctx context.Context) error {
 		rs.stopWork(ErrStopped)
 		close(rs.done)
 	}()
-	w.mu.Lock()
-	w.cur = rs
-	w.mu.Unlock()
-	return nil
+	return rs, nil
 }
 
 // Stop drains the worker: it stops fetching invocations, lets the
@@ -213,51 +189,7 @@ func (w *Worker) Start(ctx context.Context) error {
 // redelivery, and Stop returns an error after they have returned (a
 // handler that ignores its context keeps Stop waiting). Stop is safe to
 // call twice, concurrently, or before Start.
-func (w *Worker) Stop(ctx context.Context) error {
-	if err := w.acquire(ctx); err != nil {
-		return err
-	}
-	w.mu.Lock()
-	rs := w.cur
-	w.mu.Unlock()
-	w.release()
-	if rs == nil {
-		return nil
-	}
-	rs.stopPull()
-	var err error
-	select {
-	case <-rs.done:
-	case <-ctx.Done():
-		rs.hardStop(ErrStopped)
-		<-rs.done
-		err = fmt.Errorf("worker: stop: handlers still running were cancelled: %w", context.Cause(ctx))
-	}
-	w.mu.Lock()
-	if w.cur == rs {
-		w.cur = nil
-	}
-	w.mu.Unlock()
-	return err
-}
-
-func (w *Worker) acquire(ctx context.Context) error {
-	// Uncontended, succeed even with a done ctx: Stop with an expired
-	// context must still stop.
-	select {
-	case w.lifecycle <- struct{}{}:
-		return nil
-	default:
-	}
-	select {
-	case w.lifecycle <- struct{}{}:
-		return nil
-	case <-ctx.Done():
-		return fmt.Errorf("worker: %w", context.Cause(ctx))
-	}
-}
-
-func (w *Worker) release() { <-w.lifecycle }
+func (w *Worker) Stop(ctx context.Context) error { return w.life.Stop(ctx) }
 
 // bind returns the durable consumer of r, creating it if the config says
 // so and it is missing. It never changes an existing consumer: its
