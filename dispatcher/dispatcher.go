@@ -11,6 +11,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/jetflow/jetflow/kvstore"
+	"github.com/jetflow/jetflow/provision"
 	"github.com/jetflow/jetflow/registry"
 	"github.com/jetflow/jetflow/step"
 	"github.com/jetflow/jetflow/token"
@@ -147,15 +148,7 @@ func (d *Dispatcher) Start(ctx context.Context) error {
 		}
 		d.store = rs
 	}
-	cons, err := d.js.CreateOrUpdateConsumer(ctx, names.InputStream(), jetstream.ConsumerConfig{
-		Durable:       names.DispatcherConsumer(),
-		Description:   "jetflow dispatchers: every run input",
-		FilterSubject: names.InputAll(),
-		AckPolicy:     jetstream.AckExplicitPolicy,
-		AckWait:       d.cfg.AckWait,
-		MaxDeliver:    -1,
-		MaxAckPending: d.cfg.MaxAckPending,
-	})
+	cons, err := d.js.CreateOrUpdateConsumer(ctx, names.InputStream(), provision.DispatcherConsumerConfig(names, d.cfg.AckWait, d.cfg.MaxAckPending))
 	if err != nil {
 		return fmt.Errorf("dispatcher: create consumer %q: %w", names.DispatcherConsumer(), err)
 	}
@@ -169,6 +162,8 @@ func (d *Dispatcher) Start(ctx context.Context) error {
 	d.qmu.Lock()
 	d.ready, d.stray, d.queued, d.stepsDone = nil, nil, 0, false
 	d.qmu.Unlock()
+	// Steps read these as soon as they run (early.go, apply.go).
+	d.timers, d.inputs = timers, inputs
 	for range d.cfg.Concurrency {
 		d.steps.Go(func() { d.stepLoop(false) })
 	}
@@ -190,7 +185,7 @@ func (d *Dispatcher) Start(ctx context.Context) error {
 		d.unwatch()
 		return fmt.Errorf("dispatcher: consume %q: %w", names.DispatcherConsumer(), err)
 	}
-	d.timers, d.inputs, d.cc, d.running = timers, inputs, cc, true
+	d.cc, d.running = cc, true
 	return nil
 }
 
