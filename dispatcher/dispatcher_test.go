@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/jetflow/jetflow/engine/run"
+	"github.com/jetflow/jetflow/provision"
 	"github.com/jetflow/jetflow/step"
 	"github.com/jetflow/jetflow/wire"
 	"github.com/jetflow/jetflow/worker"
@@ -50,7 +51,7 @@ func (b *bundle) serveTask(t *testing.T, task, version string, fn worker.Handler
 func (b *bundle) simpleWorker(t *testing.T, task, version string) {
 	t.Helper()
 	ctx := testCtx(t)
-	c, err := worker.EnsureTaskConsumer(ctx, b.js, b.names, task, version, worker.TaskPolicy{StartToClose: 5 * time.Second})
+	c, err := provision.EnsureTaskConsumer(ctx, b.js, b.names, task, version, provision.TaskPolicy{StartToClose: 5 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}

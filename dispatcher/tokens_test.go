@@ -9,11 +9,11 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/jetflow/jetflow/provision"
 	"github.com/jetflow/jetflow/step"
 	"github.com/jetflow/jetflow/subjects"
 	"github.com/jetflow/jetflow/token"
 	"github.com/jetflow/jetflow/wire"
-	"github.com/jetflow/jetflow/worker"
 )
 
 // TestForgedResultsAreRecordedAndRefused answers a run's invocation with
@@ -25,7 +25,7 @@ func TestForgedResultsAreRecordedAndRefused(t *testing.T) {
 	b := setup(t)
 	d := b.dispatcher(t, Config{RejectedHistory: 8})
 	ctx := testCtx(t)
-	c, err := worker.EnsureTaskConsumer(ctx, b.js, b.names, "t", "1", worker.TaskPolicy{})
+	c, err := provision.EnsureTaskConsumer(ctx, b.js, b.names, "t", "1", provision.TaskPolicy{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/jetflow/jetflow/policy"
+	"github.com/jetflow/jetflow/provision"
 	"github.com/jetflow/jetflow/registry"
 	"github.com/jetflow/jetflow/worker"
 )
@@ -65,7 +66,7 @@ func (f *Fleet) DeployWith(ctx context.Context, name string, doc []byte, opts De
 		if err != nil {
 			return out, err
 		}
-		if _, err := worker.EnsureTaskConsumer(ctx, f.JS, f.Names, t.Task, t.Version, tp); err != nil {
+		if _, err := provision.EnsureTaskConsumer(ctx, f.JS, f.Names, t.Task, t.Version, tp); err != nil {
 			return out, err
 		}
 		if before != 0 && before != tp.StartToClose {
@@ -120,4 +121,4 @@ func (f *Fleet) taskAckWait(ctx context.Context, t registry.TaskRef) (time.Durat
 
 // TaskPolicy is the task consumer policy a deploy applies where the
 // deployment's policy sets no startToClose, with its defaults.
-func (f *Fleet) TaskPolicy() worker.TaskPolicy { return f.cfg.TaskPolicy.WithDefaults() }
+func (f *Fleet) TaskPolicy() provision.TaskPolicy { return f.cfg.TaskPolicy.WithDefaults() }

@@ -25,7 +25,6 @@ import (
 	"github.com/jetflow/jetflow/registry"
 	"github.com/jetflow/jetflow/subjects"
 	"github.com/jetflow/jetflow/token"
-	"github.com/jetflow/jetflow/worker"
 )
 
 // Config says how to reach NATS and what to run.
@@ -60,7 +59,7 @@ type Config struct {
 	Dispatcher *dispatcher.Config
 	// TaskPolicy is applied to every task consumer a deploy creates; a
 	// deployment's policy overrides its StartToClose per task version.
-	TaskPolicy worker.TaskPolicy
+	TaskPolicy provision.TaskPolicy
 	// Registerer receives the metrics; nil keeps them unregistered.
 	Registerer prometheus.Registerer
 	// Logger defaults to slog.Default().

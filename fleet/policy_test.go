@@ -17,6 +17,7 @@ import (
 	"github.com/jetflow/jetflow/dispatcher"
 	"github.com/jetflow/jetflow/embedded"
 	"github.com/jetflow/jetflow/policy"
+	"github.com/jetflow/jetflow/provision"
 	"github.com/jetflow/jetflow/wire"
 	"github.com/jetflow/jetflow/worker"
 )
@@ -261,8 +262,8 @@ func TestLatestDeployWinsTheAckWait(t *testing.T) {
 			`task ship@1: consumer task_ship_1 now redelivers after 10s instead of 30s (startToClose of workflow "c" revision "c1"; the latest deploy wins`,
 			"running workers follow within their ConsumerRefresh (default 5s), and their invocations that started before may be redelivered once",
 		}},
-		{"d", "d1", `{}`, worker.DefaultStartToClose, 1, []string{"now redelivers after 1m0s instead of 10s ("}},
-		{"e", "e1", `{"shp@1":{"maxAttempts":2},"ship@2":{},"ship":{}}`, worker.DefaultStartToClose, 2, []string{
+		{"d", "d1", `{}`, provision.DefaultStartToClose, 1, []string{"now redelivers after 1m0s instead of 10s ("}},
+		{"e", "e1", `{"shp@1":{"maxAttempts":2},"ship@2":{},"ship":{}}`, provision.DefaultStartToClose, 2, []string{
 			`policy entry "ship@2" matches no task of workflow "e" revision "e1"`,
 			`policy entry "shp@1" matches no task`,
 		}},

@@ -10,9 +10,9 @@ import (
 
 	"github.com/jetflow/jetflow/dispatcher"
 	"github.com/jetflow/jetflow/natstest"
+	"github.com/jetflow/jetflow/provision"
 	"github.com/jetflow/jetflow/subjects"
 	"github.com/jetflow/jetflow/wire"
-	"github.com/jetflow/jetflow/worker"
 )
 
 // crashAckWait is the dispatchers' AckWait in the crash tests: how soon
@@ -155,7 +155,7 @@ func TestServerRestartMidRun(t *testing.T) {
 	const each = 10
 	e := setup(t, options{
 		dispatcher:   dispatcher.Config{AckWait: 3 * time.Second},
-		taskPolicy:   worker.TaskPolicy{StartToClose: 3 * time.Second},
+		taskPolicy:   provision.TaskPolicy{StartToClose: 3 * time.Second},
 		redeliveries: true,
 	})
 	type started struct {

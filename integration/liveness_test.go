@@ -13,9 +13,9 @@ import (
 	"github.com/jetflow/jetflow/fleet"
 	"github.com/jetflow/jetflow/natstest"
 	"github.com/jetflow/jetflow/policy"
+	"github.com/jetflow/jetflow/provision"
 	"github.com/jetflow/jetflow/step"
 	"github.com/jetflow/jetflow/wire"
-	"github.com/jetflow/jetflow/worker"
 )
 
 // The documents of these tests name tasks no Go worker of the tests
@@ -119,7 +119,7 @@ func TestUnservedTaskTimesOut(t *testing.T) {
 // whose result is malformed all leave the attempt to its deadline.
 func TestMisbehavingWorkersEndAtTheDeadline(t *testing.T) {
 	t.Parallel()
-	e := setup(t, options{workers: none, taskPolicy: worker.TaskPolicy{MaxDeliver: 2}})
+	e := setup(t, options{workers: none, taskPolicy: provision.TaskPolicy{MaxDeliver: 2}})
 	e.deployLonely(t, "misbehave")
 	var calls atomic.Int64
 	e.rawWorker(t, func(m jetstream.Msg, inv wire.Invocation) {

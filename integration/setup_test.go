@@ -46,7 +46,7 @@ type options struct {
 	dispatcher dispatcher.Config
 	provision  provision.ProvisionOptions
 	// taskPolicy of every task consumer (default the SDK's).
-	taskPolicy worker.TaskPolicy
+	taskPolicy provision.TaskPolicy
 	// logLevel of the captured logs (default Info).
 	logLevel slog.Level
 	// workerConcurrency per task version (default the SDK's).

@@ -30,7 +30,7 @@ type Rule struct {
 	NonRetryableCodes []string
 	// StartToClose is the task consumer's AckWait: how long an attempt may
 	// go without an acknowledgement or heartbeat before it is redelivered.
-	// Default: the fleet's TaskPolicy (worker.DefaultStartToClose).
+	// Default: the fleet's TaskPolicy (provision.DefaultStartToClose).
 	StartToClose time.Duration
 	// AttemptTimeout is how long one attempt may take from its invocation
 	// to its accepted result before it fails with TASK_TIMEOUT (and is

@@ -12,6 +12,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/jetflow/jetflow/natstest"
+	"github.com/jetflow/jetflow/provision"
 	"github.com/jetflow/jetflow/subjects"
 	"github.com/jetflow/jetflow/worker"
 )
@@ -36,7 +37,7 @@ func BenchmarkRoundTrip(b *testing.B) {
 					b.Fatal(err)
 				}
 			}
-			if _, err := worker.EnsureTaskConsumer(ctx, js, names, task, version, worker.TaskPolicy{}); err != nil {
+			if _, err := provision.EnsureTaskConsumer(ctx, js, names, task, version, provision.TaskPolicy{}); err != nil {
 				b.Fatal(err)
 			}
 			results := make(chan struct{}, 1<<16)

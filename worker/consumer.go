@@ -1,7 +1,6 @@
 package worker
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"time"
@@ -11,8 +10,12 @@ import (
 	"github.com/jetflow/jetflow/subjects"
 )
 
-// TaskPolicy is the delivery policy of one task version's durable
-// consumer.
+// TaskPolicy is the delivery policy of the task consumers a worker
+// creates itself (Config.CreateConsumers, for development). A deployment
+// creates them with provision.EnsureTaskConsumer, whose
+// provision.TaskPolicy has the same fields and defaults: the worker keeps
+// its own copy because the SDK depends on nothing of jetflow but subjects
+// and wire.
 type TaskPolicy struct {
 	// StartToClose is how long one attempt may go without an
 	// acknowledgement or heartbeat before NATS redelivers it to another
@@ -75,29 +78,10 @@ func (p TaskPolicy) validate() error {
 	return errors.Join(errs...)
 }
 
-// EnsureTaskConsumer creates or updates the durable consumer of one task
-// version on the task stream, with policy p. It is the one place that
-// defines that consumer: the deploy path calls it for every task a
-// workflow uses, and workers (in any language) only bind to it. The task
-// stream must exist.
-func EnsureTaskConsumer(ctx context.Context, js jetstream.JetStream, names subjects.Names, task, version string, p TaskPolicy) (jetstream.Consumer, error) {
-	if err := checkTaskVersion(task, version); err != nil {
-		return nil, err
-	}
-	p = p.WithDefaults()
-	if err := p.validate(); err != nil {
-		return nil, fmt.Errorf("worker: task %q version %q: invalid policy: %w", task, version, err)
-	}
-	c, err := js.CreateOrUpdateConsumer(ctx, names.TaskStream(), TaskConsumerConfig(names, task, version, p))
-	if err != nil {
-		return nil, fmt.Errorf("worker: creating consumer %q on stream %q: %w", names.TaskConsumer(task, version), names.TaskStream(), err)
-	}
-	return c, nil
-}
-
-// TaskConsumerConfig is the consumer configuration EnsureTaskConsumer
-// applies; p must already have its defaults.
-func TaskConsumerConfig(names subjects.Names, task, version string, p TaskPolicy) jetstream.ConsumerConfig {
+// taskConsumerConfig is the task consumer a worker creates with
+// CreateConsumers: provision.TaskConsumerConfig, which package provision's
+// tests hold it to; p must already have its defaults.
+func taskConsumerConfig(names subjects.Names, task, version string, p TaskPolicy) jetstream.ConsumerConfig {
 	return jetstream.ConsumerConfig{
 		Durable:       names.TaskConsumer(task, version),
 		Description:   fmt.Sprintf("jetflow workers of task %s version %s", task, version),

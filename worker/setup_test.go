@@ -75,7 +75,7 @@ func testCtx(t *testing.T) context.Context {
 // ensure creates the task consumer as a deployment would.
 func (b *bundle) ensure(t *testing.T, p worker.TaskPolicy) jetstream.Consumer {
 	t.Helper()
-	c, err := worker.EnsureTaskConsumer(testCtx(t), b.js, b.names, task, version, p)
+	c, err := provision.EnsureTaskConsumer(testCtx(t), b.js, b.names, task, version, provision.TaskPolicy(p))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -203,7 +203,7 @@ func (w *Worker) bind(ctx context.Context, r *registration) (jetstream.Consumer,
 		}
 		return c, err
 	}
-	c, err = w.js.CreateConsumer(ctx, names.TaskStream(), TaskConsumerConfig(names, r.task, r.version, w.cfg.ConsumerPolicy))
+	c, err = w.js.CreateConsumer(ctx, names.TaskStream(), taskConsumerConfig(names, r.task, r.version, w.cfg.ConsumerPolicy))
 	if errors.Is(err, jetstream.ErrConsumerExists) {
 		// Created meanwhile with another policy; use it as it is.
 		c, err = w.js.Consumer(ctx, names.TaskStream(), names.TaskConsumer(r.task, r.version))

@@ -12,6 +12,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 
+	"github.com/jetflow/jetflow/provision"
 	"github.com/jetflow/jetflow/wire"
 	"github.com/jetflow/jetflow/worker"
 )
@@ -490,7 +491,7 @@ func TestTwoTasksInOneWorker(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	b.ensure(t, worker.TaskPolicy{})
-	if _, err := worker.EnsureTaskConsumer(testCtx(t), b.js, b.names, "refund", "2", worker.TaskPolicy{}); err != nil {
+	if _, err := provision.EnsureTaskConsumer(testCtx(t), b.js, b.names, "refund", "2", provision.TaskPolicy{}); err != nil {
 		t.Fatal(err)
 	}
 	w, err := worker.New(b.js, b.config())

@@ -22,7 +22,6 @@ import (
 	"github.com/jetflow/jetflow/fleet"
 	"github.com/jetflow/jetflow/provision"
 	"github.com/jetflow/jetflow/subjects"
-	"github.com/jetflow/jetflow/worker"
 )
 
 // prefix names the deployment's subjects, streams and buckets.
@@ -197,7 +196,7 @@ func (h *harness) startCluster(ctx context.Context) {
 			nats.ReconnectHandler(func(nc *nats.Conn) { h.logf("harness reconnected to %s", nc.ConnectedUrl()) }),
 		},
 		Provision:  provision.ProvisionOptions{Replicas: 3, RetryFor: time.Minute},
-		TaskPolicy: worker.TaskPolicy{StartToClose: taskAckWait},
+		TaskPolicy: provision.TaskPolicy{StartToClose: taskAckWait},
 		Logger:     h.log,
 	})
 	if err != nil {

@@ -14,8 +14,8 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/jetflow/jetflow/natstest"
+	"github.com/jetflow/jetflow/provision"
 	"github.com/jetflow/jetflow/wire"
-	"github.com/jetflow/jetflow/worker"
 )
 
 var capture = flag.String("capture", "", "write the transcript of the raw-protocol run to this file (the worked examples of docs/PROTOCOL.md come from it)")
@@ -62,7 +62,7 @@ func orderTask(inv map[string]any) (any, map[string]any) {
 func TestRawProtocolWorker(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	f := startFleet(t, ctx, worker.TaskPolicy{})
+	f := startFleet(t, ctx, provision.TaskPolicy{})
 	nc, err := nats.Connect(f.URL())
 	if err != nil {
 		t.Fatal(err)

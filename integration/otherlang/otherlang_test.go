@@ -15,9 +15,9 @@ import (
 
 	"github.com/jetflow/jetflow/fleet"
 	"github.com/jetflow/jetflow/natstest"
+	"github.com/jetflow/jetflow/provision"
 	"github.com/jetflow/jetflow/runrecord"
 	"github.com/jetflow/jetflow/wire"
-	"github.com/jetflow/jetflow/worker"
 )
 
 // TestOrderWorkflowOnOtherLanguages runs the order workflow with its tasks
@@ -40,7 +40,7 @@ func TestOrderWorkflowOnOtherLanguages(t *testing.T) {
 	root := repoRoot(t)
 	bin := buildJetflow(t, ctx)
 	const ackWait = 2 * time.Second
-	f := startFleet(t, ctx, worker.TaskPolicy{StartToClose: ackWait})
+	f := startFleet(t, ctx, provision.TaskPolicy{StartToClose: ackWait})
 	if _, err := f.Deploy(ctx, "order", readRepoFile(t, "examples/order.json")); err != nil {
 		t.Fatal(err)
 	}
@@ -165,7 +165,7 @@ func TestNodeWorkerHandsBackOnHardStop(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	dir := filepath.Join(repoRoot(t), "examples", "workers", "node")
-	f := startFleet(t, ctx, worker.TaskPolicy{})
+	f := startFleet(t, ctx, provision.TaskPolicy{})
 	const shipOnly = `{"$workflow":"0.2","revision":"s1","initial":"ship","states":{
  "ship":{"work":{"task":"ship","version":"1"},"then":"done"},"done":{"final":true}}}`
 	if _, err := f.Deploy(ctx, "ship-only", []byte(shipOnly)); err != nil {

@@ -14,7 +14,7 @@ import (
 	"github.com/jetflow/jetflow/dispatcher"
 	"github.com/jetflow/jetflow/embedded"
 	"github.com/jetflow/jetflow/fleet"
-	"github.com/jetflow/jetflow/worker"
+	"github.com/jetflow/jetflow/provision"
 )
 
 // repoRoot is the repository's root directory (this file is two levels
@@ -41,7 +41,7 @@ func readRepoFile(t testing.TB, rel string) []byte {
 // startFleet starts an embedded server on a random loopback port with a
 // dispatcher, stopped when the test ends. Deploys create task consumers
 // with policy.
-func startFleet(t *testing.T, ctx context.Context, policy worker.TaskPolicy) *fleet.Fleet {
+func startFleet(t *testing.T, ctx context.Context, policy provision.TaskPolicy) *fleet.Fleet {
 	t.Helper()
 	f, err := fleet.Start(ctx, fleet.Config{
 		Embedded:   embedded.Config{Listen: "127.0.0.1:-1", DataDir: t.TempDir(), Logger: testLogger(t)},

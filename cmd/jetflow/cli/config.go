@@ -24,7 +24,6 @@ import (
 	"github.com/jetflow/jetflow/kvstore"
 	"github.com/jetflow/jetflow/provision"
 	"github.com/jetflow/jetflow/subjects"
-	"github.com/jetflow/jetflow/worker"
 )
 
 // defaultNATSURL is where client verbs look for NATS when given no URL:
@@ -229,7 +228,7 @@ type openOptions struct {
 	Dispatcher *dispatcher.Config
 	// TaskPolicy is applied to the task consumers a deploy creates.
 	// Default the zero value (worker's defaults).
-	TaskPolicy worker.TaskPolicy
+	TaskPolicy provision.TaskPolicy
 	// Registerer receives the metrics. Default nil.
 	Registerer prometheus.Registerer
 	// Logger defaults to slog.Default().
