@@ -75,6 +75,11 @@ var rules = []rule{
 	},
 	{"kvstore", false, []string{mod + "engine/", mod + "policy", mod + "dispatcher", mod + "step", mod + "registry"}, "kvstore holds stores only"},
 	{"registry", false, []string{mod + "dispatcher"}, "the registry serves dispatchers and replays alike"},
+	{
+		"provision", true,
+		[]string{mod + "engine/", mod + "policy", mod + "registry", mod + "step", mod + "runrecord", mod + "dispatcher", mod + "worker", mod + "fleet"},
+		"provision holds the server's configurations: names, the wire and the stores' retry, nothing of the engine or the runtime",
+	},
 	{"subjects", true, []string{mod}, "subject names depend on nothing of ours"},
 	{"wire", true, []string{mod}, "the wire format depends on nothing of ours"},
 	{"clock", true, []string{mod}, "the clock depends on nothing of ours: the worker SDK links it"},
