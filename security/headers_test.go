@@ -17,7 +17,7 @@ import (
 // TestInputHeadersReachNoOtherMessage: subject permissions cannot restrict
 // JetStream headers, so an event source, allowed nothing but events, puts
 // on its events the headers that would act on other messages. The input
-// stream refuses them (provision.InputStreamConfig; kvstore's
+// stream refuses them (provision.InputStreamConfig; provision's
 // TestInputStreamRefusesHeaders covers every header of the server):
 //   - Nats-Rollup: all is refused and the history stays intact;
 //   - Nats-Schedule is refused: nothing fires on a run's timer subject;
