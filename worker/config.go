@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/jetflow/jetflow/clock"
 	"github.com/jetflow/jetflow/subjects"
 )
 
@@ -61,6 +62,13 @@ type Config struct {
 
 	// Logger receives the worker's logs. Default: slog.Default().
 	Logger *slog.Logger
+
+	// Clock paces the worker's own waits: heartbeats, re-reads of the
+	// consumers' AckWait, pauses before retrying a failed bind, fetch or
+	// result publish. An invocation's deadline is a wall-clock time set
+	// by the dispatchers, and is checked, like the handler context's
+	// deadline, against the system clock. Default: clock.Real{}.
+	Clock clock.Clock
 }
 
 // Defaults of Config.
@@ -90,6 +98,9 @@ func (c Config) WithDefaults() Config {
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
+	}
+	if c.Clock == nil {
+		c.Clock = clock.Real{}
 	}
 	c.ConsumerPolicy = c.ConsumerPolicy.WithDefaults()
 	return c

@@ -15,6 +15,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/jetflow/jetflow/clock"
 	"github.com/jetflow/jetflow/wire"
 )
 
@@ -189,6 +190,7 @@ func (w *Worker) publish(work context.Context, subject, msgID string, body []byt
 	msg.Data = body
 	b := newBackoff(50*time.Millisecond, 5*time.Second)
 	b.MaxElapsedTime = publishPatience
+	b.Clock = w.cfg.Clock // measures the patience
 	op := func() error {
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(work), w.cfg.PublishTimeout)
 		defer cancel()
@@ -198,7 +200,7 @@ func (w *Worker) publish(work context.Context, subject, msgID string, body []byt
 		}
 		return err
 	}
-	return backoff.Retry(op, backoff.WithContext(b, work))
+	return backoff.RetryNotifyWithTimer(op, backoff.WithContext(b, work), nil, &clock.RetryTimer{Clock: w.cfg.Clock})
 }
 
 // handBack naks m for redelivery to another worker. The delay lets every

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/jetflow/jetflow/clock"
 )
 
 // pace is the AckWait of one task version's consumer as this worker last
@@ -16,6 +18,7 @@ import (
 type pace struct {
 	every   time.Duration // Config.ConsumerRefresh
 	timeout time.Duration // bounds one read
+	clk     clock.Clock
 	log     *slog.Logger
 
 	mu         sync.Mutex
@@ -26,15 +29,15 @@ type pace struct {
 	refreshing bool
 }
 
-func newPace(every, timeout time.Duration, log *slog.Logger) *pace {
-	return &pace{every: every, timeout: timeout, log: log, changed: make(chan struct{})}
+func newPace(every, timeout time.Duration, clk clock.Clock, log *slog.Logger) *pace {
+	return &pace{every: every, timeout: timeout, clk: clk, log: log, changed: make(chan struct{})}
 }
 
 // bind adopts a newly bound consumer and the AckWait it was bound with.
 func (p *pace) bind(c jetstream.Consumer) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.c, p.read = c, time.Now()
+	p.c, p.read = c, p.clk.Now()
 	p.setLocked(c.CachedInfo().Config.AckWait)
 }
 
@@ -51,7 +54,7 @@ func (p *pace) nextRead() time.Time {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.refreshing {
-		return time.Now().Add(p.every)
+		return p.clk.Now().Add(p.every)
 	}
 	return p.read.Add(p.every)
 }
@@ -61,7 +64,7 @@ func (p *pace) nextRead() time.Time {
 func (p *pace) refresh(ctx context.Context) {
 	p.mu.Lock()
 	c := p.c
-	if c == nil || p.refreshing || time.Since(p.read) < p.every {
+	if c == nil || p.refreshing || p.clk.Now().Sub(p.read) < p.every {
 		p.mu.Unlock()
 		return
 	}
@@ -72,7 +75,7 @@ func (p *pace) refresh(ctx context.Context) {
 	cancel()
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.refreshing, p.read = false, time.Now()
+	p.refreshing, p.read = false, p.clk.Now()
 	switch {
 	case err != nil:
 		// A deleted consumer also fails the next fetch, which rebinds.
@@ -106,13 +109,19 @@ func (w *Worker) keepAlive(ctx context.Context, m jetstream.Msg, p *pace, log *s
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		t := time.NewTimer(p.every)
-		defer t.Stop()
-		last := time.Now() // the delivery started the server's clock
+		last := p.clk.Now() // the delivery started the server's clock
+		// Armed only once there is something to wait for, so that an
+		// armed timer (clock.Manual.AwaitTimers) means a parked reporter.
+		var t clock.Timer
+		defer func() {
+			if t != nil {
+				t.Stop()
+			}
+		}()
 		for {
 			ackWait, changed := p.current()
 			due := last.Add(w.heartbeatInterval(ackWait))
-			now := time.Now()
+			now := p.clk.Now()
 			if !now.Before(due) {
 				if err := m.InProgress(); err != nil {
 					log.Warn("heartbeat failed", "error", err)
@@ -127,12 +136,16 @@ func (w *Worker) keepAlive(ctx context.Context, m jetstream.Msg, p *pace, log *s
 			if next := p.nextRead(); next.Before(wake) {
 				wake = next
 			}
-			t.Reset(wake.Sub(now))
+			if t == nil {
+				t = p.clk.NewTimer(wake.Sub(now))
+			} else {
+				t.Reset(wake.Sub(now))
+			}
 			select {
 			case <-stop:
 				return
 			case <-changed:
-			case <-t.C:
+			case <-t.C():
 				p.refresh(ctx)
 			}
 		}

@@ -12,16 +12,13 @@ import (
 
 // serve is the pull loop of one task version: it fetches at most as many
 // invocations as the registration has free slots and runs each in its
-// own goroutine. It returns when the run stops pulling.
-func (w *Worker) serve(rs *runState, r *registration, c jetstream.Consumer) {
+// own goroutine. It returns when the run stops pulling. p has c bound,
+// or nothing when c is nil.
+func (w *Worker) serve(rs *runState, r *registration, c jetstream.Consumer, p *pace) {
 	defer rs.loops.Done()
-	log := w.log.With("task", r.task, "version", r.version)
+	log := p.log
 	slots := make(chan struct{}, r.concurrency)
 	retry := newBackoff(100*time.Millisecond, 10*time.Second)
-	p := newPace(w.cfg.ConsumerRefresh, w.cfg.PublishTimeout, log)
-	if c != nil {
-		p.bind(c)
-	}
 	for rs.pull.Err() == nil {
 		if c == nil {
 			var err error
@@ -29,7 +26,7 @@ func (w *Worker) serve(rs *runState, r *registration, c jetstream.Consumer) {
 				if rs.pull.Err() == nil {
 					log.Warn("cannot bind the task consumer; retrying", "error", err)
 				}
-				pause(rs.pull, retry.NextBackOff())
+				w.pause(rs.pull, retry.NextBackOff())
 				continue
 			}
 			log.Info("bound the task consumer", "consumer", w.cfg.Names.TaskConsumer(r.task, r.version))
@@ -51,7 +48,7 @@ func (w *Worker) serve(rs *runState, r *registration, c jetstream.Consumer) {
 			// Rebind: the consumer may have been deleted and re-created
 			// by a redeployment.
 			c = nil
-			pause(rs.pull, retry.NextBackOff())
+			w.pause(rs.pull, retry.NextBackOff())
 			continue
 		}
 		retry.Reset()
@@ -112,12 +109,12 @@ func (w *Worker) fetch(rs *runState, r *registration, c jetstream.Consumer, p *p
 	return got, nil
 }
 
-// pause waits d or until ctx is done.
-func pause(ctx context.Context, d time.Duration) {
-	t := time.NewTimer(d)
+// pause waits d on the worker's clock, or until ctx is done.
+func (w *Worker) pause(ctx context.Context, d time.Duration) {
+	t := w.cfg.Clock.NewTimer(d)
 	defer t.Stop()
 	select {
-	case <-t.C:
+	case <-t.C():
 	case <-ctx.Done():
 	}
 }

@@ -167,8 +167,13 @@ func (w *Worker) start(ctx context.Context) (lifecycle.Run, error) {
 	rs.pull, rs.stopPull = context.WithCancel(base)
 	unwatch := context.AfterFunc(ctx, func() { rs.hardStop(context.Cause(ctx)) })
 	for i, r := range regs {
+		// Bound here, so that the AckWait is read before Start returns.
+		p := newPace(w.cfg.ConsumerRefresh, w.cfg.PublishTimeout, w.cfg.Clock, w.log.With("task", r.task, "version", r.version))
+		if bound[i] != nil {
+			p.bind(bound[i])
+		}
 		rs.loops.Add(1)
-		go w.serve(rs, r, bound[i])
+		go w.serve(rs, r, bound[i], p)
 	}
 	go func() {
 		rs.loops.Wait()
