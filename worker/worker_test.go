@@ -12,6 +12,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 
+	"github.com/jetflow/jetflow/clock"
 	"github.com/jetflow/jetflow/provision"
 	"github.com/jetflow/jetflow/wire"
 	"github.com/jetflow/jetflow/worker"
@@ -125,6 +126,10 @@ func TestConcurrencyIsBounded(t *testing.T) {
 	}
 }
 
+// TestHeartbeatsPreventRedelivery runs on the real clock: what it waits
+// for is the server's AckWait, which no clock of the worker's can move.
+// How the worker paces its heartbeats is heartbeat_internal_test.go's,
+// on a manual clock.
 func TestHeartbeatsPreventRedelivery(t *testing.T) {
 	t.Parallel()
 	const ackWait = 600 * time.Millisecond
@@ -461,11 +466,19 @@ func TestResultAboveTheStreamLimitBecomesTaskError(t *testing.T) {
 func TestWorkerWaitsForItsConsumer(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	b.start(t, b.config(), func(context.Context, worker.Invocation) (any, error) { return "late", nil })
+	clk := clock.NewManual(time.Now())
+	cfg := b.config()
+	cfg.Clock = clk
+	b.start(t, cfg, func(context.Context, worker.Invocation) (any, error) { return "late", nil })
 	if !b.logs.contains("consumer not found", "charge") {
 		t.Error("a missing consumer was not logged")
 	}
+	// The pull loop failed to bind too, and pauses before it tries again.
+	if err := clk.AwaitTimers(testCtx(t), 1); err != nil {
+		t.Fatal(err)
+	}
 	b.ensure(t, worker.TaskPolicy{}) // the deployment arrives
+	clk.Advance(time.Minute)         // past any pause of the retry backoff
 	b.publish(t, b.invocation("n1", nil))
 	if res, _ := b.result(t); string(res.Output) != `"late"` {
 		t.Errorf("result = %+v", res)
