@@ -11,6 +11,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/jetflow/jetflow/kvstore"
+	"github.com/jetflow/jetflow/lifecycle"
 	"github.com/jetflow/jetflow/provision"
 	"github.com/jetflow/jetflow/registry"
 	"github.com/jetflow/jetflow/step"
@@ -30,12 +31,11 @@ type Dispatcher struct {
 	m        *metrics
 	cache    *recordCache
 
-	// Lifecycle, guarded by mu.
-	mu      sync.Mutex
-	running bool
-	cc      jetstream.ConsumeContext
-	timers  jetstream.Stream // the timer stream, purged of settled runs' schedules
-	inputs  jetstream.Stream // the input stream, asked for the starts of unknown runs
+	// life is the Start/Stop state; its runs are *cycle. The start
+	// function sets the fields below before any step reads them.
+	life   lifecycle.Machine
+	timers jetstream.Stream // the timer stream, purged of settled runs' schedules
+	inputs jetstream.Stream // the input stream, asked for the starts of unknown runs
 
 	early      earlyInputs
 	unknownLog throttle
@@ -102,7 +102,7 @@ func newDispatcher(js jetstream.JetStream, store RunStore, l loader, cfg Config)
 	d := &Dispatcher{
 		cfg: cfg, settings: cfg.Settings(), js: js, pub: publisher{js: js, nc: js.Conn(), names: cfg.Names, now: cfg.Clock.Now}, store: store, loader: l,
 		log: cfg.Logger, m: m, cache: newRecordCache(cfg.CacheSize),
-		queues: make(map[string]*runQueue),
+		queues: make(map[string]*runQueue), life: lifecycle.Machine{Name: "dispatcher"},
 	}
 	d.readyCond = sync.NewCond(&d.qmu)
 	d.strayCond = sync.NewCond(&d.qmu)
@@ -110,18 +110,18 @@ func newDispatcher(js jetstream.JetStream, store RunStore, l loader, cfg Config)
 }
 
 // Start binds the input and timer streams, the run bucket and the shared
-// durable consumer, then handles inputs in the background until Stop. It
-// returns start-up errors; starting a started dispatcher does nothing.
-func (d *Dispatcher) Start(ctx context.Context) error {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if d.running {
-		return nil
-	}
+// durable consumer, then handles inputs in the background until Stop
+// (Start's context does not end them). It returns start-up errors;
+// starting a started dispatcher does nothing, and a Start during a Stop
+// waits for it, then starts the dispatcher again (package lifecycle has
+// the whole contract).
+func (d *Dispatcher) Start(ctx context.Context) error { return d.life.Start(ctx, d.start) }
+
+func (d *Dispatcher) start(ctx context.Context) (lifecycle.Run, error) {
 	names := d.cfg.Names
 	inputs, err := d.js.Stream(ctx, names.InputStream())
 	if err != nil {
-		return fmt.Errorf("dispatcher: bind input stream %q (is it provisioned?): %w", names.InputStream(), err)
+		return nil, fmt.Errorf("dispatcher: bind input stream %q (is it provisioned?): %w", names.InputStream(), err)
 	}
 	// A task stream provisioned before invocations expired takes no
 	// per-message TTL, and would refuse one.
@@ -132,29 +132,29 @@ func (d *Dispatcher) Start(ctx context.Context) error {
 	}
 	timers, err := d.js.Stream(ctx, names.TimerStream())
 	if err != nil {
-		return fmt.Errorf("dispatcher: bind timer stream %q (is it provisioned?): %w", names.TimerStream(), err)
+		return nil, fmt.Errorf("dispatcher: bind timer stream %q (is it provisioned?): %w", names.TimerStream(), err)
 	}
 	if d.cfg.Tokens == nil {
 		// Kept for the next Start: the secret does not change under us.
 		if d.cfg.Tokens, err = token.Load(ctx, d.js, names); err != nil {
-			return fmt.Errorf("dispatcher: %w", err)
+			return nil, fmt.Errorf("dispatcher: %w", err)
 		}
 	}
 	d.settings = d.cfg.Settings()
 	if d.store == nil {
 		rs, err := kvstore.OpenRunStore(ctx, d.js, names)
 		if err != nil {
-			return fmt.Errorf("dispatcher: %w", err)
+			return nil, fmt.Errorf("dispatcher: %w", err)
 		}
 		d.store = rs
 	}
 	cons, err := d.js.CreateOrUpdateConsumer(ctx, names.InputStream(), provision.DispatcherConsumerConfig(names, d.cfg.AckWait, d.cfg.MaxAckPending))
 	if err != nil {
-		return fmt.Errorf("dispatcher: create consumer %q: %w", names.DispatcherConsumer(), err)
+		return nil, fmt.Errorf("dispatcher: create consumer %q: %w", names.DispatcherConsumer(), err)
 	}
 	if w, ok := d.loader.(watchingLoader); ok {
 		if err := w.Watch(ctx); err != nil {
-			return fmt.Errorf("dispatcher: %w", err)
+			return nil, fmt.Errorf("dispatcher: %w", err)
 		}
 	}
 	// Steps outlive Start's context: only Stop ends them.
@@ -183,54 +183,65 @@ func (d *Dispatcher) Start(ctx context.Context) error {
 		d.cancel(err)
 		d.stopSteps()
 		d.unwatch()
-		return fmt.Errorf("dispatcher: consume %q: %w", names.DispatcherConsumer(), err)
+		return nil, fmt.Errorf("dispatcher: consume %q: %w", names.DispatcherConsumer(), err)
 	}
-	d.cc, d.running = cc, true
-	return nil
+	return &cycle{d: d, cc: cc, halt: make(chan struct{}), done: make(chan struct{})}, nil
 }
 
 // Stop stops pulling inputs, finishes the ones already received and
 // returns. If ctx ends first, the steps still running are abandoned and
 // their inputs handed back for redelivery. Stopping a dispatcher that is
 // not running does nothing; a stopped dispatcher can be started again.
-func (d *Dispatcher) Stop(ctx context.Context) error {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if !d.running {
-		return nil
-	}
-	d.running = false
-	d.cc.Drain()
-	var err error
+func (d *Dispatcher) Stop(ctx context.Context) error { return d.life.Stop(ctx) }
+
+// cycle is one Start..Stop run of a dispatcher, its lifecycle.Run.
+type cycle struct {
+	d        *Dispatcher
+	cc       jetstream.ConsumeContext
+	halt     chan struct{} // closed by Halt
+	haltOnce sync.Once
+	done     chan struct{} // closed once windDown is over
+}
+
+// Drain begins windDown and returns.
+func (c *cycle) Drain() { go c.d.windDown(c) }
+
+// Halt abandons the steps still running: their inputs are handed back.
+func (c *cycle) Halt() { c.haltOnce.Do(func() { close(c.halt) }) }
+
+func (c *cycle) Done() <-chan struct{} { return c.done }
+
+// Ending is false: only Stop ends a dispatcher's run.
+func (c *cycle) Ending() bool { return false }
+
+// windDown stops pulling inputs, lets the steps finish the ones already
+// received, then ends the step goroutines. Halt cuts the wait short.
+func (d *Dispatcher) windDown(c *cycle) {
+	defer close(c.done)
+	c.cc.Drain()
 	select {
-	case <-d.cc.Closed():
-	case <-ctx.Done():
-		d.cc.Stop()
+	case <-c.cc.Closed():
+	case <-c.halt:
+		c.cc.Stop()
 		// No callback may queue a message once we wait for the queues. The
 		// consumer's close waits for a flush that never ends while NATS is
 		// unreachable, so refuse late callbacks instead of waiting for it.
 		d.qmu.Lock()
 		d.closed = true
 		d.qmu.Unlock()
-		err = context.Cause(ctx)
 	}
-	done := make(chan struct{})
-	go func() { d.wg.Wait(); close(done) }()
+	drained := make(chan struct{})
+	go func() { d.wg.Wait(); close(drained) }()
 	select {
-	case <-done:
-	case <-ctx.Done():
+	case <-drained:
+	case <-c.halt:
 		d.cancel(errStopping)
-		<-done
-		err = context.Cause(ctx)
+		<-drained
 	}
 	d.cancel(errStopping)
 	// Every queue is drained: nothing is left for the step goroutines.
 	d.stopSteps()
 	d.unwatch()
-	if err != nil {
-		return fmt.Errorf("dispatcher: stop: %w", err)
-	}
-	return nil
 }
 
 // loader resolves a workflow name and revision ("" = latest) to a

@@ -9,36 +9,28 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/jetflow/jetflow/lifecycle/lifecycletest"
 	"github.com/jetflow/jetflow/wire"
 )
 
-func TestLifecycle(t *testing.T) {
+// TestLifecycleContract runs the lifecycle contract on a dispatcher,
+// checking after every start that it drives a run to its end.
+func TestLifecycleContract(t *testing.T) {
 	t.Parallel()
-	b := setup(t)
-	d, err := newDispatcher(b.js, b.store, b.loader, Config{Logger: quietLogger(t)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx := testCtx(t)
-	if err := d.Stop(ctx); err != nil {
-		t.Fatalf("stop before start: %v", err)
-	}
-	for i := range 5 {
-		if err := d.Start(ctx); err != nil {
-			t.Fatalf("start %d: %v", i, err)
+	lifecycletest.Run(t, func(t *testing.T) lifecycletest.Subject {
+		b := setup(t)
+		d, err := newDispatcher(b.js, b.store, b.loader, Config{Logger: quietLogger(t)})
+		if err != nil {
+			t.Fatal(err)
 		}
-		if err := d.Start(ctx); err != nil {
-			t.Fatalf("second start %d: %v", i, err)
-		}
-		b.start(t, fmt.Sprintf("l%d", i), nil)
-		b.waitStatus(t, fmt.Sprintf("l%d", i), wire.StatusDone, 10*time.Second)
-		if err := d.Stop(ctx); err != nil {
-			t.Fatalf("stop %d: %v", i, err)
-		}
-		if err := d.Stop(ctx); err != nil {
-			t.Fatalf("second stop %d: %v", i, err)
-		}
-	}
+		runs := 0
+		return lifecycletest.Subject{Service: d, Serves: func(t *testing.T) {
+			runs++
+			id := fmt.Sprintf("l%d", runs)
+			b.start(t, id, nil)
+			b.waitStatus(t, id, wire.StatusDone, 10*time.Second)
+		}}
+	})
 }
 
 func TestStartFailsWithoutProvisioning(t *testing.T) {
@@ -62,13 +54,20 @@ func TestStopOutOfTimeHandsInputsBack(t *testing.T) {
 	b := setup(t)
 	reached := make(chan struct{})
 	var once sync.Once
-	d1 := b.dispatcher(t, Config{hooks: &hooks{at: func(p hookPoint, _, _ string) error {
+	var d1 *Dispatcher
+	d1, err := newDispatcher(b.js, b.store, b.loader, Config{Logger: quietLogger(t), hooks: &hooks{at: func(p hookPoint, _, _ string) error {
 		if p == hookAfterSave {
 			once.Do(func() { close(reached) })
-			time.Sleep(300 * time.Millisecond)
+			// The step outlasts Stop's context: it goes on only once Stop
+			// has given up on it.
+			<-d1.ctx.Done()
 		}
 		return nil
 	}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	running(t, d1)
 	b.simpleWorker(t, "echo", "1")
 	b.startTask(t, "h", "x")
 	<-reached
