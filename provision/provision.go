@@ -4,7 +4,9 @@
 // consumers, and the migration of an input stream made by an older
 // jetflow (MigrateInputStream). Nothing else in jetflow creates or
 // changes a stream, bucket or durable consumer; the stores (package
-// kvstore, package registry) and the workers only bind what it made.
+// kvstore, package registry) and the workers only bind what it made
+// (except a worker's development-only CreateConsumers, which creates the
+// same task consumer, as this package's tests check).
 package provision
 
 import (
