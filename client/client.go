@@ -15,7 +15,6 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/jetflow/jetflow/dispatcher"
 	"github.com/jetflow/jetflow/engine/run"
 	"github.com/jetflow/jetflow/kvstore"
 	"github.com/jetflow/jetflow/runrecord"
@@ -25,6 +24,9 @@ import (
 )
 
 // ErrRunNotFound is returned by Status for a run that has no record (yet).
+// It is kvstore.ErrRunNotFound, declared there; the client names it too so
+// that applications, which use only the client, can match it without
+// importing the storage package.
 var ErrRunNotFound = kvstore.ErrRunNotFound
 
 // ErrTooLarge is wrapped when a start, event or cancel body is larger than
@@ -36,7 +38,7 @@ type Config struct {
 	// Names builds every subject and bucket name. Default: subjects.Must("").
 	Names subjects.Names
 	// Store reads run records. Default: the run bucket named by Names.
-	Store dispatcher.RunStore
+	Store RunStore
 	// RecheckInterval is how long Wait first waits for an announcement
 	// before reading the run again; it doubles up to MaxRecheckInterval.
 	// Default: 250ms.
@@ -64,12 +66,21 @@ func (c Config) WithDefaults() Config {
 	return c
 }
 
+// RunStore reads run records by run id: *kvstore.RunStore, or anything
+// that serves a run bucket's records as it does (a dispatcher.RunStore
+// is one).
+type RunStore interface {
+	// Get returns the record bytes and revision, or an error wrapping
+	// ErrRunNotFound.
+	Get(ctx context.Context, runID string, opts ...kvstore.ReadOption) ([]byte, uint64, error)
+}
+
 // Client publishes run inputs and reads run records.
 type Client struct {
 	js    jetstream.JetStream
 	cfg   Config
 	names subjects.Names
-	store dispatcher.RunStore
+	store RunStore
 }
 
 // New returns a client. Without cfg.Store it binds the run bucket, which
