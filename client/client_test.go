@@ -30,6 +30,10 @@ const (
 		"wait": {"on": [{"event": "approve", "guard": "$.payload.ok", "to": "done"}], "after": {"ms": 60000, "to": "expired"}},
 		"done": {"final": true},
 		"expired": {"final": true}}}`
+	// Two revisions of one workflow, deployed in this order (the second is
+	// the latest), ending in different states.
+	pinnedOld = `{"$workflow": "0.2", "revision": "pinned/1", "initial": "old", "states": {"old": {"final": true}}}`
+	pinnedNew = `{"$workflow": "0.2", "revision": "pinned/2", "initial": "new", "states": {"new": {"final": true}}}`
 )
 
 func ctxFor(t *testing.T, d time.Duration) context.Context {
@@ -56,8 +60,8 @@ func setup(t *testing.T) *client.Client {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for name, doc := range map[string]string{"one": oneTask, "approval": approval} {
-		if _, err := reg.Deploy(ctx, name, []byte(doc)); err != nil {
+	for _, d := range [][2]string{{"one", oneTask}, {"approval", approval}, {"pinned", pinnedOld}, {"pinned", pinnedNew}} {
+		if _, err := reg.Deploy(ctx, d[0], []byte(d[1])); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -197,5 +201,28 @@ func TestRefusesBadNames(t *testing.T) {
 	}
 	if _, err := c.Wait(ctx, "a b"); !errors.Is(err, subjects.ErrInvalid) {
 		t.Errorf("Wait(bad id) = %v", err)
+	}
+}
+
+// TestStartPinnedToARevision: WithRevision runs the revision it names, not
+// the latest.
+func TestStartPinnedToARevision(t *testing.T) {
+	t.Parallel()
+	c := setup(t)
+	ctx := ctxFor(t, 20*time.Second)
+	if err := c.StartRun(ctx, "pinned", "pin-old", nil, client.WithRevision("pinned/1")); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.StartRun(ctx, "pinned", "pin-latest", nil); err != nil {
+		t.Fatal(err)
+	}
+	for id, want := range map[string][2]string{"pin-old": {"pinned/1", "/states/old"}, "pin-latest": {"pinned/2", "/states/new"}} {
+		st, err := c.Wait(ctx, id)
+		if err != nil {
+			t.Fatalf("%s: %v", id, err)
+		}
+		if st.Status != wire.StatusDone || st.Revision != want[0] || st.State != want[1] {
+			t.Errorf("%s: %+v, want done in %s of revision %s", id, st, want[1], want[0])
+		}
 	}
 }
