@@ -10,6 +10,7 @@ import (
 	"github.com/cenkalti/backoff/v4"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/jetflow/jetflow/clock"
 	"github.com/jetflow/jetflow/engine/run"
 	"github.com/jetflow/jetflow/kvstore"
 	"github.com/jetflow/jetflow/runrecord"
@@ -25,15 +26,17 @@ var errConflict = errors.New("run record changed concurrently")
 var errNoRun = errors.New("no such run")
 
 // step applies one input to its run, reloading and reapplying after each
-// lost compare-and-swap race until Config.ConflictTimeout.
+// lost compare-and-swap race until Config.ConflictTimeout, paced and
+// measured by Config.Clock.
 func (d *Dispatcher) step(ctx context.Context, in *step.Input, seq uint64, now float64, log *slog.Logger) (string, error) {
 	b := backoff.WithContext(backoff.NewExponentialBackOff(
 		backoff.WithInitialInterval(2*time.Millisecond),
 		backoff.WithMaxInterval(250*time.Millisecond),
 		backoff.WithMaxElapsedTime(d.cfg.ConflictTimeout),
+		backoff.WithClockProvider(d.cfg.Clock),
 	), ctx)
 	reload := false
-	return backoff.RetryWithData(func() (string, error) {
+	return backoff.RetryNotifyWithTimerAndData(func() (string, error) {
 		outcome, err := d.attempt(ctx, in, seq, now, reload, log)
 		if errors.Is(err, errConflict) {
 			d.m.conflicts.Inc()
@@ -45,7 +48,7 @@ func (d *Dispatcher) step(ctx context.Context, in *step.Input, seq uint64, now f
 			return "", backoff.Permanent(err)
 		}
 		return outcome, nil
-	}, b)
+	}, b, nil, &clock.RetryTimer{Clock: d.cfg.Clock})
 }
 
 // attempt is one load-apply-save-publish pass.

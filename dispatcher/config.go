@@ -80,8 +80,13 @@ type Config struct {
 	// MaxAckPending place meanwhile. One more is terminated with the
 	// reason. Default: 128.
 	MaxEarlyInputs int
-	// Clock tells the time of the dispatcher's own timing decisions
-	// (stream times come from the server). Default: clock.Real.
+	// Clock tells the time of the dispatcher's own timing decisions and
+	// paces its own waits: how long an input waits for its run's start
+	// (UnknownRunWait, against the input's stream time), the retries of
+	// compare-and-swap conflicts (ConflictTimeout), the throttle of the
+	// unknown-run log, the time left to an invocation (its TTL). Stream
+	// times, timers and redelivery delays are the server's. Default:
+	// clock.Real{}.
 	Clock clock.Clock
 	// CacheSize is how many run records one process keeps in memory to
 	// skip the read before a step (a stale entry only costs a conflict).
