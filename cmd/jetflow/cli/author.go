@@ -3,8 +3,6 @@ package cli
 import (
 	"errors"
 	"fmt"
-	"io"
-	"os"
 	"sort"
 	"strings"
 
@@ -15,20 +13,6 @@ import (
 	"github.com/jetflow/jetflow/engine/value"
 	"github.com/jetflow/jetflow/engine/workflow"
 )
-
-func init() {
-	register(newValidate)
-	register(newLower)
-	register(newSimulate)
-}
-
-// readInput reads a file argument; "-" is standard input.
-func readInput(s streams, name string) ([]byte, error) {
-	if name == "-" {
-		return io.ReadAll(s.in)
-	}
-	return os.ReadFile(name)
-}
 
 func newValidate(s streams) *cobra.Command {
 	return &cobra.Command{

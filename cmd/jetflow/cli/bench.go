@@ -17,11 +17,6 @@ import (
 	"github.com/jetflow/jetflow/dispatcher"
 )
 
-func init() {
-	register(newBench)
-	register(newBenchAgent)
-}
-
 // Markers around the generated part of docs/PERFORMANCE.md.
 const (
 	docBegin = "<!-- bench:begin -->"

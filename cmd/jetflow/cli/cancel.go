@@ -1,14 +1,13 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/spf13/cobra"
 
-	"github.com/jetflow/jetflow/subjects"
+	"github.com/jetflow/jetflow/fleet"
 )
-
-func init() { register(newCancel) }
 
 func newCancel(s streams) *cobra.Command {
 	var conn connConfig
@@ -23,23 +22,16 @@ func newCancel(s streams) *cobra.Command {
 		Args:    namedArgs("RUN"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			id := args[0]
-			if err := subjects.CheckRunID(id); err != nil {
-				return fmt.Errorf("argument RUN: %w", err)
-			}
-			ctx := cmd.Context()
-			f, stop, err := dialFleet(ctx, s, &conn)
-			if err != nil {
-				return err
-			}
-			defer stop()
-			if err := checkLive(ctx, s, f, id, "a cancel"); err != nil {
-				return err
-			}
-			if err := f.Client.Cancel(ctx, id, reason); err != nil {
-				return err
-			}
-			fmt.Fprintf(s.out, "cancel of run %s requested\n", id)
-			return nil
+			return onRun(cmd.Context(), s, &conn, "argument RUN", id, nil, func(ctx context.Context, f *fleet.Fleet) error {
+				if err := checkLive(ctx, s, f, id, "a cancel"); err != nil {
+					return err
+				}
+				if err := f.Client.Cancel(ctx, id, reason); err != nil {
+					return err
+				}
+				fmt.Fprintf(s.out, "cancel of run %s requested\n", id)
+				return nil
+			})
 		},
 	}
 	addConnFlags(cmd, &conn)

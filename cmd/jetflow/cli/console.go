@@ -18,11 +18,6 @@ import (
 	"github.com/jetflow/jetflow/token"
 )
 
-func init() {
-	register(newConsole)
-	httpMounts = append(httpMounts, mountConsole)
-}
-
 // defaultConsoleHTTP is where `jetflow console` listens.
 const defaultConsoleHTTP = "127.0.0.1:7071"
 

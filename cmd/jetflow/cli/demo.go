@@ -22,8 +22,6 @@ import (
 	"github.com/jetflow/jetflow/worker"
 )
 
-func init() { register(newDemo) }
-
 // demoOrder is examples/order.json with the payment wait cut from 60 s to
 // demoPaymentWait, so that an unpaid order expires while you watch. A
 // test keeps the two documents otherwise equal.

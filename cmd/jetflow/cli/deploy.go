@@ -20,8 +20,6 @@ import (
 	"github.com/jetflow/jetflow/subjects"
 )
 
-func init() { register(newDeploy) }
-
 // deployedTask is one task a deployed workflow invokes, and where its
 // workers bind.
 type deployedTask struct {
@@ -268,12 +266,4 @@ func printDeployment(s streams, f *fleet.Fleet, d fleet.Deployed, asJSON bool) e
 // msDuration prints milliseconds as a Go duration.
 func msDuration(ms float64) string {
 	return time.Duration(ms * float64(time.Millisecond)).String()
-}
-
-// stopQuietly closes a client verb's fleet; a client has nothing to drain
-// that matters once its answer is printed.
-func stopQuietly(f *fleet.Fleet) {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	_ = f.Stop(ctx)
 }

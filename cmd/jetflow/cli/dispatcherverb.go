@@ -6,8 +6,6 @@ import (
 	"github.com/spf13/cobra"
 )
 
-func init() { register(newDispatcher) }
-
 // gcHelp tells serve and dispatcher users about dispatcher.TuneGC.
 const gcHelp = "Memory: unless GOGC is set, the Go collector lets the heap grow 64 MB past its live part\n" +
 	"between collections (GOGC up to 400 while the heap is small), which saves a dispatcher about\n" +

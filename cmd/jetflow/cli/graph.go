@@ -11,13 +11,10 @@ import (
 
 	"github.com/jetflow/jetflow/engine/run"
 	"github.com/jetflow/jetflow/engine/workflow"
+	"github.com/jetflow/jetflow/fleet"
 	"github.com/jetflow/jetflow/graph"
-	"github.com/jetflow/jetflow/runrecord"
-	"github.com/jetflow/jetflow/step"
 	"github.com/jetflow/jetflow/subjects"
 )
-
-func init() { register(newGraph) }
 
 func newGraph(s streams) *cobra.Command {
 	var conn connConfig
@@ -141,37 +138,26 @@ func (g graphSource) deployed(ctx context.Context, name string) (*workflow.Workf
 	return wf, name + " " + dep.Revision, nil
 }
 
-func (g graphSource) run(ctx context.Context, id string) (*workflow.Workflow, *run.State, string, error) {
+func (g graphSource) run(ctx context.Context, id string) (wf *workflow.Workflow, st *run.State, title string, err error) {
 	if g.revision != "" {
 		return nil, nil, "", errors.New("--revision does not go with --run: a run is pinned to its revision")
 	}
-	if err := subjects.CheckRunID(id); err != nil {
-		return nil, nil, "", fmt.Errorf("--run: %w", err)
-	}
-	f, stop, err := dialFleet(ctx, g.s, g.conn)
+	err = onRun(ctx, g.s, g.conn, "--run", id, nil, func(ctx context.Context, f *fleet.Fleet) error {
+		var err error
+		if _, st, err = readRun(ctx, f, id); err != nil {
+			return err
+		}
+		dep, err := f.Registry.GetRevision(ctx, st.Workflow, st.Revision)
+		if err != nil {
+			return fmt.Errorf("run %s is pinned to workflow %s revision %s: %w", id, st.Workflow, st.Revision, err)
+		}
+		if wf, err = workflow.CompileJSON(dep.Doc, workflow.Options{}); err != nil {
+			return fmt.Errorf("workflow %s revision %s: %s", st.Workflow, dep.Revision, errorLine(err))
+		}
+		return nil
+	})
 	if err != nil {
 		return nil, nil, "", err
-	}
-	defer stop()
-	data, _, err := f.Runs.Get(ctx, id)
-	if err != nil {
-		return nil, nil, "", err
-	}
-	rec, err := runrecord.Decode(data)
-	if err != nil {
-		return nil, nil, "", err
-	}
-	st, err := step.DecodeState(rec)
-	if err != nil {
-		return nil, nil, "", err
-	}
-	dep, err := f.Registry.GetRevision(ctx, st.Workflow, st.Revision)
-	if err != nil {
-		return nil, nil, "", fmt.Errorf("run %s is pinned to workflow %s revision %s: %w", id, st.Workflow, st.Revision, err)
-	}
-	wf, err := workflow.CompileJSON(dep.Doc, workflow.Options{})
-	if err != nil {
-		return nil, nil, "", fmt.Errorf("workflow %s revision %s: %s", st.Workflow, dep.Revision, errorLine(err))
 	}
 	return wf, st, fmt.Sprintf("%s %s run %s (%s)", st.Workflow, st.Revision, id, st.Status), nil
 }

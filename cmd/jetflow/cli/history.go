@@ -13,11 +13,8 @@ import (
 	"github.com/jetflow/jetflow/fleet"
 	"github.com/jetflow/jetflow/replay"
 	"github.com/jetflow/jetflow/step"
-	"github.com/jetflow/jetflow/subjects"
 	"github.com/jetflow/jetflow/token"
 )
-
-func init() { register(newHistory) }
 
 // historyJSON is one message as history --json prints it: the body as
 // JSON under data, or as text under text when it is not JSON, and the
@@ -61,54 +58,48 @@ func newHistory(s streams) *cobra.Command {
 		Args: namedArgs("RUN"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			id := args[0]
-			if err := subjects.CheckRunID(id); err != nil {
-				return fmt.Errorf("argument RUN: %w", err)
-			}
-			signer, err := tokens.signer()
-			if err != nil {
+			var signer *token.Signer
+			check := func() (err error) {
+				signer, err = tokens.signer()
 				return err
 			}
-			ctx := cmd.Context()
-			f, stop, err := dialFleet(ctx, s, &conn)
-			if err != nil {
-				return err
-			}
-			defer stop()
-			msgs, notes, err := annotatedHistory(ctx, f, signer, id)
-			if err != nil {
-				return err
-			}
-			if len(msgs) == 0 {
-				fmt.Fprintf(s.err, "no history for run %s: stream %s holds nothing on %s (never started, or trimmed by its retention)\n",
-					id, f.Names.InputStream(), f.Names.RunInputs(id))
-				return exitError{1}
-			}
-			for _, n := range notes {
-				fmt.Fprintf(s.err, "note: %s\n", n)
-			}
-			enc := json.NewEncoder(s.out)
-			enc.SetEscapeHTML(false)
-			for _, m := range msgs {
-				if !asJSON {
-					fmt.Fprintln(s.out, m.Line(f.Names))
-					continue
-				}
-				kind, _ := replay.Summarize(f.Names, m.Message)
-				o := historyJSON{
-					Seq: m.Seq, Time: m.Time.UTC().Format(time.RFC3339Nano), Subject: m.Subject, Kind: kind, Header: m.Header,
-					Verdict: string(m.Verdict), Reason: m.Reason,
-				}
-				if json.Valid(m.Data) {
-					o.Data = m.Data
-				} else if len(m.Data) > 0 {
-					text := string(m.Data)
-					o.Text = &text
-				}
-				if err := enc.Encode(o); err != nil {
+			return onRun(cmd.Context(), s, &conn, "argument RUN", id, check, func(ctx context.Context, f *fleet.Fleet) error {
+				msgs, notes, err := annotatedHistory(ctx, f, signer, id)
+				if err != nil {
 					return err
 				}
-			}
-			return nil
+				if len(msgs) == 0 {
+					fmt.Fprintf(s.err, "no history for run %s: stream %s holds nothing on %s (never started, or trimmed by its retention)\n",
+						id, f.Names.InputStream(), f.Names.RunInputs(id))
+					return exitError{1}
+				}
+				for _, n := range notes {
+					fmt.Fprintf(s.err, "note: %s\n", n)
+				}
+				enc := json.NewEncoder(s.out)
+				enc.SetEscapeHTML(false)
+				for _, m := range msgs {
+					if !asJSON {
+						fmt.Fprintln(s.out, m.Line(f.Names))
+						continue
+					}
+					kind, _ := replay.Summarize(f.Names, m.Message)
+					o := historyJSON{
+						Seq: m.Seq, Time: m.Time.UTC().Format(time.RFC3339Nano), Subject: m.Subject, Kind: kind, Header: m.Header,
+						Verdict: string(m.Verdict), Reason: m.Reason,
+					}
+					if json.Valid(m.Data) {
+						o.Data = m.Data
+					} else if len(m.Data) > 0 {
+						text := string(m.Data)
+						o.Text = &text
+					}
+					if err := enc.Encode(o); err != nil {
+						return err
+					}
+				}
+				return nil
+			})
 		},
 	}
 	addConnFlags(cmd, &conn)

@@ -21,11 +21,11 @@ import (
 // defaultHTTP is the health and metrics address of serve and dispatcher.
 const defaultHTTP = "127.0.0.1:7070"
 
-// httpMounts add handlers to the HTTP endpoint of serve and dispatcher.
-// A verb file appends to it in its init (the console mounts itself this
-// way); each is called once with the running fleet, before the endpoint
-// answers. Patterns must not clash with /healthz, /readyz and /metrics.
-var httpMounts []func(f *fleet.Fleet, mux *http.ServeMux)
+// httpMounts add handlers to the HTTP endpoint of serve and dispatcher:
+// the console (console.go). Each is called once with the running fleet,
+// before the endpoint answers. Patterns must not clash with /healthz,
+// /readyz and /metrics.
+var httpMounts = []func(f *fleet.Fleet, mux *http.ServeMux){mountConsole}
 
 // Service phases, as the health endpoints report them.
 const (

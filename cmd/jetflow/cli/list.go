@@ -17,8 +17,6 @@ import (
 	"github.com/jetflow/jetflow/wire"
 )
 
-func init() { register(newList) }
-
 var runStatuses = []string{wire.StatusRunning, wire.StatusWaiting, wire.StatusDone, wire.StatusFailed, wire.StatusCancelled}
 
 func newList(s streams) *cobra.Command {
@@ -58,12 +56,7 @@ func newList(s streams) *cobra.Command {
 					fmt.Fprintf(s.err, "warning: run %s: %v\n", e.RunID, err)
 					continue
 				}
-				st, err := step.DecodeState(rec)
-				if err != nil {
-					fmt.Fprintf(s.err, "warning: run %s: %v\n", e.RunID, err)
-					continue
-				}
-				ws, err := step.StatusOf(e.RunID, rec, st)
+				ws, err := step.StatusOf(e.RunID, rec, nil)
 				if err != nil {
 					fmt.Fprintf(s.err, "warning: run %s: %v\n", e.RunID, err)
 					continue

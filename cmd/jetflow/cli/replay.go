@@ -1,17 +1,17 @@
 package cli
 
 import (
+	"context"
 	"errors"
 	"fmt"
 
 	"github.com/spf13/cobra"
 
+	"github.com/jetflow/jetflow/fleet"
 	"github.com/jetflow/jetflow/replay"
 	"github.com/jetflow/jetflow/step"
-	"github.com/jetflow/jetflow/subjects"
+	"github.com/jetflow/jetflow/token"
 )
-
-func init() { register(newReplay) }
 
 func newReplay(s streams) *cobra.Command {
 	var conn connConfig
@@ -32,37 +32,32 @@ func newReplay(s streams) *cobra.Command {
 		Args: namedArgs("RUN"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			id := args[0]
-			if err := subjects.CheckRunID(id); err != nil {
-				return fmt.Errorf("argument RUN: %w", err)
-			}
-			signer, err := tokens.signer()
-			if err != nil {
+			var signer *token.Signer
+			check := func() (err error) {
+				signer, err = tokens.signer()
 				return err
 			}
-			ctx := cmd.Context()
-			f, stop, err := dialFleet(ctx, s, &conn)
-			if err != nil {
-				return err
-			}
-			defer stop()
-			src := replay.Source{JS: f.JS, Names: f.Names, Registry: f.Registry, Runs: f.Runs, Settings: step.Settings{Tokens: signer}}
-			var rep replay.Report
-			if restore {
-				rep, err = replay.Restore(ctx, src, id)
-			} else {
-				rep, err = replay.Check(ctx, src, id)
-			}
-			if errors.Is(err, replay.ErrNoRecord) {
-				return fmt.Errorf("run %s has no saved record to compare with; `jetflow replay --restore %s` writes the rebuilt one", id, id)
-			}
-			if err != nil {
-				return hintStart(err)
-			}
-			printReplay(s, id, rep)
-			if !rep.Equal && !restore {
-				return exitError{1}
-			}
-			return nil
+			return onRun(cmd.Context(), s, &conn, "argument RUN", id, check, func(ctx context.Context, f *fleet.Fleet) error {
+				src := replay.Source{JS: f.JS, Names: f.Names, Registry: f.Registry, Runs: f.Runs, Settings: step.Settings{Tokens: signer}}
+				var rep replay.Report
+				var err error
+				if restore {
+					rep, err = replay.Restore(ctx, src, id)
+				} else {
+					rep, err = replay.Check(ctx, src, id)
+				}
+				if errors.Is(err, replay.ErrNoRecord) {
+					return fmt.Errorf("run %s has no saved record to compare with; `jetflow replay --restore %s` writes the rebuilt one", id, id)
+				}
+				if err != nil {
+					return hintStart(err)
+				}
+				printReplay(s, id, rep)
+				if !rep.Equal && !restore {
+					return exitError{1}
+				}
+				return nil
+			})
 		},
 	}
 	addConnFlags(cmd, &conn)

@@ -1,6 +1,6 @@
-// Package cli holds the jetflow command's verbs, one file each. Commands
-// write to injected streams so that tests run them as a user would and
-// read what they print.
+// Package cli holds the jetflow command's verbs, one file each, listed in
+// root.go; what they share is in shared.go. Commands write to injected
+// streams so that tests run them as a user would and read what they print.
 package cli
 
 import (
@@ -57,7 +57,23 @@ func newRoot(s streams) *cobra.Command {
 	return root
 }
 
-// commands are registered by each verb's file in its init.
-var commands []func(streams) *cobra.Command
-
-func register(c func(streams) *cobra.Command) { commands = append(commands, c) }
+// commands are the verbs, each built by the function in its file.
+var commands = []func(streams) *cobra.Command{
+	newValidate, newLower, newSimulate, // author.go
+	newBench, newBenchAgent,
+	newCancel,
+	newConsole,
+	newDemo,
+	newDeploy,
+	newDispatcher,
+	newEvent,
+	newGraph,
+	newHistory,
+	newList,
+	newReplay,
+	newServe,
+	newStart,
+	newStatus,
+	newWorker,
+	newWorkflows,
+}

@@ -24,8 +24,6 @@ import (
 	"github.com/jetflow/jetflow/token"
 )
 
-func init() { register(newServe) }
-
 // embedConfig configures the embedded nats-server of serve.
 type embedConfig struct {
 	Listen    string `env:"JETFLOW_LISTEN" flag:"listen"`

@@ -6,16 +6,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"log/slog"
-	"os"
-	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/spf13/cobra"
 
-	"github.com/jetflow/jetflow/engine/value"
 	"github.com/jetflow/jetflow/engine/workflow"
 	"github.com/jetflow/jetflow/fleet"
 	"github.com/jetflow/jetflow/kvstore"
@@ -24,8 +19,6 @@ import (
 	"github.com/jetflow/jetflow/subjects"
 	"github.com/jetflow/jetflow/wire"
 )
-
-func init() { register(newStart) }
 
 // Exit statuses of start --wait.
 const (
@@ -184,68 +177,6 @@ func runTracker(ctx context.Context, f *fleet.Fleet) *tracker {
 		}
 		return workflow.CompileJSON(d.Doc, workflow.Options{})
 	}}
-}
-
-// dialFleet connects a client verb to the deployment; stop disconnects.
-func dialFleet(ctx context.Context, s streams, conn *connConfig) (f *fleet.Fleet, stop func(), err error) {
-	f, err = conn.open(ctx, openOptions{Logger: verbLogger(s.err)})
-	if err != nil {
-		return nil, nil, err
-	}
-	return f, func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = f.Stop(ctx)
-	}, nil
-}
-
-// verbLogger logs warnings and errors only: a client verb's output is its
-// answer, not a log.
-func verbLogger(w io.Writer) *slog.Logger {
-	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: slog.LevelWarn}))
-}
-
-// namedArgs requires exactly the named positional arguments, naming the
-// missing or extra ones.
-func namedArgs(names ...string) cobra.PositionalArgs {
-	return func(cmd *cobra.Command, args []string) error {
-		switch {
-		case len(args) < len(names):
-			return fmt.Errorf("missing argument %s (usage: %s)", strings.Join(names[len(args):], " "), cmd.UseLine())
-		case len(args) > len(names):
-			return fmt.Errorf("unexpected argument %q (usage: %s)", args[len(names)], cmd.UseLine())
-		}
-		return nil
-	}
-}
-
-// jsonArg reads a flag's JSON value: the text itself, @FILE, or @- for
-// standard input. An empty flag is nil.
-func jsonArg(s streams, flag, v string) (json.RawMessage, error) {
-	if v == "" {
-		return nil, nil
-	}
-	data := []byte(v)
-	if file, ok := strings.CutPrefix(v, "@"); ok {
-		var err error
-		if file == "-" {
-			data, err = io.ReadAll(s.in)
-		} else {
-			data, err = os.ReadFile(file)
-		}
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", flag, err)
-		}
-	}
-	doc, err := value.Decode(data, value.Limits{})
-	if err != nil {
-		return nil, fmt.Errorf("%s is not JSON: %w", flag, err)
-	}
-	text, err := value.Canonical(doc)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", flag, err)
-	}
-	return json.RawMessage(text), nil
 }
 
 // newRunID makes a readable, unique run id: the workflow's name, the UTC

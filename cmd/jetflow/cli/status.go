@@ -17,11 +17,8 @@ import (
 	"github.com/jetflow/jetflow/replay"
 	"github.com/jetflow/jetflow/runrecord"
 	"github.com/jetflow/jetflow/step"
-	"github.com/jetflow/jetflow/subjects"
 	"github.com/jetflow/jetflow/wire"
 )
-
-func init() { register(newStatus) }
 
 // runJSON is a run as status --json and list --json print it: the status
 // announcement's fields plus times (RFC 3339, UTC).
@@ -60,44 +57,29 @@ func newStatus(s streams) *cobra.Command {
 		Args: namedArgs("RUN"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			id := args[0]
-			if err := subjects.CheckRunID(id); err != nil {
-				return fmt.Errorf("argument RUN: %w", err)
-			}
-			ctx := cmd.Context()
-			f, stop, err := dialFleet(ctx, s, &conn)
-			if err != nil {
-				return err
-			}
-			defer stop()
-			data, _, err := f.Runs.Get(ctx, id)
-			if errors.Is(err, kvstore.ErrRunNotFound) {
-				return fmt.Errorf("run %s not found (with prefix %q)", id, f.Names.Prefix())
-			} else if err != nil {
-				return err
-			}
-			rec, err := runrecord.Decode(data)
-			if err != nil {
-				return err
-			}
-			st, err := step.DecodeState(rec)
-			if err != nil {
-				return err
-			}
-			ws, err := step.StatusOf(id, rec, st)
-			if err != nil {
-				return err
-			}
-			// A cancel moves no clock in the state; its announcement has
-			// the time.
-			info := runJSON{Status: ws, Updated: msTime(max(st.Control.Time, ws.Time))}
-			if t, ok := startedAt(ctx, f, id); ok {
-				info.Started = t.UTC().Format(time.RFC3339Nano)
-			}
-			if asJSON {
-				return json.NewEncoder(s.out).Encode(statusJSON{runJSON: info, Rejected: rec.Rejected, Ignored: rec.Ignored})
-			}
-			printStatus(s, runTracker(ctx, f), info, st, rec)
-			return nil
+			return onRun(cmd.Context(), s, &conn, "argument RUN", id, nil, func(ctx context.Context, f *fleet.Fleet) error {
+				rec, st, err := readRun(ctx, f, id)
+				if errors.Is(err, kvstore.ErrRunNotFound) {
+					return fmt.Errorf("run %s not found (with prefix %q)", id, f.Names.Prefix())
+				} else if err != nil {
+					return err
+				}
+				ws, err := step.StatusOf(id, rec, st)
+				if err != nil {
+					return err
+				}
+				// A cancel moves no clock in the state; its announcement has
+				// the time.
+				info := runJSON{Status: ws, Updated: msTime(max(st.Control.Time, ws.Time))}
+				if t, ok := startedAt(ctx, f, id); ok {
+					info.Started = t.UTC().Format(time.RFC3339Nano)
+				}
+				if asJSON {
+					return json.NewEncoder(s.out).Encode(statusJSON{runJSON: info, Rejected: rec.Rejected, Ignored: rec.Ignored})
+				}
+				printStatus(s, runTracker(ctx, f), info, st, rec)
+				return nil
+			})
 		},
 	}
 	addConnFlags(cmd, &conn)

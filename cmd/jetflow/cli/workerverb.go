@@ -17,8 +17,6 @@ import (
 	"github.com/jetflow/jetflow/worker/exec"
 )
 
-func init() { register(newWorker) }
-
 func newWorker(s streams) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "worker",

@@ -12,8 +12,6 @@ import (
 	"github.com/jetflow/jetflow/policy"
 )
 
-func init() { register(newWorkflows) }
-
 type workflowRevision struct {
 	Revision string    `json:"revision"`
 	Hash     string    `json:"hash"`

@@ -1,0 +1,151 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/jetflow/jetflow/engine/run"
+	"github.com/jetflow/jetflow/engine/value"
+	"github.com/jetflow/jetflow/fleet"
+	"github.com/jetflow/jetflow/kvstore"
+	"github.com/jetflow/jetflow/runrecord"
+	"github.com/jetflow/jetflow/step"
+	"github.com/jetflow/jetflow/subjects"
+)
+
+// What the verbs share: reaching the deployment, reading arguments, and
+// the way every verb about one run begins.
+
+// dialFleet connects a client verb to the deployment; stop disconnects.
+func dialFleet(ctx context.Context, s streams, conn *connConfig) (f *fleet.Fleet, stop func(), err error) {
+	f, err = conn.open(ctx, openOptions{Logger: verbLogger(s.err)})
+	if err != nil {
+		return nil, nil, err
+	}
+	return f, func() { stopQuietly(f) }, nil
+}
+
+// stopQuietly closes a client verb's fleet; a client has nothing to drain
+// that matters once its answer is printed.
+func stopQuietly(f *fleet.Fleet) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_ = f.Stop(ctx)
+}
+
+// verbLogger logs warnings and errors only: a client verb's output is its
+// answer, not a log.
+func verbLogger(w io.Writer) *slog.Logger {
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: slog.LevelWarn}))
+}
+
+// onRun is how every verb about one run begins (status, event, cancel,
+// history, replay, graph --run): it checks the run id, named arg in its
+// error ("argument RUN", "--run"), then the verb's other arguments (check,
+// which needs no server; nil for none), dials the deployment and calls do
+// with it. The deployment is disconnected when do returns.
+func onRun(ctx context.Context, s streams, conn *connConfig, arg, id string, check func() error, do func(context.Context, *fleet.Fleet) error) error {
+	if err := subjects.CheckRunID(id); err != nil {
+		return fmt.Errorf("%s: %w", arg, err)
+	}
+	if check != nil {
+		if err := check(); err != nil {
+			return err
+		}
+	}
+	f, stop, err := dialFleet(ctx, s, conn)
+	if err != nil {
+		return err
+	}
+	defer stop()
+	return do(ctx, f)
+}
+
+// readRun reads run id's record and decodes its state; the error of a
+// run without one wraps kvstore.ErrRunNotFound.
+func readRun(ctx context.Context, f *fleet.Fleet, id string) (*runrecord.Record, *run.State, error) {
+	data, _, err := f.Runs.Get(ctx, id)
+	if err != nil {
+		return nil, nil, err
+	}
+	rec, err := runrecord.Decode(data)
+	if err != nil {
+		return nil, nil, err
+	}
+	st, err := step.DecodeState(rec)
+	if err != nil {
+		return nil, nil, err
+	}
+	return rec, st, nil
+}
+
+// checkLive refuses a run that has ended, and warns about one that has no
+// record yet (its start may still be on its way).
+func checkLive(ctx context.Context, s streams, f *fleet.Fleet, id, what string) error {
+	st, err := f.Client.Status(ctx, id)
+	switch {
+	case errors.Is(err, kvstore.ErrRunNotFound):
+		fmt.Fprintf(s.err, "warning: run %s has no record yet; if it does not start soon, dispatchers drop %s for it\n", id, what)
+		return nil
+	case err != nil:
+		return err
+	case run.Status(st.Status).Terminal():
+		return fmt.Errorf("run %s is already %s: %s can no longer change it", id, st.Status, what)
+	}
+	return nil
+}
+
+// namedArgs requires exactly the named positional arguments, naming the
+// missing or extra ones.
+func namedArgs(names ...string) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		switch {
+		case len(args) < len(names):
+			return fmt.Errorf("missing argument %s (usage: %s)", strings.Join(names[len(args):], " "), cmd.UseLine())
+		case len(args) > len(names):
+			return fmt.Errorf("unexpected argument %q (usage: %s)", args[len(names)], cmd.UseLine())
+		}
+		return nil
+	}
+}
+
+// readInput reads a file argument; "-" is standard input.
+func readInput(s streams, name string) ([]byte, error) {
+	if name == "-" {
+		return io.ReadAll(s.in)
+	}
+	return os.ReadFile(name)
+}
+
+// jsonArg reads a flag's JSON value: the text itself, @FILE, or @- for
+// standard input. An empty flag is nil.
+func jsonArg(s streams, flag, v string) (json.RawMessage, error) {
+	if v == "" {
+		return nil, nil
+	}
+	data := []byte(v)
+	if file, ok := strings.CutPrefix(v, "@"); ok {
+		var err error
+		if data, err = readInput(s, file); err != nil {
+			return nil, fmt.Errorf("%s: %w", flag, err)
+		}
+	}
+	doc, err := value.Decode(data, value.Limits{})
+	if err != nil {
+		return nil, fmt.Errorf("%s is not JSON: %w", flag, err)
+	}
+	text, err := value.Canonical(doc)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", flag, err)
+	}
+	return json.RawMessage(text), nil
+}
