@@ -50,7 +50,8 @@ func TestEnsureTaskConsumer(t *testing.T) {
 
 // A worker told to create its task consumer (development) creates the one
 // a deployment would: the SDK keeps its own copy of the configuration,
-// since it depends on nothing of jetflow but subjects and wire.
+// since it depends on nothing of jetflow but subjects, wire and the leaf
+// packages clock and lifecycle.
 func TestWorkerCreatesTheDeployedTaskConsumer(t *testing.T) {
 	t.Parallel()
 	b := setup(t)

@@ -14,8 +14,8 @@ import (
 // creates itself (Config.CreateConsumers, for development). A deployment
 // creates them with provision.EnsureTaskConsumer, whose
 // provision.TaskPolicy has the same fields and defaults: the worker keeps
-// its own copy because the SDK depends on nothing of jetflow but subjects
-// and wire.
+// its own copy because the SDK depends on nothing of jetflow but subjects,
+// wire and the leaf packages clock and lifecycle.
 type TaskPolicy struct {
 	// StartToClose is how long one attempt may go without an
 	// acknowledgement or heartbeat before NATS redelivers it to another
