@@ -1,7 +1,7 @@
 // Package client is how applications drive jetflow runs: start a run,
-// send it events, cancel it, read its status and wait for its outcome. It
-// only publishes to the run-input stream and reads the run bucket; the
-// dispatchers do the rest.
+// send it events, cancel it, read its status, wait for its outcome and
+// follow its progress (Watch, Tracker). It only publishes to the
+// run-input stream and reads the run bucket; the dispatchers do the rest.
 package client
 
 import (
@@ -38,6 +38,8 @@ type Config struct {
 	// Names builds every subject and bucket name. Default: subjects.Must("").
 	Names subjects.Names
 	// Store reads run records. Default: the run bucket named by Names.
+	// Watch follows them with it too when it has WatchRun, as
+	// *kvstore.RunStore has, and binds the run bucket otherwise.
 	Store RunStore
 	// RecheckInterval is how long Wait first waits for an announcement
 	// before reading the run again; it doubles up to MaxRecheckInterval.

@@ -3,7 +3,9 @@ package client_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
+	"strings"
 	"testing"
 	"time"
 
@@ -224,5 +226,46 @@ func TestStartPinnedToARevision(t *testing.T) {
 		if st.Status != wire.StatusDone || st.Revision != want[0] || st.State != want[1] {
 			t.Errorf("%s: %+v, want done in %s of revision %s", id, st, want[1], want[0])
 		}
+	}
+}
+
+// TestWatchFollowsARun: a watch begun before the start sees the run from
+// its first record to its end.
+func TestWatchFollowsARun(t *testing.T) {
+	t.Parallel()
+	c := setup(t)
+	ctx := ctxFor(t, 20*time.Second)
+	w, err := c.Watch(ctx, "watched")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = w.Stop() }()
+	if err := c.StartRun(ctx, "one", "watched", 4); err != nil {
+		t.Fatal(err)
+	}
+	var kinds []string
+	defs := func(name, revision string) (*workflow.Workflow, error) {
+		if name != "one" || revision != "one/1" {
+			return nil, fmt.Errorf("asked for %s %s", name, revision)
+		}
+		return workflow.CompileJSON([]byte(oneTask), workflow.Options{})
+	}
+	st, err := w.Follow(ctx, &client.Tracker{Workflow: defs}, func(steps []client.Progress) {
+		for _, s := range steps {
+			kinds = append(kinds, strings.TrimSpace(string(s.Kind)+" "+s.State+s.Task+" "+s.Detail))
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Status != wire.StatusDone || string(st.Result) != "8" {
+		t.Errorf("status %+v", st)
+	}
+	want := "state /states/work, invoke /states/workdouble@1, settle /states/workdouble@1 8, state /states/done, end"
+	if got := strings.Join(kinds, ", "); got != want {
+		t.Errorf("progress %s\nwant     %s", got, want)
+	}
+	if _, err := c.Watch(ctx, "a.b"); !errors.Is(err, subjects.ErrInvalid) {
+		t.Errorf("Watch(bad id) = %v", err)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/spf13/cobra"
 
+	"github.com/jetflow/jetflow/client"
 	"github.com/jetflow/jetflow/dispatcher"
 	"github.com/jetflow/jetflow/embedded"
 	"github.com/jetflow/jetflow/engine/run"
@@ -44,7 +45,7 @@ type demoRun struct {
 	pay       bool   // pay in full when the run waits for payment
 	want      string // the final state it should end in
 
-	tr     *tracker
+	tr     *client.Tracker
 	view   *view
 	path   []string
 	tasks  []string
@@ -158,7 +159,7 @@ func demo(ctx context.Context, s streams, timeout time.Duration, verbose bool) e
 	fmt.Fprintf(s.out, "Placing %d orders:\n", len(runs))
 	started := time.Now()
 	for _, r := range runs {
-		r.tr = runTracker(ctx, f)
+		r.tr = &client.Tracker{Workflow: compiledWorkflows(ctx, f)}
 		if verbose {
 			r.view = &view{w: s.out, prefix: fmt.Sprintf("  %-*s ", width, r.id), running: map[string]bool{}}
 		}
@@ -207,7 +208,7 @@ func demoFollow(ctx context.Context, f *fleet.Fleet, watch jetstream.KeyWatcher,
 		if err != nil {
 			return err
 		}
-		steps, err := r.tr.observe(rec)
+		steps, err := r.tr.Observe(rec)
 		if err != nil {
 			return err
 		}
@@ -216,20 +217,20 @@ func demoFollow(ctx context.Context, f *fleet.Fleet, watch jetstream.KeyWatcher,
 		}
 		for _, st := range steps {
 			switch st.Kind {
-			case stepState:
+			case client.ProgressState:
 				r.path = append(r.path, stateName(st.State))
-			case stepSettle:
+			case client.ProgressSettle:
 				r.tasks = append(r.tasks, taskMark(st))
 				if st.Retry {
 					note(r, "%s attempt %d failed; the dispatcher retries it", st.Name, st.Attempt)
 				} else if !st.OK {
 					note(r, "%s failed: %s", st.Name, st.Detail)
 				}
-			case stepWaiting:
+			case client.ProgressWaiting:
 				if err := demoWaiting(ctx, f, r, rec, note); err != nil {
 					return err
 				}
-			case stepEnd:
+			case client.ProgressEnd:
 				r.status = st.Status
 				left--
 				note(r, "%s", endText(st.Status))
@@ -268,7 +269,7 @@ func endText(st *wire.Status) string {
 	return st.Status + " in " + stateName(st.State)
 }
 
-func taskMark(s progressStep) string {
+func taskMark(s client.Progress) string {
 	switch {
 	case s.OK:
 		return s.Name + " ✓"

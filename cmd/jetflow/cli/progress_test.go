@@ -2,160 +2,62 @@ package cli
 
 import (
 	"bytes"
+	"encoding/json"
 	"strings"
 	"testing"
 
-	"github.com/jetflow/jetflow/engine/run"
-	"github.com/jetflow/jetflow/engine/workflow"
-	"github.com/jetflow/jetflow/runrecord"
+	"github.com/jetflow/jetflow/client"
+	"github.com/jetflow/jetflow/wire"
 )
 
-// orderRun drives the demo's order workflow through the real reducer,
-// recording after each message the record a dispatcher would store.
-type orderRun struct {
-	t       *testing.T
-	wf      *workflow.Workflow
-	st      *run.State
-	now     float64
-	invokes map[string]*run.Invoke // by node
-	records []*runrecord.Record
-}
+// The tracker that finds a run's progress in its records is client's
+// (client/progress_test.go); these tests check how start --wait and the
+// demo print it.
 
-func newOrderRun(t *testing.T) *orderRun {
-	wf, err := workflow.CompileJSON(demoOrder, workflow.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &orderRun{t: t, wf: wf, now: 1000, invokes: map[string]*run.Invoke{}}
-}
-
-func (o *orderRun) apply(msg run.Message) {
-	o.t.Helper()
-	o.now += 10
-	msg.Time = o.now
-	st, effects, err := run.Apply(o.wf, o.st, msg, run.Options{})
-	if err != nil {
-		o.t.Fatalf("%s: %v", msg.Kind, err)
-	}
-	st.Workflow, st.Revision = "order", "order-1"
-	o.st = st
-	for _, e := range effects {
-		if e.Invoke != nil {
-			o.invokes[e.Invoke.Node] = e.Invoke
-		}
-	}
-	data, err := run.Encode(st)
-	if err != nil {
-		o.t.Fatal(err)
-	}
-	o.records = append(o.records, &runrecord.Record{State: data})
-}
-
-func (o *orderRun) result(node string, output any, fail string) {
-	o.t.Helper()
-	inv := o.invokes[node]
-	if inv == nil {
-		o.t.Fatalf("node %s was never invoked", node)
-	}
-	r := &run.TaskResult{Activation: inv.Activation, Node: node, Attempt: inv.Attempt, Output: output}
-	if fail != "" {
-		r.Output, r.Error = nil, &run.TaskError{Message: fail, NonRetryable: true}
-	}
-	o.apply(run.Message{Kind: run.KindResult, Result: r})
-}
-
-// lines tracks every record and renders the steps as plain lines.
-func (o *orderRun) lines() []string {
-	tr := &tracker{workflow: func(string, string) (*workflow.Workflow, error) { return o.wf, nil }}
+func TestPlainView(t *testing.T) {
 	var buf bytes.Buffer
-	v := &view{w: &buf, running: map[string]bool{}}
-	for _, rec := range o.records {
-		steps, err := tr.observe(rec)
-		if err != nil {
-			o.t.Fatal(err)
-		}
-		v.show(steps)
-	}
-	return strings.Split(strings.TrimSpace(buf.String()), "\n")
-}
-
-func TestTrackerFollowsAPaidOrder(t *testing.T) {
-	o := newOrderRun(t)
-	o.apply(run.Message{Kind: run.KindStart, RunID: "r1", Input: map[string]any{"sku": "KB-42", "qty": 2.0, "customer": "ada"}})
-	o.result("stock", map[string]any{"available": true}, "")
-	o.result("price", map[string]any{"total": 59.98}, "")
-	o.result("fraud", map[string]any{"score": 0.1}, "")
-	o.apply(run.Message{Kind: run.KindEvent, Event: &run.Event{Type: "payment", Payload: map[string]any{"amount": 59.98}, HasPayload: true}})
-	o.result("task", map[string]any{"tracking": "T1"}, "") // ship
-	o.result("task", map[string]any{"notified": true}, "") // notify
+	v := &view{w: &buf, prefix: "  r1 ", running: map[string]bool{}}
+	v.show([]client.Progress{
+		{Kind: client.ProgressState, At: 1000, State: "/states/check"},
+		{Kind: client.ProgressInvoke, At: 1000, State: "/states/check", Node: "stock", Name: "stock", Task: "check-stock@1", Attempt: 1},
+		{Kind: client.ProgressSettle, At: 1010, Name: "stock", Task: "check-stock@1", Attempt: 1, OK: true, Detail: `{"available":true}`},
+		{Kind: client.ProgressSettle, At: 1020, Name: "fraud", Task: "score-fraud@1", Attempt: 1, OK: true},
+		{Kind: client.ProgressSettle, At: 1030, Name: "ship", Task: "ship@1", Attempt: 2, Retry: true, Detail: "failed, will retry"},
+		{Kind: client.ProgressSettle, At: 1040, Name: "price", Task: "quote-price@1", Attempt: 1, Detail: "node 'price' failed: no such SKU (caught)"},
+		{Kind: client.ProgressWaiting, At: 1050, State: "/states/await-payment", Detail: "event payment or a timer of 1.5s"},
+		{Kind: client.ProgressWaiting, At: 1050, State: "/states/hold"},
+		{Kind: client.ProgressState, At: 1060, State: "/states/fulfil/flow/states/sent"},
+		{Kind: client.ProgressEnd, At: 1060, Status: &wire.Status{Status: wire.StatusDone, Result: json.RawMessage(`{"notified":true}`)}},
+	})
+	v.show([]client.Progress{{Kind: client.ProgressEnd, At: 1070, Status: &wire.Status{
+		Status: wire.StatusFailed, Error: &wire.RunError{Code: "JF2006", Path: "/nodes/x", Message: "JF2006: node 'x' failed: boom at /nodes/x"},
+	}}}) // a second run's end, as far as the view cares
+	v.show([]client.Progress{{Kind: client.ProgressEnd, At: 1080, Status: &wire.Status{Status: wire.StatusCancelled}}})
 	want := []string{
-		"+0.000s state check",
-		"+0.000s task fraud score-fraud@1 invoked, attempt 1",
-		"+0.000s task price quote-price@1 invoked, attempt 1",
-		"+0.000s task stock check-stock@1 invoked, attempt 1",
-		`+0.010s task stock check-stock@1 ok {"available":true}`,
-		`+0.020s task price quote-price@1 ok {"total":59.98}`,
-		"+0.030s task fraud score-fraud@1 ok",
-		"+0.030s state decide",
-		"+0.030s state await-payment",
-		"+0.030s waiting for event payment or a timer of 1.5s",
-		"+0.040s state fulfil",
-		"+0.040s state fulfil/ship",
-		"+0.040s task ship ship@1 invoked, attempt 1",
-		`+0.050s task ship ship@1 ok {"tracking":"T1"}`,
-		"+0.050s state fulfil/notify",
-		"+0.050s task notify notify@1 invoked, attempt 1",
-		`+0.060s task notify notify@1 ok {"notified":true}`,
-		"+0.060s state fulfil/sent",
-		"+0.060s state done",
-		"done in 0.060s",
-		`result {"notified":true}`,
+		"  r1 +0.000s state check",
+		"  r1 +0.000s task stock check-stock@1 invoked, attempt 1",
+		`  r1 +0.010s task stock check-stock@1 ok {"available":true}`,
+		"  r1 +0.020s task fraud score-fraud@1 ok",
+		"  r1 +0.030s task ship ship@1 attempt 2 failed, will retry",
+		"  r1 +0.040s task price quote-price@1 failed: node 'price' failed: no such SKU (caught)",
+		"  r1 +0.050s waiting for event payment or a timer of 1.5s",
+		"  r1 +0.050s waiting for none",
+		"  r1 +0.060s state fulfil/sent",
+		"  r1 done in 0.060s",
+		`  r1 result {"notified":true}`,
+		"  r1 failed in 0.070s",
+		"  r1 error JF2006 /nodes/x node 'x' failed: boom",
+		"  r1 cancelled in 0.080s",
 	}
-	if got := o.lines(); strings.Join(got, "\n") != strings.Join(want, "\n") {
+	if got := strings.Split(strings.TrimSuffix(buf.String(), "\n"), "\n"); strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("lines:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
-	}
-}
-
-func TestTrackerReportsACaughtFailure(t *testing.T) {
-	o := newOrderRun(t)
-	o.apply(run.Message{Kind: run.KindStart, RunID: "r2", Input: map[string]any{"sku": "X", "qty": 1.0, "customer": "c"}})
-	o.result("price", map[string]any{"total": 1.0}, "")
-	o.result("stock", nil, "no such SKU")
-	got := strings.Join(o.lines(), "\n")
-	for _, w := range []string{
-		"+0.020s task stock check-stock@1 failed: node 'stock' failed: no such SKU (caught)\n",
-		"+0.020s task fraud score-fraud@1 ok\n", // abandoned with its activation; reported settled
-		"+0.020s state rejected\ndone in 0.020s\nresult {\"error\":",
-	} {
-		if !strings.Contains(got, w) {
-			t.Errorf("lines lack %q:\n%s", w, got)
-		}
-	}
-}
-
-func TestTrackerReportsCancel(t *testing.T) {
-	o := newOrderRun(t)
-	o.apply(run.Message{Kind: run.KindStart, RunID: "r3", Input: map[string]any{"sku": "X", "qty": 1.0, "customer": "c"}})
-	o.apply(run.Message{Kind: run.KindCancel, Reason: "test"})
-	got := strings.Join(o.lines(), "\n")
-	if !strings.Contains(got, "task stock check-stock@1 failed: abandoned: the run was cancelled\n") || !strings.Contains(got, "\ncancelled in ") {
-		t.Errorf("lines:\n%s", got)
-	}
-}
-
-// TestOrderEnteredWithoutWorkflow falls back to declaration-free order:
-// states are still all reported.
-func TestOrderEnteredWithoutWorkflow(t *testing.T) {
-	got := orderEntered(nil, []string{"/states/a"}, map[string]int{"/states/c": 1, "/states/b": 1})
-	if strings.Join(got, " ") != "/states/b /states/c" {
-		t.Errorf("got %v", got)
 	}
 }
 
 func TestPrettyView(t *testing.T) {
 	var buf bytes.Buffer
 	v := &view{w: &buf, tty: true, running: map[string]bool{}}
-	v.show([]progressStep{{Kind: stepState, At: 1, State: "/states/fulfil/flow/states/ship"}, {Kind: stepSettle, At: 2, Name: "ship", OK: true, Detail: "{}"}})
+	v.show([]client.Progress{{Kind: client.ProgressState, At: 1, State: "/states/fulfil/flow/states/ship"}, {Kind: client.ProgressSettle, At: 2, Name: "ship", OK: true, Detail: "{}"}})
 	out := buf.String()
 	for _, w := range []string{"→ fulfil/ship", "✓ ship", ansiGreen, clearLine} {
 		if !strings.Contains(out, w) {

@@ -10,10 +10,11 @@ import (
 
 	"golang.org/x/term"
 
+	"github.com/jetflow/jetflow/client"
 	"github.com/jetflow/jetflow/wire"
 )
 
-// view prints a run's steps: plain lines for logs and pipes, or, on a
+// view prints a run's progress (client.Tracker): plain lines for logs and pipes, or, on a
 // terminal, coloured lines under a status line that keeps time.
 type view struct {
 	w   io.Writer
@@ -81,7 +82,7 @@ func (v *view) close() {
 }
 
 // show prints steps.
-func (v *view) show(steps []progressStep) {
+func (v *view) show(steps []client.Progress) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	for _, s := range steps {
@@ -89,13 +90,13 @@ func (v *view) show(steps []progressStep) {
 			v.base = s.At
 		}
 		switch s.Kind {
-		case stepState:
+		case client.ProgressState:
 			v.state, v.waiting = s.State, false
-		case stepWaiting:
+		case client.ProgressWaiting:
 			v.waiting = true
-		case stepInvoke:
+		case client.ProgressInvoke:
 			v.running[s.Node] = true
-		case stepSettle:
+		case client.ProgressSettle:
 			delete(v.running, s.Node)
 		}
 		v.clearLive()
@@ -104,7 +105,7 @@ func (v *view) show(steps []progressStep) {
 		} else {
 			fmt.Fprintln(v.w, v.prefix+strings.ReplaceAll(v.plain(s), "\n", "\n"+v.prefix))
 		}
-		if s.Kind == stepEnd {
+		if s.Kind == client.ProgressEnd {
 			v.live = false
 		} else if v.tty {
 			v.drawLive()
@@ -117,14 +118,14 @@ func (v *view) elapsed(at float64) string {
 }
 
 // plain is a step as one line for logs: "+0.012s state check".
-func (v *view) plain(s progressStep) string {
+func (v *view) plain(s client.Progress) string {
 	t := "+" + v.elapsed(s.At) + " "
 	switch s.Kind {
-	case stepState:
+	case client.ProgressState:
 		return t + "state " + stateName(s.State)
-	case stepInvoke:
+	case client.ProgressInvoke:
 		return fmt.Sprintf("%stask %s %s invoked, attempt %d", t, s.Name, s.Task, s.Attempt)
-	case stepSettle:
+	case client.ProgressSettle:
 		switch {
 		case s.OK:
 			return strings.TrimSpace(fmt.Sprintf("%stask %s %s ok %s", t, s.Name, s.Task, s.Detail))
@@ -132,12 +133,12 @@ func (v *view) plain(s progressStep) string {
 			return fmt.Sprintf("%stask %s %s attempt %d failed, will retry", t, s.Name, s.Task, s.Attempt)
 		}
 		return fmt.Sprintf("%stask %s %s failed: %s", t, s.Name, s.Task, s.Detail)
-	case stepWaiting:
+	case client.ProgressWaiting:
 		return strings.TrimSpace(t + "waiting for " + orNone(s.Detail))
-	case stepEnd:
+	case client.ProgressEnd:
 		return s.Status.Status + " in " + v.elapsed(s.At) + outcomeLine(s.Status)
 	}
-	return t + s.Kind
+	return t + string(s.Kind)
 }
 
 // ANSI styles of the terminal view.
@@ -155,14 +156,14 @@ const (
 func paint(style, s string) string { return style + s + ansiReset }
 
 // pretty is a step for a terminal.
-func (v *view) pretty(s progressStep) string {
+func (v *view) pretty(s client.Progress) string {
 	t := paint(ansiDim, fmt.Sprintf("%8s", v.elapsed(s.At)))
 	switch s.Kind {
-	case stepState:
+	case client.ProgressState:
 		return t + "  " + paint(ansiCyan, "→ "+stateName(s.State))
-	case stepInvoke:
+	case client.ProgressInvoke:
 		return t + "    " + paint(ansiDim, fmt.Sprintf("▸ %s  %s  attempt %d", s.Name, s.Task, s.Attempt))
-	case stepSettle:
+	case client.ProgressSettle:
 		switch {
 		case s.OK:
 			return t + "    " + paint(ansiGreen, "✓ "+s.Name) + "  " + paint(ansiDim, s.Detail)
@@ -170,16 +171,16 @@ func (v *view) pretty(s progressStep) string {
 			return t + "    " + paint(ansiYellow, fmt.Sprintf("↻ %s  attempt %d failed, will retry", s.Name, s.Attempt))
 		}
 		return t + "    " + paint(ansiRed, "✗ "+s.Name) + "  " + s.Detail
-	case stepWaiting:
+	case client.ProgressWaiting:
 		return t + "    " + paint(ansiYellow, "… waiting for "+orNone(s.Detail))
-	case stepEnd:
+	case client.ProgressEnd:
 		style := ansiGreen
 		if s.Status.Status != wire.StatusDone {
 			style = ansiRed
 		}
 		return paint(ansiBold+style, s.Status.Status) + " in " + v.elapsed(s.At) + outcomeLine(s.Status)
 	}
-	return t + "  " + s.Kind
+	return t + "  " + string(s.Kind)
 }
 
 func (v *view) drawLive() {
@@ -230,17 +231,13 @@ func errorText(e *wire.RunError) string {
 	if path == "" {
 		path = "-"
 	}
-	return e.Code + " " + path + " " + bareMessage(e.Code, e.Path, e.Message)
+	return e.Code + " " + path + " " + client.BareMessage(e.Code, e.Path, e.Message)
 }
 
-// bareMessage drops the code and location an engine message repeats
-// ("JF2006: node 'x' failed: boom at /nodes/x").
-func bareMessage(code, path, msg string) string {
-	msg = strings.TrimPrefix(msg, code+": ")
-	if path != "" {
-		msg = strings.TrimSuffix(msg, " at "+path)
-	}
-	return msg
+// stateName shortens a state id for people: /states/fulfil/flow/states/ship
+// is fulfil/ship.
+func stateName(id string) string {
+	return strings.ReplaceAll(strings.TrimPrefix(id, "/states/"), "/flow/states/", "/")
 }
 
 func plural(n int) string {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/jetflow/jetflow/engine/run"
 	"github.com/jetflow/jetflow/engine/value"
+	"github.com/jetflow/jetflow/engine/workflow"
 	"github.com/jetflow/jetflow/fleet"
 	"github.com/jetflow/jetflow/kvstore"
 	"github.com/jetflow/jetflow/runrecord"
@@ -102,6 +103,18 @@ func checkLive(ctx context.Context, s streams, f *fleet.Fleet, id, what string) 
 		return fmt.Errorf("run %s is already %s: %s can no longer change it", id, st.Status, what)
 	}
 	return nil
+}
+
+// compiledWorkflows returns the definitions of f's registry, compiled: a
+// client.Tracker's Workflow.
+func compiledWorkflows(ctx context.Context, f *fleet.Fleet) func(name, revision string) (*workflow.Workflow, error) {
+	return func(name, revision string) (*workflow.Workflow, error) {
+		d, err := f.Registry.GetRevision(ctx, name, revision)
+		if err != nil {
+			return nil, err
+		}
+		return workflow.CompileJSON(d.Doc, workflow.Options{})
+	}
 }
 
 // namedArgs requires exactly the named positional arguments, naming the

@@ -8,14 +8,11 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/nats-io/nats.go/jetstream"
 	"github.com/spf13/cobra"
 
-	"github.com/jetflow/jetflow/engine/workflow"
-	"github.com/jetflow/jetflow/fleet"
+	"github.com/jetflow/jetflow/client"
 	"github.com/jetflow/jetflow/kvstore"
 	"github.com/jetflow/jetflow/registry"
-	"github.com/jetflow/jetflow/runrecord"
 	"github.com/jetflow/jetflow/subjects"
 	"github.com/jetflow/jetflow/wire"
 )
@@ -85,10 +82,10 @@ func start(ctx context.Context, s streams, conn *connConfig, name, id string, in
 	} else if !errors.Is(err, kvstore.ErrRunNotFound) {
 		return err
 	}
-	var w jetstream.KeyWatcher
+	var w *client.RunWatch
 	if wait {
 		// Watch before starting, so that no step goes unseen.
-		if w, err = f.Runs.WatchRun(ctx, id); err != nil {
+		if w, err = f.Client.Watch(ctx, id); err != nil {
 			return err
 		}
 		defer func() { _ = w.Stop() }()
@@ -104,7 +101,7 @@ func start(ctx context.Context, s streams, conn *connConfig, name, id string, in
 	noRecord := time.AfterFunc(noRecordHint, func() {
 		fmt.Fprintf(s.err, "no dispatcher has taken up run %s after %s: is `jetflow serve` or `jetflow dispatcher` running with prefix %q?\n", id, noRecordHint, f.Names.Prefix())
 	})
-	st, err := follow(ctx, w, runTracker(ctx, f), func(steps []progressStep) {
+	st, err := w.Follow(ctx, &client.Tracker{Workflow: compiledWorkflows(ctx, f)}, func(steps []client.Progress) {
 		noRecord.Stop()
 		v.show(steps)
 	})
@@ -133,50 +130,6 @@ func exitCode(st *wire.Status) int {
 		return exitFailed
 	}
 	return exitCancelled
-}
-
-// follow reads a run's records from w until the run ends, showing each
-// record's steps, and returns its final status.
-func follow(ctx context.Context, w jetstream.KeyWatcher, tr *tracker, show func([]progressStep)) (*wire.Status, error) {
-	for {
-		select {
-		case <-ctx.Done():
-			return nil, context.Cause(ctx)
-		case e, ok := <-w.Updates():
-			if !ok {
-				return nil, errors.New("the watch of the run's record ended")
-			}
-			if e == nil || e.Operation() != jetstream.KeyValuePut {
-				continue
-			}
-			rec, err := runrecord.Decode(e.Value())
-			if err != nil {
-				return nil, fmt.Errorf("run %s: %w", e.Key(), err)
-			}
-			steps, err := tr.observe(rec)
-			if err != nil {
-				return nil, fmt.Errorf("run %s: %w", e.Key(), err)
-			}
-			show(steps)
-			for _, s := range steps {
-				if s.Kind == stepEnd {
-					return s.Status, nil
-				}
-			}
-		}
-	}
-}
-
-// runTracker returns a tracker that reads workflow definitions from f's
-// registry.
-func runTracker(ctx context.Context, f *fleet.Fleet) *tracker {
-	return &tracker{workflow: func(name, revision string) (*workflow.Workflow, error) {
-		d, err := f.Registry.GetRevision(ctx, name, revision)
-		if err != nil {
-			return nil, err
-		}
-		return workflow.CompileJSON(d.Doc, workflow.Options{})
-	}}
 }
 
 // newRunID makes a readable, unique run id: the workflow's name, the UTC

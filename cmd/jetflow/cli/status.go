@@ -11,7 +11,9 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/jetflow/jetflow/client"
 	"github.com/jetflow/jetflow/engine/run"
+	"github.com/jetflow/jetflow/engine/workflow"
 	"github.com/jetflow/jetflow/fleet"
 	"github.com/jetflow/jetflow/kvstore"
 	"github.com/jetflow/jetflow/replay"
@@ -77,7 +79,11 @@ func newStatus(s streams) *cobra.Command {
 				if asJSON {
 					return json.NewEncoder(s.out).Encode(statusJSON{runJSON: info, Rejected: rec.Rejected, Ignored: rec.Ignored})
 				}
-				printStatus(s, runTracker(ctx, f), info, st, rec)
+				var wf *workflow.Workflow
+				if st.Workflow != "" {
+					wf, _ = compiledWorkflows(ctx, f)(st.Workflow, st.Revision)
+				}
+				printStatus(s, wf, info, st, rec)
 				return nil
 			})
 		},
@@ -87,28 +93,24 @@ func newStatus(s streams) *cobra.Command {
 	return cmd
 }
 
-func printStatus(s streams, tr *tracker, info runJSON, st *run.State, rec *runrecord.Record) {
+func printStatus(s streams, wf *workflow.Workflow, info runJSON, st *run.State, rec *runrecord.Record) {
 	tw := tabwriter.NewWriter(s.out, 0, 4, 2, ' ', 0)
 	defer func() { _ = tw.Flush() }() // unreported, as each row's write
 	row := func(k, v string) { fmt.Fprintf(tw, "%s\t%s\n", k, v) }
 	row("run", info.Run)
 	row("workflow", info.Workflow+"@"+info.Revision)
-	if st.Workflow != "" && tr.workflow != nil {
-		tr.wf, _ = tr.workflow(st.Workflow, st.Revision)
-	}
 	status := info.Status.Status
 	if status == wire.StatusWaiting {
-		if w := waitsFor(tr.wf, st.Control.Active); w != "" {
+		if w := client.WaitsFor(wf, st.Control.Active); w != "" {
 			status += " for " + w
 		}
 	}
 	row("status", status)
 	row("state", strings.Join(mapNames(st.Control.Active), ", "))
-	if st.Work != nil && len(st.Work.Running) > 0 {
+	if inFlight := client.InFlight(wf, st, rec); len(inFlight) > 0 {
 		var tasks []string
-		for _, node := range sortedKeys(st.Work.Running) {
-			a := st.Work.Running[node]
-			t := fmt.Sprintf("%s (%s, attempt %d", node, tr.taskOf(activeWork(st), node, rec), a.Attempt)
+		for _, a := range inFlight {
+			t := fmt.Sprintf("%s (%s, attempt %d", a.Node, a.Task, a.Attempt)
 			if a.Waiting {
 				t += ", waiting to retry"
 			}

@@ -1,4 +1,4 @@
-package cli
+package client
 
 import (
 	"encoding/json"
@@ -18,20 +18,23 @@ import (
 
 // A run's progress is read from its stored record, not from a log: the
 // record is the truth, and each record is one step of the reducer. A
-// tracker diffs successive records into the steps a person wants to see.
+// Tracker diffs successive records into the steps a person wants to see.
 
-// Kinds of progress steps.
+// ProgressKind says what a Progress reports.
+type ProgressKind string
+
+// Kinds of progress.
 const (
-	stepState   = "state"   // a state was entered
-	stepInvoke  = "invoke"  // a task attempt was handed to workers
-	stepSettle  = "settle"  // a task attempt ended
-	stepWaiting = "waiting" // the run waits for an event or a timer
-	stepEnd     = "end"     // the run ended: done, failed or cancelled
+	ProgressState   ProgressKind = "state"   // a state was entered
+	ProgressInvoke  ProgressKind = "invoke"  // a task attempt was handed to workers
+	ProgressSettle  ProgressKind = "settle"  // a task attempt ended
+	ProgressWaiting ProgressKind = "waiting" // the run waits for an event or a timer
+	ProgressEnd     ProgressKind = "end"     // the run ended: done, failed or cancelled
 )
 
-// step is one thing that happened to a run.
-type progressStep struct {
-	Kind string
+// Progress is one thing that happened to a run.
+type Progress struct {
+	Kind ProgressKind
 	// At is the run's logical time of the record that showed it, Unix ms.
 	At float64
 	// State is the state id (a JSON Pointer) the step is about.
@@ -46,47 +49,52 @@ type progressStep struct {
 	// OK says a settled attempt succeeded; Retry that a failed one will
 	// be tried again.
 	OK, Retry bool
-	// Detail is the task's output, its error, or what a wait waits for.
+	// Detail is the task's output (canonical JSON cut to a line), its
+	// error, or what a wait waits for (WaitsFor).
 	Detail string
-	// Status is the run's status after an end step.
+	// Status is the run's status after an end step (step.StatusOf).
 	Status *wire.Status
 }
 
-// tracker turns successive records of one run into steps.
-type tracker struct {
-	// workflow returns the compiled definition a run is pinned to; nil
-	// or failing, steps are still reported, in a less certain order.
-	workflow func(name, revision string) (*workflow.Workflow, error)
+// Tracker turns successive records of one run into progress. Its zero
+// value works; Workflow makes it more precise. A Tracker follows one run
+// and is not safe for concurrent use.
+type Tracker struct {
+	// Workflow returns the compiled definition a run is pinned to; it is
+	// asked once. Nil or failing, progress is still reported, in a less
+	// certain order, and tasks are named from the invocations the records
+	// carry.
+	Workflow func(name, revision string) (*workflow.Workflow, error)
 
 	wf     *workflow.Workflow
-	loaded bool // workflow was asked, once
+	loaded bool // Workflow was asked, once
 	prev   *run.State
 	status string
-	ended  bool
 }
 
-// observe returns the steps between the last record seen and rec.
-func (t *tracker) observe(rec *runrecord.Record) ([]progressStep, error) {
+// Observe returns the progress between the last record seen and rec (all
+// of it for the first), in the order it happened.
+func (t *Tracker) Observe(rec *runrecord.Record) ([]Progress, error) {
 	st, err := step.DecodeState(rec)
 	if err != nil {
 		return nil, err
 	}
-	if !t.loaded && t.workflow != nil && st.Workflow != "" {
+	if !t.loaded && t.Workflow != nil && st.Workflow != "" {
 		t.loaded = true
-		t.wf, _ = t.workflow(st.Workflow, st.Revision)
+		t.wf, _ = t.Workflow(st.Workflow, st.Revision)
 	}
 	at := st.Control.Time
 	if rec.Status != nil && rec.Status.Time > at {
 		at = rec.Status.Time // a cancel moves no clock in the state
 	}
-	var steps []progressStep
+	var steps []Progress
 	prev := t.prev
 	if prev == nil {
 		prev = &run.State{}
 	}
 	steps = append(steps, t.settled(prev, st, at)...)
 	for _, id := range orderEntered(t.wf, prev.Control.Active, entered(prev, st)) {
-		steps = append(steps, progressStep{Kind: stepState, At: at, State: id})
+		steps = append(steps, Progress{Kind: ProgressState, At: at, State: id})
 	}
 	steps = append(steps, t.invoked(prev, st, rec, at)...)
 
@@ -97,10 +105,9 @@ func (t *tracker) observe(rec *runrecord.Record) ([]progressStep, error) {
 	if status := ws.Status; status != t.status {
 		switch {
 		case run.Status(status).Terminal():
-			steps = append(steps, progressStep{Kind: stepEnd, At: at, Status: ws})
-			t.ended = true
+			steps = append(steps, Progress{Kind: ProgressEnd, At: at, Status: ws})
 		case status == wire.StatusWaiting:
-			steps = append(steps, progressStep{Kind: stepWaiting, At: at, State: first(st.Control.Active), Detail: waitsFor(t.wf, st.Control.Active)})
+			steps = append(steps, Progress{Kind: ProgressWaiting, At: at, State: first(st.Control.Active), Detail: WaitsFor(t.wf, st.Control.Active)})
 		}
 		t.status = status
 	}
@@ -122,11 +129,11 @@ func entered(prev, st *run.State) map[string]int {
 }
 
 // invoked reports task attempts that st has in flight and prev had not.
-func (t *tracker) invoked(prev, st *run.State, rec *runrecord.Record, at float64) []progressStep {
+func (t *Tracker) invoked(prev, st *run.State, rec *runrecord.Record, at float64) []Progress {
 	if st.Work == nil {
 		return nil
 	}
-	var steps []progressStep
+	var steps []Progress
 	for _, node := range sortedKeys(st.Work.Running) {
 		a := st.Work.Running[node]
 		if a.Waiting {
@@ -138,28 +145,28 @@ func (t *tracker) invoked(prev, st *run.State, rec *runrecord.Record, at float64
 			}
 		}
 		state := activeWork(st)
-		s := progressStep{Kind: stepInvoke, At: at, State: state, Node: node, Attempt: a.Attempt, Task: t.taskOf(state, node, rec)}
-		s.Name = t.nameOf(s)
+		s := Progress{Kind: ProgressInvoke, At: at, State: state, Node: node, Attempt: a.Attempt, Task: taskOf(t.wf, state, node, rec)}
+		s.Name = nameOf(t.wf, s)
 		steps = append(steps, s)
 	}
 	return steps
 }
 
 // settled reports the attempts prev had in flight that st no longer has.
-func (t *tracker) settled(prev, st *run.State, at float64) []progressStep {
+func (t *Tracker) settled(prev, st *run.State, at float64) []Progress {
 	if prev.Work == nil {
 		return nil
 	}
 	state := activeWork(prev)
 	same := st.Work != nil && st.Work.Activation == prev.Work.Activation
-	var steps []progressStep
+	var steps []Progress
 	for _, node := range sortedKeys(prev.Work.Running) {
 		a := prev.Work.Running[node]
 		if a.Waiting {
 			continue
 		}
-		s := progressStep{Kind: stepSettle, At: at, State: state, Node: node, Attempt: a.Attempt, Task: t.taskOf(state, node, nil)}
-		s.Name = t.nameOf(s)
+		s := Progress{Kind: ProgressSettle, At: at, State: state, Node: node, Attempt: a.Attempt, Task: taskOf(t.wf, state, node, nil)}
+		s.Name = nameOf(t.wf, s)
 		switch {
 		case same:
 			now := st.Work.Running[node]
@@ -177,14 +184,14 @@ func (t *tracker) settled(prev, st *run.State, at float64) []progressStep {
 		case st.Status == run.StatusCancelled:
 			s.Detail = "abandoned: the run was cancelled"
 		case st.Status == run.StatusFailed && st.Error != nil:
-			s.Detail = bareMessage(st.Error.Code, st.Error.Path, st.Error.Message)
+			s.Detail = BareMessage(st.Error.Code, st.Error.Path, st.Error.Message)
 		default:
 			if msg, ok := caughtBy(st, node); ok {
 				s.Detail = msg
 			} else {
 				s.OK = true
 				// A plain work state's result is its task's output.
-				if r, ok := st.Context.Results[state]; ok && t.plainWork(state) {
+				if r, ok := st.Context.Results[state]; ok && plainWork(t.wf, state) {
 					s.Detail = compact(r)
 				}
 			}
@@ -194,9 +201,33 @@ func (t *tracker) settled(prev, st *run.State, at float64) []progressStep {
 	return steps
 }
 
+// TaskAttempt is a task attempt a run has in flight.
+type TaskAttempt struct {
+	// Node is the attempt's node in its work state's DAG; Task is
+	// task@version ("" when neither the workflow nor the record says).
+	Node, Task string
+	Attempt    int
+	// Waiting says the attempt failed and waits for its retry.
+	Waiting bool
+}
+
+// InFlight lists the task attempts st has in flight, by node. wf (nil
+// when unknown) and the invocations rec carries name their tasks.
+func InFlight(wf *workflow.Workflow, st *run.State, rec *runrecord.Record) []TaskAttempt {
+	if st.Work == nil {
+		return nil
+	}
+	var out []TaskAttempt
+	for _, node := range sortedKeys(st.Work.Running) {
+		a := st.Work.Running[node]
+		out = append(out, TaskAttempt{Node: node, Task: taskOf(wf, activeWork(st), node, rec), Attempt: a.Attempt, Waiting: a.Waiting})
+	}
+	return out
+}
+
 // nameOf is a task step's node as people call it.
-func (t *tracker) nameOf(s progressStep) string {
-	if task, _, ok := strings.Cut(s.Task, "@"); ok && t.plainWork(s.State) {
+func nameOf(wf *workflow.Workflow, s Progress) string {
+	if task, _, ok := strings.Cut(s.Task, "@"); ok && plainWork(wf, s.State) {
 		return task
 	}
 	return s.Node
@@ -204,11 +235,11 @@ func (t *tracker) nameOf(s progressStep) string {
 
 // plainWork reports a work state that runs one task and nothing else
 // (input, task, output), whose result is the task's output.
-func (t *tracker) plainWork(state string) bool {
-	if t.wf == nil || t.wf.DAGs[state] == nil {
+func plainWork(wf *workflow.Workflow, state string) bool {
+	if wf == nil || wf.DAGs[state] == nil {
 		return false
 	}
-	d := t.wf.DAGs[state]
+	d := wf.DAGs[state]
 	tasks := 0
 	for _, n := range d.Nodes() {
 		if info, _ := d.Node(n); info.Kind == dag.KindTask {
@@ -228,7 +259,7 @@ func caughtBy(st *run.State, node string) (string, bool) {
 	}
 	msg, _ := caught["message"].(string)
 	code, _ := caught["code"].(string)
-	return bareMessage(code, "/nodes/"+node, msg) + " (caught)", true
+	return BareMessage(code, "/nodes/"+node, msg) + " (caught)", true
 }
 
 // activeWork is the work state whose activation is in flight.
@@ -241,9 +272,9 @@ func activeWork(st *run.State) string {
 
 // taskOf names a node's task as task@version, from the workflow or else
 // from the invocations the record carries.
-func (t *tracker) taskOf(state, node string, rec *runrecord.Record) string {
-	if t.wf != nil {
-		if d := t.wf.DAGs[state]; d != nil {
+func taskOf(wf *workflow.Workflow, state, node string, rec *runrecord.Record) string {
+	if wf != nil {
+		if d := wf.DAGs[state]; d != nil {
 			if info, ok := d.Node(node); ok && info.Task != "" {
 				return info.Task + "@" + info.Version
 			}
@@ -260,8 +291,10 @@ func (t *tracker) taskOf(state, node string, rec *runrecord.Record) string {
 	return ""
 }
 
-// waitsFor describes what a waiting run waits for.
-func waitsFor(wf *workflow.Workflow, active []string) string {
+// WaitsFor describes what a run waiting in the active states waits for:
+// "event payment or a timer of 1.5s"; "" when wf (nil when unknown) does
+// not say.
+func WaitsFor(wf *workflow.Workflow, active []string) string {
 	var parts []string
 	for _, id := range active {
 		s := specOf(wf, id)
@@ -280,10 +313,15 @@ func waitsFor(wf *workflow.Workflow, active []string) string {
 	return strings.Join(parts, " or ")
 }
 
-// stateName shortens a state id for people: /states/fulfil/flow/states/ship
-// is fulfil/ship.
-func stateName(id string) string {
-	return strings.ReplaceAll(strings.TrimPrefix(id, "/states/"), "/flow/states/", "/")
+// BareMessage is an engine error's message without the code and location
+// it repeats ("JF2006: node 'x' failed: boom at /nodes/x" is "node 'x'
+// failed: boom").
+func BareMessage(code, path, msg string) string {
+	msg = strings.TrimPrefix(msg, code+": ")
+	if path != "" {
+		msg = strings.TrimSuffix(msg, " at "+path)
+	}
+	return msg
 }
 
 // compact renders a value as canonical JSON cut to a line's worth.

@@ -1,0 +1,232 @@
+package client_test
+
+import (
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/jetflow/jetflow/client"
+	"github.com/jetflow/jetflow/engine/run"
+	"github.com/jetflow/jetflow/engine/workflow"
+	"github.com/jetflow/jetflow/runrecord"
+	"github.com/jetflow/jetflow/wire"
+)
+
+// orderRun drives examples/order.json through the real reducer,
+// recording after each message the record a dispatcher would store.
+type orderRun struct {
+	t       *testing.T
+	wf      *workflow.Workflow
+	st      *run.State
+	now     float64
+	invokes map[string]*run.Invoke // by node
+	records []*runrecord.Record
+}
+
+func newOrderRun(t *testing.T) *orderRun {
+	doc, err := os.ReadFile("../examples/order.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	wf, err := workflow.CompileJSON(doc, workflow.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &orderRun{t: t, wf: wf, now: 1000, invokes: map[string]*run.Invoke{}}
+}
+
+func (o *orderRun) apply(msg run.Message) {
+	o.t.Helper()
+	o.now += 10
+	msg.Time = o.now
+	st, effects, err := run.Apply(o.wf, o.st, msg, run.Options{})
+	if err != nil {
+		o.t.Fatalf("%s: %v", msg.Kind, err)
+	}
+	st.Workflow, st.Revision = "order", "order-1"
+	o.st = st
+	for _, e := range effects {
+		if e.Invoke != nil {
+			o.invokes[e.Invoke.Node] = e.Invoke
+		}
+	}
+	data, err := run.Encode(st)
+	if err != nil {
+		o.t.Fatal(err)
+	}
+	o.records = append(o.records, &runrecord.Record{State: data})
+}
+
+func (o *orderRun) result(node string, output any, fail string) {
+	o.t.Helper()
+	inv := o.invokes[node]
+	if inv == nil {
+		o.t.Fatalf("node %s was never invoked", node)
+	}
+	r := &run.TaskResult{Activation: inv.Activation, Node: node, Attempt: inv.Attempt, Output: output}
+	if fail != "" {
+		r.Output, r.Error = nil, &run.TaskError{Message: fail, NonRetryable: true}
+	}
+	o.apply(run.Message{Kind: run.KindResult, Result: r})
+}
+
+// track observes every record with tr and writes each progress as a line
+// (line).
+func (o *orderRun) track(tr *client.Tracker) []string {
+	var lines []string
+	for _, rec := range o.records {
+		steps, err := tr.Observe(rec)
+		if err != nil {
+			o.t.Fatal(err)
+		}
+		for _, p := range steps {
+			lines = append(lines, line(p))
+		}
+	}
+	return lines
+}
+
+// lines tracks the run knowing its workflow.
+func (o *orderRun) lines() []string {
+	return o.track(&client.Tracker{Workflow: func(string, string) (*workflow.Workflow, error) { return o.wf, nil }})
+}
+
+// line is a progress as "<ms> <kind> <what>".
+func line(p client.Progress) string {
+	t := fmt.Sprintf("%g %s ", p.At-1000, p.Kind)
+	switch p.Kind {
+	case client.ProgressState:
+		return t + p.State
+	case client.ProgressInvoke:
+		return fmt.Sprintf("%s%s %s %s attempt %d", t, p.State, p.Name, p.Task, p.Attempt)
+	case client.ProgressSettle:
+		return strings.TrimSpace(fmt.Sprintf("%s%s %s ok=%t retry=%t %s", t, p.Name, p.Task, p.OK, p.Retry, p.Detail))
+	case client.ProgressWaiting:
+		return t + p.State + " for " + p.Detail
+	case client.ProgressEnd:
+		s := p.Status
+		out := fmt.Sprintf("%s%s %s in %s", t, s.Run, s.Status, s.State)
+		if s.Error != nil {
+			out += " error " + s.Error.Code
+		}
+		return out + " result " + string(s.Result)
+	}
+	return t
+}
+
+func TestTrackerFollowsAPaidOrder(t *testing.T) {
+	t.Parallel()
+	o := newOrderRun(t)
+	o.apply(run.Message{Kind: run.KindStart, RunID: "r1", Input: map[string]any{"sku": "KB-42", "qty": 2.0, "customer": "ada"}})
+	o.result("stock", map[string]any{"available": true}, "")
+	o.result("price", map[string]any{"total": 59.98}, "")
+	o.result("fraud", map[string]any{"score": 0.1}, "")
+	o.apply(run.Message{Kind: run.KindEvent, Event: &run.Event{Type: "payment", Payload: map[string]any{"amount": 59.98}, HasPayload: true}})
+	o.result("task", map[string]any{"tracking": "T1"}, "") // ship
+	o.result("task", map[string]any{"notified": true}, "") // notify
+	want := []string{
+		"10 state /states/check",
+		"10 invoke /states/check fraud score-fraud@1 attempt 1",
+		"10 invoke /states/check price quote-price@1 attempt 1",
+		"10 invoke /states/check stock check-stock@1 attempt 1",
+		`20 settle stock check-stock@1 ok=true retry=false {"available":true}`,
+		`30 settle price quote-price@1 ok=true retry=false {"total":59.98}`,
+		"40 settle fraud score-fraud@1 ok=true retry=false",
+		"40 state /states/decide",
+		"40 state /states/await-payment",
+		"40 waiting /states/await-payment for event payment or a timer of 1m0s",
+		"50 state /states/fulfil",
+		"50 state /states/fulfil/flow/states/ship",
+		"50 invoke /states/fulfil/flow/states/ship ship ship@1 attempt 1",
+		`60 settle ship ship@1 ok=true retry=false {"tracking":"T1"}`,
+		"60 state /states/fulfil/flow/states/notify",
+		"60 invoke /states/fulfil/flow/states/notify notify notify@1 attempt 1",
+		`70 settle notify notify@1 ok=true retry=false {"notified":true}`,
+		"70 state /states/fulfil/flow/states/sent",
+		"70 state /states/done",
+		`70 end r1 done in /states/done result {"notified":true}`,
+	}
+	if got := o.lines(); strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("progress:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+func TestTrackerReportsACaughtFailure(t *testing.T) {
+	t.Parallel()
+	o := newOrderRun(t)
+	o.apply(run.Message{Kind: run.KindStart, RunID: "r2", Input: map[string]any{"sku": "X", "qty": 1.0, "customer": "c"}})
+	o.result("price", map[string]any{"total": 1.0}, "")
+	o.result("stock", nil, "no such SKU")
+	got := strings.Join(o.lines(), "\n")
+	for _, w := range []string{
+		"30 settle stock check-stock@1 ok=false retry=false node 'stock' failed: no such SKU (caught)\n",
+		"30 settle fraud score-fraud@1 ok=true retry=false\n", // abandoned with its activation; reported settled
+		"30 state /states/rejected\n30 end r2 done in /states/rejected result {\"error\":",
+	} {
+		if !strings.Contains(got, w) {
+			t.Errorf("progress lacks %q:\n%s", w, got)
+		}
+	}
+}
+
+func TestTrackerReportsCancel(t *testing.T) {
+	t.Parallel()
+	o := newOrderRun(t)
+	o.apply(run.Message{Kind: run.KindStart, RunID: "r3", Input: map[string]any{"sku": "X", "qty": 1.0, "customer": "c"}})
+	o.apply(run.Message{Kind: run.KindCancel, Reason: "test"})
+	got := strings.Join(o.lines(), "\n")
+	if !strings.Contains(got, "settle stock check-stock@1 ok=false retry=false abandoned: the run was cancelled\n") || !strings.Contains(got, "\n10 end r3 cancelled in /states/check result ") {
+		t.Errorf("progress:\n%s", got)
+	}
+}
+
+// TestTrackerWithoutWorkflow: without the definition every state and task
+// is still reported, tasks named from the invocations the records carry.
+func TestTrackerWithoutWorkflow(t *testing.T) {
+	t.Parallel()
+	o := newOrderRun(t)
+	o.apply(run.Message{Kind: run.KindStart, RunID: "r4", Input: map[string]any{"sku": "X", "qty": 1.0, "customer": "c"}})
+	inv := o.invokes["stock"]
+	body := fmt.Sprintf(`{"run":"r4","node":"stock","task":"check-stock","version":"1","activation":%q}`, inv.Activation)
+	o.records[0].Outbox = []runrecord.Outgoing{{Kind: runrecord.OutInvoke, Data: []byte(body)}}
+	o.result("stock", nil, "gone")
+	got := strings.Join(o.track(&client.Tracker{}), "\n")
+	for _, w := range []string{
+		"10 state /states/check\n",
+		"10 invoke /states/check stock check-stock@1 attempt 1\n",
+		"10 invoke /states/check price  attempt 1\n",
+		"20 state /states/rejected\n20 end r4 done in /states/rejected",
+	} {
+		if !strings.Contains(got, w) {
+			t.Errorf("progress lacks %q:\n%s", w, got)
+		}
+	}
+}
+
+// TestTrackerTakesTheAnnouncedStatus: the end carries the status the
+// record announced (a cancel's time), as client.Status reads it.
+func TestTrackerTakesTheAnnouncedStatus(t *testing.T) {
+	t.Parallel()
+	o := newOrderRun(t)
+	o.apply(run.Message{Kind: run.KindStart, RunID: "r5", Input: map[string]any{"sku": "X", "qty": 1.0, "customer": "c"}})
+	o.apply(run.Message{Kind: run.KindCancel, Reason: "test"})
+	announced := &wire.Status{Run: "r5", Workflow: "order", Revision: "order-1", Status: wire.StatusCancelled, State: "/states/check", Time: 5000}
+	o.records[1].Status = announced
+	var tr client.Tracker
+	var end *client.Progress
+	for _, rec := range o.records {
+		steps, err := tr.Observe(rec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range steps {
+			if steps[i].Kind == client.ProgressEnd {
+				end = &steps[i]
+			}
+		}
+	}
+	if end == nil || end.Status != announced || end.At != 5000 {
+		t.Errorf("end %+v, want the announced status at its time", end)
+	}
+}
