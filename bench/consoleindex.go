@@ -115,7 +115,7 @@ func (r *runner) consoleIndex(ctx context.Context) (rep ScenarioReport, err erro
 	}
 	cr.StoreSeconds = time.Since(began).Seconds()
 
-	c, err := console.New(console.FromFleet(f, console.Config{Logger: r.cfg.Logger}))
+	c, err := console.New(consoleOf(f, console.Config{Logger: r.cfg.Logger}))
 	if err != nil {
 		return rep, fmt.Errorf("bench: console-index: %w", err)
 	}
@@ -350,3 +350,9 @@ func (w *responseBuffer) WriteHeader(code int) {
 }
 
 func (w *responseBuffer) Write(p []byte) (int, error) { return w.body.Write(p) }
+
+// consoleOf fills the connection fields of cfg from a running fleet.
+func consoleOf(f *fleet.Fleet, cfg console.Config) console.Config {
+	cfg.JS, cfg.Names, cfg.Runs, cfg.Registry, cfg.Client = f.JS, f.Names, f.Runs, f.Registry, f.Client
+	return cfg
+}

@@ -25,7 +25,6 @@ import (
 
 	"github.com/jetflow/jetflow/client"
 	"github.com/jetflow/jetflow/engine/run"
-	"github.com/jetflow/jetflow/fleet"
 	"github.com/jetflow/jetflow/graph"
 	"github.com/jetflow/jetflow/kvstore"
 	"github.com/jetflow/jetflow/registry"
@@ -74,12 +73,6 @@ type Config struct {
 // MaxPageSize caps a page of runs.
 const MaxPageSize = 500
 
-// FromFleet fills the connection fields of cfg from a running fleet.
-func FromFleet(f *fleet.Fleet, cfg Config) Config {
-	cfg.JS, cfg.Names, cfg.Runs, cfg.Registry, cfg.Client = f.JS, f.Names, f.Runs, f.Registry, f.Client
-	return cfg
-}
-
 // WithDefaults returns a copy of c with every unset field at its default.
 func (c Config) WithDefaults() Config {
 	if c.Base == "" {
@@ -103,7 +96,7 @@ func (c Config) WithDefaults() Config {
 func (c Config) validate() error {
 	var errs []error
 	if c.JS == nil || c.Runs == nil || c.Registry == nil {
-		errs = append(errs, errors.New("console: JS, Runs and Registry are required (console.FromFleet fills them)"))
+		errs = append(errs, errors.New("console: JS, Runs and Registry are required (fill them from a fleet: JS, Names, Runs, Registry, Client)"))
 	}
 	if c.Names == (subjects.Names{}) {
 		errs = append(errs, errors.New("console: Names is required"))

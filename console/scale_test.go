@@ -46,7 +46,7 @@ func TestIndexEveryRunAndPage(t *testing.T) {
 	}
 
 	// A fresh console indexes the bucket from scratch.
-	c, err := New(FromFleet(b.f, Config{Logger: quiet()}))
+	c, err := New(fromFleet(b.f, Config{Logger: quiet()}))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -78,7 +78,7 @@ func setup(t *testing.T, o setupOptions) *bundle {
 	}
 	t.Cleanup(func() { stopCtx(t, w.Stop) })
 
-	c, err := New(FromFleet(f, Config{Actions: o.actions, NATSURL: f.URL(), Prefix: f.Names.Prefix(), Logger: quiet()}))
+	c, err := New(fromFleet(f, Config{Actions: o.actions, NATSURL: f.URL(), Prefix: f.Names.Prefix(), Logger: quiet()}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -201,4 +201,10 @@ func (b *bundle) deployHostile(t *testing.T) {
 	if _, err := b.f.Deploy(ctx, "hostile", []byte(hostileWorkflow)); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// fromFleet fills the connection fields of cfg from a running fleet.
+func fromFleet(f *fleet.Fleet, cfg Config) Config {
+	cfg.JS, cfg.Names, cfg.Runs, cfg.Registry, cfg.Client = f.JS, f.Names, f.Runs, f.Registry, f.Client
+	return cfg
 }

@@ -66,7 +66,7 @@ var rules = []rule{
 		"an application embeds the client: it must not pull in the runtime",
 	},
 	{"replay", true, []string{mod + "dispatcher", "github.com/prometheus/"}, "replay reaches records through runrecord and steps through step"},
-	{"console", false, []string{mod + "dispatcher"}, "the console reads records through runrecord and replays through replay"},
+	{"console", true, []string{mod + "dispatcher", mod + "fleet"}, "the console reads records through runrecord and replays through replay"},
 	{"runrecord", true, []string{mod + "engine/", "github.com/nats-io/", mod + "kvstore"}, "the record format knows neither the engine nor NATS"},
 	{
 		"step", false,

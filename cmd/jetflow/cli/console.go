@@ -61,7 +61,7 @@ func mountConsole(f *fleet.Fleet, mux *http.ServeMux) {
 		log.Error("console not mounted", slog.Any("error", err))
 		return
 	}
-	c, err := console.New(console.FromFleet(f, console.Config{
+	c, err := console.New(consoleOf(f, console.Config{
 		Actions:  settings.Actions,
 		NATSURL:  redactURLs(f.URL()),
 		Prefix:   f.Names.Prefix(),
@@ -140,7 +140,7 @@ func runConsole(ctx context.Context, s streams, conn *connConfig, addr string, s
 		defer cancel()
 		_ = f.Stop(stopCtx)
 	}()
-	c, err := console.New(console.FromFleet(f, console.Config{
+	c, err := console.New(consoleOf(f, console.Config{
 		Actions:  settings.Actions,
 		NATSURL:  redactURLs(f.URL()),
 		Prefix:   f.Names.Prefix(),
@@ -181,4 +181,10 @@ func runConsole(ctx context.Context, s streams, conn *connConfig, addr string, s
 		err = nil
 	}
 	return err
+}
+
+// consoleOf fills the connection fields of cfg from a running fleet.
+func consoleOf(f *fleet.Fleet, cfg console.Config) console.Config {
+	cfg.JS, cfg.Names, cfg.Runs, cfg.Registry, cfg.Client = f.JS, f.Names, f.Runs, f.Registry, f.Client
+	return cfg
 }
