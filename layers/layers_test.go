@@ -84,6 +84,7 @@ var rules = []rule{
 	{"wire", true, []string{mod}, "the wire format depends on nothing of ours"},
 	{"clock", true, []string{mod}, "the clock depends on nothing of ours: the worker SDK links it"},
 	{"lifecycle", true, []string{mod}, "the lifecycle contract depends on nothing of ours: the worker SDK links it"},
+	{"taskconsumer", true, []string{mod + "wire", mod + "kvstore", mod + "provision", mod + "worker", mod + "engine/", mod + "clock", mod + "lifecycle"}, "the task consumer depends on the names alone: the worker SDK links it"},
 }
 
 func TestImportRules(t *testing.T) {
@@ -109,9 +110,10 @@ func TestImportRules(t *testing.T) {
 }
 
 // workerDeps are the only packages of ours the worker SDK may link: the
-// names and the wire format it speaks, and the two leaves every
-// long-lived service shares (each depends on nothing of ours).
-var workerDeps = []string{mod + "subjects", mod + "wire", mod + "clock", mod + "lifecycle"}
+// names and the wire format it speaks, the two leaves every long-lived
+// service shares (each depends on nothing of ours), and the task
+// consumer's definition, which depends on the names alone.
+var workerDeps = []string{mod + "subjects", mod + "wire", mod + "clock", mod + "lifecycle", mod + "taskconsumer"}
 
 // TestWorkerNeedsOnlySubjectsAndWire: a worker program links the SDK and
 // nothing else of ours but the leaves in workerDeps.

@@ -126,7 +126,7 @@ func (c Config) validate() error {
 	if c.ConsumerRefresh < 10*time.Millisecond {
 		errs = append(errs, fmt.Errorf("ConsumerRefresh %v is shorter than 10ms", c.ConsumerRefresh))
 	}
-	if err := c.ConsumerPolicy.validate(); err != nil {
+	if err := c.ConsumerPolicy.Validate(); err != nil {
 		errs = append(errs, fmt.Errorf("ConsumerPolicy: %w", err))
 	}
 	if err := errors.Join(errs...); err != nil {

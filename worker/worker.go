@@ -11,6 +11,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/jetflow/jetflow/lifecycle"
+	"github.com/jetflow/jetflow/taskconsumer"
 )
 
 // Handler runs one task invocation and returns its output, which must
@@ -63,8 +64,8 @@ func New(js jetstream.JetStream, cfg Config) (*Worker, error) {
 // Register serves task version with h. Register every task before Start;
 // a task version can be registered once per worker.
 func (w *Worker) Register(task, version string, h Handler, opts ...RegisterOption) error {
-	if err := checkTaskVersion(task, version); err != nil {
-		return err
+	if err := taskconsumer.Check(task, version); err != nil {
+		return fmt.Errorf("worker: %w", err)
 	}
 	if h == nil {
 		return fmt.Errorf("worker: task %q version %q: handler is nil", task, version)
@@ -208,7 +209,7 @@ func (w *Worker) bind(ctx context.Context, r *registration) (jetstream.Consumer,
 		}
 		return c, err
 	}
-	c, err = w.js.CreateConsumer(ctx, names.TaskStream(), taskConsumerConfig(names, r.task, r.version, w.cfg.ConsumerPolicy))
+	c, err = w.js.CreateConsumer(ctx, names.TaskStream(), taskconsumer.Config(names, r.task, r.version, w.cfg.ConsumerPolicy))
 	if errors.Is(err, jetstream.ErrConsumerExists) {
 		// Created meanwhile with another policy; use it as it is.
 		c, err = w.js.Consumer(ctx, names.TaskStream(), names.TaskConsumer(r.task, r.version))
