@@ -50,6 +50,7 @@ type Dispatcher struct {
 	// steps the step goroutines. See lanes.go.
 	qmu       sync.Mutex
 	closed    bool // set when Stop gave up on the consumer's close
+	handBack  bool // set once Stop stopped pulling: inputs not yet stepped go back to the stream
 	queues    map[string]*runQueue
 	ready     []*runQueue // runs this process knows, starts, timers, signed results
 	stray     []*runQueue // inputs of runs this process does not know
@@ -172,7 +173,7 @@ func (d *Dispatcher) start(ctx context.Context) (lifecycle.Run, error) {
 	}
 	d.crashed.Store(false)
 	d.qmu.Lock()
-	d.closed = false
+	d.closed, d.handBack = false, false
 	d.qmu.Unlock()
 	cc, err := cons.Consume(d.receive,
 		jetstream.PullMaxMessagesWithBytesLimit(pullBatch(d.cfg), pullBytes(d.js.Conn().MaxPayload())),
@@ -214,8 +215,12 @@ func (c *cycle) Done() <-chan struct{} { return c.done }
 // Ending is false: only Stop ends a dispatcher's run.
 func (c *cycle) Ending() bool { return false }
 
-// windDown stops pulling inputs, lets the steps finish the ones already
-// received, then ends the step goroutines. Halt cuts the wait short.
+// windDown stops pulling inputs, lets the steps in flight finish and hands
+// the inputs received but not yet stepped back to the stream (a nak:
+// another dispatcher, or this one's successor, takes them at once), then
+// ends the step goroutines. Halt cuts the wait short. Handing back keeps a
+// stop short however many inputs a dispatcher holds (up to its consumer's
+// window, most of them stray in a flood).
 func (d *Dispatcher) windDown(c *cycle) {
 	defer close(c.done)
 	c.cc.Drain()
@@ -230,6 +235,9 @@ func (d *Dispatcher) windDown(c *cycle) {
 		d.closed = true
 		d.qmu.Unlock()
 	}
+	d.qmu.Lock()
+	d.handBack = true
+	d.qmu.Unlock()
 	drained := make(chan struct{})
 	go func() { d.wg.Wait(); close(drained) }()
 	select {

@@ -128,8 +128,11 @@ func (d *Dispatcher) handle(ctx context.Context, m jetstream.Msg, stray bool) {
 	d.m.step.WithLabelValues(in.Kind).Observe(time.Since(began).Seconds())
 }
 
+// abandon hands back an input no step took up, because the dispatcher is
+// stopping.
 func (d *Dispatcher) abandon(m jetstream.Msg) {
 	if !d.crashed.Load() {
+		d.m.messages.WithLabelValues(kindOf(d, m.Subject()), outcomeAbandoned).Inc()
 		_ = m.Nak()
 	}
 }

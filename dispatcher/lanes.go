@@ -148,8 +148,9 @@ func (d *Dispatcher) stepLoop(strayOnly bool) {
 		m := q.msgs[0]
 		q.msgs[0] = nil
 		q.msgs = q.msgs[1:]
+		handBack := d.handBack
 		d.qmu.Unlock()
-		if d.ctx.Err() != nil {
+		if handBack || d.ctx.Err() != nil {
 			d.abandon(m)
 		} else {
 			d.handle(d.ctx, m, q.stray)

@@ -2,6 +2,7 @@ package dispatcher
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"testing"
@@ -10,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/jetflow/jetflow/lifecycle/lifecycletest"
+	"github.com/jetflow/jetflow/natstest"
 	"github.com/jetflow/jetflow/wire"
 )
 
@@ -84,5 +86,65 @@ func TestStopOutOfTimeHandsInputsBack(t *testing.T) {
 	}
 	if got := testutil.ToFloat64(d2.m.messages.WithLabelValues("start", outcomeDuplicate)); got != 1 {
 		t.Errorf("d2 found %v starts already applied, want 1", got)
+	}
+}
+
+// TestStopHandsBackInputsNotYetStepped: a stop waits for the step in
+// flight only; the inputs queued behind it go back to the stream at once,
+// and another dispatcher applies each of them once.
+func TestStopHandsBackInputsNotYetStepped(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	const queued = 20
+	reached, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	d1, err := newDispatcher(b.js, b.store, b.loader, Config{Logger: quietLogger(t), Concurrency: 1, hooks: &hooks{at: func(p hookPoint, _, _ string) error {
+		if p == hookAfterSave {
+			once.Do(func() { close(reached); <-release })
+		}
+		return nil
+	}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	running(t, d1)
+	b.start(t, "first", nil)
+	<-reached
+	for i := range queued {
+		b.start(t, fmt.Sprintf("q%d", i), nil)
+	}
+	// Every start is in d1's hands, queued behind the one in flight.
+	natstest.WaitFor(t, 10*time.Second, "the starts queued in d1", func() error {
+		d1.qmu.Lock()
+		defer d1.qmu.Unlock()
+		if n := len(d1.queues); n != queued+1 {
+			return fmt.Errorf("%d runs queued", n)
+		}
+		return nil
+	})
+	stopped := make(chan error, 1)
+	go func() { stopped <- d1.Stop(testCtx(t)) }()
+	natstest.WaitFor(t, 10*time.Second, "Stop to stop pulling", func() error {
+		d1.qmu.Lock()
+		defer d1.qmu.Unlock()
+		if !d1.handBack {
+			return errors.New("still pulling")
+		}
+		return nil
+	})
+	close(release)
+	if err := <-stopped; err != nil {
+		t.Fatalf("Stop: %v", err)
+	}
+	if got := testutil.ToFloat64(d1.m.messages.WithLabelValues("start", outcomeAbandoned)); got != queued {
+		t.Errorf("d1 handed back %v starts, want the %d it had not stepped", got, queued)
+	}
+	if got := testutil.ToFloat64(d1.m.messages.WithLabelValues("start", outcomeApplied)); got != 1 {
+		t.Errorf("d1 applied %v starts, want only the one in flight", got)
+	}
+	b.dispatcher(t, Config{})
+	b.waitStatus(t, "first", wire.StatusDone, 10*time.Second)
+	for i := range queued {
+		b.waitStatus(t, fmt.Sprintf("q%d", i), wire.StatusDone, 10*time.Second)
 	}
 }
