@@ -35,13 +35,25 @@ func scheduleTimer(ctx context.Context, t *testing.T, js jetstream.JetStream, na
 // nextTimer waits for the next fired timer of run in the input stream.
 func nextTimer(ctx context.Context, t *testing.T, js jetstream.JetStream, names subjects.Names, run string, wait time.Duration) jetstream.Msg {
 	t.Helper()
-	c, err := js.OrderedConsumer(ctx, names.InputStream(), jetstream.OrderedConsumerConfig{FilterSubjects: []string{names.Timer(run)}})
-	if err != nil {
-		t.Fatal(err)
+	// Right after a node restart the stream's new leader may not answer
+	// yet (no responders): ask again until wait is over.
+	var m jetstream.Msg
+	deadline := time.Now().Add(wait)
+	for {
+		c, err := js.OrderedConsumer(ctx, names.InputStream(), jetstream.OrderedConsumerConfig{FilterSubjects: []string{names.Timer(run)}})
+		if err == nil {
+			m, err = c.Next(jetstream.FetchMaxWait(max(time.Second, time.Until(deadline))))
+		}
+		if err == nil {
+			return m
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no timer fired on %s within %s: %v", names.Timer(run), wait, err)
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("no timer fired on %s: %v (%v)", names.Timer(run), ctx.Err(), err)
+		case <-time.After(200 * time.Millisecond):
+		}
 	}
-	m, err := c.Next(jetstream.FetchMaxWait(wait))
-	if err != nil {
-		t.Fatalf("no timer fired on %s within %s: %v", names.Timer(run), wait, err)
-	}
-	return m
 }
