@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"os"
 	"os/exec"
@@ -134,5 +135,21 @@ func TestReadmeExample(t *testing.T) {
 	}
 	if out, exit := jetflow(t, "", "validate", "../../examples/order.json"); exit != 0 || !strings.HasPrefix(out, "ok: revision order-1") {
 		t.Fatalf("validate example: exit %d, %s", exit, out)
+	}
+}
+
+func TestVersion(t *testing.T) {
+	t.Parallel()
+	out, exit := jetflow(t, "", "version")
+	if exit != 0 || !strings.HasPrefix(out, "jetflow ") || !strings.Contains(out, "nats-server 2.") || !strings.Contains(out, "nats.go 1.") {
+		t.Fatalf("version: exit %d, %q", exit, out)
+	}
+	if flag, _ := jetflow(t, "", "--version"); flag != out {
+		t.Errorf("--version printed %q, version %q", flag, out)
+	}
+	js, exit := jetflow(t, "", "version", "--json")
+	var v struct{ Version, NATSServer, Go string }
+	if err := json.Unmarshal([]byte(js), &v); exit != 0 || err != nil || v.Version == "" || !strings.HasPrefix(v.NATSServer, "2.") || !strings.HasPrefix(v.Go, "go1.") {
+		t.Errorf("version --json: exit %d, %v, %q", exit, err, js)
 	}
 }

@@ -50,7 +50,9 @@ func newRoot(s streams) *cobra.Command {
 		Long:          "jetflow runs jaren-workflow 0.2 documents across dispatchers and workers on NATS JetStream.\nWith no NATS URL it starts an embedded nats-server; with one it joins an existing cluster.",
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		Version:       readBuildVersion().String(),
 	}
+	root.SetVersionTemplate("{{.Version}}\n")
 	for _, add := range commands {
 		root.AddCommand(add(s))
 	}
@@ -74,6 +76,7 @@ var commands = []func(streams) *cobra.Command{
 	newServe,
 	newStart,
 	newStatus,
+	newVersion,
 	newWorker,
 	newWorkflows,
 }
