@@ -1,0 +1,263 @@
+package query
+
+import (
+	"math"
+	"strconv"
+	"strings"
+
+	"github.com/jetflow/jetflow/engine/value"
+)
+
+// Rendering of §8.13: the canonical RFC 3339 spelling every date-producing
+// operator emits, and $date-format's LDML patterns. Fields are rendered
+// as JavaScript's String(n) renders them, so a value the reference spells
+// oddly (a year past 9999 after arithmetic) is spelled the same here.
+
+func numText(n float64) string { return value.NumberString(n) }
+
+func d2(n float64) string {
+	if n < 10 {
+		return "0" + numText(n)
+	}
+	return numText(n)
+}
+
+func d3(n float64) string {
+	switch {
+	case n < 10:
+		return "00" + numText(n)
+	case n < 100:
+		return "0" + numText(n)
+	}
+	return numText(n)
+}
+
+func padNum(n float64, width int) string {
+	s := numText(n)
+	if len(s) >= width {
+		return s
+	}
+	return strings.Repeat("0", width-len(s)) + s
+}
+
+// toFixed6 is JavaScript's x.toFixed(6): exact decimal rounding with a
+// tie going away from zero (strconv would round it to even), and String(x)
+// from 1e21 up.
+func toFixed6(x float64) string {
+	if x != x {
+		return "NaN"
+	}
+	if math.Abs(x) >= 1e21 {
+		return numText(x)
+	}
+	sign := ""
+	if x < 0 {
+		sign = "-"
+	}
+	x = math.Abs(x) // -0 has no sign in JavaScript's rendering
+	// x*10^6 ends in exactly .5 only when x*128 is an odd integer; then
+	// seven decimals are exact and the last one is a 5 to round up
+	if m := float64(x * 128); m == math.Trunc(m) && math.Mod(m, 2) == 1 {
+		s := strconv.FormatFloat(x, 'f', 7, 64)
+		return sign + incrementDecimal(s[:len(s)-1])
+	}
+	return sign + strconv.FormatFloat(x, 'f', 6, 64)
+}
+
+// incrementDecimal adds one unit in the last place of a decimal string.
+func incrementDecimal(s string) string {
+	b := []byte(s)
+	for i := len(b) - 1; i >= 0; i-- {
+		switch b[i] {
+		case '.':
+			continue
+		case '9':
+			b[i] = '0'
+		default:
+			b[i]++
+			return string(b)
+		}
+	}
+	return "1" + string(b)
+}
+
+// fractionDigits is the reference's toFixed(6).slice(-6).
+func fractionDigits(sec float64) string {
+	s := toFixed6(sec)
+	if len(s) > 6 {
+		s = s[len(s)-6:]
+	}
+	return s
+}
+
+// offsetText renders minutes east of UTC as Z, +HH:MM or +HHMM.
+func offsetText(p *dateParts, colon, zForUTC bool) string {
+	if !p.hasOffset {
+		return ""
+	}
+	if p.offset == 0 && zForUTC {
+		return "Z"
+	}
+	sign, abs := "+", p.offset
+	if p.offset < 0 {
+		sign, abs = "-", -p.offset
+	}
+	hh, mm := d2(math.Trunc(abs/60)), d2(math.Mod(abs, 60))
+	if colon {
+		return sign + hh + ":" + mm
+	}
+	return sign + hh + mm
+}
+
+func yearText(p *dateParts) string {
+	y := p.year
+	if y < 0 {
+		y = -y
+	}
+	return padNum(y, 4)
+}
+
+// formatDate renders p in the lexical form it carries: a full-date when it
+// has no clock, a full-time when it has no calendar (the reference tests
+// year < 0, so a year driven negative by arithmetic renders as a time),
+// otherwise a date-time; a fraction of a second only when non-zero, with
+// no trailing zeros.
+func formatDate(p *dateParts) string {
+	if p.hours < 0 {
+		return yearText(p) + "-" + d2(p.month) + "-" + d2(p.day)
+	}
+	var b strings.Builder
+	if !(p.year < 0) {
+		b.WriteString(yearText(p) + "-" + d2(p.month) + "-" + d2(p.day) + "T")
+	}
+	b.WriteString(d2(p.hours) + ":" + d2(p.minutes) + ":" + d2(math.Trunc(p.second)))
+	if frac := p.second - math.Trunc(p.second); frac != 0 {
+		if digits := strings.TrimRight(fractionDigits(p.second), "0"); digits != "" {
+			b.WriteString("." + digits)
+		}
+	}
+	b.WriteString(offsetText(p, true, true))
+	return b.String()
+}
+
+// ---- $date-format patterns
+
+type dateStep func(p *dateParts) string
+
+var dateTokens = map[string]dateStep{
+	"yyyy": yearText,
+	"yy":   func(p *dateParts) string { return d2(math.Mod(math.Mod(p.year, 100)+100, 100)) },
+	"y":    func(p *dateParts) string { return numText(p.year) },
+	"MM":   func(p *dateParts) string { return d2(p.month) },
+	"M":    func(p *dateParts) string { return numText(p.month) },
+	"dd":   func(p *dateParts) string { return d2(p.day) },
+	"d":    func(p *dateParts) string { return numText(p.day) },
+	"E": func(p *dateParts) string {
+		return numText(isoWeekday(daysFromCivil(p.year, p.month, p.day)))
+	},
+	"HH":  func(p *dateParts) string { return d2(p.hours) },
+	"H":   func(p *dateParts) string { return numText(p.hours) },
+	"hh":  func(p *dateParts) string { return d2(hour12(p.hours)) },
+	"h":   func(p *dateParts) string { return numText(hour12(p.hours)) },
+	"mm":  func(p *dateParts) string { return d2(p.minutes) },
+	"m":   func(p *dateParts) string { return numText(p.minutes) },
+	"ss":  func(p *dateParts) string { return d2(math.Trunc(p.second)) },
+	"s":   func(p *dateParts) string { return numText(math.Trunc(p.second)) },
+	"SSS": func(p *dateParts) string { return prefix(fractionDigits(p.second), 3) },
+	"S":   func(p *dateParts) string { return prefix(fractionDigits(p.second), 1) },
+	"XXX": func(p *dateParts) string { return offsetText(p, true, true) },
+	"XX":  func(p *dateParts) string { return offsetText(p, false, true) },
+	"X":   func(p *dateParts) string { return offsetText(p, true, false) },
+	"DDD": func(p *dateParts) string { return d3(dayOfYear(p)) },
+	"D":   func(p *dateParts) string { return numText(dayOfYear(p)) },
+	"ww":  func(p *dateParts) string { _, w := isoWeek(p); return d2(w) },
+	"w":   func(p *dateParts) string { _, w := isoWeek(p); return numText(w) },
+	"Q":   func(p *dateParts) string { return numText(quarterOf(p.month)) },
+}
+
+// nameTokens need locale names the reference does not carry.
+var nameTokens = map[string]string{
+	"MMMM": "months", "MMM": "monthsShort", "EEEE": "weekdays", "EEE": "weekdaysShort", "a": "meridiem",
+}
+
+func hour12(h float64) float64 {
+	if h := math.Mod(h, 12); h != 0 {
+		return h
+	}
+	return 12
+}
+
+func prefix(s string, n int) string {
+	if len(s) > n {
+		return s[:n]
+	}
+	return s
+}
+
+// patternError is a pattern the reference's compiler rejects.
+type patternError struct{ reason string }
+
+// compileDatePattern scans an LDML pattern once: the longest token wins,
+// quoted text and unknown characters are literal, ” is a quote.
+func compileDatePattern(pattern string) (func(p *dateParts) string, *patternError) {
+	var steps []dateStep
+	var lit strings.Builder
+	flush := func() {
+		if lit.Len() > 0 {
+			text := lit.String()
+			steps = append(steps, func(*dateParts) string { return text })
+			lit.Reset()
+		}
+	}
+	for i := 0; i < len(pattern); {
+		if pattern[i] == '\'' {
+			if i+1 < len(pattern) && pattern[i+1] == '\'' {
+				lit.WriteByte('\'')
+				i += 2
+				continue
+			}
+			end := strings.IndexByte(pattern[i+1:], '\'')
+			if end < 0 {
+				return nil, &patternError{"unterminated quoted literal in date pattern '" + pattern + "'"}
+			}
+			lit.WriteString(pattern[i+1 : i+1+end])
+			i += end + 2
+			continue
+		}
+		matched := ""
+		for n := 4; n >= 1; n-- {
+			if i+n > len(pattern) {
+				continue
+			}
+			c := pattern[i : i+n]
+			if _, ok := dateTokens[c]; ok {
+				matched = c
+				break
+			}
+			if _, ok := nameTokens[c]; ok {
+				matched = c
+				break
+			}
+		}
+		if matched == "" {
+			lit.WriteByte(pattern[i])
+			i++
+			continue
+		}
+		if need, ok := nameTokens[matched]; ok {
+			return nil, &patternError{"the '" + matched + "' token needs a '" + need +
+				"' names provider (@jarenjs/core/dates is locale-free by design)"}
+		}
+		flush()
+		steps = append(steps, dateTokens[matched])
+		i += len(matched)
+	}
+	flush()
+	return func(p *dateParts) string {
+		var b strings.Builder
+		for _, s := range steps {
+			b.WriteString(s(p))
+		}
+		return b.String()
+	}, nil
+}
