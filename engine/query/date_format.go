@@ -13,14 +13,34 @@ import (
 // as JavaScript's String(n) renders them, so a value the reference spells
 // oddly (a year past 9999 after arithmetic) is spelled the same here.
 
-func numText(n float64) string { return value.NumberString(n) }
-
-func d2(n float64) string {
-	if n < 10 {
-		return "0" + numText(n)
+func numText(n float64) string {
+	if n == math.Trunc(n) && math.Abs(n) < 1e15 {
+		return strconv.FormatInt(int64(n), 10) // -0 included: String(-0) is "0"
 	}
-	return numText(n)
+	return value.NumberString(n)
 }
+
+// smallInt is n as an int when it is a whole number in [0, 10000).
+func smallInt(n float64) (int, bool) {
+	if n >= 0 && n < 10000 && n == math.Trunc(n) {
+		return int(n), true
+	}
+	return 0, false
+}
+
+// appendD2 is the reference's D2: a leading zero below 10, whatever the
+// number is (so -1 renders "0-1").
+func appendD2(b []byte, n float64) []byte {
+	if k, ok := smallInt(n); ok && k < 100 {
+		return append(b, byte('0'+k/10), byte('0'+k%10))
+	}
+	if n < 10 {
+		b = append(b, '0')
+	}
+	return append(b, numText(n)...)
+}
+
+func d2(n float64) string { return string(appendD2(nil, n)) }
 
 func d3(n float64) string {
 	switch {
@@ -32,12 +52,19 @@ func d3(n float64) string {
 	return numText(n)
 }
 
-func padNum(n float64, width int) string {
-	s := numText(n)
-	if len(s) >= width {
-		return s
+// appendYear is the reference's yyyy: the magnitude, zero-padded to four.
+func appendYear(b []byte, y float64) []byte {
+	if y < 0 {
+		y = -y
 	}
-	return strings.Repeat("0", width-len(s)) + s
+	if k, ok := smallInt(y); ok {
+		return append(b, byte('0'+k/1000), byte('0'+k/100%10), byte('0'+k/10%10), byte('0'+k%10))
+	}
+	s := numText(y)
+	for i := len(s); i < 4; i++ {
+		b = append(b, '0')
+	}
+	return append(b, s...)
 }
 
 // toFixed6 is JavaScript's x.toFixed(6): exact decimal rounding with a
@@ -90,32 +117,30 @@ func fractionDigits(sec float64) string {
 	return s
 }
 
-// offsetText renders minutes east of UTC as Z, +HH:MM or +HHMM.
-func offsetText(p *dateParts, colon, zForUTC bool) string {
+// appendOffset renders minutes east of UTC as Z, +HH:MM or +HHMM.
+func appendOffset(b []byte, p *dateParts, colon, zForUTC bool) []byte {
 	if !p.hasOffset {
-		return ""
+		return b
 	}
 	if p.offset == 0 && zForUTC {
-		return "Z"
+		return append(b, 'Z')
 	}
-	sign, abs := "+", p.offset
+	sign, abs := byte('+'), p.offset
 	if p.offset < 0 {
-		sign, abs = "-", -p.offset
+		sign, abs = '-', -p.offset
 	}
-	hh, mm := d2(math.Trunc(abs/60)), d2(math.Mod(abs, 60))
+	b = appendD2(append(b, sign), math.Trunc(abs/60))
 	if colon {
-		return sign + hh + ":" + mm
+		b = append(b, ':')
 	}
-	return sign + hh + mm
+	return appendD2(b, math.Mod(abs, 60))
 }
 
-func yearText(p *dateParts) string {
-	y := p.year
-	if y < 0 {
-		y = -y
-	}
-	return padNum(y, 4)
+func offsetText(p *dateParts, colon, zForUTC bool) string {
+	return string(appendOffset(nil, p, colon, zForUTC))
 }
+
+func yearText(p *dateParts) string { return string(appendYear(nil, p.year)) }
 
 // formatDate renders p in the lexical form it carries: a full-date when it
 // has no clock, a full-time when it has no calendar (the reference tests
@@ -123,21 +148,26 @@ func yearText(p *dateParts) string {
 // otherwise a date-time; a fraction of a second only when non-zero, with
 // no trailing zeros.
 func formatDate(p *dateParts) string {
-	if p.hours < 0 {
-		return yearText(p) + "-" + d2(p.month) + "-" + d2(p.day)
+	var buf [48]byte
+	b := buf[:0]
+	if p.hours < 0 || !(p.year < 0) {
+		b = appendYear(b, p.year)
+		b = appendD2(append(b, '-'), p.month)
+		b = appendD2(append(b, '-'), p.day)
+		if p.hours < 0 {
+			return string(b)
+		}
+		b = append(b, 'T')
 	}
-	var b strings.Builder
-	if !(p.year < 0) {
-		b.WriteString(yearText(p) + "-" + d2(p.month) + "-" + d2(p.day) + "T")
-	}
-	b.WriteString(d2(p.hours) + ":" + d2(p.minutes) + ":" + d2(math.Trunc(p.second)))
+	b = appendD2(b, p.hours)
+	b = appendD2(append(b, ':'), p.minutes)
+	b = appendD2(append(b, ':'), math.Trunc(p.second))
 	if frac := p.second - math.Trunc(p.second); frac != 0 {
 		if digits := strings.TrimRight(fractionDigits(p.second), "0"); digits != "" {
-			b.WriteString("." + digits)
+			b = append(append(b, '.'), digits...)
 		}
 	}
-	b.WriteString(offsetText(p, true, true))
-	return b.String()
+	return string(appendOffset(b, p, true, true))
 }
 
 // ---- $date-format patterns

@@ -44,18 +44,17 @@ func unitArg(v any, path string) string {
 	return ""
 }
 
-// kernel runs calendar arithmetic and turns its refusal into JQ2001
-// against the date operand.
-func kernel(path string, op func() dateParts) (p dateParts) {
-	defer func() {
-		if r := recover(); r != nil {
-			if d, ok := r.(dateRefusal); ok {
-				throw(fault.JQ2001, d.reason, path)
-			}
-			panic(r)
-		}
-	}()
-	return op()
+// refusedAt turns the kernel's refusal, recovered by the caller's
+// deferred function, into JQ2001 against the date operand; any other
+// panic goes on unwinding.
+func refusedAt(r any, path string) {
+	if r == nil {
+		return
+	}
+	if d, ok := r.(dateRefusal); ok {
+		throw(fault.JQ2001, d.reason, path)
+	}
+	panic(r)
 }
 
 // emitDate renders a produced date and charges its bytes.
@@ -208,7 +207,8 @@ func dateShift(sign float64) func(a []arg, opPath string) getter {
 				if !ok {
 					throw(fault.JQ2001, "expected an ISO 8601 duration, got "+quoteOrDescribe(second), a[1].path)
 				}
-				out := kernel(a[0].path, func() dateParts { return addDuration(p, d, sign) })
+				defer func() { refusedAt(recover(), a[0].path) }()
+				out := addDuration(p, d, sign)
 				return emitDate(f, &out, opPath)
 			}
 			n, ok := second.(float64)
@@ -216,7 +216,8 @@ func dateShift(sign float64) func(a []arg, opPath string) getter {
 				throw(fault.JQ2001, "expected a number of units, got "+describe(second), a[1].path)
 			}
 			unit := unitArg(a[2].get(f), a[2].path)
-			out := kernel(a[0].path, func() dateParts { return addUnits(p, float64(sign*n), unit) })
+			defer func() { refusedAt(recover(), a[0].path) }()
+			out := addUnits(p, float64(sign*n), unit)
 			return emitDate(f, &out, opPath)
 		}
 	}
@@ -232,7 +233,8 @@ func dateTrunc(truncate func(dateParts, string) dateParts) func(a []arg, opPath 
 			}
 			p := dateArg(v, a[0].path)
 			unit := unitArg(a[1].get(f), a[1].path)
-			out := kernel(a[0].path, func() dateParts { return truncate(p, unit) })
+			defer func() { refusedAt(recover(), a[0].path) }()
+			out := truncate(p, unit)
 			return emitDate(f, &out, opPath)
 		}
 	}
