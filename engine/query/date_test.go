@@ -2,6 +2,7 @@ package query
 
 import (
 	"math"
+	"strings"
 	"testing"
 )
 
@@ -163,6 +164,69 @@ func FuzzDateParse(f *testing.F) {
 			if _, ok := parseDuration(s); !ok {
 				t.Fatalf("%q is a strict duration the lenient reader refuses", s)
 			}
+		}
+	})
+}
+
+// datePatternCases render 2026-07-05T09:03:07.045+05:30 (reason "": the
+// pattern compiles); they also seed FuzzDatePattern.
+var datePatternCases = []struct {
+	pattern, want, reason string
+}{
+	{"yyyy-MM-dd'T'HH:mm:ss.SSSXXX", "2026-07-05T09:03:07.045+05:30", ""},
+	{"yy y M d H h m s S", "26 2026 7 5 9 9 3 7 0", ""},
+	{"DDD D ww w Q E XX X", "186 186 27 27 3 7 +0530 +05:30", ""},
+	{"yyyyy SSSS EE", "20262026 0450 77", ""},
+	{"'Week' w 'of' yyyy", "Week 27 of 2026", ""},
+	{"''yy'' 'it''s'", "'26' its", ""},
+	{"é ✓ [yyyy]", "é ✓ [2026]", ""},
+	{"", "", ""},
+	{"'MMMM a'", "MMMM a", ""},
+	{"dd MMMM", "", "the 'MMMM' token needs a 'months' names provider (@jarenjs/core/dates is locale-free by design)"},
+	{"EEE", "", "the 'EEE' token needs a 'weekdaysShort' names provider (@jarenjs/core/dates is locale-free by design)"},
+	{"h a", "", "the 'a' token needs a 'meridiem' names provider (@jarenjs/core/dates is locale-free by design)"},
+	{"yyyy 'T", "", "unterminated quoted literal in date pattern 'yyyy 'T'"},
+}
+
+func TestDatePattern(t *testing.T) {
+	t.Parallel()
+	p, _ := parseDateParts("2026-07-05T09:03:07.045+05:30")
+	for _, c := range datePatternCases {
+		format, perr := compileDatePattern(c.pattern)
+		switch {
+		case c.reason != "":
+			if perr == nil || perr.reason != c.reason {
+				t.Errorf("compileDatePattern(%q) error %v, want %q", c.pattern, perr, c.reason)
+			}
+		case perr != nil:
+			t.Errorf("compileDatePattern(%q): %s", c.pattern, perr.reason)
+		default:
+			if got := format(&p); got != c.want {
+				t.Errorf("pattern %q renders %q, want %q", c.pattern, got, c.want)
+			}
+		}
+	}
+}
+
+// FuzzDatePattern compiles arbitrary patterns: a pattern fails only for
+// an unmatched quote or a name token, and a compiled one renders every
+// lexical form (including the halves a value lacks) without panicking.
+func FuzzDatePattern(f *testing.F) {
+	for _, c := range datePatternCases {
+		f.Add(c.pattern)
+	}
+	values := []string{"2026-07-05T09:03:07.045+05:30", "0000-01-01", "23:59:60.5-00:00", "9999-12-31Z"}
+	f.Fuzz(func(t *testing.T, pattern string) {
+		format, perr := compileDatePattern(pattern)
+		if perr != nil {
+			if !strings.Contains(perr.reason, "unterminated") && !strings.Contains(perr.reason, "names provider") {
+				t.Fatalf("pattern %q refused for %q", pattern, perr.reason)
+			}
+			return
+		}
+		for _, v := range values {
+			p, _ := parseDateParts(v)
+			_ = format(&p)
 		}
 	})
 }
