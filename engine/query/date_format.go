@@ -40,8 +40,6 @@ func appendD2(b []byte, n float64) []byte {
 	return append(b, numText(n)...)
 }
 
-func d2(n float64) string { return string(appendD2(nil, n)) }
-
 func d3(n float64) string {
 	switch {
 	case n < 10:
@@ -136,12 +134,6 @@ func appendOffset(b []byte, p *dateParts, colon, zForUTC bool) []byte {
 	return appendD2(b, math.Mod(abs, 60))
 }
 
-func offsetText(p *dateParts, colon, zForUTC bool) string {
-	return string(appendOffset(nil, p, colon, zForUTC))
-}
-
-func yearText(p *dateParts) string { return string(appendYear(nil, p.year)) }
-
 // formatDate renders p in the lexical form it carries: a full-date when it
 // has no clock, a full-time when it has no calendar (the reference tests
 // year < 0, so a year driven negative by arithmetic renders as a time),
@@ -172,37 +164,63 @@ func formatDate(p *dateParts) string {
 
 // ---- $date-format patterns
 
-type dateStep func(p *dateParts) string
+// dateStep appends one token's rendering of p.
+type dateStep func(b []byte, p *dateParts) []byte
+
+func numStep(field func(p *dateParts) float64) dateStep {
+	return func(b []byte, p *dateParts) []byte { return append(b, numText(field(p))...) }
+}
+
+func d2Step(field func(p *dateParts) float64) dateStep {
+	return func(b []byte, p *dateParts) []byte { return appendD2(b, field(p)) }
+}
+
+func offsetStep(colon, zForUTC bool) dateStep {
+	return func(b []byte, p *dateParts) []byte { return appendOffset(b, p, colon, zForUTC) }
+}
+
+func fractionStep(n int) dateStep {
+	return func(b []byte, p *dateParts) []byte { return append(b, prefix(fractionDigits(p.second), n)...) }
+}
+
+var (
+	fieldYear    = func(p *dateParts) float64 { return p.year }
+	fieldMonth   = func(p *dateParts) float64 { return p.month }
+	fieldDay     = func(p *dateParts) float64 { return p.day }
+	fieldHours   = func(p *dateParts) float64 { return p.hours }
+	fieldHour12  = func(p *dateParts) float64 { return hour12(p.hours) }
+	fieldMinutes = func(p *dateParts) float64 { return p.minutes }
+	fieldSecond  = func(p *dateParts) float64 { return math.Trunc(p.second) }
+	fieldWeek    = func(p *dateParts) float64 { _, w := isoWeek(p); return w }
+)
 
 var dateTokens = map[string]dateStep{
-	"yyyy": yearText,
-	"yy":   func(p *dateParts) string { return d2(math.Mod(math.Mod(p.year, 100)+100, 100)) },
-	"y":    func(p *dateParts) string { return numText(p.year) },
-	"MM":   func(p *dateParts) string { return d2(p.month) },
-	"M":    func(p *dateParts) string { return numText(p.month) },
-	"dd":   func(p *dateParts) string { return d2(p.day) },
-	"d":    func(p *dateParts) string { return numText(p.day) },
-	"E": func(p *dateParts) string {
-		return numText(isoWeekday(daysFromCivil(p.year, p.month, p.day)))
-	},
-	"HH":  func(p *dateParts) string { return d2(p.hours) },
-	"H":   func(p *dateParts) string { return numText(p.hours) },
-	"hh":  func(p *dateParts) string { return d2(hour12(p.hours)) },
-	"h":   func(p *dateParts) string { return numText(hour12(p.hours)) },
-	"mm":  func(p *dateParts) string { return d2(p.minutes) },
-	"m":   func(p *dateParts) string { return numText(p.minutes) },
-	"ss":  func(p *dateParts) string { return d2(math.Trunc(p.second)) },
-	"s":   func(p *dateParts) string { return numText(math.Trunc(p.second)) },
-	"SSS": func(p *dateParts) string { return prefix(fractionDigits(p.second), 3) },
-	"S":   func(p *dateParts) string { return prefix(fractionDigits(p.second), 1) },
-	"XXX": func(p *dateParts) string { return offsetText(p, true, true) },
-	"XX":  func(p *dateParts) string { return offsetText(p, false, true) },
-	"X":   func(p *dateParts) string { return offsetText(p, true, false) },
-	"DDD": func(p *dateParts) string { return d3(dayOfYear(p)) },
-	"D":   func(p *dateParts) string { return numText(dayOfYear(p)) },
-	"ww":  func(p *dateParts) string { _, w := isoWeek(p); return d2(w) },
-	"w":   func(p *dateParts) string { _, w := isoWeek(p); return numText(w) },
-	"Q":   func(p *dateParts) string { return numText(quarterOf(p.month)) },
+	"yyyy": func(b []byte, p *dateParts) []byte { return appendYear(b, p.year) },
+	"yy":   d2Step(func(p *dateParts) float64 { return math.Mod(math.Mod(p.year, 100)+100, 100) }),
+	"y":    numStep(fieldYear),
+	"MM":   d2Step(fieldMonth),
+	"M":    numStep(fieldMonth),
+	"dd":   d2Step(fieldDay),
+	"d":    numStep(fieldDay),
+	"E":    numStep(func(p *dateParts) float64 { return isoWeekday(daysFromCivil(p.year, p.month, p.day)) }),
+	"HH":   d2Step(fieldHours),
+	"H":    numStep(fieldHours),
+	"hh":   d2Step(fieldHour12),
+	"h":    numStep(fieldHour12),
+	"mm":   d2Step(fieldMinutes),
+	"m":    numStep(fieldMinutes),
+	"ss":   d2Step(fieldSecond),
+	"s":    numStep(fieldSecond),
+	"SSS":  fractionStep(3),
+	"S":    fractionStep(1),
+	"XXX":  offsetStep(true, true),
+	"XX":   offsetStep(false, true),
+	"X":    offsetStep(true, false),
+	"DDD":  func(b []byte, p *dateParts) []byte { return append(b, d3(dayOfYear(p))...) },
+	"D":    numStep(dayOfYear),
+	"ww":   d2Step(fieldWeek),
+	"w":    numStep(fieldWeek),
+	"Q":    numStep(func(p *dateParts) float64 { return quarterOf(p.month) }),
 }
 
 // nameTokens need locale names the reference does not carry.
@@ -228,14 +246,15 @@ func prefix(s string, n int) string {
 type patternError struct{ reason string }
 
 // compileDatePattern scans an LDML pattern once: the longest token wins,
-// quoted text and unknown characters are literal, ” is a quote.
+// quoted text and unknown characters are literal, and two quotes in a
+// row are one quote.
 func compileDatePattern(pattern string) (func(p *dateParts) string, *patternError) {
 	var steps []dateStep
 	var lit strings.Builder
 	flush := func() {
 		if lit.Len() > 0 {
 			text := lit.String()
-			steps = append(steps, func(*dateParts) string { return text })
+			steps = append(steps, func(b []byte, _ *dateParts) []byte { return append(b, text...) })
 			lit.Reset()
 		}
 	}
@@ -284,10 +303,11 @@ func compileDatePattern(pattern string) (func(p *dateParts) string, *patternErro
 	}
 	flush()
 	return func(p *dateParts) string {
-		var b strings.Builder
+		var buf [64]byte
+		b := buf[:0]
 		for _, s := range steps {
-			b.WriteString(s(p))
+			b = s(b, p)
 		}
-		return b.String()
+		return string(b)
 	}, nil
 }
