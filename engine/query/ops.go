@@ -13,6 +13,7 @@ import (
 type arg struct {
 	get  getter
 	path string
+	raw  any // the argument as written, for operators that fold a literal
 }
 
 // opEntry declares an operator's shape once (QUERY-FORMAT §8): unary
@@ -80,7 +81,7 @@ func (c *compiler) operator(key string, val any, path string, sc *scope, depth i
 	}
 	var args []arg
 	if e.unary {
-		args = []arg{{c.expr(val, opPath, sc, depth+1), opPath}}
+		args = []arg{{c.expr(val, opPath, sc, depth+1), opPath, val}}
 	} else {
 		max := e.max
 		list := requireArray(key, val, e.min, max, opPath)
@@ -90,7 +91,7 @@ func (c *compiler) operator(key string, val any, path string, sc *scope, depth i
 			if i == e.schema {
 				fail(fault.JQ0008, "schema operators require a type-test compiler (options.compileTypeTest)", opPath)
 			}
-			args[i] = arg{c.expr(v, p, sc, depth+1), p}
+			args[i] = arg{c.expr(v, p, sc, depth+1), p, v}
 		}
 	}
 	return e.build(args, opPath)

@@ -7,18 +7,14 @@ import (
 	"github.com/jetflow/jetflow/engine/fault"
 )
 
-// deferred names operators of QUERY-FORMAT §8.13–8.16 (dates, spatial,
-// vectors, time series) that jetflow does not implement yet. A document
+// deferred names operators of QUERY-FORMAT §8.14 and §8.16 (spatial,
+// time series) that jetflow does not implement yet. A document
 // using one fails to compile with a reason that says so, instead of the
 // reference's evaluation.
 var deferred = setOf(
-	"$is-date", "$is-time", "$is-datetime", "$is-duration",
-	"$year", "$month", "$day", "$hours", "$minutes", "$seconds", "$offset",
-	"$week", "$week-year", "$quarter", "$weekday", "$epoch", "$datetime",
-	"$date-add", "$date-sub", "$start-of", "$end-of", "$date-diff", "$date-format",
 	"$bbox", "$area", "$length", "$centroid", "$distance", "$within", "$bbox-intersects",
 	"$geohash", "$geo-parse", "$geo-text", "$geohash-bounds", "$geohash-neighbours", "$geo-simplify",
-	"$similarity", "$overlaps", "$time-bucket", "$resample", "$rolling", "$asof",
+	"$overlaps", "$time-bucket", "$resample", "$rolling", "$asof",
 )
 
 // otherKnown are vocabulary keys handled outside the operator table.
