@@ -183,6 +183,8 @@ func (t *Tracker) settled(prev, st *run.State, at float64) []Progress {
 			}
 		case st.Status == run.StatusCancelled:
 			s.Detail = "abandoned: the run was cancelled"
+		case st.Status == run.StatusTerminated:
+			s.Detail = "abandoned: the run was terminated"
 		case st.Status == run.StatusFailed && st.Error != nil:
 			s.Detail = BareMessage(st.Error.Code, st.Error.Path, st.Error.Message)
 		default:

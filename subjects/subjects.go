@@ -55,6 +55,10 @@ const (
 	KindResult = "result"
 	KindTimer  = "timer"
 	KindCancel = "cancel"
+	// An operator's requests (pause.go).
+	KindPause     = "pause"
+	KindResume    = "resume"
+	KindTerminate = "terminate"
 )
 
 // InputStream holds every message a run consumes: its history.
@@ -162,7 +166,8 @@ func (n Names) ParseInput(subject string) (runID, kind, eventType string, err er
 		return "", "", "", fmt.Errorf("subject %q: an event subject ends in event.<type>", subject)
 	case len(parts) != 2:
 		return "", "", "", fmt.Errorf("subject %q has unexpected tokens after %q", subject, kind)
-	case kind != KindStart && kind != KindResult && kind != KindTimer && kind != KindCancel:
+	case kind != KindStart && kind != KindResult && kind != KindTimer && kind != KindCancel &&
+		kind != KindPause && kind != KindResume && kind != KindTerminate:
 		return "", "", "", fmt.Errorf("subject %q: unknown input kind %q", subject, kind)
 	}
 	return runID, kind, eventType, nil
