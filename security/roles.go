@@ -105,10 +105,15 @@ func Worker(n subjects.Names, user, task, version string) (Permissions, error) {
 }
 
 // Publisher input kinds a Publisher may be given.
-var publisherKinds = []string{subjects.KindStart, subjects.KindEvent, subjects.KindCancel}
+var publisherKinds = []string{
+	subjects.KindStart, subjects.KindEvent, subjects.KindCancel,
+	subjects.KindPause, subjects.KindResume, subjects.KindTerminate,
+}
 
 // Publisher may publish the given run inputs: any of subjects.KindStart,
-// KindEvent and KindCancel (an event source gets KindEvent only). It may
+// KindEvent and KindCancel (an event source gets KindEvent only), and the
+// operator's KindPause, KindResume and KindTerminate, which no role but
+// the operator has unless a deployment grants them this way. It may
 // bind the run bucket (client.New does; stream info only), never read a
 // record. Results and timers are never a publisher's. Whatever headers it
 // sets, the input stream refuses those that act on other messages
@@ -123,6 +128,12 @@ func Publisher(n subjects.Names, user string, kinds ...string) (Permissions, err
 			pub = append(pub, n.Event("*", "*"))
 		case subjects.KindCancel:
 			pub = append(pub, n.Cancel("*"))
+		case subjects.KindPause:
+			pub = append(pub, n.Pause("*"))
+		case subjects.KindResume:
+			pub = append(pub, n.Resume("*"))
+		case subjects.KindTerminate:
+			pub = append(pub, n.Terminate("*"))
 		default:
 			return Permissions{}, fmt.Errorf("security: a publisher may publish %v, not %q", publisherKinds, k)
 		}
