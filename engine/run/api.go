@@ -38,6 +38,8 @@ type Message struct {
 	Result *TaskResult
 	// Timer
 	Timer *TimerFire
+	// Postpone (postpone.go)
+	Postpone *Postpone
 	// Cancel, pause, resume, terminate
 	Reason string
 	// Operator names who paused, resumed or terminated the run.

@@ -89,6 +89,8 @@ func Apply(wf *workflow.Workflow, st *State, msg Message, opts Options) (*State,
 		err = r.result(msg.Result)
 	case KindCancel:
 		r.cancel()
+	case KindPostpone:
+		err = r.postpone(msg.Postpone)
 	default:
 		return nil, nil, reject("unknown message kind %q", msg.Kind)
 	}

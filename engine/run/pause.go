@@ -53,6 +53,8 @@ type Held struct {
 	Event  *Event      `json:"event,omitempty"`
 	Result *heldResult `json:"result,omitempty"`
 	Timer  *heldTimer  `json:"timer,omitempty"`
+	// Postpone is a held postpone (postpone.go).
+	Postpone *Postpone `json:"postpone,omitempty"`
 }
 
 type heldResult struct {
@@ -89,13 +91,16 @@ func hold(msg Message, at float64) Held {
 		}
 	case msg.Timer != nil:
 		h.Timer = &heldTimer{ID: msg.Timer.ID, Deadline: msg.Timer.Deadline}
+	case msg.Postpone != nil:
+		p := *msg.Postpone
+		h.Postpone = &p
 	}
 	return h
 }
 
 // message is the input a held one stands for.
 func (h Held) message() Message {
-	m := Message{Kind: h.Kind, Time: h.Time, Event: h.Event}
+	m := Message{Kind: h.Kind, Time: h.Time, Event: h.Event, Postpone: h.Postpone}
 	if h.Result != nil {
 		m.Result = &TaskResult{Activation: h.Result.Activation, Node: h.Result.Node, Attempt: h.Result.Attempt, Output: h.Result.Output}
 		if h.Result.Error != nil {
