@@ -91,6 +91,10 @@ func Summarize(names subjects.Names, m Message) (kind, summary string) {
 			s += " operator=" + strconv.Quote(oneLine(b.Operator, 60))
 		}
 		return kind, s
+	case subjects.KindPostpone:
+		var b wire.Postpone
+		_ = json.Unmarshal(m.Data, &b)
+		return kind, "task=" + b.Task + "@" + b.Version + " (paused; its due attempts start over)"
 	}
 	return kind, compact(m.Data, 80)
 }

@@ -83,7 +83,7 @@ func addressed(names subjects.Names, subject string, err error) *Input {
 	}
 	switch kind {
 	case subjects.KindEvent, subjects.KindResult, subjects.KindTimer, subjects.KindCancel,
-		subjects.KindPause, subjects.KindResume, subjects.KindTerminate:
+		subjects.KindPause, subjects.KindResume, subjects.KindTerminate, subjects.KindPostpone:
 		return &Input{RunID: runID, Kind: kind, msg: run.Message{RunID: runID}, refused: err}
 	}
 	return nil
@@ -117,6 +117,8 @@ func parseInput(names subjects.Names, subject string, header nats.Header, data [
 		err = in.parseCancel(data)
 	case subjects.KindPause, subjects.KindResume, subjects.KindTerminate:
 		err = in.parseOperation(kind, data)
+	case subjects.KindPostpone:
+		err = in.parsePostpone(data)
 	default:
 		err = malformed("unknown input kind %q", kind)
 	}

@@ -2,6 +2,7 @@ package step
 
 import (
 	"bytes"
+	"fmt"
 	"strings"
 
 	"github.com/jetflow/jetflow/engine/run"
@@ -23,4 +24,36 @@ func (in *Input) parseOperation(kind string, data []byte) error {
 	}
 	in.msg.Kind, in.msg.Reason, in.msg.Operator = run.Kind(kind), body.Reason, body.Operator
 	return nil
+}
+
+func (in *Input) parsePostpone(data []byte) error {
+	var body wire.Postpone
+	if err := strictJSON(data, &body); err != nil {
+		return malformed("postpone body: %v", err)
+	}
+	if err := subjects.CheckTask(body.Task); err != nil {
+		return fmt.Errorf("%w: postpone body: %w", ErrMalformed, err)
+	}
+	if err := subjects.CheckVersion(body.Version); err != nil {
+		return fmt.Errorf("%w: postpone body: %w", ErrMalformed, err)
+	}
+	in.msg.Kind, in.msg.Postpone = run.KindPostpone, &run.Postpone{Task: body.Task, Version: body.Version}
+	return nil
+}
+
+// DueAt returns the task versions whose attempts the input would fail
+// if it is a deadline fire applied to st at stream time now (see
+// run.DueTasks), nil for any other input or a stale fire. A dispatcher
+// asks it before applying a fire, to postpone the attempts of a paused
+// task version instead.
+func DueAt(def *Definition, st *run.State, in *Input, now float64) []run.TaskVersion {
+	t := in.msg.Timer
+	if in.msg.Kind != run.KindTimer || t == nil || t.ID != run.DeadlineTimer || st == nil || st.Deadline != t.Deadline {
+		return nil
+	}
+	e, ok := def.Program.(Engine)
+	if !ok {
+		return nil
+	}
+	return run.DueTasks(e.Workflow, st, max(now, t.Deadline))
 }

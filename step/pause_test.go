@@ -46,5 +46,16 @@ func init() {
 		{name: "pause string", subject: "jetflow.in.r1.pause", body: `"now"`, bad: "pause body"},
 		{name: "resume bad field", subject: "jetflow.in.r1.resume", body: `{"reason":5}`, bad: "resume body"},
 		{name: "pause extra token", subject: "jetflow.in.r1.pause.x", bad: "unexpected tokens"},
+		{
+			name: "postpone", subject: "jetflow.in.r1.postpone", body: `{"task":"check-stock","version":"1.2","deadline":61000}`,
+			check: func(t *testing.T, in *Input) {
+				if p := in.msg.Postpone; in.msg.Kind != run.KindPostpone || p == nil || p.Task != "check-stock" || p.Version != "1.2" {
+					t.Errorf("postpone %+v", in.msg)
+				}
+			},
+		},
+		{name: "postpone bad task", subject: "jetflow.in.r1.postpone", body: `{"task":"a.b","version":"1"}`, bad: "postpone body"},
+		{name: "postpone no version", subject: "jetflow.in.r1.postpone", body: `{"task":"a"}`, bad: "postpone body"},
+		{name: "postpone empty", subject: "jetflow.in.r1.postpone", bad: "postpone body"},
 	}...)
 }

@@ -10,3 +10,9 @@ func (n Names) Resume(runID string) string { return n.prefix + ".in." + runID + 
 func (n Names) Terminate(runID string) string {
 	return n.prefix + ".in." + runID + "." + KindTerminate
 }
+
+// Postpone is where a dispatcher asks a run to start over the due
+// attempts of a paused task version.
+func (n Names) Postpone(runID string) string {
+	return n.prefix + ".in." + runID + "." + KindPostpone
+}

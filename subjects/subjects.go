@@ -59,6 +59,8 @@ const (
 	KindPause     = "pause"
 	KindResume    = "resume"
 	KindTerminate = "terminate"
+	// A dispatcher's, for a paused task version (pause.go).
+	KindPostpone = "postpone"
 )
 
 // InputStream holds every message a run consumes: its history.
@@ -167,7 +169,7 @@ func (n Names) ParseInput(subject string) (runID, kind, eventType string, err er
 	case len(parts) != 2:
 		return "", "", "", fmt.Errorf("subject %q has unexpected tokens after %q", subject, kind)
 	case kind != KindStart && kind != KindResult && kind != KindTimer && kind != KindCancel &&
-		kind != KindPause && kind != KindResume && kind != KindTerminate:
+		kind != KindPause && kind != KindResume && kind != KindTerminate && kind != KindPostpone:
 		return "", "", "", fmt.Errorf("subject %q: unknown input kind %q", subject, kind)
 	}
 	return runID, kind, eventType, nil

@@ -14,3 +14,12 @@ const (
 	StatusPaused     = "paused"
 	StatusTerminated = "terminated"
 )
+
+// Postpone is the body of a dispatcher's postpone input: the due
+// attempts of this task version start over, because an operator paused
+// it. Deadline is the deadline fire that found them due (Unix ms).
+type Postpone struct {
+	Task     string  `json:"task"`
+	Version  string  `json:"version"`
+	Deadline float64 `json:"deadline"`
+}
