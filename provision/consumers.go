@@ -108,7 +108,12 @@ func EnsureTaskConsumer(ctx context.Context, js jetstream.JetStream, names subje
 	if err := p.validate(); err != nil {
 		return nil, fmt.Errorf("provision: task %q version %q: invalid policy: %w", task, version, err)
 	}
-	c, err := js.CreateOrUpdateConsumer(ctx, names.TaskStream(), TaskConsumerConfig(names, task, version, p))
+	cfg := TaskConsumerConfig(names, task, version, p)
+	// A deploy must not end an operator's pause of the task (PauseTask).
+	if old, err := js.Consumer(ctx, names.TaskStream(), cfg.Durable); err == nil && old.CachedInfo().Paused {
+		cfg.PauseUntil = old.CachedInfo().Config.PauseUntil
+	}
+	c, err := js.CreateOrUpdateConsumer(ctx, names.TaskStream(), cfg)
 	if err != nil {
 		return nil, fmt.Errorf("provision: creating consumer %q on stream %q: %w", names.TaskConsumer(task, version), names.TaskStream(), err)
 	}
