@@ -77,4 +77,5 @@ var commands = []func(streams) *cobra.Command{
 	newWorker,
 	newWorkflows,
 	newPause, newResume, newTerminate, // pause.go
+	newTask,
 }
