@@ -21,6 +21,7 @@ import (
 	"github.com/jetflow/jetflow/embedded"
 	"github.com/jetflow/jetflow/fleet"
 	"github.com/jetflow/jetflow/natstest"
+	"github.com/jetflow/jetflow/provision"
 	"github.com/jetflow/jetflow/registry"
 	"github.com/jetflow/jetflow/token"
 	"github.com/jetflow/jetflow/wire"
@@ -246,6 +247,13 @@ func TestPermissionMatrix(t *testing.T) {
 	if st, err := app.Wait(ctx, "p2"); err != nil || st.Status != wire.StatusTerminated || st.Reason != "end of the check" {
 		t.Fatalf("p2 ended %+v, %v", st, err)
 	}
+	// ... and pauses and resumes a task version.
+	if _, err := provision.PauseTask(ctx, r.op.js, n, "task-a", "1", time.Time{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := provision.ResumeTask(ctx, r.op.js, n, "task-a", "1"); err != nil {
+		t.Fatal(err)
+	}
 	for _, c := range []*conn{r.op, r.disp, r.workerA, r.workerB, r.app, r.events, r.observer} {
 		if v := c.all(); len(v) > 0 {
 			t.Fatalf("%s was refused during a normal run: %v", c.user, v)
@@ -330,6 +338,13 @@ func TestPermissionMatrix(t *testing.T) {
 		{r.events, "pause a run", n.Pause("p1"), jsPublish(r.events, n.Pause("p1"))},
 		{r.observer, "terminate a run", n.Terminate("p1"), jsPublish(r.observer, n.Terminate("p1"))},
 		{r.workerA, "pause a run", n.Pause("p1"), jsPublish(r.workerA, n.Pause("p1"))},
+		{r.workerA, "pause its own task", "$JS.API.CONSUMER.PAUSE." + ts + "." + n.TaskConsumer("task-a", "1"), func(ctx context.Context) error {
+			_, err := provision.PauseTask(ctx, r.workerA.js, n, "task-a", "1", time.Time{})
+			return err
+		}},
+		{r.app, "pause a task", "$JS.API.CONSUMER.PAUSE." + ts + "." + taskB, request(r.app, "$JS.API.CONSUMER.PAUSE."+ts+"."+taskB)},
+		{r.disp, "pause a task", "$JS.API.CONSUMER.PAUSE." + ts + "." + taskB, request(r.disp, "$JS.API.CONSUMER.PAUSE."+ts+"."+taskB)},
+		{r.disp, "terminate a run", n.Terminate("p1"), jsPublish(r.disp, n.Terminate("p1"))},
 	}
 	for _, c := range cases {
 		c.who.denied(t, c.what, c.subject, c.op)

@@ -72,6 +72,10 @@ func Dispatcher(n subjects.Names, user string) Permissions {
 		// through the stream leader.
 		api("STREAM.MSG.GET", in),
 		n.TaskAll(), n.ScheduleAll(), n.StatusAll(),
+		// A deadline fire of a paused task version (provision.PauseTask):
+		// whether its consumer is paused, and the postpone input it sends
+		// the run instead (dispatcher/postpone.go).
+		api("CONSUMER.INFO", n.TaskStream(), "*"), n.Postpone("*"),
 		api("STREAM.INFO", kvStream(runs)), api("DIRECT.GET", kvStream(runs), ">"), api("STREAM.MSG.GET", kvStream(runs)), n.KVKeys(runs),
 		api("STREAM.INFO", kvStream(wfs)), api("DIRECT.GET", kvStream(wfs), ">"), api("STREAM.MSG.GET", kvStream(wfs)),
 		n.KVKey(wfs, token.Key),
