@@ -30,6 +30,8 @@ const (
 	ProgressSettle  ProgressKind = "settle"  // a task attempt ended
 	ProgressWaiting ProgressKind = "waiting" // the run waits for an event or a timer
 	ProgressEnd     ProgressKind = "end"     // the run ended: done, failed or cancelled
+	// ProgressPaused: an operator paused the run; Detail is the reason.
+	ProgressPaused ProgressKind = "paused"
 )
 
 // Progress is one thing that happened to a run.
@@ -108,6 +110,8 @@ func (t *Tracker) Observe(rec *runrecord.Record) ([]Progress, error) {
 			steps = append(steps, Progress{Kind: ProgressEnd, At: at, Status: ws})
 		case status == wire.StatusWaiting:
 			steps = append(steps, Progress{Kind: ProgressWaiting, At: at, State: first(st.Control.Active), Detail: WaitsFor(t.wf, st.Control.Active)})
+		case status == wire.StatusPaused:
+			steps = append(steps, Progress{Kind: ProgressPaused, At: at, State: first(st.Control.Active), Detail: ws.Reason})
 		}
 		t.status = status
 	}
