@@ -108,12 +108,9 @@ func EnsureTaskConsumer(ctx context.Context, js jetstream.JetStream, names subje
 	if err := p.validate(); err != nil {
 		return nil, fmt.Errorf("provision: task %q version %q: invalid policy: %w", task, version, err)
 	}
-	cfg := TaskConsumerConfig(names, task, version, p)
-	// A deploy must not end an operator's pause of the task (PauseTask).
-	if old, err := js.Consumer(ctx, names.TaskStream(), cfg.Durable); err == nil && old.CachedInfo().Paused {
-		cfg.PauseUntil = old.CachedInfo().Config.PauseUntil
-	}
-	c, err := js.CreateOrUpdateConsumer(ctx, names.TaskStream(), cfg)
+	// An update that names no PauseUntil keeps an operator's pause
+	// (PauseTask): TestPauseTask checks the server does.
+	c, err := js.CreateOrUpdateConsumer(ctx, names.TaskStream(), TaskConsumerConfig(names, task, version, p))
 	if err != nil {
 		return nil, fmt.Errorf("provision: creating consumer %q on stream %q: %w", names.TaskConsumer(task, version), names.TaskStream(), err)
 	}
