@@ -28,7 +28,7 @@ var errPostponed = errors.New("deadline fire held back: attempts of a paused tas
 // repeat a duplicate, and returns errPostponed. A pause it cannot read is
 // logged and taken as none: the attempt then times out as usual.
 func (d *Dispatcher) postponePaused(ctx context.Context, in *step.Input, cur cached, now float64, log *slog.Logger) (cached, error) {
-	if in.Kind != subjects.KindTimer || cur.rec == nil {
+	if !in.DeadlineFire() || cur.rec == nil {
 		return cur, nil
 	}
 	if cur.st == nil {

@@ -41,6 +41,12 @@ func (in *Input) parsePostpone(data []byte) error {
 	return nil
 }
 
+// DeadlineFire reports whether the input is a fire of a run's deadline
+// timer (run.DeadlineTimer).
+func (in *Input) DeadlineFire() bool {
+	return in.msg.Kind == run.KindTimer && in.msg.Timer != nil && in.msg.Timer.ID == run.DeadlineTimer
+}
+
 // DueAt returns the task versions whose attempts the input would fail
 // if it is a deadline fire applied to st at stream time now (see
 // run.DueTasks), nil for any other input or a stale fire. A dispatcher
@@ -48,7 +54,7 @@ func (in *Input) parsePostpone(data []byte) error {
 // task version instead.
 func DueAt(def *Definition, st *run.State, in *Input, now float64) []run.TaskVersion {
 	t := in.msg.Timer
-	if in.msg.Kind != run.KindTimer || t == nil || t.ID != run.DeadlineTimer || st == nil || st.Deadline != t.Deadline {
+	if !in.DeadlineFire() || st == nil || st.Deadline != t.Deadline {
 		return nil
 	}
 	e, ok := def.Program.(Engine)
