@@ -75,7 +75,7 @@ type driver struct {
 
 // pausedEvery is how often an event run is paused before its events and
 // resumed after them: the held events must end it as if it never was.
-const pausedEvery = 3
+const pausedEvery = 2
 
 // generate starts runs at rate per second until load ends; each run is
 // driven until it settles or until ctx ends.
