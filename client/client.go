@@ -229,7 +229,8 @@ func (c *Client) Status(ctx context.Context, runID string) (*wire.Status, error)
 	return ws, nil
 }
 
-// Wait returns the run's status once it is done, failed or cancelled. It
+// Wait returns the run's status once it is done, failed, cancelled or
+// terminated (a paused run is not settled: Wait goes on waiting). It
 // listens for the run's announcements and reads the record at growing
 // intervals (an announcement may be missed; the record is the truth).
 func (c *Client) Wait(ctx context.Context, runID string) (*wire.Status, error) {

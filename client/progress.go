@@ -30,6 +30,8 @@ const (
 	ProgressSettle  ProgressKind = "settle"  // a task attempt ended
 	ProgressWaiting ProgressKind = "waiting" // the run waits for an event or a timer
 	ProgressEnd     ProgressKind = "end"     // the run ended: done, failed or cancelled
+	// ProgressPaused: an operator paused the run; Detail is the reason.
+	ProgressPaused ProgressKind = "paused"
 )
 
 // Progress is one thing that happened to a run.
@@ -108,6 +110,8 @@ func (t *Tracker) Observe(rec *runrecord.Record) ([]Progress, error) {
 			steps = append(steps, Progress{Kind: ProgressEnd, At: at, Status: ws})
 		case status == wire.StatusWaiting:
 			steps = append(steps, Progress{Kind: ProgressWaiting, At: at, State: first(st.Control.Active), Detail: WaitsFor(t.wf, st.Control.Active)})
+		case status == wire.StatusPaused:
+			steps = append(steps, Progress{Kind: ProgressPaused, At: at, State: first(st.Control.Active), Detail: ws.Reason})
 		}
 		t.status = status
 	}
@@ -183,6 +187,8 @@ func (t *Tracker) settled(prev, st *run.State, at float64) []Progress {
 			}
 		case st.Status == run.StatusCancelled:
 			s.Detail = "abandoned: the run was cancelled"
+		case st.Status == run.StatusTerminated:
+			s.Detail = "abandoned: the run was terminated"
 		case st.Status == run.StatusFailed && st.Error != nil:
 			s.Detail = BareMessage(st.Error.Code, st.Error.Path, st.Error.Message)
 		default:

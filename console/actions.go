@@ -27,6 +27,10 @@ type commands struct {
 	Status string `json:"status"`
 	Event  string `json:"event"`
 	Cancel string `json:"cancel"`
+	// The operator's (docs/OPERATIONS.md); the page adds the reason.
+	Pause     string `json:"pause"`
+	Resume    string `json:"resume"`
+	Terminate string `json:"terminate"`
 }
 
 func (c *Console) commandsFor(id string, awaiting []awaitView) commands {
@@ -48,6 +52,8 @@ func (c *Console) commandsFor(id string, awaiting []awaitView) commands {
 		Status: line("status", shellQuote(id)),
 		Event:  line("event", shellQuote(id), event, "--payload", "'null'"),
 		Cancel: line("cancel", shellQuote(id)),
+		Pause:  line("pause", shellQuote(id)), Resume: line("resume", shellQuote(id)),
+		Terminate: line("terminate", shellQuote(id), "--reason", "REASON"),
 	}
 }
 

@@ -405,3 +405,44 @@ func TestRunsPaging(t *testing.T) {
 		}
 	}
 }
+
+// TestOperatorActions: with actions on, the console pauses, resumes and
+// terminates a run (a terminate needs a reason), and refuses what the
+// run's status does not allow.
+func TestOperatorActions(t *testing.T) {
+	b := setup(t, setupOptions{actions: true})
+	b.startOrder(t, "op-1")
+	b.waitStatus(t, "op-1", "waiting")
+	var v runView
+	b.get(t, "/api/runs/op-1", &v)
+	if !strings.HasPrefix(v.Commands.Pause, "jetflow pause op-1") || !strings.HasPrefix(v.Commands.Resume, "jetflow resume op-1") {
+		t.Fatalf("pause command %q", v.Commands.Pause)
+	}
+	if !strings.HasPrefix(v.Commands.Terminate, "jetflow terminate op-1 --reason REASON") {
+		t.Fatalf("terminate command %q", v.Commands.Terminate)
+	}
+	if res := b.post(t, "/api/runs/op-1/resume", `{}`, nil); res.StatusCode != http.StatusConflict {
+		t.Fatalf("resume of a waiting run: %d", res.StatusCode)
+	}
+	if res := b.post(t, "/api/runs/op-1/pause", `{"reason":"check"}`, nil); res.StatusCode != http.StatusAccepted {
+		t.Fatalf("pause: %d", res.StatusCode)
+	}
+	b.waitStatus(t, "op-1", "paused")
+	if res := b.post(t, "/api/runs/op-1/pause", `{}`, nil); res.StatusCode != http.StatusConflict {
+		t.Fatalf("pause of a paused run: %d", res.StatusCode)
+	}
+	if res := b.post(t, "/api/runs/op-1/resume", `{}`, nil); res.StatusCode != http.StatusAccepted {
+		t.Fatalf("resume: %d", res.StatusCode)
+	}
+	b.waitStatus(t, "op-1", "waiting")
+	if res := b.post(t, "/api/runs/op-1/terminate", `{"reason":"  "}`, nil); res.StatusCode != http.StatusBadRequest {
+		t.Fatalf("terminate without a reason: %d", res.StatusCode)
+	}
+	if res := b.post(t, "/api/runs/op-1/terminate", `{"reason":"test over"}`, nil); res.StatusCode != http.StatusAccepted {
+		t.Fatalf("terminate: %d", res.StatusCode)
+	}
+	b.waitStatus(t, "op-1", "terminated")
+	if res := b.post(t, "/api/runs/op-1/pause", `{}`, nil); res.StatusCode != http.StatusConflict {
+		t.Fatalf("pause of a terminated run: %d", res.StatusCode)
+	}
+}

@@ -24,7 +24,7 @@ import (
 type rawJSON = json.RawMessage
 
 // statuses are the run statuses a filter may name.
-var statuses = []string{wire.StatusRunning, wire.StatusWaiting, wire.StatusDone, wire.StatusFailed, wire.StatusCancelled}
+var statuses = []string{wire.StatusRunning, wire.StatusWaiting, wire.StatusDone, wire.StatusFailed, wire.StatusCancelled, wire.StatusPaused, wire.StatusTerminated}
 
 // overview is the header of every page.
 type overview struct {

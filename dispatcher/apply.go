@@ -57,6 +57,9 @@ func (d *Dispatcher) attempt(ctx context.Context, in *step.Input, seq uint64, no
 	if err != nil {
 		return "", err
 	}
+	if cur, err = d.postponePaused(ctx, in, cur, now, log); err != nil {
+		return "", err
+	}
 	defs := step.DefinitionsFunc(func(name, revision string) (*step.Definition, error) {
 		return d.loader.Load(ctx, name, revision)
 	})

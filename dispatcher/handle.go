@@ -99,6 +99,9 @@ func (d *Dispatcher) handle(ctx context.Context, m jetstream.Msg, stray bool) {
 		_ = m.Ack()
 	case errors.Is(err, errNoRun):
 		outcome = d.noRun(ctx, m, meta, in, log)
+	case errors.Is(err, errPostponed):
+		outcome = outcomePostponed
+		_ = m.NakWithDelay(d.retryDelay(meta.NumDelivered))
 	case errors.Is(err, registry.ErrUnknownWorkflow) && meta.NumDelivered < unknownWorkflowDeliveries:
 		// A replica may not have a deployment made just before the start.
 		outcome = outcomeRetry

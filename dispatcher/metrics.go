@@ -17,6 +17,7 @@ const (
 	outcomeFailed          = "failed"           // reducer or record fault: terminated
 	outcomeRetry           = "retry"            // transient failure: redelivered later
 	outcomeAbandoned       = "abandoned"        // the dispatcher stopped: handed back
+	outcomePostponed       = "postponed"        // a deadline fire of a paused task: postponed, handed back
 )
 
 type metrics struct {

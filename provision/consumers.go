@@ -54,6 +54,8 @@ func EnsureTaskConsumer(ctx context.Context, js jetstream.JetStream, names subje
 	if err := p.Validate(); err != nil {
 		return nil, fmt.Errorf("provision: task %q version %q: invalid policy: %w", task, version, err)
 	}
+	// An update that names no PauseUntil keeps an operator's pause
+	// (PauseTask): TestPauseTask checks the server does.
 	c, err := js.CreateOrUpdateConsumer(ctx, names.TaskStream(), TaskConsumerConfig(names, task, version, p))
 	if err != nil {
 		return nil, fmt.Errorf("provision: creating consumer %q on stream %q: %w", names.TaskConsumer(task, version), names.TaskStream(), err)

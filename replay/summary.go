@@ -80,6 +80,21 @@ func Summarize(names subjects.Names, m Message) (kind, summary string) {
 			return kind, "(no reason)"
 		}
 		return kind, "reason=" + strconv.Quote(oneLine(b.Reason, 120))
+	case subjects.KindPause, subjects.KindResume, subjects.KindTerminate:
+		var b wire.Operation
+		_ = json.Unmarshal(m.Data, &b)
+		s := "(no reason)"
+		if b.Reason != "" {
+			s = "reason=" + strconv.Quote(oneLine(b.Reason, 120))
+		}
+		if b.Operator != "" {
+			s += " operator=" + strconv.Quote(oneLine(b.Operator, 60))
+		}
+		return kind, s
+	case subjects.KindPostpone:
+		var b wire.Postpone
+		_ = json.Unmarshal(m.Data, &b)
+		return kind, "task=" + b.Task + "@" + b.Version + " (paused; its due attempts start over)"
 	}
 	return kind, compact(m.Data, 80)
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/jetflow/jetflow/embedded"
 	"github.com/jetflow/jetflow/fleet"
 	"github.com/jetflow/jetflow/natstest"
+	"github.com/jetflow/jetflow/provision"
 	"github.com/jetflow/jetflow/registry"
 	"github.com/jetflow/jetflow/token"
 	"github.com/jetflow/jetflow/wire"
@@ -226,6 +227,33 @@ func TestPermissionMatrix(t *testing.T) {
 		}
 		return nil
 	})
+	// The operator pauses, resumes and terminates runs.
+	operator := r.client(t, r.op)
+	if err := app.StartRun(ctx, "two", "p2", nil); err != nil {
+		t.Fatal(err)
+	}
+	waitStatus(t, observer, "p2", wire.StatusWaiting)
+	if err := operator.Pause(ctx, "p2", "check the matrix", "ops"); err != nil {
+		t.Fatal(err)
+	}
+	waitStatus(t, observer, "p2", wire.StatusPaused)
+	if err := operator.Resume(ctx, "p2", "", "ops"); err != nil {
+		t.Fatal(err)
+	}
+	waitStatus(t, observer, "p2", wire.StatusWaiting)
+	if err := operator.Terminate(ctx, "p2", "end of the check", "ops"); err != nil {
+		t.Fatal(err)
+	}
+	if st, err := app.Wait(ctx, "p2"); err != nil || st.Status != wire.StatusTerminated || st.Reason != "end of the check" {
+		t.Fatalf("p2 ended %+v, %v", st, err)
+	}
+	// ... and pauses and resumes a task version.
+	if _, err := provision.PauseTask(ctx, r.op.js, n, "task-a", "1", time.Time{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := provision.ResumeTask(ctx, r.op.js, n, "task-a", "1"); err != nil {
+		t.Fatal(err)
+	}
 	for _, c := range []*conn{r.op, r.disp, r.workerA, r.workerB, r.app, r.events, r.observer} {
 		if v := c.all(); len(v) > 0 {
 			t.Fatalf("%s was refused during a normal run: %v", c.user, v)
@@ -303,6 +331,20 @@ func TestPermissionMatrix(t *testing.T) {
 		{r.disp, "delete the input stream", "$JS.API.STREAM.DELETE." + n.InputStream(), request(r.disp, "$JS.API.STREAM.DELETE."+n.InputStream())},
 		// The application cannot forge results either.
 		{r.app, "forge a result", n.Result("p1"), jsPublish(r.app, n.Result("p1"))},
+		// Pause, resume and terminate are the operator's.
+		{r.app, "pause a run", n.Pause("p1"), func(ctx context.Context) error { return app.Pause(ctx, "p1", "", "") }},
+		{r.app, "resume a run", n.Resume("p1"), jsPublish(r.app, n.Resume("p1"))},
+		{r.app, "terminate a run", n.Terminate("p1"), func(ctx context.Context) error { return app.Terminate(ctx, "p1", "no", "") }},
+		{r.events, "pause a run", n.Pause("p1"), jsPublish(r.events, n.Pause("p1"))},
+		{r.observer, "terminate a run", n.Terminate("p1"), jsPublish(r.observer, n.Terminate("p1"))},
+		{r.workerA, "pause a run", n.Pause("p1"), jsPublish(r.workerA, n.Pause("p1"))},
+		{r.workerA, "pause its own task", "$JS.API.CONSUMER.PAUSE." + ts + "." + n.TaskConsumer("task-a", "1"), func(ctx context.Context) error {
+			_, err := provision.PauseTask(ctx, r.workerA.js, n, "task-a", "1", time.Time{})
+			return err
+		}},
+		{r.app, "pause a task", "$JS.API.CONSUMER.PAUSE." + ts + "." + taskB, request(r.app, "$JS.API.CONSUMER.PAUSE."+ts+"."+taskB)},
+		{r.disp, "pause a task", "$JS.API.CONSUMER.PAUSE." + ts + "." + taskB, request(r.disp, "$JS.API.CONSUMER.PAUSE."+ts+"."+taskB)},
+		{r.disp, "terminate a run", n.Terminate("p1"), jsPublish(r.disp, n.Terminate("p1"))},
 	}
 	for _, c := range cases {
 		c.who.denied(t, c.what, c.subject, c.op)
@@ -315,6 +357,21 @@ func TestPermissionMatrix(t *testing.T) {
 	if err != nil || rec.Status != wire.StatusDone {
 		t.Fatalf("p1 after the refusals: %+v, %v", rec, err)
 	}
+}
+
+// waitStatus waits until run id has status want.
+func waitStatus(t *testing.T, c *client.Client, id, want string) {
+	t.Helper()
+	natstest.WaitFor(t, 30*time.Second, id+" is "+want, func() error {
+		st, err := c.Status(context.Background(), id)
+		if err != nil {
+			return err
+		}
+		if st.Status != want {
+			return errors.New(st.Status)
+		}
+		return nil
+	})
 }
 
 // TestNoAnonymousClients: a connection without credentials is refused.

@@ -72,6 +72,10 @@ func Dispatcher(n subjects.Names, user string) Permissions {
 		// through the stream leader.
 		api("STREAM.MSG.GET", in),
 		n.TaskAll(), n.ScheduleAll(), n.StatusAll(),
+		// A deadline fire of a paused task version (provision.PauseTask):
+		// whether its consumer is paused, and the postpone input it sends
+		// the run instead (dispatcher/postpone.go).
+		api("CONSUMER.INFO", n.TaskStream(), "*"), n.Postpone("*"),
 		api("STREAM.INFO", kvStream(runs)), api("DIRECT.GET", kvStream(runs), ">"), api("STREAM.MSG.GET", kvStream(runs)), n.KVKeys(runs),
 		api("STREAM.INFO", kvStream(wfs)), api("DIRECT.GET", kvStream(wfs), ">"), api("STREAM.MSG.GET", kvStream(wfs)),
 		n.KVKey(wfs, token.Key),
@@ -105,10 +109,15 @@ func Worker(n subjects.Names, user, task, version string) (Permissions, error) {
 }
 
 // Publisher input kinds a Publisher may be given.
-var publisherKinds = []string{subjects.KindStart, subjects.KindEvent, subjects.KindCancel}
+var publisherKinds = []string{
+	subjects.KindStart, subjects.KindEvent, subjects.KindCancel,
+	subjects.KindPause, subjects.KindResume, subjects.KindTerminate,
+}
 
 // Publisher may publish the given run inputs: any of subjects.KindStart,
-// KindEvent and KindCancel (an event source gets KindEvent only). It may
+// KindEvent and KindCancel (an event source gets KindEvent only), and the
+// operator's KindPause, KindResume and KindTerminate, which no role but
+// the operator has unless a deployment grants them this way. It may
 // bind the run bucket (client.New does; stream info only), never read a
 // record. Results and timers are never a publisher's. Whatever headers it
 // sets, the input stream refuses those that act on other messages
@@ -123,6 +132,12 @@ func Publisher(n subjects.Names, user string, kinds ...string) (Permissions, err
 			pub = append(pub, n.Event("*", "*"))
 		case subjects.KindCancel:
 			pub = append(pub, n.Cancel("*"))
+		case subjects.KindPause:
+			pub = append(pub, n.Pause("*"))
+		case subjects.KindResume:
+			pub = append(pub, n.Resume("*"))
+		case subjects.KindTerminate:
+			pub = append(pub, n.Terminate("*"))
 		default:
 			return Permissions{}, fmt.Errorf("security: a publisher may publish %v, not %q", publisherKinds, k)
 		}

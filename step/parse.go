@@ -82,7 +82,8 @@ func addressed(names subjects.Names, subject string, err error) *Input {
 		return nil
 	}
 	switch kind {
-	case subjects.KindEvent, subjects.KindResult, subjects.KindTimer, subjects.KindCancel:
+	case subjects.KindEvent, subjects.KindResult, subjects.KindTimer, subjects.KindCancel,
+		subjects.KindPause, subjects.KindResume, subjects.KindTerminate, subjects.KindPostpone:
 		return &Input{RunID: runID, Kind: kind, msg: run.Message{RunID: runID}, refused: err}
 	}
 	return nil
@@ -114,6 +115,10 @@ func parseInput(names subjects.Names, subject string, header nats.Header, data [
 		err = in.parseTimer(header, data)
 	case subjects.KindCancel:
 		err = in.parseCancel(data)
+	case subjects.KindPause, subjects.KindResume, subjects.KindTerminate:
+		err = in.parseOperation(kind, data)
+	case subjects.KindPostpone:
+		err = in.parsePostpone(data)
 	default:
 		err = malformed("unknown input kind %q", kind)
 	}

@@ -25,16 +25,9 @@ func StatusOf(runID string, rec *runrecord.Record, st *run.State) (*wire.Status,
 	if rec.Status != nil && run.Status(rec.Status.Status) == st.Status {
 		return rec.Status, nil
 	}
-	// What the reducer would announce for this state (run.Settled), at
-	// the state's own time.
-	s := &run.Settled{Status: st.Status, Error: st.Error}
-	if len(st.Control.Active) > 0 {
-		s.State = st.Control.Active[0]
-	}
-	if st.Status == run.StatusDone {
-		s.Result = st.Context.Data
-	}
-	return statusFrom(runID, st, s, st.Control.Time)
+	// What the reducer would announce for this state, at the state's
+	// own time.
+	return statusFrom(runID, st, st.Announcement(), st.Control.Time)
 }
 
 // statusFrom is the status that announces s for run runID at time now:
@@ -45,6 +38,7 @@ func statusFrom(runID string, st *run.State, s *run.Settled, now float64) (*wire
 		Run: runID, Workflow: st.Workflow, Revision: st.Revision,
 		Status: string(s.Status), State: s.State, Time: now,
 		Error: RunError(s.Error),
+		Since: s.Since, Reason: s.Reason, Operator: s.Operator,
 	}
 	if s.Status == run.StatusDone || s.Result != nil {
 		r, err := rawJSON(s.Result)

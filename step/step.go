@@ -173,7 +173,11 @@ func transit(s Settings, def *Definition, in *Input, seq uint64, now float64, cu
 	rec.State, rec.Outbox = state, out
 	rec.Timers = rec.Timers || armsTimer(out)
 	for _, ig := range next.Ignored {
-		rec.Ignored = runrecord.AppendBounded(rec.Ignored, runrecord.Rejection{Seq: seq, Kind: subjects.KindEvent, Reason: ig.Reason, Time: now}, s.RejectedHistory)
+		kind := subjects.KindEvent
+		if ig.Kind != "" {
+			kind = string(ig.Kind) // a held input refused at resume
+		}
+		rec.Ignored = runrecord.AppendBounded(rec.Ignored, runrecord.Rejection{Seq: seq, Kind: kind, Reason: ig.Reason, Time: now}, s.RejectedHistory)
 	}
 	if status != nil {
 		rec.SetStatus(status)

@@ -55,6 +55,12 @@ const (
 	KindResult = "result"
 	KindTimer  = "timer"
 	KindCancel = "cancel"
+	// An operator's requests (pause.go).
+	KindPause     = "pause"
+	KindResume    = "resume"
+	KindTerminate = "terminate"
+	// A dispatcher's, for a paused task version (pause.go).
+	KindPostpone = "postpone"
 )
 
 // InputStream holds every message a run consumes: its history.
@@ -162,7 +168,8 @@ func (n Names) ParseInput(subject string) (runID, kind, eventType string, err er
 		return "", "", "", fmt.Errorf("subject %q: an event subject ends in event.<type>", subject)
 	case len(parts) != 2:
 		return "", "", "", fmt.Errorf("subject %q has unexpected tokens after %q", subject, kind)
-	case kind != KindStart && kind != KindResult && kind != KindTimer && kind != KindCancel:
+	case kind != KindStart && kind != KindResult && kind != KindTimer && kind != KindCancel &&
+		kind != KindPause && kind != KindResume && kind != KindTerminate && kind != KindPostpone:
 		return "", "", "", fmt.Errorf("subject %q: unknown input kind %q", subject, kind)
 	}
 	return runID, kind, eventType, nil

@@ -98,6 +98,11 @@ type Status struct {
 	Error    *RunError       `json:"error,omitempty"`
 	// Time is the logical time of the change, Unix milliseconds.
 	Time float64 `json:"time"`
+	// Since is when a paused run was paused, or a terminated run
+	// terminated (Unix ms); Reason and Operator are what the operator gave.
+	Since    float64 `json:"since,omitempty"`
+	Reason   string  `json:"reason,omitempty"`
+	Operator string  `json:"operator,omitempty"`
 }
 
 // RunError is why a run failed.

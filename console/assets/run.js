@@ -92,7 +92,7 @@ async function runPage(main, id) {
   }
 
   function drawActions(v) {
-    const terminal = ['done', 'failed', 'cancelled'].includes(v.status);
+    const terminal = ['done', 'failed', 'cancelled', 'terminated'].includes(v.status);
     if (terminal) {
       fill(actions, h('h2', {}, 'Actions'), h('p', { class: 'muted' }, 'The run is ' + v.status + ': it takes no more events.'),
         commandLine('status-cmd', v.commands.status));
@@ -136,16 +136,48 @@ async function runPage(main, id) {
         result.textContent = 'Cancel sent.';
       } catch (e) { result.textContent = 'Not cancelled: ' + e.message; }
     });
+    // The operator's: pause or resume, and terminate with a reason.
+    const paused = v.status === 'paused';
+    const opReason = h('input', { id: 'operator-reason', placeholder: 'reason (required to terminate)', 'aria-label': 'Operator reason', autocomplete: 'off' });
+    const opCmd = commandLine('operator-cmd', '');
+    const terminateCmd = commandLine('terminate-cmd', '');
+    const opSync = () => {
+      const why = opReason.value.trim() ? ' --reason ' + shellQuote(opReason.value.trim()) : '';
+      opCmd.querySelector('code').textContent = 'jetflow ' + (paused ? 'resume ' : 'pause ') + shellQuote(v.id) + why + flags;
+      terminateCmd.querySelector('code').textContent = 'jetflow terminate ' + shellQuote(v.id) + (why || ' --reason REASON') + flags;
+    };
+    opReason.addEventListener('input', opSync);
+    const toggle = h('button', { type: 'button', id: paused ? 'resume-run' : 'pause-run', disabled: !ACTIONS, title: ACTIONS ? '' : 'read-only console' }, paused ? 'Resume run' : 'Pause run');
+    toggle.addEventListener('click', async () => {
+      const what = paused ? 'resume' : 'pause';
+      try {
+        await post('/runs/' + encodeURIComponent(v.id) + '/' + what, { reason: opReason.value.trim() });
+        result.textContent = (paused ? 'Resume' : 'Pause') + ' sent.';
+      } catch (e) { result.textContent = 'Not sent: ' + e.message; }
+    });
+    const terminate = h('button', { type: 'button', id: 'terminate-run', class: 'danger', disabled: !ACTIONS, title: ACTIONS ? '' : 'read-only console' }, 'Terminate run');
+    terminate.addEventListener('click', async () => {
+      if (!opReason.value.trim()) { result.textContent = 'Say why the run is terminated.'; return; }
+      if (!confirm('Terminate run ' + v.id + '? Nothing more runs, not even catch.')) return;
+      try {
+        await post('/runs/' + encodeURIComponent(v.id) + '/terminate', { reason: opReason.value.trim() });
+        result.textContent = 'Terminate sent.';
+      } catch (e) { result.textContent = 'Not terminated: ' + e.message; }
+    });
     fill(actions, 
       h('h2', {}, 'Actions'),
+      paused ? h('p', {}, 'The run is paused: it holds what it receives until resumed.') : null,
       ACTIONS ? null : h('p', { class: 'muted' }, 'This console is read-only (start it with --console-actions to act from here). The commands below do the same from a shell.'),
       awaited.length ? h('p', {}, 'Waiting for: ', (v.awaiting || []).map((a, i) => [i ? ', ' : '', h('code', {}, a.event), a.guard ? h('span', { class: 'muted' }, ' when ' + JSON.stringify(a.guard)) : '', h('span', { class: 'muted' }, ' → ' + a.to)])) : null,
       h('datalist', { id: 'awaited-events' }, awaited.map(e => h('option', { value: e }))),
       h('div', { class: 'form' }, h('label', {}, 'Event type ', type), h('label', {}, 'Payload (JSON) ', payload), send),
       eventCmd,
       h('div', { class: 'form' }, h('label', {}, 'Reason ', reason), cancel),
-      cancelCmd, result);
+      cancelCmd,
+      h('div', { class: 'form' }, h('label', {}, 'Operator reason ', opReason), toggle, terminate),
+      opCmd, terminateCmd, result);
     sync();
+    opSync();
   }
 
   function drawData(v) {

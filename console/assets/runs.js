@@ -2,7 +2,7 @@
 // of runs (most recently changed first), updated live.
 'use strict';
 
-const STATUSES = ['running', 'waiting', 'done', 'failed', 'cancelled'];
+const STATUSES = ['running', 'waiting', 'paused', 'done', 'failed', 'cancelled', 'terminated'];
 
 async function runsPage(main) {
   setNav('runs');

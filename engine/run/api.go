@@ -38,8 +38,12 @@ type Message struct {
 	Result *TaskResult
 	// Timer
 	Timer *TimerFire
-	// Cancel
+	// Postpone (postpone.go)
+	Postpone *Postpone
+	// Cancel, pause, resume, terminate
 	Reason string
+	// Operator names who paused, resumed or terminated the run.
+	Operator string
 }
 
 // Event is an external event.
@@ -86,7 +90,7 @@ const (
 
 // Terminal reports whether no message can change a run in this status.
 func (s Status) Terminal() bool {
-	return s == StatusDone || s == StatusFailed || s == StatusCancelled
+	return s == StatusDone || s == StatusFailed || s == StatusCancelled || s == StatusTerminated
 }
 
 // Failure is why a run failed.
@@ -144,4 +148,9 @@ type Settled struct {
 	State  string
 	Result any
 	Error  *Failure
+	// Since is when a run was paused, or terminated (ms); Reason and
+	// Operator are what the operator gave.
+	Since    float64
+	Reason   string
+	Operator string
 }

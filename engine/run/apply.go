@@ -73,6 +73,9 @@ func Apply(wf *workflow.Workflow, st *State, msg Message, opts Options) (*State,
 	if !msg.NoTime && (msg.Time != msg.Time || msg.Time < st.Control.Time) {
 		return nil, nil, fault.NoPath(fault.JF2011, "workflow time must be finite and cannot move backwards")
 	}
+	if next, effects, handled, err := operate(wf, st, msg, opts); handled {
+		return next, effects, err
+	}
 	r := newReducer(wf, st, msg, opts)
 	var err error
 	switch msg.Kind {
@@ -86,6 +89,8 @@ func Apply(wf *workflow.Workflow, st *State, msg Message, opts Options) (*State,
 		err = r.result(msg.Result)
 	case KindCancel:
 		r.cancel()
+	case KindPostpone:
+		err = r.postpone(msg.Postpone)
 	default:
 		return nil, nil, reject("unknown message kind %q", msg.Kind)
 	}

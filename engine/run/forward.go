@@ -12,9 +12,10 @@ import (
 // for its own timers, see Timers); a running run has work in flight, and
 // every node of it must be held either by a retry timer or by an attempt
 // whose deadline the deadline timer covers. Tests check it wherever a run
-// can come to rest.
+// can come to rest. A paused run waits for its operator on purpose: it
+// has no way forward of its own until resumed, and is not stranded.
 func (st *State) Stranded() error {
-	if st.Status.Terminal() || st.Status == StatusWaiting {
+	if st.Status.Terminal() || st.Status == StatusWaiting || st.Status == StatusPaused {
 		return nil
 	}
 	if st.Work == nil || len(st.Work.Running) == 0 {
@@ -40,11 +41,12 @@ func (st *State) Stranded() error {
 // Timers are the timers the run's way forward relies on, as the ArmTimer
 // effects that armed them: the deadline timer and retry timers while it
 // runs, the chart's timers while it waits. A host can check that each is
-// still scheduled.
+// still scheduled. A paused run relies on none: its resume arms again
+// every timer it then relies on.
 func (st *State) Timers() []ArmTimer {
 	var out []ArmTimer
 	switch {
-	case st.Status.Terminal():
+	case st.Status.Terminal(), st.Status == StatusPaused:
 	case st.Status == StatusWaiting:
 		for _, t := range st.Control.Timers {
 			out = append(out, ArmTimer{ID: "t" + strconv.FormatInt(t.Token, 10), Deadline: t.At})

@@ -73,6 +73,7 @@ func (s *State) copy() *State {
 		c.Work = &w
 	}
 	c.Buffered = append([]Event(nil), s.Buffered...)
+	c.Held = append([]Held(nil), s.Held...)
 	return &c
 }
 
@@ -169,6 +170,7 @@ func (r *reducer) cancel() {
 	r.st.Status = StatusCancelled
 	r.st.Work = nil
 	r.st.Buffered = nil
+	r.st.Paused, r.st.Held = nil, nil
 }
 
 // finish arms new timers, announces a status change and numbers effects.
@@ -182,11 +184,7 @@ func (r *reducer) finish() (*State, []Effect, error) {
 		}
 	}
 	if r.prev == nil || st.Status != r.status || st.Status.Terminal() {
-		s := &Settled{Status: st.Status, State: st.Control.Active[0], Error: st.Error}
-		if st.Status == StatusDone {
-			s.Result = st.Context.Data
-		}
-		r.effects = append(r.effects, Effect{Settled: s})
+		r.effects = append(r.effects, Effect{Settled: st.Announcement()})
 	}
 	// Last, so that the ids of the other effects are those of builds
 	// that had no deadlines.

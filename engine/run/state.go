@@ -43,6 +43,12 @@ type State struct {
 	// Deadline is the deadline timer's armed time (ms), 0 when none is
 	// armed: the earliest deadline of the attempts in flight.
 	Deadline float64 `json:"deadline,omitempty"`
+	// Paused marks a paused run; Held are the inputs it keeps for its
+	// resume, in arrival order (pause.go).
+	Paused *Paused `json:"paused,omitempty"`
+	Held   []Held  `json:"held,omitempty"`
+	// Terminated says why an operator ended the run.
+	Terminated *Termination `json:"terminated,omitempty"`
 
 	// Ignored lists the events the message that produced this state
 	// consumed without effect. It is not stored: the host records it.
@@ -55,6 +61,9 @@ type State struct {
 type Ignored struct {
 	Type   string
 	Reason string
+	// Kind is the input's kind when it is not an event (a held input
+	// refused at resume).
+	Kind Kind
 }
 
 // Context is the reference's run context.
@@ -99,6 +108,12 @@ type Attempt struct {
 	// Deadline is when the attempt in flight fails with TASK_TIMEOUT
 	// unless a result is accepted first (ms); 0 when no timeout applies.
 	Deadline float64 `json:"deadline,omitempty"`
+	// Paused marks a paused run; Held are the inputs it keeps for its
+	// resume, in arrival order (pause.go).
+	Paused *Paused `json:"paused,omitempty"`
+	Held   []Held  `json:"held,omitempty"`
+	// Terminated says why an operator ended the run.
+	Terminated *Termination `json:"terminated,omitempty"`
 	// Scheduled is when the node's first attempt was invoked (ms), the
 	// start of its schedule-to-close timeout.
 	Scheduled float64 `json:"scheduled,omitempty"`
@@ -198,7 +213,11 @@ func (st *State) Snapshot(wf *workflow.Workflow) map[string]any {
 // innerStatus is the reference's status: running, waiting or done. A
 // failed or cancelled run keeps the status of its last good snapshot.
 func (st *State) innerStatus() string {
-	switch st.Status {
+	status := st.Status
+	if st.Paused != nil {
+		status = st.Paused.Was
+	}
+	switch status {
 	case StatusWaiting:
 		return "waiting"
 	case StatusDone:

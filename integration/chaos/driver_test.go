@@ -26,6 +26,9 @@ type runLog struct {
 	status                    *wire.Status
 	// failure says why the driver gave up on the run.
 	failure error
+	// paused: an operator's pause held the run's events, and its resume
+	// released them (every pausedEvery-th event run).
+	paused bool
 
 	// The server's times, filled in by the check: when the stream stored
 	// the start and the accepted event, and when the run bucket stored
@@ -66,7 +69,13 @@ type driver struct {
 	wg   sync.WaitGroup
 	// retries counts client calls that failed and were tried again.
 	retries atomic.Int64
+	// pauses counts the runs paused and resumed.
+	pauses atomic.Int64
 }
+
+// pausedEvery is how often an event run is paused before its events and
+// resumed after them: the held events must end it as if it never was.
+const pausedEvery = 2
 
 // generate starts runs at rate per second until load ends; each run is
 // driven until it settles or until ctx ends.
@@ -114,6 +123,13 @@ func (d *driver) drive(ctx context.Context, r *runLog) error {
 			return err
 		}
 		r.waiting = time.Now()
+		if r.i%pausedEvery == 0 {
+			r.paused = true
+			d.pauses.Add(1)
+			if err := d.pauseRun(ctx, r.id); err != nil {
+				return err
+			}
+		}
 		// The refusal first: whichever order the dispatchers apply the two
 		// in, the run ends the same.
 		if err := d.retry(ctx, "event", func(ctx context.Context) error {
@@ -126,15 +142,34 @@ func (d *driver) drive(ctx context.Context, r *runLog) error {
 		}); err != nil {
 			return err
 		}
+		if r.paused {
+			if err := d.resumeRun(ctx, r.id); err != nil {
+				return err
+			}
+		}
 	}
 	for {
-		st, err := d.client.Wait(ctx, r.id)
+		wctx, cancel := ctx, context.CancelFunc(func() {})
+		if r.paused {
+			wctx, cancel = context.WithTimeout(ctx, pausedWait)
+		}
+		st, err := d.client.Wait(wctx, r.id)
+		cancel()
 		if err == nil {
 			r.settled, r.status = time.Now(), st
 			return nil
 		}
 		if ctx.Err() != nil {
 			return fmt.Errorf("not settled: %w", err)
+		}
+		if r.paused {
+			// A pause retried after its answer was lost may be applied
+			// after the resume, when a dispatcher reorders: resume again.
+			if st, err := d.client.Status(ctx, r.id); err == nil && st.Status == wire.StatusPaused {
+				if err := d.resumeRun(ctx, r.id); err != nil {
+					return err
+				}
+			}
 		}
 		d.retries.Add(1)
 		d.log.Info("wait failed", "run_id", r.id, "error", err)
@@ -144,8 +179,41 @@ func (d *driver) drive(ctx context.Context, r *runLog) error {
 	}
 }
 
+// pausedWait bounds each wait for a run, so that a run paused again
+// behind its resume is noticed.
+const pausedWait = 30 * time.Second
+
+// pauseRun pauses a run and waits until it is paused. A call is retried
+// only while the run is not seen paused: each retry is another pause.
+func (d *driver) pauseRun(ctx context.Context, runID string) error {
+	if err := d.retry(ctx, "pause", func(ctx context.Context) error {
+		if st, err := d.client.Status(ctx, runID); err == nil && st.Status == wire.StatusPaused {
+			return nil
+		}
+		return d.client.Pause(ctx, runID, "chaos", "harness")
+	}); err != nil {
+		return err
+	}
+	return d.untilStatus(ctx, runID, wire.StatusPaused)
+}
+
+// resumeRun resumes a paused run, retrying only while it is seen paused.
+func (d *driver) resumeRun(ctx context.Context, runID string) error {
+	return d.retry(ctx, "resume", func(ctx context.Context) error {
+		if st, err := d.client.Status(ctx, runID); err == nil && st.Status != wire.StatusPaused {
+			return nil
+		}
+		return d.client.Resume(ctx, runID, "chaos", "harness")
+	})
+}
+
 // untilWaiting polls the run's record until it waits.
 func (d *driver) untilWaiting(ctx context.Context, runID string) error {
+	return d.untilStatus(ctx, runID, wire.StatusWaiting)
+}
+
+// untilStatus polls the run's record until it has status want.
+func (d *driver) untilStatus(ctx context.Context, runID, want string) error {
 	var last error
 	for {
 		// Bounded: a request lost to a reconnect is never answered.
@@ -153,7 +221,7 @@ func (d *driver) untilWaiting(ctx context.Context, runID string) error {
 		st, err := d.client.Status(sctx, runID)
 		cancel()
 		switch {
-		case err == nil && st.Status == wire.StatusWaiting:
+		case err == nil && st.Status == want:
 			return nil
 		case err == nil:
 			last = fmt.Errorf("status %s", st.Status)
@@ -163,9 +231,9 @@ func (d *driver) untilWaiting(ctx context.Context, runID string) error {
 		}
 		if err := pause(ctx, 100*time.Millisecond); err != nil {
 			if last == nil {
-				return fmt.Errorf("never seen waiting: %w", err)
+				return fmt.Errorf("never seen %s: %w", want, err)
 			}
-			return fmt.Errorf("never seen waiting (%w): %w", last, err)
+			return fmt.Errorf("never seen %s (%w): %w", want, last, err)
 		}
 	}
 }

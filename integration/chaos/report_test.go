@@ -17,6 +17,8 @@ type summary struct {
 	// failedStarts are process starts that failed and were retried;
 	// clientRetries client calls the driver made again.
 	failedStarts, clientRetries int
+	// pauses are the event runs an operator's pause held.
+	pauses int
 	// slowest is the run that waited longest beyond its workflow's
 	// median; stall the longest time no run settled.
 	slowest      slowRun
@@ -44,7 +46,7 @@ func (h *harness) summarize(d *driver, res *results, began, ended time.Time) *su
 	s := &summary{
 		mode: h.m.name, chaos: ended.Sub(began), rate: h.m.rate, res: res,
 		kills: map[string]int{}, faultsByKind: map[string][]*fault{},
-		failedStarts: h.failedStarts, clientRetries: int(d.retries.Load()),
+		failedStarts: h.failedStarts, clientRetries: int(d.retries.Load()), pauses: int(d.pauses.Load()),
 		medians: map[string][]time.Duration{}, byKind: map[string]time.Duration{},
 	}
 	for _, f := range h.faults {
@@ -189,8 +191,8 @@ func (s *summary) details() []string {
 			out = append(out, fmt.Sprintf("%s faults (target, time until it served again): %s", kind, strings.Join(downs, ", ")))
 		}
 	}
-	out = append(out, fmt.Sprintf("task attempts run again on a first delivery: %d; process starts retried: %d; client calls retried: %d",
-		s.res.redelivered1, s.failedStarts, s.clientRetries))
+	out = append(out, fmt.Sprintf("task attempts run again on a first delivery: %d; process starts retried: %d; client calls retried: %d; event runs paused before their events and resumed after: %d",
+		s.res.redelivered1, s.failedStarts, s.clientRetries, s.pauses))
 	r := s.res
 	out = append(out, fmt.Sprintf("misbehaviours of the protocol worker, attempts (deliveries): %s (%s); %d NAKed invocations left in the task stream; the recovery figures leave out the %d runs they hit",
 		byKind(r.misbehaved), byKind(r.misDeliveries), r.naksLeft, s.misbehavedRuns))

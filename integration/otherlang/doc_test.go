@@ -25,6 +25,7 @@ func TestProtocolDocMatchesCode(t *testing.T) {
 		n.TaskStream(), n.TaskAll(), n.RunBucket(), n.WorkflowBucket(),
 		n.Start("order-1001"), n.Event("order-1001", "payment"), n.Cancel("order-1002"), n.Result("order-1001"),
 		n.Timer("remind-1"), n.Schedule("remind-1", "t1"), n.RunInputs("order-1001"), n.Status("order-1001"),
+		n.Pause("order-1003"), n.Terminate("order-1003"),
 		n.Task("check-stock", "1"), n.TaskConsumer("check-stock", "1"), n.TaskConsumer("charge-card", "1.2.0"),
 		"`" + n.DispatcherConsumer() + "`", subjects.VersionToken("2.0.0+build5"),
 		wire.HeaderMsgID, wire.HeaderRunID, wire.HeaderActivation, wire.HeaderTimer, wire.HeaderDeadline,
@@ -54,6 +55,8 @@ func TestProtocolDocMatchesCode(t *testing.T) {
 			kind, dst = "timer", &wire.Timer{}
 		case strings.HasPrefix(s, `{"workflow":`):
 			kind, dst = "start", &wire.Start{}
+		case strings.Contains(s, `"operator":`):
+			kind, dst = "operation", &wire.Operation{}
 		case strings.HasPrefix(s, `{"reason":`):
 			kind, dst = "cancel", &wire.Cancel{}
 		default:
@@ -64,7 +67,7 @@ func TestProtocolDocMatchesCode(t *testing.T) {
 		}
 		counts[kind]++
 	}
-	for _, kind := range []string{"invocation", "result", "status", "timer", "start", "cancel"} {
+	for _, kind := range []string{"invocation", "result", "status", "timer", "start", "cancel", "operation"} {
 		if counts[kind] == 0 {
 			t.Errorf("docs/PROTOCOL.md has no %s example", kind)
 		}

@@ -17,7 +17,7 @@ import (
 	"github.com/jetflow/jetflow/wire"
 )
 
-var runStatuses = []string{wire.StatusRunning, wire.StatusWaiting, wire.StatusDone, wire.StatusFailed, wire.StatusCancelled}
+var runStatuses = []string{wire.StatusRunning, wire.StatusWaiting, wire.StatusDone, wire.StatusFailed, wire.StatusCancelled, wire.StatusPaused, wire.StatusTerminated}
 
 func newList(s streams) *cobra.Command {
 	var conn connConfig

@@ -92,7 +92,7 @@ func (v *view) show(steps []client.Progress) {
 		switch s.Kind {
 		case client.ProgressState:
 			v.state, v.waiting = s.State, false
-		case client.ProgressWaiting:
+		case client.ProgressWaiting, client.ProgressPaused:
 			v.waiting = true
 		case client.ProgressInvoke:
 			v.running[s.Node] = true
@@ -135,6 +135,8 @@ func (v *view) plain(s client.Progress) string {
 		return fmt.Sprintf("%stask %s %s failed: %s", t, s.Name, s.Task, s.Detail)
 	case client.ProgressWaiting:
 		return strings.TrimSpace(t + "waiting for " + orNone(s.Detail))
+	case client.ProgressPaused:
+		return t + "paused by an operator" + reasonSuffix(s.Detail) + " (jetflow resume)"
 	case client.ProgressEnd:
 		return s.Status.Status + " in " + v.elapsed(s.At) + outcomeLine(s.Status)
 	}
@@ -173,6 +175,8 @@ func (v *view) pretty(s client.Progress) string {
 		return t + "    " + paint(ansiRed, "✗ "+s.Name) + "  " + s.Detail
 	case client.ProgressWaiting:
 		return t + "    " + paint(ansiYellow, "… waiting for "+orNone(s.Detail))
+	case client.ProgressPaused:
+		return t + "    " + paint(ansiYellow, "‖ paused by an operator"+reasonSuffix(s.Detail))
 	case client.ProgressEnd:
 		style := ansiGreen
 		if s.Status.Status != wire.StatusDone {
@@ -214,6 +218,8 @@ func outcomeLine(st *wire.Status) string {
 		return "\nerror " + errorText(st.Error)
 	case st.Status == wire.StatusDone:
 		return "\nresult " + orNull(st.Result)
+	case st.Status == wire.StatusTerminated && st.Reason != "":
+		return "\nreason " + st.Reason
 	}
 	return ""
 }
@@ -245,4 +251,12 @@ func plural(n int) string {
 		return ""
 	}
 	return "s"
+}
+
+// reasonSuffix is ": reason", or nothing without one.
+func reasonSuffix(reason string) string {
+	if reason == "" {
+		return ""
+	}
+	return ": " + reason
 }

@@ -79,4 +79,6 @@ var commands = []func(streams) *cobra.Command{
 	newVersion,
 	newWorker,
 	newWorkflows,
+	newPause, newResume, newTerminate, // pause.go
+	newTask,
 }

@@ -36,7 +36,8 @@ func newStart(s streams) *cobra.Command {
 		Long: "start publishes a start message for workflow NAME's latest deployed revision and prints\n" +
 			"the run id. With --wait it follows the run: one line per state entered and task\n" +
 			"settled (a live display on a terminal), then the result or the error; it exits 0\n" +
-			"when the run is done, 1 when it failed and 2 when it was cancelled.",
+			"when the run is done, 1 when it failed and 2 when it was cancelled or terminated (a paused run\n" +
+			"is followed on until it is resumed and ends).",
 		Example: "  jetflow start order --input '{\"sku\":\"KB-42\",\"qty\":1,\"customer\":\"ada\"}' --wait\n" +
 			"  jetflow start order --id order-1001 --input @order.json",
 		Args: namedArgs("NAME"),
@@ -61,7 +62,7 @@ func newStart(s streams) *cobra.Command {
 	f := cmd.Flags()
 	f.StringVar(&id, "id", "", "the run id: letters, digits, '_' and '-' (default: NAME-<UTC date>-<time>-<random>)")
 	f.StringVar(&input, "input", "", "the run input: JSON text, @FILE, or @- for standard input (default null)")
-	f.BoolVar(&wait, "wait", false, "follow the run until it ends; exit 0 done, 1 failed, 2 cancelled")
+	f.BoolVar(&wait, "wait", false, "follow the run until it ends; exit 0 done, 1 failed, 2 cancelled or terminated")
 	return cmd
 }
 

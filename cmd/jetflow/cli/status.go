@@ -106,6 +106,7 @@ func printStatus(s streams, wf *workflow.Workflow, info runJSON, st *run.State, 
 		}
 	}
 	row("status", status)
+	operatorRows(row, info.Status, st)
 	row("state", strings.Join(mapNames(st.Control.Active), ", "))
 	if inFlight := client.InFlight(wf, st, rec); len(inFlight) > 0 {
 		var tasks []string

@@ -1,0 +1,167 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/jetflow/jetflow/engine/run"
+	"github.com/jetflow/jetflow/fleet"
+	"github.com/jetflow/jetflow/kvstore"
+	"github.com/jetflow/jetflow/wire"
+)
+
+// The operator's verbs on one run: pause, resume, terminate
+// (docs/OPERATIONS.md).
+
+func newPause(s streams) *cobra.Command {
+	var conn connConfig
+	var reason, operator string
+	cmd := &cobra.Command{
+		Use:   "pause RUN",
+		Short: "Pause a run: no task is invoked and no timer fires until it is resumed",
+		Long: "pause publishes a pause request for run RUN. Once a dispatcher applies it the run's status is\n" +
+			"paused (status shows since when): it invokes no task and fires no timer, and every event,\n" +
+			"task result and timer fire that reaches it is held, in arrival order, for its resume. Tasks\n" +
+			"already running go on and their results are kept. Only a running or waiting run can be\n" +
+			"paused; cancel and terminate still act on a paused run.",
+		Example: "  jetflow pause order-1001 --reason 'payment provider down' --operator ana",
+		Args:    namedArgs("RUN"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			id := args[0]
+			return onRun(cmd.Context(), s, &conn, "argument RUN", id, nil, func(ctx context.Context, f *fleet.Fleet) error {
+				if err := checkStatus(ctx, s, f, id, "a pause", wire.StatusPaused, "already paused"); err != nil {
+					return err
+				}
+				if err := f.Client.Pause(ctx, id, reason, operator); err != nil {
+					return err
+				}
+				fmt.Fprintf(s.out, "pause of run %s requested (see: jetflow status %s)\n", id, id)
+				return nil
+			})
+		},
+	}
+	addConnFlags(cmd, &conn)
+	addOperatorFlags(cmd, &reason, &operator, "why the run is paused, for the record")
+	return cmd
+}
+
+func newResume(s streams) *cobra.Command {
+	var conn connConfig
+	var reason, operator string
+	cmd := &cobra.Command{
+		Use:   "resume RUN",
+		Short: "Resume a paused run: what it held applies in order",
+		Long: "resume publishes a resume request for the paused run RUN. The dispatcher that applies it\n" +
+			"applies the inputs the run held, in the order they arrived and each at its own time (a timer\n" +
+			"that came due while paused fires at once; a result that came before its attempt's deadline\n" +
+			"fire counts), then the run goes on. A run that is not paused is refused.",
+		Example: "  jetflow resume order-1001",
+		Args:    namedArgs("RUN"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			id := args[0]
+			return onRun(cmd.Context(), s, &conn, "argument RUN", id, nil, func(ctx context.Context, f *fleet.Fleet) error {
+				st, err := f.Client.Status(ctx, id)
+				switch {
+				case errors.Is(err, kvstore.ErrRunNotFound):
+					return fmt.Errorf("run %s not found (with prefix %q)", id, f.Names.Prefix())
+				case err != nil:
+					return err
+				case st.Status != wire.StatusPaused:
+					return fmt.Errorf("run %s is %s, not paused: there is nothing to resume", id, st.Status)
+				}
+				if err := f.Client.Resume(ctx, id, reason, operator); err != nil {
+					return err
+				}
+				fmt.Fprintf(s.out, "resume of run %s requested\n", id)
+				return nil
+			})
+		},
+	}
+	addConnFlags(cmd, &conn)
+	addOperatorFlags(cmd, &reason, &operator, "why the run is resumed, for the record")
+	return cmd
+}
+
+func newTerminate(s streams) *cobra.Command {
+	var conn connConfig
+	var reason, operator string
+	cmd := &cobra.Command{
+		Use:   "terminate RUN --reason TEXT",
+		Short: "End a run at once, status terminated, running nothing more",
+		Long: "terminate publishes a terminate request for run RUN. The dispatcher that applies it ends the\n" +
+			"run at once with status terminated and the reason: no catch runs, tasks in flight are\n" +
+			"abandoned (their results are refused, as for any settled run), held and buffered inputs are\n" +
+			"dropped and its timers are removed. It acts on a paused run too. Unlike cancel, which is the\n" +
+			"workflow format's cancellation, terminate is the operator's hard stop and must say why.",
+		Example: "  jetflow terminate order-1001 --reason 'duplicate order, refunded by hand'",
+		Args:    namedArgs("RUN"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			id := args[0]
+			check := func() error {
+				if strings.TrimSpace(reason) == "" {
+					return errors.New("--reason is required: say why the run is ended")
+				}
+				return nil
+			}
+			return onRun(cmd.Context(), s, &conn, "argument RUN", id, check, func(ctx context.Context, f *fleet.Fleet) error {
+				if err := checkLive(ctx, s, f, id, "a terminate"); err != nil {
+					return err
+				}
+				if err := f.Client.Terminate(ctx, id, reason, operator); err != nil {
+					return err
+				}
+				fmt.Fprintf(s.out, "terminate of run %s requested\n", id)
+				return nil
+			})
+		},
+	}
+	addConnFlags(cmd, &conn)
+	addOperatorFlags(cmd, &reason, &operator, "why the run is ended (required); status shows it")
+	return cmd
+}
+
+func addOperatorFlags(cmd *cobra.Command, reason, operator *string, reasonHelp string) {
+	cmd.Flags().StringVar(reason, "reason", "", reasonHelp)
+	cmd.Flags().StringVar(operator, "operator", "", "who asks, for the record (status shows it)")
+}
+
+// checkStatus is checkLive that also refuses a run already in status
+// refused, saying so.
+func checkStatus(ctx context.Context, s streams, f *fleet.Fleet, id, what, refused, says string) error {
+	if err := checkLive(ctx, s, f, id, what); err != nil {
+		return err
+	}
+	st, err := f.Client.Status(ctx, id)
+	if err == nil && st.Status == refused {
+		return fmt.Errorf("run %s is %s", id, says)
+	}
+	return nil
+}
+
+// operatorRows prints what an operator set on a run: since when it is
+// paused and what it holds, or why it was terminated.
+func operatorRows(row func(k, v string), ws *wire.Status, st *run.State) {
+	var who string
+	if ws.Operator != "" {
+		who = " by " + ws.Operator
+	}
+	switch ws.Status {
+	case wire.StatusPaused:
+		row("paused", humanTime(time.UnixMilli(int64(ws.Since)))+who)
+		if len(st.Held) > 0 {
+			row("held", fmt.Sprintf("%d inputs for its resume", len(st.Held)))
+		}
+	case wire.StatusTerminated:
+		row("terminated", humanTime(time.UnixMilli(int64(ws.Since)))+who)
+	default:
+		return
+	}
+	if ws.Reason != "" {
+		row("reason", ws.Reason)
+	}
+}
