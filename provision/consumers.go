@@ -47,8 +47,8 @@ const (
 // workflow uses, and workers (in any language) only bind to it. The task
 // stream must exist.
 func EnsureTaskConsumer(ctx context.Context, js jetstream.JetStream, names subjects.Names, task, version string, p TaskPolicy) (jetstream.Consumer, error) {
-	if err := taskconsumer.Check(task, version); err != nil {
-		return nil, fmt.Errorf("provision: %w", err)
+	if err := checkTaskVersion(task, version); err != nil {
+		return nil, err
 	}
 	p = p.WithDefaults()
 	if err := p.Validate(); err != nil {
@@ -67,4 +67,11 @@ func EnsureTaskConsumer(ctx context.Context, js jetstream.JetStream, names subje
 // applies; p must already have its defaults.
 func TaskConsumerConfig(names subjects.Names, task, version string, p TaskPolicy) jetstream.ConsumerConfig {
 	return taskconsumer.Config(names, task, version, p)
+}
+
+func checkTaskVersion(task, version string) error {
+	if err := taskconsumer.Check(task, version); err != nil {
+		return fmt.Errorf("provision: %w", err)
+	}
+	return nil
 }
