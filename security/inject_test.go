@@ -146,7 +146,10 @@ func TestInjectionRefusedOnTheWire(t *testing.T) {
 	ctx := testCtx(t, time.Minute)
 	f, err := fleet.Start(ctx, fleet.Config{
 		Embedded:   embedded.Config{Listen: "127.0.0.1:-1", Logger: quiet()},
-		Dispatcher: &dispatcher.Config{Logger: quiet()},
+		// r1's start is refused, so r1 never has a record; when the map's
+		// order publishes it before r1's event, that event waits for the
+		// run as long as UnknownRunWait says, then is terminated.
+		Dispatcher: &dispatcher.Config{Logger: quiet(), UnknownRunWait: 3 * time.Second},
 		Logger:     quiet(),
 	})
 	if err != nil {
@@ -167,6 +170,7 @@ func TestInjectionRefusedOnTheWire(t *testing.T) {
 		p + "r5.result.extra":                    `{}`,
 	}
 	var seqs []uint64
+	subjectOf := map[uint64]string{}
 	for subject, body := range msgs {
 		m := nats.NewMsg(subject)
 		m.Data = []byte(body)
@@ -175,11 +179,12 @@ func TestInjectionRefusedOnTheWire(t *testing.T) {
 			t.Fatalf("%s: %v", subject, err)
 		}
 		seqs = append(seqs, ack.Sequence)
+		subjectOf[ack.Sequence] = subject
 	}
 	natstest.WaitFor(t, 30*time.Second, "every injecting input terminated", func() error {
 		for _, s := range seqs {
 			if r, ok := tm.get(s); !ok || r == "" {
-				return errorString("not yet")
+				return errorString("not yet: " + subjectOf[s])
 			}
 		}
 		return nil
