@@ -76,4 +76,5 @@ var commands = []func(streams) *cobra.Command{
 	newStatus,
 	newWorker,
 	newWorkflows,
+	newJobs,
 }
