@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"os"
 	"strconv"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -252,4 +254,61 @@ func TestBulkJobSurvivesDispatcherKill(t *testing.T) {
 	}
 	t.Logf("killed the holder after publishing batch 3 of %d; the next holder finished: sent %d, skipped %d (runs the first holder had cancelled past its checkpoint)",
 		runs/batch, j.Sent, j.Skipped)
+}
+
+// TestBulkCancelThroughput measures one job cancelling many waiting runs
+// on one dispatcher: the figure is runs cancelled per second, from the
+// job's submission until every run's record says cancelled. Not a timed
+// assertion: it checks that every run was cancelled once, and logs the
+// rates. JETFLOW_IT_BULK_RUNS sets how many runs (default 2000).
+func TestBulkCancelThroughput(t *testing.T) {
+	if testing.Short() {
+		t.Skip("throughput measurement")
+	}
+	t.Parallel()
+	n := 2000
+	if v, err := strconv.Atoi(os.Getenv("JETFLOW_IT_BULK_RUNS")); err == nil && v > 0 {
+		n = v
+	}
+	e := setup(t, options{workers: none, logLevel: slog.LevelWarn})
+	var wg sync.WaitGroup
+	const publishers = 8
+	for p := range publishers {
+		wg.Go(func() {
+			for i := p; i < n; i += publishers {
+				if err := e.f.Client.StartRun(e.ctx, "approval", fmt.Sprintf("t%06d", i), i); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	count := func(status string) func() error {
+		return func() error {
+			page, err := e.f.Client.ListRuns(e.ctx, client.ListOptions{Filter: wire.RunFilter{Status: status}})
+			if err != nil {
+				return err
+			}
+			if len(page.Runs) != n {
+				return fmt.Errorf("%d of %d runs %s", len(page.Runs), n, status)
+			}
+			return nil
+		}
+	}
+	natstest.WaitFor(t, 120*time.Second, "every run waiting", count(wire.StatusWaiting))
+	t0 := time.Now()
+	job, err := e.f.Client.SubmitJob(e.ctx, client.JobSpec{Operation: "cancel", Filter: wire.RunFilter{Workflow: "approval", Status: wire.StatusWaiting}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	j := watchJob(t, e, job.ID, 120*time.Second)
+	published := time.Since(t0)
+	if j.State != wire.JobDone || j.Sent != n {
+		t.Fatalf("job ended %+v; want done with %d sent", j, n)
+	}
+	natstest.WaitFor(t, 120*time.Second, "every run cancelled", count(wire.StatusCancelled))
+	all := time.Since(t0)
+	t.Logf("bulk cancel of %d waiting runs, one dispatcher: job done (every cancel published) in %s (%.0f runs/s); every run cancelled in %s (%.0f runs/s)",
+		n, published.Round(time.Millisecond), float64(n)/published.Seconds(), all.Round(time.Millisecond), float64(n)/all.Seconds())
 }
