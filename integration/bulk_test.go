@@ -312,3 +312,53 @@ func TestBulkCancelThroughput(t *testing.T) {
 	t.Logf("bulk cancel of %d waiting runs, one dispatcher: job done (every cancel published) in %s (%.0f runs/s); every run cancelled in %s (%.0f runs/s)",
 		n, published.Round(time.Millisecond), float64(n)/published.Seconds(), all.Round(time.Millisecond), float64(n)/all.Seconds())
 }
+
+// TestBulkJobRepublishIsDeduplicated: after its holder was SIGKILLed
+// between publishing a batch and recording it, the next holder (a runner
+// with no dispatcher beside it, so that nothing is applied meanwhile)
+// publishes that batch again: the input stream stores each run's cancel
+// once, and a dispatcher started afterwards applies one cancel per run.
+func TestBulkJobRepublishIsDeduplicated(t *testing.T) {
+	t.Parallel()
+	const runs, batch = 60, 10
+	e := setup(t, options{dispatchers: none})
+	victim := e.spawnDispatcher(t, "", crashAckWait, jobBatchEnv+"="+strconv.Itoa(batch), jobLeaseEnv+"=2s", jobCrashEnv+"=3")
+	ids := startWaiting(t, e, "d", runs)
+	job, err := e.f.Client.SubmitJob(e.ctx, client.JobSpec{Operation: "cancel", Filter: wire.RunFilter{Workflow: "approval"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if line := victim.next(t, 60*time.Second); line != "jobcrash 3" {
+		t.Fatalf("the victim said %q, want jobcrash 3", line)
+	}
+	victim.waitKilled(t)
+	if per := cancelsPerRun(t, e); len(per) != 3*batch {
+		t.Fatalf("%d runs have a cancel input after the kill, want %d", len(per), 3*batch)
+	}
+	r := bulk.New(e.f.JS, e.f.Client, bulk.Config{
+		Names: e.names, Batch: batch, LeaseTTL: 2 * time.Second, Poll: 200 * time.Millisecond,
+		Logger: e.logs.logger("runner"),
+	})
+	r.Start()
+	t.Cleanup(r.Stop)
+	j := watchJob(t, e, job.ID, 60*time.Second)
+	// The next holder resumed after batch 2: it skipped the runs of batch 3
+	// the victim had already cancelled and sent the others again.
+	if j.State != wire.JobDone || j.Takeovers != 1 || j.Errors != 0 || j.Sent+j.Skipped != runs || j.Sent < runs-batch {
+		t.Fatalf("job ended %+v; want done after one takeover, batches 4 to 6 sent", j)
+	}
+	per := cancelsPerRun(t, e)
+	for _, id := range ids {
+		if per[id] != 1 {
+			t.Errorf("run %s: %d cancel inputs stored, want 1", id, per[id])
+		}
+	}
+	e.spawnDispatcher(t, "", crashAckWait)
+	for _, id := range ids {
+		e.waitStatus(t, id, wire.StatusCancelled, 60*time.Second)
+		e.checkRecord(t, id, 0)
+	}
+	e.consumerSettled(t, 30*time.Second)
+	t.Logf("the next holder sent %d runs of the unrecorded batch again (the victim had cancelled the other %d); the stream holds one cancel per run",
+		j.Sent-(runs-batch), j.Skipped)
+}
