@@ -3,7 +3,6 @@ package cli
 import (
 	"context"
 	"fmt"
-	"time"
 
 	"github.com/spf13/cobra"
 
@@ -29,19 +28,8 @@ func newCancel(s streams) *cobra.Command {
 			"  jetflow cancel --workflow order --match '{\"$eq\":[\"$.input.sku\",\"tea\"]}' --reason recall --yes",
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if bulk.filter.set() || bulk.dryRun || bulk.yes || bulk.detach {
-				if len(args) > 0 {
-					return fmt.Errorf("give either RUN or filter flags, not both (RUN %q)", args[0])
-				}
-				if !bulk.filter.set() {
-					return fmt.Errorf("--dry-run, --yes and --detach need filter flags (--workflow, --status, ...)")
-				}
-				f, err := bulk.filter.build(s, time.Now())
-				if err != nil {
-					return err
-				}
-				bulk.reason = reason
-				return bulk.run(cmd.Context(), s, f)
+			if handled, err := bulk.handle(cmd, s, args, reason); handled {
+				return err
 			}
 			if len(args) == 0 {
 				return fmt.Errorf("missing argument RUN, or filter flags (usage: %s)", cmd.UseLine())

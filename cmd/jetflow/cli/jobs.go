@@ -8,6 +8,7 @@ import (
 	"os"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -145,6 +146,27 @@ func (b *bulkOp) addFlags(cmd *cobra.Command) {
 	f.BoolVar(&b.dryRun, "dry-run", false, "with a filter: count the runs it matches, change nothing")
 	f.BoolVar(&b.yes, "yes", false, "with a filter: submit the bulk job (without it, only the count is printed)")
 	f.BoolVar(&b.detach, "detach", false, "with a filter: print the job id and return instead of following its progress")
+}
+
+// handle runs the verb's bulk form when bulk or filter flags are given,
+// reporting whether it did; the verb handles RUN otherwise. Any run
+// operation verb gets its bulk form with a bulkOp, addFlags and this.
+func (b *bulkOp) handle(cmd *cobra.Command, s streams, args []string, reason string) (bool, error) {
+	if !b.filter.set() && !b.dryRun && !b.yes && !b.detach {
+		return false, nil
+	}
+	if len(args) > 0 {
+		return true, fmt.Errorf("give either RUN or filter flags, not both (RUN %q)", args[0])
+	}
+	if !b.filter.set() {
+		return true, fmt.Errorf("--dry-run, --yes and --detach need filter flags (--workflow, --status, ...)")
+	}
+	f, err := b.filter.build(s, time.Now())
+	if err != nil {
+		return true, err
+	}
+	b.reason = reason
+	return true, b.run(cmd.Context(), s, f)
 }
 
 // run counts the runs the filter matches, then (with --yes) submits the
