@@ -41,8 +41,9 @@ type Config struct {
 	// duplicate window (2 minutes), which is what makes the operations a
 	// new holder publishes again harmless. Default: 20s.
 	LeaseTTL time.Duration
-	// Poll is how often the runner looks for jobs whose lease lapsed; new
-	// and cancelled jobs wake it at once. Default: 5s.
+	// Poll is how often the runner looks for jobs whose lease lapsed
+	// while any job is unsettled (once a minute or so otherwise); new and
+	// cancelled jobs wake it at once through a watch. Default: 5s.
 	Poll time.Duration
 	// Batch is how many runs are handled between two checkpoints.
 	// Default: 200.

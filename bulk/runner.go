@@ -78,13 +78,25 @@ func (r *Runner) loop(ctx context.Context, done chan struct{}) {
 	timer := r.cfg.Clock.NewTimer(0)
 	defer timer.Stop()
 	bound, warned := false, false
+	// An idle deployment's job bucket is read only when the watch says it
+	// changed, and once every idleRescan polls in case a change was missed;
+	// while some job is unsettled, every poll reads it (a lease may lapse).
+	unsettled, idle := true, 0
 	for {
+		polled := false
 		select {
 		case <-ctx.Done():
 			return
 		case <-timer.C():
+			polled = true
 		case <-r.wake:
 		}
+		if polled && bound && !unsettled && idle < idleRescan {
+			idle++
+			timer.Reset(r.cfg.Poll)
+			continue
+		}
+		idle = 0
 		if !bound {
 			b, err := r.c.JobBucket(ctx)
 			if err != nil {
@@ -98,7 +110,7 @@ func (r *Runner) loop(ctx context.Context, done chan struct{}) {
 			bound = true
 			watching.Go(func() { r.watch(ctx, b) })
 		}
-		r.runnable(ctx)
+		unsettled = r.runnable(ctx)
 		timer.Reset(r.cfg.Poll)
 	}
 }
@@ -130,19 +142,29 @@ func (r *Runner) watch(ctx context.Context, b *kvstore.Bucket) {
 	}
 }
 
-// runnable takes and works every job it can, oldest first.
-func (r *Runner) runnable(ctx context.Context) {
+// idleRescan is how many polls an idle runner skips between two reads
+// of the job bucket.
+const idleRescan = 12
+
+// runnable takes and works every job it can, oldest first. It reports
+// whether a job may still need it: one another holder leases, or one it
+// worked on (which may have stopped short).
+func (r *Runner) runnable(ctx context.Context) (unsettled bool) {
 	jobs, err := r.c.Jobs(ctx)
 	if err != nil {
 		if ctx.Err() == nil {
 			r.log.Warn("bulk: list jobs", slog.Any("error", err))
 		}
-		return
+		return true
 	}
 	for _, j := range jobs {
 		if ctx.Err() != nil {
-			return
+			return true
 		}
+		if j.Settled() {
+			continue
+		}
+		unsettled = true
 		if !r.free(j) {
 			continue
 		}
@@ -155,6 +177,7 @@ func (r *Runner) runnable(ctx context.Context) {
 		}
 		r.work(ctx, taken, rev)
 	}
+	return unsettled
 }
 
 var errNotFree = errors.New("job not free")
