@@ -83,6 +83,7 @@ type Client struct {
 	cfg   Config
 	names subjects.Names
 	store RunStore
+	jobs  jobs
 }
 
 // New returns a client. Without cfg.Store it binds the run bucket, which

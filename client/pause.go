@@ -15,12 +15,12 @@ import (
 // reason and operator are kept for the record and may be empty. The
 // request's Nats-Msg-Id is random for each call, as a start's.
 func (c *Client) Pause(ctx context.Context, runID, reason, operator string) error {
-	return c.operate(ctx, subjects.KindPause, runID, wire.Operation{Reason: reason, Operator: operator})
+	return c.operate(ctx, subjects.KindPause, runID, "", wire.Operation{Reason: reason, Operator: operator})
 }
 
 // Resume asks for a paused run to go on: what it held applies in order.
 func (c *Client) Resume(ctx context.Context, runID, reason, operator string) error {
-	return c.operate(ctx, subjects.KindResume, runID, wire.Operation{Reason: reason, Operator: operator})
+	return c.operate(ctx, subjects.KindResume, runID, "", wire.Operation{Reason: reason, Operator: operator})
 }
 
 // Terminate asks for a run to end at once, status terminated, running
@@ -29,10 +29,12 @@ func (c *Client) Terminate(ctx context.Context, runID, reason, operator string) 
 	if strings.TrimSpace(reason) == "" {
 		return errors.New("client: terminate: the reason is empty (say why the run is ended)")
 	}
-	return c.operate(ctx, subjects.KindTerminate, runID, wire.Operation{Reason: reason, Operator: operator})
+	return c.operate(ctx, subjects.KindTerminate, runID, "", wire.Operation{Reason: reason, Operator: operator})
 }
 
-func (c *Client) operate(ctx context.Context, kind, runID string, body wire.Operation) error {
+// operate publishes an operator's input; key makes its Nats-Msg-Id
+// deterministic (a bulk job's), "" random for each call.
+func (c *Client) operate(ctx context.Context, kind, runID, key string, body wire.Operation) error {
 	if err := subjects.CheckRunID(runID); err != nil {
 		return fmt.Errorf("client: %s: %w", kind, err)
 	}
@@ -45,5 +47,5 @@ func (c *Client) operate(ctx context.Context, kind, runID string, body wire.Oper
 	default:
 		subject = c.names.Terminate(runID)
 	}
-	return c.publish(ctx, subject, msgID(kind, runID, ""), body)
+	return c.publish(ctx, subject, msgID(kind, runID, key), body)
 }

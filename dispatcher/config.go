@@ -8,6 +8,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/jetflow/jetflow/bulk"
 	"github.com/jetflow/jetflow/clock"
 	"github.com/jetflow/jetflow/engine/run"
 	"github.com/jetflow/jetflow/registry"
@@ -124,6 +125,11 @@ type Config struct {
 	// Never set it in production. Default: nil.
 	CrashHook func(point, runID, kind string) error
 
+	// Jobs configures the bulk-job runner every dispatcher runs (package
+	// bulk); Jobs.Off turns it off. Its Names, Logger, Clock and OpTimeout
+	// default to the dispatcher's. Default: on, bulk's defaults.
+	Jobs bulk.Config
+
 	// hooks lets tests stop a step at a crash point.
 	hooks *hooks
 }
@@ -177,6 +183,16 @@ func (c Config) WithDefaults() Config {
 	}
 	setDefault(&c.DefinitionCacheSize, registry.DefaultCacheSize)
 	setDefault(&c.MaxInputBytes, step.DefaultMaxInputBytes)
+	if c.Jobs.Names == (subjects.Names{}) {
+		c.Jobs.Names = c.Names
+	}
+	if c.Jobs.Logger == nil {
+		c.Jobs.Logger = c.Logger
+	}
+	if c.Jobs.Clock == nil {
+		c.Jobs.Clock = c.Clock
+	}
+	setDefault(&c.Jobs.OpTimeout, c.OpTimeout)
 	return c
 }
 

@@ -10,6 +10,8 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/jetflow/jetflow/bulk"
+	"github.com/jetflow/jetflow/client"
 	"github.com/jetflow/jetflow/kvstore"
 	"github.com/jetflow/jetflow/lifecycle"
 	"github.com/jetflow/jetflow/provision"
@@ -63,6 +65,9 @@ type Dispatcher struct {
 
 	// crashed makes a test's simulated crash stick until Stop.
 	crashed atomic.Bool
+
+	// jobs carries out bulk jobs beside the steps (package bulk).
+	jobs *bulk.Runner
 }
 
 type runQueue struct {
@@ -158,6 +163,14 @@ func (d *Dispatcher) start(ctx context.Context) (lifecycle.Run, error) {
 			return nil, fmt.Errorf("dispatcher: %w", err)
 		}
 	}
+	if d.jobs == nil {
+		jc, err := client.New(ctx, d.js, client.Config{Names: names})
+		if err != nil {
+			d.unwatch()
+			return nil, fmt.Errorf("dispatcher: bulk jobs: %w", err)
+		}
+		d.jobs = bulk.New(d.js, jc, d.cfg.Jobs)
+	}
 	// Steps outlive Start's context: only Stop ends them.
 	d.ctx, d.cancel = context.WithCancelCause(context.WithoutCancel(ctx))
 	d.qmu.Lock()
@@ -186,6 +199,7 @@ func (d *Dispatcher) start(ctx context.Context) (lifecycle.Run, error) {
 		d.unwatch()
 		return nil, fmt.Errorf("dispatcher: consume %q: %w", names.DispatcherConsumer(), err)
 	}
+	d.jobs.Start()
 	return &cycle{d: d, cc: cc, halt: make(chan struct{}), done: make(chan struct{})}, nil
 }
 
@@ -223,6 +237,7 @@ func (c *cycle) Ending() bool { return false }
 // window, most of them stray in a flood).
 func (d *Dispatcher) windDown(c *cycle) {
 	defer close(c.done)
+	d.jobs.Stop()
 	c.cc.Drain()
 	select {
 	case <-c.cc.Closed():

@@ -42,7 +42,7 @@ const (
 func dispatcherProcess() int {
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	ackWait, _ := time.ParseDuration(os.Getenv(ackWaitEnv))
-	cfg := dispatcher.Config{AckWait: ackWait, Logger: log}
+	cfg := dispatcher.Config{AckWait: ackWait, Logger: log, Jobs: bulkProcessConfig()}
 	if os.Getenv(productionEnv) == "" {
 		cfg = dispatcherConfig(cfg)
 	}

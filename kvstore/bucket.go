@@ -245,3 +245,11 @@ func checkNames(names subjects.Names) error {
 	}
 	return nil
 }
+
+// NextOnSubject returns the first message on subject (a pattern) at or
+// after sequence seq in stream, read through the stream leader; the
+// error wraps ErrNoKey when there is none. A caller maps a time to a
+// stream sequence with it (client.Matcher's start-time bounds).
+func NextOnSubject(ctx context.Context, js jetstream.JetStream, stream string, seq uint64, subject string) (*jetstream.RawStreamMsg, error) {
+	return leaderGet(ctx, js, stream, map[string]any{"seq": seq, "next_by_subj": subject})
+}

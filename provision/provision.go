@@ -224,6 +224,20 @@ func WorkflowBucketConfig(names subjects.Names, opts ProvisionOptions) jetstream
 	}
 }
 
+// JobBucketConfig is the KV bucket of bulk jobs, one key per job. A job's
+// record is rewritten at every checkpoint by compare-and-swap; one
+// revision per key is enough.
+func JobBucketConfig(names subjects.Names, opts ProvisionOptions) jetstream.KeyValueConfig {
+	opts = opts.withDefaults()
+	return jetstream.KeyValueConfig{
+		Bucket:      names.JobBucket(),
+		Description: "jetflow bulk jobs: spec and progress, one key per job",
+		History:     1,
+		Storage:     opts.Storage,
+		Replicas:    opts.Replicas,
+	}
+}
+
 func maxMsgSize(n int32) int32 {
 	if n == 0 {
 		return -1 // unlimited: the server's max payload applies
@@ -267,7 +281,7 @@ func Provision(ctx context.Context, js jetstream.JetStream, names subjects.Names
 			return fmt.Errorf("provision: provision stream %q (subjects %v): %w", cfg.Name, cfg.Subjects, err)
 		}
 	}
-	for _, cfg := range []jetstream.KeyValueConfig{RunBucketConfig(names, opts), WorkflowBucketConfig(names, opts)} {
+	for _, cfg := range []jetstream.KeyValueConfig{RunBucketConfig(names, opts), WorkflowBucketConfig(names, opts), JobBucketConfig(names, opts)} {
 		err := ensure(ctx, opts.RetryFor, func(ctx context.Context) error {
 			_, err := js.CreateKeyValue(ctx, cfg)
 			if errors.Is(err, jetstream.ErrBucketExists) {

@@ -145,7 +145,7 @@ func TestInjectionRefusedInCLI(t *testing.T) {
 func TestInjectionRefusedOnTheWire(t *testing.T) {
 	ctx := testCtx(t, time.Minute)
 	f, err := fleet.Start(ctx, fleet.Config{
-		Embedded:   embedded.Config{Listen: "127.0.0.1:-1", Logger: quiet()},
+		Embedded: embedded.Config{Listen: "127.0.0.1:-1", Logger: quiet()},
 		// r1's start is refused, so r1 never has a record; when the map's
 		// order publishes it before r1's event, that event waits for the
 		// run as long as UnknownRunWait says, then is terminated.

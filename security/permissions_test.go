@@ -208,6 +208,32 @@ func TestPermissionMatrix(t *testing.T) {
 	if _, err := observer.Status(ctx, "p1"); err != nil {
 		t.Fatalf("the observer cannot read the run: %v", err)
 	}
+	// A bulk cancel submitted by the operator, carried out by the
+	// dispatcher: the job bucket, the run scan and the cancel it publishes.
+	if err := app.StartRun(ctx, "two", "p2", nil); err != nil {
+		t.Fatal(err)
+	}
+	natstest.WaitFor(t, 30*time.Second, "p2 waits for its event", func() error {
+		st, err := observer.Status(ctx, "p2")
+		if err != nil {
+			return err
+		}
+		if st.Status != wire.StatusWaiting {
+			return errors.New(st.Status)
+		}
+		return nil
+	})
+	opc := r.client(t, r.op)
+	job, err := opc.SubmitJob(ctx, client.JobSpec{Operation: "cancel", Filter: wire.RunFilter{Workflow: "two", Status: wire.StatusWaiting}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if j, err := opc.WatchJob(ctx, job.ID, func(*wire.Job) bool { return true }); err != nil || j.State != wire.JobDone || j.Sent != 1 {
+		t.Fatalf("the bulk job ended %+v, %v", j, err)
+	}
+	if st, err := app.Wait(ctx, "p2"); err != nil || st.Status != wire.StatusCancelled {
+		t.Fatalf("p2 after the bulk cancel: %+v, %v", st, err)
+	}
 	// An event for a run nobody started: the dispatcher looks for its
 	// start in the input stream, and refuses it.
 	if err := events.SendEvent(ctx, "nobody", "go", nil); err != nil {
@@ -329,6 +355,9 @@ func TestPermissionMatrix(t *testing.T) {
 		// A dispatcher drives runs but cannot deploy or destroy.
 		{r.disp, "deploy a workflow", "$KV." + n.WorkflowBucket() + ".name.evil", jsPublish(r.disp, "$KV."+n.WorkflowBucket()+".name.evil")},
 		{r.disp, "delete the input stream", "$JS.API.STREAM.DELETE." + n.InputStream(), request(r.disp, "$JS.API.STREAM.DELETE."+n.InputStream())},
+		// Only the operator submits bulk jobs.
+		{r.app, "submit a bulk job", "$KV." + n.JobBucket() + ".evil", jsPublish(r.app, "$KV."+n.JobBucket()+".evil")},
+		{r.observer, "cancel a bulk job", "$KV." + n.JobBucket() + ".evil", jsPublish(r.observer, "$KV."+n.JobBucket()+".evil")},
 		// The application cannot forge results either.
 		{r.app, "forge a result", n.Result("p1"), jsPublish(r.app, n.Result("p1"))},
 		// Pause, resume and terminate are the operator's.

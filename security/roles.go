@@ -84,7 +84,22 @@ func Dispatcher(n subjects.Names, user string) Permissions {
 		api("CONSUMER.CREATE", kvStream(wfs), "*", n.KVKey(wfs, "name.>")), api("CONSUMER.DELETE", kvStream(wfs), "*"),
 		n.FlowControl(kvStream(wfs)),
 	}
-	return Permissions{Publish: pub, Subscribe: []string{inbox(user)}}
+	return join(Permissions{Publish: pub, Subscribe: []string{inbox(user)}}, bulkJobs(n))
+}
+
+// bulkJobs is what a dispatcher's bulk-job runner needs (package bulk):
+// the job bucket (read, write, watch), a scan of the run bucket (an
+// ordered consumer), and publishing the per-run operations' inputs
+// (cancel today) for the runs a job matches. Only dispatchers publish
+// those for jobs; submitting a job is the operator's.
+func bulkJobs(n subjects.Names) Permissions {
+	jobs, runs := n.KVStream(n.JobBucket()), n.KVStream(n.RunBucket())
+	return Permissions{Publish: []string{
+		n.API("STREAM.INFO", jobs), n.API("DIRECT.GET", jobs, ">"), n.API("STREAM.MSG.GET", jobs), n.KVKeys(n.JobBucket()),
+		n.API("CONSUMER.CREATE", jobs, ">"), n.API("CONSUMER.DELETE", jobs, ">"), n.FlowControl(jobs),
+		n.API("CONSUMER.CREATE", runs, ">"), n.API("CONSUMER.DELETE", runs, ">"), n.FlowControl(runs),
+		n.Cancel("*"), n.Pause("*"), n.Resume("*"), n.Terminate("*"),
+	}}
 }
 
 // Worker may pull, acknowledge and heartbeat the invocations of one task

@@ -174,3 +174,6 @@ func (n Names) ParseInput(subject string) (runID, kind, eventType string, err er
 	}
 	return runID, kind, eventType, nil
 }
+
+// JobBucket is the KV bucket of bulk jobs (package bulk), keyed by job id.
+func (n Names) JobBucket() string { return n.prefix + "_jobs" }

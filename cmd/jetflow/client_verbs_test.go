@@ -383,7 +383,7 @@ func TestWorkerExecServesTask(t *testing.T) {
 
 func TestClientVerbsHelp(t *testing.T) {
 	t.Parallel()
-	for _, args := range [][]string{{"start"}, {"event"}, {"cancel"}, {"status"}, {"list"}, {"worker", "exec"}, {"demo"}} {
+	for _, args := range [][]string{{"start"}, {"event"}, {"cancel"}, {"status"}, {"list"}, {"worker", "exec"}, {"demo"}, {"jobs"}, {"jobs", "watch"}} {
 		out, _, exit := runEnv(t, nil, "", append(args, "--help")...)
 		if exit != 0 || !strings.Contains(out, "Usage:") {
 			t.Errorf("%v --help: exit %d, %q", args, exit, out)

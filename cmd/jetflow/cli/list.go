@@ -3,70 +3,61 @@ package cli
 import (
 	"encoding/json"
 	"fmt"
-	"slices"
-	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
 
-	"github.com/jetflow/jetflow/kvstore"
-	"github.com/jetflow/jetflow/runrecord"
-	"github.com/jetflow/jetflow/step"
-	"github.com/jetflow/jetflow/subjects"
-	"github.com/jetflow/jetflow/wire"
+	"github.com/jetflow/jetflow/client"
 )
-
-var runStatuses = []string{wire.StatusRunning, wire.StatusWaiting, wire.StatusDone, wire.StatusFailed, wire.StatusCancelled, wire.StatusPaused, wire.StatusTerminated}
 
 func newList(s streams) *cobra.Command {
 	var conn connConfig
-	var status, name string
+	var filter runFilter
+	var sortBy, cursor string
+	var limit int
 	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "list",
-		Short: "List runs, optionally by status and workflow",
-		Long: "list reads every run record (one pass over the run bucket) and prints one line per run,\n" +
-			"ordered by run id: run, workflow@revision, status, state and when it last changed.\n" +
-			"With --json it prints an array of the objects status --json prints (without started).",
+		Short: "List runs, filtered, sorted and paged",
+		Long: "list reads every run record (one pass over the run bucket: a scan, not an index) and prints\n" +
+			"one line per run matching every filter given: run, workflow@revision, status, state and when\n" +
+			"it last changed. --sort id (the default) orders by run id; start and update put the newest\n" +
+			"first. With --limit N it prints N runs, then the --cursor of the next page.\n" +
+			"With --json it prints an array of the objects status --json prints (without started), and\n" +
+			"the next page's cursor on standard error.",
+		Example: "  jetflow list --workflow order --status waiting --started-before 1h\n" +
+			"  jetflow list --match '{\"$gt\":[\"$.input.qty\",5]}' --sort start --limit 50",
 		Args: namedArgs(),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if status != "" && !slices.Contains(runStatuses, status) {
-				return fmt.Errorf("--status %q is not a run status (one of %s)", status, strings.Join(runStatuses, ", "))
+			f, err := filter.build(s, time.Now())
+			if err != nil {
+				return err
 			}
-			if name != "" {
-				if err := subjects.CheckWorkflowName(name); err != nil {
-					return fmt.Errorf("--workflow: %w", err)
-				}
+			if limit < 0 {
+				return fmt.Errorf("--limit %d: give a positive number of runs, or 0 for all", limit)
 			}
 			ctx := cmd.Context()
-			f, stop, err := dialFleet(ctx, s, &conn)
+			fl, stop, err := dialFleet(ctx, s, &conn)
 			if err != nil {
 				return err
 			}
 			defer stop()
-			entries, err := f.Runs.List(ctx, nil)
+			page, err := fl.Client.ListRuns(ctx, client.ListOptions{Filter: f, Sort: sortBy, Limit: limit, Cursor: cursor})
 			if err != nil {
-				return err
+				return flagError(err)
 			}
-			runs := []runJSON{}
-			for _, e := range entries {
-				rec, err := runrecord.Decode(e.Data)
-				if err != nil {
-					fmt.Fprintf(s.err, "warning: run %s: %v\n", e.RunID, err)
-					continue
-				}
-				ws, err := step.StatusOf(e.RunID, rec, nil)
-				if err != nil {
-					fmt.Fprintf(s.err, "warning: run %s: %v\n", e.RunID, err)
-					continue
-				}
-				if (status != "" && ws.Status != status) || (name != "" && ws.Workflow != name) {
-					continue
-				}
-				runs = append(runs, runJSON{Status: ws, Updated: updated(e)})
+			for _, err := range page.Skipped {
+				fmt.Fprintf(s.err, "warning: %v\n", err)
+			}
+			runs := make([]runJSON, len(page.Runs))
+			for i, r := range page.Runs {
+				runs[i] = runJSON{Status: r.Status, Updated: r.Updated.UTC().Format(time.RFC3339Nano)}
 			}
 			if asJSON {
+				if page.Next != "" {
+					fmt.Fprintf(s.err, "next page: --cursor %s\n", page.Next)
+				}
 				return json.NewEncoder(s.out).Encode(runs)
 			}
 			if len(runs) == 0 {
@@ -75,21 +66,25 @@ func newList(s streams) *cobra.Command {
 			}
 			tw := tabwriter.NewWriter(s.out, 0, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "RUN\tWORKFLOW\tSTATUS\tSTATE\tUPDATED")
-			for _, r := range runs {
-				t, _ := time.Parse(time.RFC3339Nano, r.Updated)
+			for i, r := range runs {
 				fmt.Fprintf(tw, "%s\t%s@%s\t%s\t%s\t%s\n", r.Run, r.Workflow, r.Revision, r.Status.Status,
-					stateName(r.State), t.Local().Format("2006-01-02 15:04:05"))
+					stateName(r.State), page.Runs[i].Updated.Local().Format("2006-01-02 15:04:05"))
 			}
-			return tw.Flush()
+			if err := tw.Flush(); err != nil {
+				return err
+			}
+			if page.Next != "" {
+				fmt.Fprintf(s.out, "next page: --cursor %s\n", page.Next)
+			}
+			return nil
 		},
 	}
 	addConnFlags(cmd, &conn)
+	filter.addFlags(cmd)
 	f := cmd.Flags()
-	f.StringVar(&status, "status", "", "only runs in this status: "+strings.Join(runStatuses, ", "))
-	f.StringVar(&name, "workflow", "", "only runs of this workflow")
+	f.StringVar(&sortBy, "sort", client.SortID, "order: id, start (newest first) or update (most recently changed first)")
+	f.IntVar(&limit, "limit", 0, "print at most this many runs, then the next page's cursor (0: all)")
+	f.StringVar(&cursor, "cursor", "", "continue after the page that printed this cursor (same filters and --sort)")
 	f.BoolVar(&asJSON, "json", false, "print a JSON array")
 	return cmd
 }
-
-// updated is when a run's record last changed (server time).
-func updated(e kvstore.Entry) string { return e.Updated.UTC().Format(time.RFC3339Nano) }

@@ -21,18 +21,25 @@ import (
 func newPause(s streams) *cobra.Command {
 	var conn connConfig
 	var reason, operator string
+	bulk := bulkOp{operation: "pause", conn: &conn}
 	cmd := &cobra.Command{
-		Use:   "pause RUN",
+		Use:   "pause (RUN | filter flags)",
 		Short: "Pause a run: no task is invoked and no timer fires until it is resumed",
 		Long: "pause publishes a pause request for run RUN. Once a dispatcher applies it the run's status is\n" +
 			"paused (status shows since when): it invokes no task and fires no timer, and every event,\n" +
 			"task result and timer fire that reaches it is held, in arrival order, for its resume. Tasks\n" +
 			"already running go on and their results are kept. Only a running or waiting run can be\n" +
-			"paused; cancel and terminate still act on a paused run.",
-		Example: "  jetflow pause order-1001 --reason 'payment provider down' --operator ana",
-		Args:    namedArgs("RUN"),
+			"paused; cancel and terminate still act on a paused run.\n\n" +
+			"With filter flags instead of RUN it submits a bulk job (see `jetflow cancel --help`): each\n" +
+			"matching running or waiting run gets one pause; the others are counted as skipped.",
+		Example: "  jetflow pause order-1001 --reason 'payment provider down' --operator ana\n" +
+			"  jetflow pause --workflow order --state pay --reason 'payment provider down' --yes",
+		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			id := args[0]
+			id, err := singleRun(cmd, s, args, &bulk, reason)
+			if id == "" {
+				return err
+			}
 			return onRun(cmd.Context(), s, &conn, "argument RUN", id, nil, func(ctx context.Context, f *fleet.Fleet) error {
 				if err := checkStatus(ctx, s, f, id, "a pause", wire.StatusPaused, "already paused"); err != nil {
 					return err
@@ -47,23 +54,31 @@ func newPause(s streams) *cobra.Command {
 	}
 	addConnFlags(cmd, &conn)
 	addOperatorFlags(cmd, &reason, &operator, "why the run is paused, for the record")
+	bulk.addFlags(cmd)
 	return cmd
 }
 
 func newResume(s streams) *cobra.Command {
 	var conn connConfig
 	var reason, operator string
+	bulk := bulkOp{operation: "resume", conn: &conn}
 	cmd := &cobra.Command{
-		Use:   "resume RUN",
+		Use:   "resume (RUN | filter flags)",
 		Short: "Resume a paused run: what it held applies in order",
 		Long: "resume publishes a resume request for the paused run RUN. The dispatcher that applies it\n" +
 			"applies the inputs the run held, in the order they arrived and each at its own time (a timer\n" +
 			"that came due while paused fires at once; a result that came before its attempt's deadline\n" +
-			"fire counts), then the run goes on. A run that is not paused is refused.",
-		Example: "  jetflow resume order-1001",
-		Args:    namedArgs("RUN"),
+			"fire counts), then the run goes on. A run that is not paused is refused.\n\n" +
+			"With filter flags instead of RUN it submits a bulk job (see `jetflow cancel --help`): each\n" +
+			"matching paused run gets one resume; the others are counted as skipped.",
+		Example: "  jetflow resume order-1001\n" +
+			"  jetflow resume --workflow order --status paused --yes",
+		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			id := args[0]
+			id, err := singleRun(cmd, s, args, &bulk, reason)
+			if id == "" {
+				return err
+			}
 			return onRun(cmd.Context(), s, &conn, "argument RUN", id, nil, func(ctx context.Context, f *fleet.Fleet) error {
 				st, err := f.Client.Status(ctx, id)
 				switch {
@@ -84,31 +99,36 @@ func newResume(s streams) *cobra.Command {
 	}
 	addConnFlags(cmd, &conn)
 	addOperatorFlags(cmd, &reason, &operator, "why the run is resumed, for the record")
+	bulk.addFlags(cmd)
 	return cmd
 }
 
 func newTerminate(s streams) *cobra.Command {
 	var conn connConfig
 	var reason, operator string
+	bulk := bulkOp{operation: "terminate", conn: &conn}
 	cmd := &cobra.Command{
-		Use:   "terminate RUN --reason TEXT",
+		Use:   "terminate (RUN | filter flags) --reason TEXT",
 		Short: "End a run at once, status terminated, running nothing more",
 		Long: "terminate publishes a terminate request for run RUN. The dispatcher that applies it ends the\n" +
 			"run at once with status terminated and the reason: no catch runs, tasks in flight are\n" +
 			"abandoned (their results are refused, as for any settled run), held and buffered inputs are\n" +
 			"dropped and its timers are removed. It acts on a paused run too. Unlike cancel, which is the\n" +
-			"workflow format's cancellation, terminate is the operator's hard stop and must say why.",
-		Example: "  jetflow terminate order-1001 --reason 'duplicate order, refunded by hand'",
-		Args:    namedArgs("RUN"),
+			"workflow format's cancellation, terminate is the operator's hard stop and must say why.\n\n" +
+			"With filter flags instead of RUN it submits a bulk job (see `jetflow cancel --help`): each\n" +
+			"matching run that has not ended gets one terminate; the others are counted as skipped.",
+		Example: "  jetflow terminate order-1001 --reason 'duplicate order, refunded by hand'\n" +
+			"  jetflow terminate --workflow order --revision r1 --status waiting --reason 'retired' --yes",
+		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			id := args[0]
-			check := func() error {
-				if strings.TrimSpace(reason) == "" {
-					return errors.New("--reason is required: say why the run is ended")
-				}
-				return nil
+			if strings.TrimSpace(reason) == "" {
+				return errors.New("--reason is required: say why the run is ended")
 			}
-			return onRun(cmd.Context(), s, &conn, "argument RUN", id, check, func(ctx context.Context, f *fleet.Fleet) error {
+			id, err := singleRun(cmd, s, args, &bulk, reason)
+			if id == "" {
+				return err
+			}
+			return onRun(cmd.Context(), s, &conn, "argument RUN", id, nil, func(ctx context.Context, f *fleet.Fleet) error {
 				if err := checkLive(ctx, s, f, id, "a terminate"); err != nil {
 					return err
 				}
@@ -122,7 +142,21 @@ func newTerminate(s streams) *cobra.Command {
 	}
 	addConnFlags(cmd, &conn)
 	addOperatorFlags(cmd, &reason, &operator, "why the run is ended (required); status shows it")
+	bulk.addFlags(cmd)
 	return cmd
+}
+
+// singleRun returns the RUN argument of an operation verb, or "" when the
+// verb was given filter flags instead (then bulk carried it out, and err
+// is its outcome) or neither.
+func singleRun(cmd *cobra.Command, s streams, args []string, bulk *bulkOp, reason string) (string, error) {
+	if handled, err := bulk.handle(cmd, s, args, reason); handled {
+		return "", err
+	}
+	if len(args) == 0 {
+		return "", fmt.Errorf("missing argument RUN, or filter flags (usage: %s)", cmd.UseLine())
+	}
+	return args[0], nil
 }
 
 func addOperatorFlags(cmd *cobra.Command, reason, operator *string, reasonHelp string) {

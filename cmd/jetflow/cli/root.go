@@ -81,4 +81,5 @@ var commands = []func(streams) *cobra.Command{
 	newWorkflows,
 	newPause, newResume, newTerminate, // pause.go
 	newTask,
+	newJobs,
 }

@@ -1,0 +1,433 @@
+package bulk
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/cenkalti/backoff/v4"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/jetflow/jetflow/client"
+	"github.com/jetflow/jetflow/clock"
+	"github.com/jetflow/jetflow/kvstore"
+	"github.com/jetflow/jetflow/wire"
+)
+
+// Runner takes runnable jobs from the job bucket and carries them out, one
+// at a time. Start it with Start and end it with Stop.
+type Runner struct {
+	js   jetstream.JetStream
+	cfg  Config
+	c    *client.Client
+	log  *slog.Logger
+	wake chan struct{}
+
+	mu     sync.Mutex
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+// New returns a runner over js; c publishes the operations and reads runs
+// and jobs.
+func New(js jetstream.JetStream, c *client.Client, cfg Config) *Runner {
+	cfg = cfg.WithDefaults()
+	if cfg.Holder == "" {
+		cfg.Holder = client.NewJobID()
+	}
+	return &Runner{js: js, cfg: cfg, c: c, log: cfg.Logger, wake: make(chan struct{}, 1)}
+}
+
+// Start runs the runner in the background until Stop. It never fails: a
+// deployment without a job bucket (provisioned before bulk jobs) is
+// looked at again every Poll.
+func (r *Runner) Start() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.cfg.Off || r.done != nil {
+		return
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	r.cancel, r.done = cancel, make(chan struct{})
+	go r.loop(ctx, r.done)
+}
+
+// Stop ends the runner and waits for it: a job in hand is checkpointed
+// and its lease given up, so another dispatcher takes it at once.
+func (r *Runner) Stop() {
+	r.mu.Lock()
+	cancel, done := r.cancel, r.done
+	r.cancel, r.done = nil, nil
+	r.mu.Unlock()
+	if cancel != nil {
+		cancel()
+		<-done
+	}
+}
+
+func (r *Runner) loop(ctx context.Context, done chan struct{}) {
+	defer close(done)
+	var watching sync.WaitGroup
+	defer watching.Wait()
+	timer := r.cfg.Clock.NewTimer(0)
+	defer timer.Stop()
+	bound, warned := false, false
+	// An idle deployment's job bucket is read only when the watch says it
+	// changed, and once every idleRescan polls in case a change was missed;
+	// while some job is unsettled, every poll reads it (a lease may lapse).
+	unsettled, idle := true, 0
+	for {
+		polled := false
+		select {
+		case <-ctx.Done():
+			return
+		case <-timer.C():
+			polled = true
+		case <-r.wake:
+		}
+		if polled && bound && !unsettled && idle < idleRescan {
+			idle++
+			timer.Reset(r.cfg.Poll)
+			continue
+		}
+		idle = 0
+		if !bound {
+			b, err := r.c.JobBucket(ctx)
+			if err != nil {
+				if !warned && ctx.Err() == nil {
+					r.log.Info("bulk: no job bucket yet; bulk jobs wait until it is provisioned", slog.Any("error", err))
+					warned = true
+				}
+				timer.Reset(r.cfg.Poll)
+				continue
+			}
+			bound = true
+			watching.Go(func() { r.watch(ctx, b) })
+		}
+		unsettled = r.runnable(ctx)
+		timer.Reset(r.cfg.Poll)
+	}
+}
+
+// watch wakes the loop at every change of the job bucket: a new job, a
+// cancelled one, a lease given up.
+func (r *Runner) watch(ctx context.Context, b *kvstore.Bucket) {
+	w, err := b.KV().WatchAll(ctx, jetstream.UpdatesOnly())
+	if err != nil {
+		r.log.Warn("bulk: cannot watch the job bucket; polling only", slog.Any("error", err))
+		return
+	}
+	for {
+		select {
+		case _, ok := <-w.Updates():
+			if !ok {
+				return
+			}
+			select {
+			case r.wake <- struct{}{}:
+			default:
+			}
+		case <-ctx.Done():
+			_ = w.Stop()
+			for range w.Updates() { //nolint:revive // draining until the watcher closes
+			}
+			return
+		}
+	}
+}
+
+// idleRescan is how many polls an idle runner skips between two reads
+// of the job bucket.
+const idleRescan = 12
+
+// runnable takes and works every job it can, oldest first. It reports
+// whether a job may still need it: one another holder leases, or one it
+// worked on (which may have stopped short).
+func (r *Runner) runnable(ctx context.Context) (unsettled bool) {
+	jobs, err := r.c.Jobs(ctx)
+	if err != nil {
+		if ctx.Err() == nil {
+			r.log.Warn("bulk: list jobs", slog.Any("error", err))
+		}
+		return true
+	}
+	for _, j := range jobs {
+		if ctx.Err() != nil {
+			return true
+		}
+		if j.Settled() {
+			continue
+		}
+		unsettled = true
+		if !r.free(j) {
+			continue
+		}
+		taken, rev, err := r.take(ctx, j.ID)
+		if err != nil {
+			if !errors.Is(err, errNotFree) && ctx.Err() == nil {
+				r.log.Warn("bulk: take job", slog.String("job_id", j.ID), slog.Any("error", err))
+			}
+			continue
+		}
+		r.work(ctx, taken, rev)
+	}
+	return unsettled
+}
+
+var errNotFree = errors.New("job not free")
+
+// free: the job is unsettled and nobody else holds a live lease on it.
+func (r *Runner) free(j *wire.Job) bool {
+	if j.Settled() {
+		return false
+	}
+	if j.Holder == "" || j.Holder == r.cfg.Holder {
+		return true
+	}
+	until, err := time.Parse(time.RFC3339Nano, j.LeaseUntil)
+	return err != nil || !r.cfg.Clock.Now().Before(until)
+}
+
+// take claims the job by compare-and-swap on its record.
+func (r *Runner) take(ctx context.Context, id string) (*wire.Job, uint64, error) {
+	return r.c.UpdateJob(ctx, id, func(j *wire.Job) error {
+		if !r.free(j) {
+			return errNotFree
+		}
+		if j.Holder != "" && j.Holder != r.cfg.Holder {
+			j.Takeovers++
+		}
+		j.State, j.Holder = wire.JobRunning, r.cfg.Holder
+		r.stamp(j)
+		return nil
+	})
+}
+
+func (r *Runner) stamp(j *wire.Job) {
+	now := r.cfg.Clock.Now()
+	j.Updated, j.LeaseUntil = client.Timestamp(now), client.Timestamp(now.Add(r.cfg.LeaseTTL))
+}
+
+// errLost ends a job's work here: it was cancelled, or another holder
+// took it.
+var errLost = errors.New("job no longer ours")
+
+// work carries out a job this runner holds at revision rev.
+func (r *Runner) work(ctx context.Context, j *wire.Job, rev uint64) {
+	log := r.log.With(slog.String("job_id", j.ID), slog.String("operation", j.Operation))
+	log.Info("bulk: job taken", slog.String("cursor", j.Cursor), slog.Int("takeovers", j.Takeovers))
+	op, ok := client.Operations[j.Operation]
+	if !ok {
+		r.finish(ctx, j, rev, wire.JobFailed, fmt.Sprintf("unknown operation %q (one of %s)", j.Operation, strings.Join(client.OperationNames(), ", ")), log)
+		return
+	}
+	m, err := client.CompileFilter(j.Filter)
+	if err != nil {
+		r.finish(ctx, j, rev, wire.JobFailed, err.Error(), log)
+		return
+	}
+	if err := m.Bind(ctx, r.js, r.cfg.Names); err != nil {
+		log.Warn("bulk: job paused; retried after its lease", slog.Any("error", err))
+		return
+	}
+	runs, _, err := r.c.Matching(ctx, m)
+	if err != nil {
+		if errors.Is(err, client.ErrMatch) {
+			r.finish(ctx, j, rev, wire.JobFailed, err.Error(), log)
+			return
+		}
+		log.Warn("bulk: job paused; retried after its lease", slog.Any("error", err))
+		return
+	}
+	j.Matched = len(runs)
+	// Resume after the cursor: runs are in run id order.
+	todo := runs[len(runs):]
+	if i := slices.IndexFunc(runs, func(l client.Listed) bool { return l.Status.Run > j.Cursor }); i >= 0 {
+		todo = runs[i:]
+	}
+	reason := "bulk job " + j.ID
+	if j.Reason != "" {
+		reason += ": " + j.Reason
+	}
+	for first := true; len(todo) > 0; first = false {
+		if !first {
+			if err := r.stillOurs(ctx, j.ID); err != nil {
+				log.Info("bulk: job left", slog.String("reason", err.Error()))
+				return
+			}
+		}
+		n := min(r.cfg.Batch, len(todo))
+		batch := todo[:n]
+		todo = todo[n:]
+		sent, skipped, failed, lastErr := r.apply(ctx, op, batch, reason, "bulk-"+j.ID)
+		if ctx.Err() != nil && sent+skipped+failed < len(batch) {
+			// Stopping mid-batch: the batch is redone by the next holder.
+			r.release(ctx, j, rev, log)
+			return
+		}
+		j.Sent, j.Skipped, j.Errors = j.Sent+sent, j.Skipped+skipped, j.Errors+failed
+		if lastErr != nil {
+			j.Error = lastErr.Error()
+		}
+		j.Cursor = batch[len(batch)-1].Status.Run
+		if rev, err = r.checkpoint(ctx, j, rev, nil); err != nil {
+			if errors.Is(err, errLost) {
+				log.Info("bulk: job left", slog.String("reason", err.Error()))
+			} else {
+				log.Warn("bulk: checkpoint failed; job retried after its lease", slog.Any("error", err))
+			}
+			return
+		}
+		if ctx.Err() != nil {
+			r.release(ctx, j, rev, log)
+			return
+		}
+	}
+	r.finish(ctx, j, rev, wire.JobDone, j.Error, log)
+}
+
+// apply publishes op for every eligible run of batch, Parallel at once.
+func (r *Runner) apply(ctx context.Context, op client.Operation, batch []client.Listed, reason, key string) (sent, skipped, failed int, lastErr error) {
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, r.cfg.Parallel)
+	for _, l := range batch {
+		if !op.Eligible(l.Status.Status) {
+			skipped++
+			continue
+		}
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			err := r.publish(ctx, op, l.Status.Run, reason, key)
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case err == nil:
+				sent++
+			case ctx.Err() == nil:
+				failed++
+				lastErr = err
+			}
+		})
+	}
+	wg.Wait()
+	return sent, skipped, failed, lastErr
+}
+
+// publish sends one run's operation, retrying transient failures a few
+// times on the runner's clock.
+func (r *Runner) publish(ctx context.Context, op client.Operation, runID, reason, key string) error {
+	b := backoff.WithContext(backoff.WithMaxRetries(backoff.NewExponentialBackOff(backoff.WithInitialInterval(50*time.Millisecond)), 3), ctx)
+	return backoff.RetryNotifyWithTimer(func() error {
+		pctx, cancel := context.WithTimeout(ctx, r.cfg.OpTimeout)
+		defer cancel()
+		return op.Publish(pctx, r.c, runID, reason, key)
+	}, b, nil, &clock.RetryTimer{Clock: r.cfg.Clock})
+}
+
+// checkpoint saves j's progress at rev and renews the lease; settle,
+// when set, changes the record last (to end the job or give it up). A
+// record changed by someone else is read again: cancelled or taken, the
+// job is no longer ours (errLost); otherwise the progress is saved over
+// it. It goes on after ctx ends (a stopping runner saves what it did).
+func (r *Runner) checkpoint(ctx context.Context, j *wire.Job, rev uint64, settle func(*wire.Job)) (uint64, error) {
+	ctx = context.WithoutCancel(ctx)
+	b, err := r.c.JobBucket(ctx)
+	if err != nil {
+		return 0, err
+	}
+	if r.cfg.CheckpointHook != nil {
+		r.cfg.CheckpointHook(j)
+	}
+	for range 5 {
+		r.stamp(j)
+		if settle != nil {
+			settle(j)
+		}
+		data, err := json.Marshal(j)
+		if err != nil {
+			return 0, err
+		}
+		cctx, cancel := context.WithTimeout(ctx, r.cfg.OpTimeout)
+		next, err := b.KV().Update(cctx, j.ID, data, rev)
+		cancel()
+		if err == nil {
+			return next, nil
+		}
+		if !errors.Is(err, jetstream.ErrKeyRevisionMismatch) && !errors.Is(err, jetstream.ErrKeyExists) {
+			return 0, err
+		}
+		cctx, cancel = context.WithTimeout(ctx, r.cfg.OpTimeout)
+		cur, curRev, err := r.c.Job(cctx, j.ID, true)
+		cancel()
+		if err != nil {
+			return 0, err
+		}
+		if cur.Settled() {
+			if cur.State == wire.JobCancelled && cur.Cursor < j.Cursor {
+				// Cancelled while we worked: record how far we got.
+				cur.Cursor, cur.Sent, cur.Skipped, cur.Errors, cur.Matched = j.Cursor, j.Sent, j.Skipped, j.Errors, j.Matched
+				if data, err := json.Marshal(cur); err == nil {
+					cctx, cancel := context.WithTimeout(ctx, r.cfg.OpTimeout)
+					_, _ = b.KV().Update(cctx, j.ID, data, curRev)
+					cancel()
+				}
+			}
+			return 0, fmt.Errorf("%w: it is %s", errLost, cur.State)
+		}
+		if cur.Holder != r.cfg.Holder {
+			return 0, fmt.Errorf("%w: %s holds it", errLost, cur.Holder)
+		}
+		rev = curRev
+	}
+	return 0, errors.New("bulk: checkpoint: the job's record keeps changing")
+}
+
+// stillOurs reads the job's record (through the leader) and refuses to
+// go on when it was cancelled or taken by another holder.
+func (r *Runner) stillOurs(ctx context.Context, id string) error {
+	cctx, cancel := context.WithTimeout(ctx, r.cfg.OpTimeout)
+	defer cancel()
+	cur, _, err := r.c.Job(cctx, id, true)
+	switch {
+	case err != nil:
+		return err
+	case cur.Settled():
+		return fmt.Errorf("%w: it is %s", errLost, cur.State)
+	case cur.Holder != r.cfg.Holder:
+		return fmt.Errorf("%w: %s holds it", errLost, cur.Holder)
+	}
+	return nil
+}
+
+// finish settles the job (done or failed) at its last checkpoint.
+func (r *Runner) finish(ctx context.Context, j *wire.Job, rev uint64, state, msg string, log *slog.Logger) {
+	_, err := r.checkpoint(ctx, j, rev, func(j *wire.Job) {
+		j.State, j.Error = state, msg
+		j.Finished, j.Holder, j.LeaseUntil = j.Updated, "", ""
+	})
+	if err != nil {
+		log.Info("bulk: job not settled here", slog.Any("error", err))
+		return
+	}
+	log.Info("bulk: job "+state, slog.Int("matched", j.Matched), slog.Int("sent", j.Sent),
+		slog.Int("skipped", j.Skipped), slog.Int("errors", j.Errors), slog.String("error", msg))
+}
+
+// release saves the progress of a job this process stops holding while
+// it is unfinished and gives up the lease, so that another dispatcher
+// takes it at once.
+func (r *Runner) release(ctx context.Context, j *wire.Job, rev uint64, log *slog.Logger) {
+	if _, err := r.checkpoint(ctx, j, rev, func(j *wire.Job) { j.Holder, j.LeaseUntil = "", "" }); err != nil {
+		log.Info("bulk: job not released; its lease lapses", slog.Any("error", err))
+		return
+	}
+	log.Info("bulk: job released", slog.String("cursor", j.Cursor))
+}

@@ -1,0 +1,64 @@
+package client
+
+import (
+	"context"
+	"sort"
+
+	"github.com/jetflow/jetflow/engine/run"
+	"github.com/jetflow/jetflow/subjects"
+	"github.com/jetflow/jetflow/wire"
+)
+
+// Operation is one per-run operation a bulk job can apply: how to tell
+// whether a run can take it, and how to publish it for one run.
+type Operation struct {
+	// Eligible reports whether a run in this status can take the
+	// operation; a matching run that cannot is counted as skipped.
+	Eligible func(status string) bool
+	// Publish sends the operation's input for run runID with reason.
+	// key makes its Nats-Msg-Id deterministic, so that a job publishing
+	// it twice within the input stream's duplicate window stores it once.
+	Publish func(ctx context.Context, c *Client, runID, reason, key string) error
+}
+
+// Operations are the per-run operations a bulk job can apply, by name.
+// One row per operation input a run accepts.
+var Operations = map[string]Operation{
+	"cancel": {Eligible: live, Publish: func(ctx context.Context, c *Client, runID, reason, key string) error {
+		return c.publish(ctx, c.names.Cancel(runID), msgID(subjects.KindCancel, runID, key), wire.Cancel{Reason: reason})
+	}},
+	"pause": {Eligible: pausable, Publish: func(ctx context.Context, c *Client, runID, reason, key string) error {
+		return c.operate(ctx, subjects.KindPause, runID, key, wire.Operation{Reason: reason, Operator: bulkOperator})
+	}},
+	"resume": {Eligible: paused, Publish: func(ctx context.Context, c *Client, runID, reason, key string) error {
+		return c.operate(ctx, subjects.KindResume, runID, key, wire.Operation{Reason: reason, Operator: bulkOperator})
+	}},
+	"terminate": {Eligible: live, Publish: func(ctx context.Context, c *Client, runID, reason, key string) error {
+		return c.operate(ctx, subjects.KindTerminate, runID, key, wire.Operation{Reason: reason, Operator: bulkOperator})
+	}},
+}
+
+// bulkOperator is the operator a bulk job's inputs name; their reason
+// names the job.
+const bulkOperator = "bulk job"
+
+// pausable: a run a pause applies to.
+func pausable(status string) bool {
+	return status == wire.StatusRunning || status == wire.StatusWaiting
+}
+
+// paused: a run a resume applies to.
+func paused(status string) bool { return status == wire.StatusPaused }
+
+// OperationNames lists Operations' names, sorted.
+func OperationNames() []string {
+	names := make([]string, 0, len(Operations))
+	for n := range Operations {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// live: a run that has not ended.
+func live(status string) bool { return !run.Status(status).Terminal() }
