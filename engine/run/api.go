@@ -18,6 +18,9 @@ const (
 	// KindWake lets time pass without an event: the reference's call with
 	// only a time. The fleet's timers use KindTimer.
 	KindWake Kind = "wake"
+	// KindRedrive continues a failed run from its failed work activation
+	// (redrive.go).
+	KindRedrive Kind = "redrive"
 )
 
 // Message is one input to a run. Time is the logical now in milliseconds
@@ -38,7 +41,7 @@ type Message struct {
 	Result *TaskResult
 	// Timer
 	Timer *TimerFire
-	// Cancel
+	// Cancel and Redrive
 	Reason string
 }
 

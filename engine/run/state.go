@@ -43,6 +43,12 @@ type State struct {
 	// Deadline is the deadline timer's armed time (ms), 0 when none is
 	// armed: the earliest deadline of the attempts in flight.
 	Deadline float64 `json:"deadline,omitempty"`
+	// Kept holds, while the run is failed, the outputs of the failed
+	// activation's task nodes that succeeded without a checkpoint: a
+	// redrive restores them with the checkpointed ones (redrive.go).
+	Kept map[string]any `json:"kept,omitempty"`
+	// Redrives counts the redrives applied to the run.
+	Redrives int64 `json:"redrives,omitempty"`
 
 	// Ignored lists the events the message that produced this state
 	// consumed without effect. It is not stored: the host records it.
@@ -87,6 +93,11 @@ type Work struct {
 	Running    map[string]*Attempt `json:"running"`
 	// Retries maps a retry timer id to the node it re-invokes.
 	Retries map[string]string `json:"retries,omitempty"`
+	// Base is the attempt number before this activation's first attempts:
+	// 0, or after a redrive a number above every attempt the run made
+	// before, so that no earlier attempt's result or token matches a new
+	// one. The retry policy counts attempts from it.
+	Base int `json:"base,omitempty"`
 }
 
 // Attempt is one task node in flight.
