@@ -80,6 +80,13 @@ func Summarize(names subjects.Names, m Message) (kind, summary string) {
 			return kind, "(no reason)"
 		}
 		return kind, "reason=" + strconv.Quote(oneLine(b.Reason, 120))
+	case subjects.KindRedrive:
+		var b wire.Redrive
+		_ = json.Unmarshal(m.Data, &b)
+		if b.Reason == "" {
+			return kind, "(no reason)"
+		}
+		return kind, "reason=" + strconv.Quote(oneLine(b.Reason, 120))
 	}
 	return kind, compact(m.Data, 80)
 }

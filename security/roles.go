@@ -105,10 +105,12 @@ func Worker(n subjects.Names, user, task, version string) (Permissions, error) {
 }
 
 // Publisher input kinds a Publisher may be given.
-var publisherKinds = []string{subjects.KindStart, subjects.KindEvent, subjects.KindCancel}
+var publisherKinds = []string{subjects.KindStart, subjects.KindEvent, subjects.KindCancel, subjects.KindRedrive}
 
 // Publisher may publish the given run inputs: any of subjects.KindStart,
-// KindEvent and KindCancel (an event source gets KindEvent only). It may
+// KindEvent, KindCancel and KindRedrive (an event source gets KindEvent
+// only; no fixed role but the operator gets KindRedrive, which restarts
+// failed work: grant it to an operations tool, not to applications). It may
 // bind the run bucket (client.New does; stream info only), never read a
 // record. Results and timers are never a publisher's. Whatever headers it
 // sets, the input stream refuses those that act on other messages
@@ -123,6 +125,8 @@ func Publisher(n subjects.Names, user string, kinds ...string) (Permissions, err
 			pub = append(pub, n.Event("*", "*"))
 		case subjects.KindCancel:
 			pub = append(pub, n.Cancel("*"))
+		case subjects.KindRedrive:
+			pub = append(pub, n.Redrive("*"))
 		default:
 			return Permissions{}, fmt.Errorf("security: a publisher may publish %v, not %q", publisherKinds, k)
 		}

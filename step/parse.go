@@ -82,7 +82,7 @@ func addressed(names subjects.Names, subject string, err error) *Input {
 		return nil
 	}
 	switch kind {
-	case subjects.KindEvent, subjects.KindResult, subjects.KindTimer, subjects.KindCancel:
+	case subjects.KindEvent, subjects.KindResult, subjects.KindTimer, subjects.KindCancel, subjects.KindRedrive:
 		return &Input{RunID: runID, Kind: kind, msg: run.Message{RunID: runID}, refused: err}
 	}
 	return nil
@@ -114,6 +114,8 @@ func parseInput(names subjects.Names, subject string, header nats.Header, data [
 		err = in.parseTimer(header, data)
 	case subjects.KindCancel:
 		err = in.parseCancel(data)
+	case subjects.KindRedrive:
+		err = in.parseRedrive(data)
 	default:
 		err = malformed("unknown input kind %q", kind)
 	}
@@ -224,6 +226,17 @@ func (in *Input) parseCancel(data []byte) error {
 		}
 	}
 	in.msg.Kind, in.msg.Reason = run.KindCancel, body.Reason
+	return nil
+}
+
+func (in *Input) parseRedrive(data []byte) error {
+	var body wire.Redrive
+	if len(bytes.TrimSpace(data)) > 0 {
+		if err := strictJSON(data, &body); err != nil {
+			return malformed("redrive body: %v", err)
+		}
+	}
+	in.msg.Kind, in.msg.Reason = run.KindRedrive, body.Reason
 	return nil
 }
 

@@ -55,6 +55,9 @@ const (
 	KindResult = "result"
 	KindTimer  = "timer"
 	KindCancel = "cancel"
+	// KindRedrive asks a failed run to continue from its failed work
+	// activation (docs/OPERATIONS.md).
+	KindRedrive = "redrive"
 )
 
 // InputStream holds every message a run consumes: its history.
@@ -83,6 +86,9 @@ func (n Names) Timer(runID string) string { return n.prefix + ".in." + runID + "
 
 // Cancel is where a run's cancel request goes.
 func (n Names) Cancel(runID string) string { return n.prefix + ".in." + runID + "." + KindCancel }
+
+// Redrive is where a failed run's redrive request goes.
+func (n Names) Redrive(runID string) string { return n.prefix + ".in." + runID + "." + KindRedrive }
 
 // TimerStream holds pending timer schedules and the timers they fire,
 // apart from the input stream: schedules need a stream that obeys
@@ -162,7 +168,7 @@ func (n Names) ParseInput(subject string) (runID, kind, eventType string, err er
 		return "", "", "", fmt.Errorf("subject %q: an event subject ends in event.<type>", subject)
 	case len(parts) != 2:
 		return "", "", "", fmt.Errorf("subject %q has unexpected tokens after %q", subject, kind)
-	case kind != KindStart && kind != KindResult && kind != KindTimer && kind != KindCancel:
+	case kind != KindStart && kind != KindResult && kind != KindTimer && kind != KindCancel && kind != KindRedrive:
 		return "", "", "", fmt.Errorf("subject %q: unknown input kind %q", subject, kind)
 	}
 	return runID, kind, eventType, nil

@@ -70,6 +70,7 @@ var commands = []func(streams) *cobra.Command{
 	newGraph,
 	newHistory,
 	newList,
+	newRedrive,
 	newReplay,
 	newServe,
 	newStart,

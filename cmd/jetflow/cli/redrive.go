@@ -1,0 +1,87 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/jetflow/jetflow/client"
+	"github.com/jetflow/jetflow/fleet"
+	"github.com/jetflow/jetflow/kvstore"
+	"github.com/jetflow/jetflow/wire"
+)
+
+func newRedrive(s streams) *cobra.Command {
+	var conn connConfig
+	var reason string
+	var wait bool
+	cmd := &cobra.Command{
+		Use:   "redrive RUN",
+		Short: "Continue a failed run from its failed task",
+		Long: "redrive asks failed run RUN to continue from its last checkpoint, as if its failure had\n" +
+			"been a retry: the task nodes of the failed work state that succeeded keep their values,\n" +
+			"the others are invoked again with a fresh retry budget (their attempt numbers continue\n" +
+			"above the earlier ones, so that no late result of a failed attempt is taken). Fix and\n" +
+			"redeploy the worker or the policy first. The redrive is an input in the run's history,\n" +
+			"so a replay reproduces it.\n\n" +
+			"Only a run that failed at a work state (a task failure after its retries, a task timeout,\n" +
+			"a query error of the state's DAG or input) can be redriven; any other run is refused\n" +
+			"with the reason, which `jetflow status` and `jetflow history` show too. It prints the\n" +
+			"run's status once a dispatcher took the redrive; with --wait it then waits for the\n" +
+			"run to end and exits 0 done, 1 failed, 2 cancelled (docs/OPERATIONS.md#redrive).",
+		Example: "  jetflow redrive order-1001 --reason 'fraud service fixed' --wait",
+		Args:    namedArgs("RUN"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			id := args[0]
+			return onRun(cmd.Context(), s, &conn, "argument RUN", id, nil, func(ctx context.Context, f *fleet.Fleet) error {
+				return redrive(ctx, s, f, conn, id, reason, wait)
+			})
+		},
+	}
+	addConnFlags(cmd, &conn)
+	cmd.Flags().StringVar(&reason, "reason", "", "why the run is redriven, for the record")
+	cmd.Flags().BoolVar(&wait, "wait", false, "wait for the redriven run to end; exit 0 done, 1 failed, 2 cancelled")
+	return cmd
+}
+
+func redrive(ctx context.Context, s streams, f *fleet.Fleet, conn connConfig, id, reason string, wait bool) error {
+	st, err := f.Client.Status(ctx, id)
+	switch {
+	case errors.Is(err, kvstore.ErrRunNotFound):
+		return fmt.Errorf("run %s has no record: there is nothing to redrive (check the id and --prefix)", id)
+	case err != nil:
+		return err
+	case st.Status != wire.StatusFailed:
+		return fmt.Errorf("run %s is %s: only a failed run can be redriven", id, st.Status)
+	}
+	seq, err := f.Client.Redrive(ctx, id, reason)
+	if err != nil {
+		return err
+	}
+	tctx, cancel := context.WithTimeout(ctx, conn.Timeout)
+	defer cancel()
+	after, err := f.Client.Redriven(tctx, id, seq)
+	if errors.Is(err, client.ErrRedriveRefused) {
+		fmt.Fprintln(s.err, err)
+		return exitError{exitFailed}
+	}
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(s.out, "run %s redriven (input %d): %s in %s\n", id, seq, after.Status, after.State)
+	if !wait {
+		return nil
+	}
+	final, err := f.Client.Wait(ctx, id)
+	if err != nil {
+		if ctx.Err() != nil {
+			fmt.Fprintf(s.err, "stopped waiting for run %s; it goes on (see: jetflow status %s)\n", id, id)
+			return exitError{exitInterrupted}
+		}
+		return err
+	}
+	fmt.Fprintf(s.out, "%s in %s%s\n", final.Status, final.State, outcomeLine(final))
+	return exitError{exitCode(final)}
+}
