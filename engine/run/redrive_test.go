@@ -235,3 +235,44 @@ func TestFailedStateWithoutKeptValuesIsStoredAsBefore(t *testing.T) {
 		}
 	}
 }
+
+func TestRedriveOfAQueryErrorRunsItAgain(t *testing.T) {
+	t.Parallel()
+	// q divides by the task's output: a string fails at run time.
+	wf := compile(t, `{"$workflow":"0.2","revision":"r1","initial":"a","states":{
+	 "a":{"work":{"dag":{"$dag":"0.1","nodes":{"in":{"kind":"input"},
+	   "x":{"kind":"task","run":"x","version":"1"},
+	   "q":{"kind":"query","query":{"$div":[1,"$"]}},"out":{"kind":"output"}},
+	   "edges":[{"from":"in","to":"x"},{"from":"x","to":"q"},{"from":"q","to":"out"}]}},"then":"b"},
+	 "b":{"final":true}}}`)
+	opts := redriveOpts(1)
+	st, effects := step(t, wf, nil, Message{Kind: KindStart, Time: 0, RunID: "r"}, opts)
+	st, _ = step(t, wf, st, answer(only(t, effects, invokeOf), ok("text")), opts)
+	if st.Status != StatusFailed || st.Kept["x"] != "text" {
+		t.Fatalf("after the query error: %s %+v kept %v", st.Status, st.Error, st.Kept)
+	}
+	code := st.Error.Code
+	// The redrive is taken: x is kept, q runs again and fails the same way.
+	next, effects := step(t, wf, st, redriveMsg(100), opts)
+	if next.Status != StatusFailed || next.Error.Code != code || next.Redrives != 1 || len(invokes(effects)) != 0 {
+		t.Fatalf("redriven query error: %s %+v redrives %d effects %+v", next.Status, next.Error, next.Redrives, effects)
+	}
+	if s := only(t, effects, settledOf); s.Status != StatusFailed {
+		t.Fatalf("announced %s", s.Status)
+	}
+	if code != "JF2006" {
+		t.Errorf("a DAG query error failed with %s, want JF2006 (docs/OPERATIONS.md)", code)
+	}
+	// A work input that fails at run time: no activation was made yet, and
+	// the redrive evaluates the input again.
+	input := compile(t, `{"$workflow":"0.2","revision":"r1","initial":"i","states":{
+	 "i":{"work":{"task":"x","version":"1"},"input":{"$div":[1,"$.context.data"]},"then":"b"},"b":{"final":true}}}`)
+	st, _ = step(t, input, nil, Message{Kind: KindStart, Time: 0, RunID: "r", Input: "text"}, opts)
+	if st.Status != StatusFailed || st.Error.Code != "JF2016" || st.Pending != nil {
+		t.Fatalf("after the input error: %s %+v pending %+v", st.Status, st.Error, st.Pending)
+	}
+	next, _ = step(t, input, st, redriveMsg(100), opts)
+	if next.Status != StatusFailed || next.Error.Code != "JF2016" || next.Redrives != 1 {
+		t.Fatalf("redriven input error: %s %+v", next.Status, next.Error)
+	}
+}
