@@ -27,8 +27,15 @@ func (r *reducer) redrive() error {
 	if err := r.tick(); err != nil {
 		return err
 	}
-	r.redriven = &Work{Base: int(st.Seq) - 1, Values: kept}
+	r.redriven = &redriven{base: int(st.Seq) - 1, kept: kept}
 	return r.drive()
+}
+
+// redriven is what a redrive hands the Work it rebuilds: the attempt
+// number its attempts start above, and the values Kept held.
+type redriven struct {
+	base int
+	kept map[string]any
 }
 
 // redrivable refuses a redrive of a run that did not fail at a work

@@ -29,9 +29,9 @@ type reducer struct {
 	status Status
 	// budget is what every query of this message may spend, together.
 	budget query.Budget
-	// redriven is, during a redrive, the Base and kept values of the
+	// redriven is, during a redrive, the base and kept values of the
 	// activation it invokes again, taken by the first Work it builds.
-	redriven *Work
+	redriven *redriven
 }
 
 func newReducer(wf *workflow.Workflow, prev *State, msg Message, opts Options) *reducer {

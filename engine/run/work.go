@@ -55,9 +55,9 @@ func (r *reducer) work(id string) (blocked bool, err error) {
 		}
 		if rd := r.redriven; rd != nil {
 			r.redriven = nil
-			r.st.Work.Base = rd.Base
-			for _, node := range sortedKeys(rd.Values) {
-				r.st.Work.Values[node] = rd.Values[node]
+			r.st.Work.Base = rd.base
+			for _, node := range sortedKeys(rd.kept) {
+				r.st.Work.Values[node] = rd.kept[node]
 			}
 		}
 	}
