@@ -26,6 +26,8 @@ type runLog struct {
 	status                    *wire.Status
 	// failure says why the driver gave up on the run.
 	failure error
+	// redrives counts the redrives the driver saw taken.
+	redrives int
 
 	// The server's times, filled in by the check: when the stream stored
 	// the start and the accepted event, and when the run bucket stored
@@ -129,6 +131,12 @@ func (d *driver) drive(ctx context.Context, r *runLog) error {
 	}
 	for {
 		st, err := d.client.Wait(ctx, r.id)
+		if err == nil && r.wf.redrive && r.redrives == 0 && st.Status == wire.StatusFailed {
+			if err := d.redrive(ctx, r); err != nil {
+				return err
+			}
+			continue
+		}
 		if err == nil {
 			r.settled, r.status = time.Now(), st
 			return nil
@@ -142,6 +150,27 @@ func (d *driver) drive(ctx context.Context, r *runLog) error {
 			return fmt.Errorf("not settled: %w", err)
 		}
 	}
+}
+
+// redrive redrives a failed run and waits until a dispatcher took it. A
+// redrive published twice (its acknowledgement lost) is refused the
+// second time, which is as good.
+func (d *driver) redrive(ctx context.Context, r *runLog) error {
+	var seq uint64
+	if err := d.retry(ctx, "redrive", func(ctx context.Context) (err error) {
+		seq, err = d.client.Redrive(ctx, r.id, "chaos")
+		return err
+	}); err != nil {
+		return err
+	}
+	return d.retry(ctx, "redriven", func(ctx context.Context) error {
+		_, err := d.client.Redriven(ctx, r.id, seq)
+		if err == nil || errors.Is(err, client.ErrRedriveRefused) {
+			r.redrives++
+			return nil
+		}
+		return err
+	})
 }
 
 // untilWaiting polls the run's record until it waits.
