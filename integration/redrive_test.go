@@ -308,3 +308,103 @@ func TestRedriveSurvivesADispatcherKill(t *testing.T) {
 		})
 	}
 }
+
+// parDoc runs x and y side by side; parPolicy retries a failure after an
+// hour, so that a retry timer is still pending when the run fails.
+const (
+	parDoc = `{"$workflow":"0.2","revision":"rdpar/1","initial":"fan","states":{
+	 "fan":{"work":{"dag":{"$dag":"0.1","nodes":{
+	   "in":{"kind":"input"},
+	   "x":{"kind":"task","run":"rd-x","version":"1"},
+	   "y":{"kind":"task","run":"rd-y","version":"1"},
+	   "join":{"kind":"query","query":{"x":"$.x","y":"$.y"}},
+	   "out":{"kind":"output"}},
+	  "edges":[{"from":"in","to":"x"},{"from":"in","to":"y"},
+	   {"from":"x","to":"join","port":"x"},{"from":"y","to":"join","port":"y"},{"from":"join","to":"out"}]}},"then":"done"},
+	 "done":{"final":true}}}`
+	parPolicy = `{"*":{"attemptTimeout":"20s","maxAttempts":2,"initialInterval":"1h","maxInterval":"1h"}}`
+)
+
+// A failed run keeps its pending timer schedules (a purge carried out
+// late could remove the timers of its redrive), the redrive supersedes
+// them, and the run purges its schedules once it is done.
+func TestFailedRunKeepsItsSchedulesForARedrive(t *testing.T) {
+	t.Parallel()
+	e := setup(t, options{workers: none})
+	e.deployWith(t, "rdpar", parDoc, parPolicy)
+	var fixed atomic.Bool
+	xFailed := make(chan struct{})
+	log := &rawTasks{calls: map[string][]wire.Invocation{}}
+	e.serveRaw(t, log, "rd-x", func(inv wire.Invocation) map[string]any {
+		if len(log.of("x")) == 1 {
+			return map[string]any{"error": map[string]any{"message": "try later"}}
+		}
+		return map[string]any{"output": "X"}
+	})
+	e.serveRaw(t, log, "rd-y", func(inv wire.Invocation) map[string]any {
+		if fixed.Load() {
+			return map[string]any{"output": "Y"}
+		}
+		select { // fail only once x waits for its retry
+		case <-xFailed:
+		case <-time.After(30 * time.Second):
+			t.Error("x never waited for its retry")
+		}
+		return map[string]any{"error": map[string]any{"message": "down", "nonRetryable": true}}
+	})
+	e.start(t, "rdpar", "keep", nil)
+	natstest.WaitFor(t, 30*time.Second, "x waiting for its retry", func() error {
+		rec := e.record(t, "keep")
+		if rec == nil {
+			return errors.New("no record")
+		}
+		st, err := step.DecodeState(rec)
+		if err != nil {
+			return err
+		}
+		if st.Work == nil || st.Work.Running["x"] == nil || !st.Work.Running["x"].Waiting {
+			return errors.New("x not waiting")
+		}
+		return nil
+	})
+	close(xFailed)
+	if st := e.wait(t, "keep", 30*time.Second); st.Status != wire.StatusFailed {
+		t.Fatalf("run ended %+v, want failed", st)
+	}
+	e.consumerSettled(t, 15*time.Second)
+	if n := e.schedules(t, "keep"); n == 0 {
+		t.Fatal("the failed run's pending retry schedule was purged")
+	}
+	fixed.Store(true)
+	if _, err := e.redrive(t, "keep"); err != nil {
+		t.Fatal(err)
+	}
+	st := e.wait(t, "keep", 30*time.Second)
+	if st.Status != wire.StatusDone || canonical(t, string(st.Result)) != canonical(t, `{"x":"X","y":"Y"}`) {
+		t.Fatalf("redriven run ended %+v", st)
+	}
+	e.consumerSettled(t, 15*time.Second)
+	if n := e.schedules(t, "keep"); n != 0 {
+		t.Errorf("%d schedules left after the redriven run is done, want them purged", n)
+	}
+	checkReplay(t, e, "keep")
+}
+
+// schedules counts the messages the timer stream holds on a run's
+// schedule subjects.
+func (e *env) schedules(t *testing.T, runID string) uint64 {
+	t.Helper()
+	s, err := e.f.JS.Stream(e.ctx, e.names.TimerStream())
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := s.Info(e.ctx, jetstream.WithSubjectFilter(e.names.Schedule(runID, ">")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n uint64
+	for _, c := range info.State.Subjects {
+		n += c
+	}
+	return n
+}
