@@ -21,13 +21,14 @@ func (r *reducer) redrive() error {
 		return err
 	}
 	st := r.st
-	kept := st.Kept
-	st.Status, st.Error, st.Kept = StatusRunning, nil, nil
+	// Kept stays until the activation's Work takes it, so that a redrive
+	// failing before that keeps it for the next.
+	st.Status, st.Error = StatusRunning, nil
 	st.Redrives++
 	if err := r.tick(); err != nil {
 		return err
 	}
-	r.redriven = &redriven{base: int(st.Seq) - 1, kept: kept}
+	r.redriven = &redriven{base: int(st.Seq) - 1, kept: st.Kept}
 	return r.drive()
 }
 

@@ -254,7 +254,7 @@ func TestRedriveOfAQueryErrorRunsItAgain(t *testing.T) {
 	code := st.Error.Code
 	// The redrive is taken: x is kept, q runs again and fails the same way.
 	next, effects := step(t, wf, st, redriveMsg(100), opts)
-	if next.Status != StatusFailed || next.Error.Code != code || next.Redrives != 1 || len(invokes(effects)) != 0 {
+	if next.Status != StatusFailed || next.Error.Code != code || next.Redrives != 1 || len(invokes(effects)) != 0 || next.Kept["x"] != "text" {
 		t.Fatalf("redriven query error: %s %+v redrives %d effects %+v", next.Status, next.Error, next.Redrives, effects)
 	}
 	if s := only(t, effects, settledOf); s.Status != StatusFailed {

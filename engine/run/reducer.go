@@ -165,7 +165,9 @@ func (r *reducer) fail(err error) {
 	}
 	r.st.Status = StatusFailed
 	r.st.Error = f
-	r.st.Kept = r.keep()
+	if r.st.Work != nil {
+		r.st.Kept = r.keep()
+	}
 	r.st.Work = nil
 }
 

@@ -54,7 +54,7 @@ func (r *reducer) work(id string) (blocked bool, err error) {
 			Values:     d.Restore(p.Values), Running: map[string]*Attempt{},
 		}
 		if rd := r.redriven; rd != nil {
-			r.redriven = nil
+			r.redriven, r.st.Kept = nil, nil
 			r.st.Work.Base = rd.base
 			for _, node := range sortedKeys(rd.kept) {
 				r.st.Work.Values[node] = rd.kept[node]
