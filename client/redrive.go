@@ -19,12 +19,25 @@ var ErrRedriveRefused = errors.New("redrive refused")
 // stream sequence, which Redriven waits for. Its Nats-Msg-Id is random
 // for each call, as a cancel's: two calls are two redrives, and the
 // second is refused unless the first one's run failed again.
-func (c *Client) Redrive(ctx context.Context, runID, reason string) (uint64, error) {
+func (c *Client) Redrive(ctx context.Context, runID, reason string, opts ...RedriveOption) (uint64, error) {
 	if err := subjects.CheckRunID(runID); err != nil {
 		return 0, fmt.Errorf("client: redrive: %w", err)
 	}
-	return c.publishSeq(ctx, c.names.Redrive(runID), msgID(subjects.KindRedrive, runID, ""), wire.Redrive{Reason: reason})
+	body := wire.Redrive{Reason: reason}
+	for _, o := range opts {
+		o(&body)
+	}
+	return c.publishSeq(ctx, c.names.Redrive(runID), msgID(subjects.KindRedrive, runID, ""), body)
 }
+
+// RedriveOption adjusts Redrive.
+type RedriveOption func(*wire.Redrive)
+
+// RedriveRevision moves the run to another deployed revision of its
+// workflow as it is redriven: one that holds the same document, deployed
+// with another task policy. The dispatchers refuse a revision of another
+// document.
+func RedriveRevision(rev string) RedriveOption { return func(r *wire.Redrive) { r.Revision = rev } }
 
 // Redriven waits until the dispatchers have taken the redrive at stream
 // sequence seq and returns the run's status after it. A refused redrive

@@ -62,16 +62,19 @@ func (r *rawTasks) of(node string) []wire.Invocation {
 	return append([]wire.Invocation(nil), r.calls[node]...)
 }
 
-// deployWith deploys doc under name with a task policy.
-func (e *env) deployWith(t *testing.T, name, doc, pol string) {
+// deployWith deploys doc under name with a task policy and returns the
+// revision.
+func (e *env) deployWith(t *testing.T, name, doc, pol string) string {
 	t.Helper()
 	p, err := policy.Parse([]byte(pol))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.f.DeployWith(e.ctx, name, []byte(doc), fleet.DeployOptions{Policy: p}); err != nil {
+	d, err := e.f.DeployWith(e.ctx, name, []byte(doc), fleet.DeployOptions{Policy: p})
+	if err != nil {
 		t.Fatal(err)
 	}
+	return d.Revision
 }
 
 // serveRaw consumes task@1's invocations; answer returns the result body
@@ -407,4 +410,56 @@ func (e *env) schedules(t *testing.T, runID string) uint64 {
 		n += c
 	}
 	return n
+}
+
+// polDoc's one task fails its first two calls; its first policy gives it
+// one attempt, the one deployed after the failure three.
+const polDoc = `{"$workflow":"0.2","revision":"rdpol/1","initial":"a","states":{"a":{"work":{"task":"rd-pol","version":"1"},"then":"done"},"done":{"final":true}}}`
+
+// A redrive can move a failed run to the same document deployed with
+// another policy, and refuses a revision of another document.
+func TestRedriveOntoANewPolicy(t *testing.T) {
+	t.Parallel()
+	e := setup(t, options{workers: none})
+	first := e.deployWith(t, "rdpol", polDoc, `{"*":{"maxAttempts":1}}`)
+	log := &rawTasks{calls: map[string][]wire.Invocation{}}
+	e.serveRaw(t, log, "rd-pol", func(wire.Invocation) map[string]any {
+		if len(log.of("task")) <= 2 {
+			return map[string]any{"error": map[string]any{"message": "not yet"}}
+		}
+		return map[string]any{"output": "third time"}
+	})
+	e.start(t, "rdpol", "pol1", nil)
+	if st := e.wait(t, "pol1", 30*time.Second); st.Status != wire.StatusFailed || st.Revision != first {
+		t.Fatalf("run ended %+v, want failed on revision %s", st, first)
+	}
+	otherDoc := strings.Replace(strings.Replace(polDoc, `"then":"done"`, `"then":"done","catch":"done"`, 1), "rdpol/1", "rdpol/x", 1)
+	other := e.deployWith(t, "rdpol", otherDoc, `{"*":{"maxAttempts":3}}`)
+	retried := e.deployWith(t, "rdpol", strings.Replace(polDoc, "rdpol/1", "rdpol/2", 1), `{"*":{"maxAttempts":3,"initialInterval":"20ms"}}`)
+	if retried == first || other == first {
+		t.Fatalf("revisions %s, %s, %s: want three", first, other, retried)
+	}
+	seq, err := e.f.Client.Redrive(e.ctx, "pol1", "", client.RedriveRevision(other))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.f.Client.Redriven(e.ctx, "pol1", seq); !errors.Is(err, client.ErrRedriveRefused) || !strings.Contains(err.Error(), "runs another workflow") {
+		t.Fatalf("redrive onto another document: %v, want a refusal", err)
+	}
+	seq, err = e.f.Client.Redrive(e.ctx, "pol1", "policy fixed", client.RedriveRevision(retried))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after, err := e.f.Client.Redriven(e.ctx, "pol1", seq); err != nil || after.Revision != retried {
+		t.Fatalf("after the redrive: %+v, %v; want revision %s", after, err, retried)
+	}
+	st := e.wait(t, "pol1", 30*time.Second)
+	if st.Status != wire.StatusDone || string(st.Result) != `"third time"` || st.Revision != retried {
+		t.Fatalf("redriven run ended %+v", st)
+	}
+	if n := len(log.of("task")); n != 3 {
+		t.Errorf("the task ran %d times, want 3 (one, then two under the new policy)", n)
+	}
+	e.checkRecord(t, "pol1", 1)
+	checkReplay(t, e, "pol1")
 }

@@ -33,6 +33,8 @@ type Input struct {
 	msg   run.Message
 	// token is the token a result echoes (kind result only).
 	token string
+	// redriveTo is the revision a redrive moves its run to, "" for none.
+	redriveTo string
 	// refused is why an input addressed to a run cannot apply (it wraps
 	// ErrMalformed); msg is then empty. A run that exists records the
 	// refusal; without one the input is terminated.
@@ -236,7 +238,10 @@ func (in *Input) parseRedrive(data []byte) error {
 			return malformed("redrive body: %v", err)
 		}
 	}
-	in.msg.Kind, in.msg.Reason = run.KindRedrive, body.Reason
+	if len(body.Revision) > 256 || strings.ContainsAny(body.Revision, "\x00\r\n") {
+		return malformed("redrive body: revision %q is not a revision name", body.Revision)
+	}
+	in.msg.Kind, in.msg.Reason, in.redriveTo = run.KindRedrive, body.Reason, body.Revision
 	return nil
 }
 

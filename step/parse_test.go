@@ -121,6 +121,14 @@ var parseCases = []struct {
 		},
 	},
 	{name: "redrive empty", subject: "jetflow.in.r1.redrive"},
+	{
+		name: "redrive to a revision", subject: "jetflow.in.r1.redrive", body: `{"revision":"order/2"}`,
+		check: func(t *testing.T, in *Input) {
+			if in.msg.Kind != run.KindRedrive || in.redriveTo != "order/2" {
+				t.Errorf("redrive %+v to %q", in.msg, in.redriveTo)
+			}
+		},
+	},
 
 	{name: "other prefix", subject: "other.in.r1.start", body: `{"workflow":"wf"}`, bad: "not a run input"},
 	{name: "unknown kind", subject: "jetflow.in.r1.bogus", bad: "unknown input kind"},
@@ -148,6 +156,7 @@ var parseCases = []struct {
 	{name: "cancel string", subject: "jetflow.in.r1.cancel", body: `"stop"`, bad: "cancel body"},
 	{name: "redrive string", subject: "jetflow.in.r1.redrive", body: `"again"`, bad: "redrive body"},
 	{name: "redrive wrong type", subject: "jetflow.in.r1.redrive", body: `{"reason":1}`, bad: "redrive body"},
+	{name: "redrive bad revision", subject: "jetflow.in.r1.redrive", body: `{"revision":"a\nb"}`, bad: "not a revision name"},
 	{name: "redrive extra token", subject: "jetflow.in.r1.redrive.now", bad: "unexpected tokens"},
 }
 

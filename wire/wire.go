@@ -91,6 +91,9 @@ type Cancel struct {
 // its failed work activation.
 type Redrive struct {
 	Reason string `json:"reason,omitempty"`
+	// Revision, when set, moves the run to that deployed revision of its
+	// workflow, which must hold the same document (a new task policy).
+	Revision string `json:"revision,omitempty"`
 }
 
 // Status is announced on a run's status subject at every status change.

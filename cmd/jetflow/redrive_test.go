@@ -56,8 +56,11 @@ func TestRedriveVerb(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitStatus(t, f, "mend-1", wire.StatusFailed)
+	if _, errOut, exit := verb(t, f, "redrive", "mend-1", "--revision", "nope"); exit == 0 || !strings.Contains(errOut, "--revision nope of workflow mend") {
+		t.Errorf("redrive to a revision never deployed: exit %d, %q", exit, errOut)
+	}
 	fixed.Store(true)
-	stdout, errOut, exit := verb(t, f, "redrive", "mend-1", "--reason", "fixed", "--wait")
+	stdout, errOut, exit := verb(t, f, "redrive", "mend-1", "--reason", "fixed", "--revision", "latest", "--wait")
 	if exit != 0 || !strings.HasPrefix(stdout, "run mend-1 redriven (input ") || !strings.HasSuffix(stdout, "done in /states/b\nresult \"mended\"\n") {
 		t.Fatalf("redrive --wait: exit %d, stdout %q, stderr %q", exit, stdout, errOut)
 	}

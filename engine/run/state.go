@@ -49,6 +49,9 @@ type State struct {
 	Kept map[string]any `json:"kept,omitempty"`
 	// Redrives counts the redrives applied to the run.
 	Redrives int64 `json:"redrives,omitempty"`
+	// StartRevision is the revision the run started on, once a redrive
+	// moved it to another (Revision); replay starts it there.
+	StartRevision string `json:"startRevision,omitempty"`
 
 	// Ignored lists the events the message that produced this state
 	// consumed without effect. It is not stored: the host records it.
