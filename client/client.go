@@ -188,26 +188,34 @@ func msgID(kind, runID, key string) string {
 }
 
 func (c *Client) publish(ctx context.Context, subject, msgID string, body any) error {
+	_, err := c.publishSeq(ctx, subject, msgID, body)
+	return err
+}
+
+// publishSeq publishes as publish does and returns the input's stream
+// sequence.
+func (c *Client) publishSeq(ctx context.Context, subject, msgID string, body any) (uint64, error) {
 	data, err := json.Marshal(body)
 	if err != nil {
-		return fmt.Errorf("client: encode %s: %w", subject, err)
+		return 0, fmt.Errorf("client: encode %s: %w", subject, err)
 	}
 	limit, source := c.cfg.MaxPayload, "client.Config.MaxPayload"
 	if limit <= 0 {
 		limit, source = int(c.js.Conn().MaxPayload()), "the server's max_payload"
 	}
 	if limit > 0 && len(data) > limit {
-		return fmt.Errorf("client: publish %s: %w: the body is %d bytes, more than the %d bytes allowed by %s", subject, ErrTooLarge, len(data), limit, source)
+		return 0, fmt.Errorf("client: publish %s: %w: the body is %d bytes, more than the %d bytes allowed by %s", subject, ErrTooLarge, len(data), limit, source)
 	}
 	m := nats.NewMsg(subject)
 	m.Data = data
 	// nats.go retries this same message (same id) while the stream has no
 	// responders; the id makes those retries harmless.
 	m.Header.Set(wire.HeaderMsgID, msgID)
-	if _, err := c.js.PublishMsg(ctx, m); err != nil {
-		return fmt.Errorf("client: publish %s: %w", subject, err)
+	ack, err := c.js.PublishMsg(ctx, m)
+	if err != nil {
+		return 0, fmt.Errorf("client: publish %s: %w", subject, err)
 	}
-	return nil
+	return ack.Sequence, nil
 }
 
 // Status returns the run's status as its record holds it (step.StatusOf:

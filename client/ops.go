@@ -33,6 +33,9 @@ var Operations = map[string]Operation{
 	"resume": {Eligible: paused, Publish: func(ctx context.Context, c *Client, runID, reason, key string) error {
 		return c.operate(ctx, subjects.KindResume, runID, key, wire.Operation{Reason: reason, Operator: bulkOperator})
 	}},
+	"redrive": {Eligible: failed, Publish: func(ctx context.Context, c *Client, runID, reason, key string) error {
+		return c.redriveKeyed(ctx, runID, reason, key)
+	}},
 	"terminate": {Eligible: live, Publish: func(ctx context.Context, c *Client, runID, reason, key string) error {
 		return c.operate(ctx, subjects.KindTerminate, runID, key, wire.Operation{Reason: reason, Operator: bulkOperator})
 	}},
@@ -46,6 +49,10 @@ const bulkOperator = "bulk job"
 func pausable(status string) bool {
 	return status == wire.StatusRunning || status == wire.StatusWaiting
 }
+
+// failed: a run a redrive may apply to (the run refuses one whose failure
+// was not at a work state, and records why).
+func failed(status string) bool { return status == wire.StatusFailed }
 
 // paused: a run a resume applies to.
 func paused(status string) bool { return status == wire.StatusPaused }

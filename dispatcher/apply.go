@@ -196,7 +196,8 @@ func (d *Dispatcher) save(ctx context.Context, runID string, rec *runrecord.Reco
 }
 
 // flush publishes the record's outbox unless this process already did,
-// then, for a settled run that ever armed a timer, purges its schedules.
+// then, for a run done, cancelled or terminated that ever armed a timer,
+// purges its schedules.
 func (d *Dispatcher) flush(ctx context.Context, runID string, c cached) error {
 	if c.published || len(c.rec.Outbox) == 0 {
 		return nil
@@ -206,12 +207,24 @@ func (d *Dispatcher) flush(ctx context.Context, runID string, c cached) error {
 	if err := d.pub.publish(ctx, c.rec.Outbox); err != nil {
 		return err
 	}
-	if c.rec.Status != nil && run.Status(c.rec.Status.Status).Terminal() && c.rec.Timers {
+	if c.rec.Status != nil && purges(run.Status(c.rec.Status.Status)) && c.rec.Timers {
 		d.purgeTimers(ctx, runID)
 	}
 	c.published = true
 	d.cache.put(runID, c)
 	return nil
+}
+
+// purges reports whether a run that settled in status has its pending
+// timer schedules purged: when done, cancelled or terminated, for good. A failed run
+// keeps them, because a redrive can take it back to running and arm new
+// ones, which a purge carried out late (a dispatcher slow between its
+// save and its flush, or flushing a stale cached record) would remove,
+// leaving the run without a way forward. Its deadline timer was disarmed
+// by the step that failed it; any other pending timer that fires is
+// rejected as no longer armed.
+func purges(status run.Status) bool {
+	return status == run.StatusDone || status == run.StatusCancelled || status == run.StatusTerminated
 }
 
 // purgeTimers removes a settled run's pending timer schedules. It is

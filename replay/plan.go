@@ -167,6 +167,9 @@ func startRevision(ctx context.Context, src Source, order []Message, sv saved) (
 	if json.Unmarshal(start.Data, &body) != nil || body.Revision != "" || body.Workflow == "" {
 		return "", "", nil
 	}
+	if sv.state != nil && sv.state.StartRevision != "" {
+		return sv.state.StartRevision, "", nil // a redrive moved the run since
+	}
 	if sv.state != nil {
 		return sv.state.Revision, "", nil
 	}

@@ -95,6 +95,13 @@ func Summarize(names subjects.Names, m Message) (kind, summary string) {
 		var b wire.Postpone
 		_ = json.Unmarshal(m.Data, &b)
 		return kind, "task=" + b.Task + "@" + b.Version + " (paused; its due attempts start over)"
+	case subjects.KindRedrive:
+		var b wire.Redrive
+		_ = json.Unmarshal(m.Data, &b)
+		if b.Reason == "" {
+			return kind, "(no reason)"
+		}
+		return kind, "reason=" + strconv.Quote(oneLine(b.Reason, 120))
 	}
 	return kind, compact(m.Data, 80)
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -99,6 +100,18 @@ func TestRoleRefusals(t *testing.T) {
 	}
 	if _, err := Publisher(n, "p", subjects.KindResult); err == nil {
 		t.Error("a publisher was allowed to publish results")
+	}
+	if p, err := Publisher(n, "ops", subjects.KindRedrive); err != nil || !slices.Contains(p.Publish, n.Redrive("*")) {
+		t.Errorf("a publisher granted redrives: %+v, %v", p, err)
+	}
+	users, err := DeploymentUsers(n, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, u := range users {
+		if u.Name != UserOperator && slices.Contains(u.Permissions.Publish, n.Redrive("*")) {
+			t.Errorf("fixed role %s may redrive; only the operator may", u.Name)
+		}
 	}
 	if _, err := DeploymentUsers(n, []registry.TaskRef{{Task: "a-b", Version: "1"}, {Task: "a_b", Version: "1"}}); err == nil {
 		t.Error("two users sharing one nkey variable were accepted")

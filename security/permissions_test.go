@@ -317,6 +317,7 @@ func TestPermissionMatrix(t *testing.T) {
 		{r.workerA, "publish a start", n.Start("p9"), jsPublish(r.workerA, n.Start("p9"))},
 		{r.workerA, "publish a cancel", n.Cancel("p1"), jsPublish(r.workerA, n.Cancel("p1"))},
 		{r.workerA, "forge a timer", n.Timer("p1"), jsPublish(r.workerA, n.Timer("p1"))},
+		{r.workerA, "redrive a run", n.Redrive("p1"), jsPublish(r.workerA, n.Redrive("p1"))},
 		{r.workerA, "publish an invocation", n.Task("task-b", "1"), jsPublish(r.workerA, n.Task("task-b", "1"))},
 		// An event source cannot forge results or read run state.
 		{r.events, "forge a result", n.Result("p1"), jsPublish(r.events, n.Result("p1"))},
@@ -339,6 +340,7 @@ func TestPermissionMatrix(t *testing.T) {
 		{r.observer, "start a run", n.Start("p9"), func(ctx context.Context) error { return observer.StartRun(ctx, "two", "p9", nil) }},
 		{r.observer, "send an event", n.Event("p1", "go"), jsPublish(r.observer, n.Event("p1", "go"))},
 		{r.observer, "cancel a run", n.Cancel("p1"), jsPublish(r.observer, n.Cancel("p1"))},
+		{r.observer, "redrive a run", n.Redrive("p1"), jsPublish(r.observer, n.Redrive("p1"))},
 		{r.observer, "forge a result", n.Result("p1"), jsPublish(r.observer, n.Result("p1"))},
 		{r.observer, "write run state", runKey, jsPublish(r.observer, runKey)},
 		{r.observer, "purge the history", "$JS.API.STREAM.PURGE." + n.InputStream(), request(r.observer, "$JS.API.STREAM.PURGE."+n.InputStream())},
@@ -373,6 +375,12 @@ func TestPermissionMatrix(t *testing.T) {
 		}},
 		{r.app, "pause a task", "$JS.API.CONSUMER.PAUSE." + ts + "." + taskB, request(r.app, "$JS.API.CONSUMER.PAUSE."+ts+"."+taskB)},
 		{r.disp, "pause a task", "$JS.API.CONSUMER.PAUSE." + ts + "." + taskB, request(r.disp, "$JS.API.CONSUMER.PAUSE."+ts+"."+taskB)},
+		// Nor redrive: restarting failed work is the operator's.
+		{r.app, "redrive a run", n.Redrive("p1"), func(ctx context.Context) error {
+			_, err := app.Redrive(ctx, "p1", "")
+			return err
+		}},
+		{r.events, "redrive a run", n.Redrive("p1"), jsPublish(r.events, n.Redrive("p1"))},
 	}
 	for _, c := range cases {
 		c.who.denied(t, c.what, c.subject, c.op)

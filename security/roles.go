@@ -98,7 +98,7 @@ func bulkJobs(n subjects.Names) Permissions {
 		n.API("STREAM.INFO", jobs), n.API("DIRECT.GET", jobs, ">"), n.API("STREAM.MSG.GET", jobs), n.KVKeys(n.JobBucket()),
 		n.API("CONSUMER.CREATE", jobs, ">"), n.API("CONSUMER.DELETE", jobs, ">"), n.FlowControl(jobs),
 		n.API("CONSUMER.CREATE", runs, ">"), n.API("CONSUMER.DELETE", runs, ">"), n.FlowControl(runs),
-		n.Cancel("*"), n.Pause("*"), n.Resume("*"), n.Terminate("*"),
+		n.Cancel("*"), n.Pause("*"), n.Resume("*"), n.Terminate("*"), n.Redrive("*"),
 	}}
 }
 
@@ -126,13 +126,15 @@ func Worker(n subjects.Names, user, task, version string) (Permissions, error) {
 // Publisher input kinds a Publisher may be given.
 var publisherKinds = []string{
 	subjects.KindStart, subjects.KindEvent, subjects.KindCancel,
-	subjects.KindPause, subjects.KindResume, subjects.KindTerminate,
+	subjects.KindPause, subjects.KindResume, subjects.KindTerminate, subjects.KindRedrive,
 }
 
 // Publisher may publish the given run inputs: any of subjects.KindStart,
 // KindEvent and KindCancel (an event source gets KindEvent only), and the
-// operator's KindPause, KindResume and KindTerminate, which no role but
-// the operator has unless a deployment grants them this way. It may
+// operator's KindPause, KindResume, KindTerminate and KindRedrive (which
+// restarts failed work), which no role but the operator has unless a
+// deployment grants them this way (to an operations tool, not to
+// applications). It may
 // bind the run bucket (client.New does; stream info only), never read a
 // record. Results and timers are never a publisher's. Whatever headers it
 // sets, the input stream refuses those that act on other messages
@@ -153,6 +155,8 @@ func Publisher(n subjects.Names, user string, kinds ...string) (Permissions, err
 			pub = append(pub, n.Resume("*"))
 		case subjects.KindTerminate:
 			pub = append(pub, n.Terminate("*"))
+		case subjects.KindRedrive:
+			pub = append(pub, n.Redrive("*"))
 		default:
 			return Permissions{}, fmt.Errorf("security: a publisher may publish %v, not %q", publisherKinds, k)
 		}

@@ -33,6 +33,8 @@ type Input struct {
 	msg   run.Message
 	// token is the token a result echoes (kind result only).
 	token string
+	// redriveTo is the revision a redrive moves its run to, "" for none.
+	redriveTo string
 	// refused is why an input addressed to a run cannot apply (it wraps
 	// ErrMalformed); msg is then empty. A run that exists records the
 	// refusal; without one the input is terminated.
@@ -83,7 +85,7 @@ func addressed(names subjects.Names, subject string, err error) *Input {
 	}
 	switch kind {
 	case subjects.KindEvent, subjects.KindResult, subjects.KindTimer, subjects.KindCancel,
-		subjects.KindPause, subjects.KindResume, subjects.KindTerminate, subjects.KindPostpone:
+		subjects.KindPause, subjects.KindResume, subjects.KindTerminate, subjects.KindPostpone, subjects.KindRedrive:
 		return &Input{RunID: runID, Kind: kind, msg: run.Message{RunID: runID}, refused: err}
 	}
 	return nil
@@ -119,6 +121,8 @@ func parseInput(names subjects.Names, subject string, header nats.Header, data [
 		err = in.parseOperation(kind, data)
 	case subjects.KindPostpone:
 		err = in.parsePostpone(data)
+	case subjects.KindRedrive:
+		err = in.parseRedrive(data)
 	default:
 		err = malformed("unknown input kind %q", kind)
 	}
@@ -229,6 +233,20 @@ func (in *Input) parseCancel(data []byte) error {
 		}
 	}
 	in.msg.Kind, in.msg.Reason = run.KindCancel, body.Reason
+	return nil
+}
+
+func (in *Input) parseRedrive(data []byte) error {
+	var body wire.Redrive
+	if len(bytes.TrimSpace(data)) > 0 {
+		if err := strictJSON(data, &body); err != nil {
+			return malformed("redrive body: %v", err)
+		}
+	}
+	if len(body.Revision) > 256 || strings.ContainsAny(body.Revision, "\x00\r\n") {
+		return malformed("redrive body: revision %q is not a revision name", body.Revision)
+	}
+	in.msg.Kind, in.msg.Reason, in.redriveTo = run.KindRedrive, body.Reason, body.Revision
 	return nil
 }
 

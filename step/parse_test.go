@@ -112,6 +112,23 @@ var parseCases = []struct {
 		},
 	},
 	{name: "cancel empty", subject: "jetflow.in.r1.cancel"},
+	{
+		name: "redrive", subject: "jetflow.in.r1.redrive", body: `{"reason":"worker fixed"}`,
+		check: func(t *testing.T, in *Input) {
+			if in.msg.Kind != run.KindRedrive || in.msg.Reason != "worker fixed" {
+				t.Errorf("redrive %+v", in.msg)
+			}
+		},
+	},
+	{name: "redrive empty", subject: "jetflow.in.r1.redrive"},
+	{
+		name: "redrive to a revision", subject: "jetflow.in.r1.redrive", body: `{"revision":"order/2"}`,
+		check: func(t *testing.T, in *Input) {
+			if in.msg.Kind != run.KindRedrive || in.redriveTo != "order/2" {
+				t.Errorf("redrive %+v to %q", in.msg, in.redriveTo)
+			}
+		},
+	},
 
 	{name: "other prefix", subject: "other.in.r1.start", body: `{"workflow":"wf"}`, bad: "not a run input"},
 	{name: "unknown kind", subject: "jetflow.in.r1.bogus", bad: "unknown input kind"},
@@ -137,6 +154,10 @@ var parseCases = []struct {
 	{name: "timer nameless", subject: "jetflow.in.r1.timer", body: `{"deadline":5}`, bad: "names no timer"},
 	{name: "timer bad deadline", subject: "jetflow.in.r1.timer", header: map[string]string{wire.HeaderTimer: "t", wire.HeaderDeadline: "soon"}, bad: "deadline header"},
 	{name: "cancel string", subject: "jetflow.in.r1.cancel", body: `"stop"`, bad: "cancel body"},
+	{name: "redrive string", subject: "jetflow.in.r1.redrive", body: `"again"`, bad: "redrive body"},
+	{name: "redrive wrong type", subject: "jetflow.in.r1.redrive", body: `{"reason":1}`, bad: "redrive body"},
+	{name: "redrive bad revision", subject: "jetflow.in.r1.redrive", body: `{"revision":"a\nb"}`, bad: "not a revision name"},
+	{name: "redrive extra token", subject: "jetflow.in.r1.redrive.now", bad: "unexpected tokens"},
 }
 
 func TestParseInput(t *testing.T) {

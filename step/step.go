@@ -3,8 +3,10 @@ package step
 import (
 	"errors"
 	"fmt"
+	"maps"
 
 	"github.com/jetflow/jetflow/engine/run"
+	"github.com/jetflow/jetflow/engine/workflow"
 	"github.com/jetflow/jetflow/runrecord"
 	"github.com/jetflow/jetflow/subjects"
 	"github.com/jetflow/jetflow/wire"
@@ -106,7 +108,36 @@ func Step(s Settings, cur Run, in *Input, seq uint64, now float64, defs Definiti
 	if err != nil {
 		return Result{Run: cur}, err
 	}
+	if in.Kind == subjects.KindRedrive && in.redriveTo != "" && in.redriveTo != revision && cur.State != nil {
+		to, err := defs.Definition(name, in.redriveTo)
+		if err != nil {
+			return Result{Run: cur}, err
+		}
+		if !sameDocument(def, to) {
+			return refuse(s, cur, in, seq, now, fmt.Errorf("%w: revision %s of workflow %s runs another workflow than the run's revision %s: a redrive moves a run only to the same document redeployed (another task policy)",
+				run.ErrRejected, in.redriveTo, name, revision)), nil
+		}
+		def = to
+	}
 	return transit(s, def, in, seq, now, cur), nil
+}
+
+// sameDocument reports whether two definitions run the same workflow, so
+// that a run of one can go on with the other.
+func sameDocument(a, b *Definition) bool {
+	ea, ok := a.Program.(Engine)
+	eb, ok2 := b.Program.(Engine)
+	return ok && ok2 && SameWorkflow(ea.Workflow, eb.Workflow)
+}
+
+// SameWorkflow reports whether two compiled documents differ at most in
+// their revision (and other members that shape no run): the same
+// statechart, DAGs and task versions under the same lowering. A run of
+// one can go on with the other, which is how a redrive moves a run to
+// its document redeployed with another task policy (a new revision).
+func SameWorkflow(a, b *workflow.Workflow) bool {
+	x, y := a.Identity, b.Identity
+	return x.Lowering == y.Lowering && x.Control == y.Control && x.DAGs == y.DAGs && maps.Equal(x.TaskVersions, y.TaskVersions)
 }
 
 // DecodeState decodes a record's reducer state.
@@ -140,11 +171,7 @@ func transit(s Settings, def *Definition, in *Input, seq uint64, now float64, cu
 		next, effects, err = screenAndApply(s, def, in, st, msg)
 	}
 	if errors.Is(err, run.ErrRejected) {
-		r := Result{Run: cur, Outcome: Rejected, Reason: err}
-		if prev != nil {
-			r.Run.Record = prev.Refused(runrecord.Rejection{Seq: seq, Kind: in.Kind, Reason: err.Error(), Time: now}, s.RejectedHistory)
-		}
-		return r
+		return refuse(s, cur, in, seq, now, err)
 	}
 	failed := func(err error) Result {
 		return Result{Run: cur, Outcome: Failed, Reason: fmt.Errorf("%w: %w", ErrPermanent, err)}
@@ -159,6 +186,13 @@ func transit(s Settings, def *Definition, in *Input, seq uint64, now float64, cu
 		next.Workflow = def.Name
 	}
 	if next.Revision == "" {
+		next.Revision = def.Revision
+	}
+	if in.Kind == subjects.KindRedrive && next.Revision != def.Revision {
+		// The redrive moved the run to another revision (Step).
+		if next.StartRevision == "" {
+			next.StartRevision = next.Revision
+		}
 		next.Revision = def.Revision
 	}
 	out, status, err := Render(s.Names, s.Tokens, in.RunID, next, effects, now)
@@ -183,4 +217,14 @@ func transit(s Settings, def *Definition, in *Input, seq uint64, now float64, cu
 		rec.SetStatus(status)
 	}
 	return Result{Run: Run{Record: rec, State: next}, Outcome: Applied, Status: status, Ignored: next.Ignored}
+}
+
+// refuse is the run after refusing the input at seq for err (wrapping
+// run.ErrRejected): the refusal noted on its record, when it has one.
+func refuse(s Settings, cur Run, in *Input, seq uint64, now float64, err error) Result {
+	r := Result{Run: cur, Outcome: Rejected, Reason: err}
+	if cur.Record != nil {
+		r.Run.Record = cur.Record.Refused(runrecord.Rejection{Seq: seq, Kind: in.Kind, Reason: err.Error(), Time: now}, s.RejectedHistory)
+	}
+	return r
 }

@@ -61,6 +61,9 @@ const (
 	KindTerminate = "terminate"
 	// A dispatcher's, for a paused task version (pause.go).
 	KindPostpone = "postpone"
+	// KindRedrive asks a failed run to continue from its failed work
+	// activation (docs/OPERATIONS.md).
+	KindRedrive = "redrive"
 )
 
 // InputStream holds every message a run consumes: its history.
@@ -89,6 +92,9 @@ func (n Names) Timer(runID string) string { return n.prefix + ".in." + runID + "
 
 // Cancel is where a run's cancel request goes.
 func (n Names) Cancel(runID string) string { return n.prefix + ".in." + runID + "." + KindCancel }
+
+// Redrive is where a failed run's redrive request goes.
+func (n Names) Redrive(runID string) string { return n.prefix + ".in." + runID + "." + KindRedrive }
 
 // TimerStream holds pending timer schedules and the timers they fire,
 // apart from the input stream: schedules need a stream that obeys
@@ -169,7 +175,7 @@ func (n Names) ParseInput(subject string) (runID, kind, eventType string, err er
 	case len(parts) != 2:
 		return "", "", "", fmt.Errorf("subject %q has unexpected tokens after %q", subject, kind)
 	case kind != KindStart && kind != KindResult && kind != KindTimer && kind != KindCancel &&
-		kind != KindPause && kind != KindResume && kind != KindTerminate && kind != KindPostpone:
+		kind != KindPause && kind != KindResume && kind != KindTerminate && kind != KindPostpone && kind != KindRedrive:
 		return "", "", "", fmt.Errorf("subject %q: unknown input kind %q", subject, kind)
 	}
 	return runID, kind, eventType, nil

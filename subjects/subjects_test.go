@@ -88,6 +88,8 @@ func TestParseInput(t *testing.T) {
 		{"jf.in.r1.result", "r1", KindResult, "", true},
 		{"jf.in.r1.timer", "r1", KindTimer, "", true},
 		{"jf.in.r1.cancel", "r1", KindCancel, "", true},
+		{"jf.in.r1.redrive", "r1", KindRedrive, "", true},
+		{"jf.in.r1.redrive.x", "", "", "", false},
 		{"jf.in.r1.event", "", "", "", false},
 		{"jf.in.r1.event.a.b", "", "", "", false},
 		{"jf.in.r1.bogus", "", "", "", false},
@@ -105,7 +107,7 @@ func TestParseInput(t *testing.T) {
 
 func FuzzParseInput(f *testing.F) {
 	n := Must("jf")
-	for _, s := range []string{"jf.in.r1.start", "jf.in.r1.event.x", "jf.in..", "jf.in.r1.event."} {
+	for _, s := range []string{"jf.in.r1.start", "jf.in.r1.event.x", "jf.in..", "jf.in.r1.event.", "jf.in.r1.redrive"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {

@@ -87,6 +87,15 @@ type Cancel struct {
 	Reason string `json:"reason,omitempty"`
 }
 
+// Redrive is the body of a redrive request: a failed run continues from
+// its failed work activation.
+type Redrive struct {
+	Reason string `json:"reason,omitempty"`
+	// Revision, when set, moves the run to that deployed revision of its
+	// workflow, which must hold the same document (a new task policy).
+	Revision string `json:"revision,omitempty"`
+}
+
 // Status is announced on a run's status subject at every status change.
 type Status struct {
 	Run      string          `json:"run"`

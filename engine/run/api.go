@@ -18,6 +18,9 @@ const (
 	// KindWake lets time pass without an event: the reference's call with
 	// only a time. The fleet's timers use KindTimer.
 	KindWake Kind = "wake"
+	// KindRedrive continues a failed run from its failed work activation
+	// (redrive.go).
+	KindRedrive Kind = "redrive"
 )
 
 // Message is one input to a run. Time is the logical now in milliseconds
@@ -40,7 +43,7 @@ type Message struct {
 	Timer *TimerFire
 	// Postpone (postpone.go)
 	Postpone *Postpone
-	// Cancel, pause, resume, terminate
+	// Cancel, pause, resume, terminate, redrive
 	Reason string
 	// Operator names who paused, resumed or terminated the run.
 	Operator string

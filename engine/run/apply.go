@@ -67,7 +67,10 @@ func Apply(wf *workflow.Workflow, st *State, msg Message, opts Options) (*State,
 	if st == nil {
 		return nil, nil, reject("no such run")
 	}
-	if st.Status.Terminal() {
+	if msg.Kind == KindRedrive && st.Status != StatusFailed {
+		return nil, nil, reject("run %q is %s: only a failed run can be redriven", st.RunID, st.Status)
+	}
+	if st.Status.Terminal() && msg.Kind != KindRedrive {
 		return nil, nil, reject("run %q is %s", st.RunID, st.Status)
 	}
 	if !msg.NoTime && (msg.Time != msg.Time || msg.Time < st.Control.Time) {
@@ -91,6 +94,8 @@ func Apply(wf *workflow.Workflow, st *State, msg Message, opts Options) (*State,
 		r.cancel()
 	case KindPostpone:
 		err = r.postpone(msg.Postpone)
+	case KindRedrive:
+		err = r.redrive()
 	default:
 		return nil, nil, reject("unknown message kind %q", msg.Kind)
 	}

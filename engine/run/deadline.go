@@ -32,7 +32,7 @@ const DeadlineTimer = "d"
 
 // setDeadline gives an attempt being invoked its deadline.
 func (r *reducer) setDeadline(task, version string, a *Attempt) {
-	if a.Attempt <= 1 || a.Scheduled == 0 {
+	if r.st.Work.ordinal(a) <= 1 || a.Scheduled == 0 {
 		a.Scheduled = r.now
 	}
 	a.Deadline = 0

@@ -29,6 +29,9 @@ type reducer struct {
 	status Status
 	// budget is what every query of this message may spend, together.
 	budget query.Budget
+	// redriven is, during a redrive, the base and kept values of the
+	// activation it invokes again, taken by the first Work it builds.
+	redriven *redriven
 }
 
 func newReducer(wf *workflow.Workflow, prev *State, msg Message, opts Options) *reducer {
@@ -163,6 +166,9 @@ func (r *reducer) fail(err error) {
 	}
 	r.st.Status = StatusFailed
 	r.st.Error = f
+	if r.st.Work != nil {
+		r.st.Kept = r.keep()
+	}
 	r.st.Work = nil
 }
 

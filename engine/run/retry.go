@@ -57,7 +57,7 @@ func (p RetryPolicy) retries(e *TaskError, attempt int) bool {
 // run's history arms the same timer.
 func (r *reducer) retryLater(node string, a *Attempt, p RetryPolicy) {
 	w := r.st.Work
-	delay := p.InitialIntervalMs * math.Pow(p.Multiplier, float64(a.Attempt-1))
+	delay := p.InitialIntervalMs * math.Pow(p.Multiplier, float64(w.ordinal(a)-1))
 	delay = math.Min(delay, p.MaxIntervalMs)
 	h, _ := strconv.ParseUint(value.HashContent(w.Activation+"|"+node+"|"+strconv.Itoa(a.Attempt)), 36, 64)
 	delay *= 0.5 + 0.5*float64(h)/float64(math.MaxUint32)

@@ -283,6 +283,11 @@ func FuzzApply(f *testing.F) {
 	}
 	f.Add(seed, "event", "go", 5.0)
 	f.Add([]byte(`{"runId":"r","status":"waiting","control":{"active":["/states/w"]},"context":{"results":{},"visits":{}}}`), "timer", "t1", 1.0)
+	// Failed states a redrive meets: in a work state with a kept value
+	// and a stale base, and outside any work state.
+	f.Add([]byte(`{"runId":"r","status":"failed","error":{"code":"JF2006"},"control":{"active":["/states/a"]},"context":{"results":{},"visits":{"/states/a":1}},"pending":{"state":"/states/a","visit":1,"values":{}},"kept":{"task":1}}`), "redrive", "", 2.0)
+	f.Add([]byte(`{"runId":"r","status":"failed","error":{"code":"JF2016"},"control":{"active":["/states/w"]},"context":{"results":{},"visits":{}}}`), "redrive", "", 2.0)
+	f.Add([]byte(`{"runId":"r","status":"running","control":{"active":["/states/a"]},"context":{"results":{},"visits":{}},"pending":{"state":"/states/a","visit":1,"values":{}},"work":{"activation":"x","values":{},"running":{"task":{"attempt":9}},"base":8}}`), "result", "x", 3.0)
 	f.Fuzz(func(t *testing.T, data []byte, kind, arg string, now float64) {
 		st, err := Decode(data)
 		if err != nil {

@@ -49,6 +49,15 @@ type State struct {
 	Held   []Held  `json:"held,omitempty"`
 	// Terminated says why an operator ended the run.
 	Terminated *Termination `json:"terminated,omitempty"`
+	// Kept holds, while the run is failed, the outputs of the failed
+	// activation's task nodes that succeeded without a checkpoint: a
+	// redrive restores them with the checkpointed ones (redrive.go).
+	Kept map[string]any `json:"kept,omitempty"`
+	// Redrives counts the redrives applied to the run.
+	Redrives int64 `json:"redrives,omitempty"`
+	// StartRevision is the revision the run started on, once a redrive
+	// moved it to another (Revision); replay starts it there.
+	StartRevision string `json:"startRevision,omitempty"`
 
 	// Ignored lists the events the message that produced this state
 	// consumed without effect. It is not stored: the host records it.
@@ -96,6 +105,11 @@ type Work struct {
 	Running    map[string]*Attempt `json:"running"`
 	// Retries maps a retry timer id to the node it re-invokes.
 	Retries map[string]string `json:"retries,omitempty"`
+	// Base is the attempt number before this activation's first attempts:
+	// 0, or after a redrive a number above every attempt the run made
+	// before, so that no earlier attempt's result or token matches a new
+	// one. The retry policy counts attempts from it.
+	Base int `json:"base,omitempty"`
 }
 
 // Attempt is one task node in flight.

@@ -53,6 +53,13 @@ func (r *reducer) work(id string) (blocked bool, err error) {
 			Activation: activationKey(r.st.RunID, id, float64(p.Visit)),
 			Values:     d.Restore(p.Values), Running: map[string]*Attempt{},
 		}
+		if rd := r.redriven; rd != nil {
+			r.redriven, r.st.Kept = nil, nil
+			r.st.Work.Base = rd.base
+			for _, node := range sortedKeys(rd.kept) {
+				r.st.Work.Values[node] = rd.kept[node]
+			}
+		}
 	}
 	return r.schedule(id)
 }
@@ -77,8 +84,8 @@ func (r *reducer) schedule(id string) (blocked bool, err error) {
 		return false, r.workFailed(id, err)
 	}
 	for _, inv := range plan.Tasks {
-		w.Running[inv.Node] = &Attempt{Attempt: 1}
-		r.invoke(id, inv, 1)
+		w.Running[inv.Node] = &Attempt{Attempt: w.Base + 1}
+		r.invoke(id, inv, w.Base+1)
 	}
 	if plan.Done {
 		p.Result, p.HasResult = plan.Output, true
@@ -199,7 +206,7 @@ func (r *reducer) taskFailed(id, node string, a *Attempt, e *TaskError) error {
 	d := r.wf.DAGs[id]
 	info, _ := d.Node(node)
 	policy := r.policy(info.Task, info.Version)
-	if policy.retries(e, a.Attempt) {
+	if policy.retries(e, r.st.Work.ordinal(a)) {
 		r.retryLater(node, a, policy)
 		return nil
 	}

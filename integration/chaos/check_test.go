@@ -49,6 +49,8 @@ type results struct {
 	events int
 	// replayEqual counts runs whose replay rebuilt the saved state.
 	replayEqual int
+	// redriven counts the runs that failed and went on after a redrive.
+	redriven int
 	// misbehaved counts the attempts the protocol worker misbehaved on,
 	// and misDeliveries the deliveries, by kind (misKinds).
 	misbehaved, misDeliveries map[string]int
@@ -173,6 +175,9 @@ func (h *harness) check(ctx context.Context, d *driver, runsCtx context.Context,
 		res.timedOut += c.timedOut
 		res.timedOutMis += c.timedOutMis
 		res.statesStepped += c.states
+		if c.redriven {
+			res.redriven++
+		}
 		if c.stranded {
 			res.stranded[c.id] = true
 		}
@@ -211,7 +216,9 @@ type runCheck struct {
 	// says one of them had no way forward.
 	timedOut, timedOutMis, states int
 	stranded                      bool
-	problems                      []string
+	// redriven says the run failed and a redrive took it on.
+	redriven bool
+	problems []string
 }
 
 func (c *runCheck) problem(runID, format string, args ...any) {
@@ -336,6 +343,17 @@ func (h *harness) checkRun(ctx context.Context, rp *replay.Stepper, r *runLog, h
 	h.checkSteps(ctx, c, rp, r, history, rec.Record, logs)
 	if r.wf.events && acceptedEvents != 1 {
 		c.problem(r.id, "the accepted event applied %d times, want once", acceptedEvents)
+	}
+	if r.wf.redrive {
+		st, err := step.DecodeState(rec.Record)
+		switch {
+		case err != nil:
+			c.problem(r.id, "state: %v", err)
+		case int(st.Redrives) != r.redrives:
+			c.problem(r.id, "%d redrives applied, the driver saw %d taken", st.Redrives, r.redrives)
+		default:
+			c.redriven = st.Redrives > 0
+		}
 	}
 	if r.wf.visits != nil {
 		st, err := step.DecodeState(rec.Record)

@@ -29,6 +29,8 @@ type runLog struct {
 	// paused: an operator's pause held the run's events, and its resume
 	// released them (every pausedEvery-th event run).
 	paused bool
+	// redrives counts the redrives the driver saw taken.
+	redrives int
 
 	// The server's times, filled in by the check: when the stream stored
 	// the start and the accepted event, and when the run bucket stored
@@ -155,6 +157,12 @@ func (d *driver) drive(ctx context.Context, r *runLog) error {
 		}
 		st, err := d.client.Wait(wctx, r.id)
 		cancel()
+		if err == nil && r.wf.redrive && r.redrives == 0 && st.Status == wire.StatusFailed {
+			if err := d.redrive(ctx, r); err != nil {
+				return err
+			}
+			continue
+		}
 		if err == nil {
 			r.settled, r.status = time.Now(), st
 			return nil
@@ -204,6 +212,27 @@ func (d *driver) resumeRun(ctx context.Context, runID string) error {
 			return nil
 		}
 		return d.client.Resume(ctx, runID, "chaos", "harness")
+	})
+}
+
+// redrive redrives a failed run and waits until a dispatcher took it. A
+// redrive published twice (its acknowledgement lost) is refused the
+// second time, which is as good.
+func (d *driver) redrive(ctx context.Context, r *runLog) error {
+	var seq uint64
+	if err := d.retry(ctx, "redrive", func(ctx context.Context) (err error) {
+		seq, err = d.client.Redrive(ctx, r.id, "chaos")
+		return err
+	}); err != nil {
+		return err
+	}
+	return d.retry(ctx, "redriven", func(ctx context.Context) error {
+		_, err := d.client.Redriven(ctx, r.id, seq)
+		if err == nil || errors.Is(err, client.ErrRedriveRefused) {
+			r.redrives++
+			return nil
+		}
+		return err
 	})
 }
 

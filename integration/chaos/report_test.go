@@ -130,12 +130,12 @@ func (s *summary) line() string {
 	r := s.res
 	return fmt.Sprintf("chaos %s: %d runs in %s at %.1f/s, %d lost, %d wrong; kills: %d dispatcher, %d worker, %d nats; %d partitions; "+
 		"%d results applied twice, %d inputs applied twice; %d task executions, %d again after a fault; "+
-		"%d timer fires applied, %d refused; %d events delivered; %d starts repeated by retried calls and refused; replay equal %d/%d; "+
+		"%d timer fires applied, %d refused; %d events delivered; %d starts repeated by retried calls and refused; %d runs redriven; replay equal %d/%d; "+
 		"misbehaved: %s; %d attempts timed out; %d runs stranded; slowest recovery %s; longest stall %s",
 		s.mode, r.runs, s.chaos.Round(time.Second), s.rate, r.runs-r.settled, r.wrong,
 		s.kills[kindDispatcher], s.kills[kindWorker], s.kills[kindNATS], s.kills[faultPartition],
 		r.appliedTwice, r.inputsTwice, r.executions, r.reexecuted,
-		r.timersApplied, r.timersRefused, r.events, r.startsRepeated, r.replayEqual, r.runs,
+		r.timersApplied, r.timersRefused, r.events, r.startsRepeated, r.redriven, r.replayEqual, r.runs,
 		byKind(r.misbehaved), r.timedOut, len(r.stranded),
 		s.slowest.excess.Round(100*time.Millisecond), s.stall.Round(100*time.Millisecond))
 }

@@ -63,6 +63,9 @@ func (h *harness) checkSteps(ctx context.Context, c *runCheck, rp *replay.Steppe
 			c.timedOutMis++
 			continue
 		}
+		if s.abandoned[k] {
+			continue // its run failed meanwhile (and was redriven)
+		}
 		c.problem(r.id, "attempt %d of node %s (activation %s) was misbehaved on (%s) but did not time out",
 			k.attempt, k.node, k.activation, logs.mis[k])
 	}
@@ -75,6 +78,9 @@ func (h *harness) checkSteps(ctx context.Context, c *runCheck, rp *replay.Steppe
 type steps struct {
 	// timedOut are the attempts a deadline fire ended (TASK_TIMEOUT).
 	timedOut map[attemptKey]bool
+	// abandoned are the attempts in flight when their run failed: a
+	// redrive invokes their nodes again, and they never time out.
+	abandoned map[attemptKey]bool
 	// retried counts the attempts that failed (an error result or a
 	// timeout) and were given a retry timer: each must fire once.
 	retried int
@@ -98,7 +104,7 @@ func stepRun(ctx context.Context, rp *replay.Stepper, runID string, history []in
 	for _, m := range history {
 		bySeq[m.seq] = m
 	}
-	s := &steps{timedOut: map[attemptKey]bool{}}
+	s := &steps{timedOut: map[attemptKey]bool{}, abandoned: map[attemptKey]bool{}}
 	var cur step.Run
 	for _, seq := range rec.Applied {
 		m, ok := bySeq[seq]
@@ -143,6 +149,13 @@ func stepRun(ctx context.Context, rp *replay.Stepper, runID string, history []in
 		}
 		if deadline && ended == 0 {
 			s.idleDeadlines++
+		}
+		if cur.State.Status == run.StatusFailed {
+			for node, attempt := range before.attempts {
+				if k := (attemptKey{runID, before.activation, node, attempt}); !s.timedOut[k] {
+					s.abandoned[k] = true
+				}
+			}
 		}
 		s.states++
 		if err := cur.State.Stranded(); err != nil {

@@ -234,6 +234,14 @@ func taskHandlers() map[string]worker.Handler {
 		"fail": func(context.Context, worker.Invocation) (any, error) {
 			return nil, errors.New("boom: the gateway is down")
 		},
+		// once fails its first attempt for good; a redrive's attempts
+		// are numbered above it (docs/OPERATIONS.md#redrive).
+		"once": func(_ context.Context, inv worker.Invocation) (any, error) {
+			if inv.Attempt == 1 {
+				return nil, worker.NonRetryable(errors.New("first attempt fails"))
+			}
+			return number(func(n float64) float64 { return n + 1 })(context.Background(), inv)
+		},
 	}
 }
 

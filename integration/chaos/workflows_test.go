@@ -24,11 +24,13 @@ type workflow struct {
 	after int
 	// visits are states the run must have entered exactly so often.
 	visits func(i int) map[string]float64
+	// redrive: the driver redrives the run when it fails (once).
+	redrive bool
 }
 
 // workflows is the mix: one task, a fan-out DAG joined by ports, a
-// bounded loop, an event wait, an after timer and a caught failure after
-// retries. Every task is one of taskHandlers. A last entry of weight 0,
+// bounded loop, an event wait, an after timer, a caught failure after
+// retries and an uncaught failure the driver redrives. Every task is one of taskHandlers. A last entry of weight 0,
 // never in the mix, is the stuck canary (stranded_test.go).
 var workflows = []*workflow{
 	{
@@ -110,6 +112,27 @@ var workflows = []*workflow{
 		state:  "/states/done",
 		result: func(i int) string { return fmt.Sprint(2 * i) },
 		visits: func(int) map[string]float64 { return map[string]float64{"/states/recovered": 1} },
+	},
+	{
+		// A fan-out whose task "once" fails, not retried, on its first
+		// attempt: the run fails and the driver redrives it. The redrive
+		// invokes once again (numbered above attempt 1, so it succeeds)
+		// and not double, whose output it keeps. A first attempt that
+		// timed out instead is retried and the run never fails.
+		name: "redrive", weight: 1, redrive: true,
+		doc: `{"$workflow":"0.2","revision":"redrive/1","initial":"fan","states":{
+			"fan":{"work":{"dag":{"$dag":"0.1","nodes":{
+				"in":{"kind":"input"},
+				"d":{"kind":"task","run":"double","version":"1"},
+				"o":{"kind":"task","run":"once","version":"1"},
+				"join":{"kind":"query","query":{"d":"$.d","o":"$.o"}},
+				"out":{"kind":"output"}},
+			"edges":[{"from":"in","to":"d"},{"from":"in","to":"o"},
+				{"from":"d","to":"join","port":"d"},{"from":"o","to":"join","port":"o"},{"from":"join","to":"out"}]}},"then":"done"},
+			"done":{"final":true}}}`,
+		input:  func(i int) any { return i },
+		state:  "/states/done",
+		result: func(i int) string { return fmt.Sprintf(`{"d":%d,"o":%d}`, 2*i, i+1) },
 	},
 	{
 		// Invokes a task no worker serves, whose one attempt outlasts the

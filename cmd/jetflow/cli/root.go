@@ -72,6 +72,7 @@ var commands = []func(streams) *cobra.Command{
 	newGraph,
 	newHistory,
 	newList,
+	newRedrive,
 	newReplay,
 	newServe,
 	newStart,

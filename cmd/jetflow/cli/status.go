@@ -37,6 +37,8 @@ type statusJSON struct {
 	runJSON
 	Rejected []runrecord.Rejection `json:"rejected,omitempty"`
 	Ignored  []runrecord.Rejection `json:"ignored,omitempty"`
+	// Redrives counts the redrives the run took (jetflow redrive).
+	Redrives int64 `json:"redrives,omitempty"`
 }
 
 // refusalsShown is how many of the most recent refusals of each kind the
@@ -55,7 +57,8 @@ func newStatus(s streams) *cobra.Command {
 			"each with its stream sequence, kind and reason; `jetflow history RUN` shows every input.\n" +
 			"With --json it prints one object: run, workflow, revision, status, state, result, error,\n" +
 			"time (Unix ms of the last status change), started, updated, and rejected and ignored as the\n" +
-			"record keeps them: [{seq, kind, reason, time}], oldest first.",
+			"record keeps them: [{seq, kind, reason, time}], oldest first, and redrives, how many\n" +
+			"redrives the run took (absent when none).",
 		Args: namedArgs("RUN"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			id := args[0]
@@ -77,7 +80,7 @@ func newStatus(s streams) *cobra.Command {
 					info.Started = t.UTC().Format(time.RFC3339Nano)
 				}
 				if asJSON {
-					return json.NewEncoder(s.out).Encode(statusJSON{runJSON: info, Rejected: rec.Rejected, Ignored: rec.Ignored})
+					return json.NewEncoder(s.out).Encode(statusJSON{runJSON: info, Rejected: rec.Rejected, Ignored: rec.Ignored, Redrives: st.Redrives})
 				}
 				var wf *workflow.Workflow
 				if st.Workflow != "" {
@@ -107,6 +110,9 @@ func printStatus(s streams, wf *workflow.Workflow, info runJSON, st *run.State, 
 	}
 	row("status", status)
 	operatorRows(row, info.Status, st)
+	if st.Redrives > 0 {
+		row("redrives", fmt.Sprint(st.Redrives))
+	}
 	row("state", strings.Join(mapNames(st.Control.Active), ", "))
 	if inFlight := client.InFlight(wf, st, rec); len(inFlight) > 0 {
 		var tasks []string
