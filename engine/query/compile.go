@@ -43,6 +43,10 @@ type compiler struct {
 	maxDepth  int
 	deepPath  string
 	hardDepth int
+	// late holds the literal checks the reference makes only after it
+	// has read the whole document, in the order it makes them, so that
+	// a document with two faults names the same one
+	late []func()
 }
 
 var (
