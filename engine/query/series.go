@@ -67,7 +67,11 @@ func canonicalSamples(f *frame, rows []any, at, val *rowSelector, path string) [
 			refuseSeries("row " + strconv.Itoa(i) + " is not an object")
 		}
 		v, ok := at.read(row)
-		out[i].at = epochAt(v, ok, i)
+		if ms, isNum := v.(float64); isNum && !math.IsInf(ms, 0) && ms == ms {
+			out[i].at = ms
+		} else {
+			out[i].at = epochAt(v, ok, i)
+		}
 		r, ok := val.read(row)
 		switch x := r.(type) {
 		case nil:
@@ -120,7 +124,9 @@ func (r bucketRow) record() map[string]any {
 	if r.null {
 		v = nil
 	}
-	return map[string]any{"at": r.at, "value": v, "count": r.count}
+	m := make(map[string]any, 3)
+	m["at"], m["value"], m["count"] = r.at, v, r.count
+	return m
 }
 
 // resampleSpec is a compiled $resample spec.
