@@ -52,6 +52,7 @@ type sample struct {
 	value float64
 	null  bool
 	row   any // the source row
+	boxed any // the row's own at when it is this number, to answer with
 }
 
 // canonicalSamples reads every row's instant and reading, refusing a row
@@ -68,7 +69,7 @@ func canonicalSamples(f *frame, rows []any, at, val *rowSelector, path string) [
 		}
 		v, ok := at.read(row)
 		if ms, isNum := v.(float64); isNum && !math.IsInf(ms, 0) && ms == ms {
-			out[i].at = ms
+			out[i].at, out[i].boxed = ms, v
 		} else {
 			out[i].at = epochAt(v, ok, i)
 		}
@@ -117,15 +118,35 @@ func lowerBound(s []sample, at float64) int {
 type bucketRow struct {
 	at, value, count float64
 	null             bool
+	boxed            any // at, already an interface value, or nil
 }
 
+// smallCounts are the counts 0-255 as interface values, so that an
+// answer's count costs no allocation.
+var smallCounts = func() (t [256]any) {
+	for i := range t {
+		t[i] = float64(i)
+	}
+	return t
+}()
+
 func (r bucketRow) record() map[string]any {
-	var v any = r.value
-	if r.null {
-		v = nil
+	var v any
+	if !r.null {
+		v = r.value
+	}
+	at := r.boxed
+	if at == nil {
+		at = r.at
+	}
+	var count any
+	if r.count < float64(len(smallCounts)) {
+		count = smallCounts[int(r.count)]
+	} else {
+		count = r.count
 	}
 	m := make(map[string]any, 3)
-	m["at"], m["value"], m["count"] = r.at, v, r.count
+	m["at"], m["value"], m["count"] = at, v, count
 	return m
 }
 
@@ -382,7 +403,7 @@ func rolling(samples []sample, s *rollingSpec) []bucketRow {
 			firstAt++
 		}
 		count := float64(group - lo + 1)
-		r := bucketRow{at: at, count: count}
+		r := bucketRow{at: at, count: count, boxed: samples[i].boxed}
 		switch {
 		case count < s.minPeriods:
 			r.null = true
@@ -424,15 +445,16 @@ type asofSpec struct {
 // canonicalRow is the row as the reference hands it back: a copy with a
 // numeric at and a value, or the row itself when it already is one.
 func canonicalRow(s *sample) map[string]any {
-	var v any = s.value
-	if s.null {
-		v = nil
-	}
 	src, _ := s.row.(map[string]any)
 	if a, ok := src["at"].(float64); ok && a == s.at {
-		if w, ok := src["value"]; ok && (w == nil && s.null || w == v) {
+		w, ok := src["value"]
+		if n, isNum := w.(float64); ok && (w == nil && s.null || isNum && !s.null && n == s.value) {
 			return src
 		}
+	}
+	var v any
+	if !s.null {
+		v = s.value
 	}
 	out := make(map[string]any, len(src)+2)
 	for k, x := range src {
