@@ -163,6 +163,17 @@ func (c *compiler) resolve(name string, sc *scope) (int, bool) {
 	return slot, true
 }
 
+// segment compiles part and takes the late checks it queued off the
+// queue, for a phrase whose parts the reference compiles in another
+// order than they are read in.
+func (c *compiler) segment(part func()) []func() {
+	start := len(c.late)
+	part()
+	seg := append([]func(){}, c.late[start:]...)
+	c.late = c.late[:start]
+	return seg
+}
+
 func (c *compiler) bindSlot() int {
 	s := c.nextSlot
 	c.nextSlot++
