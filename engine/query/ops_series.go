@@ -384,6 +384,15 @@ func buildResample(a []arg, _ string, later func(func())) getter {
 			if s.hasStart && s.hasEnd && !(s.start < s.end) {
 				refuseSeries("the window ends at " + numText(s.end) + ", at or before its start " + numText(s.start))
 			}
+			if s.hasStart && s.hasEnd && s.ladder.calendar {
+				// the reference walks an explicit window's calendar
+				// boundaries at compile time; one it cannot name is
+				// refused there, and such a boundary is at an end
+				s.ladder.startOf(s.ladder.indexOf(s.start))
+				if k := s.ladder.indexOf(s.end); s.ladder.startOf(k) < s.end {
+					s.ladder.startOf(k + 1)
+				}
+			}
 		})
 	})
 	return func(f *frame) any {
