@@ -27,6 +27,11 @@ func (s *rowSelector) read(row any) (any, bool) {
 	switch x := row.(type) {
 	case map[string]any:
 		v, ok := x[s.name]
+		if !ok && objectPrototype[s.name] {
+			// what every plain object inherits: one value for all rows,
+			// neither an instant nor a reading
+			return inherited(s.name), true
+		}
 		return v, ok
 	case []any:
 		// an array is an object to the reference: it has a length and
@@ -40,6 +45,16 @@ func (s *rowSelector) read(row any) (any, bool) {
 	}
 	return nil, false
 }
+
+// objectPrototype are the members a JavaScript object inherits, which a
+// bare-name selector reads as the reference does.
+var objectPrototype = setOf("constructor", "__proto__", "__defineGetter__", "__defineSetter__",
+	"__lookupGetter__", "__lookupSetter__", "hasOwnProperty", "isPrototypeOf",
+	"propertyIsEnumerable", "toLocaleString", "toString", "valueOf")
+
+// inherited stands for an inherited member; as a group key it is the
+// same for every row.
+type inherited string
 
 var (
 	atMember    = &rowSelector{name: "at"}
@@ -490,6 +505,8 @@ func keyOf(v any, present bool) joinKey {
 		return joinKey{kind: 'n', n: x}
 	case string:
 		return joinKey{kind: 's', s: x}
+	case inherited:
+		return joinKey{kind: 'i', s: string(x)}
 	case []any:
 		return joinKey{kind: 'a', p: uintptr(reflect.ValueOf(x).UnsafePointer()), l: len(x)}
 	}
