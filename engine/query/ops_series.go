@@ -490,7 +490,7 @@ func buildAsof(a []arg, opPath string, later func(func())) getter {
 		kernelRun(specPath, func() {
 			l := canonicalSamples(f, left, s.leftAt, valueMember, specPath)
 			r := canonicalSamples(f, right, s.rightAt, valueMember, specPath)
-			out = asof(l, r, s)
+			out = asof(f, l, r, s, specPath)
 		})
 		for range out {
 			f.chargeObject(3, specPath)

@@ -459,7 +459,7 @@ type asofSpec struct {
 
 // canonicalRow is the row as the reference hands it back: a copy with a
 // numeric at and a value, or the row itself when it already is one.
-func canonicalRow(s *sample) map[string]any {
+func canonicalRow(f *frame, s *sample, path string) map[string]any {
 	src, _ := s.row.(map[string]any)
 	if a, ok := src["at"].(float64); ok && a == s.at {
 		w, ok := src["value"]
@@ -471,6 +471,7 @@ func canonicalRow(s *sample) map[string]any {
 	if !s.null {
 		v = s.value
 	}
+	f.chargeObject(len(src)+2, path)
 	out := make(map[string]any, len(src)+2)
 	for k, x := range src {
 		out[k] = x
@@ -536,7 +537,7 @@ func (g *asofGroup) seal() {
 
 // asof joins each left row to the right row current for it, walking one
 // cursor forward per group.
-func asof(left, right []sample, s *asofSpec) []any {
+func asof(f *frame, left, right []sample, s *asofSpec, path string) []any {
 	var groups map[joinKey]*asofGroup
 	var all *asofGroup
 	if s.by == nil {
@@ -545,7 +546,7 @@ func asof(left, right []sample, s *asofSpec) []any {
 		groups = map[joinKey]*asofGroup{}
 	}
 	for i := range right {
-		row := canonicalRow(&right[i])
+		row := canonicalRow(f, &right[i], path)
 		g := all
 		if s.by != nil {
 			k := keyOf(s.by.read(row))
@@ -565,7 +566,7 @@ func asof(left, right []sample, s *asofSpec) []any {
 	}
 	out := make([]any, len(left))
 	for i := range left {
-		row := canonicalRow(&left[i])
+		row := canonicalRow(f, &left[i], path)
 		g := all
 		if s.by != nil {
 			g = groups[keyOf(s.by.read(row))]

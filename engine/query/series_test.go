@@ -198,3 +198,34 @@ func FuzzSeriesSpec(f *testing.F) {
 		}
 	})
 }
+
+// TestSeriesLimits checks that the series operators spend from the
+// evaluation's limits: a sparse ladder of a billion buckets stops on the
+// step limit instead of walking them all, and answers stop on the bytes.
+func TestSeriesLimits(t *testing.T) {
+	t.Parallel()
+	rows := make([]any, 2000)
+	for i := range rows {
+		rows[i] = map[string]any{"at": float64(i), "value": 1.0}
+	}
+	for _, c := range []struct {
+		doc  string
+		data any
+		lim  Limits
+	}{
+		{`{"$resample": [[{"at": 0, "value": 1}, {"at": 1e15, "value": 2}], {"every": 1}]}`, nil, Limits{Steps: 100000}},
+		{`{"$rolling": ["$", {"width": 10}]}`, rows, Limits{Bytes: 20000}},
+		{`{"$resample": ["$", {"every": 1}]}`, rows, Limits{Bytes: 20000}},
+		{`{"$asof": ["$", "$", {"leftAt": "$.at"}]}`, rows, Limits{Bytes: 20000}},
+	} {
+		q, err := Compile(mustJSON(t, c.doc), Options{Limits: c.lim})
+		if err != nil {
+			t.Fatalf("%s: %v", c.doc, err)
+		}
+		_, _, err = q.Eval(c.data, nil)
+		var fe *fault.Error
+		if !errors.As(err, &fe) || fe.Code != fault.JQ2009 {
+			t.Errorf("%s: want JQ2009, got %v", c.doc, err)
+		}
+	}
+}
