@@ -60,3 +60,56 @@ func BenchmarkDateGuard(b *testing.B) {
 		})
 	}
 }
+
+// seriesBenchCases are the series guards conformance/bench-query.mjs
+// times on the reference, over the same context (seriesBenchContext).
+var seriesBenchCases = []struct {
+	name string
+	doc  string
+}{
+	{"bucket", `{"$lt": [{"$time-bucket": ["$.context.data.due", "PT1H"]}, 1700000000000]}`},
+	{"bucket-month", `{"$lt": [{"$time-bucket": ["$.context.data.due", "P1M", null, {"offset": 120}]}, 1700000000000]}`},
+	{"resample", `{"$eq": [{"$count": {"$resample": ["$.context.data.readings", {"every": "PT1H", "fill": "linear"}]}}, 24]}`},
+	{"rolling", `{"$eq": [{"$count": {"$rolling": ["$.context.data.readings", {"width": "PT1H", "aggregate": "max"}]}}, 96]}`},
+	{"asof", `{"$eq": [{"$count": {"$asof": ["$.context.data.trades", "$.context.data.readings", {"tolerance": "PT10M"}]}}, 24]}`},
+}
+
+// seriesBenchContext is 96 quarter-hourly readings (every tenth a gap)
+// and 24 hourly trades, built as bench-query.mjs builds them.
+func seriesBenchContext() any {
+	readings := make([]any, 96)
+	for i := range readings {
+		var v any = float64(i%7) * 0.5
+		if i%10 == 9 {
+			v = nil
+		}
+		readings[i] = map[string]any{"at": float64(i) * 900000, "value": v}
+	}
+	trades := make([]any, 24)
+	for i := range trades {
+		trades[i] = map[string]any{"at": float64(i)*3600000 + 60000, "value": float64(i)}
+	}
+	return map[string]any{"context": map[string]any{"data": map[string]any{
+		"due": "2023-11-14T22:13:19.999+00:00", "readings": readings, "trades": trades,
+	}}}
+}
+
+// BenchmarkSeriesGuard measures guards over the §8.16 operators.
+func BenchmarkSeriesGuard(b *testing.B) {
+	ctx := seriesBenchContext()
+	for _, bc := range seriesBenchCases {
+		b.Run(bc.name, func(b *testing.B) {
+			q, err := Compile(mustJSON(b, bc.doc), Options{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				ok, err := q.EBV(ctx, nil)
+				if err != nil || !ok {
+					b.Fatal(ok, err)
+				}
+			}
+		})
+	}
+}

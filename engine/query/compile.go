@@ -43,6 +43,10 @@ type compiler struct {
 	maxDepth  int
 	deepPath  string
 	hardDepth int
+	// late holds the literal checks the reference makes only after it
+	// has read the whole document, in the order it makes them, so that
+	// a document with two faults names the same one
+	late []func()
 }
 
 var (
@@ -157,6 +161,17 @@ func (c *compiler) resolve(name string, sc *scope) (int, bool) {
 		c.extNames = append(c.extNames, name)
 	}
 	return slot, true
+}
+
+// segment compiles part and takes the late checks it queued off the
+// queue, for a phrase whose parts the reference compiles in another
+// order than they are read in.
+func (c *compiler) segment(part func()) []func() {
+	start := len(c.late)
+	part()
+	seg := append([]func(){}, c.late[start:]...)
+	c.late = c.late[:start]
+	return seg
 }
 
 func (c *compiler) bindSlot() int {

@@ -257,9 +257,10 @@ func anySlice(v []any) any {
 // sameMessage compares error texts; a path syntax error's detail comes from
 // a different parser, so only the part before it must agree.
 func sameMessage(got, want string) bool {
-	const marker = "is not a valid path: "
-	if i := strings.Index(want, marker); i >= 0 {
-		return strings.HasPrefix(got, want[:i+len(marker)])
+	for _, marker := range []string{"is not a valid path: ", "': Invalid JSONPath: "} {
+		if i := strings.Index(want, marker); i >= 0 {
+			return strings.HasPrefix(got, want[:i+len(marker)])
+		}
 	}
 	return got == want
 }

@@ -130,6 +130,9 @@ type flworCompiler struct {
 
 	countSlot int // -1 without $count
 	ret       getter
+
+	// the late checks of each $for and $let binding (see queueLate)
+	forLate, letLate [][]func()
 }
 
 // flwor compiles the FLWOR phrase (§6); clauses apply in the fixed order
@@ -139,7 +142,7 @@ func (c *compiler) flwor(obj map[string]any, path string, sc *scope, depth int) 
 		c: c, path: path, d: depth + 1, outer: sc, sc: sc,
 		seen: map[string]bool{}, foldSlot: -1, countSlot: -1,
 	}
-	fc.compileFold(obj)
+	foldLate := c.segment(func() { fc.compileFold(obj) })
 	fc.compileFor(obj)
 	// the accumulator is in scope from $let on, not in the $for sources
 	if fc.foldSlot >= 0 {
@@ -147,12 +150,37 @@ func (c *compiler) flwor(obj map[string]any, path string, sc *scope, depth int) 
 	}
 	fc.compileLet(obj)
 	fc.checkAs(obj)
-	fc.compileWhere(obj)
-	fc.compileGroupBy(obj)
-	fc.compileOrderBy(obj)
+	whereLate := c.segment(func() { fc.compileWhere(obj) })
+	groupLate := c.segment(func() { fc.compileGroupBy(obj) })
+	orderLate := c.segment(func() { fc.compileOrderBy(obj) })
 	fc.compileCount(obj)
-	fc.ret = c.expr(obj["$return"], path+"/$return", fc.sc, fc.d)
+	c.late = append(c.late, c.segment(func() { fc.ret = c.expr(obj["$return"], path+"/$return", fc.sc, fc.d) })...)
+	fc.queueLate(len(obj) == 2 && has(obj, "$let"), orderLate, groupLate, whereLate, foldLate)
 	return fc.pipeline()
+}
+
+// queueLate queues the clauses' late checks in the order the reference
+// compiles them: after $return, a bare $let phrase its bindings in
+// order; any other phrase $orderby, $groupby, $where, the $let and $for
+// bindings innermost first, then the $fold accumulator.
+func (fc *flworCompiler) queueLate(bareLet bool, order, group, where, fold []func()) {
+	c := fc.c
+	if bareLet {
+		for _, l := range fc.letLate {
+			c.late = append(c.late, l...)
+		}
+		return
+	}
+	c.late = append(c.late, order...)
+	c.late = append(c.late, group...)
+	c.late = append(c.late, where...)
+	for i := len(fc.letLate) - 1; i >= 0; i-- {
+		c.late = append(c.late, fc.letLate[i]...)
+	}
+	for i := len(fc.forLate) - 1; i >= 0; i-- {
+		c.late = append(c.late, fc.forLate[i]...)
+	}
+	c.late = append(c.late, fold...)
 }
 
 // push brings a tuple variable into scope for the clauses after it.
@@ -186,7 +214,7 @@ func (fc *flworCompiler) compileFor(obj map[string]any) {
 	fp := fc.path + "/$for"
 	fo, names := bindingObject("$for", obj["$for"], fp)
 	for _, name := range names {
-		fc.compileForBinding(name, fo[name], ptr(fp, name))
+		fc.forLate = append(fc.forLate, fc.c.segment(func() { fc.compileForBinding(name, fo[name], ptr(fp, name)) }))
 	}
 }
 
@@ -260,7 +288,8 @@ func (fc *flworCompiler) compileLet(obj map[string]any) {
 		if isExtendedBinding(lo[name]) {
 			fail(fault.JQ0003, "the extended binding form is not available in '$let'", bp)
 		}
-		g := fc.c.expr(lo[name], bp, fc.sc, fc.d)
+		var g getter
+		fc.letLate = append(fc.letLate, fc.c.segment(func() { g = fc.c.expr(lo[name], bp, fc.sc, fc.d) }))
 		slot := fc.c.bindSlot()
 		fc.push(name, slot, true)
 		fc.lets = append(fc.lets, letBinding{slot, g})

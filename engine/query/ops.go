@@ -24,15 +24,26 @@ type opEntry struct {
 	unary    bool
 	min, max int
 	schema   int // index of a JSON Schema literal argument, or -1
+	raw      int // index of an argument taken verbatim, never compiled, or -1
 	build    func(a []arg, opPath string) getter
+	// checked, when set, replaces build for operators whose literal
+	// checks belong to the reference's second phase: later queues them
+	// to run once the whole document has been read (see Compile)
+	checked func(a []arg, opPath string, later func(func())) getter
 }
 
 func unary(build func(a []arg, opPath string) getter) opEntry {
-	return opEntry{unary: true, schema: -1, build: build}
+	return opEntry{unary: true, schema: -1, raw: -1, build: build}
 }
 
 func nary(min, max int, build func(a []arg, opPath string) getter) opEntry {
-	return opEntry{min: min, max: max, schema: -1, build: build}
+	return opEntry{min: min, max: max, schema: -1, raw: -1, build: build}
+}
+
+// withSpec is an operator of min..max arguments whose argument at raw is
+// a verbatim literal; check runs in the compile phase.
+func withSpec(min, max, raw int, check func(a []arg, opPath string, later func(func())) getter) opEntry {
+	return opEntry{min: min, max: max, schema: -1, raw: raw, checked: check}
 }
 
 // operators is the closed vocabulary jetflow implements; filled by init
@@ -91,8 +102,15 @@ func (c *compiler) operator(key string, val any, path string, sc *scope, depth i
 			if i == e.schema {
 				fail(fault.JQ0008, "schema operators require a type-test compiler (options.compileTypeTest)", opPath)
 			}
+			if i == e.raw {
+				args[i] = arg{nil, p, v}
+				continue
+			}
 			args[i] = arg{c.expr(v, p, sc, depth+1), p, v}
 		}
+	}
+	if e.checked != nil {
+		return e.checked(args, opPath, func(check func()) { c.late = append(c.late, check) })
 	}
 	return e.build(args, opPath)
 }
@@ -328,7 +346,7 @@ func init() {
 	}
 	operators["$coalesce"] = nary(1, -1, coalesce)
 	operators["$default"] = nary(2, 2, coalesce)
-	schemaOp := opEntry{min: 2, max: 2, schema: 1, build: nil}
+	schemaOp := opEntry{min: 2, max: 2, schema: 1, raw: -1, build: nil}
 	operators["$valid"] = schemaOp
 	operators["$assert"] = schemaOp
 }

@@ -18,22 +18,30 @@ func (c *compiler) quantifier(obj map[string]any, path string, sc *scope, depth 
 		rng  *rangeSrc
 	}
 	var binds []qb
+	var lates [][]func()
 	for _, name := range names {
 		bp := ptr(cp, name)
 		bindName(name, seen, bp)
 		if isExtendedBinding(bo[name]) {
 			fail(fault.JQ0003, "the extended binding form is not available in quantifiers", bp)
 		}
-		b := qb{rng: c.rangeSource(bo[name], bp, sc, depth+1)}
-		if b.rng == nil {
-			b.get = c.expr(bo[name], bp, sc, depth+1)
-		}
+		var b qb
+		lates = append(lates, c.segment(func() {
+			b.rng = c.rangeSource(bo[name], bp, sc, depth+1)
+			if b.rng == nil {
+				b.get = c.expr(bo[name], bp, sc, depth+1)
+			}
+		}))
 		b.slot = c.bindSlot()
 		sc = &scope{name, b.slot, sc}
 		binds = append(binds, b)
 	}
 	satPath := path + "/$satisfies"
 	sat := c.expr(obj["$satisfies"], satPath, sc, depth+1)
+	// the reference compiles the test before the bindings, innermost first
+	for i := len(lates) - 1; i >= 0; i-- {
+		c.late = append(c.late, lates[i]...)
+	}
 	test := func(f *frame) bool { return ebv(sat(f), satPath) }
 	for i := len(binds) - 1; i >= 0; i-- {
 		b, next := binds[i], test

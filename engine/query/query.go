@@ -116,6 +116,9 @@ func Compile(doc any, opts Options) (q *Query, err error) {
 		fail(fault.JQ0011, "the query nests "+strconv.Itoa(c.maxDepth)+" expressions deep, more than limits.depth ("+
 			strconv.Itoa(lim.Depth)+")", c.deepPath)
 	}
+	for _, check := range c.late {
+		check()
+	}
 	q = &Query{doc: doc, root: root, frameSize: c.nextSlot, externals: c.extNames, lim: lim}
 	for _, n := range c.extNames {
 		q.extSlots = append(q.extSlots, c.extSlots[n])

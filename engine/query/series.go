@@ -1,0 +1,614 @@
+package query
+
+import (
+	"math"
+	"reflect"
+	"sort"
+	"strconv"
+)
+
+// The series kernels of QUERY-FORMAT §8.16, written after the
+// reference's (@jarenjs/core/src/series/): the same loops, the same
+// order of additions, so that a mean or an interpolated fill agrees to
+// the last digit.
+
+// rowSelector says where a row keeps one member: a bare name, read the
+// way JavaScript reads row[name], or a singular path.
+type rowSelector struct {
+	name string
+	path *jsonPath // nil for a bare name
+}
+
+// read returns the member and whether the row has it.
+func (s *rowSelector) read(row any) (any, bool) {
+	if s.path != nil {
+		return s.path.walk(row)
+	}
+	switch x := row.(type) {
+	case map[string]any:
+		v, ok := x[s.name]
+		if !ok && objectPrototype[s.name] {
+			// what every plain object inherits: one value for all rows,
+			// neither an instant nor a reading
+			return inherited(s.name), true
+		}
+		return v, ok
+	case []any:
+		// an array is an object to the reference: it has a length and
+		// members named by its indexes
+		if s.name == "length" {
+			return float64(len(x)), true
+		}
+		if i, err := strconv.Atoi(s.name); err == nil && i >= 0 && i < len(x) && strconv.Itoa(i) == s.name {
+			return x[i], true
+		}
+	}
+	return nil, false
+}
+
+// objectPrototype are the members a JavaScript object inherits, which a
+// bare-name selector reads as the reference does.
+var objectPrototype = setOf("constructor", "__proto__", "__defineGetter__", "__defineSetter__",
+	"__lookupGetter__", "__lookupSetter__", "hasOwnProperty", "isPrototypeOf",
+	"propertyIsEnumerable", "toLocaleString", "toString", "valueOf")
+
+// inherited stands for an inherited member; as a group key it is the
+// same for every row.
+type inherited string
+
+var (
+	atMember    = &rowSelector{name: "at"}
+	valueMember = &rowSelector{name: "value"}
+)
+
+// sample is one canonical row; null marks a measured gap.
+type sample struct {
+	at    float64
+	value float64
+	null  bool
+	row   any // the source row
+	boxed any // the row's own at when it is this number, to answer with
+}
+
+// canonicalSamples reads every row's instant and reading, refusing a row
+// that is not a sample, and sorts them stably by instant.
+func canonicalSamples(f *frame, rows []any, at, val *rowSelector, path string) []sample {
+	f.charge(len(rows), path)
+	out := make([]sample, len(rows))
+	sorted := true
+	for i, row := range rows {
+		switch row.(type) {
+		case map[string]any, []any:
+		default:
+			refuseSeries("row " + strconv.Itoa(i) + " is not an object")
+		}
+		v, ok := at.read(row)
+		if ms, isNum := v.(float64); isNum && !math.IsInf(ms, 0) && ms == ms {
+			out[i].at, out[i].boxed = ms, v
+		} else {
+			out[i].at = epochAt(v, ok, i)
+		}
+		r, ok := val.read(row)
+		switch x := r.(type) {
+		case nil:
+			out[i].null = true
+		case float64:
+			if !math.IsInf(x, 0) && x == x {
+				out[i].value = x
+				break
+			}
+			ok = false
+		default:
+			ok = false
+		}
+		if !ok {
+			refuseSeries("row " + strconv.Itoa(i) + ", value: neither a finite number nor null")
+		}
+		out[i].row = row
+		if i > 0 && out[i-1].at > out[i].at {
+			sorted = false
+		}
+	}
+	if !sorted {
+		sort.SliceStable(out, func(a, b int) bool { return out[a].at < out[b].at })
+	}
+	return out
+}
+
+func epochAt(v any, present bool, i int) (ms float64) {
+	defer func() {
+		if reason, ok := refusalReason(recover()); ok {
+			refuseSeries("row " + strconv.Itoa(i) + ", at: " + reason)
+		}
+	}()
+	return toEpoch(v, present)
+}
+
+// lowerBound is the first sample at or after at.
+func lowerBound(s []sample, at float64) int {
+	return sort.Search(len(s), func(i int) bool { return !(s[i].at < at) })
+}
+
+// bucketRow is one {at, value, count} answer; null marks a value of null.
+type bucketRow struct {
+	at, value, count float64
+	null             bool
+	boxed            any // at, already an interface value, or nil
+}
+
+// smallCounts are the counts 0-255 as interface values, so that an
+// answer's count costs no allocation.
+var smallCounts = func() (t [256]any) {
+	for i := range t {
+		t[i] = float64(i)
+	}
+	return t
+}()
+
+func (r bucketRow) record() map[string]any {
+	var v any
+	if !r.null {
+		v = r.value
+	}
+	at := r.boxed
+	if at == nil {
+		at = r.at
+	}
+	var count any
+	if r.count < float64(len(smallCounts)) {
+		count = smallCounts[int(r.count)]
+	} else {
+		count = r.count
+	}
+	m := make(map[string]any, 3)
+	m["at"], m["value"], m["count"] = at, v, count
+	return m
+}
+
+// resampleSpec is a compiled $resample spec.
+type resampleSpec struct {
+	ladder    *ladder
+	aggregate string
+	fill      string
+	start     float64
+	end       float64
+	hasStart  bool
+	hasEnd    bool
+	at, value *rowSelector
+}
+
+// aggregateOf reduces what a bucket or window carried.
+func aggregateOf(aggregate string, count, n, sum, min, max float64, first, last *float64) (float64, bool) {
+	if aggregate == "count" {
+		return count, false
+	}
+	if n == 0 {
+		return 0, true
+	}
+	switch aggregate {
+	case "sum":
+		return sum, false
+	case "mean":
+		return sum / n, false
+	case "min":
+		return min, false
+	case "max":
+		return max, false
+	case "first":
+		return *first, false
+	}
+	return *last, false
+}
+
+// resample buckets the samples, reduces each bucket and fills the empty
+// ones; the window is the data's own unless start and end are given.
+func resample(f *frame, samples []sample, s *resampleSpec, path string) []bucketRow {
+	from, to := 0, len(samples)
+	if s.hasStart {
+		from = lowerBound(samples, s.start)
+	}
+	if s.hasEnd {
+		to = lowerBound(samples, s.end)
+	}
+	if from >= to && (!s.hasStart || !s.hasEnd) {
+		return nil
+	}
+	firstAt := s.start
+	if !s.hasStart {
+		firstAt = samples[from].at
+	}
+	limit := s.end
+	if !s.hasEnd {
+		limit = samples[to-1].at + 1
+	}
+	var out []bucketRow
+	var empties []int
+	l := s.ladder
+	index := l.indexOf(firstAt)
+	start := l.startOf(index)
+	i := from
+	for steps := 0; start < limit; steps++ {
+		if steps&63 == 63 {
+			// a sparse ladder is work even when it emits nothing
+			f.stepsLeft--
+			if f.stepsLeft < 0 {
+				f.overSteps(path)
+			}
+		}
+		var end float64
+		if l.calendar {
+			end = l.startOf(index + 1)
+		} else {
+			end = start + l.width
+		}
+		count, n, sum := 0.0, 0.0, 0.0
+		min, max := math.Inf(1), math.Inf(-1)
+		var first, last *float64
+		for i < to && samples[i].at < end {
+			sm := &samples[i]
+			count++
+			if !sm.null {
+				v := sm.value
+				n++
+				sum += v
+				if v < min {
+					min = v
+				}
+				if v > max {
+					max = v
+				}
+				if first == nil {
+					first = &sm.value
+				}
+				last = &sm.value
+			}
+			i++
+		}
+		if count == 0 {
+			if s.fill != "omit" {
+				empties = append(empties, len(out))
+				r := bucketRow{at: start}
+				switch {
+				case s.aggregate == "count", s.fill == "zero":
+				default:
+					r.null = true
+				}
+				out = append(out, r)
+			}
+		} else {
+			v, null := aggregateOf(s.aggregate, count, n, sum, min, max, first, last)
+			out = append(out, bucketRow{at: start, value: v, null: null, count: count})
+		}
+		index++
+		start = end
+	}
+	if len(empties) != 0 && s.aggregate != "count" {
+		switch s.fill {
+		case "locf":
+			carryForward(out, empties)
+		case "linear":
+			interpolate(out, empties)
+		}
+	}
+	return out
+}
+
+func carryForward(out []bucketRow, empties []int) {
+	carried, has := 0.0, false
+	next := 0
+	for i := range out {
+		if next < len(empties) && empties[next] == i {
+			out[i].value, out[i].null = carried, !has
+			next++
+		} else if !out[i].null {
+			carried, has = out[i].value, true
+		}
+	}
+}
+
+// interpolate fills each run of empty buckets on the line between the
+// nearest measured buckets on either side; a bucket that held rows and
+// no numbers is not an anchor.
+func interpolate(out []bucketRow, empties []int) {
+	isEmpty := make([]bool, len(out))
+	for _, i := range empties {
+		isEmpty[i] = true
+	}
+	anchor := func(from, step int) int {
+		for i := from; i >= 0 && i < len(out); i += step {
+			if !isEmpty[i] && !out[i].null {
+				return i
+			}
+		}
+		if step < 0 {
+			return -1
+		}
+		return len(out)
+	}
+	for i := 0; i < len(empties); {
+		last := empties[i]
+		j := i + 1
+		for j < len(empties) && empties[j] == last+1 {
+			last = empties[j]
+			j++
+		}
+		before, after := anchor(empties[i]-1, -1), anchor(last+1, 1)
+		if before >= 0 && after < len(out) {
+			a, b := out[before], out[after]
+			slope := (b.value - a.value) / (b.at - a.at)
+			for k := empties[i]; k <= last; k++ {
+				out[k].value, out[k].null = a.value+float64(slope*(out[k].at-a.at)), false
+			}
+		}
+		i = j
+	}
+}
+
+// rollingSpec is a compiled $rolling spec.
+type rollingSpec struct {
+	span       span
+	clock      seriesClock
+	aggregate  string
+	minPeriods float64
+	at, value  *rowSelector
+}
+
+// rolling answers one row per sample over the window (at - width, at];
+// samples sharing an instant share a window.
+func rolling(samples []sample, s *rollingSpec) []bucketRow {
+	n := len(samples)
+	out := make([]bucketRow, n)
+	opensAt := func(at float64) float64 {
+		if s.span.calendar {
+			return s.clock.epochOf(addUnits(s.clock.partsAt(at), -s.span.months, "month"))
+		}
+		return at - s.span.width
+	}
+	extremum := s.aggregate == "min" || s.aggregate == "max"
+	sign := -1.0
+	if s.aggregate == "min" {
+		sign = 1
+	}
+	var deque []int
+	if extremum {
+		deque = make([]int, n)
+	}
+	head, tail := 0, 0
+	lo, sum, measured := 0, 0.0, 0.0
+	firstAt, lastAt := 0, -1
+	for i := 0; i < n; {
+		at := samples[i].at
+		group := i
+		for group+1 < n && samples[group+1].at == at {
+			group++
+		}
+		opens := opensAt(at)
+		for lo < i && samples[lo].at <= opens {
+			if !samples[lo].null {
+				sum -= samples[lo].value
+				measured--
+			}
+			lo++
+		}
+		for k := i; k <= group; k++ {
+			if samples[k].null {
+				continue
+			}
+			v := samples[k].value
+			sum += v
+			measured++
+			lastAt = k
+			if extremum {
+				for tail > head && float64(sign*(samples[deque[tail-1]].value-v)) >= 0 {
+					tail--
+				}
+				deque[tail] = k
+				tail++
+			}
+		}
+		if extremum {
+			for tail > head && deque[head] < lo {
+				head++
+			}
+		}
+		if firstAt < lo {
+			firstAt = lo
+		}
+		for firstAt <= group && samples[firstAt].null {
+			firstAt++
+		}
+		count := float64(group - lo + 1)
+		r := bucketRow{at: at, count: count, boxed: samples[i].boxed}
+		switch {
+		case count < s.minPeriods:
+			r.null = true
+		case s.aggregate == "count":
+			r.value = count
+		case measured == 0:
+			r.null = true
+		case s.aggregate == "sum":
+			r.value = sum
+		case s.aggregate == "mean":
+			r.value = sum / measured
+		case extremum:
+			r.value = samples[deque[head]].value
+		case s.aggregate == "first":
+			if r.null = firstAt > group; !r.null {
+				r.value = samples[firstAt].value
+			}
+		default:
+			if r.null = lastAt < lo; !r.null {
+				r.value = samples[lastAt].value
+			}
+		}
+		for k := i; k <= group; k++ {
+			out[k] = r
+		}
+		i = group + 1
+	}
+	return out
+}
+
+// asofSpec is a compiled $asof spec.
+type asofSpec struct {
+	direction       string
+	tolerance       float64
+	by              *rowSelector // nil: no groups
+	leftAt, rightAt *rowSelector
+}
+
+// canonicalRow is the row as the reference hands it back: a copy with a
+// numeric at and a value, or the row itself when it already is one.
+func canonicalRow(f *frame, s *sample, path string) map[string]any {
+	src, _ := s.row.(map[string]any)
+	if a, ok := src["at"].(float64); ok && a == s.at {
+		w, ok := src["value"]
+		if n, isNum := w.(float64); ok && (w == nil && s.null || isNum && !s.null && n == s.value) {
+			return src
+		}
+	}
+	var v any
+	if !s.null {
+		v = s.value
+	}
+	f.chargeObject(len(src)+2, path)
+	out := make(map[string]any, len(src)+2)
+	for k, x := range src {
+		out[k] = x
+	}
+	out["at"], out["value"] = s.at, v
+	return out
+}
+
+// joinKey is a group key compared the way a JavaScript Map compares:
+// scalars by value, objects and arrays by identity.
+type joinKey struct {
+	kind byte
+	s    string
+	n    float64
+	p    uintptr
+	l    int
+}
+
+func keyOf(v any, present bool) joinKey {
+	if !present {
+		return joinKey{kind: 'u'}
+	}
+	switch x := v.(type) {
+	case nil:
+		return joinKey{kind: 'z'}
+	case bool:
+		if x {
+			return joinKey{kind: 'b', n: 1}
+		}
+		return joinKey{kind: 'b'}
+	case float64:
+		return joinKey{kind: 'n', n: x}
+	case string:
+		return joinKey{kind: 's', s: x}
+	case inherited:
+		return joinKey{kind: 'i', s: string(x)}
+	case []any:
+		return joinKey{kind: 'a', p: uintptr(reflect.ValueOf(x).UnsafePointer()), l: len(x)}
+	}
+	return joinKey{kind: 'o', p: uintptr(reflect.ValueOf(v).UnsafePointer())}
+}
+
+// asofGroup is the right side's rows of one key, with the walk's cursor.
+type asofGroup struct {
+	rows     []map[string]any
+	at       []float64
+	groupEnd []int
+	cursor   int
+}
+
+func newGroup() *asofGroup { return &asofGroup{} }
+
+func (g *asofGroup) seal() {
+	g.groupEnd = make([]int, len(g.at))
+	for i := len(g.at) - 1; i >= 0; i-- {
+		if i+1 < len(g.at) && g.at[i+1] == g.at[i] {
+			g.groupEnd[i] = g.groupEnd[i+1]
+		} else {
+			g.groupEnd[i] = i
+		}
+	}
+}
+
+// asof joins each left row to the right row current for it, walking one
+// cursor forward per group.
+func asof(f *frame, left, right []sample, s *asofSpec, path string) []any {
+	var groups map[joinKey]*asofGroup
+	var all *asofGroup
+	if s.by == nil {
+		all = newGroup()
+	} else {
+		groups = map[joinKey]*asofGroup{}
+	}
+	for i := range right {
+		row := canonicalRow(f, &right[i], path)
+		g := all
+		if s.by != nil {
+			k := keyOf(s.by.read(row))
+			if g = groups[k]; g == nil {
+				g = newGroup()
+				groups[k] = g
+			}
+		}
+		g.rows = append(g.rows, row)
+		g.at = append(g.at, right[i].at)
+	}
+	if all != nil {
+		all.seal()
+	}
+	for _, g := range groups {
+		g.seal()
+	}
+	out := make([]any, len(left))
+	for i := range left {
+		row := canonicalRow(f, &left[i], path)
+		g := all
+		if s.by != nil {
+			g = groups[keyOf(s.by.read(row))]
+		}
+		at := left[i].at
+		if g == nil {
+			out[i] = map[string]any{"left": row, "right": nil, "distance": nil}
+			continue
+		}
+		for g.cursor < len(g.at) && g.at[g.cursor] <= at {
+			g.cursor++
+		}
+		out[i] = pick(row, at, g, s)
+	}
+	return out
+}
+
+func pick(row map[string]any, at float64, g *asofGroup, s *asofSpec) map[string]any {
+	back := g.cursor - 1
+	forward := -1
+	switch {
+	case back >= 0 && g.at[back] == at:
+		forward = back
+	case g.cursor < len(g.at):
+		forward = g.groupEnd[g.cursor]
+	}
+	backDistance, forwardDistance := math.Inf(1), math.Inf(1)
+	if back >= 0 {
+		backDistance = at - g.at[back]
+	}
+	if forward >= 0 {
+		forwardDistance = g.at[forward] - at
+	}
+	index, distance := back, backDistance
+	switch {
+	case s.direction == "forward":
+		index, distance = forward, forwardDistance
+	case s.direction == "nearest" && !(backDistance <= forwardDistance):
+		index, distance = forward, forwardDistance
+	}
+	if index < 0 || distance > s.tolerance {
+		return map[string]any{"left": row, "right": nil, "distance": nil}
+	}
+	return map[string]any{"left": row, "right": g.rows[index], "distance": distance}
+}
