@@ -205,6 +205,11 @@ func (d *Dispatcher) flush(ctx context.Context, runID string, c cached) error {
 	ctx, cancel := context.WithTimeout(ctx, d.cfg.OpTimeout)
 	defer cancel()
 	if err := d.pub.publish(ctx, c.rec.Outbox); err != nil {
+		// Forget the record: by the time this run's next input comes,
+		// another dispatcher may have moved it on, and flushing this
+		// outbox then would re-arm or disarm timers the run no longer
+		// has (a schedule is one message per subject).
+		d.cache.drop(runID)
 		return err
 	}
 	if c.rec.Status != nil && purges(run.Status(c.rec.Status.Status)) && c.rec.Timers {
