@@ -30,7 +30,10 @@ type Input struct {
 	Kind  string
 	// Start is the start body (kind start only): which workflow to run.
 	Start *wire.Start
-	msg   run.Message
+	// Expire is the removal body (kind expire only): which settlement
+	// the removal was scheduled for.
+	Expire *wire.Expire
+	msg    run.Message
 	// token is the token a result echoes (kind result only).
 	token string
 	// refused is why an input addressed to a run cannot apply (it wraps
@@ -82,7 +85,7 @@ func addressed(names subjects.Names, subject string, err error) *Input {
 		return nil
 	}
 	switch kind {
-	case subjects.KindEvent, subjects.KindResult, subjects.KindTimer, subjects.KindCancel:
+	case subjects.KindEvent, subjects.KindResult, subjects.KindTimer, subjects.KindCancel, subjects.KindExpire:
 		return &Input{RunID: runID, Kind: kind, msg: run.Message{RunID: runID}, refused: err}
 	}
 	return nil
@@ -114,6 +117,8 @@ func parseInput(names subjects.Names, subject string, header nats.Header, data [
 		err = in.parseTimer(header, data)
 	case subjects.KindCancel:
 		err = in.parseCancel(data)
+	case subjects.KindExpire:
+		err = in.parseExpire(data)
 	default:
 		err = malformed("unknown input kind %q", kind)
 	}
@@ -224,6 +229,18 @@ func (in *Input) parseCancel(data []byte) error {
 		}
 	}
 	in.msg.Kind, in.msg.Reason = run.KindCancel, body.Reason
+	return nil
+}
+
+func (in *Input) parseExpire(data []byte) error {
+	var body wire.Expire
+	if err := strictJSON(data, &body); err != nil {
+		return malformed("removal body: %v", err)
+	}
+	if body.Settled <= 0 || body.Retention < 0 || body.Status == "" {
+		return malformed("removal body names no settlement (settled %v, status %q, retention %v)", body.Settled, body.Status, body.Retention)
+	}
+	in.Expire = &body
 	return nil
 }
 
