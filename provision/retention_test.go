@@ -1,0 +1,65 @@
+package provision_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/jetflow/jetflow/natstest"
+	"github.com/jetflow/jetflow/provision"
+	"github.com/jetflow/jetflow/subjects"
+)
+
+// TestProvisionKeepsAnInputStreamThatDeniesPurges: an input stream made
+// before retention denies purges, which the server refuses to undo, so
+// Provision keeps the setting (instead of failing) and says so; the
+// source of removals and the bucket's per-key TTLs are added in place.
+func TestProvisionKeepsAnInputStreamThatDeniesPurges(t *testing.T) {
+	t.Parallel()
+	ctx := testCtx(t, 60*time.Second)
+	js := natstest.JetStream(t, natstest.Conn(t, natstest.Server(t)))
+	n := subjects.Must("old")
+	opts := provision.ProvisionOptions{}
+	// The layout of the previous release: no removals, purges denied, a
+	// run bucket without per-key TTLs.
+	timers := provision.TimerStreamConfig(n, opts)
+	timers.Subjects = timers.Subjects[:2]
+	input := provision.InputStreamConfig(n, opts)
+	input.DenyPurge = true
+	input.Sources[0].SubjectTransforms = input.Sources[0].SubjectTransforms[:1]
+	runs := provision.RunBucketConfig(n, opts)
+	runs.LimitMarkerTTL = 0
+	for _, cfg := range []jetstream.StreamConfig{timers, input} {
+		if _, err := js.CreateStream(ctx, cfg); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := js.CreateKeyValue(ctx, runs); err != nil {
+		t.Fatal(err)
+	}
+	if deny, err := provision.KeepsDeniedPurge(ctx, js, n, time.Second); err != nil || !deny {
+		t.Fatalf("KeepsDeniedPurge = %v, %v; want true", deny, err)
+	}
+	if err := provision.Provision(ctx, js, n, opts); err != nil {
+		t.Fatalf("provision over a stream that denies purges: %v", err)
+	}
+	in, err := js.Stream(ctx, n.InputStream())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg := in.CachedInfo().Config; !cfg.DenyPurge || len(cfg.Sources[0].SubjectTransforms) != 2 {
+		t.Errorf("input stream after provision = deny purge %v, transforms %+v", cfg.DenyPurge, cfg.Sources[0].SubjectTransforms)
+	}
+	kv, err := js.Stream(ctx, n.KVStream(n.RunBucket()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg := kv.CachedInfo().Config; !cfg.AllowMsgTTL || cfg.SubjectDeleteMarkerTTL != provision.TombstoneMarkerTTL {
+		t.Errorf("run bucket after provision: TTLs %v, marker TTL %s", cfg.AllowMsgTTL, cfg.SubjectDeleteMarkerTTL)
+	}
+	// A fresh deployment's stream allows purges (to the API, not to headers).
+	if deny, err := provision.KeepsDeniedPurge(ctx, js, subjects.Must("none"), time.Second); err != nil || deny {
+		t.Errorf("KeepsDeniedPurge of a missing stream = %v, %v", deny, err)
+	}
+}
