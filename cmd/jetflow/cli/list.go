@@ -2,6 +2,7 @@ package cli
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -17,7 +18,11 @@ import (
 	"github.com/jetflow/jetflow/wire"
 )
 
-var runStatuses = []string{wire.StatusRunning, wire.StatusWaiting, wire.StatusDone, wire.StatusFailed, wire.StatusCancelled}
+var runStatuses = []string{wire.StatusRunning, wire.StatusWaiting, wire.StatusDone, wire.StatusFailed, wire.StatusCancelled, statusRemoved}
+
+// statusRemoved lists the runs removed by retention whose tombstones
+// live; no other listing shows them.
+const statusRemoved = "removed"
 
 func newList(s streams) *cobra.Command {
 	var conn connConfig
@@ -28,7 +33,9 @@ func newList(s streams) *cobra.Command {
 		Short: "List runs, optionally by status and workflow",
 		Long: "list reads every run record (one pass over the run bucket) and prints one line per run,\n" +
 			"ordered by run id: run, workflow@revision, status, state and when it last changed.\n" +
-			"With --json it prints an array of the objects status --json prints (without started).",
+			"With --json it prints an array of the objects status --json prints (without started).\n" +
+			"Runs removed by retention are left out, unless --status removed lists them (while their\n" +
+			"tombstones live): status \"removed\", the time of the removal as updated, no state.",
 		Args: namedArgs(),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if status != "" && !slices.Contains(runStatuses, status) {
@@ -52,6 +59,18 @@ func newList(s streams) *cobra.Command {
 			runs := []runJSON{}
 			for _, e := range entries {
 				rec, err := runrecord.Decode(e.Data)
+				var removed *runrecord.RemovedError
+				if errors.As(err, &removed) {
+					// Shown only when asked for: they are gone.
+					if status == statusRemoved && (name == "" || removed.Removed.Workflow == name) {
+						r := removed.Removed
+						runs = append(runs, runJSON{
+							Status:  &wire.Status{Run: r.Run, Workflow: r.Workflow, Revision: r.Revision, Status: statusRemoved, Time: r.At},
+							Updated: removedAt(r).UTC().Format(time.RFC3339Nano),
+						})
+					}
+					continue
+				}
 				if err != nil {
 					fmt.Fprintf(s.err, "warning: run %s: %v\n", e.RunID, err)
 					continue
