@@ -1,7 +1,9 @@
 package integration
 
 import (
+	"encoding/json"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -42,7 +44,7 @@ func TestRemovalSurvivesSIGKILL(t *testing.T) {
 		t.Fatal("c's history was purged before the crash point")
 	}
 
-	e.addDispatcher(dispatcher.Config{AckWait: crashAckWait, Retention: retention})
+	e.addDispatcher(dispatcher.Config{AckWait: crashAckWait})
 	natstest.WaitFor(t, 30*time.Second, "c's history purged", func() error {
 		if n := e.history(t, "c"); n != 0 {
 			return errors.New("history left")
@@ -53,10 +55,22 @@ func TestRemovalSurvivesSIGKILL(t *testing.T) {
 	if _, err := e.f.Client.Status(e.ctx, "c"); !errors.Is(err, runrecord.ErrRemoved) {
 		t.Errorf("status of c: %v, want removed", err)
 	}
-	// The waiting run is kept, however long it waits, and goes on.
-	if st := e.waitStatus(t, "w", wire.StatusWaiting, time.Second); st == nil {
-		t.Fatal("w is gone")
+	// The waiting run is kept, however long it waits, even when a removal
+	// reaches it (as a late schedule of a revived run would): refused,
+	// noted, and replayed alike.
+	body, err := json.Marshal(wire.Expire{Settled: 1, Status: wire.StatusDone, Retention: 1000})
+	if err != nil {
+		t.Fatal(err)
 	}
+	if _, err := e.f.JS.Publish(e.ctx, e.names.Expired("w"), body); err != nil {
+		t.Fatal(err)
+	}
+	rej := waitRejection(t, e, "w", func(r runrecord.Rejection) bool { return r.Kind == subjects.KindExpire })
+	if !strings.Contains(rej.Reason, "is waiting: retention removes only settled runs") {
+		t.Errorf("the removal of w was refused with %q", rej.Reason)
+	}
+	e.waitStatus(t, "w", wire.StatusWaiting, time.Second)
+	checkReplay(t, e, "w")
 	e.checkNoneStranded(t)
 	if err := e.f.Client.SendEvent(e.ctx, "w", "approve", map[string]any{"ok": true, "amount": 2}); err != nil {
 		t.Fatal(err)
@@ -64,6 +78,7 @@ func TestRemovalSurvivesSIGKILL(t *testing.T) {
 	if st := e.wait(t, "w", 30*time.Second); st.Status != wire.StatusDone {
 		t.Errorf("w ended %+v", st)
 	}
+	checkReplay(t, e, "w")
 }
 
 // history is how many messages the input stream holds for the run.

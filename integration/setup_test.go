@@ -169,6 +169,9 @@ func (e *env) addDispatcher(extra dispatcher.Config) *fleet.Fleet {
 	if extra.AckWait != 0 {
 		cfg.AckWait = extra.AckWait
 	}
+	if extra.Retention != 0 {
+		cfg.Retention = extra.Retention
+	}
 	cfg = dispatcherConfig(cfg)
 	cfg.Logger = e.logs.logger(fmt.Sprintf("dispatcher-%d", len(e.dispatchers)+1))
 	f, err := fleet.Start(e.ctx, fleet.Config{
