@@ -125,7 +125,7 @@ const FiredTimerTTL = wire.FiredTimerTTL
 // nothing while roll-ups are off. (A stream made before retention denies
 // purges, which the server never lets anyone undo: Provision keeps that,
 // and retention then keeps history, see KeepsDeniedPurge.) Fired timers
-// and removals are copied in from the timer stream by a source whose
+// and removals are copied in from the timer stream by two sources whose
 // subject transforms turn Fired(run) into Timer(run) and Expired(run)
 // into Expire(run), so nobody publishes on either.
 func InputStreamConfig(names subjects.Names, opts ProvisionOptions) jetstream.StreamConfig {
@@ -143,12 +143,15 @@ func InputStreamConfig(names subjects.Names, opts ProvisionOptions) jetstream.St
 		Duplicates:  opts.DuplicateWindow,
 		DenyDelete:  !opts.ErasableHistory,
 		AllowDirect: true,
+		// Two sources, not one with two transforms: the server keys a
+		// source by its transforms, and changing them on an existing
+		// stream copies every fired timer still in the timer stream again.
 		Sources: []*jetstream.StreamSource{{
-			Name: names.TimerStream(),
-			SubjectTransforms: []jetstream.SubjectTransformConfig{
-				{Source: names.FiredAll(), Destination: names.FiredToTimer()},
-				{Source: names.ExpiredAll(), Destination: names.ExpiredToExpire()},
-			},
+			Name:              names.TimerStream(),
+			SubjectTransforms: []jetstream.SubjectTransformConfig{{Source: names.FiredAll(), Destination: names.FiredToTimer()}},
+		}, {
+			Name:              names.TimerStream(),
+			SubjectTransforms: []jetstream.SubjectTransformConfig{{Source: names.ExpiredAll(), Destination: names.ExpiredToExpire()}},
 		}},
 	}
 }

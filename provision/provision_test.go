@@ -30,9 +30,10 @@ func TestProvisionCreatesStreamsAndBuckets(t *testing.T) {
 		cfg.Duplicates != provision.DefaultDuplicateWindow || cfg.MaxAge != 0 || cfg.Storage != jetstream.FileStorage {
 		t.Errorf("input stream config = %+v", cfg)
 	}
-	if len(cfg.Sources) != 1 || cfg.Sources[0].Name != b.names.TimerStream() || len(cfg.Sources[0].SubjectTransforms) != 2 ||
+	if len(cfg.Sources) != 2 || cfg.Sources[0].Name != b.names.TimerStream() || cfg.Sources[1].Name != b.names.TimerStream() ||
+		len(cfg.Sources[0].SubjectTransforms) != 1 || len(cfg.Sources[1].SubjectTransforms) != 1 ||
 		cfg.Sources[0].SubjectTransforms[0] != (jetstream.SubjectTransformConfig{Source: b.names.FiredAll(), Destination: b.names.FiredToTimer()}) ||
-		cfg.Sources[0].SubjectTransforms[1] != (jetstream.SubjectTransformConfig{Source: b.names.ExpiredAll(), Destination: b.names.ExpiredToExpire()}) {
+		cfg.Sources[1].SubjectTransforms[0] != (jetstream.SubjectTransformConfig{Source: b.names.ExpiredAll(), Destination: b.names.ExpiredToExpire()}) {
 		t.Errorf("input stream sources = %+v", cfg.Sources)
 	}
 	timers, err := b.js.Stream(b.ctx, b.names.TimerStream())

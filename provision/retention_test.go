@@ -1,6 +1,8 @@
 package provision_test
 
 import (
+	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -27,7 +29,7 @@ func TestProvisionKeepsAnInputStreamThatDeniesPurges(t *testing.T) {
 	timers.Subjects = timers.Subjects[:2]
 	input := provision.InputStreamConfig(n, opts)
 	input.DenyPurge = true
-	input.Sources[0].SubjectTransforms = input.Sources[0].SubjectTransforms[:1]
+	input.Sources = input.Sources[:1]
 	runs := provision.RunBucketConfig(n, opts)
 	runs.LimitMarkerTTL = 0
 	for _, cfg := range []jetstream.StreamConfig{timers, input} {
@@ -38,6 +40,7 @@ func TestProvisionKeepsAnInputStreamThatDeniesPurges(t *testing.T) {
 	if _, err := js.CreateKeyValue(ctx, runs); err != nil {
 		t.Fatal(err)
 	}
+	fire(ctx, t, js, n, "r1")
 	if deny, err := provision.KeepsDeniedPurge(ctx, js, n, time.Second); err != nil || !deny {
 		t.Fatalf("KeepsDeniedPurge = %v, %v; want true", deny, err)
 	}
@@ -48,8 +51,14 @@ func TestProvisionKeepsAnInputStreamThatDeniesPurges(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg := in.CachedInfo().Config; !cfg.DenyPurge || len(cfg.Sources[0].SubjectTransforms) != 2 {
-		t.Errorf("input stream after provision = deny purge %v, transforms %+v", cfg.DenyPurge, cfg.Sources[0].SubjectTransforms)
+	if cfg := in.CachedInfo().Config; !cfg.DenyPurge || len(cfg.Sources) != 2 {
+		t.Errorf("input stream after provision = deny purge %v, %d sources", cfg.DenyPurge, len(cfg.Sources))
+	}
+	// The timers' source is the one it was: a changed one would copy the
+	// fire made before provisioning again, ahead of the one made after.
+	fire(ctx, t, js, n, "r2")
+	if info, err := in.Info(ctx, jetstream.WithSubjectFilter(n.Timer("r1"))); err != nil || info.State.Subjects[n.Timer("r1")] != 1 {
+		t.Errorf("the fire made before provisioning is in the input stream %v (%v), want once", info.State.Subjects, err)
 	}
 	kv, err := js.Stream(ctx, n.KVStream(n.RunBucket()))
 	if err != nil {
@@ -62,4 +71,27 @@ func TestProvisionKeepsAnInputStreamThatDeniesPurges(t *testing.T) {
 	if deny, err := provision.KeepsDeniedPurge(ctx, js, subjects.Must("none"), time.Second); err != nil || deny {
 		t.Errorf("KeepsDeniedPurge of a missing stream = %v, %v", deny, err)
 	}
+}
+
+// fire publishes a fired timer of run in the timer stream and waits until
+// the input stream has copied it.
+func fire(ctx context.Context, t *testing.T, js jetstream.JetStream, n subjects.Names, run string) {
+	t.Helper()
+	if _, err := js.Publish(ctx, n.Fired(run), []byte(`{"timer":"t1","deadline":1}`)); err != nil {
+		t.Fatal(err)
+	}
+	natstest.WaitFor(t, 10*time.Second, "the fire of "+run+" copied", func() error {
+		in, err := js.Stream(ctx, n.InputStream())
+		if err != nil {
+			return err
+		}
+		info, err := in.Info(ctx, jetstream.WithSubjectFilter(n.Timer(run)))
+		if err != nil {
+			return err
+		}
+		if info.State.Subjects[n.Timer(run)] == 0 {
+			return errors.New("not yet")
+		}
+		return nil
+	})
 }
