@@ -150,8 +150,8 @@ func (d *Dispatcher) remove(ctx context.Context, in *step.Input, cur cached, rem
 }
 
 // purgeRemoved erases a removed run's history (unless the input stream
-// denies purges) and its pending timer schedules. Both are idempotent:
-// a redelivered removal meets the tombstone and purges again.
+// denies purges) and what it has in the timer stream. Purges are
+// idempotent: a redelivered removal meets the tombstone and purges again.
 func (d *Dispatcher) purgeRemoved(ctx context.Context, runID string) error {
 	ctx, cancel := context.WithTimeout(ctx, d.cfg.OpTimeout)
 	defer cancel()
@@ -161,9 +161,14 @@ func (d *Dispatcher) purgeRemoved(ctx context.Context, runID string) error {
 			return fmt.Errorf("purge the history of removed run %s from %s: %w", runID, d.cfg.Names.InputStream(), err)
 		}
 	}
-	if err := d.timers.Purge(ctx, jetstream.WithPurgeSubject(d.cfg.Names.Schedule(runID, ">"))); err != nil {
-		d.m.removalFailures.Inc()
-		return fmt.Errorf("purge the timers of removed run %s from %s: %w", runID, d.cfg.Names.TimerStream(), err)
+	// Its timers' schedules, then what it left on its own subjects: fired
+	// timers and the fired removal (kept for days otherwise, in case the
+	// input stream's source lagged) and its removal schedule.
+	for _, subj := range []string{d.cfg.Names.Schedule(runID, ">"), d.cfg.Names.RunTimerMessages(runID)} {
+		if err := d.timers.Purge(ctx, jetstream.WithPurgeSubject(subj)); err != nil {
+			d.m.removalFailures.Inc()
+			return fmt.Errorf("purge %s of removed run %s from %s: %w", subj, runID, d.cfg.Names.TimerStream(), err)
+		}
 	}
 	return nil
 }

@@ -81,6 +81,13 @@ func TestRetentionRemovesSettledRunsOnly(t *testing.T) {
 	if n := b.historyOf(t, "gone"); n != 0 {
 		t.Errorf("the removed run's history holds %d messages", n)
 	}
+	ts, err := b.js.Stream(testCtx(t), b.names.TimerStream())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info, err := ts.Info(testCtx(t), jetstream.WithSubjectFilter(b.names.RunTimerMessages("gone"))); err != nil || len(info.State.Subjects) != 0 {
+		t.Errorf("the timer stream still holds %v of the removed run (%v)", info.State.Subjects, err)
+	}
 	if got := testutil.ToFloat64(d.m.removed.WithLabelValues(wire.StatusDone)); got != 1 {
 		t.Errorf("runs_removed_total{status=done} = %v", got)
 	}

@@ -35,8 +35,9 @@ func TestRetentionSoak(t *testing.T) {
 		t.Skip("set JETFLOW_RETENTION_SOAK to the duration of the load (5m) to measure")
 	}
 	const retention = time.Minute
-	e := setup(t, options{dispatcher: dispatcher.Config{Retention: retention}, workers: 2})
-	ctx, cancel := context.WithTimeout(context.Background(), soak+retention+step.MinTombstone+5*time.Minute)
+	limit := soak + retention + step.MinTombstone + 5*time.Minute
+	e := setup(t, options{dispatcher: dispatcher.Config{Retention: retention}, workers: 2, timeout: limit})
+	ctx, cancel := context.WithTimeout(context.Background(), limit)
 	defer cancel()
 	streams := map[string]string{"inputs": e.names.InputStream(), "runs": e.names.KVStream(e.names.RunBucket()), "timers": e.names.TimerStream()}
 	bytesOf := func() map[string]uint64 {

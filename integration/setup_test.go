@@ -54,6 +54,9 @@ type options struct {
 	// redeliveries lets task attempts run again when NATS redelivers them
 	// (an acknowledgement lost to a server outage).
 	redeliveries bool
+	// timeout bounds the test's context, which the workers live by
+	// (default testTimeout).
+	timeout time.Duration
 }
 
 // env is one test's deployment: an embedded server with a file store in
@@ -100,7 +103,10 @@ func dispatcherConfig(c dispatcher.Config) dispatcher.Config {
 
 func setup(t *testing.T, opts options) *env {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	if opts.timeout == 0 {
+		opts.timeout = testTimeout
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), opts.timeout)
 	t.Cleanup(cancel)
 	if opts.logLevel == 0 {
 		opts.logLevel = slog.LevelInfo

@@ -133,6 +133,11 @@ func (n Names) ExpiredAll() string { return n.prefix + ".expired.*" }
 // stream (the target of Expiry(run)).
 func (n Names) Expired(runID string) string { return n.prefix + ".expired." + runID }
 
+// RunTimerMessages matches, in the timer stream, a run's fired timers, its
+// fired removal and its removal schedule (not its timers' schedules,
+// Schedule(run, ">")).
+func (n Names) RunTimerMessages(runID string) string { return n.prefix + ".*." + runID }
+
 // ExpiredToExpire is the subject transform destination that the input
 // stream's source applies to ExpiredAll, so that Expired(run) lands on
 // Expire(run) there.

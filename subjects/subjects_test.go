@@ -154,6 +154,14 @@ func TestTimerSubjects(t *testing.T) {
 	if !matches(n.ScheduleAll(), n.Expiry("r1")) || matches(n.Schedule("r1", ">"), n.Expiry("r1")) {
 		t.Errorf("removal schedule %q: outside %q or inside %q", n.Expiry("r1"), n.ScheduleAll(), n.Schedule("r1", ">"))
 	}
+	for _, subj := range []string{n.Fired("r1"), n.Expired("r1"), n.Expiry("r1")} {
+		if !matches(n.RunTimerMessages("r1"), subj) {
+			t.Errorf("%q does not match %q", n.RunTimerMessages("r1"), subj)
+		}
+	}
+	if matches(n.RunTimerMessages("r1"), n.Fired("r2")) || matches(n.RunTimerMessages("r1"), n.Schedule("r1", "t1")) {
+		t.Errorf("%q matches another run's or a timer's schedule", n.RunTimerMessages("r1"))
+	}
 	if !matches(n.ExpiredAll(), n.Expired("r1")) || matches(n.FiredAll(), n.Expired("r1")) || matches(n.ExpiredAll(), n.Fired("r1")) {
 		t.Errorf("%q and %q overlap, or %q escapes %q", n.ExpiredAll(), n.FiredAll(), n.Expired("r1"), n.ExpiredAll())
 	}
