@@ -140,7 +140,9 @@ func (d *Dispatcher) remove(ctx context.Context, in *step.Input, cur cached, rem
 	if err := d.hook(hookAfterTombstone, in); err != nil {
 		return "", err
 	}
-	if err := d.purgeRemoved(ctx, in.RunID); err != nil {
+	// A run that never armed a timer (but its attempts' deadline, which
+	// settling disarms) has no timer schedule to purge.
+	if err := d.purgeRemoved(ctx, in.RunID, cur.rec.Timers); err != nil {
 		return "", err
 	}
 	d.m.removed.WithLabelValues(r.Status).Inc()
@@ -152,7 +154,7 @@ func (d *Dispatcher) remove(ctx context.Context, in *step.Input, cur cached, rem
 // purgeRemoved erases a removed run's history (unless the input stream
 // denies purges) and what it has in the timer stream. Purges are
 // idempotent: a redelivered removal meets the tombstone and purges again.
-func (d *Dispatcher) purgeRemoved(ctx context.Context, runID string) error {
+func (d *Dispatcher) purgeRemoved(ctx context.Context, runID string, timers bool) error {
 	ctx, cancel := context.WithTimeout(ctx, d.cfg.OpTimeout)
 	defer cancel()
 	if !d.ret.keepHistory {
@@ -164,7 +166,11 @@ func (d *Dispatcher) purgeRemoved(ctx context.Context, runID string) error {
 	// Its timers' schedules, then what it left on its own subjects: fired
 	// timers and the fired removal (kept for days otherwise, in case the
 	// input stream's source lagged) and its removal schedule.
-	for _, subj := range []string{d.cfg.Names.Schedule(runID, ">"), d.cfg.Names.RunTimerMessages(runID)} {
+	subjects := []string{d.cfg.Names.RunTimerMessages(runID)}
+	if timers {
+		subjects = append(subjects, d.cfg.Names.Schedule(runID, ">"))
+	}
+	for _, subj := range subjects {
 		if err := d.timers.Purge(ctx, jetstream.WithPurgeSubject(subj)); err != nil {
 			d.m.removalFailures.Inc()
 			return fmt.Errorf("purge %s of removed run %s from %s: %w", subj, runID, d.cfg.Names.TimerStream(), err)
@@ -187,7 +193,9 @@ func (d *Dispatcher) onRemoved(ctx context.Context, in *step.Input, re *runrecor
 	if in.Kind != subjects.KindExpire {
 		return "", fmt.Errorf("%w: %w", errRemoved, re)
 	}
-	if err := d.purgeRemoved(ctx, in.RunID); err != nil {
+	// The record is gone: purge its timers' schedules whether or not it
+	// armed any.
+	if err := d.purgeRemoved(ctx, in.RunID, true); err != nil {
 		return "", err
 	}
 	log.Info("dispatcher: removal finished after a redelivery")
