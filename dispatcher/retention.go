@@ -63,7 +63,7 @@ func (d *Dispatcher) startRetention(ctx context.Context, inputs jetstream.Stream
 	}
 	r := retention{on: true, keepHistory: inputs.CachedInfo().Config.DenyPurge}
 	if r.keepHistory && d.cfg.Retention > 0 {
-		d.log.Warn("dispatcher: the input stream denies purges (it was made before retention, and the server never undoes that): removed runs keep their history until the stream's MaxAge; --migrate-inputs replaces the stream",
+		d.log.Warn("dispatcher: the input stream denies purges (it was made before retention, and the server never undoes that): removed runs keep their history until the stream's MaxAge; to erase it, recreate the stream (docs/ARCHITECTURE.md, Retention)",
 			slog.String("stream", d.cfg.Names.InputStream()))
 	}
 	return r
