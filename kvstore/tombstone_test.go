@@ -48,6 +48,41 @@ func TestTombstone(t *testing.T) {
 	}
 }
 
+// TestTombstoneLeavesNoOlderRevision: in a bucket that keeps several
+// revisions of a run, the tombstone is the only one left (an older record
+// would otherwise be the run again, were the tombstone to go).
+func TestTombstoneLeavesNoOlderRevision(t *testing.T) {
+	t.Parallel()
+	ctx := testCtx(t, 30*time.Second)
+	js := natstest.JetStream(t, natstest.Conn(t, natstest.Server(t)))
+	n := subjects.Must("deep")
+	if err := provision.Provision(ctx, js, n, provision.ProvisionOptions{RunHistory: 5}); err != nil {
+		t.Fatal(err)
+	}
+	rs, err := kvstore.OpenRunStore(ctx, js, n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rev, err := rs.Create(ctx, "r", []byte(`{"state":1}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rev, err = rs.Update(ctx, "r", []byte(`{"state":2}`), rev); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := rs.Tombstone(ctx, "r", []byte("gone"), rev, time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	kv, err := js.KeyValue(ctx, n.RunBucket())
+	if err != nil {
+		t.Fatal(err)
+	}
+	hist, err := kv.History(ctx, "r")
+	if err != nil || len(hist) != 1 || string(hist[0].Value()) != "gone" {
+		t.Fatalf("history of the removed run: %d revisions (%v)", len(hist), err)
+	}
+}
+
 // TestTombstoneNeedsKeyTTLs: a run bucket provisioned before retention
 // refuses a tombstone with ErrNoKeyTTL, and says so beforehand.
 func TestTombstoneNeedsKeyTTLs(t *testing.T) {
