@@ -104,10 +104,13 @@ func (d *Dispatcher) removalSchedule(ctx context.Context, runID string, rec *run
 		ID: runID + "/expire/" + strconv.FormatFloat(s.Time, 'f', -1, 64), Kind: runrecord.OutTimer,
 		Subject: names.Expiry(runID), Data: data,
 		Header: map[string]string{
-			wire.HeaderSchedule:       "@at " + due.Format(time.RFC3339Nano),
-			wire.HeaderScheduleTarget: names.Expired(runID),
+			wire.HeaderSchedule: "@at " + due.Format(time.RFC3339Nano),
+			// It fires on the run's timer subject, which the input stream's
+			// source copies in; the mark says it is a removal.
+			wire.HeaderScheduleTarget: names.Fired(runID),
 			wire.HeaderScheduleTTL:    wire.FiredTimerTTLValue,
 			wire.HeaderRunID:          runID,
+			wire.HeaderExpire:         "1",
 		},
 	}, true
 }

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
@@ -94,7 +95,12 @@ func TestRetentionRemovesSettledRunsOnly(t *testing.T) {
 
 	// A removal addressed to the waiting run, as a late schedule of a
 	// revived run would be: refused and noted, the run untouched.
-	b.publish(t, b.names.Expired("kept"), wire.Expire{Settled: 1, Status: wire.StatusDone, Retention: 1000}, "")
+	fire := nats.NewMsg(b.names.Fired("kept"))
+	fire.Header.Set(wire.HeaderExpire, "1")
+	fire.Data = []byte(`{"settled":1,"status":"done","retention":1000}`)
+	if _, err := b.js.PublishMsg(testCtx(t), fire); err != nil {
+		t.Fatal(err)
+	}
 	natstest.WaitFor(t, 10*time.Second, "the removal of the waiting run refused", func() error {
 		rec := b.record(t, "kept")
 		for _, rej := range rec.Rejected {

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/jetflow/jetflow/dispatcher"
@@ -62,7 +63,10 @@ func TestRemovalSurvivesSIGKILL(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.f.JS.Publish(e.ctx, e.names.Expired("w"), body); err != nil {
+	fire := nats.NewMsg(e.names.Fired("w"))
+	fire.Header.Set(wire.HeaderExpire, "1")
+	fire.Data = body
+	if _, err := e.f.JS.PublishMsg(e.ctx, fire); err != nil {
 		t.Fatal(err)
 	}
 	rej := waitRejection(t, e, "w", func(r runrecord.Rejection) bool { return r.Kind == subjects.KindExpire })

@@ -125,9 +125,9 @@ const FiredTimerTTL = wire.FiredTimerTTL
 // nothing while roll-ups are off. (A stream made before retention denies
 // purges, which the server never lets anyone undo: Provision keeps that,
 // and retention then keeps history, see KeepsDeniedPurge.) Fired timers
-// and removals are copied in from the timer stream by two sources whose
-// subject transforms turn Fired(run) into Timer(run) and Expired(run)
-// into Expire(run), so nobody publishes on either.
+// (removals among them) are copied in from the timer stream by a source
+// whose subject transform turns Fired(run) into Timer(run), so nobody
+// publishes on a timer subject.
 func InputStreamConfig(names subjects.Names, opts ProvisionOptions) jetstream.StreamConfig {
 	opts = opts.withDefaults()
 	return jetstream.StreamConfig{
@@ -143,22 +143,23 @@ func InputStreamConfig(names subjects.Names, opts ProvisionOptions) jetstream.St
 		Duplicates:  opts.DuplicateWindow,
 		DenyDelete:  !opts.ErasableHistory,
 		AllowDirect: true,
-		// Two sources, not one with two transforms: the server keys a
-		// source by its transforms, and changing them on an existing
-		// stream copies every fired timer still in the timer stream again.
+		// Removals come in through the timers' source too: changing its
+		// transforms would make the server copy every fired timer still in
+		// the timer stream again, and a second source of the same stream
+		// was measured to miss fires across a leader change (3 nodes).
 		Sources: []*jetstream.StreamSource{{
-			Name:              names.TimerStream(),
-			SubjectTransforms: []jetstream.SubjectTransformConfig{{Source: names.FiredAll(), Destination: names.FiredToTimer()}},
-		}, {
-			Name:              names.TimerStream(),
-			SubjectTransforms: []jetstream.SubjectTransformConfig{{Source: names.ExpiredAll(), Destination: names.ExpiredToExpire()}},
+			Name: names.TimerStream(),
+			SubjectTransforms: []jetstream.SubjectTransformConfig{
+				{Source: names.FiredAll(), Destination: names.FiredToTimer()},
+			},
 		}},
 	}
 }
 
 // TimerStreamConfig is the timer stream: pending timer schedules, one per
 // subject, and the timers they fire, which the input stream copies; the
-// same for settled runs' removal schedules (subjects.Names.Expiry). Only
+// same for settled runs' removal schedules (subjects.Names.Expiry), which
+// fire on the run's timer subject. Only
 // dispatchers publish here. Schedules need Limits retention (an ack on a
 // work-queue stream would delete them), DiscardOld (the server refuses
 // schedules with DiscardNew), roll-ups (a schedule replaces its subject)
@@ -169,7 +170,7 @@ func TimerStreamConfig(names subjects.Names, opts ProvisionOptions) jetstream.St
 	return jetstream.StreamConfig{
 		Name:              names.TimerStream(),
 		Description:       "jetflow timer schedules and fired timers (dispatchers only)",
-		Subjects:          []string{names.ScheduleAll(), names.FiredAll(), names.ExpiredAll()},
+		Subjects:          []string{names.ScheduleAll(), names.FiredAll()},
 		Retention:         jetstream.LimitsPolicy,
 		Discard:           jetstream.DiscardOld,
 		MaxMsgSize:        maxMsgSize(opts.MaxMsgSize),

@@ -30,17 +30,15 @@ func TestProvisionCreatesStreamsAndBuckets(t *testing.T) {
 		cfg.Duplicates != provision.DefaultDuplicateWindow || cfg.MaxAge != 0 || cfg.Storage != jetstream.FileStorage {
 		t.Errorf("input stream config = %+v", cfg)
 	}
-	if len(cfg.Sources) != 2 || cfg.Sources[0].Name != b.names.TimerStream() || cfg.Sources[1].Name != b.names.TimerStream() ||
-		len(cfg.Sources[0].SubjectTransforms) != 1 || len(cfg.Sources[1].SubjectTransforms) != 1 ||
-		cfg.Sources[0].SubjectTransforms[0] != (jetstream.SubjectTransformConfig{Source: b.names.FiredAll(), Destination: b.names.FiredToTimer()}) ||
-		cfg.Sources[1].SubjectTransforms[0] != (jetstream.SubjectTransformConfig{Source: b.names.ExpiredAll(), Destination: b.names.ExpiredToExpire()}) {
+	if len(cfg.Sources) != 1 || cfg.Sources[0].Name != b.names.TimerStream() || len(cfg.Sources[0].SubjectTransforms) != 1 ||
+		cfg.Sources[0].SubjectTransforms[0] != (jetstream.SubjectTransformConfig{Source: b.names.FiredAll(), Destination: b.names.FiredToTimer()}) {
 		t.Errorf("input stream sources = %+v", cfg.Sources)
 	}
 	timers, err := b.js.Stream(b.ctx, b.names.TimerStream())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg := timers.CachedInfo().Config; !slices.Equal(cfg.Subjects, []string{b.names.ScheduleAll(), b.names.FiredAll(), b.names.ExpiredAll()}) ||
+	if cfg := timers.CachedInfo().Config; !slices.Equal(cfg.Subjects, []string{b.names.ScheduleAll(), b.names.FiredAll()}) ||
 		cfg.Retention != jetstream.LimitsPolicy || cfg.Discard != jetstream.DiscardOld || cfg.MaxAge != 0 ||
 		!cfg.AllowMsgSchedules || !cfg.AllowRollup || !cfg.AllowMsgTTL || cfg.DenyPurge {
 		t.Errorf("timer stream config = %+v", cfg)

@@ -6,8 +6,11 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/nats-io/nats.go"
+
 	"github.com/jetflow/jetflow/engine/run"
 	"github.com/jetflow/jetflow/engine/workflow"
+	"github.com/jetflow/jetflow/wire"
 )
 
 // TestExpireRemovesOnlyTheSettlementItWasScheduledFor: a removal input is
@@ -24,9 +27,14 @@ func TestExpireRemovesOnlyTheSettlementItWasScheduledFor(t *testing.T) {
 		return &Definition{Name: "w", Revision: "w/1", Program: Engine{Workflow: wf}}, nil
 	})
 	names := s.Names
+	removal := nats.Header{wire.HeaderExpire: []string{"1"}}
 	step := func(cur Run, seq uint64, subject, data string) Result {
 		t.Helper()
-		in, err := Parse(s, subject, nil, []byte(data))
+		var h nats.Header
+		if subject == names.Timer("r") {
+			h = removal
+		}
+		in, err := Parse(s, subject, h, []byte(data))
 		if in == nil {
 			t.Fatalf("parse %s %s: %v", subject, data, err)
 		}
@@ -39,11 +47,11 @@ func TestExpireRemovesOnlyTheSettlementItWasScheduledFor(t *testing.T) {
 	expire := func(settled float64) string {
 		return fmt.Sprintf(`{"settled":%v,"status":"done","retention":60000}`, settled)
 	}
-	if res := step(Run{}, 1, names.Expire("r"), expire(1)); res.Outcome != NoRun {
+	if res := step(Run{}, 1, names.Timer("r"), expire(1)); res.Outcome != NoRun {
 		t.Fatalf("removal of a run without a record: %s", res.Outcome)
 	}
 	cur := step(Run{}, 1, names.Start("r"), `{"workflow":"w"}`).Run
-	res := step(cur, 2, names.Expire("r"), expire(1000))
+	res := step(cur, 2, names.Timer("r"), expire(1000))
 	if res.Outcome != Rejected || !errors.Is(res.Reason, run.ErrRejected) || !strings.Contains(res.Reason.Error(), "is waiting: retention removes only settled runs") {
 		t.Fatalf("removal of a waiting run: %s %v", res.Outcome, res.Reason)
 	}
@@ -56,13 +64,13 @@ func TestExpireRemovesOnlyTheSettlementItWasScheduledFor(t *testing.T) {
 		t.Fatalf("status %s", cur.State.Status)
 	}
 	settled := cur.Record.Status.Time
-	if res := step(cur, 5, names.Expire("r"), expire(settled-1)); res.Outcome != Rejected || !strings.Contains(res.Reason.Error(), "settled again") {
+	if res := step(cur, 5, names.Timer("r"), expire(settled-1)); res.Outcome != Rejected || !strings.Contains(res.Reason.Error(), "settled again") {
 		t.Errorf("removal scheduled for another settlement: %s %v", res.Outcome, res.Reason)
 	}
-	if res := step(cur, 6, names.Expire("r"), `{"settled":0}`); res.Outcome != Rejected || !errors.Is(res.Reason, ErrMalformed) {
+	if res := step(cur, 6, names.Timer("r"), `{"settled":0}`); res.Outcome != Rejected || !errors.Is(res.Reason, ErrMalformed) {
 		t.Errorf("malformed removal: %s %v", res.Outcome, res.Reason)
 	}
-	res = step(cur, 7, names.Expire("r"), expire(settled))
+	res = step(cur, 7, names.Timer("r"), expire(settled))
 	if res.Outcome != Remove || res.Removed == nil {
 		t.Fatalf("removal of the settled run: %s %v", res.Outcome, res.Reason)
 	}
@@ -74,7 +82,7 @@ func TestExpireRemovesOnlyTheSettlementItWasScheduledFor(t *testing.T) {
 		t.Error("a removal changed the record it replaces")
 	}
 	// The tombstone outlives a short retention by MinTombstone.
-	if res := step(cur, 8, names.Expire("r"), fmt.Sprintf(`{"settled":%v,"status":"done","retention":10}`, settled)); res.Removed.Until != 8000+float64(MinTombstone.Milliseconds()) {
+	if res := step(cur, 8, names.Timer("r"), fmt.Sprintf(`{"settled":%v,"status":"done","retention":10}`, settled)); res.Removed.Until != 8000+float64(MinTombstone.Milliseconds()) {
 		t.Errorf("tombstone of a 10ms retention lives until %v", res.Removed.Until)
 	}
 }

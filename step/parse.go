@@ -114,7 +114,13 @@ func parseInput(names subjects.Names, subject string, header nats.Header, data [
 	case subjects.KindResult:
 		err = in.parseResult(data)
 	case subjects.KindTimer:
-		err = in.parseTimer(header, data)
+		if header.Get(wire.HeaderExpire) != "" {
+			// A removal comes in through the timers' source.
+			in.Kind = subjects.KindExpire
+			err = in.parseExpire(data)
+		} else {
+			err = in.parseTimer(header, data)
+		}
 	case subjects.KindCancel:
 		err = in.parseCancel(data)
 	case subjects.KindExpire:

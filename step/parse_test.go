@@ -21,15 +21,16 @@ var parseCases = []struct {
 	bad     string // substring of the error; "" means valid
 }{
 	{
-		name: "expire", subject: "jetflow.in.r1.expire", body: `{"settled":1000,"status":"done","retention":60000}`,
+		name: "expire", subject: "jetflow.in.r1.timer", header: map[string]string{wire.HeaderExpire: "1"}, body: `{"settled":1000,"status":"done","retention":60000}`,
 		check: func(t *testing.T, in *Input) {
 			if in.Kind != "expire" || in.Expire == nil || in.Expire.Settled != 1000 || in.Expire.Retention != 60000 {
 				t.Errorf("parsed %+v", in.Expire)
 			}
 		},
 	},
-	{name: "expire without a settlement", subject: "jetflow.in.r1.expire", body: `{"status":"done"}`, bad: "names no settlement"},
-	{name: "expire with no body", subject: "jetflow.in.r1.expire", body: ``, bad: "removal body"},
+	{name: "expire without a settlement", subject: "jetflow.in.r1.timer", header: map[string]string{wire.HeaderExpire: "1"}, body: `{"status":"done"}`, bad: "names no settlement"},
+	{name: "expire with no body", subject: "jetflow.in.r1.timer", header: map[string]string{wire.HeaderExpire: "1"}, body: ``, bad: "removal body"},
+	{name: "expire subject", subject: "jetflow.in.r1.expire", body: `{"settled":1000,"status":"done","retention":60000}`, bad: "unknown input kind"},
 	{
 		name: "start", subject: "jetflow.in.r1.start", body: `{"workflow":"wf","revision":"v1","input":{"a":[1,2]}}`,
 		check: func(t *testing.T, in *Input) {

@@ -55,9 +55,10 @@ const (
 	KindResult = "result"
 	KindTimer  = "timer"
 	KindCancel = "cancel"
-	// KindExpire is a settled run's removal by retention, fired by its
-	// removal schedule (Expiry) and copied in from the timer stream like
-	// a timer: nobody publishes on it.
+	// KindExpire is a settled run's removal by retention. It has no
+	// subject of its own: its removal schedule (Expiry) fires on the run's
+	// timer subject, marked by wire.HeaderExpire, so that it comes in
+	// through the timers' own source.
 	KindExpire = "expire"
 )
 
@@ -116,32 +117,15 @@ func (n Names) Fired(runID string) string { return n.prefix + ".fired." + runID 
 // Timer(run) there.
 func (n Names) FiredToTimer() string { return n.prefix + ".in.{{wildcard(1)}}." + KindTimer }
 
-// Expire is where a run's removal by retention arrives in the input
-// stream, copied from Expired(run) in the timer stream (nobody publishes
-// here).
-func (n Names) Expire(runID string) string { return n.prefix + ".in." + runID + "." + KindExpire }
-
 // Expiry is the subject of a settled run's removal schedule in the timer
 // stream. It is inside ScheduleAll but outside Schedule(run, ">"), so
 // the purge of a settled run's timers leaves it.
 func (n Names) Expiry(runID string) string { return n.prefix + ".sched." + runID }
 
-// ExpiredAll matches every fired removal schedule in the timer stream.
-func (n Names) ExpiredAll() string { return n.prefix + ".expired.*" }
-
-// Expired is where the server produces a run's due removal in the timer
-// stream (the target of Expiry(run)).
-func (n Names) Expired(runID string) string { return n.prefix + ".expired." + runID }
-
-// RunTimerMessages matches, in the timer stream, a run's fired timers, its
-// fired removal and its removal schedule (not its timers' schedules,
-// Schedule(run, ">")).
+// RunTimerMessages matches, in the timer stream, a run's fired timers
+// (its fired removal among them) and its removal schedule (not its
+// timers' schedules, Schedule(run, ">")).
 func (n Names) RunTimerMessages(runID string) string { return n.prefix + ".*." + runID }
-
-// ExpiredToExpire is the subject transform destination that the input
-// stream's source applies to ExpiredAll, so that Expired(run) lands on
-// Expire(run) there.
-func (n Names) ExpiredToExpire() string { return n.prefix + ".in.{{wildcard(1)}}." + KindExpire }
 
 // DispatcherConsumer is the durable consumer all dispatchers share.
 func (n Names) DispatcherConsumer() string { return "dispatcher" }
@@ -193,7 +177,7 @@ func (n Names) ParseInput(subject string) (runID, kind, eventType string, err er
 		return "", "", "", fmt.Errorf("subject %q: an event subject ends in event.<type>", subject)
 	case len(parts) != 2:
 		return "", "", "", fmt.Errorf("subject %q has unexpected tokens after %q", subject, kind)
-	case kind != KindStart && kind != KindResult && kind != KindTimer && kind != KindCancel && kind != KindExpire:
+	case kind != KindStart && kind != KindResult && kind != KindTimer && kind != KindCancel:
 		return "", "", "", fmt.Errorf("subject %q: unknown input kind %q", subject, kind)
 	}
 	return runID, kind, eventType, nil

@@ -1,5 +1,10 @@
 package wire
 
+// HeaderExpire marks a settled run's removal schedule, and so the fire it
+// produces on the run's timer subject, as a removal rather than a timer.
+// Its value is "1".
+const HeaderExpire = "Jetflow-Expire"
+
 // Expire is the body of a settled run's removal schedule, and so of the
 // removal input it fires (docs/ARCHITECTURE.md, "Retention"). It names
 // the settlement it was scheduled for: a run settled again since (a
