@@ -5,11 +5,13 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
 
 	"github.com/jetflow/jetflow/kvstore"
+	"github.com/jetflow/jetflow/runrecord"
 	"github.com/jetflow/jetflow/wire"
 )
 
@@ -56,6 +58,9 @@ func (c *Client) Matching(ctx context.Context, m *Matcher) (runs []Listed, skipp
 			return false
 		}
 		r, err := Decode(e.RunID, e.Data)
+		if errors.Is(err, runrecord.ErrRemoved) {
+			return false // removed by retention: a tombstone, no run to list
+		}
 		if err != nil {
 			skipped = append(skipped, err)
 			return false

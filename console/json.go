@@ -7,6 +7,7 @@ import (
 
 	"github.com/jetflow/jetflow/kvstore"
 	"github.com/jetflow/jetflow/registry"
+	"github.com/jetflow/jetflow/runrecord"
 )
 
 // writeJSON answers with v. encoding/json escapes <, > and & inside
@@ -34,6 +35,9 @@ func statusOf(err error) int {
 		return http.StatusNotFound
 	case errors.Is(err, errBadRequest):
 		return http.StatusBadRequest
+	case errors.Is(err, runrecord.ErrRemoved):
+		// Its tombstone's message says when retention removed it.
+		return http.StatusGone
 	}
 	return http.StatusBadGateway
 }

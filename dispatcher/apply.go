@@ -54,6 +54,9 @@ func (d *Dispatcher) step(ctx context.Context, in *step.Input, seq uint64, now f
 // attempt is one load-apply-save-publish pass.
 func (d *Dispatcher) attempt(ctx context.Context, in *step.Input, seq uint64, now float64, reload bool, log *slog.Logger) (string, error) {
 	cur, found, err := d.load(ctx, in.RunID, reload, in.Kind == subjects.KindStart)
+	if re, ok := removedRun(err); ok {
+		return d.onRemoved(ctx, in, re, log)
+	}
 	if err != nil {
 		return "", err
 	}
@@ -80,6 +83,10 @@ func (d *Dispatcher) attempt(ctx context.Context, in *step.Input, seq uint64, no
 		return "", errNoRun
 	case step.Failed:
 		return "", res.Reason
+	case step.Remove:
+		// The settled run's outbox owes nothing the removal does not
+		// undo (its timers are purged with it).
+		return d.remove(ctx, in, cur, res.Removed, log)
 	}
 	cur.st = res.Run.State
 	if found {
@@ -164,6 +171,9 @@ func (d *Dispatcher) load(ctx context.Context, runID string, afterConflict, star
 		return cached{}, false, err
 	}
 	rec, err := runrecord.Decode(data)
+	if _, ok := removedRun(err); ok {
+		return cached{}, false, err
+	}
 	if err != nil {
 		return cached{}, false, fmt.Errorf("%w: run %s: %w", step.ErrPermanent, runID, err)
 	}
@@ -204,7 +214,13 @@ func (d *Dispatcher) flush(ctx context.Context, runID string, c cached) error {
 	}
 	ctx, cancel := context.WithTimeout(ctx, d.cfg.OpTimeout)
 	defer cancel()
-	if err := d.pub.publish(ctx, c.rec.Outbox); err != nil {
+	out := c.rec.Outbox
+	if removal, ok := d.removalSchedule(ctx, runID, c.rec); ok {
+		// Not part of the record: it depends on the deployment's
+		// retention, which replay does not know.
+		out = append(out[:len(out):len(out)], removal)
+	}
+	if err := d.pub.publish(ctx, out); err != nil {
 		// Forget the record: by the time this run's next input comes,
 		// another dispatcher may have moved it on, and flushing this
 		// outbox then would re-arm or disarm timers the run no longer

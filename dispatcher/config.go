@@ -115,6 +115,14 @@ type Config struct {
 	// default max_payload).
 	MaxInputBytes int
 
+	// Retention is how long a settled run (done, failed, cancelled) is
+	// kept before it is removed: its record replaced by a tombstone that
+	// lives as long again (at least step.MinTombstone), its history and
+	// schedules purged. A deployment's policy may set its own ("$run":
+	// {"retention": ...}, docs/POLICY.md). Negative keeps settled runs
+	// for ever. A run that waits or runs is never removed. Default:
+	// DefaultRetention.
+	Retention time.Duration
 	// CrashHook is a test seam for crash tests outside this package (a
 	// dispatcher run as its own process and killed mid-step). When set, it
 	// is called at each crash point of a step, CrashAfterSave and
@@ -142,7 +150,16 @@ const (
 	// CrashAfterPublish is after the outbox is published and before the
 	// input is acknowledged.
 	CrashAfterPublish = string(hookAfterPublish)
+	// CrashAfterTombstone is, in a removal by retention, after the
+	// tombstone replaced the record and before the history is purged.
+	CrashAfterTombstone = string(hookAfterTombstone)
 )
+
+// DefaultRetention is Config.Retention's default: a week, between
+// Temporal's 3 days and Step Functions' 90, long enough to look into a
+// failure after a weekend, short enough that the run bucket and the
+// input stream stay the size of a week's work.
+const DefaultRetention = 7 * 24 * time.Hour
 
 // DefaultAckWait is Config.AckWait's default.
 const DefaultAckWait = 30 * time.Second
@@ -193,6 +210,7 @@ func (c Config) WithDefaults() Config {
 		c.Jobs.Clock = c.Clock
 	}
 	setDefault(&c.Jobs.OpTimeout, c.OpTimeout)
+	setDefault(&c.Retention, DefaultRetention)
 	return c
 }
 
@@ -222,6 +240,9 @@ func (c Config) validate() error {
 	positive("UnknownRunWait", c.UnknownRunWait > 0)
 	positive("MaxEarlyInputs", c.MaxEarlyInputs > 0)
 	positive("MaxInputBytes", c.MaxInputBytes > 0)
+	if c.Retention > 0 && c.Retention < time.Second {
+		errs = append(errs, fmt.Errorf("Retention %s is below a second (a negative Retention keeps settled runs for ever)", c.Retention)) //nolint:staticcheck // ST1005: it begins with the field's name
+	}
 	if c.MaxRetryDelay < c.RetryDelay {
 		errs = append(errs, fmt.Errorf("MaxRetryDelay (%s) is shorter than RetryDelay (%s)", c.MaxRetryDelay, c.RetryDelay))
 	}

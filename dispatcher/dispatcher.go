@@ -38,6 +38,7 @@ type Dispatcher struct {
 	life   lifecycle.Machine
 	timers jetstream.Stream // the timer stream, purged of settled runs' schedules
 	inputs jetstream.Stream // the input stream, asked for the starts of unknown runs
+	ret    retention        // what removal by retention can do here
 
 	early      earlyInputs
 	unknownLog throttle
@@ -178,6 +179,7 @@ func (d *Dispatcher) start(ctx context.Context) (lifecycle.Run, error) {
 	d.qmu.Unlock()
 	// Steps read these as soon as they run (early.go, apply.go).
 	d.timers, d.inputs = timers, inputs
+	d.ret = d.startRetention(ctx, inputs)
 	for range d.cfg.Concurrency {
 		d.steps.Go(func() { d.stepLoop(false) })
 	}

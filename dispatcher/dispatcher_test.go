@@ -350,7 +350,7 @@ func TestInputBetweenTwoStartsWaits(t *testing.T) {
 	if reason := d.noRunReason(ctx, meta, in); reason != "" {
 		t.Errorf("the event between two starts is refused: %s", reason)
 	}
-	if reason := d.strayWithoutStart(ctx, meta, in); reason != "" {
+	if reason, _ := d.strayWithoutStart(ctx, meta, in); reason != "" {
 		t.Errorf("the stray check refuses it: %s", reason)
 	}
 	rec := b.waitStatus(t, "twice", wire.StatusDone, 10*time.Second)

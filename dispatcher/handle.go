@@ -22,6 +22,8 @@ type hookPoint string
 const (
 	hookAfterSave    hookPoint = "after_save"
 	hookAfterPublish hookPoint = "after_publish"
+	// hookAfterTombstone: a removal wrote the tombstone, purged nothing.
+	hookAfterTombstone hookPoint = "after_tombstone"
 )
 
 // hooks lets tests simulate a crash: when at returns errCrash, the step
@@ -82,7 +84,11 @@ func (d *Dispatcher) handle(ctx context.Context, m jetstream.Msg, stray bool) {
 	}
 	log := d.log.With(slog.String("run_id", in.RunID), slog.String("kind", in.Kind), slog.Uint64("stream_seq", meta.Sequence.Stream), size)
 	if stray && in.Kind != subjects.KindStart {
-		if reason := d.strayWithoutStart(ctx, meta, in); reason != "" {
+		if reason, removed := d.strayWithoutStart(ctx, meta, in); removed {
+			d.refuseRemoved(m, errors.New(reason), log)
+			d.m.messages.WithLabelValues(in.Kind, outcomeRemovedRun).Inc()
+			return
+		} else if reason != "" {
 			outcome := d.refuseNoRun(m, in, log, reason)
 			d.m.messages.WithLabelValues(in.Kind, outcome).Inc()
 			return
@@ -97,6 +103,13 @@ func (d *Dispatcher) handle(ctx context.Context, m jetstream.Msg, stray bool) {
 		return
 	case err == nil:
 		_ = m.Ack()
+	case errors.Is(err, errRemoved):
+		outcome = outcomeRemovedRun
+		d.refuseRemoved(m, err, log)
+	case errors.Is(err, errNoRun) && in.Kind == subjects.KindExpire:
+		// Its tombstone expired, or a removal redelivered that long after.
+		outcome = outcomeUnknownRun
+		_ = m.TermWithReason(truncate(fmt.Sprintf("run %s has no record: nothing to remove", in.RunID), 256))
 	case errors.Is(err, errNoRun):
 		outcome = d.noRun(ctx, m, meta, in, log)
 	case errors.Is(err, errPostponed):

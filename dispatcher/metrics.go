@@ -18,6 +18,8 @@ const (
 	outcomeRetry           = "retry"            // transient failure: redelivered later
 	outcomeAbandoned       = "abandoned"        // the dispatcher stopped: handed back
 	outcomePostponed       = "postponed"        // a deadline fire of a paused task: postponed, handed back
+	outcomeRemoved         = "removed"          // a removal by retention carried out: acked
+	outcomeRemovedRun      = "removed_run"      // an input of a run removed by retention: terminated
 )
 
 type metrics struct {
@@ -27,6 +29,11 @@ type metrics struct {
 	conflicts  prometheus.Counter
 	redelivery prometheus.Counter
 	step       *prometheus.HistogramVec
+	// removed counts runs removed by retention, by the status they
+	// settled with; removalFailures the removals that failed a step
+	// (retried by redelivery).
+	removed         *prometheus.CounterVec
+	removalFailures prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -56,6 +63,14 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Help:    "Time from receiving a run input to acknowledging it, by kind.",
 			Buckets: prometheus.ExponentialBuckets(0.0001, 2, 16),
 		}, []string{"kind"}),
+		removed: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "jetflow", Subsystem: "dispatcher", Name: "runs_removed_total",
+			Help: "Settled runs removed by retention, by the status they settled with.",
+		}, []string{"status"}),
+		removalFailures: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: "jetflow", Subsystem: "dispatcher", Name: "removal_failures_total",
+			Help: "Removals by retention that failed a write or a purge (the removal input is redelivered).",
+		}),
 	}
 	if reg == nil {
 		return m, nil
@@ -67,6 +82,8 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	m.conflicts = register(reg, m.conflicts, &err)
 	m.redelivery = register(reg, m.redelivery, &err)
 	m.step = register(reg, m.step, &err)
+	m.removed = register(reg, m.removed, &err)
+	m.removalFailures = register(reg, m.removalFailures, &err)
 	return m, err
 }
 

@@ -47,8 +47,10 @@ func TestMigrateInputsOnStart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c := s.CachedInfo().Config; c.AllowMsgSchedules || c.AllowRollup || !c.DenyPurge {
-		t.Fatalf("migrated input stream still unsafe: schedules %v, roll-ups %v, deny purge %v", c.AllowMsgSchedules, c.AllowRollup, c.DenyPurge)
+	// Purges are allowed (retention's, by the dispatcher role's API
+	// request); deletes and every header that acts on other messages not.
+	if c := s.CachedInfo().Config; c.AllowMsgSchedules || c.AllowRollup || !c.DenyDelete {
+		t.Fatalf("migrated input stream still unsafe: schedules %v, roll-ups %v, deny delete %v", c.AllowMsgSchedules, c.AllowRollup, c.DenyDelete)
 	}
 	if _, err := f.Deploy(ctx, "after", []byte(afterTimer)); err != nil {
 		t.Fatal(err)

@@ -31,6 +31,8 @@ const (
 	// step of an input of that kind reaching that crash point.
 	crashEnv   = "JETFLOW_IT_CRASH"
 	ackWaitEnv = "JETFLOW_IT_ACK_WAIT"
+	// retentionEnv, when set, is the dispatcher's Config.Retention.
+	retentionEnv = "JETFLOW_IT_RETENTION"
 	// productionEnv set keeps the dispatcher's own defaults for the
 	// inputs of unknown runs, instead of the tests' short wait.
 	productionEnv = "JETFLOW_IT_PRODUCTION"
@@ -45,6 +47,9 @@ func dispatcherProcess() int {
 	cfg := dispatcher.Config{AckWait: ackWait, Logger: log, Jobs: bulkProcessConfig()}
 	if os.Getenv(productionEnv) == "" {
 		cfg = dispatcherConfig(cfg)
+	}
+	if r := os.Getenv(retentionEnv); r != "" {
+		cfg.Retention, _ = time.ParseDuration(r)
 	}
 	if crash := os.Getenv(crashEnv); crash != "" {
 		point, kind, _ := strings.Cut(crash, "/")

@@ -91,6 +91,23 @@ func Parse(data []byte) (*Policy, error) {
 			return nil, err
 		}
 		ptr := "/" + value.EncodePointerSegment(key)
+		if key == RunKey {
+			if p.retention != nil {
+				return nil, errAt(ptr, "the key %q appears twice", key)
+			}
+			var raw json.RawMessage
+			if err := dec.Decode(&raw); err != nil {
+				return nil, syntaxError(ptr, err)
+			}
+			if err := p.parseRun(raw, ptr); err != nil {
+				return nil, err
+			}
+			if p.retention == nil {
+				off := time.Duration(-1) // an empty "$run": nothing set
+				p.retention = &off
+			}
+			continue
+		}
 		if _, dup := p.rules[key]; dup {
 			return nil, errAt(ptr, "the key %q appears twice", key)
 		}
@@ -116,13 +133,16 @@ func Parse(data []byte) (*Policy, error) {
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
 		return nil, errAt("", "data after the policy object")
 	}
+	if p.retention != nil && *p.retention < 0 {
+		p.retention = nil
+	}
 	if err := p.checkResolved(); err != nil {
 		return nil, err
 	}
 	return p, nil
 }
 
-// checkKey accepts "*", "task" and "task@version".
+// checkKey accepts "*", "task" and "task@version" ("$run" is read apart).
 func checkKey(key string) error {
 	if key == Wildcard {
 		return nil

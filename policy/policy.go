@@ -61,12 +61,14 @@ const Wildcard = "*"
 // everywhere). A Policy is immutable.
 type Policy struct {
 	rules map[string]Rule
+	// retention is the "$run" entry's retention (0: for ever); nil unset.
+	retention *time.Duration
 }
 
 // Empty reports whether p has no entries.
-func (p *Policy) Empty() bool { return p == nil || len(p.rules) == 0 }
+func (p *Policy) Empty() bool { return p == nil || len(p.rules) == 0 && p.retention == nil }
 
-// Keys are p's entry keys, sorted.
+// Keys are p's task rule keys, sorted ("$run" is not one).
 func (p *Policy) Keys() []string {
 	if p == nil {
 		return nil
@@ -222,6 +224,9 @@ func (p *Policy) tree() map[string]any {
 	}
 	for k, r := range p.rules {
 		out[k] = r.tree()
+	}
+	if run := p.runTree(); run != nil {
+		out[RunKey] = run
 	}
 	return out
 }

@@ -17,6 +17,9 @@ var valid = []struct{ name, in, canon string }{
 	{"empty", `{}`, `{}`},
 	{"whitespace", " \n{ }\n", `{}`},
 	{"empty rule", `{"*":{}}`, `{"*":{}}`},
+	{"retention", `{"$run":{"retention":"72h"},"*":{}}`, `{"$run":{"retention":"72h0m0s"},"*":{}}`},
+	{"retention off", `{"$run":{"retention":"off"}}`, `{"$run":{"retention":"off"}}`},
+	{"empty run settings", `{"$run":{}}`, `{}`},
 	{
 		"every field", `{"ship@1":{"maxAttempts":5,"initialInterval":"250ms","maxInterval":"1m","multiplier":1.5,"nonRetryableCodes":["CARD","<&>"],"startToClose":"30s"}}`,
 		`{"ship@1":{"initialInterval":"250ms","maxAttempts":5,"maxInterval":"1m0s","multiplier":1.5,"nonRetryableCodes":["CARD","<&>"],"startToClose":"30s"}}`,

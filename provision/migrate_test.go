@@ -122,7 +122,7 @@ func TestMigrateInputStream(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg := in.CachedInfo().Config; cfg.AllowMsgSchedules || cfg.AllowRollup || !cfg.DenyPurge || len(cfg.Sources) != 1 {
+	if cfg := in.CachedInfo().Config; cfg.AllowMsgSchedules || cfg.AllowRollup || cfg.DenyPurge || !cfg.DenyDelete || len(cfg.Sources) != 1 {
 		t.Errorf("migrated input stream config = %+v", cfg)
 	}
 	ev, err := in.GetLastMsgForSubject(b.ctx, n.Event("r1", "late"))

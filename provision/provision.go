@@ -118,10 +118,16 @@ const FiredTimerTTL = wire.FiredTimerTTL
 // Anyone allowed to publish one input may put any header on it, so the
 // stream allows none of the headers that act on other messages: no
 // roll-ups, message schedules, per-message TTLs, counters or batches
-// (all off), and it denies deletes and purges unless
-// opts.ErasableHistory. Fired timers are copied in from the timer stream
-// by a source whose subject transform turns Fired(run) into Timer(run),
-// so nobody publishes on a timer subject.
+// (all off), and it denies deletes unless opts.ErasableHistory. Purges
+// are allowed by the stream, so that retention can erase a removed run's
+// history, but only through the API request STREAM.PURGE, which only the
+// dispatcher role may send (docs/SECURITY.md); a header can purge
+// nothing while roll-ups are off. (A stream made before retention denies
+// purges, which the server never lets anyone undo: Provision keeps that,
+// and retention then keeps history, see KeepsDeniedPurge.) Fired timers
+// (removals among them) are copied in from the timer stream by a source
+// whose subject transform turns Fired(run) into Timer(run), so nobody
+// publishes on a timer subject.
 func InputStreamConfig(names subjects.Names, opts ProvisionOptions) jetstream.StreamConfig {
 	opts = opts.withDefaults()
 	return jetstream.StreamConfig{
@@ -136,8 +142,11 @@ func InputStreamConfig(names subjects.Names, opts ProvisionOptions) jetstream.St
 		Replicas:    opts.Replicas,
 		Duplicates:  opts.DuplicateWindow,
 		DenyDelete:  !opts.ErasableHistory,
-		DenyPurge:   !opts.ErasableHistory,
 		AllowDirect: true,
+		// Removals come in through the timers' source too: changing its
+		// transforms would make the server copy every fired timer still in
+		// the timer stream again, and a second source of the same stream
+		// was measured to miss fires across a leader change (3 nodes).
 		Sources: []*jetstream.StreamSource{{
 			Name: names.TimerStream(),
 			SubjectTransforms: []jetstream.SubjectTransformConfig{
@@ -148,7 +157,9 @@ func InputStreamConfig(names subjects.Names, opts ProvisionOptions) jetstream.St
 }
 
 // TimerStreamConfig is the timer stream: pending timer schedules, one per
-// subject, and the timers they fire, which the input stream copies. Only
+// subject, and the timers they fire, which the input stream copies; the
+// same for settled runs' removal schedules (subjects.Names.Expiry), which
+// fire on the run's timer subject. Only
 // dispatchers publish here. Schedules need Limits retention (an ack on a
 // work-queue stream would delete them), DiscardOld (the server refuses
 // schedules with DiscardNew), roll-ups (a schedule replaces its subject)
@@ -198,17 +209,24 @@ func TaskStreamConfig(names subjects.Names, opts ProvisionOptions) jetstream.Str
 }
 
 // RunBucketConfig is the KV bucket of run state, one key per run id.
+// Per-key TTLs are on (LimitMarkerTTL) for the tombstones of runs removed
+// by retention, which expire; only dispatchers write the bucket.
 func RunBucketConfig(names subjects.Names, opts ProvisionOptions) jetstream.KeyValueConfig {
 	opts = opts.withDefaults()
 	return jetstream.KeyValueConfig{
-		Bucket:       names.RunBucket(),
-		Description:  "jetflow run state, one key per run",
-		History:      opts.RunHistory,
-		MaxValueSize: maxMsgSize(opts.MaxMsgSize),
-		Storage:      opts.Storage,
-		Replicas:     opts.Replicas,
+		Bucket:         names.RunBucket(),
+		Description:    "jetflow run state, one key per run",
+		History:        opts.RunHistory,
+		MaxValueSize:   maxMsgSize(opts.MaxMsgSize),
+		Storage:        opts.Storage,
+		Replicas:       opts.Replicas,
+		LimitMarkerTTL: TombstoneMarkerTTL,
 	}
 }
+
+// TombstoneMarkerTTL is how long the run bucket keeps the marker a
+// tombstone leaves when it expires (watchers see the key go).
+const TombstoneMarkerTTL = time.Minute
 
 // WorkflowBucketConfig is the KV bucket of deployed workflows. Documents
 // are never overwritten, so one revision per key is enough.
@@ -268,8 +286,14 @@ func Provision(ctx context.Context, js jetstream.JetStream, names subjects.Names
 	if err := checkInputStream(ctx, js, names, opts.RetryFor); err != nil {
 		return err
 	}
+	input := InputStreamConfig(names, opts)
+	deny, err := KeepsDeniedPurge(ctx, js, names, opts.RetryFor)
+	if err != nil {
+		return err
+	}
+	input.DenyPurge = deny
 	// The timer stream first: the input stream sources from it.
-	for _, cfg := range []jetstream.StreamConfig{TimerStreamConfig(names, opts), InputStreamConfig(names, opts), TaskStreamConfig(names, opts)} {
+	for _, cfg := range []jetstream.StreamConfig{TimerStreamConfig(names, opts), input, TaskStreamConfig(names, opts)} {
 		err := ensure(ctx, opts.RetryFor, func(ctx context.Context) error {
 			_, err := js.CreateStream(ctx, cfg)
 			if errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
@@ -294,6 +318,19 @@ func Provision(ctx context.Context, js jetstream.JetStream, names subjects.Names
 		}
 	}
 	return nil
+}
+
+// KeepsDeniedPurge reports whether the input stream exists and denies
+// purges: one made before retention did, unless ErasableHistory, and the
+// server refuses to undo it. Retention then removes a run's record and
+// schedules but not its history, which stays until the stream's MaxAge;
+// MigrateInputStream replaces such a stream by one that allows purges.
+func KeepsDeniedPurge(ctx context.Context, js jetstream.JetStream, names subjects.Names, retryFor time.Duration) (bool, error) {
+	s, err := bindStream(ctx, js, names.InputStream(), retryFor)
+	if err != nil || s == nil {
+		return false, err
+	}
+	return s.CachedInfo().Config.DenyPurge, nil
 }
 
 // ensure retries one create-or-update, each attempt bounded by

@@ -26,7 +26,7 @@ func TestProvisionCreatesStreamsAndBuckets(t *testing.T) {
 	if !slices.Equal(cfg.Subjects, []string{b.names.InputAll()}) ||
 		cfg.Retention != jetstream.LimitsPolicy || cfg.Discard != jetstream.DiscardOld ||
 		cfg.AllowMsgSchedules || cfg.AllowRollup || cfg.AllowMsgTTL || cfg.AllowMsgCounter || cfg.AllowAtomicPublish ||
-		!cfg.DenyPurge || !cfg.DenyDelete || !cfg.AllowDirect ||
+		cfg.DenyPurge || !cfg.DenyDelete || !cfg.AllowDirect ||
 		cfg.Duplicates != provision.DefaultDuplicateWindow || cfg.MaxAge != 0 || cfg.Storage != jetstream.FileStorage {
 		t.Errorf("input stream config = %+v", cfg)
 	}

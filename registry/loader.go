@@ -165,7 +165,10 @@ func (l *Loader) Load(ctx context.Context, name, revision string) (*step.Definit
 			return nil, fmt.Errorf("%w: workflow %q revision %q no longer compiles: %w", step.ErrPermanent, name, dep.Revision, err)
 		}
 	}
-	d := &step.Definition{Name: name, Revision: dep.Revision, Program: step.Engine{Workflow: wf, Options: l.runOptions(dep)}}
+	d := &step.Definition{
+		Name: name, Revision: dep.Revision, Program: step.Engine{Workflow: wf, Options: l.runOptions(dep)},
+		Retention: dep.Policy.Retention(),
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	putBounded(l.byHash, dep.Hash, wf, l.max)
@@ -178,7 +181,7 @@ func (l *Loader) Load(ctx context.Context, name, revision string) (*step.Definit
 // retry alike; the loader's options only for a deployment without one.
 func (l *Loader) runOptions(dep Deployment) run.Options {
 	opts := l.opts
-	if !dep.Policy.Empty() {
+	if len(dep.Policy.Keys()) > 0 {
 		// A deployment's policy replaces the retry rule and the timeouts
 		// only: the dispatcher's evaluation budgets and event bounds
 		// still hold.

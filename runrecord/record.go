@@ -74,8 +74,12 @@ type Rejection struct {
 	Time   float64 `json:"time"`
 }
 
-// Decode parses a stored record.
+// Decode parses a stored record. A tombstone (a run removed by
+// retention) is an error wrapping ErrRemoved, a *RemovedError.
 func Decode(data []byte) (*Record, error) {
+	if removed, ok := decodeRemoved(data); ok {
+		return nil, removed
+	}
 	r, ok := parseRecord(data)
 	if !ok {
 		r = &Record{}

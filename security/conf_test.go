@@ -122,9 +122,9 @@ func TestRoleRefusals(t *testing.T) {
 
 // TestOnlyDispatchersTouchState reads the generated permissions: no role
 // but the dispatcher (and the operator) may write run records, publish
-// invocations, read the token secret or touch the timer stream, no role
-// may purge any other stream, and no role but workers may publish
-// results.
+// invocations, read the token secret, touch the timer stream or purge
+// the input stream (retention), no role may purge any other stream, and
+// no role but workers may publish results.
 func TestOnlyDispatchersTouchState(t *testing.T) {
 	t.Parallel()
 	n := subjects.Must("")
@@ -146,7 +146,8 @@ func TestOnlyDispatchersTouchState(t *testing.T) {
 				t.Errorf("%s may publish %s", u.Name, s)
 			case u.Name != UserDispatcher && (s == n.ScheduleAll() || strings.Contains(s, n.TimerStream()) || strings.Contains(s, ".fired.")):
 				t.Errorf("%s may use the timer stream: %s", u.Name, s)
-			case strings.HasPrefix(s, "$JS.API.STREAM.PURGE.") && s != "$JS.API.STREAM.PURGE."+n.TimerStream():
+			case strings.HasPrefix(s, "$JS.API.STREAM.PURGE.") && (u.Name != UserDispatcher ||
+				s != "$JS.API.STREAM.PURGE."+n.TimerStream() && s != "$JS.API.STREAM.PURGE."+n.InputStream()):
 				t.Errorf("%s may purge %s", u.Name, s)
 			}
 		}

@@ -21,8 +21,10 @@ import (
 	"github.com/jetflow/jetflow/embedded"
 	"github.com/jetflow/jetflow/fleet"
 	"github.com/jetflow/jetflow/natstest"
+	"github.com/jetflow/jetflow/policy"
 	"github.com/jetflow/jetflow/provision"
 	"github.com/jetflow/jetflow/registry"
+	"github.com/jetflow/jetflow/runrecord"
 	"github.com/jetflow/jetflow/token"
 	"github.com/jetflow/jetflow/wire"
 	"github.com/jetflow/jetflow/worker"
@@ -34,6 +36,11 @@ const twoTasks = `{"$workflow":"0.2","revision":"p1","initial":"a","states":{
  "b":{"work":{"task":"task-b","version":"1"},"then":"w"},
  "w":{"on":[{"event":"go","to":"done"}],"after":{"ms":60000,"to":"late"}},
  "done":{"final":true},"late":{"final":true}}}`
+
+// brief is timed, deployed with a retention of a second: its removal
+// (tombstone, purges) must need no right the dispatcher lacks.
+const brief = `{"$workflow":"0.2","revision":"b1","initial":"w","states":{
+ "w":{"on":[{"event":"never","to":"done"}],"after":{"ms":100,"to":"done"}},"done":{"final":true}}}`
 
 // timed ends when its timer fires: the dispatcher's schedule rights and
 // the server's own fire must suffice.
@@ -60,6 +67,13 @@ func startRoles(t *testing.T) *roles {
 		if _, err := of.Deploy(ctx, name, []byte(doc)); err != nil {
 			t.Fatal(err)
 		}
+	}
+	keepASecond, err := policy.Parse([]byte(`{"$run":{"retention":"1s"}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := of.DeployWith(ctx, "brief", []byte(brief), fleet.DeployOptions{Policy: keepASecond}); err != nil {
+		t.Fatal(err)
 	}
 	r.disp = r.connect(t, UserDispatcher)
 	r.fleet(t, r.disp, &dispatcher.Config{Logger: quiet()})
@@ -234,6 +248,32 @@ func TestPermissionMatrix(t *testing.T) {
 	if st, err := app.Wait(ctx, "p2"); err != nil || st.Status != wire.StatusCancelled {
 		t.Fatalf("p2 after the bulk cancel: %+v, %v", st, err)
 	}
+	// A run of a deployment that keeps its runs a second is removed: the
+	// dispatcher's rights cover the tombstone and both purges.
+	if err := app.StartRun(ctx, "brief", "b1", nil); err != nil {
+		t.Fatal(err)
+	}
+	natstest.WaitFor(t, 30*time.Second, "b1 removed by retention", func() error {
+		_, err := observer.Status(ctx, "b1")
+		if !errors.Is(err, runrecord.ErrRemoved) {
+			return fmt.Errorf("status: %w", err)
+		}
+		return nil
+	})
+	inputs, err := r.op.js.Stream(ctx, n.InputStream())
+	if err != nil {
+		t.Fatal(err)
+	}
+	natstest.WaitFor(t, 30*time.Second, "b1's history purged", func() error {
+		info, err := inputs.Info(ctx, jetstream.WithSubjectFilter(n.RunInputs("b1")))
+		if err != nil {
+			return err
+		}
+		if len(info.State.Subjects) > 0 {
+			return fmt.Errorf("history %v", info.State.Subjects)
+		}
+		return nil
+	})
 	// An event for a run nobody started: the dispatcher looks for its
 	// start in the input stream, and refuses it.
 	if err := events.SendEvent(ctx, "nobody", "go", nil); err != nil {
@@ -335,7 +375,6 @@ func TestPermissionMatrix(t *testing.T) {
 		{r.workerA, "schedule a timer", n.Schedule("p1", "t9"), jsPublish(r.workerA, n.Schedule("p1", "t9"))},
 		{r.observer, "cancel timers", "$JS.API.STREAM.PURGE." + n.TimerStream(), request(r.observer, "$JS.API.STREAM.PURGE."+n.TimerStream())},
 		{r.disp, "fire a timer itself", n.Fired("p1"), jsPublish(r.disp, n.Fired("p1"))},
-		{r.disp, "purge the history", "$JS.API.STREAM.PURGE." + n.InputStream(), request(r.disp, "$JS.API.STREAM.PURGE."+n.InputStream())},
 		// An observer reads (above) and changes nothing.
 		{r.observer, "start a run", n.Start("p9"), func(ctx context.Context) error { return observer.StartRun(ctx, "two", "p9", nil) }},
 		{r.observer, "send an event", n.Event("p1", "go"), jsPublish(r.observer, n.Event("p1", "go"))},

@@ -55,16 +55,21 @@ func kvRead(n subjects.Names, bucket, key string) []string {
 
 // Dispatcher may consume every run input, read and write run records,
 // read deployed workflows (and create the token secret once), publish
-// invocations, timer schedules and status announcements, and purge a
-// settled run's schedules from the timer stream. It is the only role with
-// any right on the timer stream, whose messages obey scheduling headers.
-// It may not deploy, provision or delete, nor purge the input stream.
+// invocations, timer and removal schedules and status announcements,
+// purge a settled run's schedules from the timer stream, and purge a run
+// removed by retention from the input stream (only by its subjects; the
+// stream obeys no header that purges). It is the only role with any right
+// on the timer stream, whose messages obey scheduling headers, and the
+// only one that may purge history. It may not deploy, provision or
+// delete.
 func Dispatcher(n subjects.Names, user string) Permissions {
 	in, c, tm := n.InputStream(), n.DispatcherConsumer(), n.TimerStream()
 	runs, wfs := n.RunBucket(), n.WorkflowBucket()
 	api, kvStream := n.API, n.KVStream
 	pub := []string{
 		api("STREAM.INFO", in), api("STREAM.INFO", tm), api("STREAM.PURGE", tm), api("STREAM.INFO", n.TaskStream()),
+		// Retention: a removed run's history (dispatcher/retention.go).
+		api("STREAM.PURGE", in),
 		api("CONSUMER.CREATE", in, c), api("CONSUMER.CREATE", in, c, ">"), api("CONSUMER.DURABLE.CREATE", in, c),
 		api("CONSUMER.INFO", in, c), api("CONSUMER.MSG.NEXT", in, c), n.Ack(in, c),
 		// Whether an input of a run without a record has a start before

@@ -2,6 +2,7 @@ package step
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/jetflow/jetflow/engine/run"
 	"github.com/jetflow/jetflow/engine/workflow"
@@ -16,6 +17,10 @@ type Program interface {
 type Definition struct {
 	Name, Revision string
 	Program        Program
+	// Retention is how long the deployment keeps its settled runs (0:
+	// for ever); nil leaves it to the dispatchers' default. It shapes no
+	// record: dispatchers read it when they schedule a removal.
+	Retention *time.Duration
 }
 
 // Engine is the reducer (run.Apply) over one compiled workflow with the

@@ -30,7 +30,10 @@ type Input struct {
 	Kind  string
 	// Start is the start body (kind start only): which workflow to run.
 	Start *wire.Start
-	msg   run.Message
+	// Expire is the removal body (kind expire only): which settlement
+	// the removal was scheduled for.
+	Expire *wire.Expire
+	msg    run.Message
 	// token is the token a result echoes (kind result only).
 	token string
 	// redriveTo is the revision a redrive moves its run to, "" for none.
@@ -85,7 +88,7 @@ func addressed(names subjects.Names, subject string, err error) *Input {
 	}
 	switch kind {
 	case subjects.KindEvent, subjects.KindResult, subjects.KindTimer, subjects.KindCancel,
-		subjects.KindPause, subjects.KindResume, subjects.KindTerminate, subjects.KindPostpone, subjects.KindRedrive:
+		subjects.KindPause, subjects.KindResume, subjects.KindTerminate, subjects.KindPostpone, subjects.KindRedrive, subjects.KindExpire:
 		return &Input{RunID: runID, Kind: kind, msg: run.Message{RunID: runID}, refused: err}
 	}
 	return nil
@@ -114,7 +117,13 @@ func parseInput(names subjects.Names, subject string, header nats.Header, data [
 	case subjects.KindResult:
 		err = in.parseResult(data)
 	case subjects.KindTimer:
-		err = in.parseTimer(header, data)
+		if header.Get(wire.HeaderExpire) != "" {
+			// A removal comes in through the timers' source.
+			in.Kind = subjects.KindExpire
+			err = in.parseExpire(data)
+		} else {
+			err = in.parseTimer(header, data)
+		}
 	case subjects.KindCancel:
 		err = in.parseCancel(data)
 	case subjects.KindPause, subjects.KindResume, subjects.KindTerminate:
@@ -123,6 +132,8 @@ func parseInput(names subjects.Names, subject string, header nats.Header, data [
 		err = in.parsePostpone(data)
 	case subjects.KindRedrive:
 		err = in.parseRedrive(data)
+	case subjects.KindExpire:
+		err = in.parseExpire(data)
 	default:
 		err = malformed("unknown input kind %q", kind)
 	}
@@ -247,6 +258,18 @@ func (in *Input) parseRedrive(data []byte) error {
 		return malformed("redrive body: revision %q is not a revision name", body.Revision)
 	}
 	in.msg.Kind, in.msg.Reason, in.redriveTo = run.KindRedrive, body.Reason, body.Revision
+	return nil
+}
+
+func (in *Input) parseExpire(data []byte) error {
+	var body wire.Expire
+	if err := strictJSON(data, &body); err != nil {
+		return malformed("removal body: %v", err)
+	}
+	if body.Settled <= 0 || body.Retention < 0 || body.Status == "" {
+		return malformed("removal body names no settlement (settled %v, status %q, retention %v)", body.Settled, body.Status, body.Retention)
+	}
+	in.Expire = &body
 	return nil
 }
 

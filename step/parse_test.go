@@ -21,6 +21,17 @@ var parseCases = []struct {
 	bad     string // substring of the error; "" means valid
 }{
 	{
+		name: "expire", subject: "jetflow.in.r1.timer", header: map[string]string{wire.HeaderExpire: "1"}, body: `{"settled":1000,"status":"done","retention":60000}`,
+		check: func(t *testing.T, in *Input) {
+			if in.Kind != "expire" || in.Expire == nil || in.Expire.Settled != 1000 || in.Expire.Retention != 60000 {
+				t.Errorf("parsed %+v", in.Expire)
+			}
+		},
+	},
+	{name: "expire without a settlement", subject: "jetflow.in.r1.timer", header: map[string]string{wire.HeaderExpire: "1"}, body: `{"status":"done"}`, bad: "names no settlement"},
+	{name: "expire with no body", subject: "jetflow.in.r1.timer", header: map[string]string{wire.HeaderExpire: "1"}, body: ``, bad: "removal body"},
+	{name: "expire subject", subject: "jetflow.in.r1.expire", body: `{"settled":1000,"status":"done","retention":60000}`, bad: "unknown input kind"},
+	{
 		name: "start", subject: "jetflow.in.r1.start", body: `{"workflow":"wf","revision":"v1","input":{"a":[1,2]}}`,
 		check: func(t *testing.T, in *Input) {
 			if in.msg.Kind != run.KindStart || in.Start.Workflow != "wf" || in.Start.Revision != "v1" || in.msg.RunID != "r1" {
@@ -206,6 +217,13 @@ func FuzzParseInput(f *testing.F) {
 		if err != nil {
 			if !errors.Is(err, ErrMalformed) {
 				t.Fatalf("error %v does not wrap ErrMalformed", err)
+			}
+			return
+		}
+		if in.Kind == subjects.KindExpire {
+			// Retention's judgement, not the reducer's: no message.
+			if in.Expire == nil || in.Expire.Settled <= 0 || in.msg.Kind != "" {
+				t.Fatalf("removal parsed into %+v / %q", in.Expire, in.msg.Kind)
 			}
 			return
 		}

@@ -62,6 +62,9 @@ type Result struct {
 	Status *wire.Status
 	// Ignored are the events the step consumed without effect.
 	Ignored []run.Ignored
+	// Removed is the tombstone that replaces the run's record (Remove
+	// only).
+	Removed *wire.Removed
 }
 
 // Definitions resolves a workflow name and revision to the definition a
@@ -99,6 +102,11 @@ func Step(s Settings, cur Run, in *Input, seq uint64, now float64, defs Definiti
 			return Result{Run: cur}, fmt.Errorf("%w: run %s: %w", ErrPermanent, in.RunID, err)
 		}
 		cur.State = st
+	}
+	if in.Kind == subjects.KindExpire {
+		// Retention's judgement needs no definition: the reducer is not
+		// asked, and a removed workflow must not keep its runs.
+		return expire(s, cur, in, seq, now), nil
 	}
 	name, revision := in.workflow()
 	if cur.State != nil {

@@ -64,6 +64,11 @@ const (
 	// KindRedrive asks a failed run to continue from its failed work
 	// activation (docs/OPERATIONS.md).
 	KindRedrive = "redrive"
+	// KindExpire is a settled run's removal by retention. It has no
+	// subject of its own: its removal schedule (Expiry) fires on the run's
+	// timer subject, marked by wire.HeaderExpire, so that it comes in
+	// through the timers' own source.
+	KindExpire = "expire"
 )
 
 // InputStream holds every message a run consumes: its history.
@@ -123,6 +128,16 @@ func (n Names) Fired(runID string) string { return n.prefix + ".fired." + runID 
 // stream's source applies to FiredAll, so that Fired(run) lands on
 // Timer(run) there.
 func (n Names) FiredToTimer() string { return n.prefix + ".in.{{wildcard(1)}}." + KindTimer }
+
+// Expiry is the subject of a settled run's removal schedule in the timer
+// stream. It is inside ScheduleAll but outside Schedule(run, ">"), so
+// the purge of a settled run's timers leaves it.
+func (n Names) Expiry(runID string) string { return n.prefix + ".sched." + runID }
+
+// RunTimerMessages matches, in the timer stream, a run's fired timers
+// (its fired removal among them) and its removal schedule (not its
+// timers' schedules, Schedule(run, ">")).
+func (n Names) RunTimerMessages(runID string) string { return n.prefix + ".*." + runID }
 
 // DispatcherConsumer is the durable consumer all dispatchers share.
 func (n Names) DispatcherConsumer() string { return "dispatcher" }

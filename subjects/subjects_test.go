@@ -90,6 +90,7 @@ func TestParseInput(t *testing.T) {
 		{"jf.in.r1.cancel", "r1", KindCancel, "", true},
 		{"jf.in.r1.redrive", "r1", KindRedrive, "", true},
 		{"jf.in.r1.redrive.x", "", "", "", false},
+		{"jf.in.r1.expire", "", "", "", false},
 		{"jf.in.r1.event", "", "", "", false},
 		{"jf.in.r1.event.a.b", "", "", "", false},
 		{"jf.in.r1.bogus", "", "", "", false},
@@ -146,6 +147,19 @@ func TestTimerSubjects(t *testing.T) {
 	}
 	if got := strings.Replace(n.FiredToTimer(), "{{wildcard(1)}}", "r1", 1); got != n.Timer("r1") {
 		t.Errorf("the transform of %q gives %q, want %q", n.Fired("r1"), got, n.Timer("r1"))
+	}
+	// A removal schedule is a schedule, but not one of the run's timers,
+	// whose purge at settling must leave it.
+	if !matches(n.ScheduleAll(), n.Expiry("r1")) || matches(n.Schedule("r1", ">"), n.Expiry("r1")) {
+		t.Errorf("removal schedule %q: outside %q or inside %q", n.Expiry("r1"), n.ScheduleAll(), n.Schedule("r1", ">"))
+	}
+	for _, subj := range []string{n.Fired("r1"), n.Expiry("r1")} {
+		if !matches(n.RunTimerMessages("r1"), subj) {
+			t.Errorf("%q does not match %q", n.RunTimerMessages("r1"), subj)
+		}
+	}
+	if matches(n.RunTimerMessages("r1"), n.Fired("r2")) || matches(n.RunTimerMessages("r1"), n.Schedule("r1", "t1")) {
+		t.Errorf("%q matches another run's or a timer's schedule", n.RunTimerMessages("r1"))
 	}
 	if n.TimerStream() == n.InputStream() || n.TimerStream() == n.TaskStream() {
 		t.Errorf("the timer stream shares the name %q", n.TimerStream())

@@ -29,6 +29,7 @@ func TestProtocolDocMatchesCode(t *testing.T) {
 		n.Task("check-stock", "1"), n.TaskConsumer("check-stock", "1"), n.TaskConsumer("charge-card", "1.2.0"),
 		"`" + n.DispatcherConsumer() + "`", subjects.VersionToken("2.0.0+build5"),
 		wire.HeaderMsgID, wire.HeaderRunID, wire.HeaderActivation, wire.HeaderTimer, wire.HeaderDeadline,
+		n.Expiry("order-1001"), wire.HeaderExpire,
 	} {
 		if !strings.Contains(doc, name) {
 			t.Errorf("docs/PROTOCOL.md never mentions %q", name)

@@ -85,3 +85,17 @@ func TestRedactURLs(t *testing.T) {
 		t.Errorf("redactURLs = %q", got)
 	}
 }
+
+func TestParseRetention(t *testing.T) {
+	t.Parallel()
+	for in, want := range map[string]time.Duration{"off": -1, "72h": 72 * time.Hour, "1s": time.Second, "168h0m0s": 168 * time.Hour} {
+		if got, err := parseRetention(in); err != nil || got != want {
+			t.Errorf("parseRetention(%q) = %v, %v; want %v", in, got, err, want)
+		}
+	}
+	for _, in := range []string{"", "0", "500ms", "-1h", "forever", "OFF"} {
+		if _, err := parseRetention(in); err == nil || !strings.Contains(err.Error(), "--retention (JETFLOW_RETENTION)") {
+			t.Errorf("parseRetention(%q) = %v, want a refusal naming the flag", in, err)
+		}
+	}
+}

@@ -54,7 +54,10 @@ func newHistory(s streams) *cobra.Command {
 			"`jetflow replay` does (with the dispatchers' default task retry policies). When it cannot be\n" +
 			"replayed (trimmed history, a revision no longer deployed) history prints the messages\n" +
 			"without verdicts and says why on stderr. With --json it prints one JSON object per line\n" +
-			"with the raw body and the members verdict and reason.",
+			"with the raw body and the members verdict and reason.\n\n" +
+			"Of a run removed by retention it says so (\"run RUN removed by retention at T ...\") on\n" +
+			"stderr and exits 1; where the input stream keeps history (it denies purges) it prints the\n" +
+			"messages without verdicts.",
 		Args: namedArgs("RUN"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			id := args[0]
@@ -67,6 +70,13 @@ func newHistory(s streams) *cobra.Command {
 				msgs, notes, err := annotatedHistory(ctx, f, signer, id)
 				if err != nil {
 					return err
+				}
+				if re, ok := readRemoved(ctx, f, id); ok {
+					fmt.Fprintf(s.err, "%s\n", removedNote(re))
+					if len(msgs) == 0 {
+						return exitError{1}
+					}
+					notes = append(notes[:0], "the run is removed: no verdicts")
 				}
 				if len(msgs) == 0 {
 					fmt.Fprintf(s.err, "no history for run %s: stream %s holds nothing on %s (never started, or trimmed by its retention)\n",

@@ -28,7 +28,8 @@ func newReplay(s streams) *cobra.Command {
 			"run bucket lost it and replaces one that differs. If the input stream no longer holds\n" +
 			"the whole history (its retention, --history-max-age of serve, removed messages) it says\n" +
 			"what is missing and rebuilds nothing.\n\n" +
-			"Replay assumes the dispatchers' default task retry policies.",
+			"Replay assumes the dispatchers' default task retry policies. Of a run removed by retention\n" +
+			"it says so (\"run RUN removed by retention at T ...\") and exits 1.",
 		Args: namedArgs("RUN"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			id := args[0]
@@ -38,6 +39,12 @@ func newReplay(s streams) *cobra.Command {
 				return err
 			}
 			return onRun(cmd.Context(), s, &conn, "argument RUN", id, check, func(ctx context.Context, f *fleet.Fleet) error {
+				if re, ok := readRemoved(ctx, f, id); ok {
+					// Nothing to compare with, nor to restore: the removal
+					// stands until the tombstone expires.
+					fmt.Fprintf(s.err, "%s\n", removedNote(re))
+					return exitError{1}
+				}
 				src := replay.Source{JS: f.JS, Names: f.Names, Registry: f.Registry, Runs: f.Runs, Settings: step.Settings{Tokens: signer}}
 				var rep replay.Report
 				var err error

@@ -133,14 +133,29 @@ type serviceConfig struct {
 	DrainTimeout  time.Duration `env:"JETFLOW_DRAIN_TIMEOUT" flag:"drain-timeout"`
 	AckWait       time.Duration `env:"JETFLOW_ACK_WAIT" flag:"ack-wait"`
 	MigrateInputs bool          `env:"JETFLOW_MIGRATE_INPUTS" flag:"migrate-inputs"`
+	Retention     string        `env:"JETFLOW_RETENTION" flag:"retention"`
 	LogLevel      string        `env:"JETFLOW_LOG_LEVEL" flag:"log-level"`
 	LogFormat     string        `env:"JETFLOW_LOG_FORMAT" flag:"log-format"`
 
-	tokens   secretConfig
-	signer   *token.Signer // from tokens, set by resolve
-	flags    *pflag.FlagSet
-	resolved bool
-	err      error
+	tokens    secretConfig
+	signer    *token.Signer // from tokens, set by resolve
+	retention time.Duration // from Retention, set by resolve: negative keeps runs for ever
+	flags     *pflag.FlagSet
+	resolved  bool
+	err       error
+}
+
+// parseRetention reads --retention: "off", or a duration of at least a
+// second; off is a negative dispatcher.Config.Retention.
+func parseRetention(s string) (time.Duration, error) {
+	if s == "off" {
+		return -1, nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil || d < time.Second {
+		return 0, fmt.Errorf("--retention (JETFLOW_RETENTION) must be off or a duration of at least 1s (\"72h\"), got %q", s)
+	}
+	return d, nil
 }
 
 // minAckWait is the shortest --ack-wait accepted: shorter, a dispatcher
@@ -157,6 +172,7 @@ func (c *serviceConfig) addFlags(cmd *cobra.Command) {
 	fs.DurationVar(&c.DrainTimeout, "drain-timeout", 30*time.Second, "on Ctrl-C, how long steps in flight may take to finish before they are handed back for redelivery (env JETFLOW_DRAIN_TIMEOUT)")
 	fs.DurationVar(&c.AckWait, "ack-wait", dispatcher.DefaultAckWait, "how long an input a dispatcher took waits for its acknowledgement before another dispatcher gets it: the recovery time after a dispatcher is killed; at least 1s; shared by all dispatchers, the last started sets it (env JETFLOW_ACK_WAIT)")
 	fs.BoolVar(&c.MigrateInputs, "migrate-inputs", false, "with provisioning: move an input stream made by an older jetflow, which allows schedules and roll-ups, to the safe layout (pending timers and unconsumed inputs move, consumed history is dropped); stop every other dispatcher first (env JETFLOW_MIGRATE_INPUTS)")
+	fs.StringVar(&c.Retention, "retention", dispatcher.DefaultRetention.String(), "how long a settled run (done, failed, cancelled) is kept before its record, history and schedules are removed; off keeps settled runs for ever; a deployment's policy may set its own (env JETFLOW_RETENTION)")
 	fs.StringVar(&c.LogLevel, "log-level", "info", "debug, info, warn or error (env JETFLOW_LOG_LEVEL)")
 	fs.StringVar(&c.LogFormat, "log-format", "text", "text or json, on standard error (env JETFLOW_LOG_FORMAT)")
 	addSecretFlags(cmd, &c.tokens)
@@ -176,6 +192,7 @@ func (c *serviceConfig) check() error {
 		return err
 	}
 	var errs []error
+	var err error
 	if c.Concurrency <= 0 {
 		errs = append(errs, fmt.Errorf("--concurrency (JETFLOW_CONCURRENCY) must be positive, got %d", c.Concurrency))
 	}
@@ -191,7 +208,9 @@ func (c *serviceConfig) check() error {
 	if c.AckWait < minAckWait {
 		errs = append(errs, fmt.Errorf("--ack-wait (JETFLOW_ACK_WAIT) must be at least %s, got %s", minAckWait, c.AckWait))
 	}
-	var err error
+	if c.retention, err = parseRetention(c.Retention); err != nil {
+		errs = append(errs, err)
+	}
 	if c.signer, err = c.tokens.signer(); err != nil {
 		errs = append(errs, err)
 	}
@@ -265,7 +284,7 @@ func runService(ctx context.Context, s streams, verb string, conn *connConfig, s
 		Provision:        svc.Provision,
 		ProvisionOptions: provision.ProvisionOptions{Replicas: svc.Replicas, MaxAge: svc.HistoryMaxAge},
 		MigrateInputs:    svc.MigrateInputs,
-		Dispatcher:       &dispatcher.Config{Concurrency: svc.Concurrency, AckWait: svc.AckWait, Tokens: svc.signer},
+		Dispatcher:       &dispatcher.Config{Concurrency: svc.Concurrency, AckWait: svc.AckWait, Tokens: svc.signer, Retention: svc.retention},
 		Registerer:       reg,
 		Logger:           log,
 	})
@@ -288,7 +307,7 @@ func runService(ctx context.Context, s streams, verb string, conn *connConfig, s
 	fmt.Fprintf(s.out, "nats: %s\n", redactURLs(f.URL()))
 	attrs := []any{
 		slog.String("nats", redactURLs(f.URL())), slog.String("prefix", f.Names.Prefix()),
-		slog.Duration("ack_wait", svc.AckWait), secretAttrs(svc.signer),
+		slog.Duration("ack_wait", svc.AckWait), slog.String("retention", svc.Retention), secretAttrs(svc.signer),
 	}
 	if ep != nil {
 		ep.serve(f, reg, h, log)

@@ -58,12 +58,19 @@ func newStatus(s streams) *cobra.Command {
 			"With --json it prints one object: run, workflow, revision, status, state, result, error,\n" +
 			"time (Unix ms of the last status change), started, updated, and rejected and ignored as the\n" +
 			"record keeps them: [{seq, kind, reason, time}], oldest first, and redrives, how many\n" +
-			"redrives the run took (absent when none).",
+			"redrives the run took (absent when none).\n\n" +
+			"A run removed by retention shows as \"removed by retention at T\" with the status it settled\n" +
+			"with (--json: {run, status: \"removed\", removed: {at, workflow, revision, status, settled,\n" +
+			"historyKept, until}}) for as long as its tombstone lives.",
 		Args: namedArgs("RUN"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			id := args[0]
 			return onRun(cmd.Context(), s, &conn, "argument RUN", id, nil, func(ctx context.Context, f *fleet.Fleet) error {
 				rec, st, err := readRun(ctx, f, id)
+				var removed *runrecord.RemovedError
+				if errors.As(err, &removed) {
+					return printRemoved(s, removed.Removed, asJSON)
+				}
 				if errors.Is(err, kvstore.ErrRunNotFound) {
 					return fmt.Errorf("run %s not found (with prefix %q)", id, f.Names.Prefix())
 				} else if err != nil {

@@ -1,0 +1,221 @@
+package dispatcher
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/jetflow/jetflow/engine/run"
+	"github.com/jetflow/jetflow/kvstore"
+	"github.com/jetflow/jetflow/runrecord"
+	"github.com/jetflow/jetflow/step"
+	"github.com/jetflow/jetflow/subjects"
+	"github.com/jetflow/jetflow/wire"
+)
+
+// Retention (docs/ARCHITECTURE.md, "Retention"): a settled run's flush
+// also publishes its removal schedule, due at the settlement's time plus
+// the retention; it fires into the input stream as a removal input; the
+// step judges it (only the settlement it was scheduled for); a removal
+// that stands replaces the record by a tombstone with a TTL, then purges
+// the run's history and timer schedules, then acknowledges. A redelivery
+// after a crash meets the tombstone and finishes the purges.
+
+// errRemoved: the run was removed by retention; the input is terminated
+// with the tombstone's reason (it wraps a *runrecord.RemovedError).
+var errRemoved = errors.New("run removed")
+
+// tombstoner is a RunStore that can replace a record by a tombstone with
+// a TTL; *kvstore.RunStore is one.
+type tombstoner interface {
+	Tombstone(ctx context.Context, runID string, data []byte, rev uint64, ttl time.Duration) (uint64, error)
+	TakesKeyTTLs(ctx context.Context) (bool, error)
+}
+
+// retention is what Start found out about removing runs.
+type retention struct {
+	// on: removal schedules are published (Config.Retention is not
+	// negative, or a deployment may set its own, and the run bucket
+	// takes tombstones).
+	on bool
+	// keepHistory: the input stream denies purges (made before
+	// retention); removals leave the history to its MaxAge.
+	keepHistory bool
+}
+
+// startRetention checks what removal needs and says what it cannot do.
+func (d *Dispatcher) startRetention(ctx context.Context, inputs jetstream.Stream) retention {
+	ts, ok := d.store.(tombstoner)
+	if !ok {
+		return retention{}
+	}
+	ttl, err := ts.TakesKeyTTLs(ctx)
+	if err != nil || !ttl {
+		d.log.Warn("dispatcher: retention is off: the run bucket takes no per-key TTLs, which tombstones need (provision it again: jetflow dispatcher --provision); settled runs are kept",
+			slog.Any("error", err))
+		return retention{}
+	}
+	r := retention{on: true, keepHistory: inputs.CachedInfo().Config.DenyPurge}
+	if r.keepHistory && d.cfg.Retention > 0 {
+		d.log.Warn("dispatcher: the input stream denies purges (it was made before retention, and the server never undoes that): removed runs keep their history until the stream's MaxAge; to erase it, recreate the stream (docs/ARCHITECTURE.md, Retention)",
+			slog.String("stream", d.cfg.Names.InputStream()))
+	}
+	return r
+}
+
+// retentionOf is how long runs of the workflow revision are kept after
+// they settle; 0 or less keeps them for ever.
+func (d *Dispatcher) retentionOf(ctx context.Context, workflow, revision string) time.Duration {
+	def, err := d.loader.Load(ctx, workflow, revision)
+	if err != nil || def.Retention == nil {
+		// A revision that no longer loads cannot have runs to step: its
+		// settled runs fall under the deployment's default.
+		return d.cfg.Retention
+	}
+	return *def.Retention
+}
+
+// removalSchedule is the schedule that removes the settled run of rec
+// when its retention is over, or false when nothing removes it.
+func (d *Dispatcher) removalSchedule(ctx context.Context, runID string, rec *runrecord.Record) (runrecord.Outgoing, bool) {
+	s := rec.Status
+	if !d.ret.on || s == nil || !run.Status(s.Status).Terminal() {
+		return runrecord.Outgoing{}, false
+	}
+	keep := d.retentionOf(ctx, s.Workflow, s.Revision)
+	if keep <= 0 {
+		return runrecord.Outgoing{}, false
+	}
+	data, err := json.Marshal(wire.Expire{Settled: s.Time, Status: s.Status, Retention: float64(keep.Milliseconds())})
+	if err != nil {
+		return runrecord.Outgoing{}, false
+	}
+	due := time.UnixMilli(int64(s.Time)).Add(keep).UTC()
+	names := d.cfg.Names
+	return runrecord.Outgoing{
+		// One removal per settlement; a repeat within the duplicate
+		// window stores nothing, a later one replaces the schedule.
+		ID: runID + "/expire/" + strconv.FormatFloat(s.Time, 'f', -1, 64), Kind: runrecord.OutTimer,
+		Subject: names.Expiry(runID), Data: data,
+		Header: map[string]string{
+			wire.HeaderSchedule: "@at " + due.Format(time.RFC3339Nano),
+			// It fires on the run's timer subject, which the input stream's
+			// source copies in; the mark says it is a removal.
+			wire.HeaderScheduleTarget: names.Fired(runID),
+			wire.HeaderScheduleTTL:    wire.FiredTimerTTLValue,
+			wire.HeaderRunID:          runID,
+			wire.HeaderExpire:         "1",
+		},
+	}, true
+}
+
+// remove carries out a removal the step let stand: the tombstone by
+// compare-and-swap, then the purges.
+func (d *Dispatcher) remove(ctx context.Context, in *step.Input, cur cached, removed *wire.Removed, log *slog.Logger) (string, error) {
+	ts, ok := d.store.(tombstoner)
+	if !ok || !d.ret.on {
+		return "", fmt.Errorf("run %s is due for removal but this dispatcher cannot write tombstones (%w); another dispatcher will", in.RunID, kvstore.ErrNoKeyTTL)
+	}
+	r := *removed
+	r.HistoryKept = d.ret.keepHistory
+	data, err := runrecord.EncodeRemoved(r)
+	if err != nil {
+		return "", fmt.Errorf("%w: encode tombstone: %w", step.ErrPermanent, err)
+	}
+	life := time.Duration(r.Until-r.At) * time.Millisecond
+	wctx, cancel := context.WithTimeout(ctx, d.cfg.OpTimeout)
+	_, err = ts.Tombstone(wctx, in.RunID, data, cur.rev, life)
+	cancel()
+	if errors.Is(err, kvstore.ErrStale) {
+		return "", fmt.Errorf("%w: %w", errConflict, err)
+	}
+	if err != nil {
+		d.m.removalFailures.Inc()
+		return "", err
+	}
+	d.cache.drop(in.RunID)
+	if err := d.hook(hookAfterTombstone, in); err != nil {
+		return "", err
+	}
+	// A run that never armed a timer (but its attempts' deadline, which
+	// settling disarms) has no timer schedule to purge.
+	if err := d.purgeRemoved(ctx, in.RunID, cur.rec.Timers); err != nil {
+		return "", err
+	}
+	d.m.removed.WithLabelValues(r.Status).Inc()
+	log.Info("dispatcher: run removed by retention", slog.String("status", r.Status),
+		slog.Time("settled", time.UnixMilli(int64(r.Settled))), slog.Bool("history_kept", r.HistoryKept))
+	return outcomeRemoved, nil
+}
+
+// purgeRemoved erases a removed run's history (unless the input stream
+// denies purges) and what it has in the timer stream. Purges are
+// idempotent: a redelivered removal meets the tombstone and purges again.
+func (d *Dispatcher) purgeRemoved(ctx context.Context, runID string, timers bool) error {
+	ctx, cancel := context.WithTimeout(ctx, d.cfg.OpTimeout)
+	defer cancel()
+	if !d.ret.keepHistory {
+		if err := d.inputs.Purge(ctx, jetstream.WithPurgeSubject(d.cfg.Names.RunInputs(runID))); err != nil {
+			d.m.removalFailures.Inc()
+			return fmt.Errorf("purge the history of removed run %s from %s: %w", runID, d.cfg.Names.InputStream(), err)
+		}
+	}
+	// Its timers' schedules, then what it left on its own subjects: fired
+	// timers and the fired removal (kept for days otherwise, in case the
+	// input stream's source lagged) and its removal schedule.
+	subjects := []string{d.cfg.Names.RunTimerMessages(runID)}
+	if timers {
+		subjects = append(subjects, d.cfg.Names.Schedule(runID, ">"))
+	}
+	for _, subj := range subjects {
+		if err := d.timers.Purge(ctx, jetstream.WithPurgeSubject(subj)); err != nil {
+			d.m.removalFailures.Inc()
+			return fmt.Errorf("purge %s of removed run %s from %s: %w", subj, runID, d.cfg.Names.TimerStream(), err)
+		}
+	}
+	return nil
+}
+
+// removedRun returns the tombstone error in err, if any.
+func removedRun(err error) (*runrecord.RemovedError, bool) {
+	var re *runrecord.RemovedError
+	ok := errors.As(err, &re)
+	return re, ok
+}
+
+// onRemoved handles an input of a run whose record is a tombstone: a
+// redelivered removal finishes its purges, anything else is refused with
+// the tombstone's reason.
+func (d *Dispatcher) onRemoved(ctx context.Context, in *step.Input, re *runrecord.RemovedError, log *slog.Logger) (string, error) {
+	if in.Kind != subjects.KindExpire {
+		return "", fmt.Errorf("%w: %w", errRemoved, re)
+	}
+	// The record is gone: purge its timers' schedules whether or not it
+	// armed any.
+	if err := d.purgeRemoved(ctx, in.RunID, true); err != nil {
+		return "", err
+	}
+	log.Info("dispatcher: removal finished after a redelivery")
+	return outcomeRemoved, nil
+}
+
+// refuseRemoved terminates an input of a removed run with the
+// tombstone's reason ("run X removed by retention at T ..."), logged at
+// most once a second like inputs of unknown runs.
+func (d *Dispatcher) refuseRemoved(m jetstream.Msg, err error, log *slog.Logger) {
+	reason := err.Error()
+	if re, ok := removedRun(err); ok {
+		reason = re.Error()
+	}
+	if d.unknownLog.allow(d.cfg.Clock.Now()) {
+		log.Warn("dispatcher: input for a removed run terminated", slog.String("reason", reason),
+			slog.Int("suppressed_since_last", d.unknownLog.takeSuppressed()))
+	}
+	_ = m.TermWithReason(truncate(reason, 256))
+}

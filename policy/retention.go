@@ -1,0 +1,78 @@
+package policy
+
+import (
+	"bytes"
+	"encoding/json"
+	"time"
+
+	"github.com/jetflow/jetflow/engine/value"
+)
+
+// RunKey is the key of the deployment's run settings, beside the task
+// rules: {"$run": {"retention": "72h"}}. No task name starts with '$'.
+const RunKey = "$run"
+
+// Run settings.
+const (
+	fieldRetention = "retention"
+	// RetentionOff is the retention that keeps settled runs for ever.
+	RetentionOff = "off"
+	minRetention = time.Second
+	maxRetention = 10 * 366 * 24 * time.Hour
+)
+
+// Retention is how long the deployment keeps its settled runs before
+// retention removes them: nil when the policy leaves it to the
+// dispatchers' default (--retention), 0 when it keeps them for ever.
+func (p *Policy) Retention() *time.Duration {
+	if p == nil || p.retention == nil {
+		return nil
+	}
+	d := *p.retention
+	return &d
+}
+
+// parseRun reads the "$run" entry.
+func (p *Policy) parseRun(raw json.RawMessage, ptr string) error {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	if err := openObject(dec, ptr, `must be an object with "`+fieldRetention+`"`); err != nil {
+		return err
+	}
+	for dec.More() {
+		field, err := nextKey(dec, ptr)
+		if err != nil {
+			return err
+		}
+		fptr := ptr + "/" + value.EncodePointerSegment(field)
+		var v any
+		if err := dec.Decode(&v); err != nil {
+			return syntaxError(fptr, err)
+		}
+		if field != fieldRetention {
+			return errAt(fptr, "%q is not a run setting (settings: %s)", field, fieldRetention)
+		}
+		if p.retention != nil {
+			return errAt(fptr, "the field %q appears twice", field)
+		}
+		var d time.Duration
+		if v != RetentionOff {
+			if d, err = duration(v, fptr, minRetention, maxRetention); err != nil {
+				return errAt(fptr, "must be %q or a duration from %s to %s, not %s", RetentionOff, minRetention, maxRetention, describe(v))
+			}
+		}
+		p.retention = &d
+	}
+	return nil
+}
+
+// runTree is the canonical form of the "$run" entry, nil when unset.
+func (p *Policy) runTree() map[string]any {
+	if p.retention == nil {
+		return nil
+	}
+	if *p.retention == 0 {
+		return map[string]any{fieldRetention: RetentionOff}
+	}
+	return map[string]any{fieldRetention: p.retention.String()}
+}
