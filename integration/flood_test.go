@@ -144,8 +144,16 @@ func TestFloodOfStrayInputs(t *testing.T) {
 			t.Errorf("%d stray inputs terminated with %q", n, reason)
 		}
 	}
-	if rss > 256<<20 {
-		t.Errorf("dispatcher peak RSS %d MiB", rss>>20)
+	// The dispatcher process holds up to its consumer's window of inputs
+	// (64 MiB of them at most). Without the race detector it peaks near
+	// 50 MiB; the detector's shadow memory multiplies that, by more the
+	// longer the flood is held.
+	limit := int64(256 << 20)
+	if raceEnabled {
+		limit = 512 << 20
+	}
+	if rss > limit {
+		t.Errorf("dispatcher peak RSS %d MiB, limit %d MiB", rss>>20, limit>>20)
 	}
 }
 
