@@ -23,8 +23,9 @@ func newJobs(s streams) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "jobs",
 		Short: "List bulk jobs and their progress; show, watch or cancel one",
-		Long: "A bulk job applies one run operation (cancel) to every run a filter matches; `jetflow cancel\n" +
-			"--workflow ...` submits one. The dispatchers carry it out, not the command: it survives the\n" +
+		Long: "A bulk job applies one run operation (cancel, pause, resume, terminate or redrive) to every\n" +
+			"run a filter matches; the operation's verb with filter flags (`jetflow cancel --workflow ...`)\n" +
+			"submits one. The dispatchers carry it out, not the command: it survives the\n" +
 			"command exiting and a dispatcher dying. jobs lists every job, oldest first, with its progress.",
 		Args: namedArgs(),
 		RunE: func(cmd *cobra.Command, args []string) error {
