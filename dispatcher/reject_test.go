@@ -171,15 +171,20 @@ func TestRejectionLoggedOnlyWhenItStands(t *testing.T) {
 	if len(rec.Rejected) != 0 {
 		t.Errorf("rejections recorded %+v, want none", rec.Rejected)
 	}
+	// The record is saved, and seen done, before the step logs the
+	// settlement: wait for the line.
 	settled := ""
-	for _, r := range logs.records() {
-		if r.msg == "dispatcher: run settled" && r.attrs["run_id"] == "r" {
-			settled = r.attrs["stream_seq"]
+	natstest.WaitFor(t, 10*time.Second, "the run settled line", func() error {
+		for _, r := range logs.records() {
+			if r.msg == "dispatcher: run settled" && r.attrs["run_id"] == "r" {
+				settled = r.attrs["stream_seq"]
+			}
 		}
-	}
-	if settled == "" {
-		t.Fatal("no run settled line")
-	}
+		if settled == "" {
+			return errors.New("no run settled line")
+		}
+		return nil
+	})
 	for _, r := range logs.records() {
 		if r.msg == "dispatcher: input rejected" && r.attrs["stream_seq"] == settled {
 			t.Errorf("input %s logged as rejected (%s) and then settled the run", settled, r.attrs["reason"])
