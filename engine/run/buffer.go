@@ -33,17 +33,10 @@ func (r *reducer) event(ev *Event) error {
 // roomFor rejects an event that would take the buffered events past
 // Options.MaxBuffered or Options.MaxBufferedBytes.
 func (r *reducer) roomFor(ev *Event) error {
-	limit := r.opts.MaxBuffered
-	if limit <= 0 {
-		limit = DefaultMaxBuffered
-	}
+	limit, maxBytes := r.bufferLimits()
 	if len(r.st.Buffered) >= limit {
 		return reject("run %q is not waiting and already holds %d events for its next wait, the limit (MaxBuffered); event %q is refused",
 			r.st.RunID, len(r.st.Buffered), ev.Type)
-	}
-	maxBytes := r.opts.MaxBufferedBytes
-	if maxBytes <= 0 {
-		maxBytes = DefaultMaxBufferedBytes
 	}
 	size := eventSize(ev)
 	for i := range r.st.Buffered {
@@ -89,4 +82,18 @@ func jsonSize(v any) int {
 		return n
 	}
 	return 0
+}
+
+// bufferLimits are the run's bounds on what it keeps for later (buffered
+// events, and a paused run's held inputs with them): Options.MaxBuffered
+// and Options.MaxBufferedBytes, or their defaults.
+func (r *reducer) bufferLimits() (count, bytes int) {
+	count, bytes = r.opts.MaxBuffered, r.opts.MaxBufferedBytes
+	if count <= 0 {
+		count = DefaultMaxBuffered
+	}
+	if bytes <= 0 {
+		bytes = DefaultMaxBufferedBytes
+	}
+	return count, bytes
 }

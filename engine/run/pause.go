@@ -238,17 +238,10 @@ func release(wf *workflow.Workflow, st *State, msg Message, opts Options) (*Stat
 // Options.MaxBufferedBytes: a paused run's state must still fit its
 // record.
 func (r *reducer) roomToHold(h Held) error {
-	limit := r.opts.MaxBuffered
-	if limit <= 0 {
-		limit = DefaultMaxBuffered
-	}
+	limit, maxBytes := r.bufferLimits()
 	if len(r.st.Held) >= limit {
 		return reject("run %q is paused and already holds %d inputs for its resume, the limit (MaxBuffered); this %s is refused",
 			r.st.RunID, len(r.st.Held), h.Kind)
-	}
-	maxBytes := r.opts.MaxBufferedBytes
-	if maxBytes <= 0 {
-		maxBytes = DefaultMaxBufferedBytes
 	}
 	size := h.size()
 	for i := range r.st.Held {
