@@ -121,9 +121,21 @@ func TestConsoleVerb(t *testing.T) {
 		_ = cmd.Process.Kill()
 		t.Fatalf("console printed no URL:\n%s", errOut.String())
 	}
-	code, body := fetchURL(t, base+"api/runs?status=waiting")
+	// The console answers before its index of the run bucket is loaded
+	// ("loaded": false): ask until it is.
+	var code int
+	var body string
 	var page struct {
-		Runs []struct{ ID, State string }
+		Runs   []struct{ ID, State string }
+		Loaded bool
+	}
+	for deadline := time.Now().Add(daemonBound); ; {
+		code, body = fetchURL(t, base+"api/runs?status=waiting")
+		page.Loaded = false
+		if err := json.Unmarshal([]byte(body), &page); err != nil || page.Loaded || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 	if err := json.Unmarshal([]byte(body), &page); code != 200 || err != nil || len(page.Runs) != 1 || page.Runs[0].ID != "c-1" {
 		t.Errorf("GET api/runs: %d %v %s", code, err, body)
