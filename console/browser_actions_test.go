@@ -1,0 +1,96 @@
+package console
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+)
+
+// TestBrowserActions drives the console's actions in Chromium: it pauses
+// a run and resumes it, each after a confirmation showing the command,
+// then cancels the waiting runs of a workflow with a bulk job submitted
+// from the runs page's filter, and follows the job to its end. The runs'
+// statuses are read from the run bucket, not from the page.
+func TestBrowserActions(t *testing.T) {
+	b := setup(t, setupOptions{actions: true})
+	for _, id := range []string{"act-1", "bulk-a", "keep-1"} {
+		b.startOrder(t, id)
+	}
+	br := newBrowser(t)
+	do, text := br.do, br.text
+
+	do("open a waiting run and ask to pause it",
+		chromedp.Navigate(b.url+"/runs/act-1"),
+		chromedp.WaitVisible(chromedp.CSS(`#run-status .st-waiting`)),
+		chromedp.SendKeys(chromedp.CSS(`#operator-reason`), "browser check"),
+		chromedp.Click(chromedp.CSS(`#pause-run`)),
+		chromedp.WaitVisible(chromedp.CSS(`#confirm-cmd`)))
+	if cmd := text(`#confirm-cmd`); !strings.HasPrefix(cmd, "jetflow pause act-1 --reason 'browser check' --nats ") {
+		t.Errorf("pause command %q", cmd)
+	}
+	do("confirm the pause",
+		chromedp.Click(chromedp.CSS(`#confirm-yes`)),
+		chromedp.WaitVisible(chromedp.CSS(`#run-status .st-paused`)),
+		chromedp.WaitVisible(chromedp.CSS(`#resume-run`)))
+	b.waitStatus(t, "act-1", "paused")
+	br.shot("console-run-paused.png")
+	do("resume it",
+		chromedp.Click(chromedp.CSS(`#resume-run`)),
+		chromedp.WaitVisible(chromedp.CSS(`#confirm-cmd`)))
+	if cmd := text(`#confirm-cmd`); !strings.HasPrefix(cmd, "jetflow resume act-1") {
+		t.Errorf("resume command %q", cmd)
+	}
+	do("confirm the resume",
+		chromedp.Click(chromedp.CSS(`#confirm-yes`)),
+		chromedp.WaitVisible(chromedp.CSS(`#run-status .st-waiting`)),
+		chromedp.WaitVisible(chromedp.CSS(`#pause-run`)))
+	b.waitStatus(t, "act-1", "waiting")
+
+	// keep-1 is paused, so the filter (waiting runs of order) leaves it.
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := b.f.Client.Pause(ctx, "keep-1", "kept out of the bulk job", "test"); err != nil {
+		t.Fatal(err)
+	}
+	b.waitStatus(t, "keep-1", "paused")
+
+	do("count the waiting runs of order for a bulk cancel",
+		chromedp.Navigate(b.url+"/?status=waiting&workflow=order"),
+		chromedp.WaitVisible(chromedp.CSS(`#runs tr[data-run="bulk-a"]`)),
+		chromedp.Click(chromedp.CSS(`#bulk summary`)),
+		chromedp.SendKeys(chromedp.CSS(`#bulk-reason`), "browser bulk"),
+		chromedp.Click(chromedp.CSS(`#bulk-count`)),
+		chromedp.WaitVisible(chromedp.CSS(`#bulk-counted`)),
+		chromedp.WaitVisible(chromedp.CSS(`#confirm-cmd`)))
+	if s := text(`#bulk-counted`); !strings.HasPrefix(s, "2 runs match; 2 can take a cancel") {
+		t.Errorf("count %q, want 2 runs", s)
+	}
+	if cmd := text(`#confirm-cmd`); !strings.HasPrefix(cmd, "jetflow cancel --workflow order --status waiting --reason 'browser bulk' --yes --nats ") {
+		t.Errorf("bulk command %q", cmd)
+	}
+	br.shot("console-bulk-confirm.png")
+	do("submit the job and follow it to its end",
+		chromedp.Click(chromedp.CSS(`#confirm-yes`)),
+		chromedp.WaitVisible(chromedp.CSS(`#job-state`)),
+		chromedp.WaitVisible(chromedp.CSS(`#job-state .st-done`)))
+	if s := text(`#job-sent`); s != "2" {
+		t.Errorf("job sent %q, want 2", s)
+	}
+	if cmd := text(`#job-cmd`); !strings.HasPrefix(cmd, "jetflow cancel --workflow order --status waiting") {
+		t.Errorf("job command %q", cmd)
+	}
+	br.shot("console-job-done.png")
+	for _, id := range []string{"act-1", "bulk-a"} {
+		b.waitStatus(t, id, "cancelled")
+	}
+	if st, err := b.f.Client.Status(ctx, "keep-1"); err != nil || st.Status != "paused" {
+		t.Errorf("run keep-1, outside the filter: %v %v", st, err)
+	}
+	do("see the job in the job list",
+		chromedp.Click(chromedp.CSS(`a[data-nav="jobs"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`#jobs tr[data-state="done"]`)))
+	br.check()
+}
