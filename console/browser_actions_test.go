@@ -48,6 +48,11 @@ func TestBrowserActions(t *testing.T) {
 		chromedp.WaitVisible(chromedp.CSS(`#run-status .st-waiting`)),
 		chromedp.WaitVisible(chromedp.CSS(`#pause-run`)))
 	b.waitStatus(t, "act-1", "waiting")
+	do("see the reset command of the run's start in the history",
+		chromedp.WaitReady(chromedp.CSS(`#timeline li.k-start code[id^="reset-cmd-"]`)))
+	if cmd := text(`#timeline li.k-start code[id^="reset-cmd-"]`); !strings.HasPrefix(cmd, "jetflow reset act-1 --to ") {
+		t.Errorf("reset command %q", cmd)
+	}
 
 	// keep-1 is paused, so the filter (waiting runs of order) leaves it.
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

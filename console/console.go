@@ -105,7 +105,7 @@ func (c Config) validate() error {
 		errs = append(errs, errors.New("console: Names is required"))
 	}
 	if c.Actions && c.Client == nil {
-		errs = append(errs, errors.New("console: Actions needs a Client to send events and cancels"))
+		errs = append(errs, errors.New("console: Actions needs a Client to send its actions and submit bulk jobs"))
 	}
 	if c.Base == "/" {
 		errs = append(errs, errors.New("console: Base must be a path below the root, such as /console"))

@@ -263,11 +263,22 @@ async function runPage(main, id) {
     fill(timeline, ...hv.entries.map(e => entryItem(e, open.has(String(e.seq)))));
   }
 
+  // resetHook is the reset verb's command for a point of the timeline:
+  // the console does not reset runs itself yet.
+  function resetHook(e) {
+    if (e.outcome && e.outcome !== 'applied') return null;
+    const flags = view && view.commands.flags ? ' ' + view.commands.flags : '';
+    return [h('h4', {}, 'Reset to this point'),
+      commandLine('reset-cmd-' + e.seq, 'jetflow reset ' + shellQuote(id) + ' --to ' + e.seq + flags),
+      h('p', { class: 'muted' }, 'From a shell: the console does not reset runs.')];
+  }
+
   function entryItem(e, open) {
     const details = h('div', { class: 'details' },
       e.why ? h('p', { class: 'muted' }, e.why) : null,
       h('h4', {}, 'Message'), jsonBlock(e.body, 2000),
-      (e.effects || []).length ? [h('h4', {}, 'Sent'), jsonBlock(e.effects, 4000)] : null);
+      (e.effects || []).length ? [h('h4', {}, 'Sent'), jsonBlock(e.effects, 4000)] : null,
+      resetHook(e));
     const li = h('li', { class: 'entry k-' + e.kind + (open ? ' open' : ''), dataset: { seq: String(e.seq), kind: e.kind } },
       h('button', { type: 'button', class: 'entry-head', 'aria-expanded': open ? 'true' : 'false' },
         h('span', { class: 'time' }, fmtTime(e.time)),
