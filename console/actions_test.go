@@ -338,3 +338,70 @@ func readEvents(r io.Reader, name string) iter.Seq[[]byte] {
 		}
 	}
 }
+
+// TestCancelJob: a job no dispatcher has taken yet is cancelled from the
+// console, and its event stream shows it pending, then cancelled.
+func TestCancelJob(t *testing.T) {
+	b := setup(t, setupOptions{actions: true, jobsOff: true})
+	b.startOrder(t, "cj-1")
+	jobs := b.jobEvents(t)
+	var j jobJSON
+	if status := b.postJSON(t, "/api/jobs", `{"operation":"pause","filter":{"workflow":"order"}}`, &j); status != http.StatusCreated || j.State != wire.JobPending {
+		t.Fatalf("submit: %d %+v", status, j)
+	}
+	var e apiError
+	if status, raw := b.get(t, "/api/jobs/a*b", &e); status != http.StatusBadRequest {
+		t.Errorf("GET a job by a bad id: %d %s", status, raw)
+	}
+	var got jobJSON
+	if status := b.postJSON(t, "/api/jobs/"+j.ID+"/cancel", `{}`, &got); status != http.StatusOK || got.State != wire.JobCancelled {
+		t.Fatalf("cancel: %d %+v", status, got)
+	}
+	var states []string
+	natstest.WaitFor(t, 10*time.Second, "the job pending then cancelled on its event stream", func() error {
+		for {
+			select {
+			case ev := <-jobs:
+				if ev.ID == j.ID {
+					states = append(states, ev.State)
+				}
+			default:
+				if strings.Join(states, " ") != "pending cancelled" {
+					return fmt.Errorf("states seen: %v", states)
+				}
+				return nil
+			}
+		}
+	})
+	// Nothing was paused: the job was cancelled before anyone took it.
+	if st, err := b.f.Client.Status(context.Background(), "cj-1"); err != nil || st.Status != "waiting" {
+		t.Errorf("run cj-1: %v %v", st, err)
+	}
+}
+
+// FuzzResolveTime: a start-time bound is refused or becomes an RFC 3339
+// time, never anything else.
+func FuzzResolveTime(f *testing.F) {
+	for _, s := range []string{"", "1h", "90m", "-2h", "2026-12-01T10:00:00Z", "2026-12-01T10:00:00.5+02:00", "yesterday", "1e9h", " 2h ", "-2562047h", "0000-01-01T00:00:00Z"} {
+		f.Add(s)
+	}
+	now := time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)
+	f.Fuzz(func(t *testing.T, v string) {
+		got, err := resolveTime("startedAfter", v, now)
+		if err != nil {
+			if !strings.Contains(err.Error(), "startedAfter") {
+				t.Fatalf("error %q does not name the field", err)
+			}
+			return
+		}
+		if got == "" {
+			if strings.TrimSpace(v) != "" {
+				t.Fatalf("%q resolved to nothing", v)
+			}
+			return
+		}
+		if _, err := time.Parse(time.RFC3339Nano, got); err != nil {
+			t.Fatalf("%q resolved to %q, not RFC 3339: %v", v, got, err)
+		}
+	})
+}

@@ -176,7 +176,7 @@ func jobStatus(err error) int {
 		return http.StatusNotFound
 	case errors.Is(err, client.ErrJobSettled):
 		return http.StatusConflict
-	case errors.Is(err, client.ErrBadFilter):
+	case errors.Is(err, client.ErrBadFilter), errors.Is(err, jetstream.ErrInvalidKey):
 		return http.StatusBadRequest
 	case errors.Is(err, kvstore.ErrNotProvisioned):
 		return http.StatusServiceUnavailable
