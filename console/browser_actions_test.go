@@ -12,8 +12,9 @@ import (
 // TestBrowserActions drives the console's actions in Chromium: it pauses
 // a run and resumes it, each after a confirmation showing the command,
 // then cancels the waiting runs of a workflow with a bulk job submitted
-// from the runs page's filter, and follows the job to its end. The runs'
-// statuses are read from the run bucket, not from the page.
+// from the runs page's filter, follows the job to its end, and redrives a
+// failed run. The runs' statuses are read from the run bucket, not from
+// the page.
 func TestBrowserActions(t *testing.T) {
 	b := setup(t, setupOptions{actions: true})
 	for _, id := range []string{"act-1", "bulk-a", "keep-1"} {
@@ -97,5 +98,27 @@ func TestBrowserActions(t *testing.T) {
 	do("see the job in the job list",
 		chromedp.Click(chromedp.CSS(`a[data-nav="jobs"]`)),
 		chromedp.WaitVisible(chromedp.CSS(`#jobs tr[data-state="done"]`)))
+
+	// A failed run is redriven onto the latest revision once its task
+	// works again.
+	fixed := b.serveFlaky(t)
+	if err := b.f.Client.StartRun(ctx, "flaky", "rd-browser", map[string]any{}); err != nil {
+		t.Fatal(err)
+	}
+	b.waitStatus(t, "rd-browser", "failed")
+	fixed.Store(true)
+	do("ask to redrive the failed run onto the latest revision",
+		chromedp.Navigate(b.url+"/runs/rd-browser"),
+		chromedp.WaitVisible(chromedp.CSS(`#run-status .st-failed`)),
+		chromedp.Click(chromedp.CSS(`#redrive-latest`)),
+		chromedp.Click(chromedp.CSS(`#redrive-run`)),
+		chromedp.WaitVisible(chromedp.CSS(`#confirm-cmd`)))
+	if cmd := text(`#confirm-cmd`); !strings.HasPrefix(cmd, "jetflow redrive rd-browser --to-revision latest --nats ") {
+		t.Errorf("redrive command %q", cmd)
+	}
+	do("confirm the redrive and see the run finish",
+		chromedp.Click(chromedp.CSS(`#confirm-yes`)),
+		chromedp.WaitVisible(chromedp.CSS(`#run-status .st-done`)))
+	b.waitStatus(t, "rd-browser", "done")
 	br.check()
 }
