@@ -22,6 +22,8 @@ func TestBrowserActions(t *testing.T) {
 	}
 	br := newBrowser(t)
 	do, text := br.do, br.text
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
 
 	do("open a waiting run and ask to pause it",
 		chromedp.Navigate(b.url+"/runs/act-1"),
@@ -49,6 +51,22 @@ func TestBrowserActions(t *testing.T) {
 		chromedp.WaitVisible(chromedp.CSS(`#run-status .st-waiting`)),
 		chromedp.WaitVisible(chromedp.CSS(`#pause-run`)))
 	b.waitStatus(t, "act-1", "waiting")
+	// A live update that leaves the run's status as it was keeps what is
+	// typed in the actions panel.
+	do("type a cancel reason",
+		chromedp.SendKeys(chromedp.CSS(`#cancel-reason`), "typed before an update"))
+	if err := b.f.Client.SendEvent(ctx, "act-1", "unrelated", nil); err != nil {
+		t.Fatal(err)
+	}
+	do("see the unrelated event in the history",
+		chromedp.WaitVisible(chromedp.CSS(`#timeline li.k-event`)))
+	typed, err := chromedp.Run(br.ctx, chromedp.Value(chromedp.CSS(`#cancel-reason`)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if typed != "typed before an update" {
+		t.Errorf("cancel reason after a live update %q", typed)
+	}
 	do("see the reset command of the run's start in the history",
 		chromedp.WaitReady(chromedp.CSS(`#timeline li.k-start code[id^="reset-cmd-"]`)))
 	if cmd := text(`#timeline li.k-start code[id^="reset-cmd-"]`); !strings.HasPrefix(cmd, "jetflow reset act-1 --to ") {
@@ -56,8 +74,6 @@ func TestBrowserActions(t *testing.T) {
 	}
 
 	// keep-1 is paused, so the filter (waiting runs of order) leaves it.
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
 	if err := b.f.Client.Pause(ctx, "keep-1", "kept out of the bulk job", "test"); err != nil {
 		t.Fatal(err)
 	}

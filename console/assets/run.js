@@ -28,6 +28,10 @@ async function runPage(main, id) {
 
   let view = null;
   let chosen = '';
+  // actionsFor is what the actions panel was drawn for: it is drawn again
+  // only when that changes, so that a live update of a running run keeps
+  // what is typed and a confirmation open.
+  let actionsFor = '';
 
   async function load() {
     try {
@@ -65,7 +69,11 @@ async function runPage(main, id) {
       return b;
     }));
     drawDAG(v.dag);
-    drawActions(v);
+    const key = v.status + '|' + (v.awaiting || []).map(a => a.event).join(',');
+    if (key !== actionsFor) {
+      actionsFor = key;
+      drawActions(v);
+    }
     drawData(v);
     drawExtra(v);
   }
