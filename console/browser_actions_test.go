@@ -2,11 +2,14 @@ package console
 
 import (
 	"context"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/chromedp/chromedp"
+
+	"github.com/jetflow/jetflow/wire"
 )
 
 // TestBrowserActions drives the console's actions in Chromium: it pauses
@@ -136,5 +139,38 @@ func TestBrowserActions(t *testing.T) {
 		chromedp.Click(chromedp.CSS(`#confirm-yes`)),
 		chromedp.WaitVisible(chromedp.CSS(`#run-status .st-done`)))
 	b.waitStatus(t, "rd-browser", "done")
+	br.check()
+}
+
+// TestBrowserJobCancel cancels a bulk job from the jobs page, in
+// Chromium: no dispatcher takes jobs here, so the job is pending until
+// the page cancels it, after a confirmation showing the command.
+func TestBrowserJobCancel(t *testing.T) {
+	b := setup(t, setupOptions{actions: true, jobsOff: true})
+	b.startOrder(t, "jc-1")
+	var j jobJSON
+	if status := b.postJSON(t, "/api/jobs", `{"operation":"terminate","reason":"never","filter":{"workflow":"order"}}`, &j); status != http.StatusCreated {
+		t.Fatalf("submit: %d %+v", status, j)
+	}
+	br := newBrowser(t)
+	row := `#jobs tr[data-job="` + j.ID + `"]`
+	br.do("open the jobs page and ask to cancel the pending job",
+		chromedp.Navigate(b.url+"/jobs"),
+		chromedp.WaitVisible(chromedp.CSS(row+`[data-state="pending"]`)),
+		chromedp.Click(chromedp.CSS(row+` button.cancel-job`)),
+		chromedp.WaitVisible(chromedp.CSS(`#confirm-cmd`)))
+	if cmd := br.text(`#confirm-cmd`); !strings.HasPrefix(cmd, "jetflow jobs cancel "+j.ID+" --nats ") {
+		t.Errorf("cancel command %q", cmd)
+	}
+	br.do("confirm and see the job cancelled",
+		chromedp.Click(chromedp.CSS(`#confirm-yes`)),
+		chromedp.WaitVisible(chromedp.CSS(row+`[data-state="cancelled"]`)))
+	got, _, err := b.f.Client.Job(context.Background(), j.ID, true)
+	if err != nil || got.State != wire.JobCancelled {
+		t.Errorf("job %s after the page cancelled it: %+v %v", j.ID, got, err)
+	}
+	if st, err := b.f.Client.Status(context.Background(), "jc-1"); err != nil || st.Status != "waiting" {
+		t.Errorf("run jc-1: %v %v", st, err)
+	}
 	br.check()
 }
