@@ -31,9 +31,11 @@ type commands struct {
 	Pause     string `json:"pause"`
 	Resume    string `json:"resume"`
 	Terminate string `json:"terminate"`
+	Redrive   string `json:"redrive"`
 }
 
-func (c *Console) commandsFor(id string, awaiting []awaitView) commands {
+// connFlags are the connection flags every command needs.
+func (c *Console) connFlags() string {
 	var flags []string
 	if c.cfg.NATSURL != "" {
 		flags = append(flags, "--nats", shellQuote(c.cfg.NATSURL))
@@ -41,7 +43,11 @@ func (c *Console) commandsFor(id string, awaiting []awaitView) commands {
 	if p := c.cfg.Prefix; p != "" && p != subjects.DefaultPrefix {
 		flags = append(flags, "--prefix", shellQuote(p))
 	}
-	f := strings.Join(flags, " ")
+	return strings.Join(flags, " ")
+}
+
+func (c *Console) commandsFor(id string, awaiting []awaitView) commands {
+	f := c.connFlags()
 	line := func(args ...string) string { return strings.TrimSpace("jetflow " + strings.Join(args, " ") + " " + f) }
 	event := "TYPE"
 	if len(awaiting) > 0 {
@@ -54,6 +60,7 @@ func (c *Console) commandsFor(id string, awaiting []awaitView) commands {
 		Cancel: line("cancel", shellQuote(id)),
 		Pause:  line("pause", shellQuote(id)), Resume: line("resume", shellQuote(id)),
 		Terminate: line("terminate", shellQuote(id), "--reason", "REASON"),
+		Redrive:   line("redrive", shellQuote(id)),
 	}
 }
 
@@ -79,7 +86,7 @@ const actionHeader = "X-Jetflow-Console"
 // from another site, and decodes the JSON body into v.
 func (c *Console) checkAction(w http.ResponseWriter, r *http.Request, v any) bool {
 	if !c.cfg.Actions {
-		writeError(w, http.StatusForbidden, "the console is read-only: start it with --console-actions (JETFLOW_CONSOLE_ACTIONS=true) to send events and cancel runs")
+		writeError(w, http.StatusForbidden, "the console is read-only: start it with --console-actions (JETFLOW_CONSOLE_ACTIONS=true) to act on runs")
 		return false
 	}
 	if r.Header.Get(actionHeader) == "" || !strings.HasPrefix(r.Header.Get("Content-Type"), "application/json") {

@@ -18,14 +18,21 @@ import (
 // chromiumPath is Debian's headless browser, which .ci/run installs.
 const chromiumPath = "/usr/bin/chromium"
 
-// TestBrowser drives the console in a real headless Chromium against the
-// embedded default: it runs the demo workflow, finds the run in the
-// list, opens it, sees the statechart with the active state marked,
-// sends the awaited event from the page and sees the run settle without
-// reloading. Run data carries markup and script throughout; none of it
-// may run. Screenshots go to $JETFLOW_ARTIFACTS (or a temporary
-// directory, logged).
-func TestBrowser(t *testing.T) {
+// browser is a headless Chromium driving the console, which fails the
+// test on any script error or refusal by the content security policy.
+type browser struct {
+	t         *testing.T
+	ctx       context.Context
+	artifacts string
+
+	mu       sync.Mutex
+	problems []string
+}
+
+// newBrowser starts Chromium, or skips the test when there is none.
+// Screenshots go to $JETFLOW_ARTIFACTS (or a temporary directory, logged).
+func newBrowser(t *testing.T) *browser {
+	t.Helper()
 	exe := os.Getenv("JETFLOW_CHROMIUM")
 	if exe == "" {
 		exe = chromiumPath
@@ -40,13 +47,8 @@ func TestBrowser(t *testing.T) {
 	if err := os.MkdirAll(artifacts, 0o755); err != nil {
 		t.Fatal(err)
 	}
-
-	b := setup(t, setupOptions{actions: true})
-	b.startOrder(t, "order-browser-1")
-	b.startOrder(t, "order-browser-2")
-
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-	defer cancel()
+	t.Cleanup(cancel)
 	opts := append(chromedp.DefaultExecAllocatorOptions[:],
 		chromedp.ExecPath(exe),
 		chromedp.NoSandbox, // CI runs as root
@@ -55,69 +57,109 @@ func TestBrowser(t *testing.T) {
 		chromedp.WindowSize(1400, 1000),
 	)
 	allocCtx, cancelAlloc := chromedp.NewExecAllocator(ctx, opts...)
-	defer cancelAlloc()
+	t.Cleanup(cancelAlloc)
 	bctx, cancelBrowser := chromedp.NewContext(allocCtx)
-	defer cancelBrowser()
-
-	// Every script error and every refusal by the content security policy
-	// is a failure.
-	var mu sync.Mutex
-	var problems []string
+	t.Cleanup(cancelBrowser)
+	br := &browser{t: t, ctx: bctx, artifacts: artifacts}
 	err := chromedp.Listen(bctx, func(ev any) {
-		mu.Lock()
-		defer mu.Unlock()
+		br.mu.Lock()
+		defer br.mu.Unlock()
 		switch e := ev.(type) {
 		case *runtime.EventExceptionThrown:
-			problems = append(problems, (&chromedp.ExceptionError{ExceptionDetails: e.ExceptionDetails}).Error())
+			br.problems = append(br.problems, (&chromedp.ExceptionError{ExceptionDetails: e.ExceptionDetails}).Error())
 		case *cdplog.EventEntryAdded:
 			if e.Entry.Level == cdplog.EntryLevelError {
-				problems = append(problems, "log: "+e.Entry.Text)
+				br.problems = append(br.problems, "log: "+e.Entry.Text)
 			}
 		case *runtime.EventConsoleAPICalled:
 			if e.Type == runtime.ConsoleAPICalledTypeError {
-				problems = append(problems, fmt.Sprintf("console.error: %v", e.Args))
+				br.problems = append(br.problems, fmt.Sprintf("console.error: %v", e.Args))
 			}
 		}
 	})
 	if err != nil {
 		t.Fatalf("start %s: %v", exe, err)
 	}
-	shot := func(name string) {
-		t.Helper()
-		sctx, cancel := context.WithTimeout(bctx, 10*time.Second)
-		defer cancel()
-		png, err := chromedp.Run(sctx, chromedp.FullScreenshot(100))
-		if err != nil {
-			t.Fatalf("screenshot %s: %v", name, err)
-		}
-		path := filepath.Join(artifacts, name)
-		if err := os.WriteFile(path, png, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		t.Logf("screenshot: %s", path)
+	return br
+}
+
+// shot saves a screenshot under name.
+func (br *browser) shot(name string) {
+	t := br.t
+	t.Helper()
+	sctx, cancel := context.WithTimeout(br.ctx, 10*time.Second)
+	defer cancel()
+	png, err := chromedp.Run(sctx, chromedp.FullScreenshot(100))
+	if err != nil {
+		t.Fatalf("screenshot %s: %v", name, err)
 	}
-	do := func(what string, steps ...chromedp.Action[chromedp.Void]) {
-		t.Helper()
-		t.Logf("%s: %s", time.Now().Format("15:04:05.000"), what)
-		sctx, cancel := context.WithTimeout(bctx, 15*time.Second)
-		defer cancel()
-		if err := chromedp.Do(sctx, steps...); err != nil {
-			mu.Lock()
-			defer mu.Unlock()
-			shot("failed.png")
-			t.Fatalf("%s: %v (problems in the page: %q)", what, err, problems)
-		}
+	path := filepath.Join(br.artifacts, name)
+	if err := os.WriteFile(path, png, 0o644); err != nil {
+		t.Fatal(err)
 	}
-	text := func(sel string) string {
-		t.Helper()
-		sctx, cancel := context.WithTimeout(bctx, 10*time.Second)
-		defer cancel()
-		s, err := chromedp.Run(sctx, chromedp.TextContent(chromedp.CSS(sel)))
-		if err != nil {
-			t.Fatalf("text of %s: %v", sel, err)
-		}
-		return s
+	t.Logf("screenshot: %s", path)
+}
+
+// do runs steps, failing the test (with a screenshot) when they do not
+// complete in 15 s.
+func (br *browser) do(what string, steps ...chromedp.Action[chromedp.Void]) {
+	t := br.t
+	t.Helper()
+	t.Logf("%s: %s", time.Now().Format("15:04:05.000"), what)
+	sctx, cancel := context.WithTimeout(br.ctx, 15*time.Second)
+	defer cancel()
+	if err := chromedp.Do(sctx, steps...); err != nil {
+		br.mu.Lock()
+		defer br.mu.Unlock()
+		br.shot("failed.png")
+		t.Fatalf("%s: %v (problems in the page: %q)", what, err, br.problems)
 	}
+}
+
+// text is the text content of the element sel selects.
+func (br *browser) text(sel string) string {
+	t := br.t
+	t.Helper()
+	sctx, cancel := context.WithTimeout(br.ctx, 10*time.Second)
+	defer cancel()
+	s, err := chromedp.Run(sctx, chromedp.TextContent(chromedp.CSS(sel)))
+	if err != nil {
+		t.Fatalf("text of %s: %v", sel, err)
+	}
+	return s
+}
+
+// check fails the test for every problem the page had and for any run
+// data that ran as script.
+func (br *browser) check() {
+	t := br.t
+	t.Helper()
+	xss, err := chromedp.Run(br.ctx, chromedp.Evaluate[any](`window.__xss`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if xss != nil {
+		t.Errorf("run data ran script: window.__xss = %v", xss)
+	}
+	br.mu.Lock()
+	defer br.mu.Unlock()
+	for _, p := range br.problems {
+		t.Errorf("in the page: %s", p)
+	}
+}
+
+// TestBrowser drives the console in a real headless Chromium against the
+// embedded default: it runs the demo workflow, finds the run in the
+// list, opens it, sees the statechart with the active state marked,
+// sends the awaited event from the page and sees the run settle without
+// reloading. Run data carries markup and script throughout; none of it
+// may run.
+func TestBrowser(t *testing.T) {
+	b := setup(t, setupOptions{actions: true})
+	b.startOrder(t, "order-browser-1")
+	b.startOrder(t, "order-browser-2")
+	br := newBrowser(t)
+	do, text, shot := br.do, br.text, br.shot
 
 	do("open the run list",
 		chromedp.Navigate(b.url+"/"),
@@ -186,17 +228,5 @@ func TestBrowser(t *testing.T) {
 		t.Errorf("DAG node label shown as %q", s)
 	}
 
-	var xss any
-	xss, err = chromedp.Run(bctx, chromedp.Evaluate[any](`window.__xss`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if xss != nil {
-		t.Errorf("run data ran script: window.__xss = %v", xss)
-	}
-	mu.Lock()
-	defer mu.Unlock()
-	for _, p := range problems {
-		t.Errorf("in the page: %s", p)
-	}
+	br.check()
 }

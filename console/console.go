@@ -4,8 +4,10 @@
 // an index the run bucket's KV watch keeps current), one run with its
 // statechart and DAG drawn as SVG by package graph, its history replayed
 // from the input stream, deployed workflows, and server-sent events that
-// update open pages live. It is read-only unless Config.Actions is set,
-// which allows sending an event to a run and cancelling it.
+// update open pages live, and bulk jobs with their progress. It is
+// read-only unless Config.Actions is set, which allows acting on one run
+// (event, cancel, pause, resume, terminate, redrive) and submitting and
+// cancelling bulk jobs over a filter.
 package console
 
 import (
@@ -43,10 +45,11 @@ type Config struct {
 	Names    subjects.Names
 	Runs     *kvstore.RunStore
 	Registry *registry.Registry
-	// Client sends events and cancels; required when Actions is set.
+	// Client sends the actions and reads bulk jobs; required when
+	// Actions is set (without it the jobs pages answer 503).
 	Client *client.Client
-	// Actions allows the page to send events and cancel runs. Default
-	// false: read-only.
+	// Actions allows the page to act on runs and submit bulk jobs.
+	// Default false: read-only.
 	Actions bool
 	// Base is the path the console is served under. Default "/console".
 	Base string
@@ -102,7 +105,7 @@ func (c Config) validate() error {
 		errs = append(errs, errors.New("console: Names is required"))
 	}
 	if c.Actions && c.Client == nil {
-		errs = append(errs, errors.New("console: Actions needs a Client to send events and cancels"))
+		errs = append(errs, errors.New("console: Actions needs a Client to send its actions and submit bulk jobs"))
 	}
 	if c.Base == "/" {
 		errs = append(errs, errors.New("console: Base must be a path below the root, such as /console"))
@@ -264,7 +267,7 @@ func (c *Console) routes() {
 	b := c.cfg.Base
 	m := http.NewServeMux()
 	// Pages: every path renders the same document; the script routes.
-	for _, p := range []string{"/{$}", "/runs/{id}", "/workflows", "/workflows/{name}"} {
+	for _, p := range []string{"/{$}", "/runs/{id}", "/workflows", "/workflows/{name}", "/jobs", "/jobs/{id}"} {
 		m.HandleFunc("GET "+b+p, c.servePage)
 	}
 	m.Handle("GET "+b+"/static/", http.StripPrefix(b+"/static/", http.HandlerFunc(c.serveStatic)))
@@ -278,6 +281,13 @@ func (c *Console) routes() {
 	m.HandleFunc("POST "+b+"/api/runs/{id}/pause", c.apiPause)
 	m.HandleFunc("POST "+b+"/api/runs/{id}/resume", c.apiResume)
 	m.HandleFunc("POST "+b+"/api/runs/{id}/terminate", c.apiTerminate)
+	m.HandleFunc("POST "+b+"/api/runs/{id}/redrive", c.apiRedrive)
+	m.HandleFunc("POST "+b+"/api/bulk/count", c.apiBulkCount)
+	m.HandleFunc("GET "+b+"/api/jobs", c.apiJobs)
+	m.HandleFunc("POST "+b+"/api/jobs", c.apiSubmitJob)
+	m.HandleFunc("GET "+b+"/api/jobs/events", c.apiJobEvents)
+	m.HandleFunc("GET "+b+"/api/jobs/{id}", c.apiJob)
+	m.HandleFunc("POST "+b+"/api/jobs/{id}/cancel", c.apiCancelJob)
 	m.HandleFunc("GET "+b+"/api/workflows", c.apiWorkflows)
 	m.HandleFunc("GET "+b+"/api/workflows/{name}", c.apiWorkflow)
 	m.HandleFunc("GET "+b+"/api/workflows/{name}/dag", c.apiWorkflowDAG)

@@ -15,6 +15,7 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/jetflow/jetflow/bulk"
 	"github.com/jetflow/jetflow/dispatcher"
 	"github.com/jetflow/jetflow/embedded"
 	"github.com/jetflow/jetflow/fleet"
@@ -41,6 +42,8 @@ type bundle struct {
 
 type setupOptions struct {
 	actions bool
+	// jobsOff leaves bulk jobs pending: no dispatcher takes them.
+	jobsOff bool
 }
 
 func setup(t *testing.T, o setupOptions) *bundle {
@@ -49,7 +52,7 @@ func setup(t *testing.T, o setupOptions) *bundle {
 	defer cancel()
 	f, err := fleet.Start(ctx, fleet.Config{
 		Embedded:   embedded.Config{Listen: "127.0.0.1:-1", DataDir: t.TempDir()},
-		Dispatcher: &dispatcher.Config{},
+		Dispatcher: &dispatcher.Config{Jobs: bulk.Config{Off: o.jobsOff}},
 		Logger:     quiet(),
 	})
 	if err != nil {

@@ -11,6 +11,8 @@ function route() {
   if ((m = path.match(/^\/runs\/([^/]+)$/))) return runPage(main, decodeURIComponent(m[1]));
   if (path === '/workflows') return workflowsPage(main);
   if ((m = path.match(/^\/workflows\/([^/]+)$/))) return workflowPage(main, decodeURIComponent(m[1]));
+  if (path === '/jobs') return jobsPage(main);
+  if ((m = path.match(/^\/jobs\/([^/]+)$/))) return jobPage(main, decodeURIComponent(m[1]));
   fill(main, h('h1', {}, 'Not found'), h('p', {}, link('/', 'Runs')));
 }
 

@@ -28,6 +28,10 @@ async function runPage(main, id) {
 
   let view = null;
   let chosen = '';
+  // actionsFor is what the actions panel was drawn for: it is drawn again
+  // only when that changes, so that a live update of a running run keeps
+  // what is typed and a confirmation open.
+  let actionsFor = '';
 
   async function load() {
     try {
@@ -65,7 +69,11 @@ async function runPage(main, id) {
       return b;
     }));
     drawDAG(v.dag);
-    drawActions(v);
+    const key = v.status + '|' + (v.awaiting || []).map(a => a.event).join(',');
+    if (key !== actionsFor) {
+      actionsFor = key;
+      drawActions(v);
+    }
     drawData(v);
     drawExtra(v);
   }
@@ -91,21 +99,58 @@ async function runPage(main, id) {
         h('td', {}, n.status ? statusBadge(n.status) : ''), h('td', { class: 'num' }, n.attempt || ''))))));
   }
 
+  // drawActions offers what the run's status allows: events, cancel,
+  // pause or resume and terminate while it runs, redrive once it failed.
+  // Each asks for confirmation showing the equivalent command.
   function drawActions(v) {
-    const terminal = ['done', 'failed', 'cancelled', 'terminated'].includes(v.status);
-    if (terminal) {
-      fill(actions, h('h2', {}, 'Actions'), h('p', { class: 'muted' }, 'The run is ' + v.status + ': it takes no more events.'),
-        commandLine('status-cmd', v.commands.status));
+    const flags = v.commands.flags ? ' ' + v.commands.flags : '';
+    const result = h('p', { id: 'action-result', class: 'muted', 'aria-live': 'polite' });
+    const confirmBox = h('div', { id: 'confirm' });
+    const off = ACTIONS ? {} : { disabled: true, title: 'read-only console' };
+    const readOnly = ACTIONS ? null : h('p', { class: 'muted' }, 'This console is read-only (start it with --console-actions to act from here). The commands below do the same from a shell.');
+    // act asks, then posts the action and says how it went.
+    const act = (question, cmd, label, what, body, done) => {
+      result.textContent = '';
+      confirmStep(confirmBox, question, cmd.querySelector('code').textContent, label, async () => {
+        try {
+          const res = await post('/runs/' + encodeURIComponent(v.id) + '/' + what, body());
+          result.textContent = done(res);
+        } catch (e) { result.textContent = 'Not done: ' + e.message; }
+      });
+    };
+    const button = (id, label, cls) => h('button', Object.assign({ type: 'button', id: id, class: cls || null }, off), label);
+
+    if (['done', 'failed', 'cancelled', 'terminated'].includes(v.status)) {
+      const parts = [h('h2', {}, 'Actions'), h('p', { class: 'muted' }, 'The run is ' + v.status + ': it takes no more events.')];
+      if (v.status === 'failed') {
+        const reason = h('input', { id: 'redrive-reason', placeholder: 'reason (optional)', 'aria-label': 'Redrive reason', autocomplete: 'off' });
+        const latest = h('input', { id: 'redrive-latest', type: 'checkbox' });
+        const cmd = commandLine('redrive-cmd', '');
+        const sync = () => {
+          cmd.querySelector('code').textContent = 'jetflow redrive ' + shellQuote(v.id) + (latest.checked ? ' --to-revision latest' : '') +
+            (reason.value.trim() ? ' --reason ' + shellQuote(reason.value.trim()) : '') + flags;
+        };
+        reason.addEventListener('input', sync);
+        latest.addEventListener('change', sync);
+        const redrive = button('redrive-run', 'Redrive run');
+        redrive.addEventListener('click', () => act('Redrive run ' + v.id + '? Its failed tasks run again, with their side effects.', cmd, 'Redrive', 'redrive',
+          () => ({ reason: reason.value.trim(), revision: latest.checked ? 'latest' : '' }),
+          res => res.status ? 'Redriven: the run is ' + res.status + '.' : 'Redrive sent; no dispatcher has taken it yet.'));
+        parts.push(readOnly, h('p', {}, 'A failed run can be redriven: it continues from its failed work state, whose failed tasks run again.'),
+          h('div', { class: 'form' }, h('label', {}, 'Reason ', reason), h('label', { class: 'check' }, latest, ' move it to the latest revision (the same document, another task policy)'), redrive),
+          cmd);
+        sync();
+      }
+      fill(actions, ...parts, commandLine('status-cmd', v.commands.status), confirmBox, result);
       return;
     }
-    const flags = v.commands.flags ? ' ' + v.commands.flags : '';
+
     const awaited = (v.awaiting || []).map(a => a.event);
     const type = h('input', { id: 'event-type', list: 'awaited-events', value: awaited[0] || '', placeholder: 'event type', 'aria-label': 'Event type', autocomplete: 'off' });
     const payload = h('textarea', { id: 'event-payload', rows: 4, spellcheck: 'false', 'aria-label': 'Event payload (JSON)', placeholder: '{"amount": 10}' });
     const eventCmd = commandLine('event-cmd', '');
     const reason = h('input', { id: 'cancel-reason', placeholder: 'reason (optional)', 'aria-label': 'Cancel reason', autocomplete: 'off' });
     const cancelCmd = commandLine('cancel-cmd', '');
-    const result = h('p', { id: 'action-result', class: 'muted', 'aria-live': 'polite' });
     const sync = () => {
       let p = payload.value.trim();
       try { if (p) p = JSON.stringify(JSON.parse(p)); } catch (e) { /* shown on send */ }
@@ -116,7 +161,7 @@ async function runPage(main, id) {
     type.addEventListener('input', sync);
     payload.addEventListener('input', sync);
     reason.addEventListener('input', sync);
-    const send = h('button', { type: 'button', id: 'send-event', disabled: !ACTIONS, title: ACTIONS ? '' : 'read-only console' }, 'Send event');
+    const send = button('send-event', 'Send event');
     send.addEventListener('click', async () => {
       let body = { type: type.value.trim() };
       const text = payload.value.trim();
@@ -128,14 +173,9 @@ async function runPage(main, id) {
         result.textContent = 'Event ' + body.type + ' sent.';
       } catch (e) { result.textContent = 'Not sent: ' + e.message; }
     });
-    const cancel = h('button', { type: 'button', id: 'cancel-run', class: 'danger', disabled: !ACTIONS, title: ACTIONS ? '' : 'read-only console' }, 'Cancel run');
-    cancel.addEventListener('click', async () => {
-      if (!confirm('Cancel run ' + v.id + '?')) return;
-      try {
-        await post('/runs/' + encodeURIComponent(v.id) + '/cancel', { reason: reason.value.trim() });
-        result.textContent = 'Cancel sent.';
-      } catch (e) { result.textContent = 'Not cancelled: ' + e.message; }
-    });
+    const cancel = button('cancel-run', 'Cancel run', 'danger');
+    cancel.addEventListener('click', () => act('Cancel run ' + v.id + '? Its catch, if it has one, still runs.', cancelCmd, 'Cancel run', 'cancel',
+      () => ({ reason: reason.value.trim() }), () => 'Cancel sent.'));
     // The operator's: pause or resume, and terminate with a reason.
     const paused = v.status === 'paused';
     const opReason = h('input', { id: 'operator-reason', placeholder: 'reason (required to terminate)', 'aria-label': 'Operator reason', autocomplete: 'off' });
@@ -147,27 +187,20 @@ async function runPage(main, id) {
       terminateCmd.querySelector('code').textContent = 'jetflow terminate ' + shellQuote(v.id) + (why || ' --reason REASON') + flags;
     };
     opReason.addEventListener('input', opSync);
-    const toggle = h('button', { type: 'button', id: paused ? 'resume-run' : 'pause-run', disabled: !ACTIONS, title: ACTIONS ? '' : 'read-only console' }, paused ? 'Resume run' : 'Pause run');
-    toggle.addEventListener('click', async () => {
-      const what = paused ? 'resume' : 'pause';
-      try {
-        await post('/runs/' + encodeURIComponent(v.id) + '/' + what, { reason: opReason.value.trim() });
-        result.textContent = (paused ? 'Resume' : 'Pause') + ' sent.';
-      } catch (e) { result.textContent = 'Not sent: ' + e.message; }
-    });
-    const terminate = h('button', { type: 'button', id: 'terminate-run', class: 'danger', disabled: !ACTIONS, title: ACTIONS ? '' : 'read-only console' }, 'Terminate run');
-    terminate.addEventListener('click', async () => {
+    const what = paused ? 'resume' : 'pause';
+    const toggle = button(what + '-run', paused ? 'Resume run' : 'Pause run');
+    toggle.addEventListener('click', () => act(paused ? 'Resume run ' + v.id + '? What it held applies in order.' : 'Pause run ' + v.id + '? It invokes no task and fires no timer until resumed.',
+      opCmd, paused ? 'Resume' : 'Pause', what, () => ({ reason: opReason.value.trim() }), () => (paused ? 'Resume' : 'Pause') + ' sent.'));
+    const terminate = button('terminate-run', 'Terminate run', 'danger');
+    terminate.addEventListener('click', () => {
       if (!opReason.value.trim()) { result.textContent = 'Say why the run is terminated.'; return; }
-      if (!confirm('Terminate run ' + v.id + '? Nothing more runs, not even catch.')) return;
-      try {
-        await post('/runs/' + encodeURIComponent(v.id) + '/terminate', { reason: opReason.value.trim() });
-        result.textContent = 'Terminate sent.';
-      } catch (e) { result.textContent = 'Not terminated: ' + e.message; }
+      act('Terminate run ' + v.id + '? It ends at once; nothing more runs, not even catch.', terminateCmd, 'Terminate', 'terminate',
+        () => ({ reason: opReason.value.trim() }), () => 'Terminate sent.');
     });
-    fill(actions, 
+    fill(actions,
       h('h2', {}, 'Actions'),
       paused ? h('p', {}, 'The run is paused: it holds what it receives until resumed.') : null,
-      ACTIONS ? null : h('p', { class: 'muted' }, 'This console is read-only (start it with --console-actions to act from here). The commands below do the same from a shell.'),
+      readOnly,
       awaited.length ? h('p', {}, 'Waiting for: ', (v.awaiting || []).map((a, i) => [i ? ', ' : '', h('code', {}, a.event), a.guard ? h('span', { class: 'muted' }, ' when ' + JSON.stringify(a.guard)) : '', h('span', { class: 'muted' }, ' → ' + a.to)])) : null,
       h('datalist', { id: 'awaited-events' }, awaited.map(e => h('option', { value: e }))),
       h('div', { class: 'form' }, h('label', {}, 'Event type ', type), h('label', {}, 'Payload (JSON) ', payload), send),
@@ -175,7 +208,7 @@ async function runPage(main, id) {
       h('div', { class: 'form' }, h('label', {}, 'Reason ', reason), cancel),
       cancelCmd,
       h('div', { class: 'form' }, h('label', {}, 'Operator reason ', opReason), toggle, terminate),
-      opCmd, terminateCmd, result);
+      opCmd, terminateCmd, confirmBox, result);
     sync();
     opSync();
   }
@@ -238,11 +271,22 @@ async function runPage(main, id) {
     fill(timeline, ...hv.entries.map(e => entryItem(e, open.has(String(e.seq)))));
   }
 
+  // resetHook is the reset verb's command for a point of the timeline:
+  // the console does not reset runs itself yet.
+  function resetHook(e) {
+    if (e.outcome && e.outcome !== 'applied') return null;
+    const flags = view && view.commands.flags ? ' ' + view.commands.flags : '';
+    return [h('h4', {}, 'Reset to this point'),
+      commandLine('reset-cmd-' + e.seq, 'jetflow reset ' + shellQuote(id) + ' --to ' + e.seq + flags),
+      h('p', { class: 'muted' }, 'From a shell: the console does not reset runs.')];
+  }
+
   function entryItem(e, open) {
     const details = h('div', { class: 'details' },
       e.why ? h('p', { class: 'muted' }, e.why) : null,
       h('h4', {}, 'Message'), jsonBlock(e.body, 2000),
-      (e.effects || []).length ? [h('h4', {}, 'Sent'), jsonBlock(e.effects, 4000)] : null);
+      (e.effects || []).length ? [h('h4', {}, 'Sent'), jsonBlock(e.effects, 4000)] : null,
+      resetHook(e));
     const li = h('li', { class: 'entry k-' + e.kind + (open ? ' open' : ''), dataset: { seq: String(e.seq), kind: e.kind } },
       h('button', { type: 'button', class: 'entry-head', 'aria-expanded': open ? 'true' : 'false' },
         h('span', { class: 'time' }, fmtTime(e.time)),

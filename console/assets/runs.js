@@ -26,9 +26,11 @@ async function runsPage(main) {
   const newer = h('button', { type: 'button', id: 'newer' }, '← Newer');
   const older = h('button', { type: 'button', id: 'older' }, 'Older →');
   const status = h('div', { id: 'list-status' });
-  fill(main, 
+  const bulk = ACTIONS ? bulkPanel(() => state) : null;
+  fill(main,
     h('h1', {}, 'Runs'),
     h('div', { class: 'filters' }, chips, workflowSelect, search),
+    bulk ? bulk.el : null,
     status,
     h('div', { class: 'table-wrap' }, table),
     h('div', { class: 'pager' }, newer, info, older));
@@ -80,6 +82,7 @@ async function runsPage(main) {
   async function refresh() {
     const mine = ++seq;
     syncURL();
+    if (bulk) bulk.reset();
     drawChips();
     const p = new URLSearchParams();
     for (const k of ['status', 'workflow', 'q', 'before']) if (state[k]) p.set(k, state[k]);

@@ -177,6 +177,27 @@ function listen(query, onRuns) {
   });
 }
 
+// listenJobs follows the job bucket: onJob gets each job's record now
+// and after every change.
+function listenJobs(onJob) {
+  stopListening();
+  const live = document.getElementById('live');
+  const es = new EventSource(BASE + '/api/jobs/events');
+  eventSource = es;
+  es.addEventListener('hello', () => { live.textContent = 'live'; live.className = 'live on'; });
+  es.addEventListener('job', e => onJob(JSON.parse(e.data)));
+  es.addEventListener('error', () => {
+    live.textContent = 'reconnecting…';
+    live.className = 'live off';
+  });
+}
+
+// navigate shows another console page without reloading.
+function navigate(path) {
+  history.pushState(null, '', BASE + path);
+  route();
+}
+
 function stopListening() {
   if (eventSource) eventSource.close();
   eventSource = null;
@@ -193,4 +214,21 @@ function setNav(which) {
 function fill(el, ...children) {
   el.replaceChildren();
   return append(el, children);
+}
+
+// confirmStep asks before an action, in the page: what will happen, the
+// equivalent command, and a button that calls act. Back forgets it.
+function confirmStep(box, question, command, label, act) {
+  const yes = h('button', { type: 'button', id: 'confirm-yes', class: 'danger' }, label);
+  const no = h('button', { type: 'button', id: 'confirm-no' }, 'Back');
+  no.addEventListener('click', () => fill(box));
+  yes.addEventListener('click', async () => {
+    yes.disabled = true;
+    no.disabled = true;
+    try { await act(); } finally { fill(box); }
+  });
+  fill(box, h('div', { class: 'confirm', role: 'alertdialog', 'aria-label': question },
+    h('p', {}, question), h('p', { class: 'muted' }, 'The same from a shell:'), commandLine('confirm-cmd', command),
+    h('div', { class: 'form' }, yes, no)));
+  yes.focus();
 }

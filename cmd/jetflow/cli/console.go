@@ -43,7 +43,7 @@ var mounted consoleSettings
 func addConsoleFlags(cmd *cobra.Command) {
 	fs := cmd.Flags()
 	mountedFlags = append(mountedFlags, fs)
-	fs.BoolVar(&mounted.Actions, "console-actions", false, "let the web console at /console/ send events and cancel runs; it is read-only without (env JETFLOW_CONSOLE_ACTIONS)")
+	fs.BoolVar(&mounted.Actions, "console-actions", false, "let the web console at /console/ act: events, cancel, pause, resume, terminate, redrive and bulk jobs; it is read-only without (env JETFLOW_CONSOLE_ACTIONS)")
 }
 
 // mountConsole adds the console under /console/ to the HTTP endpoint of
@@ -88,7 +88,9 @@ func newConsole(s streams) *cobra.Command {
 			"deployed workflows, updated live) for the deployment at --nats, on --http under\n" +
 			"/console/. serve and dispatcher already serve it on their own HTTP endpoint; this verb\n" +
 			"is for browsing a cluster from elsewhere. It is read-only unless --console-actions\n" +
-			"is given, which lets the page send events to runs and cancel them.\n\n" +
+			"is given, which lets the page send events to runs, cancel, pause, resume, terminate and\n" +
+			"redrive them, and submit and cancel bulk jobs over a filter, each after a confirmation\n" +
+			"showing the equivalent command (docs/CONSOLE.md).\n\n" +
 			"It prints the console's URL (console: URL) and runs until Ctrl-C.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -110,7 +112,7 @@ func newConsole(s streams) *cobra.Command {
 	fs := cmd.Flags()
 	settings.flags = fs
 	fs.StringVar(&addr, "http", defaultConsoleHTTP, "address the console listens on; port -1 or 0 picks a free one (env JETFLOW_CONSOLE_HTTP)")
-	fs.BoolVar(&settings.Actions, "console-actions", false, "let the page send events and cancel runs (env JETFLOW_CONSOLE_ACTIONS)")
+	fs.BoolVar(&settings.Actions, "console-actions", false, "let the page act on runs and submit bulk jobs (env JETFLOW_CONSOLE_ACTIONS)")
 	return cmd
 }
 
