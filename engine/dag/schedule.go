@@ -159,6 +159,14 @@ func (d *DAG) evaluate(nd *node, input any, vals []any, b *query.Budget) (any, *
 		if ok {
 			v = res
 		}
+	case KindJSLT:
+		res, ok, err := nd.jslt.Transform(b, scope, nil)
+		if err != nil {
+			return nil, nil, d.failed(nd, err.Error(), err)
+		}
+		if ok {
+			v = res
+		}
 	case KindTask:
 		var with any
 		if nd.with != nil {
