@@ -52,10 +52,13 @@ func (s *Stylesheet) compileRules() error {
 	}
 	s.needsLoc = anyPath || readsPath
 	for _, m := range s.modeList {
+		m.pruned = m.unmatched == share
 		for _, r := range m.rules {
 			if r.hasPath {
 				r.ordinal = len(m.paths)
 				m.paths = append(m.paths, r)
+			} else {
+				m.pruned = false
 			}
 		}
 	}

@@ -23,23 +23,37 @@ type transformCase struct {
 
 var transformCases = []transformCase{
 	{name: "identity", sheet: `[]`, input: `{"a":[1,{"b":2}]}`, want: `{"a":[1,{"b":2}]}`},
-	{name: "vat", sheet: `[{"match":"$..price","body":{"$mul":["$",2]}}]`,
-		input: `{"a":{"price":1},"b":[{"price":2}]}`, want: `{"a":{"price":2},"b":[{"price":4}]}`},
-	{name: "parameter bound", sheet: `[{"match":"$..price","body":{"amount":{"$mul":["$","$rate"]},"at":"$path","c":"$root.c"}}]`,
+	{
+		name: "vat", sheet: `[{"match":"$..price","body":{"$mul":["$",2]}}]`,
+		input: `{"a":{"price":1},"b":[{"price":2}]}`, want: `{"a":{"price":2},"b":[{"price":4}]}`,
+	},
+	{
+		name: "parameter bound", sheet: `[{"match":"$..price","body":{"amount":{"$mul":["$","$rate"]},"at":"$path","c":"$root.c"}}]`,
 		input: `{"c":"EUR","items":[{"price":10}]}`, ext: map[string]any{"rate": 1.5},
-		want: `{"c":"EUR","items":[{"price":{"amount":15,"at":"$['items'][0]['price']","c":"EUR"}}]}`},
-	{name: "parameter unbound", sheet: `[{"match":"$..price","body":{"$mul":["$","$rate"]}}]`,
-		input: `{"price":1}`, code: fault.JT2004, path: "/0/body/$mul/1", text: "rule /0 failed at location $['price']: JQ2006"},
-	{name: "nested error not wrapped twice", sheet: `[{"match":"$","body":[{"$apply":"$.a"}]},{"match":"$.a","body":{"$div":["$","x"]}}]`,
-		input: `{"a":1}`, code: fault.JT2004, path: "/1/body/$div/1", text: "rule /1 failed at location $['a']"},
+		want: `{"c":"EUR","items":[{"price":{"amount":15,"at":"$['items'][0]['price']","c":"EUR"}}]}`,
+	},
+	{
+		name: "parameter unbound", sheet: `[{"match":"$..price","body":{"$mul":["$","$rate"]}}]`,
+		input: `{"price":1}`, code: fault.JT2004, path: "/0/body/$mul/1", text: "rule /0 failed at location $['price']: JQ2006",
+	},
+	{
+		name: "nested error not wrapped twice", sheet: `[{"match":"$","body":[{"$apply":"$.a"}]},{"match":"$.a","body":{"$div":["$","x"]}}]`,
+		input: `{"a":1}`, code: fault.JT2004, path: "/1/body/$div/1", text: "rule /1 failed at location $['a']",
+	},
 	{name: "sequence result", sheet: `[{"match":"$","body":{"$seq":[1,2]}}]`, input: `0`, want: `[1,2]`},
-	{name: "member of two items", sheet: `[{"match":"$.a","body":{"$seq":[1,2]}}]`, input: `{"a":0}`,
-		code: fault.JT2002, path: "", text: "member 'a' at $['a'] produced 2 items"},
-	{name: "error disposition", sheet: `{"$jslt":"0.1","unmatched":"error","rules":[{"match":"$.a","body":1}]}`, input: `{"a":0}`,
-		code: fault.JT2003, path: "/unmatched", text: `no rule in mode "" matched $`},
+	{
+		name: "member of two items", sheet: `[{"match":"$.a","body":{"$seq":[1,2]}}]`, input: `{"a":0}`,
+		code: fault.JT2002, path: "", text: "member 'a' at $['a'] produced 2 items",
+	},
+	{
+		name: "error disposition", sheet: `{"$jslt":"0.1","unmatched":"error","rules":[{"match":"$.a","body":1}]}`, input: `{"a":0}`,
+		code: fault.JT2003, path: "/unmatched", text: `no rule in mode "" matched $`,
+	},
 	{name: "self application", sheet: `[{"body":{"$apply":"$"}}]`, input: `1`, code: fault.JT2001, path: ""},
-	{name: "modes", sheet: `{"$jslt":"0.1","rules":[{"match":"$","body":[{"$apply":["$.*","m"]}]},{"mode":"m","body":{"$add":["$",1]}}]}`,
-		input: `{"b":2,"a":1}`, want: `[2,3]`},
+	{
+		name: "modes", sheet: `{"$jslt":"0.1","rules":[{"match":"$","body":[{"$apply":["$.*","m"]}]},{"mode":"m","body":{"$add":["$",1]}}]}`,
+		input: `{"b":2,"a":1}`, want: `[2,3]`,
+	},
 }
 
 func decode(t *testing.T, s string) any {
@@ -128,5 +142,52 @@ func TestBudgetBoundsTransformation(t *testing.T) {
 	}
 	if steps, _ := b.Spent(); steps > 1001 {
 		t.Fatalf("spent %d steps, more than the budget's 1000", steps)
+	}
+}
+
+// deep nests v n objects deep under "a".
+func deep(n int, v any) any {
+	for range n {
+		v = map[string]any{"a": v}
+	}
+	return v
+}
+
+// TestDeepInput checks the two depth behaviours of the built-in rule: a
+// share mode whose rules all need a position returns what lies off the
+// way to a match as it is, at any depth; a walk that must descend past
+// MaxDepth is JT2001 at the mode's disposition.
+func TestDeepInput(t *testing.T) {
+	in := deep(jslt.MaxDepth+10, 1.0)
+	s, err := jslt.Compile(decode(t, `[{"match":"$..zz","body":1}]`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _, err := s.Transform(nil, in, nil)
+	if err != nil || !value.Equal(got, in) {
+		t.Fatalf("got %v, want the input back", err)
+	}
+	s, err = jslt.Compile(decode(t, `{"$jslt":"0.1","unmatched":"fresh","rules":[{"match":"$..zz","body":1}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _, err = s.Transform(nil, in, nil)
+	if fault.CodeOf(err) != fault.JT2001 || !strings.Contains(err.Error(), "dispatch depth 1025 exceeded maxDepth 1024 at /unmatched") {
+		t.Fatalf("got %v, want JT2001 at /unmatched", err)
+	}
+}
+
+// TestPrunedSpine checks that a pruned walk still reaches a match below
+// names that need escaping.
+func TestPrunedSpine(t *testing.T) {
+	s, err := jslt.Compile(decode(t, `[{"match":"$..x","body":"$path"}]`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := decode(t, `{"it's":{"b\\c":[0,{"x":1}],"\n\u0001":{"x":2}},"o":{"y":3}}`)
+	got, _, err := s.Transform(nil, in, nil)
+	want := decode(t, `{"it's":{"b\\c":[0,{"x":"$['it\\'s']['b\\\\c'][1]['x']"}],"\n\u0001":{"x":"$['it\\'s']['\\n\\u0001']['x']"}},"o":{"y":3}}`)
+	if err != nil || !value.Equal(got, want) {
+		t.Fatalf("got %s, %v\nwant %s", value.Stringify(got), err, value.Stringify(want))
 	}
 }

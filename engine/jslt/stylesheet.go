@@ -67,6 +67,9 @@ type mode struct {
 	unmatchedPath string
 	rules         []*rule // ranked: priority, then later rules first
 	paths         []*rule // the rules that match by path, by ordinal
+	// pruned: a share mode whose every rule needs a position, so a value
+	// off the way to a selected location is returned as it is
+	pruned bool
 }
 
 // Compile compiles a stylesheet: a bare rule array, or the envelope

@@ -28,20 +28,29 @@ type Host interface {
 	// External binds an external variable of the body: the reserved
 	// root and path, or a stylesheet parameter (ok false: unbound).
 	External(name string) (v any, ok bool)
-	// Location is the current value's normalized path; ok is false when
-	// it has none or when the stylesheet tracks no locations.
-	Location() (loc string, ok bool)
-	// Tracking reports whether the stylesheet tracks locations at all.
+	// Located reports whether the current value has a location, and
+	// Tracking whether the stylesheet tracks locations at all.
+	Located() bool
 	Tracking() bool
 	// Apply dispatches each item in mode, in order, and returns the
-	// concatenated results. locs is nil for location-less items. Its
-	// error is returned unchanged from the body's evaluation.
-	Apply(items []any, locs []string, mode string) ([]any, *fault.Error)
+	// concatenated results. For located items, rel holds each one's
+	// location relative to the current value, or to the root when
+	// fromRoot; rel is nil for location-less items. Its error is
+	// returned unchanged from the body's evaluation.
+	Apply(items []any, rel [][]Seg, fromRoot bool, mode string) ([]any, *fault.Error)
+}
+
+// Seg is one step of a location: a member name, or an array index
+// (Index >= 0).
+type Seg struct {
+	Name  string
+	Index int
 }
 
 // Hosted evaluates a rule body for h, charging b (the query's own limits
-// when nil), and returns its result sequence.
-func (q *Query) Hosted(b *Budget, h Host, data any) ([]any, error) {
+// when nil), and returns its result sequence: n items, the one in one
+// when n is 1, all of them in many when n is 2 or more.
+func (q *Query) Hosted(b *Budget, h Host, data any) (one any, many []any, n int, err error) {
 	f := &frame{stepsLeft: q.lim.Steps, bytesLeft: q.lim.Bytes, lim: &q.lim, host: h}
 	if b != nil {
 		f.budget = b
@@ -60,10 +69,23 @@ func (q *Query) Hosted(b *Budget, h Host, data any) ([]any, error) {
 			f.slots[q.extSlots[i]] = unboundT{}
 		}
 	}
-	return q.hostedRun(f, b)
+	v, err := q.hostedRun(f, b)
+	if err != nil {
+		return nil, nil, 0, err
+	}
+	switch x := v.(type) {
+	case emptySeq:
+		return nil, nil, 0, nil
+	case *multi:
+		if err := q.checkResult(len(x.items)); err != nil {
+			return nil, nil, 0, err
+		}
+		return nil, x.items, len(x.items), nil
+	}
+	return v, nil, 1, nil
 }
 
-func (q *Query) hostedRun(f *frame, b *Budget) (items []any, err error) {
+func (q *Query) hostedRun(f *frame, b *Budget) (v any, err error) {
 	defer func() {
 		if b != nil {
 			b.steps, b.bytes = b.stepLimit()-f.stepsLeft, b.byteLimit()-f.bytesLeft
@@ -73,14 +95,10 @@ func (q *Query) hostedRun(f *frame, b *Budget) (items []any, err error) {
 			if !ok {
 				panic(r)
 			}
-			items, err = nil, re.err
+			v, err = nil, re.err
 		}
 	}()
-	items = itemsOf(q.root(f))
-	if err := q.checkResult(len(items)); err != nil {
-		return nil, err
-	}
-	return items, nil
+	return q.root(f), nil
 }
 
 // applyOp compiles {"$apply": selector} and {"$apply": [selector, mode?]}.
@@ -108,32 +126,28 @@ func (c *compiler) applyOp(arg any, opPath string, sc *scope, depth int) getter 
 	located, fromRoot, rootSlot := c.locatedSelector(sel, selPath, sc)
 	return func(f *frame) any {
 		h := f.host
-		if located != nil && h.Tracking() {
-			base, baseLoc, ok := f.slots[0], "", true
+		if located != nil && h.Tracking() && (fromRoot || h.Located()) {
+			base := f.slots[0]
 			if fromRoot {
-				base, baseLoc = f.slots[rootSlot], "$"
-			} else {
-				baseLoc, ok = h.Location()
+				base = f.slots[rootSlot]
 			}
-			if ok {
-				vals, locs := located.selectLocated(base, baseLoc, f.slots[0])
-				f.charge(len(vals), selPath)
-				return applied(f, h, vals, locs, mode)
-			}
+			vals, rel := located.selectLocated(base, f.slots[0], nil)
+			f.charge(len(vals), selPath)
+			return applied(f, h, vals, rel, fromRoot, mode)
 		}
-		return applied(f, h, itemsOf(get(f)), nil, mode)
+		return applied(f, h, itemsOf(get(f)), nil, false, mode)
 	}
 }
 
 // applied dispatches items through the host. The nested bodies charge
 // the same budget, so the frame settles what it spent before and takes
 // up what is left after.
-func applied(f *frame, h Host, items []any, locs []string, mode string) any {
+func applied(f *frame, h Host, items []any, rel [][]Seg, fromRoot bool, mode string) any {
 	b := f.budget
 	if b != nil {
 		b.steps, b.bytes = b.stepLimit()-f.stepsLeft, b.byteLimit()-f.bytesLeft
 	}
-	out, err := h.Apply(items, locs, mode)
+	out, err := h.Apply(items, rel, fromRoot, mode)
 	if b != nil {
 		f.stepsLeft, f.bytesLeft = b.stepLimit()-b.steps, b.byteLimit()-b.bytes
 	}
@@ -167,52 +181,97 @@ func (c *compiler) locatedSelector(sel any, selPath string, sc *scope) (p *jsonP
 	return parsePath("$"+s[len(m[0]):], s, selPath), true, slot
 }
 
-// selectLocated is selectInto keeping each result's normalized path
-// (RFC 9535 §2.7), extending loc.
-func (p *jsonPath) selectLocated(cur any, loc string, root any) ([]any, []string) {
-	vals, locs := []any{cur}, []string{loc}
-	for _, seg := range p.segs {
-		var nv []any
-		var nl []string
-		sels := seg.Selectors()
+// selectLocated is selectInto keeping each result's location relative
+// to cur. With visit, the last segment's results are handed to it (the
+// location valid during the call only) instead of being returned.
+func (p *jsonPath) selectLocated(cur, root any, visit func([]Seg)) ([]any, [][]Seg) {
+	vals, rel := []any{cur}, [][]Seg{nil}
+	if len(p.segs) == 0 && visit != nil {
+		visit(nil)
+		return nil, nil
+	}
+	for n, seg := range p.segs {
+		w := locWalk{root: root, sels: seg.Selectors()}
+		if n == len(p.segs)-1 {
+			w.visit = visit
+		}
 		for i, v := range vals {
 			if seg.IsDescendant() {
-				nv, nl = descendLocated(nv, nl, v, locs[i], root, sels)
+				w.stack = append(make([]Seg, 0, len(rel[i])+8), rel[i]...)
+				w.descend(v)
 			} else {
-				nv, nl = selectorsLocated(nv, nl, v, locs[i], root, sels)
+				w.stack = rel[i]
+				w.apply(v)
 			}
 		}
-		vals, locs = nv, nl
+		vals, rel = w.vals, w.rel
 		if len(vals) == 0 {
 			break
 		}
 	}
-	return vals, locs
+	return vals, rel
 }
 
-func descendLocated(nv []any, nl []string, v any, loc string, root any, sels []spec.Selector) ([]any, []string) {
-	nv, nl = selectorsLocated(nv, nl, v, loc, root, sels)
+// locWalk applies one segment's selectors, pushing the location of the
+// value at hand on stack and copying it only for what is selected.
+type locWalk struct {
+	root  any
+	sels  []spec.Selector
+	stack []Seg
+	vals  []any
+	rel   [][]Seg
+	visit func([]Seg)
+	buf   []Seg // what visit is handed
+}
+
+func (w *locWalk) add(v any, s Seg) {
+	if w.visit != nil {
+		w.buf = append(append(w.buf[:0], w.stack...), s)
+		w.visit(w.buf)
+		return
+	}
+	path := make([]Seg, len(w.stack)+1)
+	copy(path, w.stack)
+	path[len(w.stack)] = s
+	w.vals, w.rel = append(w.vals, v), append(w.rel, path)
+}
+
+func (w *locWalk) descend(v any) {
+	w.apply(v)
 	switch x := v.(type) {
 	case []any:
 		for i, e := range x {
-			nv, nl = descendLocated(nv, nl, e, IndexLoc(loc, i), root, sels)
+			w.stack = append(w.stack, Seg{Index: i})
+			w.descend(e)
+			w.stack = w.stack[:len(w.stack)-1]
 		}
 	case map[string]any:
+		if w.visit != nil {
+			// a pre-pass builds a set: the order it visits members in
+			// cannot show, so it spares the sort
+			for k, e := range x {
+				w.stack = append(w.stack, Seg{Name: k, Index: -1})
+				w.descend(e)
+				w.stack = w.stack[:len(w.stack)-1]
+			}
+			return
+		}
 		for _, k := range value.Keys(x) {
-			nv, nl = descendLocated(nv, nl, x[k], NameLoc(loc, k), root, sels)
+			w.stack = append(w.stack, Seg{Name: k, Index: -1})
+			w.descend(x[k])
+			w.stack = w.stack[:len(w.stack)-1]
 		}
 	}
-	return nv, nl
 }
 
-func selectorsLocated(nv []any, nl []string, v any, loc string, root any, sels []spec.Selector) ([]any, []string) {
+func (w *locWalk) apply(v any) {
 	arr, isArr := v.([]any)
 	obj, isObj := v.(map[string]any)
-	for _, sel := range sels {
+	for _, sel := range w.sels {
 		switch s := sel.(type) {
 		case spec.Name:
 			if e, ok := obj[string(s)]; isObj && ok {
-				nv, nl = append(nv, e), append(nl, NameLoc(loc, string(s)))
+				w.add(e, Seg{Name: string(s), Index: -1})
 			}
 		case spec.Index:
 			i := int(s)
@@ -220,7 +279,7 @@ func selectorsLocated(nv []any, nl []string, v any, loc string, root any, sels [
 				i += len(arr)
 			}
 			if isArr && i >= 0 && i < len(arr) {
-				nv, nl = append(nv, arr[i]), append(nl, IndexLoc(loc, i))
+				w.add(arr[i], Seg{Index: i})
 			}
 		case spec.SliceSelector:
 			if !isArr || s.Step() == 0 {
@@ -229,49 +288,37 @@ func selectorsLocated(nv []any, nl []string, v any, loc string, root any, sels [
 			lower, upper := s.Bounds(len(arr))
 			if s.Step() > 0 {
 				for i := lower; i < upper; i += s.Step() {
-					nv, nl = append(nv, arr[i]), append(nl, IndexLoc(loc, i))
+					w.add(arr[i], Seg{Index: i})
 				}
 			} else {
 				for i := upper; lower < i; i += s.Step() {
-					nv, nl = append(nv, arr[i]), append(nl, IndexLoc(loc, i))
+					w.add(arr[i], Seg{Index: i})
 				}
 			}
 		case spec.WildcardSelector:
 			for i, e := range arr {
-				nv, nl = append(nv, e), append(nl, IndexLoc(loc, i))
+				w.add(e, Seg{Index: i})
 			}
 			if isObj {
 				for _, k := range value.Keys(obj) {
-					nv, nl = append(nv, obj[k]), append(nl, NameLoc(loc, k))
+					w.add(obj[k], Seg{Name: k, Index: -1})
 				}
 			}
 		case *spec.FilterSelector:
 			for i, e := range arr {
-				if s.Eval(e, root) {
-					nv, nl = append(nv, e), append(nl, IndexLoc(loc, i))
+				if s.Eval(e, w.root) {
+					w.add(e, Seg{Index: i})
 				}
 			}
 			if isObj {
 				for _, k := range value.Keys(obj) {
-					if s.Eval(obj[k], root) {
-						nv, nl = append(nv, obj[k]), append(nl, NameLoc(loc, k))
+					if s.Eval(obj[k], w.root) {
+						w.add(obj[k], Seg{Name: k, Index: -1})
 					}
 				}
 			}
 		}
 	}
-	return nv, nl
-}
-
-// Locations returns the normalized path of every value the RFC 9535 path
-// src selects from root, for a JSLT match pre-pass (JSLT-FORMAT §3.4).
-// Filters see root as '$'.
-func Locations(src string, root any) ([]string, error) {
-	p, err := ParsePath(src)
-	if err != nil {
-		return nil, err
-	}
-	return p.Locations(root), nil
 }
 
 // Path is a parsed RFC 9535 query.
@@ -285,11 +332,11 @@ func ParsePath(src string) (*Path, error) {
 	return &Path{parsePath(src, src, "")}, nil
 }
 
-// Locations returns the normalized path of every value p selects from
-// root, filters seeing root as '$'.
-func (p *Path) Locations(root any) []string {
-	_, locs := p.p.selectLocated(root, "$", root)
-	return locs
+// Walk calls visit with the location of every value p selects from root,
+// filters seeing root as '$': a JSLT match pre-pass (JSLT-FORMAT §3.4).
+// The location is valid during the call only.
+func (p *Path) Walk(root any, visit func([]Seg)) {
+	p.p.selectLocated(root, root, visit)
 }
 
 // NameLoc extends a normalized path by a member name, escaped as RFC 9535
