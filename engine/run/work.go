@@ -171,8 +171,11 @@ func (r *reducer) result(res *TaskResult) error {
 	if res.Error != nil {
 		return r.taskFailed(id, res.Node, a, res.Error)
 	}
-	delete(w.Running, res.Node)
 	out := value.Clone(res.Output)
+	if err := d.CheckTaskResult(res.Node, out); err != nil {
+		return r.workFailed(id, err)
+	}
+	delete(w.Running, res.Node)
 	w.Values[res.Node] = out
 	if d.Checkpoint(res.Node) {
 		r.st.Pending.Values[res.Node] = out
