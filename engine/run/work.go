@@ -191,7 +191,7 @@ func (r *reducer) result(res *TaskResult) error {
 // tick moves the chart's clock to now: time passes while tasks run, and
 // later delays count from the input that ends a wait for a task.
 func (r *reducer) tick() error {
-	if r.msg.NoTime || r.now <= r.st.Control.Time {
+	if r.msg.NoTime || r.msg.NoTick || r.now <= r.st.Control.Time {
 		return nil
 	}
 	step, err := r.wf.Chart.Step(r.st.Control, workflow.EventClock, r.clockOpts())
