@@ -191,3 +191,30 @@ func TestPrunedSpine(t *testing.T) {
 		t.Fatalf("got %s, %v\nwant %s", value.Stringify(got), err, value.Stringify(want))
 	}
 }
+
+// TestBudgetBoundsWalk checks that the match pre-pass and the built-in
+// walk charge the budget, not only the bodies: a wide input under a
+// small budget stops with JQ2009 before any body runs.
+func TestBudgetBoundsWalk(t *testing.T) {
+	wide := make([]any, 500)
+	for i := range wide {
+		wide[i] = map[string]any{"k": float64(i)}
+	}
+	for _, sheet := range []string{
+		`[{"match":"$..nothing","body":1}]`,                                      // the pre-pass
+		`{"$jslt":"0.1","unmatched":"fresh","rules":[{"match":"$.x","body":1}]}`, // the walk
+	} {
+		s, err := jslt.Compile(decode(t, sheet))
+		if err != nil {
+			t.Fatal(err)
+		}
+		b := &query.Budget{Steps: 100}
+		_, _, err = s.Transform(b, map[string]any{"wide": wide}, nil)
+		if fault.CodeOf(err) != fault.JQ2009 {
+			t.Fatalf("%s: got %v, want JQ2009", sheet, err)
+		}
+		if _, _, err := s.Transform(nil, map[string]any{"wide": wide}, nil); err != nil {
+			t.Fatalf("%s under the default budget: %v", sheet, err)
+		}
+	}
+}

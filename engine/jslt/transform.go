@@ -173,7 +173,11 @@ func (s *Stylesheet) Transform(b *query.Budget, data any, ext map[string]any) (a
 	}
 	r := &run{s: s, root: data, ext: ext, b: b}
 	if s.needsLoc {
-		r.rootLoc = &loc{e: r.prepass()}
+		e, err := r.prepass()
+		if err != nil {
+			return nil, false, err
+		}
+		r.rootLoc = &loc{e: e}
 	}
 	res, err := r.dispatch(data, r.rootLoc, s.root, 0, 0)
 	if err != nil {
@@ -210,7 +214,9 @@ func (q seq) appendTo(out []any) []any {
 
 // prepass evaluates every match path over the root once (§3.4) into a
 // trie of the selected locations.
-func (r *run) prepass() *entry {
+// Each value a path looks at costs a step of the budget, as each value
+// the walk dispatches does: the walks are bounded with the bodies.
+func (r *run) prepass() (*entry, *fault.Error) {
 	root := r.newEntry()
 	r.edges = map[edge]*entry{}
 	n := len(r.s.rules)
@@ -218,15 +224,18 @@ func (r *run) prepass() *entry {
 		if !rl.hasPath {
 			continue
 		}
-		rl.path.Walk(r.root, func(path []query.Seg) {
+		looked := rl.path.Walk(r.root, func(path []query.Seg) {
 			e := root
 			for _, s := range path {
 				e = r.makeChild(e, s)
 			}
 			e.set(rl.index, n)
 		})
+		if err := r.b.Charge(looked, rl.pathDocPath); err != nil {
+			return nil, err
+		}
 	}
-	return root
+	return root, nil
 }
 
 // dispatch finds and fires the winning rule of m for v (§5.1), or the
@@ -237,6 +246,9 @@ func (r *run) prepass() *entry {
 func (r *run) dispatch(v any, l *loc, m *mode, depth, applies int) (seq, *fault.Error) {
 	if depth > MaxDepth {
 		return seq{}, r.tooDeep(m, depth, applies)
+	}
+	if err := r.b.Charge(1, m.unmatchedPath); err != nil {
+		return seq{}, err
 	}
 	var e *entry
 	if l != nil {

@@ -101,6 +101,18 @@ func (q *Query) hostedRun(f *frame, b *Budget) (v any, err error) {
 	return q.root(f), nil
 }
 
+// Charge spends n steps of b on work done outside any query (a JSLT
+// transformation's walk and match pre-pass), so that the budget bounds
+// it too: JQ2009 at path once the steps are spent.
+func (b *Budget) Charge(n int, path string) *fault.Error {
+	b.steps += n
+	if b.steps > b.stepLimit() {
+		return fault.New(fault.JQ2009, "the transformation exceeded the step budget ("+strconv.Itoa(b.stepLimit())+
+			" expression evaluations shared by every query of one run step)", path)
+	}
+	return nil
+}
+
 // applyOp compiles {"$apply": selector} and {"$apply": [selector, mode?]}.
 // A selector that is a path rooted at $ or at the external $root keeps
 // the locations of what it selects (JSLT-FORMAT §6.4).
@@ -185,6 +197,13 @@ func (c *compiler) locatedSelector(sel any, selPath string, sc *scope) (p *jsonP
 // to cur. With visit, the last segment's results are handed to it (the
 // location valid during the call only) instead of being returned.
 func (p *jsonPath) selectLocated(cur, root any, visit func([]Seg)) ([]any, [][]Seg) {
+	var n int
+	return p.selectLocatedCounting(cur, root, visit, &n)
+}
+
+// selectLocatedCounting is selectLocated adding to *looked the values
+// whose selectors it applied.
+func (p *jsonPath) selectLocatedCounting(cur, root any, visit func([]Seg), looked *int) ([]any, [][]Seg) {
 	vals, rel := []any{cur}, [][]Seg{nil}
 	if len(p.segs) == 0 && visit != nil {
 		visit(nil)
@@ -205,6 +224,7 @@ func (p *jsonPath) selectLocated(cur, root any, visit func([]Seg)) ([]any, [][]S
 			}
 		}
 		vals, rel = w.vals, w.rel
+		*looked += w.looked
 		if len(vals) == 0 {
 			break
 		}
@@ -215,13 +235,14 @@ func (p *jsonPath) selectLocated(cur, root any, visit func([]Seg)) ([]any, [][]S
 // locWalk applies one segment's selectors, pushing the location of the
 // value at hand on stack and copying it only for what is selected.
 type locWalk struct {
-	root  any
-	sels  []spec.Selector
-	stack []Seg
-	vals  []any
-	rel   [][]Seg
-	visit func([]Seg)
-	buf   []Seg // what visit is handed
+	root   any
+	sels   []spec.Selector
+	stack  []Seg
+	vals   []any
+	rel    [][]Seg
+	visit  func([]Seg)
+	buf    []Seg // what visit is handed
+	looked int   // values the selectors were applied to
 }
 
 func (w *locWalk) add(v any, s Seg) {
@@ -265,6 +286,7 @@ func (w *locWalk) descend(v any) {
 }
 
 func (w *locWalk) apply(v any) {
+	w.looked++
 	arr, isArr := v.([]any)
 	obj, isObj := v.(map[string]any)
 	for _, sel := range w.sels {
@@ -334,9 +356,12 @@ func ParsePath(src string) (*Path, error) {
 
 // Walk calls visit with the location of every value p selects from root,
 // filters seeing root as '$': a JSLT match pre-pass (JSLT-FORMAT §3.4).
-// The location is valid during the call only.
-func (p *Path) Walk(root any, visit func([]Seg)) {
-	p.p.selectLocated(root, root, visit)
+// The location is valid during the call only. It returns how many values
+// it looked at, for the caller to charge.
+func (p *Path) Walk(root any, visit func([]Seg)) int {
+	n := 0
+	p.p.selectLocatedCounting(root, root, visit, &n)
+	return n
 }
 
 // NameLoc extends a normalized path by a member name, escaped as RFC 9535
