@@ -43,6 +43,14 @@ var scenarios = []scenario{
 		status: wire.StatusDone, state: "/states/done", result: `{"d":6,"n":-3,"s":9,"sum":12}`, attempts: 3, inputs: 4,
 	},
 	{
+		name: "JSLT node over a task's output", workflow: "jslt", input: 21,
+		status: wire.StatusDone, state: "/states/done", result: `{"at":"$","doubled":42}`, attempts: 1, inputs: 2,
+	},
+	{
+		name: "zero-delay wait after a task fires with its result", workflow: "zerowait", input: 1,
+		status: wire.StatusDone, state: "/states/late", result: `2`, attempts: 1, inputs: 2,
+	},
+	{
 		name: "bounded loop", workflow: "loop", input: map[string]any{"n": 0},
 		status: wire.StatusDone, state: "/states/done", result: `{"n":3}`, attempts: 3, inputs: 4,
 	},

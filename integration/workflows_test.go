@@ -22,6 +22,23 @@ var workflows = map[string]string{
 			{"from":"join","to":"out"}]}},"then":"done"},
 		"done":{"final":true}}}`,
 
+	// a task whose output a JSLT stylesheet reshapes.
+	"jslt": `{"$workflow":"0.2","revision":"jslt/1","initial":"w","states":{
+		"w":{"work":{"dag":{"$dag":"0.1","nodes":{
+			"in":{"kind":"input"},
+			"d":{"kind":"task","run":"double","version":"1"},
+			"j":{"kind":"jslt","stylesheet":[{"match":"$","body":{"doubled":"$","at":"$path"}}]},
+			"out":{"kind":"output"}},
+		"edges":[{"from":"in","to":"d"},{"from":"d","to":"j"},{"from":"j","to":"out"}]}},"then":"done"},
+		"done":{"final":true}}}`,
+
+	// a task, then a wait whose timer is due as it is entered: the result
+	// that leads there fires it, with no timer message.
+	"zerowait": `{"$workflow":"0.2","revision":"zerowait/1","initial":"a","states":{
+		"a":{"work":{"task":"double","version":"1"},"then":"w"},
+		"w":{"on":[{"event":"go","to":"early"}],"after":{"ms":0,"to":"late"}},
+		"early":{"final":true},"late":{"final":true}}}`,
+
 	// a bounded loop: increment while n < 3, at most 5 rounds.
 	"loop": `{"$workflow":"0.2","revision":"loop/1","initial":"inc","states":{
 		"inc":{"work":{"task":"inc","version":"1"},"then":"check","limit":5},

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/jetflow/jetflow/engine/fault"
+	"github.com/jetflow/jetflow/engine/jslt"
 	"github.com/jetflow/jetflow/engine/query"
 	"github.com/jetflow/jetflow/engine/value"
 )
@@ -15,9 +16,6 @@ import (
 // order, so the first error reported is the reference's: the same JF0010–
 // JF0019 code, reason and document path. A malformed registry is a plain
 // error, as it is the caller's mistake rather than the document's.
-//
-// jslt nodes are refused: a stylesheet is JF0014 at its path, as one that
-// failed to compile, because jetflow has no JSLT engine yet.
 func Compile(doc any, opts Options) (*DAG, error) {
 	root, ok := doc.(map[string]any)
 	if !ok {
@@ -141,13 +139,14 @@ func compileNode(id string, raw any, durable bool, registry map[string]string) (
 			return nil, err
 		}
 	case KindJSLT:
-		if _, has := decl["stylesheet"]; !has {
+		doc, has := decl["stylesheet"]
+		if !has {
 			return nil, fault.New(fault.JF0011, "jslt node '"+id+"' must carry a \"stylesheet\" member", base)
 		}
-		return nil, fault.New(fault.JF0014,
-			"the embedded document failed to compile: jslt node '"+id+
-				"' cannot run here, because jetflow does not implement JSLT stylesheets yet (use a query node)",
-			base+"/stylesheet")
+		if n.jslt, err = jslt.Compile(doc); err != nil {
+			return nil, fault.Wrap(fault.JF0014, "the embedded document failed to compile: "+err.Error(),
+				base+"/stylesheet", err)
+		}
 	case KindTask:
 		if err := compileTask(n, decl, durable, registry); err != nil {
 			return nil, err

@@ -60,7 +60,7 @@ func TestCompileErrors(t *testing.T) {
 		{"JF0014 query", `{"$dag":"0.1","nodes":{"q":{"kind":"query","query":{"$bogus":1}}}}`, nil, fault.JF0014, "/nodes/q/query", "failed to compile: JQ0002"},
 		{"JF0014 with", `{"$dag":"0.1","nodes":{"t":{"kind":"task","run":"x","with":{"$bogus":1}}}}`, nil, fault.JF0014, "/nodes/t/with", "failed to compile: JQ0002"},
 		{"JF0014 select", `{"$dag":"0.1","nodes":{"i":{"kind":"input"},"o":{"kind":"output"}},"edges":[{"from":"i","to":"o","select":{"$bogus":1}}]}`, nil, fault.JF0014, "/edges/0/select", "failed to compile: JQ0002"},
-		{"JF0014 jslt refused", `{"$dag":"0.1","nodes":{"j":{"kind":"jslt","stylesheet":[]}}}`, nil, fault.JF0014, "/nodes/j/stylesheet", "jslt node 'j'"},
+		{"JF0014 jslt", `{"$dag":"0.1","nodes":{"j":{"kind":"jslt","stylesheet":{"rules":[]}}}}`, nil, fault.JF0014, "/nodes/j/stylesheet", "failed to compile: JT0001"},
 		{"JF0015 into input", `{"$dag":"0.1","nodes":{"i":{"kind":"input"},"o":{"kind":"output"}},"edges":[{"from":"i","to":"i"}]}`, nil, fault.JF0015, "/edges/0/to", "input nodes accept no inbound edge"},
 		{"JF0015 from output", `{"$dag":"0.1","nodes":{"i":{"kind":"input"},"o":{"kind":"output"}},"edges":[{"from":"o","to":"o"}]}`, nil, fault.JF0015, "/edges/0/from", "leaves the output node"},
 		{"JF0015 no inbound", `{"$dag":"0.1","nodes":{"o":{"kind":"output"}},"edges":[]}`, nil, fault.JF0015, "/nodes/o", "output node 'o' has no inbound edge"},

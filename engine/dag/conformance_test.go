@@ -213,7 +213,8 @@ func checkError(t *testing.T, err error, want map[string]any) {
 	if !errors.As(err, &fe) {
 		t.Fatalf("error %v is not a *fault.Error", err)
 	}
-	if string(fe.Code) != want["code"] || fe.Reason != want["reason"] || fe.Error() != want["message"] {
+	if string(fe.Code) != want["code"] || !sameMessage(fe.Reason, want["reason"].(string)) ||
+		!sameMessage(fe.Error(), want["message"].(string)) {
 		t.Errorf("error\n got %s\nwant %v", fe.Error(), want["message"])
 	}
 	path, hasPath := want["path"]
@@ -308,4 +309,15 @@ func describe(waves []wave) string {
 		b.WriteString(value.Stringify(w.saves))
 	}
 	return b.String()
+}
+
+// sameMessage compares error texts; a JSONPath syntax error's detail comes
+// from a different parser, so only the part before it must agree.
+func sameMessage(got, want string) bool {
+	for _, marker := range []string{"is not a valid path: ", "invalid match path: Invalid JSONPath: "} {
+		if i := strings.Index(want, marker); i >= 0 {
+			return strings.HasPrefix(got, want[:i+len(marker)])
+		}
+	}
+	return got == want
 }

@@ -7,7 +7,10 @@
 // dispatches; the caller runs the tasks and calls Schedule again.
 package dag
 
-import "github.com/jetflow/jetflow/engine/query"
+import (
+	"github.com/jetflow/jetflow/engine/jslt"
+	"github.com/jetflow/jetflow/engine/query"
+)
 
 // Kind is a node kind.
 type Kind string
@@ -65,10 +68,11 @@ type DAG struct {
 
 type node struct {
 	NodeInfo
-	value     any          // const
-	query     *query.Query // query
-	with      *query.Query // task, nil when absent
-	inbound   []inEdge     // edge document order
+	value     any              // const
+	query     *query.Query     // query
+	jslt      *jslt.Stylesheet // jslt
+	with      *query.Query     // task, nil when absent
+	inbound   []inEdge         // edge document order
 	ported    bool
 	consumers []int // distinct consumer indices
 	rank      int

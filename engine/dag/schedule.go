@@ -159,6 +159,14 @@ func (d *DAG) evaluate(nd *node, input any, vals []any, b *query.Budget) (any, *
 		if ok {
 			v = res
 		}
+	case KindJSLT:
+		res, ok, err := nd.jslt.Transform(b, scope, nil)
+		if err != nil {
+			return nil, nil, d.failed(nd, err.Error(), err)
+		}
+		if ok {
+			v = res
+		}
 	case KindTask:
 		var with any
 		if nd.with != nil {
@@ -175,16 +183,36 @@ func (d *DAG) evaluate(nd *node, input any, vals []any, b *query.Budget) (any, *
 			Arg: map[string]any{"with": with, "input": scope},
 		}, nil
 	}
-	if nd.Checkpoint && !isJSON(v) {
-		if _, err := value.Canonical(v); err != nil {
-			return nil, nil, &fault.Error{
-				Code:   fault.JF2008,
-				Reason: "node '" + nd.ID + "' declared checkpoint but produced a value that is not JSON-serializable: " + err.Error(),
-				Path:   nd.Path, HasPath: true, NodeID: nd.ID, Cause: err,
-			}
-		}
+	if err := checkpointable(nd, v); err != nil {
+		return nil, nil, err
 	}
 	return v, nil, nil
+}
+
+// CheckTaskResult returns the reference's JF2008 when the task node id
+// declares a checkpoint and its result v is not JSON (NaN or ±Infinity a
+// simulated task computed): the run fails at that node, when the value
+// is saved, before anything downstream sees it.
+func (d *DAG) CheckTaskResult(id string, v any) *fault.Error {
+	i, ok := d.index[id]
+	if !ok {
+		return nil
+	}
+	return checkpointable(d.nodes[i], v)
+}
+
+func checkpointable(nd *node, v any) *fault.Error {
+	if !nd.Checkpoint || isJSON(v) {
+		return nil
+	}
+	if _, err := value.Canonical(v); err != nil {
+		return &fault.Error{
+			Code:   fault.JF2008,
+			Reason: "node '" + nd.ID + "' declared checkpoint but produced a value that is not JSON-serializable: " + err.Error(),
+			Path:   nd.Path, HasPath: true, NodeID: nd.ID, Cause: err,
+		}
+	}
+	return nil
 }
 
 // scope builds a node's input scope (§6.1): each inbound value through its

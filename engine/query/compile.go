@@ -21,6 +21,7 @@ type frame struct {
 	stepsLeft, bytesLeft int
 	lim                  *Limits
 	budget               *Budget // nil: the query's own limits
+	host                 Host    // a JSLT rule body's transformation, else nil
 	buf                  [5]any  // slots of small queries, saving an allocation
 }
 
@@ -47,6 +48,8 @@ type compiler struct {
 	// has read the whole document, in the order it makes them, so that
 	// a document with two faults names the same one
 	late []func()
+	// apply, when set, makes $apply an operator (JSLT rule bodies)
+	apply *ApplyOperator
 }
 
 var (
@@ -281,7 +284,7 @@ func (c *compiler) phrase(obj map[string]any, keys []string, path string, sc *sc
 		return c.operator(keys[0], obj[keys[0]], path, sc, depth)
 	}
 	for _, k := range keys {
-		if !isVocabulary(k) {
+		if !isVocabulary(k) && (k != "$apply" || c.apply == nil) {
 			failUnknown(k, path)
 		}
 	}

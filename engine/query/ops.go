@@ -80,6 +80,9 @@ func (c *compiler) operator(key string, val any, path string, sc *scope, depth i
 		}
 		fail(fault.JQ0003, "$lexical needs [provider, text expression, literal request]", opPath)
 	}
+	if key == "$apply" && c.apply != nil {
+		return c.applyOp(val, opPath, sc, depth)
+	}
 	e, ok := operators[key]
 	if !ok {
 		if deferred[key] {

@@ -22,6 +22,9 @@ type Options struct {
 	// depth).
 	// Zero fields take jetflow's defaults (DefaultLimits).
 	Limits Limits
+	// Apply makes $apply an operator: set by the JSLT stylesheet compiler
+	// for rule bodies only.
+	Apply *ApplyOperator
 }
 
 // Limits bound what one evaluation may spend (QUERY-FORMAT §8.12). The
@@ -83,7 +86,7 @@ type Query struct {
 // literal, per the format.
 func Compile(doc any, opts Options) (q *Query, err error) {
 	lim := opts.Limits.withDefaults()
-	c := &compiler{nextSlot: 1, extSlots: map[string]int{}, lim: lim, hardDepth: lim.Depth * 4}
+	c := &compiler{nextSlot: 1, extSlots: map[string]int{}, lim: lim, hardDepth: lim.Depth * 4, apply: opts.Apply}
 	defer func() {
 		if r := recover(); r != nil {
 			ce, ok := r.(compileError)

@@ -32,6 +32,12 @@ type Message struct {
 	// NoTime says the message carries no time (the reference's call
 	// without now); the fleet always has one.
 	NoTime bool
+	// NoTick says the message takes no time of its own: the chart's clock
+	// does not move to Time when it applies, but a wait it leads to reads
+	// Time (fires what is due, else moves the clock there). The simulator
+	// answers a call's invocations so, as the reference's call finishes
+	// its work at the call's now.
+	NoTick bool
 	// Start
 	RunID string
 	Input any

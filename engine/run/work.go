@@ -171,8 +171,11 @@ func (r *reducer) result(res *TaskResult) error {
 	if res.Error != nil {
 		return r.taskFailed(id, res.Node, a, res.Error)
 	}
-	delete(w.Running, res.Node)
 	out := value.Clone(res.Output)
+	if err := d.CheckTaskResult(res.Node, out); err != nil {
+		return r.workFailed(id, err)
+	}
+	delete(w.Running, res.Node)
 	w.Values[res.Node] = out
 	if d.Checkpoint(res.Node) {
 		r.st.Pending.Values[res.Node] = out
@@ -188,7 +191,7 @@ func (r *reducer) result(res *TaskResult) error {
 // tick moves the chart's clock to now: time passes while tasks run, and
 // later delays count from the input that ends a wait for a task.
 func (r *reducer) tick() error {
-	if r.msg.NoTime || r.now <= r.st.Control.Time {
+	if r.msg.NoTime || r.msg.NoTick || r.now <= r.st.Control.Time {
 		return nil
 	}
 	step, err := r.wf.Chart.Step(r.st.Control, workflow.EventClock, r.clockOpts())

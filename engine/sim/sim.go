@@ -130,7 +130,7 @@ func (s *scenario) call(wf *workflow.Workflow, prev *run.State, c call) (*run.St
 	if err != nil {
 		return nil, err
 	}
-	if st, err = s.answer(wf, st, effects); err != nil {
+	if st, err = s.answer(wf, st, effects, c); err != nil {
 		return nil, err
 	}
 	// A call's event that met no wait is gone with the call.
@@ -139,14 +139,16 @@ func (s *scenario) call(wf *workflow.Workflow, prev *run.State, c call) (*run.St
 }
 
 // answer runs every invoked mock in invocation order, feeding each result
-// back, until no invocation is left.
-func (s *scenario) answer(wf *workflow.Workflow, st *run.State, effects []run.Effect) (*run.State, error) {
+// back, until no invocation is left. The results belong to the call: a
+// wait they lead to reads the call's now, as the reference's loop does.
+func (s *scenario) answer(wf *workflow.Workflow, st *run.State, effects []run.Effect, c call) (*run.State, error) {
 	queue := invokes(effects)
 	for len(queue) > 0 && st.Status == run.StatusRunning {
 		inv := queue[0]
 		queue = queue[1:]
 		res := s.mock(inv)
-		next, more, err := run.Apply(wf, st, run.Message{Kind: run.KindResult, NoTime: true, Result: res}, noRetry)
+		msg := run.Message{Kind: run.KindResult, Time: c.now, NoTime: !c.hasNow, NoTick: true, Result: res}
+		next, more, err := run.Apply(wf, st, msg, noRetry)
 		if errors.Is(err, run.ErrRejected) {
 			continue // a sibling failed the activation first
 		}

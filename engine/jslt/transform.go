@@ -1,0 +1,442 @@
+package jslt
+
+import (
+	"errors"
+	"maps"
+	"strconv"
+	"strings"
+
+	"github.com/jetflow/jetflow/engine/fault"
+	"github.com/jetflow/jetflow/engine/query"
+	"github.com/jetflow/jetflow/engine/value"
+)
+
+// run is one transformation: the input root, the parameters, the budget
+// every body charges, and the match pre-pass.
+type run struct {
+	s       *Stylesheet
+	root    any
+	rootLoc *loc
+	ext     map[string]any
+	b       *query.Budget
+	// the pre-pass trie: an entry per selected location and per location
+	// on the way to one, found by its parent and step
+	edges   map[edge]*entry
+	entries []entry // the current slab entries are cut from
+	locs    []loc   // the current slab locations are cut from
+	hosts   []*host // one per dispatch depth, reused
+}
+
+type edge struct {
+	parent *entry
+	name   string
+	index  int
+}
+
+// loc is a value's location: a list of steps from the root (whose loc has
+// no parent), with its pre-pass entry (nil: no path rule selects it or
+// anything below it).
+type loc struct {
+	parent *loc
+	seg    query.Seg
+	e      *entry
+}
+
+// entry is what the pre-pass knows of a location: which path rules
+// select it, by rule index (a bit each).
+type entry struct {
+	bits uint64   // rules 0-63
+	wide []uint64 // all rules, when there are more than 64
+}
+
+func (e *entry) set(i int, n int) {
+	if n <= 64 {
+		e.bits |= 1 << i
+		return
+	}
+	if e.wide == nil {
+		e.wide = make([]uint64, (n+63)/64)
+	}
+	e.wide[i/64] |= 1 << (i % 64)
+}
+
+func (e *entry) has(i int) bool {
+	if e.wide != nil {
+		return e.wide[i/64]&(1<<(i%64)) != 0
+	}
+	return i < 64 && e.bits&(1<<i) != 0
+}
+
+func (e *entry) matched() bool { return e.bits != 0 || e.wide != nil }
+
+func (r *run) newEntry() *entry {
+	if len(r.entries) == cap(r.entries) {
+		r.entries = make([]entry, 0, min(2*cap(r.entries)+4, 256))
+	}
+	r.entries = r.entries[:len(r.entries)+1]
+	return &r.entries[len(r.entries)-1]
+}
+
+func (r *run) child(e *entry, s query.Seg) *entry {
+	if e == nil {
+		return nil
+	}
+	return r.edges[edge{e, s.Name, s.Index}]
+}
+
+func (r *run) makeChild(e *entry, s query.Seg) *entry {
+	k := edge{e, s.Name, s.Index}
+	c := r.edges[k]
+	if c == nil {
+		c = r.newEntry()
+		r.edges[k] = c
+	}
+	return c
+}
+
+// String returns the normalized path (RFC 9535 §2.7) of l.
+func (l *loc) String() string {
+	var b strings.Builder
+	l.write(&b)
+	return b.String()
+}
+
+func (l *loc) write(b *strings.Builder) {
+	if l.parent == nil {
+		b.WriteByte('$')
+		return
+	}
+	l.parent.write(b)
+	if l.seg.Index >= 0 {
+		b.WriteByte('[')
+		b.WriteString(strconv.Itoa(l.seg.Index))
+		b.WriteByte(']')
+		return
+	}
+	writeName(b, l.seg.Name)
+}
+
+// writeName writes a member step, escaped as the reference escapes it.
+func writeName(b *strings.Builder, name string) {
+	b.WriteString("['")
+	for _, r := range name {
+		switch {
+		case r == '\'':
+			b.WriteString(`\'`)
+		case r == '\\':
+			b.WriteString(`\\`)
+		case r == '\b':
+			b.WriteString(`\b`)
+		case r == '\t':
+			b.WriteString(`\t`)
+		case r == '\n':
+			b.WriteString(`\n`)
+		case r == '\f':
+			b.WriteString(`\f`)
+		case r == '\r':
+			b.WriteString(`\r`)
+		case r < 0x20:
+			b.WriteString(`\u00`)
+			if r < 0x10 {
+				b.WriteByte('0')
+			}
+			b.WriteString(strconv.FormatInt(int64(r), 16))
+		default:
+			b.WriteRune(r)
+		}
+	}
+	b.WriteString("']")
+}
+
+func (r *run) childLoc(parent *loc, s query.Seg) *loc {
+	if parent == nil {
+		return nil
+	}
+	if len(r.locs) == cap(r.locs) {
+		r.locs = make([]loc, 0, min(2*cap(r.locs)+4, 256))
+	}
+	r.locs = append(r.locs, loc{parent: parent, seg: s, e: r.child(parent.e, s)})
+	return &r.locs[len(r.locs)-1]
+}
+
+// Transform applies the stylesheet to data (§5.1) and returns the result
+// as the reference's transform does: ok false for the empty sequence, the
+// item for one, a []any of the items for more. ext binds stylesheet
+// parameters by name. Every rule body charges b (a fresh default Budget
+// when nil), so one limit bounds the whole transformation.
+func (s *Stylesheet) Transform(b *query.Budget, data any, ext map[string]any) (any, bool, error) {
+	if len(s.root.rules) == 0 && s.root.unmatched == share {
+		return data, true, nil // the empty stylesheet is the identity
+	}
+	if b == nil {
+		b = &query.Budget{}
+	}
+	r := &run{s: s, root: data, ext: ext, b: b}
+	if s.needsLoc {
+		e, err := r.prepass()
+		if err != nil {
+			return nil, false, err
+		}
+		r.rootLoc = &loc{e: e}
+	}
+	res, err := r.dispatch(data, r.rootLoc, s.root, 0, 0)
+	if err != nil {
+		return nil, false, err
+	}
+	switch res.n {
+	case 0:
+		return nil, false, nil
+	case 1:
+		return res.one, true, nil
+	}
+	return res.many, true, nil
+}
+
+// seq is a dispatch result: n items, the one in one when n is 1, all of
+// them in many when n is 2 or more.
+type seq struct {
+	one  any
+	many []any
+	n    int
+}
+
+func single(v any) seq { return seq{one: v, n: 1} }
+
+func (q seq) appendTo(out []any) []any {
+	switch q.n {
+	case 0:
+		return out
+	case 1:
+		return append(out, q.one)
+	}
+	return append(out, q.many...)
+}
+
+// prepass evaluates every match path over the root once (§3.4) into a
+// trie of the selected locations.
+// Each value a path looks at costs a step of the budget, as each value
+// the walk dispatches does: the walks are bounded with the bodies.
+func (r *run) prepass() (*entry, *fault.Error) {
+	root := r.newEntry()
+	r.edges = map[edge]*entry{}
+	n := len(r.s.rules)
+	for _, rl := range r.s.rules {
+		if !rl.hasPath {
+			continue
+		}
+		looked := rl.path.Walk(r.root, func(path []query.Seg) {
+			e := root
+			for _, s := range path {
+				e = r.makeChild(e, s)
+			}
+			e.set(rl.index, n)
+		})
+		if err := r.b.Charge(looked, rl.pathDocPath); err != nil {
+			return nil, err
+		}
+	}
+	return root, nil
+}
+
+// dispatch finds and fires the winning rule of m for v (§5.1), or the
+// built-in rule. l is v's location, nil when it has none.
+//
+// depth counts the dispatches the value is nested in, applies how many of
+// them came through $apply.
+func (r *run) dispatch(v any, l *loc, m *mode, depth, applies int) (seq, *fault.Error) {
+	if depth > MaxDepth {
+		return seq{}, r.tooDeep(m, depth, applies)
+	}
+	if err := r.b.Charge(1, m.unmatchedPath); err != nil {
+		return seq{}, err
+	}
+	var e *entry
+	if l != nil {
+		e = l.e
+	}
+	if m.pruned && (e == nil || !e.matched()) {
+		// every rule needs a position: off the way to one, nothing can
+		// fire here or below, and the value is its own result
+		if e == nil {
+			return single(v), nil
+		}
+		return r.builtIn(v, l, m, depth, applies)
+	}
+	for _, rl := range m.rules {
+		if rl.hasPath && (e == nil || !e.has(rl.index)) {
+			continue
+		}
+		return r.fire(rl, v, l, depth, applies)
+	}
+	return r.builtIn(v, l, m, depth, applies)
+}
+
+// tooDeep is JT2001 for a dispatch past MaxDepth. The reference reports
+// it as its own guard words it only when its JavaScript stack lasts that
+// long: a chain of dispatches mostly through $apply (whose frames are the
+// larger) exhausts the stack first, and then it says so, at the root
+// mode's disposition. Measured on its pinned build, a chain runs out of
+// stack before depth 1025 when more than about 56% of its levels are
+// $apply levels; jetflow draws the line there.
+func (r *run) tooDeep(m *mode, depth, applies int) *fault.Error {
+	if applies*100 > depth*56 {
+		return fault.New(fault.JT2001,
+			"dispatch recursion exhausted the host call stack before maxDepth "+strconv.Itoa(MaxDepth),
+			r.s.root.unmatchedPath)
+	}
+	return fault.New(fault.JT2001, "dispatch depth "+strconv.Itoa(depth)+
+		" exceeded maxDepth "+strconv.Itoa(MaxDepth), m.unmatchedPath)
+}
+
+// fire evaluates a rule's body with v as $; a query error becomes JT2004
+// naming the rule and the location, an error of a nested dispatch passes
+// through unwrapped.
+func (r *run) fire(rl *rule, v any, l *loc, depth, applies int) (seq, *fault.Error) {
+	for len(r.hosts) <= depth {
+		r.hosts = append(r.hosts, &host{r: r})
+	}
+	// a body at this depth finishes before the next one at it starts:
+	// the bodies it nests run deeper
+	h := r.hosts[depth]
+	h.loc, h.depth, h.applies = l, depth, applies
+	one, many, n, err := rl.body.Hosted(r.b, h, v)
+	if err == nil {
+		return seq{one, many, n}, nil
+	}
+	inner, ok := errors.AsType[*fault.Error](err)
+	if !ok {
+		inner = fault.NoPath(fault.JQ2001, err.Error())
+	}
+	if inner.Code[:2] == "JT" {
+		return seq{}, inner
+	}
+	where := "a location-less value"
+	if l != nil {
+		where = "location " + l.String()
+	}
+	return seq{}, fault.Wrap(fault.JT2004, "rule "+rl.docPath+" failed at "+where+": "+inner.Error(),
+		rl.bodyDocPath+inner.Path, inner)
+}
+
+func describe(l *loc) string {
+	if l != nil {
+		return l.String()
+	}
+	return "a location-less value"
+}
+
+// builtIn is the mode's disposition for a value no rule matched (§5.1):
+// an error, the scalar itself, or the container rebuilt from the dispatch
+// of every child. A pruned mode dispatches only the children on the way
+// to a selected location; the others are their own results.
+func (r *run) builtIn(v any, l *loc, m *mode, depth, applies int) (seq, *fault.Error) {
+	if m.unmatched == errorDisposition {
+		return seq{}, fault.New(fault.JT2003,
+			"no rule in mode "+value.Stringify(m.name)+" matched "+describe(l), m.unmatchedPath)
+	}
+	var e *entry
+	if m.pruned && l != nil {
+		e = l.e
+	}
+	switch x := v.(type) {
+	case map[string]any:
+		var out map[string]any
+		var keys []string
+		if e != nil {
+			// only the members on the way to a selected location
+			out = maps.Clone(x)
+			var buf [8]string
+			keys = buf[:0]
+			for k := range x {
+				if r.edges[edge{e, k, -1}] != nil {
+					keys = append(keys, k)
+				}
+			}
+			value.SortKeys(keys)
+		} else {
+			out = make(map[string]any, len(x))
+			keys = value.Keys(x)
+		}
+		for _, k := range keys {
+			res, err := r.dispatch(x[k], r.childLoc(l, query.Seg{Name: k, Index: -1}), m, depth+1, applies)
+			if err != nil {
+				return seq{}, err
+			}
+			switch res.n {
+			case 0:
+				delete(out, k)
+			case 1:
+				out[k] = res.one
+			default:
+				return seq{}, fault.New(fault.JT2002, "member '"+k+"' at "+
+					describe(r.childLoc(l, query.Seg{Name: k, Index: -1}))+
+					" produced "+strconv.Itoa(res.n)+" items", m.unmatchedPath)
+			}
+		}
+		return single(out), nil
+	case []any:
+		out := make([]any, 0, len(x))
+		for i, c := range x {
+			if e != nil && r.edges[edge{e, "", i}] == nil {
+				out = append(out, c)
+				continue
+			}
+			res, err := r.dispatch(c, r.childLoc(l, query.Seg{Index: i}), m, depth+1, applies)
+			if err != nil {
+				return seq{}, err
+			}
+			out = res.appendTo(out)
+		}
+		return single(out), nil
+	}
+	return single(v), nil
+}
+
+// host is one body evaluation as its $apply and its externals see it.
+type host struct {
+	r              *run
+	loc            *loc
+	depth, applies int
+}
+
+func (h *host) External(name string) (any, bool) {
+	switch name {
+	case "root":
+		return h.r.root, true
+	case "path":
+		if h.loc != nil {
+			return h.loc.String(), true
+		}
+		return nil, true
+	}
+	v, ok := h.r.ext[name]
+	return v, ok
+}
+
+func (h *host) Located() bool { return h.loc != nil }
+
+func (h *host) Tracking() bool { return h.r.s.needsLoc }
+
+func (h *host) Apply(items []any, rel [][]query.Seg, fromRoot bool, name string) ([]any, *fault.Error) {
+	m := h.r.s.modes[name]
+	base := h.loc
+	if fromRoot {
+		base = h.r.rootLoc
+	}
+	var out []any
+	for i, item := range items {
+		var l *loc
+		if rel != nil {
+			l = base
+			for _, s := range rel[i] {
+				l = h.r.childLoc(l, s)
+			}
+		}
+		res, err := h.r.dispatch(item, l, m, h.depth+1, h.applies+1)
+		if err != nil {
+			return nil, err
+		}
+		out = res.appendTo(out)
+	}
+	return out, nil
+}
