@@ -172,9 +172,23 @@ const ccwErrBound = (3 + 16*0x1p-53) * 0x1p-53
 // orient is the exact sign of (ax-cx)(by-cy) - (bx-cx)(ay-cy): the float
 // determinant where it is clearly signed, exact rationals otherwise.
 func orient(ax, ay, bx, by, cx, cy float64) int {
+	if ax == bx && ay == by { // a ring's closing edge has no direction
+		return 0
+	}
 	left := float64((ax - cx) * (by - cy))
 	right := float64((bx - cx) * (ay - cy))
 	det := left - right
+	// products of opposite signs, or a zero one, leave det's sign exact
+	// (rounding keeps a sign): Shewchuk's shortcut
+	if left == 0 || right == 0 || (left > 0) != (right > 0) {
+		switch {
+		case det > 0:
+			return 1
+		case det < 0:
+			return -1
+		}
+		return 0
+	}
 	bound := float64(ccwErrBound * (math.Abs(left) + math.Abs(right)))
 	switch {
 	case det > bound:
