@@ -81,8 +81,10 @@ func geohashDecode(cell string) (west, south, east, north float64, ok bool) {
 // geohashBounds is the cell as a closed Polygon, counter-clockwise from
 // its south-west corner.
 func geohashBounds(w, s, e, n float64) map[string]any {
+	// each corner number is boxed once and shared by the positions
+	var W, S, E, N any = w, s, e, n
 	ring := []any{
-		[]any{w, s}, []any{e, s}, []any{e, n}, []any{w, n}, []any{w, s},
+		[]any{W, S}, []any{E, S}, []any{E, N}, []any{W, N}, []any{W, S},
 	}
 	return map[string]any{"type": "Polygon", "coordinates": []any{ring}}
 }

@@ -70,65 +70,86 @@ func lineLength(line []any) float64 {
 	return total
 }
 
-// geoArea sums the polygons of every geometry the value holds.
+// geoArea sums the polygons of every geometry the value holds, in one
+// running total.
 func geoArea(v any) float64 {
 	var total float64
-	eachGeometry(v, func(typ, coords any) {
-		switch typ {
-		case "Polygon":
-			total += polygonArea(jsList(coords))
-		case "MultiPolygon":
-			for _, poly := range jsList(coords) {
-				total += polygonArea(jsList(poly))
-			}
-		}
-	})
+	areaInto(v, &total, 0)
 	return total
+}
+
+func areaInto(v any, total *float64, depth int) {
+	typ, coords, inner, members := geometryOf(v, depth)
+	if inner != nil {
+		areaInto(inner, total, depth+1)
+	}
+	for _, m := range members {
+		areaInto(m, total, depth+1)
+	}
+	switch typ {
+	case "Polygon":
+		*total += polygonArea(jsList(coords))
+	case "MultiPolygon":
+		for _, poly := range jsList(coords) {
+			*total += polygonArea(jsList(poly))
+		}
+	}
 }
 
 // geoLength sums the lines and ring perimeters the value holds.
 func geoLength(v any) float64 {
 	var total float64
-	eachGeometry(v, func(typ, coords any) {
-		switch typ {
-		case "LineString":
-			total += lineLength(jsList(coords))
-		case "MultiLineString", "Polygon":
-			for _, line := range jsList(coords) {
-				total += lineLength(jsList(line))
-			}
-		case "MultiPolygon":
-			for _, poly := range jsList(coords) {
-				for _, ring := range jsList(poly) {
-					total += lineLength(jsList(ring))
-				}
+	lengthInto(v, &total, 0)
+	return total
+}
+
+func lengthInto(v any, total *float64, depth int) {
+	typ, coords, inner, members := geometryOf(v, depth)
+	if inner != nil {
+		lengthInto(inner, total, depth+1)
+	}
+	for _, m := range members {
+		lengthInto(m, total, depth+1)
+	}
+	switch typ {
+	case "LineString":
+		*total += lineLength(jsList(coords))
+	case "MultiLineString", "Polygon":
+		for _, line := range jsList(coords) {
+			*total += lineLength(jsList(line))
+		}
+	case "MultiPolygon":
+		for _, poly := range jsList(coords) {
+			for _, ring := range jsList(poly) {
+				*total += lineLength(jsList(ring))
 			}
 		}
-	})
-	return total
+	}
 }
 
 // geoWithin reports whether the position is inside any polygon the value
 // holds: inside the exterior ring and in none of the holes.
-func geoWithin(lon, lat float64, v any) bool {
-	in := false
-	eachGeometry(v, func(typ, coords any) {
-		if in {
-			return
+func geoWithin(lon, lat float64, v any, depth int) bool {
+	typ, coords, inner, members := geometryOf(v, depth)
+	if inner != nil && geoWithin(lon, lat, inner, depth+1) {
+		return true
+	}
+	for _, m := range members {
+		if geoWithin(lon, lat, m, depth+1) {
+			return true
 		}
-		switch typ {
-		case "Polygon":
-			in = inPolygon(lon, lat, jsList(coords))
-		case "MultiPolygon":
-			for _, poly := range jsList(coords) {
-				if inPolygon(lon, lat, jsList(poly)) {
-					in = true
-					return
-				}
+	}
+	switch typ {
+	case "Polygon":
+		return inPolygon(lon, lat, jsList(coords))
+	case "MultiPolygon":
+		for _, poly := range jsList(coords) {
+			if inPolygon(lon, lat, jsList(poly)) {
+				return true
 			}
 		}
-	})
-	return in
+	}
+	return false
 }
 
 func inPolygon(x, y float64, rings []any) bool {

@@ -135,7 +135,7 @@ func FuzzGeoJSON(f *testing.F) {
 			t.Fatalf("length %v", l)
 		}
 		if lon, lat, ok := representative(v); ok {
-			geoWithin(lon, lat, v)
+			geoWithin(lon, lat, v, 0)
 			geohashEncode(lon, lat, 12)
 		}
 		_, _ = writeWKT(v)

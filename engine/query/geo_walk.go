@@ -16,43 +16,6 @@ import (
 // from the typed geometries only, and their coordinates are read the way
 // JavaScript indexes them, coercions included.
 
-// eachPosition calls fn for every position the forgiving walk finds.
-func eachPosition(v any, fn func(lon, lat float64)) {
-	switch x := v.(type) {
-	case []any:
-		if len(x) >= 2 {
-			if lon, ok := x[0].(float64); ok {
-				if lat, ok := x[1].(float64); ok {
-					fn(lon, lat)
-					return
-				}
-			}
-		}
-		for _, e := range x {
-			eachPosition(e, fn)
-		}
-	case map[string]any:
-		switch x["type"] {
-		case "Feature":
-			eachPosition(x["geometry"], fn)
-		case "FeatureCollection":
-			if list, ok := x["features"].([]any); ok {
-				for _, e := range list {
-					eachPosition(e, fn)
-				}
-			}
-		case "GeometryCollection":
-			if list, ok := x["geometries"].([]any); ok {
-				for _, e := range list {
-					eachPosition(e, fn)
-				}
-			}
-		default:
-			eachPosition(x["coordinates"], fn)
-		}
-	}
-}
-
 // extent is what one pass of the forgiving walk learns: the box, the sum
 // for the centroid, and whether a coordinate is not finite.
 type extent struct {
@@ -64,17 +27,56 @@ type extent struct {
 
 func measure(v any) extent {
 	e := extent{west: math.Inf(1), south: math.Inf(1), east: math.Inf(-1), north: math.Inf(-1)}
-	eachPosition(v, func(lon, lat float64) {
-		if math.IsInf(lon, 0) || math.IsInf(lat, 0) || lon != lon || lat != lat {
-			e.nonFinite = true
-		}
-		e.n++
-		e.west, e.east = jsMin(e.west, lon), jsMax(e.east, lon)
-		e.south, e.north = jsMin(e.south, lat), jsMax(e.north, lat)
-		e.sumLon += lon
-		e.sumLat += lat
-	})
+	e.walk(v)
 	return e
+}
+
+// walk adds every position the forgiving walk finds.
+func (e *extent) walk(v any) {
+	switch x := v.(type) {
+	case []any:
+		if len(x) >= 2 {
+			if lon, ok := x[0].(float64); ok {
+				if lat, ok := x[1].(float64); ok {
+					e.add(lon, lat)
+					return
+				}
+			}
+		}
+		for _, item := range x {
+			e.walk(item)
+		}
+	case map[string]any:
+		switch x["type"] {
+		case "Feature":
+			e.walk(x["geometry"])
+		case "FeatureCollection":
+			if list, ok := x["features"].([]any); ok {
+				for _, item := range list {
+					e.walk(item)
+				}
+			}
+		case "GeometryCollection":
+			if list, ok := x["geometries"].([]any); ok {
+				for _, item := range list {
+					e.walk(item)
+				}
+			}
+		default:
+			e.walk(x["coordinates"])
+		}
+	}
+}
+
+func (e *extent) add(lon, lat float64) {
+	if !finite(lon) || !finite(lat) {
+		e.nonFinite = true
+	}
+	e.n++
+	e.west, e.east = jsMin(e.west, lon), jsMax(e.east, lon)
+	e.south, e.north = jsMin(e.south, lat), jsMax(e.north, lat)
+	e.sumLon += lon
+	e.sumLat += lat
 }
 
 // usable reports a value with at least one position, all finite.
@@ -147,28 +149,29 @@ func positionOf(v any) ([2]float64, bool) {
 	return [2]float64{lon, lat}, ok1 && ok2
 }
 
-// eachGeometry calls fn with the type and coordinates of every geometry
-// the value holds, through Features and both kinds of collection.
-func eachGeometry(v any, fn func(typ any, coords any)) {
+// geometryOf reads one object of the typed walk: a Feature or a
+// collection gives its members (a Feature its geometry), a geometry its
+// type and coordinates. Nesting deeper than the engine's documents can
+// reach is cut off.
+func geometryOf(v any, depth int) (typ, coords, inner any, members []any) {
 	m, ok := v.(map[string]any)
-	if !ok {
-		return
+	if !ok || depth > maxGeoDepth {
+		return nil, nil, nil, nil
 	}
-	switch m["type"] {
+	switch t := m["type"]; t {
 	case "Feature":
-		eachGeometry(m["geometry"], fn)
+		return nil, nil, m["geometry"], nil
 	case "FeatureCollection":
-		for _, e := range jsList(m["features"]) {
-			eachGeometry(e, fn)
-		}
+		return nil, nil, nil, jsList(m["features"])
 	case "GeometryCollection":
-		for _, e := range jsList(m["geometries"]) {
-			eachGeometry(e, fn)
-		}
+		return nil, nil, nil, jsList(m["geometries"])
 	default:
-		fn(m["type"], m["coordinates"])
+		return t, m["coordinates"], nil, nil
 	}
 }
+
+// maxGeoDepth bounds the typed walk's recursion.
+const maxGeoDepth = 10000
 
 // jsList is the items a JavaScript loop over v's indices would visit: an
 // array's items, a string's UTF-16 units as one-unit strings.

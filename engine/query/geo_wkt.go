@@ -44,7 +44,7 @@ func (p *wktParser) skipSpace() {
 	}
 }
 
-// word reads a run of letters, upper-cased.
+// word reads a run of letters, as written.
 func (p *wktParser) word() string {
 	start := p.pos
 	for p.pos < len(p.s) {
@@ -54,7 +54,7 @@ func (p *wktParser) word() string {
 		}
 		p.pos++
 	}
-	return strings.ToUpper(p.s[start:p.pos])
+	return p.s[start:p.pos]
 }
 
 func (p *wktParser) peek(c byte) bool {
@@ -70,10 +70,19 @@ func (p *wktParser) eat(c byte) bool {
 	return false
 }
 
-var wktTypes = map[string]string{
-	"POINT": "Point", "MULTIPOINT": "MultiPoint", "LINESTRING": "LineString",
-	"MULTILINESTRING": "MultiLineString", "POLYGON": "Polygon",
-	"MULTIPOLYGON": "MultiPolygon", "GEOMETRYCOLLECTION": "GeometryCollection",
+var wktTypes = [...]string{
+	"Point", "MultiPoint", "LineString", "MultiLineString",
+	"Polygon", "MultiPolygon", "GeometryCollection",
+}
+
+// wktType is the GeoJSON type a keyword names, in any case.
+func wktType(word string) (string, bool) {
+	for _, t := range wktTypes {
+		if strings.EqualFold(word, t) {
+			return t, true
+		}
+	}
+	return "", false
 }
 
 // dims: how many numbers a position has (0 untagged: 2 or 3) and how
@@ -85,7 +94,7 @@ func (p *wktParser) geometry(depth int) (map[string]any, bool) {
 		return nil, false
 	}
 	p.skipSpace()
-	typ, ok := wktTypes[p.word()]
+	typ, ok := wktType(p.word())
 	if !ok {
 		return nil, false
 	}
@@ -93,22 +102,22 @@ func (p *wktParser) geometry(depth int) (map[string]any, bool) {
 	save := p.pos
 	p.skipSpace()
 	if p.pos > save {
-		switch tag := p.word(); tag {
-		case "Z":
+		switch tag := p.word(); {
+		case strings.EqualFold(tag, "Z"):
 			d = dims{3, 3}
-		case "M":
+		case strings.EqualFold(tag, "M"):
 			d = dims{3, 2}
-		case "ZM":
+		case strings.EqualFold(tag, "ZM"):
 			d = dims{4, 3}
-		case "":
-		case "EMPTY":
+		case tag == "":
+		case strings.EqualFold(tag, "EMPTY"):
 			p.pos = save
 		default:
 			return nil, false
 		}
 	}
 	p.skipSpace()
-	if at := p.pos; p.word() == "EMPTY" {
+	if at := p.pos; strings.EqualFold(p.word(), "EMPTY") {
 		if typ == "GeometryCollection" {
 			return map[string]any{"type": typ, "geometries": []any{}}, true
 		}
@@ -224,7 +233,8 @@ func (p *wktParser) line(d dims, arity *int, min int, ring bool) (any, bool) {
 // position reads the numbers of one position; every position of a
 // geometry must have the arity of its first.
 func (p *wktParser) position(d dims, arity *int) (any, bool) {
-	var nums []float64
+	var buf [5]float64
+	nums := buf[:0]
 	for {
 		p.skipSpace()
 		n, ok := p.number()
@@ -296,7 +306,7 @@ func (p *wktParser) number() (float64, bool) {
 		return 0, false
 	}
 	text := s[p.pos:i]
-	f, err := strconv.ParseFloat(strings.TrimPrefix(text, "+"), 64)
+	f, err := strconv.ParseFloat(text, 64)
 	if err != nil && !isRangeErr(err) {
 		return 0, false
 	}

@@ -108,7 +108,7 @@ func init() {
 			if !ok || measure(y).nonFinite {
 				return false
 			}
-			return geoWithin(lon, lat, y)
+			return geoWithin(lon, lat, y, 0)
 		}
 	})
 	operators["$bbox-intersects"] = nary(2, 2, func(a []arg, _ string) getter {
