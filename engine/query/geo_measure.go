@@ -57,7 +57,10 @@ func polygonArea(rings []any) float64 {
 	for _, h := range rings[1:] {
 		a -= ringArea(jsList(h))
 	}
-	return math.Max(0, a)
+	if !(a > 0) { // NaN too: a coordinate JavaScript cannot read
+		return 0
+	}
+	return a
 }
 
 // lineLength sums the great-circle lengths of consecutive positions.

@@ -125,8 +125,11 @@ func sqSegDist(p, a, b any) float64 {
 		if t > 1 {
 			x, y = coord(b, 0), coord(b, 1)
 		} else if t > 0 {
-			x += float64(dx * t)
-			y += float64(dy * t)
+			// JavaScript's +=: a coordinate written as a string concatenates
+			ax, okx := item(a, 0)
+			ay, oky := item(a, 1)
+			x = jsAdd(ax, okx, float64(dx*t))
+			y = jsAdd(ay, oky, float64(dy*t))
 		}
 	}
 	dx, dy = px-x, py-y

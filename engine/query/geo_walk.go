@@ -5,6 +5,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf16"
+
+	"github.com/jetflow/jetflow/engine/value"
 )
 
 // §8.14 reads GeoJSON two ways, as the reference does. Positions (for
@@ -150,8 +152,8 @@ func positionOf(v any) ([2]float64, bool) {
 }
 
 // geometryOf reads one object of the typed walk: a Feature or a
-// collection gives its members (a Feature its geometry), a geometry its
-// type and coordinates. Nesting deeper than the engine's documents can
+// collection gives its members (a Feature its geometry, unless that is a
+// FeatureCollection), a geometry its type and coordinates. Nesting deeper than the engine's documents can
 // reach is cut off.
 func geometryOf(v any, depth int) (typ, coords, inner any, members []any) {
 	m, ok := v.(map[string]any)
@@ -160,6 +162,10 @@ func geometryOf(v any, depth int) (typ, coords, inner any, members []any) {
 	}
 	switch t := m["type"]; t {
 	case "Feature":
+		// a Feature whose geometry is a FeatureCollection holds nothing
+		if g, ok := m["geometry"].(map[string]any); ok && g["type"] == "FeatureCollection" {
+			return nil, nil, nil, nil
+		}
 		return nil, nil, m["geometry"], nil
 	case "FeatureCollection":
 		return nil, nil, nil, jsList(m["features"])
@@ -308,4 +314,49 @@ func isJSSpace(r rune) bool {
 		return true
 	}
 	return r >= 0x2000 && r <= 0x200a
+}
+
+// jsAdd is JavaScript's raw + n where raw is a coordinate as written: a
+// string (or an array, through its text) concatenates and is read back as
+// a number, anything else adds.
+func jsAdd(raw any, present bool, n float64) float64 {
+	if !present {
+		return math.NaN()
+	}
+	switch x := raw.(type) {
+	case string:
+		return jsStringNumber(x + value.NumberString(n))
+	case []any:
+		if len(x) == 0 {
+			return jsStringNumber(value.NumberString(n))
+		}
+		if len(x) == 1 {
+			if s, ok := jsArrayItemString(x[0]); ok {
+				return jsStringNumber(s + value.NumberString(n))
+			}
+		}
+		return math.NaN()
+	case map[string]any:
+		return math.NaN()
+	}
+	return jsNumber(raw) + n
+}
+
+// item is p[i] as written; ok is false when there is none (JavaScript's
+// undefined, which adds to NaN where null adds as 0).
+func item(p any, i int) (any, bool) {
+	switch x := p.(type) {
+	case []any:
+		if i < len(x) {
+			return x[i], true
+		}
+	case string:
+		if l := jsList(x); i < len(l) {
+			return l[i], true
+		}
+	case map[string]any:
+		v, ok := x[strconv.Itoa(i)]
+		return v, ok
+	}
+	return nil, false
 }

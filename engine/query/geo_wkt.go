@@ -319,9 +319,10 @@ func (p *wktParser) number() (float64, bool) {
 // writeWKT spells a value as WKT; ok is false for a value with no
 // spelling. A bare position is a POINT and a Feature is its geometry. A
 // FeatureCollection is a GEOMETRYCOLLECTION of what its members spell,
-// leaving out members that are no geometry at all (a Feature without an
-// object geometry, a scalar) but failing on a malformed one; a
-// GeometryCollection's members must all be geometries.
+// leaving out members that are no geometry at all (a scalar, an untyped
+// object, a Feature whose geometry is not an object or is a
+// FeatureCollection) but failing on a malformed one or one of an unknown
+// type; a GeometryCollection's members must all be geometries.
 func writeWKT(v any) (string, bool) {
 	var b strings.Builder
 	if wktMember(&b, v, 0) != wktOK {
@@ -354,7 +355,7 @@ func wktMember(b *strings.Builder, v any, depth int) wktKind {
 	switch m["type"] {
 	case "Feature":
 		g, ok := m["geometry"].(map[string]any)
-		if !ok {
+		if !ok || g["type"] == "FeatureCollection" {
 			return wktNone
 		}
 		return wktMember(b, g, depth+1)
@@ -377,6 +378,9 @@ func wktMember(b *strings.Builder, v any, depth int) wktKind {
 			return wktBad
 		}
 		return wktOK
+	}
+	if _, typed := m["type"]; typed {
+		return wktBad // a type WKT has no word for
 	}
 	return wktNone
 }
