@@ -81,11 +81,11 @@ func geohashDecode(cell string) (west, south, east, north float64, ok bool) {
 // geohashBounds is the cell as a closed Polygon, counter-clockwise from
 // its south-west corner.
 func geohashBounds(w, s, e, n float64) map[string]any {
-	// each corner number is boxed once and shared by the positions
+	// each corner number is boxed once and shared by the positions, which
+	// are cut from one backing array
 	var W, S, E, N any = w, s, e, n
-	ring := []any{
-		[]any{W, S}, []any{E, S}, []any{E, N}, []any{W, N}, []any{W, S},
-	}
+	xy := []any{W, S, E, S, E, N, W, N, W, S}
+	ring := []any{xy[0:2:2], xy[2:4:4], xy[4:6:6], xy[6:8:8], xy[8:10:10]}
 	return map[string]any{"type": "Polygon", "coordinates": []any{ring}}
 }
 

@@ -17,13 +17,17 @@ var degToRad = float64(math.Pi) / 180
 // haversine is the great-circle distance in metres. A NaN coordinate
 // gives the antipodal distance, as the reference's clamp does.
 func haversine(lon1, lat1, lon2, lat2 float64) float64 {
+	return haversineCos(lon1, lat1, lon2, lat2, jsCos(float64(lat1*degToRad)), jsCos(float64(lat2*degToRad)))
+}
+
+// haversineCos is haversine given the cosines of the two latitudes, so a
+// line computes each position's once.
+func haversineCos(lon1, lat1, lon2, lat2, cos1, cos2 float64) float64 {
 	dLat := float64((lat2 - lat1) * degToRad)
 	dLon := float64((lon2 - lon1) * degToRad)
-	phi1 := float64(lat1 * degToRad)
-	phi2 := float64(lat2 * degToRad)
 	s1 := jsSin(dLat / 2)
 	s2 := jsSin(dLon / 2)
-	h := float64(s1*s1) + float64(float64(float64(float64(jsCos(phi1)*jsCos(phi2))*s2)*s2))
+	h := float64(s1*s1) + float64(float64(float64(float64(cos1*cos2)*s2)*s2))
 	r := math.Sqrt(h)
 	if !(r < 1) {
 		r = 1
@@ -40,10 +44,15 @@ func ringArea(ring []any) float64 {
 		return 0
 	}
 	var total float64
-	for i := 0; i+1 < len(ring); i++ {
-		p, q := ring[i], ring[i+1]
-		dLon := float64((coord(q, 0) - coord(p, 0)) * degToRad)
-		total += float64(dLon * (2 + jsSin(float64(coord(p, 1)*degToRad)) + jsSin(float64(coord(q, 1)*degToRad))))
+	// each position's sine serves the edge it ends and the one it starts
+	lon := coord(ring[0], 0)
+	sinLat := jsSin(float64(coord(ring[0], 1) * degToRad))
+	for i := 1; i < len(ring); i++ {
+		nextLon := coord(ring[i], 0)
+		nextSin := jsSin(float64(coord(ring[i], 1) * degToRad))
+		dLon := float64((nextLon - lon) * degToRad)
+		total += float64(dLon * (2 + sinLat + nextSin))
+		lon, sinLat = nextLon, nextSin
 	}
 	return math.Abs(float64(float64(total*earthRadius)*earthRadius) / 2)
 }
@@ -65,10 +74,17 @@ func polygonArea(rings []any) float64 {
 
 // lineLength sums the great-circle lengths of consecutive positions.
 func lineLength(line []any) float64 {
+	if len(line) < 2 {
+		return 0
+	}
 	var total float64
-	for i := 0; i+1 < len(line); i++ {
-		p, q := line[i], line[i+1]
-		total += haversine(coord(p, 0), coord(p, 1), coord(q, 0), coord(q, 1))
+	lon, lat := coord(line[0], 0), coord(line[0], 1)
+	cosLat := jsCos(float64(lat * degToRad))
+	for i := 1; i < len(line); i++ {
+		nextLon, nextLat := coord(line[i], 0), coord(line[i], 1)
+		nextCos := jsCos(float64(nextLat * degToRad))
+		total += haversineCos(lon, lat, nextLon, nextLat, cosLat, nextCos)
+		lon, lat, cosLat = nextLon, nextLat, nextCos
 	}
 	return total
 }
