@@ -1,9 +1,9 @@
-// Times the reference on the guards of engine/query's BenchmarkDateGuard
-// and BenchmarkSeriesGuard (the same documents and contexts), so the two
-// figures compare one evaluation each:
+// Times the reference on the guards of engine/query's BenchmarkDateGuard,
+// BenchmarkSeriesGuard and BenchmarkSpatialGuard (the same documents and
+// contexts), so the two figures compare one evaluation each:
 //
 //   node conformance/bench-query.mjs            # ns per evaluation
-//   go test ./engine/query -run - -bench 'DateGuard|SeriesGuard'
+//   go test ./engine/query -run - -bench 'DateGuard|SeriesGuard|SpatialGuard'
 import { compileJsonQuery } from '@jarenjs/json/query';
 
 const due = '2023-11-14T22:13:19.999+00:00';
@@ -47,5 +47,33 @@ function time(group, cases, ctx) {
   }
 }
 
+// the context and guards of BenchmarkSpatialGuard (spatialBenchContext)
+const spatialCtx = { context: { data: {
+  at: [4.9, 52.37], home: [5.12, 52.09],
+  region: { type: 'Feature', properties: { name: 'west' }, geometry: { type: 'Polygon', coordinates: [
+    [[3, 50], [8, 50], [8, 54], [3, 54], [3, 50]],
+    [[6, 51], [7, 51], [7, 52], [6, 52], [6, 51]]] } },
+  route: { type: 'LineString', coordinates: [[4.88, 52.36], [4.89, 52.365], [4.9, 52.37], [4.91, 52.372],
+    [4.92, 52.371], [4.95, 52.36], [4.99, 52.34], [5.05, 52.3], [5.1, 52.2], [5.12, 52.09]] },
+  wkt: 'POLYGON ((3 50, 8 50, 8 54, 3 54, 3 50), (6 51, 7 51, 7 52, 6 52, 6 51))',
+  cell: 'u173zt',
+} } };
+const spatialCases = {
+  bbox: { $eq: [{ $bbox: '$.context.data.region' }, [3, 50, 8, 54]] },
+  area: { $gt: [{ $area: '$.context.data.region' }, 1e10] },
+  length: { $gt: [{ $length: '$.context.data.route' }, 1000] },
+  centroid: { $exists: { $centroid: '$.context.data.region' } },
+  distance: { $lt: [{ $distance: ['$.context.data.at', '$.context.data.home'] }, 50000] },
+  within: { $within: ['$.context.data.at', '$.context.data.region'] },
+  'bbox-intersects': { '$bbox-intersects': ['$.context.data.route', '$.context.data.region'] },
+  geohash: { $eq: [{ $geohash: ['$.context.data.at', 6] }, 'u173zt'] },
+  'geo-parse': { $exists: { '$geo-parse': '$.context.data.wkt' } },
+  'geo-text': { $eq: [{ '$geo-text': '$.context.data.at' }, 'POINT (4.9 52.37)'] },
+  'geohash-bounds': { $exists: { '$geohash-bounds': '$.context.data.cell' } },
+  'geohash-neighbours': { $eq: [{ $count: { '$geohash-neighbours': '$.context.data.cell' } }, 9] },
+  'geo-simplify': { $exists: { '$geo-simplify': ['$.context.data.route', 0.01] } },
+};
+
 time('date', dateCases, dateCtx);
 time('series', seriesCases, seriesCtx);
+time('spatial', spatialCases, spatialCtx);

@@ -113,3 +113,57 @@ func BenchmarkSeriesGuard(b *testing.B) {
 		})
 	}
 }
+
+// spatialBenchContext is the context conformance/bench-query.mjs builds
+// for the spatial guards: a position, a region with a hole, a route, a
+// WKT column and a cell.
+const spatialBenchContext = `{"context": {"data": {
+	"at": [4.9, 52.37], "home": [5.12, 52.09],
+	"region": {"type": "Feature", "properties": {"name": "west"}, "geometry": {"type": "Polygon", "coordinates": [
+		[[3, 50], [8, 50], [8, 54], [3, 54], [3, 50]],
+		[[6, 51], [7, 51], [7, 52], [6, 52], [6, 51]]]}},
+	"route": {"type": "LineString", "coordinates": [[4.88, 52.36], [4.89, 52.365], [4.9, 52.37], [4.91, 52.372],
+		[4.92, 52.371], [4.95, 52.36], [4.99, 52.34], [5.05, 52.3], [5.1, 52.2], [5.12, 52.09]]},
+	"wkt": "POLYGON ((3 50, 8 50, 8 54, 3 54, 3 50), (6 51, 7 51, 7 52, 6 52, 6 51))",
+	"cell": "u173zt"}}}`
+
+// spatialBenchCases are the spatial guards bench-query.mjs times on the
+// reference, one per operator of §8.14.
+var spatialBenchCases = []struct {
+	name string
+	doc  string
+}{
+	{"bbox", `{"$eq": [{"$bbox": "$.context.data.region"}, [3, 50, 8, 54]]}`},
+	{"area", `{"$gt": [{"$area": "$.context.data.region"}, 1e10]}`},
+	{"length", `{"$gt": [{"$length": "$.context.data.route"}, 1000]}`},
+	{"centroid", `{"$exists": {"$centroid": "$.context.data.region"}}`},
+	{"distance", `{"$lt": [{"$distance": ["$.context.data.at", "$.context.data.home"]}, 50000]}`},
+	{"within", `{"$within": ["$.context.data.at", "$.context.data.region"]}`},
+	{"bbox-intersects", `{"$bbox-intersects": ["$.context.data.route", "$.context.data.region"]}`},
+	{"geohash", `{"$eq": [{"$geohash": ["$.context.data.at", 6]}, "u173zt"]}`},
+	{"geo-parse", `{"$exists": {"$geo-parse": "$.context.data.wkt"}}`},
+	{"geo-text", `{"$eq": [{"$geo-text": "$.context.data.at"}, "POINT (4.9 52.37)"]}`},
+	{"geohash-bounds", `{"$exists": {"$geohash-bounds": "$.context.data.cell"}}`},
+	{"geohash-neighbours", `{"$eq": [{"$count": {"$geohash-neighbours": "$.context.data.cell"}}, 9]}`},
+	{"geo-simplify", `{"$exists": {"$geo-simplify": ["$.context.data.route", 0.01]}}`},
+}
+
+// BenchmarkSpatialGuard measures one guard per spatial operator.
+func BenchmarkSpatialGuard(b *testing.B) {
+	ctx := mustJSON(b, spatialBenchContext)
+	for _, bc := range spatialBenchCases {
+		b.Run(bc.name, func(b *testing.B) {
+			q, err := Compile(mustJSON(b, bc.doc), Options{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				ok, err := q.EBV(ctx, nil)
+				if err != nil || !ok {
+					b.Fatal(ok, err)
+				}
+			}
+		})
+	}
+}

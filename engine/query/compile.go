@@ -297,7 +297,7 @@ func isVocabulary(k string) bool {
 		return true
 	}
 	_, ok := operators[k]
-	return ok || deferred[k] || otherKnown[k]
+	return ok || otherKnown[k]
 }
 
 // mapConstructor compiles {"$map": [[key, value], ...]} (§3.5.2).

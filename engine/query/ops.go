@@ -85,9 +85,6 @@ func (c *compiler) operator(key string, val any, path string, sc *scope, depth i
 	}
 	e, ok := operators[key]
 	if !ok {
-		if deferred[key] {
-			fail(fault.JQ0002, "operator '"+key+"' is not supported by jetflow yet", path)
-		}
 		if flworKeys[key] || quantKeys[key] {
 			fail(fault.JQ0003, "'"+key+"' cannot form a phrase on its own", path)
 		}

@@ -2,7 +2,6 @@ package query
 
 import (
 	"encoding/json"
-	"errors"
 	"strings"
 	"sync"
 	"testing"
@@ -17,25 +16,6 @@ func mustJSON(t testing.TB, s string) any {
 		t.Fatalf("bad JSON %s: %v", s, err)
 	}
 	return v
-}
-
-// TestDeferredOperators checks that phrases jetflow does not implement yet
-// are refused at compile time with a reason that names them.
-func TestDeferredOperators(t *testing.T) {
-	t.Parallel()
-	for _, op := range []string{"$distance", "$geohash", "$bbox", "$geo-parse"} {
-		t.Run(op, func(t *testing.T) {
-			t.Parallel()
-			_, err := Compile(map[string]any{"$for": map[string]any{"x": "$.a"}, "$return": map[string]any{op: "$x"}}, Options{})
-			var fe *fault.Error
-			if !errors.As(err, &fe) || fe.Code != fault.JQ0002 || fe.Path != "/$return" {
-				t.Fatalf("want JQ0002 at /$return, got %v", err)
-			}
-			if want := "operator '" + op + "' is not supported by jetflow yet"; fe.Reason != want {
-				t.Fatalf("reason %q, want %q", fe.Reason, want)
-			}
-		})
-	}
 }
 
 // TestDeepNesting checks that hostile nesting is refused with JQ0011, not a

@@ -7,14 +7,6 @@ import (
 	"github.com/jetflow/jetflow/engine/fault"
 )
 
-// deferred names operators of QUERY-FORMAT §8.14 (spatial) that jetflow
-// does not implement yet. A document using one fails to compile with a reason that says so, instead of the
-// reference's evaluation.
-var deferred = setOf(
-	"$bbox", "$area", "$length", "$centroid", "$distance", "$within", "$bbox-intersects",
-	"$geohash", "$geo-parse", "$geo-text", "$geohash-bounds", "$geohash-neighbours", "$geo-simplify",
-)
-
 // otherKnown are vocabulary keys handled outside the operator table.
 var otherKnown = setOf("$const", "$map")
 

@@ -1,0 +1,137 @@
+package query
+
+// $geo-simplify: Douglas–Peucker over each line and ring, planar in the
+// coordinates' own degrees. A vertex stays when its distance to the
+// segment joining the kept ends is greater than the tolerance. A line
+// keeps both ends; a ring that would fall below four positions is kept
+// as it was, so what was valid stays valid. A tolerance of 0, a value
+// with a non-finite coordinate, or a value with no lines comes back as
+// it was. Other members of a Feature or geometry are kept.
+
+func simplifyValue(v any, tol float64) any {
+	if tol == 0 || measure(v).nonFinite {
+		return v
+	}
+	return simplifyNode(v, tol*tol, 0)
+}
+
+func simplifyNode(v any, sqTol float64, depth int) any {
+	m, ok := v.(map[string]any)
+	if !ok || depth > 64 {
+		return v
+	}
+	with := func(key string, val any) map[string]any {
+		out := make(map[string]any, len(m))
+		for k, x := range m {
+			out[k] = x
+		}
+		out[key] = val
+		return out
+	}
+	mapList := func(key string, each func(any) any) any {
+		list, ok := m[key].([]any)
+		if !ok {
+			return v
+		}
+		out := make([]any, len(list))
+		for i, x := range list {
+			out[i] = each(x)
+		}
+		return with(key, out)
+	}
+	node := func(x any) any { return simplifyNode(x, sqTol, depth+1) }
+	line := func(x any) any { return simplifyLine(x, sqTol, false) }
+	ring := func(x any) any { return simplifyLine(x, sqTol, true) }
+	switch m["type"] {
+	case "Feature":
+		if _, has := m["geometry"]; !has {
+			return v
+		}
+		return with("geometry", node(m["geometry"]))
+	case "FeatureCollection":
+		return mapList("features", node)
+	case "GeometryCollection":
+		return mapList("geometries", node)
+	case "LineString":
+		return with("coordinates", line(m["coordinates"]))
+	case "MultiLineString":
+		return mapList("coordinates", line)
+	case "Polygon":
+		return mapList("coordinates", ring)
+	case "MultiPolygon":
+		return mapList("coordinates", func(poly any) any {
+			rings, ok := poly.([]any)
+			if !ok {
+				return poly
+			}
+			out := make([]any, len(rings))
+			for i, r := range rings {
+				out[i] = ring(r)
+			}
+			return out
+		})
+	}
+	return v
+}
+
+// simplifyLine keeps the first and last positions and every vertex the
+// recursion finds farther than the tolerance from its segment.
+func simplifyLine(v any, sqTol float64, isRing bool) any {
+	pts, ok := v.([]any)
+	if !ok || len(pts) <= 2 {
+		return v
+	}
+	keep := make([]bool, len(pts))
+	keep[0], keep[len(pts)-1] = true, true
+	dpStep(pts, 0, len(pts)-1, sqTol, keep)
+	out := make([]any, 0, len(pts))
+	for i, k := range keep {
+		if k {
+			out = append(out, pts[i])
+		}
+	}
+	if isRing && len(out) < 4 {
+		return v
+	}
+	return out
+}
+
+func dpStep(pts []any, first, last int, sqTol float64, keep []bool) {
+	maxSq, index := sqTol, -1
+	for i := first + 1; i < last; i++ {
+		if d := sqSegDist(pts[i], pts[first], pts[last]); d > maxSq {
+			maxSq, index = d, i
+		}
+	}
+	if index < 0 {
+		return
+	}
+	keep[index] = true
+	if index-first > 1 {
+		dpStep(pts, first, index, sqTol, keep)
+	}
+	if last-index > 1 {
+		dpStep(pts, index, last, sqTol, keep)
+	}
+}
+
+// sqSegDist is the squared planar distance from p to the segment ab.
+func sqSegDist(p, a, b any) float64 {
+	px, py := coord(p, 0), coord(p, 1)
+	x, y := coord(a, 0), coord(a, 1)
+	dx, dy := coord(b, 0)-x, coord(b, 1)-y
+	if dx != 0 || dy != 0 {
+		t := (float64((px-x)*dx) + float64((py-y)*dy)) / (float64(dx*dx) + float64(dy*dy))
+		if t > 1 {
+			x, y = coord(b, 0), coord(b, 1)
+		} else if t > 0 {
+			// JavaScript's +=: a coordinate written as a string concatenates
+			ax, okx := item(a, 0)
+			ay, oky := item(a, 1)
+			x = jsAdd(ax, okx, float64(dx*t))
+			y = jsAdd(ay, oky, float64(dy*t))
+		}
+	}
+	dx, dy = px-x, py-y
+	return float64(dx*dx) + float64(dy*dy)
+}
