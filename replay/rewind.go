@@ -10,6 +10,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/jetflow/jetflow/engine/run"
+	"github.com/jetflow/jetflow/kvstore"
 	"github.com/jetflow/jetflow/step"
 	"github.com/jetflow/jetflow/subjects"
 )
@@ -106,23 +107,17 @@ func trimmedFrom(msgs []Message, start uint64, applied []uint64) string {
 const getWait = 10 * time.Second
 
 // readRange returns the run's messages with sequences from..to, in
-// stream order, one leader read each (the next message on the run's
-// subjects): the read a dispatcher may already make (STREAM.MSG.GET on
-// the input stream), with no consumer to create.
+// stream order, one read through the stream leader each (the next
+// message on the run's subjects): the read a dispatcher may already make
+// (STREAM.MSG.GET on the input stream), with no consumer to create.
 func readRange(ctx context.Context, js jetstream.JetStream, names subjects.Names, runID string, from, to uint64) ([]Message, error) {
 	name, filter := names.InputStream(), names.RunInputs(runID)
-	sctx, cancel := context.WithTimeout(ctx, getWait)
-	stream, err := js.Stream(sctx, name)
-	cancel()
-	if err != nil {
-		return nil, fmt.Errorf("replay: bind input stream %q: %w", name, err)
-	}
 	var out []Message
 	for seq := from; seq <= to; {
 		gctx, cancel := context.WithTimeout(ctx, getWait)
-		m, err := stream.GetMsg(gctx, seq, jetstream.WithGetMsgSubject(filter))
+		m, err := kvstore.NextOnSubject(gctx, js, name, seq, filter)
 		cancel()
-		if errors.Is(err, jetstream.ErrMsgNotFound) {
+		if errors.Is(err, kvstore.ErrNoKey) {
 			break
 		}
 		if err != nil {
