@@ -270,3 +270,38 @@ func lastApplied(msgs []replay.Annotated) uint64 {
 	}
 	return seq
 }
+
+// resetWaitDoc waits for "go" after its task, for at most 5 s.
+const resetWaitDoc = `{"$workflow":"0.2","revision":"rw/1","initial":"one","states":{
+ "one":{"work":{"task":"rs-one","version":"1"},"then":"w"},
+ "w":{"on":[{"event":"go","to":"done"}],"after":{"ms":5000,"to":"late"}},
+ "done":{"final":true},"late":{"final":true}}}`
+
+// A run that settled done had its timers purged; reset back into its
+// wait, the wait's timer is armed again (a new schedule, not dropped as a
+// duplicate of the first) and takes the run out of the wait.
+func TestResetIntoAWaitArmsItsTimerAgain(t *testing.T) {
+	t.Parallel()
+	e := setup(t, options{workers: none})
+	e.deployWith(t, "rw", resetWaitDoc, resetPolicy)
+	e.serveRaw(t, &rawTasks{calls: map[string][]wire.Invocation{}}, "rs-one", func(wire.Invocation) map[string]any { return map[string]any{"output": "ONE"} })
+	e.start(t, "rw", "rw1", 1)
+	e.waitStatus(t, "rw1", wire.StatusWaiting, 30*time.Second)
+	if err := e.f.Client.SendEvent(e.ctx, "rw1", "go", nil); err != nil {
+		t.Fatal(err)
+	}
+	if st := e.wait(t, "rw1", 30*time.Second); st.Status != wire.StatusDone || st.State != "/states/done" {
+		t.Fatalf("run ended %+v, want done in done", st)
+	}
+	to, err := replay.Entry(e.ctx, e.replaySource(), "rw1", "w", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.resetTo(t, "rw1", to); err != nil {
+		t.Fatal(err)
+	}
+	if st := e.wait(t, "rw1", 30*time.Second); st.Status != wire.StatusDone || st.State != "/states/late" {
+		t.Fatalf("reset run ended %+v, want done in late (its wait's timer fired)", st)
+	}
+	checkReplay(t, e, "rw1")
+}
