@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
+
 	"github.com/jetflow/jetflow/client"
 	"github.com/jetflow/jetflow/dispatcher"
 	"github.com/jetflow/jetflow/replay"
@@ -304,4 +306,33 @@ func TestResetIntoAWaitArmsItsTimerAgain(t *testing.T) {
 		t.Fatalf("reset run ended %+v, want done in late (its wait's timer fired)", st)
 	}
 	checkReplay(t, e, "rw1")
+}
+
+// A run whose history lost inputs (here its start, purged) cannot be
+// rebuilt: its reset is refused, saying what is gone, and the run stays
+// as it was.
+func TestResetRefusesATrimmedHistory(t *testing.T) {
+	t.Parallel()
+	e := setup(t, options{workers: none})
+	e.deployWith(t, "rs", resetDoc, resetPolicy)
+	e.serveReset(t)
+	e.start(t, "rs", "rt", 1)
+	e.wait(t, "rt", 30*time.Second)
+	to, err := replay.Entry(e.ctx, e.replaySource(), "rt", "two", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	inputs, err := e.f.JS.Stream(e.ctx, e.names.InputStream())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := inputs.Purge(e.ctx, jetstream.WithPurgeSubject(e.names.Start("rt"))); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.resetTo(t, "rt", to); !errors.Is(err, client.ErrResetRefused) || !strings.Contains(err.Error(), `the history of run "rt" is trimmed: its start (seq 1) is gone`) {
+		t.Fatalf("reset of a trimmed run: %v, want a refusal naming the missing start", err)
+	}
+	if st := e.wait(t, "rt", 30*time.Second); st.Status != wire.StatusDone || string(st.Result) != `"TWO-1"` {
+		t.Fatalf("after the refused reset: %+v, want done as before", st)
+	}
 }
