@@ -278,6 +278,7 @@ func (c *Console) routes() {
 	m.HandleFunc("POST "+b+"/api/runs/{id}/pause", c.apiPause)
 	m.HandleFunc("POST "+b+"/api/runs/{id}/resume", c.apiResume)
 	m.HandleFunc("POST "+b+"/api/runs/{id}/terminate", c.apiTerminate)
+	m.HandleFunc("POST "+b+"/api/runs/{id}/reset", c.apiReset)
 	m.HandleFunc("GET "+b+"/api/workflows", c.apiWorkflows)
 	m.HandleFunc("GET "+b+"/api/workflows/{name}", c.apiWorkflow)
 	m.HandleFunc("GET "+b+"/api/workflows/{name}/dag", c.apiWorkflowDAG)

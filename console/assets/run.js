@@ -92,6 +92,7 @@ async function runPage(main, id) {
   }
 
   function drawActions(v) {
+    resetFlags = v.commands.flags ? ' ' + v.commands.flags : '';
     const terminal = ['done', 'failed', 'cancelled', 'terminated'].includes(v.status);
     if (terminal) {
       fill(actions, h('h2', {}, 'Actions'), h('p', { class: 'muted' }, 'The run is ' + v.status + ': it takes no more events.'),
@@ -242,7 +243,8 @@ async function runPage(main, id) {
     const details = h('div', { class: 'details' },
       e.why ? h('p', { class: 'muted' }, e.why) : null,
       h('h4', {}, 'Message'), jsonBlock(e.body, 2000),
-      (e.effects || []).length ? [h('h4', {}, 'Sent'), jsonBlock(e.effects, 4000)] : null);
+      (e.effects || []).length ? [h('h4', {}, 'Sent'), jsonBlock(e.effects, 4000)] : null,
+      resetControl(id, e));
     const li = h('li', { class: 'entry k-' + e.kind + (open ? ' open' : ''), dataset: { seq: String(e.seq), kind: e.kind } },
       h('button', { type: 'button', class: 'entry-head', 'aria-expanded': open ? 'true' : 'false' },
         h('span', { class: 'time' }, fmtTime(e.time)),
