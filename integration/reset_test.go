@@ -13,7 +13,9 @@ import (
 
 	"github.com/jetflow/jetflow/client"
 	"github.com/jetflow/jetflow/dispatcher"
+	"github.com/jetflow/jetflow/natstest"
 	"github.com/jetflow/jetflow/replay"
+	"github.com/jetflow/jetflow/runrecord"
 	"github.com/jetflow/jetflow/step"
 	"github.com/jetflow/jetflow/subjects"
 	"github.com/jetflow/jetflow/wire"
@@ -334,4 +336,50 @@ func TestResetRefusesATrimmedHistory(t *testing.T) {
 	if st := e.wait(t, "rt", 30*time.Second); st.Status != wire.StatusDone || string(st.Result) != `"TWO-1"` {
 		t.Fatalf("after the refused reset: %+v, want done as before", st)
 	}
+}
+
+// A settled run's removal stays scheduled when it is reset; when it fires
+// the run is no longer settled, so retention refuses it and keeps the run.
+// The run's next settlement is removed as usual.
+func TestResetKeepsASettledRunFromItsRemoval(t *testing.T) {
+	t.Parallel()
+	e := setup(t, options{workers: none})
+	doc := strings.Replace(resetWaitDoc, `"ms":5000`, `"ms":600000`, 1)
+	e.deployWith(t, "rw", doc, `{"*":{"attemptTimeout":"20s","maxAttempts":1},"$run":{"retention":"2s"}}`)
+	e.serveRaw(t, &rawTasks{calls: map[string][]wire.Invocation{}}, "rs-one", func(wire.Invocation) map[string]any { return map[string]any{"output": "ONE"} })
+	e.start(t, "rw", "kept", 1)
+	e.waitStatus(t, "kept", wire.StatusWaiting, 30*time.Second)
+	if err := e.f.Client.SendEvent(e.ctx, "kept", "go", nil); err != nil {
+		t.Fatal(err)
+	}
+	e.wait(t, "kept", 30*time.Second)
+	to, err := replay.Entry(e.ctx, e.replaySource(), "kept", "w", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st, err := e.resetTo(t, "kept", to); err != nil || st.Status != wire.StatusWaiting {
+		t.Fatalf("after the reset: %+v, %v; want waiting", st, err)
+	}
+	natstest.WaitFor(t, 30*time.Second, "the removal of the first settlement refused", func() error {
+		rec := e.record(t, "kept")
+		if rec == nil {
+			return errors.New("the run has no record")
+		}
+		for _, r := range rec.Rejected {
+			if r.Kind == subjects.KindExpire && strings.Contains(r.Reason, "is waiting: retention removes only settled runs") {
+				return nil
+			}
+		}
+		return fmt.Errorf("refusals %+v", rec.Rejected)
+	})
+	checkReplay(t, e, "kept")
+	if err := e.f.Client.SendEvent(e.ctx, "kept", "go", nil); err != nil {
+		t.Fatal(err)
+	}
+	natstest.WaitFor(t, 30*time.Second, "the run removed after it settled again", func() error {
+		if _, err := e.f.Client.Status(e.ctx, "kept"); !errors.Is(err, runrecord.ErrRemoved) {
+			return fmt.Errorf("status: %v", err)
+		}
+		return nil
+	})
 }
