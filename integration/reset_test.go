@@ -378,7 +378,7 @@ func TestResetKeepsASettledRunFromItsRemoval(t *testing.T) {
 	}
 	natstest.WaitFor(t, 30*time.Second, "the run removed after it settled again", func() error {
 		if _, err := e.f.Client.Status(e.ctx, "kept"); !errors.Is(err, runrecord.ErrRemoved) {
-			return fmt.Errorf("status: %v", err)
+			return fmt.Errorf("status: %w", err)
 		}
 		return nil
 	})
