@@ -57,23 +57,30 @@ func (c *Client) Redriven(ctx context.Context, runID string, seq uint64) (*wire.
 	if err := subjects.CheckRunID(runID); err != nil {
 		return nil, fmt.Errorf("client: redriven: %w", err)
 	}
+	return c.takenAt(ctx, runID, seq, "redriven", ErrRedriveRefused)
+}
+
+// takenAt waits until the run's record reflects its input at seq (an
+// operator's request, what) and returns the status after it, or an error
+// wrapping refused with the reason the record holds.
+func (c *Client) takenAt(ctx context.Context, runID string, seq uint64, what string, refused error) (*wire.Status, error) {
 	nc := c.js.Conn()
 	sub, err := nc.SubscribeSync(c.names.Status(runID))
 	if err != nil {
-		return nil, fmt.Errorf("client: redriven %s: %w", runID, err)
+		return nil, fmt.Errorf("client: %s %s: %w", what, runID, err)
 	}
 	defer func() { _ = sub.Unsubscribe() }()
 	if err := c.flush(ctx, nc); err != nil && ctx.Err() != nil {
-		return nil, fmt.Errorf("client: redriven %s: %w", runID, err)
+		return nil, fmt.Errorf("client: %s %s: %w", what, runID, err)
 	}
 	interval := c.cfg.RecheckInterval
 	for {
-		st, taken, err := c.taken(ctx, runID, seq)
+		st, taken, err := c.taken(ctx, runID, seq, refused)
 		switch {
 		case taken:
 			return st, err
 		case err != nil && ctx.Err() != nil:
-			return nil, fmt.Errorf("client: redriven %s: the dispatchers have not taken the redrive (stream sequence %d): %w", runID, seq, context.Cause(ctx))
+			return nil, fmt.Errorf("client: %s %s: the dispatchers have not taken the request (stream sequence %d): %w", what, runID, seq, context.Cause(ctx))
 		}
 		// Any announcement of the run is a reason to read it again.
 		wctx, cancel := context.WithTimeout(ctx, interval)
@@ -85,7 +92,7 @@ func (c *Client) Redriven(ctx context.Context, runID string, seq uint64) (*wire.
 
 // taken reads the run and reports whether its record reflects the input
 // at seq: applied (the status after it) or refused (an error).
-func (c *Client) taken(ctx context.Context, runID string, seq uint64) (*wire.Status, bool, error) {
+func (c *Client) taken(ctx context.Context, runID string, seq uint64, refused error) (*wire.Status, bool, error) {
 	ctx, cancel := context.WithTimeout(ctx, waitReadTimeout)
 	defer cancel()
 	data, _, err := c.store.Get(ctx, runID)
@@ -98,7 +105,7 @@ func (c *Client) taken(ctx context.Context, runID string, seq uint64) (*wire.Sta
 	}
 	for _, r := range rec.Rejected {
 		if r.Seq == seq {
-			return nil, true, fmt.Errorf("client: run %s: %w: %s", runID, ErrRedriveRefused, r.Reason)
+			return nil, true, fmt.Errorf("client: run %s: %w: %s", runID, refused, r.Reason)
 		}
 	}
 	if !rec.HasApplied(seq) && !appliedBefore(rec, seq) {

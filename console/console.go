@@ -288,6 +288,7 @@ func (c *Console) routes() {
 	m.HandleFunc("GET "+b+"/api/jobs/events", c.apiJobEvents)
 	m.HandleFunc("GET "+b+"/api/jobs/{id}", c.apiJob)
 	m.HandleFunc("POST "+b+"/api/jobs/{id}/cancel", c.apiCancelJob)
+	m.HandleFunc("POST "+b+"/api/runs/{id}/reset", c.apiReset)
 	m.HandleFunc("GET "+b+"/api/workflows", c.apiWorkflows)
 	m.HandleFunc("GET "+b+"/api/workflows/{name}", c.apiWorkflow)
 	m.HandleFunc("GET "+b+"/api/workflows/{name}/dag", c.apiWorkflowDAG)

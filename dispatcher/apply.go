@@ -67,6 +67,9 @@ func (d *Dispatcher) attempt(ctx context.Context, in *step.Input, seq uint64, no
 		return d.loader.Load(ctx, name, revision)
 	})
 	res, err := step.Step(d.settings, step.Run{Record: cur.rec, State: cur.st}, in, seq, now, defs)
+	if err == nil && res.Outcome == step.Rewind {
+		res, err = d.rewind(ctx, in, res.Run, seq, now, defs, log)
+	}
 	if err != nil {
 		return "", err
 	}

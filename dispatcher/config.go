@@ -153,6 +153,9 @@ const (
 	// CrashAfterTombstone is, in a removal by retention, after the
 	// tombstone replaced the record and before the history is purged.
 	CrashAfterTombstone = string(hookAfterTombstone)
+	// CrashAfterRewind is, in a reset, after the run's earlier state was
+	// rebuilt from its history and before anything is saved.
+	CrashAfterRewind = string(hookAfterRewind)
 )
 
 // DefaultRetention is Config.Retention's default: a week, between

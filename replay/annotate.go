@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/jetflow/jetflow/engine/run"
@@ -39,6 +40,10 @@ const (
 	// the dispatchers terminate it (after waiting for the start, if the
 	// stream holds one before it).
 	VerdictNoRun = Verdict(step.NoRun)
+	// VerdictSuperseded: the run took it, then a later reset took the run
+	// back to its state after an earlier input: it no longer counts
+	// (docs/OPERATIONS.md#reset).
+	VerdictSuperseded Verdict = "superseded"
 	// VerdictUnapplied: the order the record lists never applied it: the
 	// dispatchers terminated or dropped it, or it was still in flight
 	// when the record was read.
@@ -123,6 +128,10 @@ type Judge struct {
 	// buffer mirrors the run's buffered events: the messages that
 	// brought them, oldest first.
 	buffer []bufferedEvent
+	// line is the run's line of inputs after the last step; bufferAt the
+	// buffer after each input on it, for a reset going back there.
+	line     *step.Line
+	bufferAt map[uint64][]bufferedEvent
 }
 
 type judgement struct {
@@ -138,7 +147,7 @@ type bufferedEvent struct {
 // NewJudge returns a judge for a replay with the dispatchers' settings
 // cfg; cfg.Names must be set.
 func NewJudge(cfg step.Settings) *Judge {
-	return &Judge{cfg: cfg.WithDefaults(), verdicts: map[uint64]judgement{}}
+	return &Judge{cfg: cfg.WithDefaults(), verdicts: map[uint64]judgement{}, bufferAt: map[uint64][]bufferedEvent{}}
 }
 
 // Step judges m, which a Stepper stepped with this outcome
@@ -147,7 +156,18 @@ func NewJudge(cfg step.Settings) *Judge {
 func (j *Judge) Step(m Message, outcome step.Outcome, why string, after step.Run) {
 	v, reason := verdictOf(m.Seq, outcome, why, after)
 	j.verdicts[m.Seq] = judgement{v, reason}
+	if after.Line != nil {
+		j.line = after.Line
+	}
 	if outcome != step.Applied || after.State == nil {
+		j.bufferAt[m.Seq] = slices.Clone(j.buffer)
+		return
+	}
+	defer func() { j.bufferAt[m.Seq] = slices.Clone(j.buffer) }()
+	if to, ok := j.line.WentBack(m.Seq); ok {
+		// The run's buffer is the one it had at that point.
+		j.buffer = slices.Clone(j.bufferAt[to])
+		j.verdicts[m.Seq] = judgement{VerdictApplied, fmt.Sprintf("took the run back to its state after seq %d", to)}
 		return
 	}
 	// Every event goes through the run's buffer, which each wait drains
@@ -205,6 +225,13 @@ func (j *Judge) unstarted(m Message) {
 // false for a message neither stepped nor skipped.
 func (j *Judge) Verdict(seq uint64) (v Verdict, reason string, ok bool) {
 	jd, ok := j.verdicts[seq]
+	if reset, to, gone := j.line.Superseded(seq); ok && gone {
+		was := string(jd.verdict)
+		if jd.reason != "" {
+			was += ": " + jd.reason
+		}
+		return VerdictSuperseded, fmt.Sprintf("superseded by the reset at seq %d, which took the run back to its state after seq %d (it was %s)", reset, to, was), true
+	}
 	return jd.verdict, jd.reason, ok
 }
 

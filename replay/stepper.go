@@ -14,7 +14,7 @@ import (
 // from the registry, but without NATS.
 type Stepper struct {
 	settings step.Settings
-	loader   *registry.Loader
+	load     func(ctx context.Context, name, revision string) (*step.Definition, error)
 }
 
 // NewStepper returns a stepper loading definitions from reg. s must match
@@ -30,7 +30,7 @@ func NewStepper(reg registry.Reader, s step.Settings, opts run.Options) (*Steppe
 	if err != nil {
 		return nil, err
 	}
-	return &Stepper{settings: s, loader: l}, nil
+	return &Stepper{settings: s, load: l.Load}, nil
 }
 
 // Step applies m to cur as a dispatcher would and returns the run after
@@ -40,6 +40,11 @@ func NewStepper(reg registry.Reader, s step.Settings, opts run.Options) (*Steppe
 // those no dispatcher would have got past either: a workflow that is not
 // deployed (registry.ErrUnknownWorkflow), a registry that cannot be read,
 // a record that does not decode.
+//
+// The run it returns carries the run's line of inputs (step.Line) from
+// the start on, so that a reset among the inputs goes back to the state
+// the line holds for it, as the dispatcher that applied it rebuilt it
+// (Rewind): step from the start with the run each step returns.
 func (r *Stepper) Step(ctx context.Context, cur step.Run, m Message, startRevision string) (step.Run, step.Outcome, string, error) {
 	in, err := step.Parse(r.settings, m.Subject, m.Header, m.Data)
 	if err != nil && (in == nil || cur.Record == nil) {
@@ -49,16 +54,22 @@ func (r *Stepper) Step(ctx context.Context, cur step.Run, m Message, startRevisi
 		if revision == "" {
 			revision = startRevision
 		}
-		def, err := r.loader.Load(ctx, name, revision)
+		def, err := r.load(ctx, name, revision)
 		if err != nil {
 			return nil, fmt.Errorf("input %d of run %s: %w", m.Seq, in.RunID, err)
 		}
 		return def, nil
 	})
-	res, err := step.Step(r.settings, cur, in, m.Seq, float64(m.Time.UnixMilli()), defs)
+	now := float64(m.Time.UnixMilli())
+	res, err := step.Step(r.settings, cur, in, m.Seq, now, defs)
+	if err == nil && res.Outcome == step.Rewind {
+		at, why := cur.Line.Point(in.RunID, in.ResetTo(), m.Seq)
+		res, err = step.Reset(r.settings, res.Run, in, m.Seq, now, defs, at, why)
+	}
 	if err != nil {
 		return res.Run, "", "", err
 	}
+	res.Run.Line = cur.Line.Took(in, m.Seq, res)
 	why := ""
 	if res.Reason != nil {
 		why = res.Reason.Error()

@@ -102,6 +102,17 @@ func Summarize(names subjects.Names, m Message) (kind, summary string) {
 			return kind, "(no reason)"
 		}
 		return kind, "reason=" + strconv.Quote(oneLine(b.Reason, 120))
+	case subjects.KindReset:
+		var b wire.Reset
+		_ = json.Unmarshal(m.Data, &b)
+		s := "to=" + strconv.FormatUint(b.To, 10)
+		if b.Reason != "" {
+			s += " reason=" + strconv.Quote(oneLine(b.Reason, 120))
+		}
+		if b.Operator != "" {
+			s += " operator=" + strconv.Quote(oneLine(b.Operator, 60))
+		}
+		return kind, s
 	}
 	return kind, compact(m.Data, 80)
 }

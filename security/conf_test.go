@@ -104,6 +104,9 @@ func TestRoleRefusals(t *testing.T) {
 	if p, err := Publisher(n, "ops", subjects.KindRedrive); err != nil || !slices.Contains(p.Publish, n.Redrive("*")) {
 		t.Errorf("a publisher granted redrives: %+v, %v", p, err)
 	}
+	if p, err := Publisher(n, "ops", subjects.KindReset); err != nil || !slices.Contains(p.Publish, n.Reset("*")) {
+		t.Errorf("a publisher granted resets: %+v, %v", p, err)
+	}
 	users, err := DeploymentUsers(n, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -113,6 +116,9 @@ func TestRoleRefusals(t *testing.T) {
 		// carry out; no other fixed role may.
 		if u.Name != UserOperator && u.Name != UserDispatcher && slices.Contains(u.Permissions.Publish, n.Redrive("*")) {
 			t.Errorf("fixed role %s may redrive; only the operator (and the dispatchers, for bulk jobs) may", u.Name)
+		}
+		if u.Name != UserOperator && slices.Contains(u.Permissions.Publish, n.Reset("*")) {
+			t.Errorf("fixed role %s may reset runs; only the operator may", u.Name)
 		}
 	}
 	if _, err := DeploymentUsers(n, []registry.TaskRef{{Task: "a-b", Version: "1"}, {Task: "a_b", Version: "1"}}); err == nil {

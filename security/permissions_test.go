@@ -313,6 +313,22 @@ func TestPermissionMatrix(t *testing.T) {
 	if st, err := app.Wait(ctx, "p3"); err != nil || st.Status != wire.StatusTerminated || st.Reason != "end of the check" {
 		t.Fatalf("p3 ended %+v, %v", st, err)
 	}
+	// ... and resets one: the dispatcher reads the run's history to
+	// rebuild it (leader reads of the input stream).
+	resumed, err := inputs.GetLastMsgForSubject(ctx, n.Resume("p3"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	seq, err := operator.Reset(ctx, "p3", resumed.Sequence, "check the matrix", "ops")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st, err := operator.Resetted(ctx, "p3", seq); err != nil || st.Status != wire.StatusWaiting {
+		t.Fatalf("p3 after its reset: %+v, %v", st, err)
+	}
+	if err := operator.Terminate(ctx, "p3", "end of the check", "ops"); err != nil {
+		t.Fatal(err)
+	}
 	// ... and pauses and resumes a task version.
 	if _, err := provision.PauseTask(ctx, r.op.js, n, "task-a", "1", time.Time{}); err != nil {
 		t.Fatal(err)
@@ -420,6 +436,15 @@ func TestPermissionMatrix(t *testing.T) {
 			return err
 		}},
 		{r.events, "redrive a run", n.Redrive("p1"), jsPublish(r.events, n.Redrive("p1"))},
+		// Nor reset: taking a run back is the operator's.
+		{r.app, "reset a run", n.Reset("p1"), func(ctx context.Context) error {
+			_, err := app.Reset(ctx, "p1", 1, "", "")
+			return err
+		}},
+		{r.events, "reset a run", n.Reset("p1"), jsPublish(r.events, n.Reset("p1"))},
+		{r.workerA, "reset a run", n.Reset("p1"), jsPublish(r.workerA, n.Reset("p1"))},
+		{r.observer, "reset a run", n.Reset("p1"), jsPublish(r.observer, n.Reset("p1"))},
+		{r.disp, "reset a run", n.Reset("p1"), jsPublish(r.disp, n.Reset("p1"))},
 	}
 	for _, c := range cases {
 		c.who.denied(t, c.what, c.subject, c.op)

@@ -74,7 +74,8 @@ func Dispatcher(n subjects.Names, user string) Permissions {
 		api("CONSUMER.INFO", in, c), api("CONSUMER.MSG.NEXT", in, c), n.Ack(in, c),
 		// Whether an input of a run without a record has a start before
 		// it (dispatcher/early.go): the first start of one run, read
-		// through the stream leader.
+		// through the stream leader; and, message by message, the
+		// history of a run it rebuilds for a reset (replay.Rewind).
 		api("STREAM.MSG.GET", in),
 		n.TaskAll(), n.ScheduleAll(), n.StatusAll(),
 		// A deadline fire of a paused task version (provision.PauseTask):
@@ -131,13 +132,14 @@ func Worker(n subjects.Names, user, task, version string) (Permissions, error) {
 // Publisher input kinds a Publisher may be given.
 var publisherKinds = []string{
 	subjects.KindStart, subjects.KindEvent, subjects.KindCancel,
-	subjects.KindPause, subjects.KindResume, subjects.KindTerminate, subjects.KindRedrive,
+	subjects.KindPause, subjects.KindResume, subjects.KindTerminate, subjects.KindRedrive, subjects.KindReset,
 }
 
 // Publisher may publish the given run inputs: any of subjects.KindStart,
 // KindEvent and KindCancel (an event source gets KindEvent only), and the
-// operator's KindPause, KindResume, KindTerminate and KindRedrive (which
-// restarts failed work), which no role but the operator has unless a
+// operator's KindPause, KindResume, KindTerminate, KindRedrive (which
+// restarts failed work) and KindReset (which takes a run back to an
+// earlier state), which no role but the operator has unless a
 // deployment grants them this way (to an operations tool, not to
 // applications). It may
 // bind the run bucket (client.New does; stream info only), never read a
@@ -162,6 +164,8 @@ func Publisher(n subjects.Names, user string, kinds ...string) (Permissions, err
 			pub = append(pub, n.Terminate("*"))
 		case subjects.KindRedrive:
 			pub = append(pub, n.Redrive("*"))
+		case subjects.KindReset:
+			pub = append(pub, n.Reset("*"))
 		default:
 			return Permissions{}, fmt.Errorf("security: a publisher may publish %v, not %q", publisherKinds, k)
 		}

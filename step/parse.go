@@ -38,6 +38,8 @@ type Input struct {
 	token string
 	// redriveTo is the revision a redrive moves its run to, "" for none.
 	redriveTo string
+	// resetTo is the input sequence a reset takes its run back to.
+	resetTo uint64
 	// refused is why an input addressed to a run cannot apply (it wraps
 	// ErrMalformed); msg is then empty. A run that exists records the
 	// refusal; without one the input is terminated.
@@ -88,7 +90,7 @@ func addressed(names subjects.Names, subject string, err error) *Input {
 	}
 	switch kind {
 	case subjects.KindEvent, subjects.KindResult, subjects.KindTimer, subjects.KindCancel,
-		subjects.KindPause, subjects.KindResume, subjects.KindTerminate, subjects.KindPostpone, subjects.KindRedrive, subjects.KindExpire:
+		subjects.KindPause, subjects.KindResume, subjects.KindTerminate, subjects.KindPostpone, subjects.KindRedrive, subjects.KindReset, subjects.KindExpire:
 		return &Input{RunID: runID, Kind: kind, msg: run.Message{RunID: runID}, refused: err}
 	}
 	return nil
@@ -132,6 +134,8 @@ func parseInput(names subjects.Names, subject string, header nats.Header, data [
 		err = in.parsePostpone(data)
 	case subjects.KindRedrive:
 		err = in.parseRedrive(data)
+	case subjects.KindReset:
+		err = in.parseReset(data)
 	case subjects.KindExpire:
 		err = in.parseExpire(data)
 	default:

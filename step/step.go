@@ -24,6 +24,9 @@ type Run struct {
 	Record *runrecord.Record
 	// State is Record.State decoded; nil until decoded (Step decodes it).
 	State *run.State
+	// Line is the run's line of inputs, kept by a walk of its history
+	// for resets (Line.Took); Step and Reset leave it to the caller.
+	Line *Line
 }
 
 // Outcome says what stepping one input did.
@@ -103,6 +106,10 @@ func Step(s Settings, cur Run, in *Input, seq uint64, now float64, defs Definiti
 		}
 		cur.State = st
 	}
+	if in.Kind == subjects.KindReset && in.refused == nil {
+		// Its judgement needs the run's history, which the caller reads.
+		return resetPoint(s, cur, in, seq, now), nil
+	}
 	if in.Kind == subjects.KindExpire {
 		// Retention's judgement needs no definition: the reducer is not
 		// asked, and a removed workflow must not keep its runs.
@@ -160,7 +167,7 @@ func DecodeState(rec *runrecord.Record) (*run.State, error) {
 // transit computes the run after the input from cur, whose state is
 // decoded (both nil before the start).
 func transit(s Settings, def *Definition, in *Input, seq uint64, now float64, cur Run) Result {
-	prev, st := cur.Record, cur.State
+	st := cur.State
 	if st != nil && st.Control.Time > now {
 		// Stream time is not monotonic across leader changes, and the
 		// reducer refuses time that moves backwards.
@@ -189,6 +196,16 @@ func transit(s Settings, def *Definition, in *Input, seq uint64, now float64, cu
 	}
 	if next == nil {
 		return failed(errors.New("reducer returned no state"))
+	}
+	return commit(s, def, in, seq, now, cur, next, effects)
+}
+
+// commit is the run after the reducer took the input at seq: next and
+// its effects rendered into the record that follows cur's.
+func commit(s Settings, def *Definition, in *Input, seq uint64, now float64, cur Run, next *run.State, effects []run.Effect) Result {
+	prev := cur.Record
+	failed := func(err error) Result {
+		return Result{Run: cur, Outcome: Failed, Reason: fmt.Errorf("%w: %w", ErrPermanent, err)}
 	}
 	if next.Workflow == "" {
 		next.Workflow = def.Name

@@ -64,6 +64,9 @@ const (
 	// KindRedrive asks a failed run to continue from its failed work
 	// activation (docs/OPERATIONS.md).
 	KindRedrive = "redrive"
+	// KindReset takes a run back to the state it had after one of its
+	// earlier inputs, rebuilt from its history (docs/OPERATIONS.md).
+	KindReset = "reset"
 	// KindExpire is a settled run's removal by retention. It has no
 	// subject of its own: its removal schedule (Expiry) fires on the run's
 	// timer subject, marked by wire.HeaderExpire, so that it comes in
@@ -100,6 +103,9 @@ func (n Names) Cancel(runID string) string { return n.prefix + ".in." + runID + 
 
 // Redrive is where a failed run's redrive request goes.
 func (n Names) Redrive(runID string) string { return n.prefix + ".in." + runID + "." + KindRedrive }
+
+// Reset is where a run's reset request goes.
+func (n Names) Reset(runID string) string { return n.prefix + ".in." + runID + "." + KindReset }
 
 // TimerStream holds pending timer schedules and the timers they fire,
 // apart from the input stream: schedules need a stream that obeys
@@ -190,7 +196,7 @@ func (n Names) ParseInput(subject string) (runID, kind, eventType string, err er
 	case len(parts) != 2:
 		return "", "", "", fmt.Errorf("subject %q has unexpected tokens after %q", subject, kind)
 	case kind != KindStart && kind != KindResult && kind != KindTimer && kind != KindCancel &&
-		kind != KindPause && kind != KindResume && kind != KindTerminate && kind != KindPostpone && kind != KindRedrive:
+		kind != KindPause && kind != KindResume && kind != KindTerminate && kind != KindPostpone && kind != KindRedrive && kind != KindReset:
 		return "", "", "", fmt.Errorf("subject %q: unknown input kind %q", subject, kind)
 	}
 	return runID, kind, eventType, nil

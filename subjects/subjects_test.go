@@ -89,6 +89,7 @@ func TestParseInput(t *testing.T) {
 		{"jf.in.r1.timer", "r1", KindTimer, "", true},
 		{"jf.in.r1.cancel", "r1", KindCancel, "", true},
 		{"jf.in.r1.redrive", "r1", KindRedrive, "", true},
+		{"jf.in.r1.reset", "r1", KindReset, "", true},
 		{"jf.in.r1.redrive.x", "", "", "", false},
 		{"jf.in.r1.expire", "", "", "", false},
 		{"jf.in.r1.event", "", "", "", false},

@@ -96,6 +96,15 @@ type Redrive struct {
 	Revision string `json:"revision,omitempty"`
 }
 
+// Reset is the body of a reset request: the run goes back to the state
+// it had after its input at stream sequence To, rebuilt from its history,
+// and continues from there (docs/OPERATIONS.md#reset).
+type Reset struct {
+	To       uint64 `json:"to"`
+	Reason   string `json:"reason,omitempty"`
+	Operator string `json:"operator,omitempty"`
+}
+
 // Status is announced on a run's status subject at every status change.
 type Status struct {
 	Run      string          `json:"run"`

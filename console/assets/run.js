@@ -104,6 +104,7 @@ async function runPage(main, id) {
   // Each asks for confirmation showing the equivalent command.
   function drawActions(v) {
     const flags = v.commands.flags ? ' ' + v.commands.flags : '';
+    resetFlags = flags;
     const result = h('p', { id: 'action-result', class: 'muted', 'aria-live': 'polite' });
     const confirmBox = h('div', { id: 'confirm' });
     const off = ACTIONS ? {} : { disabled: true, title: 'read-only console' };
@@ -271,22 +272,12 @@ async function runPage(main, id) {
     fill(timeline, ...hv.entries.map(e => entryItem(e, open.has(String(e.seq)))));
   }
 
-  // resetHook is the reset verb's command for a point of the timeline:
-  // the console does not reset runs itself yet.
-  function resetHook(e) {
-    if (e.outcome && e.outcome !== 'applied') return null;
-    const flags = view && view.commands.flags ? ' ' + view.commands.flags : '';
-    return [h('h4', {}, 'Reset to this point'),
-      commandLine('reset-cmd-' + e.seq, 'jetflow reset ' + shellQuote(id) + ' --to ' + e.seq + flags),
-      h('p', { class: 'muted' }, 'From a shell: the console does not reset runs.')];
-  }
-
   function entryItem(e, open) {
     const details = h('div', { class: 'details' },
       e.why ? h('p', { class: 'muted' }, e.why) : null,
       h('h4', {}, 'Message'), jsonBlock(e.body, 2000),
       (e.effects || []).length ? [h('h4', {}, 'Sent'), jsonBlock(e.effects, 4000)] : null,
-      resetHook(e));
+      resetControl(id, e));
     const li = h('li', { class: 'entry k-' + e.kind + (open ? ' open' : ''), dataset: { seq: String(e.seq), kind: e.kind } },
       h('button', { type: 'button', class: 'entry-head', 'aria-expanded': open ? 'true' : 'false' },
         h('span', { class: 'time' }, fmtTime(e.time)),

@@ -55,6 +55,8 @@ type State struct {
 	Kept map[string]any `json:"kept,omitempty"`
 	// Redrives counts the redrives applied to the run.
 	Redrives int64 `json:"redrives,omitempty"`
+	// Resets counts the resets applied to the run (reset.go).
+	Resets int64 `json:"resets,omitempty"`
 	// StartRevision is the revision the run started on, once a redrive
 	// moved it to another (Revision); replay starts it there.
 	StartRevision string `json:"startRevision,omitempty"`

@@ -49,7 +49,9 @@ func newHistory(s streams) *cobra.Command {
 			"  malformed   no dispatcher can parse it: they terminate it, with the reason\n" +
 			"  failed      it failed permanently: the dispatchers terminate it\n" +
 			"  no-run      not a start, and the run had no record at that point\n" +
-			"  unapplied   the order the record lists never applied it (terminated, dropped, in flight)\n\n" +
+			"  unapplied   the order the record lists never applied it (terminated, dropped, in flight)\n" +
+			"  superseded  the run took it, then a reset took the run back to an earlier input: it no\n" +
+			"              longer counts (the reason names the reset and what the input was before)\n\n" +
 			"The verdicts come from replaying the history through the dispatchers' own code, as\n" +
 			"`jetflow replay` does (with the dispatchers' default task retry policies). When it cannot be\n" +
 			"replayed (trimmed history, a revision no longer deployed) history prints the messages\n" +

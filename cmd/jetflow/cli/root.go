@@ -74,6 +74,7 @@ var commands = []func(streams) *cobra.Command{
 	newList,
 	newRedrive,
 	newReplay,
+	newReset,
 	newServe,
 	newStart,
 	newStatus,

@@ -39,6 +39,8 @@ type statusJSON struct {
 	Ignored  []runrecord.Rejection `json:"ignored,omitempty"`
 	// Redrives counts the redrives the run took (jetflow redrive).
 	Redrives int64 `json:"redrives,omitempty"`
+	// Resets counts the resets the run took (jetflow reset).
+	Resets int64 `json:"resets,omitempty"`
 }
 
 // refusalsShown is how many of the most recent refusals of each kind the
@@ -57,8 +59,8 @@ func newStatus(s streams) *cobra.Command {
 			"each with its stream sequence, kind and reason; `jetflow history RUN` shows every input.\n" +
 			"With --json it prints one object: run, workflow, revision, status, state, result, error,\n" +
 			"time (Unix ms of the last status change), started, updated, and rejected and ignored as the\n" +
-			"record keeps them: [{seq, kind, reason, time}], oldest first, and redrives, how many\n" +
-			"redrives the run took (absent when none).\n\n" +
+			"record keeps them: [{seq, kind, reason, time}], oldest first, and redrives and resets, how\n" +
+			"many redrives and resets the run took (absent when none).\n\n" +
 			"A run removed by retention shows as \"removed by retention at T\" with the status it settled\n" +
 			"with (--json: {run, status: \"removed\", removed: {at, workflow, revision, status, settled,\n" +
 			"historyKept, until}}) for as long as its tombstone lives.",
@@ -87,7 +89,7 @@ func newStatus(s streams) *cobra.Command {
 					info.Started = t.UTC().Format(time.RFC3339Nano)
 				}
 				if asJSON {
-					return json.NewEncoder(s.out).Encode(statusJSON{runJSON: info, Rejected: rec.Rejected, Ignored: rec.Ignored, Redrives: st.Redrives})
+					return json.NewEncoder(s.out).Encode(statusJSON{runJSON: info, Rejected: rec.Rejected, Ignored: rec.Ignored, Redrives: st.Redrives, Resets: st.Resets})
 				}
 				var wf *workflow.Workflow
 				if st.Workflow != "" {
@@ -119,6 +121,9 @@ func printStatus(s streams, wf *workflow.Workflow, info runJSON, st *run.State, 
 	operatorRows(row, info.Status, st)
 	if st.Redrives > 0 {
 		row("redrives", fmt.Sprint(st.Redrives))
+	}
+	if st.Resets > 0 {
+		row("resets", fmt.Sprint(st.Resets))
 	}
 	row("state", strings.Join(mapNames(st.Control.Active), ", "))
 	if inFlight := client.InFlight(wf, st, rec); len(inFlight) > 0 {
