@@ -231,7 +231,7 @@ func (d *Dispatcher) flush(ctx context.Context, runID string, c cached) error {
 		d.cache.drop(runID)
 		return err
 	}
-	if c.rec.Status != nil && purges(run.Status(c.rec.Status.Status)) && c.rec.Timers {
+	if c.rec.Status != nil && purges(run.Status(c.rec.Status.Status)) && c.rec.PurgesTimers() {
 		d.purgeTimers(ctx, runID)
 	}
 	c.published = true

@@ -145,7 +145,7 @@ func (d *Dispatcher) remove(ctx context.Context, in *step.Input, cur cached, rem
 	}
 	// A run that never armed a timer (but its attempts' deadline, which
 	// settling disarms) has no timer schedule to purge.
-	if err := d.purgeRemoved(ctx, in.RunID, cur.rec.Timers); err != nil {
+	if err := d.purgeRemoved(ctx, in.RunID, cur.rec.PurgesTimers()); err != nil {
 		return "", err
 	}
 	d.m.removed.WithLabelValues(r.Status).Inc()

@@ -65,6 +65,20 @@ func parseRecord(data []byte) (*Record, bool) {
 			return nil, false
 		}
 	}
+	if p.next("deadlineOnly") {
+		switch {
+		case p.lit("true"):
+			r.DeadlineOnly = true
+		case p.lit("false"):
+		default:
+			return nil, false
+		}
+	}
+	if p.next("armed") {
+		if raw, ok = p.value(); !ok || json.Unmarshal(raw, &r.Armed) != nil {
+			return nil, false
+		}
+	}
 	if !p.byte('}') {
 		return nil, false
 	}

@@ -2,6 +2,7 @@ package runrecord
 
 import (
 	"encoding/json"
+	"maps"
 	"slices"
 	"strconv"
 )
@@ -81,6 +82,21 @@ func appendRecord(b []byte, r *Record) ([]byte, error) {
 	}
 	if r.Timers {
 		b = append(b, `,"timers":true`...)
+	}
+	if r.DeadlineOnly {
+		b = append(b, `,"deadlineOnly":true`...)
+	}
+	if len(r.Armed) > 0 {
+		b = append(b, `,"armed":{`...)
+		for i, id := range slices.Sorted(maps.Keys(r.Armed)) {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = appendString(b, id)
+			b = append(b, ':')
+			b = strconv.AppendInt(b, r.Armed[id], 10)
+		}
+		b = append(b, '}')
 	}
 	return append(b, '}'), nil
 }

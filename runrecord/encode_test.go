@@ -35,10 +35,12 @@ func TestRecordEncodeIsEncodingJSON(t *testing.T) {
 			{ID: "r1/2", Kind: OutTimer, Subject: "p.sched.r1.t", Data: nil},
 			{ID: "r1/3", Kind: OutStatus, Subject: "p.status.r1", Header: map[string]string{}, Data: json.RawMessage(`{}`)},
 		},
-		Applied:  []uint64{1, 2, 18446744073709551615},
-		Rejected: []Rejection{{Seq: 3, Kind: "event", Reason: "stale <timer>", Time: 1e21}, {Seq: 4, Time: 0.000001}},
-		Order:    Order{{1, 2}, {4, 4}},
-		Timers:   true,
+		Applied:      []uint64{1, 2, 18446744073709551615},
+		Rejected:     []Rejection{{Seq: 3, Kind: "event", Reason: "stale <timer>", Time: 1e21}, {Seq: 4, Time: 0.000001}},
+		Order:        Order{{1, 2}, {4, 4}},
+		Timers:       true,
+		DeadlineOnly: true,
+		Armed:        map[string]int64{"t3": 9, "d": 12, "<~é>": -1},
 	}
 	cases := map[string]*Record{
 		"state only":   {State: state},
@@ -84,13 +86,15 @@ func FuzzRecordEncode(f *testing.F) {
 			t.Skip()
 		}
 		r := &Record{
-			State:    raw,
-			Status:   &wire.Status{Run: id, Status: kind, Result: raw},
-			Outbox:   []Outgoing{{ID: id, Kind: kind, Subject: subject, Header: map[string]string{hk: hv, hv: hk}, Data: raw}},
-			Applied:  []uint64{a, b},
-			Rejected: []Rejection{{Seq: a, Kind: kind, Reason: reason, Time: float64(b)}},
-			Order:    Order{{a, b}},
-			Timers:   a%2 == 0,
+			State:        raw,
+			Status:       &wire.Status{Run: id, Status: kind, Result: raw},
+			Outbox:       []Outgoing{{ID: id, Kind: kind, Subject: subject, Header: map[string]string{hk: hv, hv: hk}, Data: raw}},
+			Applied:      []uint64{a, b},
+			Rejected:     []Rejection{{Seq: a, Kind: kind, Reason: reason, Time: float64(b)}},
+			Order:        Order{{a, b}},
+			Timers:       a%2 == 0,
+			DeadlineOnly: b%2 == 0,
+			Armed:        map[string]int64{id: int64(a), hv: -int64(b)},
 		}
 		got, err := r.Encode()
 		if err != nil {

@@ -36,8 +36,21 @@ type Record struct {
 	// for replay (package replay): usually one span.
 	Order Order `json:"order,omitempty"`
 	// Timers is set once a step of the run has armed a timer: settling
-	// the run then purges the schedules that may still be pending.
+	// the run then purges the schedules that may still be pending, unless
+	// DeadlineOnly (PurgesTimers).
 	Timers bool `json:"timers,omitempty"`
+	// DeadlineOnly qualifies Timers: every timer the run armed is its
+	// deadline timer, which the settling step disarms itself, so no purge
+	// is needed. The previous release reads Timers alone, and so purges
+	// when it settles such a run: its disarm goes to the subject before
+	// armed instances (Armed), which misses the pending instance.
+	DeadlineOnly bool `json:"deadlineOnly,omitempty"`
+	// Armed maps each timer the run may still rely on to the step (the
+	// state's Seq) whose outbox armed its pending instance: the instance
+	// is on its own schedule subject (subjects.Names.ScheduleInstance),
+	// which a disarm or a re-arm then names. A timer missing here was
+	// armed on the layout before instances (subjects.Names.Schedule).
+	Armed map[string]int64 `json:"armed,omitempty"`
 
 	// statusJSON is Status encoded, when known: the step that announced
 	// the status encoded it for the announcement already.
@@ -127,11 +140,15 @@ func (r *Record) Next(seq uint64, maxApplied int) *Record {
 	if r == nil {
 		return &Record{Applied: []uint64{seq}, Order: Order{{seq, seq}}}
 	}
-	n := &Record{Status: r.Status, statusJSON: r.statusJSON, Rejected: r.Rejected, Ignored: r.Ignored, Timers: r.Timers}
+	n := &Record{Status: r.Status, statusJSON: r.statusJSON, Rejected: r.Rejected, Ignored: r.Ignored, Timers: r.Timers, DeadlineOnly: r.DeadlineOnly}
 	n.Applied = AppendBounded(r.Applied, seq, maxApplied)
 	n.Order = r.Order.Add(seq)
 	return n
 }
+
+// PurgesTimers reports whether settling the run purges its pending
+// schedules: some timer it armed may outlive the settling step.
+func (r *Record) PurgesTimers() bool { return r.Timers && !r.DeadlineOnly }
 
 // Refused returns the record after refusing the input at seq: the same
 // run, with the refusal noted (a redelivery of it is then recognised)

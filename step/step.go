@@ -228,9 +228,16 @@ func commit(s Settings, def *Definition, in *Input, seq uint64, now float64, cur
 	if err != nil {
 		return failed(fmt.Errorf("encode state: %w", err))
 	}
+	var armed map[string]int64
+	if prev != nil {
+		armed = prev.Armed
+	}
+	out, armed = placeTimers(s.Names, in.RunID, armed, st, next, out)
 	rec := prev.Next(seq, s.AppliedHistory)
-	rec.State, rec.Outbox = state, out
-	rec.Timers = rec.Timers || armsTimer(out)
+	rec.State, rec.Outbox, rec.Armed = state, out, armed
+	purge := rec.PurgesTimers() || armsTimer(out)
+	rec.Timers = rec.Timers || purge || len(armed) > 0
+	rec.DeadlineOnly = rec.Timers && !purge
 	for _, ig := range next.Ignored {
 		kind := subjects.KindEvent
 		if ig.Kind != "" {

@@ -117,10 +117,20 @@ func (n Names) TimerStream() string { return n.prefix + "_timers" }
 // ScheduleAll matches every pending timer schedule (in the timer stream).
 func (n Names) ScheduleAll() string { return n.prefix + ".sched.>" }
 
-// Schedule is the subject of one timer's schedule message. One schedule
-// lives per subject, so each timer gets its own.
+// Schedule is the subject of one timer's schedule message in the layout
+// before armed instances (ScheduleInstance), which schedules still
+// pending from then use; Schedule(run, ">") matches every timer schedule
+// of a run, in either layout.
 func (n Names) Schedule(runID, timerID string) string {
 	return n.prefix + ".sched." + runID + "." + timerID
+}
+
+// ScheduleInstance is the subject of one armed instance of a timer: the
+// arming of timerID by the run's step number instance. One schedule lives
+// per subject, so an arm or disarm published late (a stale outbox) only
+// ever replaces the instance it was made for, never a later one.
+func (n Names) ScheduleInstance(runID, timerID, instance string) string {
+	return n.prefix + ".sched." + runID + "." + timerID + "." + instance
 }
 
 // FiredAll matches every fired timer in the timer stream.

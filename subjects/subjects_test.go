@@ -159,6 +159,15 @@ func TestTimerSubjects(t *testing.T) {
 			t.Errorf("%q does not match %q", n.RunTimerMessages("r1"), subj)
 		}
 	}
+	// An armed instance is one of the run's timer schedules, which the
+	// purge at settling removes, and no other instance of the timer.
+	inst := n.ScheduleInstance("r1", "t1", "7")
+	if !matches(n.ScheduleAll(), inst) || !matches(n.Schedule("r1", ">"), inst) || matches(n.RunTimerMessages("r1"), inst) {
+		t.Errorf("instance schedule %q: outside %q or %q, or inside %q", inst, n.ScheduleAll(), n.Schedule("r1", ">"), n.RunTimerMessages("r1"))
+	}
+	if inst == n.ScheduleInstance("r1", "t1", "8") || inst == n.Schedule("r1", "t1") {
+		t.Errorf("two instances of a timer share the subject %q", inst)
+	}
 	if matches(n.RunTimerMessages("r1"), n.Fired("r2")) || matches(n.RunTimerMessages("r1"), n.Schedule("r1", "t1")) {
 		t.Errorf("%q matches another run's or a timer's schedule", n.RunTimerMessages("r1"))
 	}

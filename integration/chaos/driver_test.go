@@ -29,8 +29,10 @@ type runLog struct {
 	// paused: an operator's pause held the run's events, and its resume
 	// released them (every pausedEvery-th event run).
 	paused bool
-	// redrives counts the redrives the driver saw taken.
+	// redrives counts the redrives the driver saw taken; redrove is the
+	// time of the failure the last one took the run out of.
 	redrives int
+	redrove  float64
 
 	// The server's times, filled in by the check: when the stream stored
 	// the start and the accepted event, and when the run bucket stored
@@ -160,6 +162,15 @@ func (d *driver) drive(ctx context.Context, r *runLog) error {
 		if err == nil && r.wf.redrive && r.redrives == 0 && st.Status == wire.StatusFailed {
 			if err := d.redrive(ctx, r); err != nil {
 				return err
+			}
+			r.redrove = st.Time
+			continue
+		}
+		if err == nil && r.redrives > 0 && st.Status == wire.StatusFailed && st.Time <= r.redrove {
+			// The failure the redrive undid, read from a replica that
+			// has not caught up: wait for the run's next settlement.
+			if err := pause(ctx, 200*time.Millisecond); err != nil {
+				return fmt.Errorf("not settled: %w", err)
 			}
 			continue
 		}

@@ -8,11 +8,11 @@ import (
 
 // chaos injects faults at random moments until ctx ends: SIGKILL of a
 // dispatcher, a worker or a NATS node, each restarted after a random
-// while, and, with a netlab, a NATS node cut off from the others for a
-// while. At most one NATS node is down or cut off at a time, and only
+// while, a task version paused for a while, and, with a netlab, a NATS
+// node cut off from the others for a while. At most one NATS node is down or cut off at a time, and only
 // once the cluster has fully recovered from the last such fault.
 func (h *harness) chaos(ctx context.Context) {
-	kinds := []string{kindDispatcher, kindWorker, kindNATS}
+	kinds := []string{kindDispatcher, kindWorker, kindNATS, faultTaskPause}
 	if h.lab != nil {
 		kinds = append(kinds, faultPartition)
 	}
@@ -36,6 +36,8 @@ func (h *harness) chaos(ctx context.Context) {
 			h.killNode(h.nodes[h.rng.IntN(len(h.nodes))])
 		case faultPartition:
 			h.cutNode(h.nodes[h.rng.IntN(len(h.nodes))])
+		case faultTaskPause:
+			h.pauseTask(ctx)
 		}
 	}
 }

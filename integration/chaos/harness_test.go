@@ -63,6 +63,8 @@ type harness struct {
 	faults []*fault
 	// natsBusy: a NATS node is down or cut off; no second one may be.
 	natsBusy bool
+	// taskPaused: a task version is paused; no second one is.
+	taskPaused bool
 	// failedStarts counts restarts that failed and were tried again.
 	failedStarts int
 	// errs are failures of the background restarts.
@@ -71,7 +73,7 @@ type harness struct {
 
 // fault is one injected fault.
 type fault struct {
-	kind   string // kindDispatcher, kindWorker, kindNATS or faultPartition
+	kind   string // kindDispatcher, kindWorker, kindNATS, faultPartition or faultTaskPause
 	target string
 	// at is when the fault began, back when its target served again.
 	at, back time.Time

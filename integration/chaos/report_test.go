@@ -128,12 +128,12 @@ func (h *harness) summarize(d *driver, res *results, began, ended time.Time) *su
 // line is the one-line summary.
 func (s *summary) line() string {
 	r := s.res
-	return fmt.Sprintf("chaos %s: %d runs in %s at %.1f/s, %d lost, %d wrong; kills: %d dispatcher, %d worker, %d nats; %d partitions; "+
+	return fmt.Sprintf("chaos %s: %d runs in %s at %.1f/s, %d lost, %d wrong; kills: %d dispatcher, %d worker, %d nats; %d partitions; %d task pauses; "+
 		"%d results applied twice, %d inputs applied twice; %d task executions, %d again after a fault; "+
 		"%d timer fires applied, %d refused; %d events delivered; %d starts repeated by retried calls and refused; %d runs redriven; replay equal %d/%d; "+
 		"misbehaved: %s; %d attempts timed out; %d runs stranded; slowest recovery %s; longest stall %s",
 		s.mode, r.runs, s.chaos.Round(time.Second), s.rate, r.runs-r.settled, r.wrong,
-		s.kills[kindDispatcher], s.kills[kindWorker], s.kills[kindNATS], s.kills[faultPartition],
+		s.kills[kindDispatcher], s.kills[kindWorker], s.kills[kindNATS], s.kills[faultPartition], s.kills[faultTaskPause],
 		r.appliedTwice, r.inputsTwice, r.executions, r.reexecuted,
 		r.timersApplied, r.timersRefused, r.events, r.startsRepeated, r.redriven, r.replayEqual, r.runs,
 		byKind(r.misbehaved), r.timedOut, len(r.stranded),
@@ -171,14 +171,14 @@ func (s *summary) details() []string {
 		sl.id, sl.took.Round(time.Millisecond), sl.excess.Round(time.Millisecond), sl.started.Round(100*time.Millisecond),
 		sl.ended.Round(100*time.Millisecond), strings.Join(sl.faults, ", ")))
 	var kinds []string
-	for _, kind := range []string{kindDispatcher, kindWorker, kindNATS, faultPartition} {
+	for _, kind := range []string{kindDispatcher, kindWorker, kindNATS, faultPartition, faultTaskPause} {
 		if d, ok := s.byKind[kind]; ok {
 			kinds = append(kinds, fmt.Sprintf("%s %s", kind, d.Round(100*time.Millisecond)))
 		}
 	}
 	out = append(out, "slowest recovery of runs that met faults of one kind only: "+strings.Join(kinds, ", "))
 	out = append(out, fmt.Sprintf("longest stall: no run's settled record stored for %s from +%s", s.stall.Round(time.Millisecond), s.stallAt.Round(100*time.Millisecond)))
-	for _, kind := range []string{kindDispatcher, kindWorker, kindNATS, faultPartition} {
+	for _, kind := range []string{kindDispatcher, kindWorker, kindNATS, faultPartition, faultTaskPause} {
 		var downs []string
 		for _, f := range s.faultsByKind[kind] {
 			d := "never back"

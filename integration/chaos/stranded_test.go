@@ -145,12 +145,12 @@ func (h *harness) startCanaries(ctx context.Context) error {
 			return fmt.Errorf("canary %s never came to rest with its timer scheduled: %w", id, err)
 		}
 	}
-	st, _, err := h.liveState(ctx, canaryCut)
+	st, rec, err := h.liveState(ctx, canaryCut)
 	if err != nil {
 		return err
 	}
 	for _, t := range st.Timers() {
-		if err := ts.Purge(ctx, jetstream.WithPurgeSubject(h.names.Schedule(canaryCut, t.ID))); err != nil {
+		if err := ts.Purge(ctx, jetstream.WithPurgeSubject(scheduleOf(h, canaryCut, t, rec))); err != nil {
 			return fmt.Errorf("purge the schedule of canary %s: %w", canaryCut, err)
 		}
 	}
@@ -248,11 +248,12 @@ func stateOf(st *run.State) string { return fmt.Sprint(st.Control.Active) }
 
 // timerPending says why the timer t of a run is neither scheduled nor
 // fired and waiting, or nil. Scheduled: the last message on its schedule
-// subject in the timer stream is a schedule (Nats-Schedule) for t's
-// deadline. Fired and waiting: the run's last fire, in the input stream
-// above the dispatchers' ack floor or still in the timer stream, is t's
-// and the record has not taken it. The ids the reducer gives ("d", "r1",
-// "t1") are plain subject tokens, so they are the subject's last token.
+// subject in the timer stream (the instance the record armed last,
+// scheduleOf) is a schedule (Nats-Schedule) for t's deadline. Fired and
+// waiting: the run's last fire, in the input stream above the
+// dispatchers' ack floor or still in the timer stream, is t's and the
+// record has not taken it. The ids the reducer gives ("d", "r1", "t1")
+// are plain subject tokens, so they are the subject's timer token.
 func (h *harness) timerPending(ctx context.Context, runID string, t run.ArmTimer, rec *runrecord.Record, ackFloor uint64) error {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
@@ -261,7 +262,7 @@ func (h *harness) timerPending(ctx context.Context, runID string, t run.ArmTimer
 		return err
 	}
 	seen := "none"
-	m, err := ts.GetLastMsgForSubject(ctx, h.names.Schedule(runID, t.ID))
+	m, err := ts.GetLastMsgForSubject(ctx, scheduleOf(h, runID, t, rec))
 	switch {
 	case err == nil && m.Header.Get("Nats-Schedule") != "":
 		if fireDeadline(m.Header.Get(wire.HeaderDeadline)) == t.Deadline {
@@ -290,6 +291,16 @@ func (h *harness) timerPending(ctx context.Context, runID string, t run.ArmTimer
 	}
 	return fmt.Errorf("timer %s due at %s %s (its subject holds %s) and no fire waiting",
 		t.ID, time.UnixMilli(int64(t.Deadline)).UTC().Format(time.RFC3339Nano), noSchedule, seen)
+}
+
+// scheduleOf is the subject of the schedule of the timer t that the
+// record says is pending: the instance it armed last, or the subject of
+// the layout before instances.
+func scheduleOf(h *harness, runID string, t run.ArmTimer, rec *runrecord.Record) string {
+	if seq, ok := rec.Armed[t.ID]; ok {
+		return h.names.ScheduleInstance(runID, t.ID, strconv.FormatInt(seq, 10))
+	}
+	return h.names.Schedule(runID, t.ID)
 }
 
 // noSchedule is what timerPending says of a timer that is not scheduled.

@@ -24,7 +24,7 @@ func TestProtocolDocMatchesCode(t *testing.T) {
 		n.InputStream(), n.InputAll(), n.TimerStream(), n.ScheduleAll(), n.FiredAll(), n.Fired("remind-1"), n.FiredToTimer(),
 		n.TaskStream(), n.TaskAll(), n.RunBucket(), n.WorkflowBucket(),
 		n.Start("order-1001"), n.Event("order-1001", "payment"), n.Cancel("order-1002"), n.Result("order-1001"),
-		n.Timer("remind-1"), n.Schedule("remind-1", "t1"), n.RunInputs("order-1001"), n.Status("order-1001"),
+		n.Timer("remind-1"), n.ScheduleInstance("remind-1", "t1", "1"), n.RunInputs("order-1001"), n.Status("order-1001"),
 		n.Pause("order-1003"), n.Terminate("order-1003"),
 		n.Task("check-stock", "1"), n.TaskConsumer("check-stock", "1"), n.TaskConsumer("charge-card", "1.2.0"),
 		"`" + n.DispatcherConsumer() + "`", subjects.VersionToken("2.0.0+build5"),
