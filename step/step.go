@@ -232,7 +232,7 @@ func commit(s Settings, def *Definition, in *Input, seq uint64, now float64, cur
 	if prev != nil {
 		armed = prev.Armed
 	}
-	out, armed = placeTimers(s.Names, in.RunID, armed, st, next, out)
+	out, armed = placeTimers(s.Names, in.RunID, armed, cur.State, next, out)
 	rec := prev.Next(seq, s.AppliedHistory)
 	rec.State, rec.Outbox, rec.Armed = state, out, armed
 	purge := rec.PurgesTimers() || armsTimer(out)
