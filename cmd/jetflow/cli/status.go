@@ -47,7 +47,7 @@ const refusalsShown = 3
 
 func newStatus(s streams) *cobra.Command {
 	var conn connConfig
-	var asJSON bool
+	var asJSON, wait bool
 	cmd := &cobra.Command{
 		Use:   "status RUN",
 		Short: "Show a run's status, state, result or error",
@@ -61,11 +61,21 @@ func newStatus(s streams) *cobra.Command {
 			"redrives the run took (absent when none).\n\n" +
 			"A run removed by retention shows as \"removed by retention at T\" with the status it settled\n" +
 			"with (--json: {run, status: \"removed\", removed: {at, workflow, revision, status, settled,\n" +
-			"historyKept, until}}) for as long as its tombstone lives.",
+			"historyKept, until}}) for as long as its tombstone lives.\n\n" +
+			"With --wait it first waits for the run to end (a paused run is waited for until it is resumed\n" +
+			"and ends), then prints it, and exits as start --wait does: 0 done, 1 failed, 2 cancelled or\n" +
+			"terminated.",
 		Args: namedArgs("RUN"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			id := args[0]
 			return onRun(cmd.Context(), s, &conn, "argument RUN", id, nil, func(ctx context.Context, f *fleet.Fleet) error {
+				var final *wire.Status
+				if wait {
+					var err error
+					if final, err = waitToEnd(ctx, s, f, id); err != nil {
+						return err
+					}
+				}
 				rec, st, err := readRun(ctx, f, id)
 				var removed *runrecord.RemovedError
 				if errors.As(err, &removed) {
@@ -87,20 +97,42 @@ func newStatus(s streams) *cobra.Command {
 					info.Started = t.UTC().Format(time.RFC3339Nano)
 				}
 				if asJSON {
-					return json.NewEncoder(s.out).Encode(statusJSON{runJSON: info, Rejected: rec.Rejected, Ignored: rec.Ignored, Redrives: st.Redrives})
+					if err := json.NewEncoder(s.out).Encode(statusJSON{runJSON: info, Rejected: rec.Rejected, Ignored: rec.Ignored, Redrives: st.Redrives}); err != nil {
+						return err
+					}
+				} else {
+					var wf *workflow.Workflow
+					if st.Workflow != "" {
+						wf, _ = compiledWorkflows(ctx, f)(st.Workflow, st.Revision)
+					}
+					printStatus(s, wf, info, st, rec)
 				}
-				var wf *workflow.Workflow
-				if st.Workflow != "" {
-					wf, _ = compiledWorkflows(ctx, f)(st.Workflow, st.Revision)
+				if final != nil && exitCode(final) != exitDone {
+					return exitError{exitCode(final)}
 				}
-				printStatus(s, wf, info, st, rec)
 				return nil
 			})
 		},
 	}
 	addConnFlags(cmd, &conn)
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print one JSON object")
+	cmd.Flags().BoolVar(&wait, "wait", false, "wait for the run to end first; exit 0 done, 1 failed, 2 cancelled or terminated")
 	return cmd
+}
+
+// waitToEnd waits for run id to end and returns its final status; nil
+// when the run has no record (the caller reports that), so that waiting
+// never outlasts a mistyped id.
+func waitToEnd(ctx context.Context, s streams, f *fleet.Fleet, id string) (*wire.Status, error) {
+	if _, err := f.Client.Status(ctx, id); err != nil {
+		return nil, nil //nolint:nilerr // the read that follows reports it
+	}
+	final, err := f.Client.Wait(ctx, id)
+	if err != nil && ctx.Err() != nil {
+		fmt.Fprintf(s.err, "stopped waiting for run %s; it goes on (see: jetflow status %s)\n", id, id)
+		return nil, exitError{exitInterrupted}
+	}
+	return final, err
 }
 
 func printStatus(s streams, wf *workflow.Workflow, info runJSON, st *run.State, rec *runrecord.Record) {
