@@ -39,6 +39,8 @@ type statusJSON struct {
 	Ignored  []runrecord.Rejection `json:"ignored,omitempty"`
 	// Redrives counts the redrives the run took (jetflow redrive).
 	Redrives int64 `json:"redrives,omitempty"`
+	// Workers lists the tasks in flight that no worker is pulling.
+	Workers []client.TaskWorkers `json:"workersMissing,omitempty"`
 }
 
 // refusalsShown is how many of the most recent refusals of each kind the
@@ -58,7 +60,10 @@ func newStatus(s streams) *cobra.Command {
 			"With --json it prints one object: run, workflow, revision, status, state, result, error,\n" +
 			"time (Unix ms of the last status change), started, updated, and rejected and ignored as the\n" +
 			"record keeps them: [{seq, kind, reason, time}], oldest first, and redrives, how many\n" +
-			"redrives the run took (absent when none).\n\n" +
+			"redrives the run took (absent when none), and workersMissing: the tasks in flight that no\n" +
+			"worker is pulling, as their consumers tell it ([{task, version, consumer, pulling, pending,\n" +
+			"inHand, lastPull, paused}]; absent when none), which the text output prints as \"no worker is\n" +
+			"pulling TASK@VERSION: N invocations waiting, nothing pulled for D\" (or never pulled).\n\n" +
 			"A run removed by retention shows as \"removed by retention at T\" with the status it settled\n" +
 			"with (--json: {run, status: \"removed\", removed: {at, workflow, revision, status, settled,\n" +
 			"historyKept, until}}) for as long as its tombstone lives.\n\n" +
@@ -96,16 +101,17 @@ func newStatus(s streams) *cobra.Command {
 				if t, ok := startedAt(ctx, f, id); ok {
 					info.Started = t.UTC().Format(time.RFC3339Nano)
 				}
+				var wf *workflow.Workflow
+				if st.Workflow != "" {
+					wf, _ = compiledWorkflows(ctx, f)(st.Workflow, st.Revision)
+				}
+				starved := starvedTasks(ctx, f, wf, st, rec)
 				if asJSON {
-					if err := json.NewEncoder(s.out).Encode(statusJSON{runJSON: info, Rejected: rec.Rejected, Ignored: rec.Ignored, Redrives: st.Redrives}); err != nil {
+					if err := json.NewEncoder(s.out).Encode(statusJSON{runJSON: info, Rejected: rec.Rejected, Ignored: rec.Ignored, Redrives: st.Redrives, Workers: starved}); err != nil {
 						return err
 					}
 				} else {
-					var wf *workflow.Workflow
-					if st.Workflow != "" {
-						wf, _ = compiledWorkflows(ctx, f)(st.Workflow, st.Revision)
-					}
-					printStatus(s, wf, info, st, rec)
+					printStatus(s, wf, info, st, rec, starved)
 				}
 				if final != nil && exitCode(final) != exitDone {
 					return exitError{exitCode(final)}
@@ -135,7 +141,7 @@ func waitToEnd(ctx context.Context, s streams, f *fleet.Fleet, id string) (*wire
 	return final, err
 }
 
-func printStatus(s streams, wf *workflow.Workflow, info runJSON, st *run.State, rec *runrecord.Record) {
+func printStatus(s streams, wf *workflow.Workflow, info runJSON, st *run.State, rec *runrecord.Record, starved []client.TaskWorkers) {
 	tw := tabwriter.NewWriter(s.out, 0, 4, 2, ' ', 0)
 	defer func() { _ = tw.Flush() }() // unreported, as each row's write
 	row := func(k, v string) { fmt.Fprintf(tw, "%s\t%s\n", k, v) }
@@ -163,6 +169,13 @@ func printStatus(s streams, wf *workflow.Workflow, info runJSON, st *run.State, 
 			tasks = append(tasks, t+")")
 		}
 		row("tasks", strings.Join(tasks, ", "))
+	}
+	for i, w := range starved {
+		k := ""
+		if i == 0 {
+			k = "workers"
+		}
+		row(k, w.Text(time.Now()))
 	}
 	switch {
 	case info.Error != nil:
