@@ -20,7 +20,9 @@ func newEvent(s streams) *cobra.Command {
 		Short: "Send an external event to a run",
 		Long: "event publishes an event of TYPE to run RUN. A run waiting for TYPE (\"on\": [{\"event\": TYPE}])\n" +
 			"moves on when the branch's guard holds; events that arrive while nothing waits are kept\n" +
-			"for the next wait. An event for a run that has ended is refused.",
+			"for the next wait. An event for a run that has ended is refused, and so is one for a run that\n" +
+			"does not exist (no record and no start in the input stream: exit 1), since the dispatchers\n" +
+			"would drop it: an input sent before its run's start is never kept for it.",
 		Example: "  jetflow event order-1001 payment --payload '{\"amount\":59.98}'",
 		Args:    namedArgs("RUN", "TYPE"),
 		RunE: func(cmd *cobra.Command, args []string) error {
