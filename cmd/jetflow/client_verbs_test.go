@@ -204,7 +204,15 @@ func TestEventMovesWaitingRun(t *testing.T) {
 		t.Fatal("start failed")
 	}
 	waitStatus(t, f, "ev-1", wire.StatusWaiting)
+	_, errOut, exit := verb(t, f, "event", "ev-1", "stop")
+	if exit != 0 || !strings.Contains(errOut, "warning: run ev-1 waits in gate for event go, not event stop: its wait ignores it") {
+		t.Errorf("an event the run does not wait for: exit %d, %q", exit, errOut)
+	}
+	statusShows(t, f, "ev-1", "stop")
 	out, errOut, exit := verb(t, f, "event", "ev-1", "go", "--payload", `{"by":"test"}`)
+	if strings.Contains(errOut, "warning") {
+		t.Errorf("an event the run waits for warned: %q", errOut)
+	}
 	if exit != 0 || out != "sent go to run ev-1\n" {
 		t.Fatalf("event: exit %d, %q %q", exit, out, errOut)
 	}
