@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -26,13 +27,12 @@ type tourLine struct {
 
 var exitComment = regexp.MustCompile(`\(exit (\d+)\)`)
 
-// tourLines parses the fenced sh blocks of README's "A five-minute tour"
+// parseTour parses the fenced sh blocks of README's "A five-minute tour"
 // section into its command lines, in order.
-func tourLines(t *testing.T, readme string) []tourLine {
-	t.Helper()
+func parseTour(readme string) ([]tourLine, error) {
 	_, section, ok := strings.Cut(readme, "\n## A five-minute tour\n")
 	if !ok {
-		t.Fatal(`README.md has no "## A five-minute tour" section`)
+		return nil, errors.New(`no "## A five-minute tour" section`)
 	}
 	if end := strings.Index(section, "\n## "); end >= 0 {
 		section = section[:end]
@@ -51,21 +51,25 @@ func tourLines(t *testing.T, readme string) []tourLine {
 			continue
 		}
 		tl := tourLine{text: l, command: strings.TrimSpace(l)}
-		// A comment begins at " # " outside quotes; the tour quotes no '#'.
+		// A comment begins at "  #" (two spaces): the tour quotes no such text.
 		if i := strings.Index(l, "  #"); i >= 0 {
 			tl.command = strings.TrimSpace(l[:i])
 			comment := l[i:]
 			tl.daemon = strings.Contains(comment, "keeps running")
 			if m := exitComment.FindStringSubmatch(comment); m != nil {
-				tl.exit, _ = strconv.Atoi(m[1])
+				n, err := strconv.Atoi(m[1])
+				if err != nil || n > 255 {
+					return nil, fmt.Errorf("line %q names exit status %s", l, m[1])
+				}
+				tl.exit = n
 			}
 		}
 		lines = append(lines, tl)
 	}
 	if inBlock {
-		t.Fatal("README.md's tour has an unclosed code block")
+		return nil, errors.New("an unclosed code block")
 	}
-	return lines
+	return lines, nil
 }
 
 // tourOutputs are what chosen lines of the tour must print (stdout and
@@ -104,7 +108,10 @@ func TestReadmeTour(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	lines := tourLines(t, string(readme))
+	lines, err := parseTour(string(readme))
+	if err != nil {
+		t.Fatalf("README.md's tour: %v", err)
+	}
 	if len(lines) < 20 {
 		t.Fatalf("the tour has %d command lines; the parser lost some", len(lines))
 	}
@@ -298,4 +305,61 @@ func (m *markBuffer) String() string {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return m.b.String()
+}
+
+var tourParseCases = []struct {
+	name, readme string
+	want         []tourLine
+	err          string
+}{
+	{
+		name: "lines, comments, daemons and exit statuses",
+		readme: "# x\n\n## A five-minute tour\n\nText.\n\n```sh\n./jetflow serve   # keeps running: a server\n\n# a comment line\n" +
+			"./jetflow status r --wait    # failed (exit 1)\n```\n\n```json\n{}\n```\n\n```sh\n./jetflow jobs\n```\n\n## Next\n\n```sh\n./jetflow other\n```\n",
+		want: []tourLine{
+			{text: "./jetflow serve   # keeps running: a server", command: "./jetflow serve", daemon: true},
+			{text: "./jetflow status r --wait    # failed (exit 1)", command: "./jetflow status r --wait", exit: 1},
+			{text: "./jetflow jobs", command: "./jetflow jobs"},
+		},
+	},
+	{name: "no section", readme: "## Another tour\n```sh\n./jetflow x\n```\n", err: "no \"## A five-minute tour\" section"},
+	{name: "unclosed block", readme: "\n## A five-minute tour\n```sh\n./jetflow x\n", err: "an unclosed code block"},
+	{name: "exit status out of range", readme: "\n## A five-minute tour\n```sh\n./jetflow x  # (exit 999)\n```\n", err: "names exit status 999"},
+}
+
+func TestParseTour(t *testing.T) {
+	t.Parallel()
+	for _, c := range tourParseCases {
+		got, err := parseTour(c.readme)
+		switch {
+		case c.err != "" && (err == nil || !strings.Contains(err.Error(), c.err)):
+			t.Errorf("%s: error %v, want one with %q", c.name, err, c.err)
+		case c.err == "" && err != nil:
+			t.Errorf("%s: %v", c.name, err)
+		case c.err == "" && fmt.Sprint(got) != fmt.Sprint(c.want):
+			t.Errorf("%s: parsed %+v, want %+v", c.name, got, c.want)
+		}
+	}
+}
+
+// FuzzParseTour: the parser never panics, and each line it returns is a
+// nonblank command that begins its text.
+func FuzzParseTour(f *testing.F) {
+	for _, c := range tourParseCases {
+		f.Add(c.readme)
+	}
+	if readme, err := os.ReadFile("../../README.md"); err == nil {
+		f.Add(string(readme))
+	}
+	f.Fuzz(func(t *testing.T, readme string) {
+		lines, err := parseTour(readme)
+		if err != nil {
+			return
+		}
+		for _, l := range lines {
+			if l.command == "" || !strings.HasPrefix(strings.TrimSpace(l.text), l.command) || l.exit < 0 || l.exit > 255 {
+				t.Fatalf("line %+v", l)
+			}
+		}
+	})
 }
