@@ -204,7 +204,15 @@ func TestEventMovesWaitingRun(t *testing.T) {
 		t.Fatal("start failed")
 	}
 	waitStatus(t, f, "ev-1", wire.StatusWaiting)
+	_, errOut, exit := verb(t, f, "event", "ev-1", "stop")
+	if exit != 0 || !strings.Contains(errOut, "warning: run ev-1 waits in gate for event go, not event stop: its wait ignores it") {
+		t.Errorf("an event the run does not wait for: exit %d, %q", exit, errOut)
+	}
+	statusShows(t, f, "ev-1", "stop")
 	out, errOut, exit := verb(t, f, "event", "ev-1", "go", "--payload", `{"by":"test"}`)
+	if strings.Contains(errOut, "warning") {
+		t.Errorf("an event the run waits for warned: %q", errOut)
+	}
 	if exit != 0 || out != "sent go to run ev-1\n" {
 		t.Fatalf("event: exit %d, %q %q", exit, out, errOut)
 	}
@@ -217,9 +225,38 @@ func TestEventMovesWaitingRun(t *testing.T) {
 		t.Errorf("event to a done run: exit %d, %q", exit, errOut)
 	}
 	_, errOut, exit = verb(t, f, "event", "ev-nobody", "go")
-	if exit != 0 || !strings.Contains(errOut, "warning: run ev-nobody has no record yet") {
+	if exit != 1 || !strings.Contains(errOut, "run ev-nobody does not exist: it has no record and the input stream holds no start of it") {
 		t.Errorf("event to an unknown run: exit %d, %q", exit, errOut)
 	}
+}
+
+// TestVerbsRefuseRunsThatDoNotExist: an input for a run with neither a
+// record nor a start would be dropped by the dispatchers, so the verbs
+// that send one say the run does not exist and exit 1; replay does not
+// offer to restore it.
+func TestVerbsRefuseRunsThatDoNotExist(t *testing.T) {
+	t.Parallel()
+	f := verbServer(t)
+	for _, args := range [][]string{
+		{"event", "ghost", "go"},
+		{"cancel", "ghost"},
+		{"pause", "ghost"},
+		{"terminate", "ghost", "--reason", "test"},
+		{"replay", "ghost"},
+	} {
+		out, errOut, exit := verb(t, f, args...)
+		if exit != 1 || !strings.Contains(errOut, "run ghost does not exist: it has no record and the input stream holds no start of it") || strings.Contains(out+errOut, "--restore") {
+			t.Errorf("%s: exit %d, stdout %q, stderr %q; want exit 1 saying the run does not exist", strings.Join(args, " "), exit, out, errOut)
+		}
+	}
+	// A run that exists gets the input; nothing stopped it.
+	if _, _, exit := verb(t, f, "start", "gate", "--id", "real", "--input", `{"wait":true}`); exit != 0 {
+		t.Fatal("start failed")
+	}
+	if out, errOut, exit := verb(t, f, "cancel", "real"); exit != 0 || strings.Contains(errOut, "does not exist") {
+		t.Errorf("cancel of a started run: exit %d, %q %q", exit, out, errOut)
+	}
+	waitStatus(t, f, "real", wire.StatusCancelled)
 }
 
 func TestStatusAndList(t *testing.T) {

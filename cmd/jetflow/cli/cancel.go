@@ -18,7 +18,8 @@ func newCancel(s streams) *cobra.Command {
 		Short: "Ask for a run, or every run a filter matches, to end cancelled",
 		Long: "cancel RUN publishes a cancel request for run RUN. The next dispatcher to handle it ends the\n" +
 			"run cancelled: tasks in flight are abandoned (their results are ignored) and its timers\n" +
-			"are removed. A run that has already ended is refused.\n\n" +
+			"are removed. A run that has already ended is refused, and so is a run that does not exist\n" +
+			"(no record and no start in the input stream: exit 1).\n\n" +
 			"With filter flags instead of RUN it counts the runs they match and, with --yes, submits a bulk\n" +
 			"job that the dispatchers carry out: each matching run that has not ended gets one cancel\n" +
 			"(reason \"bulk job <id>: <reason>\"); runs that ended are counted as skipped. It then draws the\n" +

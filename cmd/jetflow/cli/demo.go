@@ -91,7 +91,9 @@ func newDemo(s streams) *cobra.Command {
 			"storage on a free loopback port, a dispatcher, and Go SDK workers for the five tasks of\n" +
 			"examples/order.json (its payment wait shortened to " + demoPaymentWait.String() + "), places five orders that\n" +
 			"end in every way the workflow allows, pays for one, lets one expire, and prints each\n" +
-			"run's path and result. It exits 0 when every run ended as expected.",
+			"run's path and result. It exits 0 when every run ended as expected.\n\n" +
+			"`jetflow demo workers` serves the same five tasks against a running deployment, for\n" +
+			"the README's tour.",
 		Args: namedArgs(),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if timeout <= 0 {
@@ -102,6 +104,7 @@ func newDemo(s streams) *cobra.Command {
 	}
 	cmd.Flags().DurationVar(&timeout, "timeout", time.Minute, "give up when the runs have not all ended by then")
 	cmd.Flags().BoolVarP(&verbose, "verbose", "v", false, "print every state and task of every run as it happens")
+	cmd.AddCommand(newDemoWorkers(s))
 	return cmd
 }
 

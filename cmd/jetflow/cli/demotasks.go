@@ -84,7 +84,22 @@ func scoreFraud(_ context.Context, inv worker.Invocation) (any, error) {
 // meets it, so the demo shows a retry.
 var errCarrier = errors.New("carrier API timed out")
 
+// demoUnverified are customers whose address the carrier has not verified
+// when their first parcel comes: that attempt is refused for good, so the
+// run fails, and a redrive (a later attempt) ships it. The README's tour
+// redrives such a run.
+var demoUnverified = map[string]bool{"zoe": true}
+
 func ship(_ context.Context, inv worker.Invocation) (any, error) {
+	var to struct {
+		Order struct {
+			Customer string `json:"customer"`
+		} `json:"order"`
+	}
+	_ = inv.DecodeWith(&to) // the checks below read what is there
+	if inv.Attempt == 1 && demoUnverified[to.Order.Customer] {
+		return nil, worker.WithCode("ADDRESS_UNVERIFIED", worker.NonRetryable(fmt.Errorf("the carrier has not verified the address of customer %s yet", to.Order.Customer)))
+	}
 	if inv.Attempt == 1 {
 		return nil, worker.WithCode("CARRIER_TIMEOUT", errCarrier)
 	}
@@ -125,19 +140,23 @@ func notify(_ context.Context, inv worker.Invocation) (any, error) {
 	return map[string]any{"notified": true, "channel": "email", "to": shipment.To, "tracking": shipment.Tracking}, nil
 }
 
+// demoTasks are the five tasks the order workflow invokes, each at
+// version 1.
+var demoTasks = []struct {
+	name string
+	h    worker.Handler
+}{
+	{"check-stock", checkStock},
+	{"quote-price", quotePrice},
+	{"score-fraud", scoreFraud},
+	{"ship", ship},
+	{"notify", notify},
+}
+
 // registerDemoTasks registers the five task versions the order workflow
 // invokes.
 func registerDemoTasks(w *worker.Worker) error {
-	for _, t := range []struct {
-		name string
-		h    worker.Handler
-	}{
-		{"check-stock", checkStock},
-		{"quote-price", quotePrice},
-		{"score-fraud", scoreFraud},
-		{"ship", ship},
-		{"notify", notify},
-	} {
+	for _, t := range demoTasks {
 		if err := w.Register(t.name, "1", t.h); err != nil {
 			return err
 		}

@@ -4,12 +4,16 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
+	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/jetflow/jetflow/client"
 	"github.com/jetflow/jetflow/fleet"
+	"github.com/jetflow/jetflow/step"
 	"github.com/jetflow/jetflow/subjects"
+	"github.com/jetflow/jetflow/wire"
 )
 
 func newEvent(s streams) *cobra.Command {
@@ -20,7 +24,10 @@ func newEvent(s streams) *cobra.Command {
 		Short: "Send an external event to a run",
 		Long: "event publishes an event of TYPE to run RUN. A run waiting for TYPE (\"on\": [{\"event\": TYPE}])\n" +
 			"moves on when the branch's guard holds; events that arrive while nothing waits are kept\n" +
-			"for the next wait. An event for a run that has ended is refused.",
+			"for the next wait. An event for a run that has ended is refused, and so is one for a run that\n" +
+			"does not exist (no record and no start in the input stream: exit 1), since the dispatchers\n" +
+			"would drop it: an input sent before its run's start is never kept for it. A warning says when\n" +
+			"the run waits, but not for TYPE, and lists what it waits for.",
 		Example: "  jetflow event order-1001 payment --payload '{\"amount\":59.98}'",
 		Args:    namedArgs("RUN", "TYPE"),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -37,6 +44,7 @@ func newEvent(s streams) *cobra.Command {
 				if err := checkLive(ctx, s, f, id, "an event"); err != nil {
 					return err
 				}
+				warnUnwaited(ctx, s, f, id, typ)
 				var opts []client.EventOption
 				if eventID != "" {
 					opts = append(opts, client.EventID(eventID))
@@ -53,4 +61,29 @@ func newEvent(s streams) *cobra.Command {
 	cmd.Flags().StringVar(&payload, "payload", "", "the event's payload: JSON text, @FILE, or @- for standard input (default null)")
 	cmd.Flags().StringVar(&eventID, "id", "", "de-duplicates the event: a second event with this id for the run is dropped (make it unguessable: anyone who may publish inputs could use it first)")
 	return cmd
+}
+
+// warnUnwaited warns when run id waits, but for no event of type typ:
+// its wait will ignore the event.
+func warnUnwaited(ctx context.Context, s streams, f *fleet.Fleet, id, typ string) {
+	rec, st, err := readRun(ctx, f, id)
+	if err != nil {
+		return // checkLive has said what there is to say
+	}
+	ws, err := step.StatusOf(id, rec, st)
+	if err != nil || ws.Status != wire.StatusWaiting {
+		return // a running run keeps the event for its next wait
+	}
+	wf, err := compiledWorkflows(ctx, f)(st.Workflow, st.Revision)
+	if err != nil {
+		return
+	}
+	waits := client.WaitsFor(wf, st.Control.Active)
+	if slices.Contains(strings.Split(waits, " or "), "event "+typ) {
+		return
+	}
+	if waits == "" {
+		waits = "nothing an event can end"
+	}
+	fmt.Fprintf(s.err, "warning: run %s waits in %s for %s, not event %s: its wait ignores it\n", id, strings.Join(mapNames(st.Control.Active), ", "), waits, typ)
 }

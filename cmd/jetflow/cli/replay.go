@@ -54,6 +54,10 @@ func newReplay(s streams) *cobra.Command {
 					rep, err = replay.Check(ctx, src, id)
 				}
 				if errors.Is(err, replay.ErrNoRecord) {
+					if _, started := startedAt(ctx, f, id); !started {
+						fmt.Fprintf(s.err, "run %s does not exist: it has no record and the input stream holds no start of it (prefix %q); check the id and --prefix\n", id, f.Names.Prefix())
+						return exitError{exitFailed}
+					}
 					return fmt.Errorf("run %s has no saved record to compare with; `jetflow replay --restore %s` writes the rebuilt one", id, id)
 				}
 				if err != nil {

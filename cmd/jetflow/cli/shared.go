@@ -89,13 +89,20 @@ func readRun(ctx context.Context, f *fleet.Fleet, id string) (*runrecord.Record,
 	return rec, st, nil
 }
 
-// checkLive refuses a run that has ended, and warns about one that has no
-// record yet (its start may still be on its way).
+// checkLive refuses a run that has ended, and one that does not exist:
+// no record and no start in the input stream, so that dispatchers would
+// drop the input at once (an input sent before its run's start is never
+// kept for it). A run whose start is stored but not yet taken up gets the
+// input once a dispatcher takes it (a note says for how long it waits).
 func checkLive(ctx context.Context, s streams, f *fleet.Fleet, id, what string) error {
 	st, err := f.Client.Status(ctx, id)
 	switch {
 	case errors.Is(err, kvstore.ErrRunNotFound):
-		fmt.Fprintf(s.err, "warning: run %s has no record yet; if it does not start soon, dispatchers drop %s for it\n", id, what)
+		if _, started := startedAt(ctx, f, id); !started {
+			fmt.Fprintf(s.err, "run %s does not exist: it has no record and the input stream holds no start of it (prefix %q); dispatchers would drop %s at once, and an input sent before its run's start is never kept for it. Check the id, or start the run first\n", id, f.Names.Prefix(), what)
+			return exitError{exitFailed}
+		}
+		fmt.Fprintf(s.err, "note: run %s has no record yet: its start is stored and waits for a dispatcher, which keeps %s for it up to a minute, or twice its --ack-wait if that is longer\n", id, what)
 		return nil
 	case err != nil:
 		return err

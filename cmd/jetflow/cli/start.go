@@ -37,7 +37,9 @@ func newStart(s streams) *cobra.Command {
 			"the run id. With --wait it follows the run: one line per state entered and task\n" +
 			"settled (a live display on a terminal), then the result or the error; it exits 0\n" +
 			"when the run is done, 1 when it failed and 2 when it was cancelled or terminated (a paused run\n" +
-			"is followed on until it is resumed and ends).",
+			"is followed on until it is resumed and ends). When the run has not moved for 5s, it names on\n" +
+			"standard error each task in flight that no worker is pulling, with its waiting invocations\n" +
+			"and how long ago a worker last took one.",
 		Example: "  jetflow start order --input '{\"sku\":\"KB-42\",\"qty\":1,\"customer\":\"ada\"}' --wait\n" +
 			"  jetflow start order --id order-1001 --input @order.json",
 		Args: namedArgs("NAME"),
@@ -102,11 +104,14 @@ func start(ctx context.Context, s streams, conn *connConfig, name, id string, in
 	noRecord := time.AfterFunc(noRecordHint, func() {
 		fmt.Fprintf(s.err, "no dispatcher has taken up run %s after %s: is `jetflow serve` or `jetflow dispatcher` running with prefix %q?\n", id, noRecordHint, f.Names.Prefix())
 	})
+	hint := newWorkerHint(ctx, s, f, id)
 	st, err := w.Follow(ctx, &client.Tracker{Workflow: compiledWorkflows(ctx, f)}, func(steps []client.Progress) {
 		noRecord.Stop()
+		hint.progress()
 		v.show(steps)
 	})
 	noRecord.Stop()
+	hint.stop()
 	v.close()
 	if err != nil {
 		if ctx.Err() != nil {

@@ -41,6 +41,8 @@ type statusJSON struct {
 	Redrives int64 `json:"redrives,omitempty"`
 	// Resets counts the resets the run took (jetflow reset).
 	Resets int64 `json:"resets,omitempty"`
+	// Workers lists the tasks in flight that no worker is pulling.
+	Workers []client.TaskWorkers `json:"workersMissing,omitempty"`
 }
 
 // refusalsShown is how many of the most recent refusals of each kind the
@@ -49,7 +51,7 @@ const refusalsShown = 3
 
 func newStatus(s streams) *cobra.Command {
 	var conn connConfig
-	var asJSON bool
+	var asJSON, wait bool
 	cmd := &cobra.Command{
 		Use:   "status RUN",
 		Short: "Show a run's status, state, result or error",
@@ -59,15 +61,28 @@ func newStatus(s streams) *cobra.Command {
 			"each with its stream sequence, kind and reason; `jetflow history RUN` shows every input.\n" +
 			"With --json it prints one object: run, workflow, revision, status, state, result, error,\n" +
 			"time (Unix ms of the last status change), started, updated, and rejected and ignored as the\n" +
-			"record keeps them: [{seq, kind, reason, time}], oldest first, and redrives and resets, how\n" +
-			"many redrives and resets the run took (absent when none).\n\n" +
+			"record keeps them: [{seq, kind, reason, time}], oldest first, redrives and resets, how many\n" +
+			"redrives and resets the run took (absent when none), and workersMissing: the tasks in flight\n" +
+			"that no worker is pulling, as their consumers tell it ([{task, version, consumer, pulling,\n" +
+			"pending, inHand, lastPull, paused}]; absent when none), which the text output prints as \"no\n" +
+			"worker is pulling TASK@VERSION: N invocations waiting, nothing pulled for D\" (or never pulled).\n\n" +
 			"A run removed by retention shows as \"removed by retention at T\" with the status it settled\n" +
 			"with (--json: {run, status: \"removed\", removed: {at, workflow, revision, status, settled,\n" +
-			"historyKept, until}}) for as long as its tombstone lives.",
+			"historyKept, until}}) for as long as its tombstone lives.\n\n" +
+			"With --wait it first waits for the run to end (a paused run is waited for until it is resumed\n" +
+			"and ends), then prints it, and exits as start --wait does: 0 done, 1 failed, 2 cancelled or\n" +
+			"terminated.",
 		Args: namedArgs("RUN"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			id := args[0]
 			return onRun(cmd.Context(), s, &conn, "argument RUN", id, nil, func(ctx context.Context, f *fleet.Fleet) error {
+				var final *wire.Status
+				if wait {
+					var err error
+					if final, err = waitToEnd(ctx, s, f, id); err != nil {
+						return err
+					}
+				}
 				rec, st, err := readRun(ctx, f, id)
 				var removed *runrecord.RemovedError
 				if errors.As(err, &removed) {
@@ -88,24 +103,47 @@ func newStatus(s streams) *cobra.Command {
 				if t, ok := startedAt(ctx, f, id); ok {
 					info.Started = t.UTC().Format(time.RFC3339Nano)
 				}
-				if asJSON {
-					return json.NewEncoder(s.out).Encode(statusJSON{runJSON: info, Rejected: rec.Rejected, Ignored: rec.Ignored, Redrives: st.Redrives, Resets: st.Resets})
-				}
 				var wf *workflow.Workflow
 				if st.Workflow != "" {
 					wf, _ = compiledWorkflows(ctx, f)(st.Workflow, st.Revision)
 				}
-				printStatus(s, wf, info, st, rec)
+				starved := starvedTasks(ctx, f, wf, st, rec)
+				if asJSON {
+					if err := json.NewEncoder(s.out).Encode(statusJSON{runJSON: info, Rejected: rec.Rejected, Ignored: rec.Ignored, Redrives: st.Redrives, Resets: st.Resets, Workers: starved}); err != nil {
+						return err
+					}
+				} else {
+					printStatus(s, wf, info, st, rec, starved)
+				}
+				if final != nil && exitCode(final) != exitDone {
+					return exitError{exitCode(final)}
+				}
 				return nil
 			})
 		},
 	}
 	addConnFlags(cmd, &conn)
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print one JSON object")
+	cmd.Flags().BoolVar(&wait, "wait", false, "wait for the run to end first; exit 0 done, 1 failed, 2 cancelled or terminated")
 	return cmd
 }
 
-func printStatus(s streams, wf *workflow.Workflow, info runJSON, st *run.State, rec *runrecord.Record) {
+// waitToEnd waits for run id to end and returns its final status; nil
+// when the run has no record (the caller reports that), so that waiting
+// never outlasts a mistyped id.
+func waitToEnd(ctx context.Context, s streams, f *fleet.Fleet, id string) (*wire.Status, error) {
+	if _, err := f.Client.Status(ctx, id); err != nil {
+		return nil, nil //nolint:nilerr // the read that follows reports it
+	}
+	final, err := f.Client.Wait(ctx, id)
+	if err != nil && ctx.Err() != nil {
+		fmt.Fprintf(s.err, "stopped waiting for run %s; it goes on (see: jetflow status %s)\n", id, id)
+		return nil, exitError{exitInterrupted}
+	}
+	return final, err
+}
+
+func printStatus(s streams, wf *workflow.Workflow, info runJSON, st *run.State, rec *runrecord.Record, starved []client.TaskWorkers) {
 	tw := tabwriter.NewWriter(s.out, 0, 4, 2, ' ', 0)
 	defer func() { _ = tw.Flush() }() // unreported, as each row's write
 	row := func(k, v string) { fmt.Fprintf(tw, "%s\t%s\n", k, v) }
@@ -136,6 +174,13 @@ func printStatus(s streams, wf *workflow.Workflow, info runJSON, st *run.State, 
 			tasks = append(tasks, t+")")
 		}
 		row("tasks", strings.Join(tasks, ", "))
+	}
+	for i, w := range starved {
+		k := ""
+		if i == 0 {
+			k = "workers"
+		}
+		row(k, w.Text(time.Now()))
 	}
 	switch {
 	case info.Error != nil:
