@@ -48,6 +48,7 @@ func Reset(wf *workflow.Workflow, cur, at *State, msg Message, opts Options) (*S
 	st.Retries = max(st.Retries, cur.Retries)
 	st.Control.Serial = max(st.Control.Serial, cur.Control.Serial)
 	st.Redrives, st.Resets = cur.Redrives, cur.Resets+1
+	st.AttemptFloor = cur.Seq
 	// The deadline timer as it stands now: finish moves or drops it.
 	st.Deadline = cur.Deadline
 	st.Error, st.Kept, st.Terminated = nil, nil, nil

@@ -175,3 +175,42 @@ func TestResetRefusals(t *testing.T) {
 		}
 	}
 }
+
+const chainDoc = `{"$workflow":"0.2","revision":"r1","initial":"a","states":{
+ "a":{"work":{"task":"p","version":"1"},"then":"b"},
+ "b":{"work":{"task":"q","version":"1"},"then":"done"},
+ "done":{"final":true}}}`
+
+// An activation after the point comes again with the id it had on the
+// superseded line: its attempts must not repeat a superseded attempt's
+// number, whose result's message id the input stream would drop.
+func TestResetNumbersLaterActivationsAboveTheSupersededLine(t *testing.T) {
+	t.Parallel()
+	wf := compile(t, chainDoc)
+	opts := redriveOpts(3)
+	start, effects := step(t, wf, nil, Message{Kind: KindStart, Time: 0, RunID: "r", Input: 1.0}, opts)
+	p := invokes(effects)["task"]
+	afterP, effects := step(t, wf, start, answer(p, ok("P")), opts)
+	q := invokes(effects)["task"]
+	cur, _ := step(t, wf, afterP, answer(q, ok("Q")), opts)
+	if cur.Status != StatusDone {
+		t.Fatalf("the run is %s, want done", cur.Status)
+	}
+	next, effects, err := Reset(wf, cur, roundTrip(t, start), resetAt(cur.Control.Time+1000), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p2 := invokes(effects)["task"]
+	next, effects = step(t, wf, next, answer(p2, ok("P2")), opts)
+	q2 := invokes(effects)["task"]
+	if q2 == nil || q2.Activation != q.Activation {
+		t.Fatalf("after the reset b invoked %+v, want the activation %s again", q2, q.Activation)
+	}
+	if q2.Attempt <= int(cur.Seq) {
+		t.Fatalf("b's attempt after the reset is %d, want above %d (the superseded line's attempt was %d)", q2.Attempt, cur.Seq, q.Attempt)
+	}
+	next, _ = step(t, wf, next, answer(q2, ok("Q2")), opts)
+	if next.Status != StatusDone {
+		t.Fatalf("the reset run is %s, want done", next.Status)
+	}
+}

@@ -57,6 +57,12 @@ type State struct {
 	Redrives int64 `json:"redrives,omitempty"`
 	// Resets counts the resets applied to the run (reset.go).
 	Resets int64 `json:"resets,omitempty"`
+	// AttemptFloor is, after a reset, the run's Seq when it was reset:
+	// every activation from then on numbers its attempts above it. The
+	// activations after the point come again with the ids they had on the
+	// superseded line, and an attempt number they had then would repeat a
+	// result's message id, which the input stream drops as a duplicate.
+	AttemptFloor int64 `json:"attemptFloor,omitempty"`
 	// StartRevision is the revision the run started on, once a redrive
 	// moved it to another (Revision); replay starts it there.
 	StartRevision string `json:"startRevision,omitempty"`

@@ -52,10 +52,11 @@ func (r *reducer) work(id string) (blocked bool, err error) {
 		r.st.Work = &Work{
 			Activation: activationKey(r.st.RunID, id, float64(p.Visit)),
 			Values:     d.Restore(p.Values), Running: map[string]*Attempt{},
+			Base: int(r.st.AttemptFloor),
 		}
 		if rd := r.redriven; rd != nil {
 			r.redriven, r.st.Kept = nil, nil
-			r.st.Work.Base = rd.base
+			r.st.Work.Base = max(rd.base, r.st.Work.Base)
 			for _, node := range sortedKeys(rd.kept) {
 				r.st.Work.Values[node] = rd.kept[node]
 			}
