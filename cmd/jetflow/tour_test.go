@@ -82,6 +82,7 @@ var tourOutputs = map[string][]string{
 	"terminate order-5":      {"order-5"},
 	"status order-6 --wait":  {"status    failed", "state     fulfil/ship", "has not verified the address of customer zoe"},
 	"redrive order-6 --wait": {"run order-6 redriven", "done in /states/done"},
+	"reset order-6":          {"--to-state fulfil/ship is input", "run order-6 reset to its state after input"},
 	"cancel --workflow order --started-after 1h --yes": {"runs match", "done"},
 }
 
