@@ -100,14 +100,14 @@ func TestServeEndpointsDeployAndWorkflows(t *testing.T) {
 func TestDeployRefusesBadDocuments(t *testing.T) {
 	t.Parallel()
 	cases := []struct{ name, doc, want string }{
-		{"not JSON", `{"$workflow":`, "JF0021 '' workflow must be JSON\n"},
+		{"not JSON", `{"$workflow":`, "<stdin>:1:14: JF0021 '': workflow must be JSON: unexpected end of JSON input\n"},
 		{
 			"bad guard", `{"$workflow":"0.2","revision":"r","initial":"a","states":{"a":{"choose":[{"guard":{"$nope":1},"to":"b"}],"otherwise":"b"},"b":{"final":true}}}`,
-			"JF0007 /transitions/0/guard statechart guard failed to compile\n",
+			"<stdin>:1:84: JF0007 /states/a/choose/0/guard/$nope: statechart guard failed to compile: JQ0002 unknown operator '$nope' (did you mean '$some'?) [reference path /transitions/0/guard]\n",
 		},
 		{
 			"task name unfit for a subject", `{"$workflow":"0.2","revision":"r","initial":"a","states":{"a":{"work":{"task":"in c","version":"1"},"then":"b"},"b":{"final":true}}}`,
-			"JF0021 /states/a/work ",
+			"<stdin>:1:64: JF0021 /states/a/work: invalid name: task name \"in c\" has white space",
 		},
 	}
 	for _, c := range cases {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/jetflow/jetflow/authoring"
 	"github.com/jetflow/jetflow/engine/fault"
 	"github.com/jetflow/jetflow/engine/value"
 	"github.com/jetflow/jetflow/fleet"
@@ -77,8 +78,9 @@ func newDeploy(s streams) *cobra.Command {
 			"startToClose becomes the task consumer's AckWait, and an attempt with no accepted result\n" +
 			"within attemptTimeout (default 10m) fails with TASK_TIMEOUT.\n" +
 			"An invalid policy exits 1 with POLICY PATH message.\n\n" +
-			"An invalid document exits 1 with each error as CODE PATH message, as validate prints it;\n" +
-			"so does a different document under a revision already deployed (revisions never change).\n" +
+			"An invalid document exits 1 with its error as validate prints it (FILE:LINE:COLUMN: CODE\n" +
+			"PATH: reason); a different document under a revision already deployed exits 1 with\n" +
+			"CODE PATH message (revisions never change).\n" +
 			"It connects to --nats (default " + defaultNATSURL + ", where `jetflow serve` listens).",
 		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -93,7 +95,7 @@ func newDeploy(s streams) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if line := invalidLine(data); line != "" {
+			if line := invalidLine(data, displayName(file)); line != "" {
 				fmt.Fprintln(s.out, line)
 				return exitError{1}
 			}
@@ -169,19 +171,19 @@ func immutableLine(ctx context.Context, f *fleet.Fleet, name string, data []byte
 	return fmt.Sprintf("%s /revision revision %q of workflow %q is already deployed with a different %s (revisions never change: %s)", fault.JF0021, rev, name, what, fix)
 }
 
-// invalidLine is the engine's refusal of a document as CODE PATH message,
-// or "" when the document is deployable.
-func invalidLine(data []byte) string {
+// invalidLine is the refusal of a document as validate prints it
+// (FILE:LINE:COLUMN: CODE PATH: reason), or "" when it is deployable.
+func invalidLine(data []byte, file string) string {
 	doc, err := value.Decode(data, value.Limits{})
 	if err != nil {
-		return errorLine(fault.Wrap(fault.JF0021, "workflow must be JSON", "", err))
+		return authoring.Diagnose(data, fault.Wrap(fault.JF0021, "workflow must be JSON", "", err)).Text(file)
 	}
 	if _, err := fleet.Validate(doc); err != nil {
 		var pe *fleet.PathError
 		if errors.As(err, &pe) {
-			return fmt.Sprintf("%s %s %v", fault.JF0021, pe.Path, pe.Err)
+			return authoring.At(data, string(fault.JF0021), pe.Path, pe.Err.Error()).Text(file)
 		}
-		return errorLine(err)
+		return authoring.Diagnose(data, err).Text(file)
 	}
 	return ""
 }
