@@ -117,6 +117,10 @@ func (e explainer) explain(source string) string {
 		return e.strayMember(source, workflow.Members("delay"))
 	case strings.HasPrefix(reason, "edge ") && strings.Contains(reason, " the undeclared node '"):
 		e.undeclaredNode(source, reason)
+	case reason == "initial must name a state in this scope":
+		e.initial(source)
+	case reason == "automatic cycle requires a state limit":
+		e.d.Hint = `give a state on the cycle a "limit", the most visits a run may make to it`
 	case strings.HasPrefix(reason, "a workflow requires"):
 		e.d.Hint = `a workflow needs "$workflow": "0.2", a nonblank "revision", "initial" and "states"`
 	}
@@ -197,6 +201,23 @@ func findKey(doc any, path, key string) (string, bool) {
 		}
 	}
 	return "", false
+}
+
+// initial suggests the nearest state for a flow's or the workflow's
+// initial.
+func (e explainer) initial(source string) {
+	states := e.stateNames(parentPath(source) + "/states")
+	if len(states) == 0 {
+		return
+	}
+	e.d.Hint = "states in this scope: " + strings.Join(states, ", ")
+	if name, ok := lookup(e.doc, source); ok {
+		if s, isString := name.(string); isString {
+			if near := Nearest(s, states); near != "" {
+				e.d.Reason += " (did you mean '" + near + "'?)"
+			}
+		}
+	}
 }
 
 // unknownMember suggests the nearest allowed member for the unknown one

@@ -105,6 +105,22 @@ var diagnoseCases = []struct {
 		"JF0014", "/nodes/task/with",
 	},
 	{
+		"misspelled initial", `"initial": "pay"`, `"initial": "py"`,
+		"order.json:4:3: JF0021 /initial: initial must name a state in this scope (did you mean 'pay'?) (states in this scope: decide, done, pay, wait)",
+		"JF0021", "/initial",
+	},
+	{
+		"unbounded loop", `"otherwise": "wait"`, `"otherwise": "pay"`,
+		`order.json:10:5: JF0022 /states/decide: automatic cycle requires a state limit (give a state on the cycle a "limit", the most visits a run may make to it)`,
+		"JF0022", "/states/decide",
+	},
+	{
+		"undeclared target in a nested flow", `"done": {"final": true}`,
+		`"done": {"flow": {"initial": "x", "states": {"x": {"work": {"task": "t", "version": "1"}, "then": "paid"}, "paid2": {"final": true}}}, "then": "end"}, "end": {"final": true}`,
+		"order.json:18:95: JF0021 /states/done/flow/states/x/then: undeclared state 'paid' (did you mean 'paid2'?) (states in this scope: paid2, x) [reference path /states/done/flow/states]",
+		"JF0021", "/states/done/flow/states",
+	},
+	{
 		"JSON syntax", `"revision": "r1",`, `"revision": "r1"`,
 		`order.json:4:3: JF0021 '': workflow must be JSON: invalid character '"': expected ',' or '}' after a member`,
 		"JF0021", "",
