@@ -64,7 +64,7 @@ func TestValidate(t *testing.T) {
 		},
 		{
 			"unbounded loop", `{"$workflow":"0.2","revision":"r","initial":"a","states":{"a":{"choose":[{"guard":true,"to":"a"}],"otherwise":"b"},"b":{"final":true}}}`,
-			"<stdin>:1:59: JF0022 /states/a: automatic cycle requires a state limit\n", 1,
+			"<stdin>:1:59: JF0022 /states/a: automatic cycle requires a state limit (give a state on the cycle a \"limit\", the most visits a run may make to it)\n", 1,
 		},
 		{"not JSON", `{"$workflow":`, "<stdin>:1:14: JF0021 '': workflow must be JSON: unexpected end of JSON input\n", 1},
 		{

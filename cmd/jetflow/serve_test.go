@@ -121,6 +121,19 @@ func TestDeployRefusesBadDocuments(t *testing.T) {
 	}
 }
 
+// TestDeployRefusalAsJSON gives a refused document as validate --json
+// does: the reference's code and path, and where the author's text is wrong.
+func TestDeployRefusalAsJSON(t *testing.T) {
+	t.Parallel()
+	doc := `{"$workflow":"0.2","revision":"r","initial":"a","states":{"a":{"work":{"task":"t","version":"1"}},"b":{"final":true}}}`
+	out, errOut, exit := runEnv(t, nil, doc, "deploy", "w", "-", "--json", "--nats", "nats://127.0.0.1:1")
+	want := `{"error":{"code":"JF0021","path":"/states","message":"JF0021: undeclared state 'undefined' in this scope at /states",` +
+		`"line":1,"column":59,"source_path":"/states/a/then","reason":"missing 'then': name the state to go to","hint":"states in this scope: a, b"}}` + "\n"
+	if exit != 1 || out != want {
+		t.Errorf("exit %d (stderr %q)\n got %s\nwant %s", exit, errOut, out, want)
+	}
+}
+
 // TestDispatcherJoinsServe runs a dispatcher against a separate serve,
 // then takes NATS away from it.
 func TestDispatcherJoinsServe(t *testing.T) {
