@@ -180,3 +180,24 @@ func TestNearest(t *testing.T) {
 		}
 	}
 }
+
+// FuzzDiagnose checks any refused text gets a diagnostic with the
+// engine's code and message unchanged and a position inside the text.
+func FuzzDiagnose(f *testing.F) {
+	for _, c := range diagnoseCases {
+		f.Add([]byte(strings.Replace(orderDoc, c.old, c.new, 1)))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		_, err := workflow.CompileJSON(data, workflow.Options{})
+		if err == nil {
+			return
+		}
+		d := Diagnose(data, err)
+		if d.Message != err.Error() || d.Code == "" || d.Reason == "" {
+			t.Fatalf("diagnostic %+v of %v", d, err)
+		}
+		if d.Line < 0 || d.Line > strings.Count(string(data), "\n")+1 || (d.Line > 0) != (d.Column > 0) {
+			t.Fatalf("position %d:%d outside the text", d.Line, d.Column)
+		}
+	})
+}
