@@ -81,6 +81,11 @@ var rules = []rule{
 		[]string{mod + "engine/", mod + "policy", mod + "registry", mod + "step", mod + "runrecord", mod + "dispatcher", mod + "worker", mod + "fleet"},
 		"provision holds the server's configurations: names, the wire and the stores' retry, nothing of the engine or the runtime",
 	},
+	{
+		"authoring", false,
+		[]string{mod + "dispatcher", mod + "fleet", mod + "registry", mod + "kvstore", "github.com/nats-io/", "net", "os", "log/slog"},
+		"authoring diagnostics are pure: a document and an engine error in, a diagnostic out",
+	},
 	{"subjects", true, []string{mod}, "subject names depend on nothing of ours"},
 	{"wire", true, []string{mod}, "the wire format depends on nothing of ours"},
 	{"clock", true, []string{mod}, "the clock depends on nothing of ours: the worker SDK links it"},

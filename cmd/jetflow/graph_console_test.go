@@ -27,7 +27,7 @@ func TestGraphFile(t *testing.T) {
 		{"bad format", []string{"graph", "-", "--format", "png"}, []string{`--format: graph: unknown format "png" (want mermaid, dot or svg)`}, 2},
 		{"not a work state", []string{"graph", "-", "--state", "c"}, []string{`--state "c" is not a work state (work states: /states/a)`}, 2},
 		{"nothing named", []string{"graph"}, []string{"name a workflow document (FILE), a deployed workflow (NAME) or a run (--run RUN)"}, 2},
-		{"bad document", []string{"graph", "-"}, []string{"JF0021 '' workflow must be JSON"}, 2},
+		{"bad document", []string{"graph", "-"}, []string{"<stdin>:1:2: JF0021 '': workflow must be JSON: unexpected end of JSON input: expected a member name in double quotes"}, 2},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -60,16 +60,16 @@ func TestValidate(t *testing.T) {
 		{"valid", orderDoc, "ok: revision r1, 4 states, 1 work states, tasks: inc@1\n", 0},
 		{
 			"blank task", `{"$workflow":"0.2","revision":"r","initial":"a","states":{"a":{"work":{"task":" ","version":"1"},"then":"a"}}}`,
-			"JF0021 /states/a/work a task needs a nonblank task name and version\n", 1,
+			"<stdin>:1:64: JF0021 /states/a/work: a task needs a nonblank task name and version\n", 1,
 		},
 		{
 			"unbounded loop", `{"$workflow":"0.2","revision":"r","initial":"a","states":{"a":{"choose":[{"guard":true,"to":"a"}],"otherwise":"b"},"b":{"final":true}}}`,
-			"JF0022 /states/a automatic cycle requires a state limit\n", 1,
+			"<stdin>:1:59: JF0022 /states/a: automatic cycle requires a state limit (give a state on the cycle a \"limit\", the most visits a run may make to it)\n", 1,
 		},
-		{"not JSON", `{"$workflow":`, "JF0021 '' workflow must be JSON\n", 1},
+		{"not JSON", `{"$workflow":`, "<stdin>:1:14: JF0021 '': workflow must be JSON: unexpected end of JSON input\n", 1},
 		{
 			"bad guard", `{"$workflow":"0.2","revision":"r","initial":"a","states":{"a":{"choose":[{"guard":{"$nope":1},"to":"b"}],"otherwise":"b"},"b":{"final":true}}}`,
-			"JF0007 /transitions/0/guard statechart guard failed to compile\n", 1,
+			"<stdin>:1:84: JF0007 /states/a/choose/0/guard/$nope: statechart guard failed to compile: JQ0002 unknown operator '$nope' (did you mean '$some'?) [reference path /transitions/0/guard]\n", 1,
 		},
 	}
 	for _, c := range cases {
@@ -80,6 +80,28 @@ func TestValidate(t *testing.T) {
 				t.Errorf("validate: exit %d, output %q; want exit %d, %q", exit, out, c.exit, c.want)
 			}
 		})
+	}
+}
+
+// TestValidateJSON keeps the reference's code, path and message and adds
+// where the author's document is at fault; a file's name leads the text.
+func TestValidateJSON(t *testing.T) {
+	t.Parallel()
+	doc := "{\"$workflow\":\"0.2\",\"revision\":\"r\",\"initial\":\"a\",\n\"states\":{\"a\":{\"work\":{\"task\":\"t\",\"version\":\"1\"},\"then\":\"bb\"},\"b\":{\"final\":true}}}"
+	out, exit := jetflow(t, doc, "validate", "--json", "-")
+	want := `{"error":{"code":"JF0021","path":"/states","message":"JF0021: undeclared state 'bb' in this scope at /states",` +
+		`"line":2,"column":50,"source_path":"/states/a/then","reason":"undeclared state 'bb' (did you mean 'b'?)","hint":"states in this scope: a, b"}}` + "\n"
+	if exit != 1 || out != want {
+		t.Errorf("validate --json: exit %d\n got %s\nwant %s", exit, out, want)
+	}
+	file := filepath.Join(t.TempDir(), "order.json")
+	if err := os.WriteFile(file, []byte(doc), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, exit = jetflow(t, "", "validate", file)
+	want = file + ":2:50: JF0021 /states/a/then: undeclared state 'bb' (did you mean 'b'?) (states in this scope: a, b) [reference path /states]\n"
+	if exit != 1 || out != want {
+		t.Errorf("validate FILE: exit %d\n got %s\nwant %s", exit, out, want)
 	}
 }
 

@@ -100,14 +100,14 @@ func TestServeEndpointsDeployAndWorkflows(t *testing.T) {
 func TestDeployRefusesBadDocuments(t *testing.T) {
 	t.Parallel()
 	cases := []struct{ name, doc, want string }{
-		{"not JSON", `{"$workflow":`, "JF0021 '' workflow must be JSON\n"},
+		{"not JSON", `{"$workflow":`, "<stdin>:1:14: JF0021 '': workflow must be JSON: unexpected end of JSON input\n"},
 		{
 			"bad guard", `{"$workflow":"0.2","revision":"r","initial":"a","states":{"a":{"choose":[{"guard":{"$nope":1},"to":"b"}],"otherwise":"b"},"b":{"final":true}}}`,
-			"JF0007 /transitions/0/guard statechart guard failed to compile\n",
+			"<stdin>:1:84: JF0007 /states/a/choose/0/guard/$nope: statechart guard failed to compile: JQ0002 unknown operator '$nope' (did you mean '$some'?) [reference path /transitions/0/guard]\n",
 		},
 		{
 			"task name unfit for a subject", `{"$workflow":"0.2","revision":"r","initial":"a","states":{"a":{"work":{"task":"in c","version":"1"},"then":"b"},"b":{"final":true}}}`,
-			"JF0021 /states/a/work ",
+			"<stdin>:1:64: JF0021 /states/a/work: invalid name: task name \"in c\" has white space",
 		},
 	}
 	for _, c := range cases {
@@ -118,6 +118,19 @@ func TestDeployRefusesBadDocuments(t *testing.T) {
 				t.Errorf("exit %d, %q (stderr %q); want exit 1, %q", exit, out, errOut, c.want)
 			}
 		})
+	}
+}
+
+// TestDeployRefusalAsJSON gives a refused document as validate --json
+// does: the reference's code and path, and where the author's text is wrong.
+func TestDeployRefusalAsJSON(t *testing.T) {
+	t.Parallel()
+	doc := `{"$workflow":"0.2","revision":"r","initial":"a","states":{"a":{"work":{"task":"t","version":"1"}},"b":{"final":true}}}`
+	out, errOut, exit := runEnv(t, nil, doc, "deploy", "w", "-", "--json", "--nats", "nats://127.0.0.1:1")
+	want := `{"error":{"code":"JF0021","path":"/states","message":"JF0021: undeclared state 'undefined' in this scope at /states",` +
+		`"line":1,"column":59,"source_path":"/states/a/then","reason":"missing 'then': name the state to go to","hint":"states in this scope: a, b"}}` + "\n"
+	if exit != 1 || out != want {
+		t.Errorf("exit %d (stderr %q)\n got %s\nwant %s", exit, errOut, out, want)
 	}
 }
 

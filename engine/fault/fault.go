@@ -23,7 +23,13 @@ type Error struct {
 	HasDataPath bool
 	// NodeID names the failing DAG node for JF2006.
 	NodeID string
-	Cause  error
+	// Source is the author's document path when Path points into a
+	// document the lowering derived (the statechart, a work state's DAG)
+	// or at a scope rather than the member at fault. It never shows in
+	// Error(): the reference's text does not carry it.
+	Source    string
+	HasSource bool
+	Cause     error
 }
 
 // New returns an error with a document path.
@@ -66,6 +72,12 @@ func (e *Error) Error() string {
 }
 
 func (e *Error) Unwrap() error { return e.Cause }
+
+// WithSource sets Source and returns e.
+func (e *Error) WithSource(path string) *Error {
+	e.Source, e.HasSource = path, true
+	return e
+}
 
 // Is matches another *Error by code, so errors.Is(err, fault.NoPath(c, ""))
 // and errors.Is(err, c) both work.

@@ -1,7 +1,9 @@
 package workflow
 
 import (
+	"errors"
 	"sort"
+	"strings"
 
 	"github.com/jetflow/jetflow/engine/dag"
 	"github.com/jetflow/jetflow/engine/fault"
@@ -117,7 +119,7 @@ func Compile(doc any, opts Options) (*Workflow, error) {
 		w.Revisions.DAGs[id] = revision
 		region, versions, err := compileRegion(l.DAGs[id], opts.Tasks, revision)
 		if err != nil {
-			return nil, err
+			return nil, locateDAG(err, id, l.Specs[id].raw)
 		}
 		w.DAGs[id] = region
 		for node, version := range versions {
@@ -163,4 +165,31 @@ func CompileJSON(data []byte, opts Options) (*Workflow, error) {
 		return nil, err
 	}
 	return Compile(doc, opts)
+}
+
+// locateDAG gives a DAG error, whose path is relative to the DAG document,
+// the author's path: inside work.dag, or for the task shorthand the work
+// member the lowered task node came from.
+func locateDAG(err error, id string, spec map[string]any) error {
+	var fe *fault.Error
+	if !errors.As(err, &fe) || !fe.HasPath {
+		return err
+	}
+	work, _ := spec["work"].(map[string]any)
+	if _, inline := work["dag"]; inline {
+		fe.Source, fe.HasSource = id+"/work/dag"+fe.Path, true
+		return err
+	}
+	source := id + "/work"
+	for _, m := range taskMembers {
+		from := "/nodes/task/" + m
+		if m == "task" {
+			from = "/nodes/task/run"
+		}
+		if fe.Path == from || strings.HasPrefix(fe.Path, from+"/") {
+			source = id + "/work/" + m + fe.Path[len(from):]
+		}
+	}
+	fe.Source, fe.HasSource = source, true
+	return err
 }

@@ -34,11 +34,11 @@ func (lw *lowerer) lowerWork(s *Spec, spec map[string]any, e edges) error {
 	lw.dags[id] = dag
 	lw.work = append(lw.work, id)
 	var err error
-	if s.Then, err = e.add(spec["then"], has(spec, "then"), map[string]any{"event": EventDone}, true); err != nil {
+	if s.Then, err = e.add(spec["then"], has(spec, "then"), map[string]any{"event": EventDone}, true, id+"/then", id+"/then"); err != nil {
 		return err
 	}
 	if c, present := spec["catch"]; present {
-		if s.Catch, err = e.add(c, true, map[string]any{"event": EventError}, true); err != nil {
+		if s.Catch, err = e.add(c, true, map[string]any{"event": EventError}, true, id+"/catch", id+"/catch"); err != nil {
 			return err
 		}
 	}
@@ -108,14 +108,15 @@ func lowerChoose(s *Spec, spec map[string]any, e edges) error {
 		if !ok {
 			return fail("a choice is {guard,to}", id+"/choose/"+strconv.Itoa(i))
 		}
-		to, err := e.add(branch["to"], has(branch, "to"), map[string]any{"event": EventNext, "guard": branch["guard"]}, true)
+		at := id + "/choose/" + strconv.Itoa(i)
+		to, err := e.add(branch["to"], has(branch, "to"), map[string]any{"event": EventNext, "guard": branch["guard"]}, true, at, at+"/to")
 		if err != nil {
 			return err
 		}
 		s.Choose = append(s.Choose, Choice{Guard: branch["guard"], To: to})
 	}
 	var err error
-	s.Otherwise, err = e.add(spec["otherwise"], has(spec, "otherwise"), map[string]any{"event": EventNext}, true)
+	s.Otherwise, err = e.add(spec["otherwise"], has(spec, "otherwise"), map[string]any{"event": EventNext}, true, id+"/otherwise", id+"/otherwise")
 	return err
 }
 
@@ -143,7 +144,8 @@ func lowerOn(s *Spec, spec map[string]any, e edges) error {
 		if hasGuard {
 			fields["guard"] = guard
 		}
-		to, err := e.add(branch["to"], has(branch, "to"), fields, false)
+		at := id + "/on/" + strconv.Itoa(i)
+		to, err := e.add(branch["to"], has(branch, "to"), fields, false, at, at+"/to")
 		if err != nil {
 			return err
 		}
@@ -163,7 +165,7 @@ func lowerOn(s *Spec, spec map[string]any, e edges) error {
 	if !ok {
 		return fail("after is {ms,to} with a nonnegative finite duration", id+"/after")
 	}
-	to, err := e.add(delay["to"], has(delay, "to"), map[string]any{"after": ms}, true)
+	to, err := e.add(delay["to"], has(delay, "to"), map[string]any{"after": ms}, true, id+"/after", id+"/after/to")
 	if err != nil {
 		return err
 	}

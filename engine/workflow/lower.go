@@ -1,6 +1,10 @@
 package workflow
 
 import (
+	"errors"
+	"strconv"
+	"strings"
+
 	"github.com/jetflow/jetflow/engine/fault"
 	"github.com/jetflow/jetflow/engine/value"
 )
@@ -25,6 +29,31 @@ var (
 	waitMembers   = []string{"event", "to", "guard"}
 	delayMembers  = []string{"ms", "to"}
 )
+
+// Members returns the members the format allows where, one of "workflow",
+// "nested" (a flow's body), "task" (work.task), "choice", "wait",
+// "delay", or a state form ("work", "choose", "on", "flow", "final");
+// nil for anything else. The caller owns the slice.
+func Members(where string) []string {
+	var list []string
+	switch where {
+	case "workflow":
+		list = topMembers
+	case "nested":
+		list = nestedMembers
+	case "task":
+		list = taskMembers
+	case "choice":
+		list = choiceMembers
+	case "wait":
+		list = waitMembers
+	case "delay":
+		list = delayMembers
+	default:
+		list = allowedMembers[Kind(where)]
+	}
+	return append([]string(nil), list...)
+}
 
 func fail(reason, path string) error { return fault.New(fault.JF0021, reason, path) }
 
@@ -63,7 +92,7 @@ func Lower(doc any) (*Lowered, error) {
 	fsm := map[string]any{"$fsm": "0.2", "initial": initial, "states": lw.states, "transitions": lw.transitions}
 	chart, err := compileChart(fsm)
 	if err != nil {
-		return nil, err
+		return nil, lw.locate(err)
 	}
 	return &Lowered{
 		Version:  Lowering,
@@ -94,6 +123,9 @@ type lowerer struct {
 	// links are the automatically traversable edges the cycle proof walks.
 	links   map[string][]string
 	bounded map[string]bool
+	// origins holds, per transition, the author's path of the member it
+	// came from (a choice or wait branch, then, catch, otherwise, after).
+	origins []string
 }
 
 // scopeRefs resolves state names local to one states object.
@@ -102,13 +134,15 @@ type scopeRefs struct {
 	states map[string]any
 }
 
-func (s scopeRefs) id(name any, present bool) (string, error) {
+// id resolves a target; member is the author's path of the member that
+// names it, which the error carries as its source.
+func (s scopeRefs) id(name any, present bool, member string) (string, error) {
 	n, ok := name.(string)
 	if ok {
 		_, ok = s.states[n]
 	}
 	if !present || !ok {
-		return "", fail("undeclared state '"+jsString(name, present)+"' in this scope", s.prefix+"/states")
+		return "", fault.New(fault.JF0021, "undeclared state '"+jsString(name, present)+"' in this scope", s.prefix+"/states").WithSource(member)
 	}
 	return s.prefix + "/states/" + value.EncodePointerSegment(n), nil
 }
@@ -146,13 +180,13 @@ func (lw *lowerer) scope(body any, prefix, parent, continuation string, depth in
 			return "", err
 		}
 	}
-	return refs.id(initialName, true)
+	return refs.id(initialName, true, prefix+"/initial")
 }
 
 // state validates and lowers one declaration, in the reference's order of
 // checks: form, members, limit, then the form's own members and targets.
 func (lw *lowerer) state(refs scopeRefs, name string, decl any, parent, continuation string, depth int) error {
-	id, _ := refs.id(name, true)
+	id, _ := refs.id(name, true, "")
 	spec, ok := decl.(map[string]any)
 	if name == "" || !ok {
 		return fail("a state needs a non-empty id and an object declaration", id)
@@ -207,7 +241,7 @@ func (lw *lowerer) state(refs scopeRefs, name string, decl any, parent, continua
 	case KindFlow:
 		// The continuation resolves before the nested scope, so an
 		// undeclared then is reported before any nested defect.
-		if s.Then, err = refs.id(spec["then"], has(spec, "then")); err != nil {
+		if s.Then, err = refs.id(spec["then"], has(spec, "then"), id+"/then"); err != nil {
 			return err
 		}
 		if s.Initial, err = lw.scope(spec["flow"], id+"/flow", id, s.Then, depth+1); err != nil {
@@ -216,6 +250,7 @@ func (lw *lowerer) state(refs scopeRefs, name string, decl any, parent, continua
 		st["initial"] = s.Initial
 		lw.links[id] = append(lw.links[id], s.Initial)
 		lw.transitions = append(lw.transitions, map[string]any{"from": id, "to": s.Then, "done": true})
+		lw.origins = append(lw.origins, id+"/then")
 	case KindFinal:
 		st["final"] = true
 		if continuation != "" {
@@ -237,15 +272,18 @@ type edges struct {
 }
 
 // add resolves a target and appends the transition {from,to,...fields};
-// automatic edges also join the cycle proof.
-func (e edges) add(to any, present bool, fields map[string]any, auto bool) (string, error) {
-	target, err := e.refs.id(to, present)
+// automatic edges also join the cycle proof. origin is the author's path
+// of the member holding the transition (a branch, or then, catch, …) and
+// member that of the target name.
+func (e edges) add(to any, present bool, fields map[string]any, auto bool, origin, member string) (string, error) {
+	target, err := e.refs.id(to, present, member)
 	if err != nil {
 		return "", err
 	}
 	fields["from"] = e.from
 	fields["to"] = target
 	e.lw.transitions = append(e.lw.transitions, fields)
+	e.lw.origins = append(e.lw.origins, origin)
 	if auto {
 		e.lw.links[e.from] = append(e.lw.links[e.from], target)
 	}
@@ -286,4 +324,25 @@ func member(list []string, k string) bool {
 		}
 	}
 	return false
+}
+
+// locate gives a statechart error at /transitions/N/… the author's path of
+// the member that transition came from, so a guard error names its branch.
+func (lw *lowerer) locate(err error) error {
+	var fe *fault.Error
+	if !errors.As(err, &fe) || !strings.HasPrefix(fe.Path, "/transitions/") {
+		return err
+	}
+	rest := fe.Path[len("/transitions/"):]
+	idx, tail, _ := strings.Cut(rest, "/")
+	n, convErr := strconv.Atoi(idx)
+	if convErr != nil || n < 0 || n >= len(lw.origins) {
+		return err
+	}
+	origin := lw.origins[n]
+	if tail != "" && strings.HasPrefix(tail, "guard") {
+		origin += "/" + tail
+	}
+	fe.Source, fe.HasSource = origin, true
+	return err
 }

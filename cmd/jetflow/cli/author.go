@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"sort"
@@ -8,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/jetflow/jetflow/authoring"
 	"github.com/jetflow/jetflow/engine/fault"
 	"github.com/jetflow/jetflow/engine/sim"
 	"github.com/jetflow/jetflow/engine/value"
@@ -15,12 +17,17 @@ import (
 )
 
 func newValidate(s streams) *cobra.Command {
-	return &cobra.Command{
+	var asJSON bool
+	cmd := &cobra.Command{
 		Use:   "validate FILE",
-		Short: "Check a workflow document; print each error as CODE PATH message",
+		Short: "Check a workflow document; print each error as FILE:LINE:COLUMN: CODE PATH: reason",
 		Long: "validate compiles a jaren-workflow 0.2 document exactly as the engine will run it.\n" +
-			"It exits 0 with a one-line summary, or 1 with each error as CODE PATH message\n" +
-			"(PATH is a JSON Pointer into the document, '' for its root, - for none).",
+			"It exits 0 with a one-line summary, or 1 with the error as a compiler prints one:\n" +
+			"FILE:LINE:COLUMN: CODE PATH: reason (hint) [reference path P]. PATH is a JSON Pointer\n" +
+			"into the author's document ('' for its root, - for none); where the reference's\n" +
+			"path points elsewhere (into the lowered statechart, a DAG, a scope) it follows in\n" +
+			"brackets. With --json it prints {\"error\": {code, path, message, line, column,\n" +
+			"source_path, reason, hint}}: code, path and message exactly as the reference gives them.",
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			data, err := readInput(s, args[0])
@@ -29,13 +36,43 @@ func newValidate(s streams) *cobra.Command {
 			}
 			wf, err := workflow.CompileJSON(data, workflow.Options{})
 			if err != nil {
-				fmt.Fprintln(s.out, errorLine(err))
+				d := authoring.Diagnose(data, err)
+				if asJSON {
+					return printJSONExit(s, map[string]any{"error": d}, 1)
+				}
+				fmt.Fprintln(s.out, d.Text(displayName(args[0])))
 				return exitError{1}
+			}
+			if asJSON {
+				return printJSONExit(s, map[string]any{"ok": summary(wf)}, 0)
 			}
 			fmt.Fprintln(s.out, summary(wf))
 			return nil
 		},
 	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the result as one JSON object")
+	return cmd
+}
+
+// displayName is how a diagnostic names the document read from name.
+func displayName(name string) string {
+	if name == "-" {
+		return "<stdin>"
+	}
+	return name
+}
+
+// printJSONExit prints v as one JSON line and exits with code.
+func printJSONExit(s streams, v any, code int) error {
+	out, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintln(s.out, string(out))
+	if code != 0 {
+		return exitError{code}
+	}
+	return nil
 }
 
 // errorLine is one error as CODE PATH message.

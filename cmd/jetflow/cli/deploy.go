@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/jetflow/jetflow/authoring"
 	"github.com/jetflow/jetflow/engine/fault"
 	"github.com/jetflow/jetflow/engine/value"
 	"github.com/jetflow/jetflow/fleet"
@@ -77,8 +78,10 @@ func newDeploy(s streams) *cobra.Command {
 			"startToClose becomes the task consumer's AckWait, and an attempt with no accepted result\n" +
 			"within attemptTimeout (default 10m) fails with TASK_TIMEOUT.\n" +
 			"An invalid policy exits 1 with POLICY PATH message.\n\n" +
-			"An invalid document exits 1 with each error as CODE PATH message, as validate prints it;\n" +
-			"so does a different document under a revision already deployed (revisions never change).\n" +
+			"An invalid document exits 1 with its error as validate prints it (FILE:LINE:COLUMN: CODE\n" +
+			"PATH: reason); a different document under a revision already deployed exits 1 with\n" +
+			"CODE PATH message (revisions never change). With --json a refused document prints\n" +
+			"{\"error\": {code, path, message, line, column, source_path, reason, hint}} as validate does.\n" +
 			"It connects to --nats (default " + defaultNATSURL + ", where `jetflow serve` listens).",
 		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -93,8 +96,11 @@ func newDeploy(s streams) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if line := invalidLine(data); line != "" {
-				fmt.Fprintln(s.out, line)
+			if d := invalidDocument(data); d != nil {
+				if asJSON {
+					return printJSONExit(s, map[string]any{"error": d}, 1)
+				}
+				fmt.Fprintln(s.out, d.Text(displayName(file)))
 				return exitError{1}
 			}
 			var pol *policy.Policy
@@ -130,7 +136,7 @@ func newDeploy(s streams) *cobra.Command {
 		},
 	}
 	addConnFlags(cmd, &conn)
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print the deployment as JSON")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the deployment, or the document's error, as JSON")
 	cmd.Flags().StringVar(&policyFile, "policy", "", "the tasks' retry and timeout policy file (JSON; - for standard input)")
 	return cmd
 }
@@ -169,21 +175,24 @@ func immutableLine(ctx context.Context, f *fleet.Fleet, name string, data []byte
 	return fmt.Sprintf("%s /revision revision %q of workflow %q is already deployed with a different %s (revisions never change: %s)", fault.JF0021, rev, name, what, fix)
 }
 
-// invalidLine is the engine's refusal of a document as CODE PATH message,
-// or "" when the document is deployable.
-func invalidLine(data []byte) string {
+// invalidDocument is the refusal of a document as validate reports it,
+// or nil when it is deployable.
+func invalidDocument(data []byte) *authoring.Diagnostic {
 	doc, err := value.Decode(data, value.Limits{})
 	if err != nil {
-		return errorLine(fault.Wrap(fault.JF0021, "workflow must be JSON", "", err))
+		d := authoring.Diagnose(data, fault.Wrap(fault.JF0021, "workflow must be JSON", "", err))
+		return &d
 	}
 	if _, err := fleet.Validate(doc); err != nil {
 		var pe *fleet.PathError
 		if errors.As(err, &pe) {
-			return fmt.Sprintf("%s %s %v", fault.JF0021, pe.Path, pe.Err)
+			d := authoring.At(data, string(fault.JF0021), pe.Path, pe.Err.Error())
+			return &d
 		}
-		return errorLine(err)
+		d := authoring.Diagnose(data, err)
+		return &d
 	}
-	return ""
+	return nil
 }
 
 // docRevision is the "revision" member of a valid document.

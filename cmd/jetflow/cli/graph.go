@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/jetflow/jetflow/authoring"
 	"github.com/jetflow/jetflow/engine/run"
 	"github.com/jetflow/jetflow/engine/workflow"
 	"github.com/jetflow/jetflow/fleet"
@@ -113,7 +114,7 @@ func (g graphSource) file(name string) (*workflow.Workflow, string, error) {
 	}
 	wf, err := workflow.CompileJSON(data, workflow.Options{})
 	if err != nil {
-		return nil, "", fmt.Errorf("%s: %s", name, errorLine(err))
+		return nil, "", errors.New(authoring.Diagnose(data, err).Text(displayName(name)))
 	}
 	return wf, wf.Lowered.Revision, nil
 }
