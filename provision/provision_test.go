@@ -38,7 +38,7 @@ func TestProvisionCreatesStreamsAndBuckets(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg := timers.CachedInfo().Config; !slices.Equal(cfg.Subjects, []string{b.names.ScheduleAll(), b.names.FiredAll()}) ||
+	if cfg := timers.CachedInfo().Config; !slices.Equal(cfg.Subjects, []string{b.names.ScheduleAll(), b.names.FiredAll(), b.names.ReapAll()}) ||
 		cfg.Retention != jetstream.LimitsPolicy || cfg.Discard != jetstream.DiscardOld || cfg.MaxAge != 0 ||
 		!cfg.AllowMsgSchedules || !cfg.AllowRollup || !cfg.AllowMsgTTL || cfg.DenyPurge {
 		t.Errorf("timer stream config = %+v", cfg)

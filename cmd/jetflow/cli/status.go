@@ -39,6 +39,8 @@ type statusJSON struct {
 	Ignored  []runrecord.Rejection `json:"ignored,omitempty"`
 	// Redrives counts the redrives the run took (jetflow redrive).
 	Redrives int64 `json:"redrives,omitempty"`
+	// Archived is the tombstone of a run read from the archive.
+	Archived *wire.Removed `json:"archived,omitempty"`
 }
 
 // refusalsShown is how many of the most recent refusals of each kind the
@@ -61,14 +63,24 @@ func newStatus(s streams) *cobra.Command {
 			"redrives the run took (absent when none).\n\n" +
 			"A run removed by retention shows as \"removed by retention at T\" with the status it settled\n" +
 			"with (--json: {run, status: \"removed\", removed: {at, workflow, revision, status, settled,\n" +
-			"historyKept, until}}) for as long as its tombstone lives.",
+			"historyKept, archived, until}}) for as long as its tombstone lives. A run archived before\n" +
+			"its removal (--archive of the dispatchers, or its policy) is read from the archive, while\n" +
+			"the archive keeps it: its status as it was removed, under the line \"archived (removed by\n" +
+			"retention at T)\" (--json: the member archived, the tombstone).",
 		Args: namedArgs("RUN"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			id := args[0]
 			return onRun(cmd.Context(), s, &conn, "argument RUN", id, nil, func(ctx context.Context, f *fleet.Fleet) error {
 				rec, st, err := readRun(ctx, f, id)
+				var archived *wire.Removed
 				var removed *runrecord.RemovedError
-				if errors.As(err, &removed) {
+				if errors.As(err, &removed) || errors.Is(err, kvstore.ErrRunNotFound) {
+					if ar, ok := readArchived(ctx, f, id); ok {
+						archived = &ar.Removed
+						rec, st, err = archivedRun(ar)
+					}
+				}
+				if archived == nil && errors.As(err, &removed) {
 					return printRemoved(s, removed.Removed, asJSON)
 				}
 				if errors.Is(err, kvstore.ErrRunNotFound) {
@@ -87,7 +99,10 @@ func newStatus(s streams) *cobra.Command {
 					info.Started = t.UTC().Format(time.RFC3339Nano)
 				}
 				if asJSON {
-					return json.NewEncoder(s.out).Encode(statusJSON{runJSON: info, Rejected: rec.Rejected, Ignored: rec.Ignored, Redrives: st.Redrives})
+					return json.NewEncoder(s.out).Encode(statusJSON{runJSON: info, Rejected: rec.Rejected, Ignored: rec.Ignored, Redrives: st.Redrives, Archived: archived})
+				}
+				if archived != nil {
+					fmt.Fprintln(s.out, archivedMark(*archived))
 				}
 				var wf *workflow.Workflow
 				if st.Workflow != "" {
