@@ -68,7 +68,8 @@ func (b *bundle) historyOf(t testing.TB, runID string) uint64 {
 func TestRetentionRemovesSettledRunsOnly(t *testing.T) {
 	t.Parallel()
 	b := setup(t).withEngine(t, map[string]string{"forever": waitsForever})
-	d := b.dispatcher(t, Config{Retention: time.Second, RemovalBucket: time.Second})
+	hooked := make(chan wire.Removed, 4)
+	d := b.dispatcher(t, Config{Retention: time.Second, RemovalBucket: time.Second, OnRemoved: func(r wire.Removed) { hooked <- r }})
 	for _, id := range []string{"gone", "kept"} {
 		b.publish(t, b.names.Start(id), wire.Start{Workflow: "forever"}, "start/"+id)
 		b.waitStatus(t, id, wire.StatusWaiting, 10*time.Second)
@@ -80,6 +81,14 @@ func TestRetentionRemovesSettledRunsOnly(t *testing.T) {
 	if r.Run != "gone" || r.Status != wire.StatusDone || r.Settled != settled || r.At < settled+1000 ||
 		r.Workflow != "forever" || r.Revision != "forever/1" || r.HistoryKept || r.Until != r.At+60000 {
 		t.Errorf("tombstone %+v (settled at %v)", r, settled)
+	}
+	select {
+	case h := <-hooked:
+		if h != r {
+			t.Errorf("OnRemoved got %+v, the tombstone is %+v", h, r)
+		}
+	case <-time.After(10 * time.Second):
+		t.Error("OnRemoved was not called")
 	}
 	b.consumerSettled(t, 10*time.Second)
 	if n := b.historyOf(t, "gone"); n != 0 {

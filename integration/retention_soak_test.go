@@ -20,7 +20,12 @@ import (
 // take minutes, so they run only when asked:
 //
 //	JETFLOW_RETENTION_SOAK=30m go test ./integration/ -run TestRetentionSoak -v -timeout 50m
-//	JETFLOW_RETENTION_CPU=2000 go test ./integration/ -run TestRetentionCPU -v -timeout 20m
+//	JETFLOW_RETENTION_REMOVAL_CPU=3000 go test ./integration/ -run TestRetentionRemovalCPU -v -timeout 30m
+//	JETFLOW_RETENTION_CPU=3000 JETFLOW_RETENTION_CPU_ROUNDS=2 go test ./integration/ -run TestRetentionCPU -v -timeout 30m
+//
+// JETFLOW_RETENTION_CPU_MODE runs one mode of TestRetentionCPU (-1ns, 168h
+// or 1s); JETFLOW_RETENTION_PROFILE=FILE writes a CPU profile of each
+// round's removals in TestRetentionRemovalCPU (FILE.1, FILE.2, ...).
 
 // soakRate is how many one-task runs a second the soak starts.
 const soakRate = 10
