@@ -227,6 +227,12 @@ func (d *Dispatcher) reapBucket(ctx context.Context, m jetstream.Msg) {
 		return
 	}
 	_ = m.Ack()
+	// The fire itself would stay for its TTL (days): one per bucket.
+	pctx, cancel := context.WithTimeout(ctx, d.cfg.OpTimeout)
+	if err := d.timers.Purge(pctx, jetstream.WithPurgeSubject(names.ReapFire(bucket))); err != nil {
+		log.Info("dispatcher: bucket fire left to its TTL", slog.Any("error", err))
+	}
+	cancel()
 	if removed > 0 {
 		log.Info("dispatcher: runs removed by retention", slog.Int("removed", removed))
 	}

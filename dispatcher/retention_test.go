@@ -104,9 +104,9 @@ func TestRetentionRemovesSettledRunsOnly(t *testing.T) {
 	if !d.ret.batched {
 		t.Error("removals were not batched: the reaper did not start")
 	}
-	// The bucket's due entry is purged once the bucket is done.
-	natstest.WaitFor(t, 10*time.Second, "the due entries purged", func() error {
-		info, err := ts.Info(testCtx(t), jetstream.WithSubjectFilter(b.names.ReapDueAll()))
+	// The bucket's due entry, schedule and fire are gone once it is done.
+	natstest.WaitFor(t, 10*time.Second, "the bucket purged", func() error {
+		info, err := ts.Info(testCtx(t), jetstream.WithSubjectFilter(b.names.ReapAll()))
 		if err != nil {
 			return err
 		}
