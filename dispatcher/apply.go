@@ -218,10 +218,11 @@ func (d *Dispatcher) flush(ctx context.Context, runID string, c cached) error {
 	ctx, cancel := context.WithTimeout(ctx, d.cfg.OpTimeout)
 	defer cancel()
 	out := c.rec.Outbox
-	if removal, ok := d.removalSchedule(ctx, runID, c.rec); ok {
+	removal, bucket := d.removals(ctx, runID, c)
+	if len(removal) > 0 {
 		// Not part of the record: it depends on the deployment's
 		// retention, which replay does not know.
-		out = append(out[:len(out):len(out)], removal)
+		out = append(out[:len(out):len(out)], removal...)
 	}
 	if err := d.pub.publish(ctx, out); err != nil {
 		// Forget the record: by the time this run's next input comes,
@@ -230,6 +231,9 @@ func (d *Dispatcher) flush(ctx context.Context, runID string, c cached) error {
 		// has (a schedule is one message per subject).
 		d.cache.drop(runID)
 		return err
+	}
+	if bucket != 0 {
+		d.markScheduled(bucket)
 	}
 	if c.rec.Status != nil && purges(run.Status(c.rec.Status.Status)) && c.rec.PurgesTimers() {
 		d.purgeTimers(ctx, runID)

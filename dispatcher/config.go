@@ -15,6 +15,7 @@ import (
 	"github.com/jetflow/jetflow/step"
 	"github.com/jetflow/jetflow/subjects"
 	"github.com/jetflow/jetflow/token"
+	"github.com/jetflow/jetflow/wire"
 )
 
 // Config configures a Dispatcher. The zero value is usable once passed
@@ -123,6 +124,23 @@ type Config struct {
 	// for ever. A run that waits or runs is never removed. Default:
 	// DefaultRetention.
 	Retention time.Duration
+	// Archive writes a run's record and history to the archive (the
+	// Object Store bucket subjects.Names.ArchiveBucket) before retention
+	// removes it; status, history and replay read it there. A
+	// deployment's policy may say otherwise ("$run": {"archive": ...}).
+	// Default: false.
+	Archive bool
+	// RemovalBucket is how finely removals are batched: the settled runs
+	// due in one bucket of this width are removed together at its end,
+	// one bucket fire for all of them (reaper.go). A run is removed at most
+	// about two widths after its retention ends. Whole seconds. Default:
+	// DefaultRemovalBucket.
+	RemovalBucket time.Duration
+	// OnRemoved, when set, is called after a run's tombstone is written
+	// (its history and schedules may still be being purged), with the
+	// tombstone: for indexes of runs kept beside the run bucket. It must
+	// not block. Default: nil.
+	OnRemoved func(removed wire.Removed)
 	// CrashHook is a test seam for crash tests outside this package (a
 	// dispatcher run as its own process and killed mid-step). When set, it
 	// is called at each crash point of a step, CrashAfterSave and
@@ -163,6 +181,11 @@ const (
 // failure after a weekend, short enough that the run bucket and the
 // input stream stay the size of a week's work.
 const DefaultRetention = 7 * 24 * time.Hour
+
+// DefaultRemovalBucket is Config.RemovalBucket's default: ten seconds of
+// removals share one fire, and runs are removed within about 20 s of
+// their retention's end.
+const DefaultRemovalBucket = 10 * time.Second
 
 // DefaultAckWait is Config.AckWait's default.
 const DefaultAckWait = 30 * time.Second
@@ -214,6 +237,7 @@ func (c Config) WithDefaults() Config {
 	}
 	setDefault(&c.Jobs.OpTimeout, c.OpTimeout)
 	setDefault(&c.Retention, DefaultRetention)
+	setDefault(&c.RemovalBucket, DefaultRemovalBucket)
 	return c
 }
 
@@ -245,6 +269,9 @@ func (c Config) validate() error {
 	positive("MaxInputBytes", c.MaxInputBytes > 0)
 	if c.Retention > 0 && c.Retention < time.Second {
 		errs = append(errs, fmt.Errorf("Retention %s is below a second (a negative Retention keeps settled runs for ever)", c.Retention)) //nolint:staticcheck // ST1005: it begins with the field's name
+	}
+	if c.RemovalBucket < time.Second || c.RemovalBucket%time.Second != 0 {
+		errs = append(errs, fmt.Errorf("RemovalBucket %s is not a whole number of seconds", c.RemovalBucket))
 	}
 	if c.MaxRetryDelay < c.RetryDelay {
 		errs = append(errs, fmt.Errorf("MaxRetryDelay (%s) is shorter than RetryDelay (%s)", c.MaxRetryDelay, c.RetryDelay))

@@ -39,6 +39,7 @@ type Dispatcher struct {
 	timers jetstream.Stream // the timer stream, purged of settled runs' schedules
 	inputs jetstream.Stream // the input stream, asked for the starts of unknown runs
 	ret    retention        // what removal by retention can do here
+	reap   reaper           // batched removal (reaper.go)
 
 	early      earlyInputs
 	unknownLog throttle
@@ -180,6 +181,9 @@ func (d *Dispatcher) start(ctx context.Context) (lifecycle.Run, error) {
 	// Steps read these as soon as they run (early.go, apply.go).
 	d.timers, d.inputs = timers, inputs
 	d.ret = d.startRetention(ctx, inputs)
+	if d.ret.on {
+		d.ret.batched = d.startReaper(ctx, timers)
+	}
 	for range d.cfg.Concurrency {
 		d.steps.Go(func() { d.stepLoop(false) })
 	}
@@ -240,6 +244,7 @@ func (c *cycle) Ending() bool { return false }
 func (d *Dispatcher) windDown(c *cycle) {
 	defer close(c.done)
 	d.jobs.Stop()
+	d.stopReaper()
 	c.cc.Drain()
 	select {
 	case <-c.cc.Closed():

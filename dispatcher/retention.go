@@ -47,6 +47,9 @@ type retention struct {
 	// keepHistory: the input stream denies purges (made before
 	// retention); removals leave the history to its MaxAge.
 	keepHistory bool
+	// batched: removals go by bucket (reaper.go), not one schedule and
+	// one removal input per run.
+	batched bool
 }
 
 // startRetention checks what removal needs and says what it cannot do.
@@ -81,24 +84,48 @@ func (d *Dispatcher) retentionOf(ctx context.Context, workflow, revision string)
 	return *def.Retention
 }
 
-// removalSchedule is the schedule that removes the settled run of rec
-// when its retention is over, or false when nothing removes it.
-func (d *Dispatcher) removalSchedule(ctx context.Context, runID string, rec *runrecord.Record) (runrecord.Outgoing, bool) {
+// archiveOf says whether runs of the workflow revision are archived
+// before they are removed.
+func (d *Dispatcher) archiveOf(ctx context.Context, workflow, revision string) bool {
+	def, err := d.loader.Load(ctx, workflow, revision)
+	if err != nil || def.Archive == nil {
+		return d.cfg.Archive
+	}
+	return *def.Archive
+}
+
+// removals is what removes the settled run of c when its retention is
+// over: its due entry (and its bucket's schedule) when removals are
+// batched, else its own removal schedule; nothing when nothing removes
+// it. bucket, if not 0, is to be marked scheduled once they are stored.
+func (d *Dispatcher) removals(ctx context.Context, runID string, c cached) (out []runrecord.Outgoing, bucket int64) {
+	rec := c.rec
 	s := rec.Status
 	if !d.ret.on || s == nil || !run.Status(s.Status).Terminal() {
-		return runrecord.Outgoing{}, false
+		return nil, 0
 	}
 	keep := d.retentionOf(ctx, s.Workflow, s.Revision)
 	if keep <= 0 {
-		return runrecord.Outgoing{}, false
+		return nil, 0
+	}
+	due := time.UnixMilli(int64(s.Time)).Add(keep).UTC()
+	if d.ret.batched {
+		out, bucket, err := d.dueEntry(runID, wire.Due{
+			Run: runID, Workflow: s.Workflow, Revision: s.Revision, Status: s.Status, Settled: s.Time,
+			Retention: float64(keep.Milliseconds()), Rev: c.rev, Timers: rec.PurgesTimers(),
+			Archive: d.archiveOf(ctx, s.Workflow, s.Revision),
+		}, due)
+		if err != nil {
+			return nil, 0
+		}
+		return out, bucket
 	}
 	data, err := json.Marshal(wire.Expire{Settled: s.Time, Status: s.Status, Retention: float64(keep.Milliseconds())})
 	if err != nil {
-		return runrecord.Outgoing{}, false
+		return nil, 0
 	}
-	due := time.UnixMilli(int64(s.Time)).Add(keep).UTC()
 	names := d.cfg.Names
-	return runrecord.Outgoing{
+	return []runrecord.Outgoing{{
 		// One removal per settlement; a repeat within the duplicate
 		// window stores nothing, a later one replaces the schedule.
 		ID: runID + "/expire/" + strconv.FormatFloat(s.Time, 'f', -1, 64), Kind: runrecord.OutTimer,
@@ -112,7 +139,7 @@ func (d *Dispatcher) removalSchedule(ctx context.Context, runID string, rec *run
 			wire.HeaderRunID:          runID,
 			wire.HeaderExpire:         "1",
 		},
-	}, true
+	}}, 0
 }
 
 // remove carries out a removal the step let stand: the tombstone by
@@ -145,7 +172,7 @@ func (d *Dispatcher) remove(ctx context.Context, in *step.Input, cur cached, rem
 	}
 	// A run that never armed a timer (but its attempts' deadline, which
 	// settling disarms) has no timer schedule to purge.
-	if err := d.purgeRemoved(ctx, in.RunID, cur.rec.PurgesTimers()); err != nil {
+	if err := d.purgeRemoved(ctx, in.RunID, cur.rec.PurgesTimers(), true); err != nil {
 		return "", err
 	}
 	d.m.removed.WithLabelValues(r.Status).Inc()
@@ -155,9 +182,12 @@ func (d *Dispatcher) remove(ctx context.Context, in *step.Input, cur cached, rem
 }
 
 // purgeRemoved erases a removed run's history (unless the input stream
-// denies purges) and what it has in the timer stream. Purges are
-// idempotent: a redelivered removal meets the tombstone and purges again.
-func (d *Dispatcher) purgeRemoved(ctx context.Context, runID string, timers bool) error {
+// denies purges) and what it has in the timer stream: its fired timers
+// and removal schedule (timerMsgs; a batched removal leaves none but
+// fired timers, which only a run that armed timers has) and its timers'
+// schedules (timers). Purges are idempotent: a redelivered removal meets
+// the tombstone and purges again.
+func (d *Dispatcher) purgeRemoved(ctx context.Context, runID string, timers, timerMsgs bool) error {
 	ctx, cancel := context.WithTimeout(ctx, d.cfg.OpTimeout)
 	defer cancel()
 	if !d.ret.keepHistory {
@@ -169,7 +199,10 @@ func (d *Dispatcher) purgeRemoved(ctx context.Context, runID string, timers bool
 	// Its timers' schedules, then what it left on its own subjects: fired
 	// timers and the fired removal (kept for days otherwise, in case the
 	// input stream's source lagged) and its removal schedule.
-	subjects := []string{d.cfg.Names.RunTimerMessages(runID)}
+	var subjects []string
+	if timerMsgs {
+		subjects = append(subjects, d.cfg.Names.RunTimerMessages(runID))
+	}
 	if timers {
 		subjects = append(subjects, d.cfg.Names.Schedule(runID, ">"))
 	}
@@ -198,7 +231,7 @@ func (d *Dispatcher) onRemoved(ctx context.Context, in *step.Input, re *runrecor
 	}
 	// The record is gone: purge its timers' schedules whether or not it
 	// armed any.
-	if err := d.purgeRemoved(ctx, in.RunID, true); err != nil {
+	if err := d.purgeRemoved(ctx, in.RunID, true, true); err != nil {
 		return "", err
 	}
 	log.Info("dispatcher: removal finished after a redelivery")

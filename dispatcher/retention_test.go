@@ -3,6 +3,8 @@ package dispatcher
 import (
 	"context"
 	"errors"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -10,6 +12,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/jetflow/jetflow/kvstore"
 	"github.com/jetflow/jetflow/natstest"
 	"github.com/jetflow/jetflow/runrecord"
 	"github.com/jetflow/jetflow/wire"
@@ -65,7 +68,8 @@ func (b *bundle) historyOf(t testing.TB, runID string) uint64 {
 func TestRetentionRemovesSettledRunsOnly(t *testing.T) {
 	t.Parallel()
 	b := setup(t).withEngine(t, map[string]string{"forever": waitsForever})
-	d := b.dispatcher(t, Config{Retention: time.Second})
+	hooked := make(chan wire.Removed, 4)
+	d := b.dispatcher(t, Config{Retention: time.Second, RemovalBucket: time.Second, OnRemoved: func(r wire.Removed) { hooked <- r }})
 	for _, id := range []string{"gone", "kept"} {
 		b.publish(t, b.names.Start(id), wire.Start{Workflow: "forever"}, "start/"+id)
 		b.waitStatus(t, id, wire.StatusWaiting, 10*time.Second)
@@ -78,6 +82,14 @@ func TestRetentionRemovesSettledRunsOnly(t *testing.T) {
 		r.Workflow != "forever" || r.Revision != "forever/1" || r.HistoryKept || r.Until != r.At+60000 {
 		t.Errorf("tombstone %+v (settled at %v)", r, settled)
 	}
+	select {
+	case h := <-hooked:
+		if h != r {
+			t.Errorf("OnRemoved got %+v, the tombstone is %+v", h, r)
+		}
+	case <-time.After(10 * time.Second):
+		t.Error("OnRemoved was not called")
+	}
 	b.consumerSettled(t, 10*time.Second)
 	if n := b.historyOf(t, "gone"); n != 0 {
 		t.Errorf("the removed run's history holds %d messages", n)
@@ -89,6 +101,20 @@ func TestRetentionRemovesSettledRunsOnly(t *testing.T) {
 	if info, err := ts.Info(testCtx(t), jetstream.WithSubjectFilter(b.names.RunTimerMessages("gone"))); err != nil || len(info.State.Subjects) != 0 {
 		t.Errorf("the timer stream still holds %v of the removed run (%v)", info.State.Subjects, err)
 	}
+	if !d.ret.batched {
+		t.Error("removals were not batched: the reaper did not start")
+	}
+	// The bucket's due entry, schedule and fire are gone once it is done.
+	natstest.WaitFor(t, 10*time.Second, "the bucket purged", func() error {
+		info, err := ts.Info(testCtx(t), jetstream.WithSubjectFilter(b.names.ReapAll()))
+		if err != nil {
+			return err
+		}
+		if len(info.State.Subjects) != 0 {
+			return errorf("left: %v", info.State.Subjects)
+		}
+		return nil
+	})
 	if got := testutil.ToFloat64(d.m.removed.WithLabelValues(wire.StatusDone)); got != 1 {
 		t.Errorf("runs_removed_total{status=done} = %v", got)
 	}
@@ -143,9 +169,10 @@ func TestRemovalFinishesAfterACrash(t *testing.T) {
 	t.Parallel()
 	b := setup(t).withEngine(t, map[string]string{"forever": waitsForever})
 	crashed := make(chan struct{})
-	cfg := Config{Retention: time.Second, AckWait: time.Second, hooks: &hooks{at: func(p hookPoint, _, _ string) error {
+	var once sync.Once
+	cfg := Config{Retention: time.Second, RemovalBucket: time.Second, AckWait: time.Second, hooks: &hooks{at: func(p hookPoint, _, _ string) error {
 		if p == hookAfterTombstone {
-			close(crashed)
+			once.Do(func() { close(crashed) })
 			return errCrash
 		}
 		return nil
@@ -168,7 +195,7 @@ func TestRemovalFinishesAfterACrash(t *testing.T) {
 	if n := b.historyOf(t, "r"); n == 0 {
 		t.Fatal("history purged before the crash point")
 	}
-	b.dispatcher(t, Config{Retention: time.Second, AckWait: time.Second})
+	b.dispatcher(t, Config{Retention: time.Second, RemovalBucket: time.Second, AckWait: time.Second})
 	natstest.WaitFor(t, 20*time.Second, "history purged after the redelivery", func() error {
 		if n := b.historyOf(t, "r"); n != 0 {
 			return errorf("%d messages", n)
@@ -183,4 +210,47 @@ func TestRemovalFinishesAfterACrash(t *testing.T) {
 	if n := b.historyOf(t, "r"); n != 0 {
 		t.Errorf("%d messages of the removed run left in its history", n)
 	}
+}
+
+// TestArchiveBeforeRemoval: with Archive on, a settled run's record and
+// whole history are in the archive, and its tombstone says so, by the
+// time its history is purged.
+func TestArchiveBeforeRemoval(t *testing.T) {
+	t.Parallel()
+	b := setup(t).withEngine(t, map[string]string{"forever": waitsForever})
+	b.dispatcher(t, Config{Retention: time.Second, RemovalBucket: time.Second, Archive: true})
+	b.publish(t, b.names.Start("a"), wire.Start{Workflow: "forever"}, "start/a")
+	b.waitStatus(t, "a", wire.StatusWaiting, 10*time.Second)
+	b.publish(t, b.names.Event("a", "x"), map[string]any{"why": "go"}, "")
+	settled := b.waitStatus(t, "a", wire.StatusDone, 10*time.Second)
+	history := b.historyOf(t, "a")
+
+	r := b.tombstone(t, "a", 20*time.Second)
+	if !r.Archived || r.Status != wire.StatusDone || r.Settled != settled.Status.Time {
+		t.Errorf("tombstone %+v", r)
+	}
+	store, err := kvstore.OpenArchive(testCtx(t), b.js, b.names)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ar, err := store.Get(testCtx(t), "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ar.Removed.Run != "a" || !ar.Removed.Archived || uint64(len(ar.History)) != history {
+		t.Fatalf("archive: removed %+v, %d messages of history (the stream held %d)", ar.Removed, len(ar.History), history)
+	}
+	if ar.History[0].Subject != b.names.Start("a") || ar.History[1].Subject != b.names.Event("a", "x") || !strings.Contains(string(ar.History[1].Data), `"why":"go"`) {
+		t.Errorf("archived history %+v", ar.History)
+	}
+	rec, err := runrecord.Decode(ar.Record)
+	if err != nil || rec.Status == nil || rec.Status.Status != wire.StatusDone {
+		t.Errorf("archived record: %+v, %v", rec, err)
+	}
+	natstest.WaitFor(t, 10*time.Second, "a's history purged", func() error {
+		if n := b.historyOf(t, "a"); n != 0 {
+			return errorf("%d messages", n)
+		}
+		return nil
+	})
 }

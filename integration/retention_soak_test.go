@@ -2,8 +2,10 @@ package integration
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
+	"runtime/pprof"
 	"strconv"
 	"sync"
 	"syscall"
@@ -17,8 +19,13 @@ import (
 // The measurements of retention (docs/PERFORMANCE.md, "Retention"). They
 // take minutes, so they run only when asked:
 //
-//	JETFLOW_RETENTION_SOAK=5m go test ./integration/ -run TestRetentionSoak -v -timeout 20m
-//	JETFLOW_RETENTION_CPU=2000 go test ./integration/ -run TestRetentionCPU -v -timeout 20m
+//	JETFLOW_RETENTION_SOAK=30m go test ./integration/ -run TestRetentionSoak -v -timeout 50m
+//	JETFLOW_RETENTION_REMOVAL_CPU=3000 go test ./integration/ -run TestRetentionRemovalCPU -v -timeout 30m
+//	JETFLOW_RETENTION_CPU=3000 JETFLOW_RETENTION_CPU_ROUNDS=2 go test ./integration/ -run TestRetentionCPU -v -timeout 30m
+//
+// JETFLOW_RETENTION_CPU_MODE runs one mode of TestRetentionCPU (-1ns, 168h
+// or 1s); JETFLOW_RETENTION_PROFILE=FILE writes a CPU profile of each
+// round's removals in TestRetentionRemovalCPU (FILE.1, FILE.2, ...).
 
 // soakRate is how many one-task runs a second the soak starts.
 const soakRate = 10
@@ -65,7 +72,7 @@ func TestRetentionSoak(t *testing.T) {
 	keepPeak(sample("start"))
 	tick := time.NewTicker(time.Second / soakRate)
 	defer tick.Stop()
-	every := time.NewTicker(15 * time.Second)
+	every := time.NewTicker(30 * time.Second)
 	defer every.Stop()
 	n := 0
 	for end := time.Now().Add(soak); time.Now().Before(end); {
@@ -109,10 +116,22 @@ func TestRetentionCPU(t *testing.T) {
 	// Off; on with the removal not yet due (the schedule only); on with
 	// every run removed within the round.
 	modes := []time.Duration{-1, dispatcher.DefaultRetention, time.Second}
-	for round := range 2 * len(modes) {
+	if only := os.Getenv("JETFLOW_RETENTION_CPU_MODE"); only != "" {
+		// One mode (off, -1ns; not due, 168h; removed, 1s), for a profile.
+		d, err := time.ParseDuration(only)
+		if err != nil {
+			t.Fatal(err)
+		}
+		modes = []time.Duration{d}
+	}
+	rounds := 2
+	if n, err := strconv.Atoi(os.Getenv("JETFLOW_RETENTION_CPU_ROUNDS")); err == nil && n > 0 {
+		rounds = n
+	}
+	for round := range rounds * len(modes) {
 		retention := modes[round%len(modes)]
 		t.Run(fmt.Sprintf("round%d", round+1), func(t *testing.T) {
-			e := setup(t, options{dispatcher: dispatcher.Config{Retention: retention}})
+			e := setup(t, options{dispatcher: dispatcher.Config{Retention: retention, RemovalBucket: time.Second}})
 			before := cpuTime(t)
 			start := time.Now()
 			var wg sync.WaitGroup
@@ -169,4 +188,84 @@ func cpuTime(t *testing.T) time.Duration {
 		t.Fatal(err)
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// TestRetentionRemovalCPU prices the removals alone against the runs, in
+// the same process under the same load: one-task runs with a retention
+// longer than it takes to run them, then the CPU of this process while
+// the removals happen, less what it spends idle (measured between the
+// last run and the first removal).
+//
+//	JETFLOW_RETENTION_REMOVAL_CPU=3000 go test ./integration/ -run TestRetentionRemovalCPU -v -timeout 30m
+func TestRetentionRemovalCPU(t *testing.T) {
+	runs, err := strconv.Atoi(os.Getenv("JETFLOW_RETENTION_REMOVAL_CPU"))
+	if err != nil {
+		t.Skip("set JETFLOW_RETENTION_REMOVAL_CPU to the runs per round (3000) to measure")
+	}
+	rounds := 3
+	if n, err := strconv.Atoi(os.Getenv("JETFLOW_RETENTION_CPU_ROUNDS")); err == nil && n > 0 {
+		rounds = n
+	}
+	const retention = 90 * time.Second
+	for round := range rounds {
+		t.Run(fmt.Sprintf("round%d", round+1), func(t *testing.T) {
+			e := setup(t, options{dispatcher: dispatcher.Config{Retention: retention, RemovalBucket: time.Second}, timeout: 10 * time.Minute})
+			msgs := func() uint64 {
+				s, err := e.f.JS.Stream(e.ctx, e.names.InputStream())
+				if err != nil {
+					t.Fatal(err)
+				}
+				return s.CachedInfo().State.Msgs
+			}
+			c0, t0 := cpuTime(t), time.Now()
+			var wg sync.WaitGroup
+			sem := make(chan struct{}, 64)
+			for i := range runs {
+				sem <- struct{}{}
+				wg.Go(func() {
+					defer func() { <-sem }()
+					id := fmt.Sprintf("cpu-%d", i)
+					e.start(t, "one", id, i)
+					e.wait(t, id, time.Minute)
+				})
+			}
+			wg.Wait()
+			c1, t1 := cpuTime(t), time.Now()
+			if t1.Sub(t0) > retention-10*time.Second {
+				t.Fatalf("the runs took %s, too close to the retention (%s) to tell runs from removals", t1.Sub(t0), retention)
+			}
+			full := msgs()
+			waitSlowly(t, 2*retention, "the first removal", func() error {
+				if msgs() == full {
+					return errors.New("none yet")
+				}
+				return nil
+			})
+			c2, t2 := cpuTime(t), time.Now()
+			if path := os.Getenv("JETFLOW_RETENTION_PROFILE"); path != "" {
+				// A CPU profile of the removals alone.
+				f, err := os.Create(fmt.Sprintf("%s.%d", path, round+1))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := pprof.StartCPUProfile(f); err != nil {
+					t.Fatal(err)
+				}
+				defer func() { pprof.StopCPUProfile(); _ = f.Close() }()
+			}
+			waitSlowly(t, 2*retention, "every run removed", func() error {
+				if n := msgs(); n > 0 {
+					return fmt.Errorf("%d inputs left", n)
+				}
+				return nil
+			})
+			c3, t3 := cpuTime(t), time.Now()
+			idle := float64(c2-c1) / float64(t2.Sub(t1))
+			removal := float64(c3-c2) - idle*float64(t3.Sub(t2))
+			perRun := float64((c1 - c0).Microseconds()) / float64(runs)
+			perRemoval := removal / 1e3 / float64(runs)
+			t.Logf("runs: %.0f µs CPU per run (%s wall); idle %.1f%% of a core; removals: %.0f µs CPU per run (%s wall), %.1f%% of a run",
+				perRun, t1.Sub(t0).Round(time.Millisecond), 100*idle, perRemoval, t3.Sub(t2).Round(time.Millisecond), 100*perRemoval/perRun)
+		})
+	}
 }

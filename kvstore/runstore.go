@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -17,6 +18,9 @@ import (
 // opaque bytes: the dispatcher owns their encoding.
 type RunStore struct {
 	b *Bucket
+	// oneRevision: the bucket keeps one revision per key (TakesKeyTTLs
+	// found out), so a tombstone needs no roll-up to replace the record.
+	oneRevision atomic.Bool
 }
 
 // OpenRunStore binds the run bucket of names (it must be provisioned).

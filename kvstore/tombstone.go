@@ -29,7 +29,9 @@ func (s *RunStore) TakesKeyTTLs(ctx context.Context) (bool, error) {
 	if err != nil {
 		return false, fmt.Errorf("kvstore: inspect bucket %q: %w", s.b.name, err)
 	}
-	return st.CachedInfo().Config.AllowMsgTTL, nil
+	cfg := st.CachedInfo().Config
+	s.oneRevision.Store(cfg.MaxMsgsPerSubject == 1)
+	return cfg.AllowMsgTTL, nil
 }
 
 // Tombstone replaces a run's state, and every older revision the bucket
@@ -50,7 +52,11 @@ func (s *RunStore) Tombstone(ctx context.Context, runID string, data []byte, las
 	// an older revision would otherwise be the key's value again once the
 	// tombstone expired. (nats-server 2.15.2 was measured not to expire a
 	// message by its TTL in such a bucket at all: there tombstones stay.)
-	m.Header.Set(wire.HeaderRollup, "sub")
+	// With one revision the bucket's limit drops the record anyway, and a
+	// roll-up (a purge of the key) was a third of a removal's server CPU.
+	if !s.oneRevision.Load() {
+		m.Header.Set(wire.HeaderRollup, "sub")
+	}
 	m.Header.Set(wire.HeaderTTL, strconv.FormatInt(int64(max(ttl, time.Second).Round(time.Second)/time.Second), 10))
 	ack, err := s.b.js.PublishMsg(ctx, m)
 	var ae *jetstream.APIError

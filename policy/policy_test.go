@@ -19,6 +19,8 @@ var valid = []struct{ name, in, canon string }{
 	{"empty rule", `{"*":{}}`, `{"*":{}}`},
 	{"retention", `{"$run":{"retention":"72h"},"*":{}}`, `{"$run":{"retention":"72h0m0s"},"*":{}}`},
 	{"retention off", `{"$run":{"retention":"off"}}`, `{"$run":{"retention":"off"}}`},
+	{"archive", `{"$run":{"archive":true,"retention":"1h"}}`, `{"$run":{"archive":true,"retention":"1h0m0s"}}`},
+	{"archive only", `{"$run":{"archive":false}}`, `{"$run":{"archive":false}}`},
 	{"empty run settings", `{"$run":{}}`, `{}`},
 	{
 		"every field", `{"ship@1":{"maxAttempts":5,"initialInterval":"250ms","maxInterval":"1m","multiplier":1.5,"nonRetryableCodes":["CARD","<&>"],"startToClose":"30s"}}`,

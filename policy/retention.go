@@ -15,6 +15,7 @@ const RunKey = "$run"
 // Run settings.
 const (
 	fieldRetention = "retention"
+	fieldArchive   = "archive"
 	// RetentionOff is the retention that keeps settled runs for ever.
 	RetentionOff = "off"
 	minRetention = time.Second
@@ -32,11 +33,22 @@ func (p *Policy) Retention() *time.Duration {
 	return &d
 }
 
+// Archive says whether the deployment's runs removed by retention are
+// archived first: nil when the policy leaves it to the dispatchers'
+// default (--archive).
+func (p *Policy) Archive() *bool {
+	if p == nil || p.archive == nil {
+		return nil
+	}
+	a := *p.archive
+	return &a
+}
+
 // parseRun reads the "$run" entry.
 func (p *Policy) parseRun(raw json.RawMessage, ptr string) error {
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()
-	if err := openObject(dec, ptr, `must be an object with "`+fieldRetention+`"`); err != nil {
+	if err := openObject(dec, ptr, `must be an object with "`+fieldRetention+`" or "`+fieldArchive+`"`); err != nil {
 		return err
 	}
 	for dec.More() {
@@ -49,8 +61,19 @@ func (p *Policy) parseRun(raw json.RawMessage, ptr string) error {
 		if err := dec.Decode(&v); err != nil {
 			return syntaxError(fptr, err)
 		}
+		if field == fieldArchive {
+			a, ok := v.(bool)
+			if !ok {
+				return errAt(fptr, "must be true or false, not %s", describe(v))
+			}
+			if p.archive != nil {
+				return errAt(fptr, "the field %q appears twice", field)
+			}
+			p.archive = &a
+			continue
+		}
 		if field != fieldRetention {
-			return errAt(fptr, "%q is not a run setting (settings: %s)", field, fieldRetention)
+			return errAt(fptr, "%q is not a run setting (settings: %s, %s)", field, fieldRetention, fieldArchive)
 		}
 		if p.retention != nil {
 			return errAt(fptr, "the field %q appears twice", field)
@@ -68,11 +91,19 @@ func (p *Policy) parseRun(raw json.RawMessage, ptr string) error {
 
 // runTree is the canonical form of the "$run" entry, nil when unset.
 func (p *Policy) runTree() map[string]any {
-	if p.retention == nil {
+	if p.retention == nil && p.archive == nil {
 		return nil
 	}
-	if *p.retention == 0 {
-		return map[string]any{fieldRetention: RetentionOff}
+	t := map[string]any{}
+	switch {
+	case p.retention == nil:
+	case *p.retention == 0:
+		t[fieldRetention] = RetentionOff
+	default:
+		t[fieldRetention] = p.retention.String()
 	}
-	return map[string]any{fieldRetention: p.retention.String()}
+	if p.archive != nil {
+		t[fieldArchive] = *p.archive
+	}
+	return t
 }

@@ -34,11 +34,29 @@ func TestRetention(t *testing.T) {
 		{`{"$run":{"keep":"1h"}}`, "/$run/keep"},
 		{`{"$run":[]}`, "/$run"},
 		{`{"$run":{"retention":"1h","retention":"2h"}}`, "/$run/retention"},
+		{`{"$run":{"archive":"yes"}}`, "/$run/archive"},
+		{`{"$run":{"archive":true,"archive":false}}`, "/$run/archive"},
 	} {
 		_, err := policy.Parse([]byte(c.in))
 		var pe *policy.Error
 		if !errors.As(err, &pe) || pe.Pointer != c.ptr {
 			t.Errorf("%s: %v, want a refusal at %s", c.in, err, c.ptr)
+		}
+	}
+	for _, c := range []struct {
+		in   string
+		want *bool
+	}{
+		{`{"$run":{"retention":"1h"}}`, nil},
+		{`{"$run":{"archive":true}}`, new(true)},
+		{`{"$run":{"archive":false,"retention":"off"}}`, new(false)},
+	} {
+		p, err := policy.Parse([]byte(c.in))
+		if err != nil {
+			t.Fatalf("%s: %v", c.in, err)
+		}
+		if got := p.Archive(); (got == nil) != (c.want == nil) || got != nil && *got != *c.want {
+			t.Errorf("%s: archive %v, want %v", c.in, got, c.want)
 		}
 	}
 	// A policy of run settings only is not empty (the registry keeps it)

@@ -30,6 +30,26 @@ func DispatcherConsumerConfig(names subjects.Names, ackWait time.Duration, maxAc
 	}
 }
 
+// ReaperConsumerConfig is the durable consumer every dispatcher shares on
+// the timer stream for batched removal: each bucket's fire goes to one
+// dispatcher, which removes the bucket's due runs and acknowledges;
+// redelivered after ackWait if it dies (the dispatcher reports progress
+// while it works). A few buckets at a time across dispatchers.
+func ReaperConsumerConfig(names subjects.Names, ackWait time.Duration) jetstream.ConsumerConfig {
+	return jetstream.ConsumerConfig{
+		Durable:       names.ReaperConsumer(),
+		Description:   "jetflow dispatchers: buckets of settled runs due for removal",
+		FilterSubject: names.ReapFires(),
+		AckPolicy:     jetstream.AckExplicitPolicy,
+		AckWait:       ackWait,
+		MaxDeliver:    -1,
+		MaxAckPending: ReaperMaxAckPending,
+	}
+}
+
+// ReaperMaxAckPending is how many buckets the dispatchers reap at once.
+const ReaperMaxAckPending = 4
+
 // TaskPolicy is the delivery policy of one task version's durable
 // consumer (taskconsumer.Policy, which the worker SDK shares).
 type TaskPolicy = taskconsumer.Policy

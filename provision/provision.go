@@ -58,6 +58,10 @@ type ProvisionOptions struct {
 	// RunHistory is how many revisions of each run the run bucket keeps
 	// (1..64). Default 1.
 	RunHistory uint8
+	// ArchiveMaxAge is how long the archive keeps a run removed by
+	// retention with an archive (the Object Store bucket's TTL). Default
+	// DefaultArchiveMaxAge (90 days).
+	ArchiveMaxAge time.Duration
 	// RetryFor bounds how long transient errors are retried (a cluster
 	// still electing its leader). Default kvstore.DefaultRetryFor (30s).
 	RetryFor time.Duration
@@ -79,6 +83,9 @@ func (o ProvisionOptions) withDefaults() ProvisionOptions {
 	}
 	if o.RetryFor <= 0 {
 		o.RetryFor = kvstore.DefaultRetryFor
+	}
+	if o.ArchiveMaxAge <= 0 {
+		o.ArchiveMaxAge = DefaultArchiveMaxAge
 	}
 	return o
 }
@@ -159,7 +166,8 @@ func InputStreamConfig(names subjects.Names, opts ProvisionOptions) jetstream.St
 // TimerStreamConfig is the timer stream: pending timer schedules, one per
 // subject, and the timers they fire, which the input stream copies; the
 // same for settled runs' removal schedules (subjects.Names.Expiry), which
-// fire on the run's timer subject. Only
+// fire on the run's timer subject, and batched removal's due entries and
+// bucket schedules (subjects.Names.ReapAll). Only
 // dispatchers publish here. Schedules need Limits retention (an ack on a
 // work-queue stream would delete them), DiscardOld (the server refuses
 // schedules with DiscardNew), roll-ups (a schedule replaces its subject)
@@ -170,7 +178,7 @@ func TimerStreamConfig(names subjects.Names, opts ProvisionOptions) jetstream.St
 	return jetstream.StreamConfig{
 		Name:              names.TimerStream(),
 		Description:       "jetflow timer schedules and fired timers (dispatchers only)",
-		Subjects:          []string{names.ScheduleAll(), names.FiredAll()},
+		Subjects:          []string{names.ScheduleAll(), names.FiredAll(), names.ReapAll()},
 		Retention:         jetstream.LimitsPolicy,
 		Discard:           jetstream.DiscardOld,
 		MaxMsgSize:        maxMsgSize(opts.MaxMsgSize),
@@ -221,6 +229,24 @@ func RunBucketConfig(names subjects.Names, opts ProvisionOptions) jetstream.KeyV
 		Storage:        opts.Storage,
 		Replicas:       opts.Replicas,
 		LimitMarkerTTL: TombstoneMarkerTTL,
+	}
+}
+
+// DefaultArchiveMaxAge is ProvisionOptions.ArchiveMaxAge's default:
+// archives are for looking into a run long after it was removed, a
+// quarter of a year.
+const DefaultArchiveMaxAge = 90 * 24 * time.Hour
+
+// ArchiveBucketConfig is the Object Store bucket of archived runs, one
+// object per run id, each kept ArchiveMaxAge; only dispatchers write it.
+func ArchiveBucketConfig(names subjects.Names, opts ProvisionOptions) jetstream.ObjectStoreConfig {
+	opts = opts.withDefaults()
+	return jetstream.ObjectStoreConfig{
+		Bucket:      names.ArchiveBucket(),
+		Description: "jetflow runs removed by retention: record and history, one object per run",
+		TTL:         opts.ArchiveMaxAge,
+		Storage:     opts.Storage,
+		Replicas:    opts.Replicas,
 	}
 }
 
@@ -316,6 +342,17 @@ func Provision(ctx context.Context, js jetstream.JetStream, names subjects.Names
 		if err != nil {
 			return fmt.Errorf("provision: provision bucket %q: %w", cfg.Bucket, err)
 		}
+	}
+	archive := ArchiveBucketConfig(names, opts)
+	err = ensure(ctx, opts.RetryFor, func(ctx context.Context) error {
+		_, err := js.CreateObjectStore(ctx, archive)
+		if errors.Is(err, jetstream.ErrBucketExists) {
+			_, err = js.UpdateObjectStore(ctx, archive)
+		}
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("provision: provision object store %q: %w", archive.Bucket, err)
 	}
 	return nil
 }

@@ -38,10 +38,17 @@ func TestProvisionCreatesStreamsAndBuckets(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg := timers.CachedInfo().Config; !slices.Equal(cfg.Subjects, []string{b.names.ScheduleAll(), b.names.FiredAll()}) ||
+	if cfg := timers.CachedInfo().Config; !slices.Equal(cfg.Subjects, []string{b.names.ScheduleAll(), b.names.FiredAll(), b.names.ReapAll()}) ||
 		cfg.Retention != jetstream.LimitsPolicy || cfg.Discard != jetstream.DiscardOld || cfg.MaxAge != 0 ||
 		!cfg.AllowMsgSchedules || !cfg.AllowRollup || !cfg.AllowMsgTTL || cfg.DenyPurge {
 		t.Errorf("timer stream config = %+v", cfg)
+	}
+	archive, err := b.js.Stream(b.ctx, b.names.ObjectStream(b.names.ArchiveBucket()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg := archive.CachedInfo().Config; cfg.MaxAge != provision.DefaultArchiveMaxAge || cfg.Storage != jetstream.FileStorage {
+		t.Errorf("archive bucket config = %+v", cfg)
 	}
 	tasks, err := b.js.Stream(b.ctx, b.names.TaskStream())
 	if err != nil {
@@ -95,7 +102,7 @@ func TestProvisionIdempotentAndConcurrent(t *testing.T) {
 		t.Fatal(lister.Err())
 	}
 	slices.Sort(got)
-	want := []string{"KV_" + names.RunBucket(), "KV_" + names.WorkflowBucket(), names.InputStream(), names.TimerStream(), names.TaskStream(), "KV_" + names.JobBucket()}
+	want := []string{"KV_" + names.RunBucket(), "KV_" + names.WorkflowBucket(), names.InputStream(), names.TimerStream(), names.TaskStream(), "KV_" + names.JobBucket(), names.ObjectStream(names.ArchiveBucket())}
 	slices.Sort(want)
 	if !slices.Equal(got, want) {
 		t.Fatalf("streams = %v, want %v", got, want)

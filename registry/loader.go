@@ -167,7 +167,7 @@ func (l *Loader) Load(ctx context.Context, name, revision string) (*step.Definit
 	}
 	d := &step.Definition{
 		Name: name, Revision: dep.Revision, Program: step.Engine{Workflow: wf, Options: l.runOptions(dep)},
-		Retention: dep.Policy.Retention(),
+		Retention: dep.Policy.Retention(), Archive: dep.Policy.Archive(),
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()

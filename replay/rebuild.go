@@ -14,6 +14,7 @@ import (
 	"github.com/jetflow/jetflow/step"
 	"github.com/jetflow/jetflow/subjects"
 	"github.com/jetflow/jetflow/token"
+	"github.com/jetflow/jetflow/wire"
 )
 
 // Registry is where replay reads workflow definitions; *registry.Registry
@@ -52,6 +53,10 @@ type Source struct {
 	// policy (a deployment's own policy is read with it), as the
 	// dispatchers were given them. Default: none.
 	RunOptions run.Options
+	// Archived, when set, is the run as the archive keeps it (retention
+	// removed it): its history and record stand for the input stream's
+	// and the run bucket's.
+	Archived *wire.Archived
 }
 
 // Order sources, in Info.Order.
@@ -103,6 +108,15 @@ type saved struct {
 }
 
 func loadSaved(ctx context.Context, src Source, runID string) (saved, error) {
+	if src.Archived != nil {
+		sv := saved{found: true, data: src.Archived.Record}
+		if sv.rec, sv.err = runrecord.Decode(sv.data); sv.err == nil {
+			if sv.state, sv.err = step.DecodeState(sv.rec); sv.err != nil {
+				sv.rec = nil
+			}
+		}
+		return sv, nil
+	}
 	if src.Runs == nil {
 		return saved{}, nil
 	}
@@ -176,7 +190,13 @@ type replayedHistory struct {
 // the judge has judged every message also when the run never started
 // (ErrNotStarted).
 func replayHistory(ctx context.Context, src Source, runID string, sv saved) (replayedHistory, error) {
-	msgs, err := ReadHistory(ctx, src.JS, src.Names, runID)
+	var msgs []Message
+	var err error
+	if src.Archived != nil {
+		msgs = archivedHistory(src.Archived)
+	} else {
+		msgs, err = ReadHistory(ctx, src.JS, src.Names, runID)
+	}
 	if err != nil {
 		return replayedHistory{}, err
 	}
@@ -270,4 +290,13 @@ func kindOf(names subjects.Names, subject string) string {
 		return kind
 	}
 	return "?"
+}
+
+// archivedHistory is an archived run's history as messages.
+func archivedHistory(ar *wire.Archived) []Message {
+	msgs := make([]Message, 0, len(ar.History))
+	for _, m := range ar.History {
+		msgs = append(msgs, Message{Seq: m.Seq, Time: m.Time, Subject: m.Subject, Header: m.Header, Data: m.Data})
+	}
+	return msgs
 }

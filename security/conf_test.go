@@ -129,7 +129,8 @@ func TestRoleRefusals(t *testing.T) {
 // TestOnlyDispatchersTouchState reads the generated permissions: no role
 // but the dispatcher (and the operator) may write run records, publish
 // invocations, read the token secret, touch the timer stream or purge
-// the input stream (retention), no role may purge any other stream, and
+// the input stream (retention) and the archive, no role may purge any
+// other stream, and
 // no role but workers may publish results.
 func TestOnlyDispatchersTouchState(t *testing.T) {
 	t.Parallel()
@@ -153,7 +154,7 @@ func TestOnlyDispatchersTouchState(t *testing.T) {
 			case u.Name != UserDispatcher && (s == n.ScheduleAll() || strings.Contains(s, n.TimerStream()) || strings.Contains(s, ".fired.")):
 				t.Errorf("%s may use the timer stream: %s", u.Name, s)
 			case strings.HasPrefix(s, "$JS.API.STREAM.PURGE.") && (u.Name != UserDispatcher ||
-				s != "$JS.API.STREAM.PURGE."+n.TimerStream() && s != "$JS.API.STREAM.PURGE."+n.InputStream()):
+				s != "$JS.API.STREAM.PURGE."+n.TimerStream() && s != "$JS.API.STREAM.PURGE."+n.InputStream() && s != "$JS.API.STREAM.PURGE."+n.ObjectStream(n.ArchiveBucket())):
 				t.Errorf("%s may purge %s", u.Name, s)
 			}
 		}

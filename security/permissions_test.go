@@ -264,6 +264,22 @@ func TestPermissionMatrix(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// ... in a bucket of removals: the dispatcher's rights cover the
+	// reaper consumer and the read of the bucket's due entries.
+	reaper, err := r.op.js.Consumer(ctx, n.TimerStream(), n.ReaperConsumer())
+	if err != nil {
+		t.Fatalf("the reaper consumer: %v", err)
+	}
+	natstest.WaitFor(t, 30*time.Second, "b1's bucket of removals done", func() error {
+		info, err := reaper.Info(ctx)
+		if err != nil {
+			return err
+		}
+		if info.AckFloor.Consumer == 0 {
+			return fmt.Errorf("no bucket done: %+v", info)
+		}
+		return nil
+	})
 	natstest.WaitFor(t, 30*time.Second, "b1's history purged", func() error {
 		info, err := inputs.Info(ctx, jetstream.WithSubjectFilter(n.RunInputs("b1")))
 		if err != nil {
@@ -391,6 +407,15 @@ func TestPermissionMatrix(t *testing.T) {
 		{r.workerA, "schedule a timer", n.Schedule("p1", "t9"), jsPublish(r.workerA, n.Schedule("p1", "t9"))},
 		{r.observer, "cancel timers", "$JS.API.STREAM.PURGE." + n.TimerStream(), request(r.observer, "$JS.API.STREAM.PURGE."+n.TimerStream())},
 		{r.disp, "fire a timer itself", n.Fired("p1"), jsPublish(r.disp, n.Fired("p1"))},
+		// Batched removal: only dispatchers publish due entries and bucket
+		// schedules, and a bucket fires only by its schedule.
+		{r.disp, "fire a bucket of removals itself", n.ReapFire(1), jsPublish(r.disp, n.ReapFire(1))},
+		{r.events, "make a run due for removal", n.ReapDue(1, "p1"), jsPublish(r.events, n.ReapDue(1, "p1"))},
+		{r.workerA, "schedule a bucket of removals", n.ReapSchedule(1), jsPublish(r.workerA, n.ReapSchedule(1))},
+		{
+			r.observer, "take bucket fires", "$JS.API.CONSUMER.MSG.NEXT." + n.TimerStream() + "." + n.ReaperConsumer(),
+			request(r.observer, "$JS.API.CONSUMER.MSG.NEXT."+n.TimerStream()+"."+n.ReaperConsumer()),
+		},
 		// An observer reads (above) and changes nothing.
 		{r.observer, "start a run", n.Start("p9"), func(ctx context.Context) error { return observer.StartRun(ctx, "two", "p9", nil) }},
 		{r.observer, "send an event", n.Event("p1", "go"), jsPublish(r.observer, n.Event("p1", "go"))},

@@ -78,6 +78,14 @@ func Dispatcher(n subjects.Names, user string) Permissions {
 		// history of a run it rebuilds for a reset (replay.Rewind).
 		api("STREAM.MSG.GET", in),
 		n.TaskAll(), n.ScheduleAll(), n.StatusAll(),
+		// Batched removal (dispatcher/reaper.go): due entries and bucket
+		// schedules, the shared reaper consumer of bucket fires, and an
+		// ordered consumer reading one bucket's due entries.
+		n.ReapDueAll(), n.ReapSchedules(),
+		api("CONSUMER.CREATE", tm, n.ReaperConsumer()), api("CONSUMER.CREATE", tm, n.ReaperConsumer(), ">"),
+		api("CONSUMER.DURABLE.CREATE", tm, n.ReaperConsumer()), api("CONSUMER.INFO", tm, n.ReaperConsumer()),
+		api("CONSUMER.MSG.NEXT", tm, n.ReaperConsumer()), n.Ack(tm, n.ReaperConsumer()),
+		api("CONSUMER.CREATE", tm, "*", n.ReapDueAll()), api("CONSUMER.DELETE", tm, "*"), api("CONSUMER.MSG.NEXT", tm, "*"),
 		// A deadline fire of a paused task version (provision.PauseTask):
 		// whether its consumer is paused, and the postpone input it sends
 		// the run instead (dispatcher/postpone.go).
@@ -90,7 +98,31 @@ func Dispatcher(n subjects.Names, user string) Permissions {
 		api("CONSUMER.CREATE", kvStream(wfs), "*", n.KVKey(wfs, "name.>")), api("CONSUMER.DELETE", kvStream(wfs), "*"),
 		n.FlowControl(kvStream(wfs)),
 	}
-	return join(Permissions{Publish: pub, Subscribe: []string{inbox(user)}}, bulkJobs(n))
+	return join(Permissions{Publish: pub, Subscribe: []string{inbox(user)}}, bulkJobs(n), archiveWrite(n))
+}
+
+// archiveWrite is what a dispatcher needs to archive a run before
+// retention removes it (dispatcher/reaper.go): read the run's history
+// (an ordered consumer on its input subjects) and write one object of
+// the archive bucket, replacing an earlier one (a purge of its chunks).
+func archiveWrite(n subjects.Names) Permissions {
+	in, obj := n.InputStream(), n.ObjectStream(n.ArchiveBucket())
+	return Permissions{Publish: []string{
+		n.API("CONSUMER.CREATE", in, "*", n.RunInputs("*")), n.API("CONSUMER.DELETE", in, "*"), n.API("CONSUMER.MSG.NEXT", in, "*"),
+		n.ObjectSubjects(n.ArchiveBucket()),
+		n.API("STREAM.INFO", obj), n.API("STREAM.PURGE", obj), n.API("DIRECT.GET", obj, ">"), n.API("STREAM.MSG.GET", obj),
+	}}
+}
+
+// archiveRead is what reading an archived run needs (status, history and
+// replay of a removed run): an object of the archive bucket, whose chunks
+// an ordered push consumer delivers.
+func archiveRead(n subjects.Names) Permissions {
+	obj := n.ObjectStream(n.ArchiveBucket())
+	return Permissions{Publish: []string{
+		n.API("STREAM.INFO", obj), n.API("DIRECT.GET", obj, ">"), n.API("STREAM.MSG.GET", obj),
+		n.API("CONSUMER.CREATE", obj), n.API("CONSUMER.CREATE", obj, ">"), n.API("CONSUMER.DELETE", obj, ">"), n.FlowControl(obj),
+	}}
 }
 
 // bulkJobs is what a dispatcher's bulk-job runner needs (package bulk):
@@ -187,14 +219,15 @@ func Observer(n subjects.Names, user string) Permissions {
 }
 
 // Watcher adds to Observer what a watch or listing of the run bucket
-// needs (an ephemeral ordered consumer). The server delivers such a
+// needs (an ephemeral ordered consumer), and reading archived runs (an
+// ordered consumer of the archive bucket). The server delivers such a
 // consumer's messages wherever its creator says, so grant it only to
 // processes trusted not to aim them at run inputs (the console).
 func Watcher(n subjects.Names, user string) Permissions {
 	runs := n.KVStream(n.RunBucket())
 	return join(Observer(n, user), Permissions{Publish: []string{
 		n.API("CONSUMER.CREATE", runs, ">"), n.API("CONSUMER.DELETE", runs, ">"), n.FlowControl(runs),
-	}})
+	}}, archiveRead(n))
 }
 
 // Operator may do anything in the account: provision streams and

@@ -21,6 +21,9 @@ type Definition struct {
 	// for ever); nil leaves it to the dispatchers' default. It shapes no
 	// record: dispatchers read it when they schedule a removal.
 	Retention *time.Duration
+	// Archive says whether runs removed by retention are archived first;
+	// nil leaves it to the dispatchers' default.
+	Archive *bool
 }
 
 // Engine is the reducer (run.Apply) over one compiled workflow with the

@@ -53,3 +53,21 @@ func expire(s Settings, cur Run, in *Input, seq uint64, now float64) Result {
 func msTime(ms float64) string {
 	return time.UnixMilli(int64(ms)).UTC().Format(time.RFC3339Nano)
 }
+
+// Removable judges a due entry of batched removal against the run's
+// current record: retention removes only a settled run, and only for the
+// settlement the entry was published for. Nothing is noted on the record:
+// a due entry is no input, and replay never sees it.
+func Removable(runID string, rec *runrecord.Record, settled float64) error {
+	ws, err := StatusOf(runID, rec, nil)
+	if err != nil {
+		return err
+	}
+	switch {
+	case !run.Status(ws.Status).Terminal():
+		return fmt.Errorf("run %s is %s: retention removes only settled runs", runID, ws.Status)
+	case ws.Time != settled:
+		return fmt.Errorf("removal of run %s was due for its settlement at %s, but the run has settled again since", runID, msTime(settled))
+	}
+	return nil
+}

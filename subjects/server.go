@@ -35,6 +35,13 @@ func (n Names) Ack(stream, consumer string) string {
 // stream (ordered consumers, KV watches).
 func (n Names) FlowControl(stream string) string { return "$JS.FC." + stream + ".>" }
 
+// ObjectStream is the stream that holds Object Store bucket.
+func (n Names) ObjectStream(bucket string) string { return "OBJ_" + bucket }
+
+// ObjectSubjects matches the chunk and meta subjects of Object Store
+// bucket.
+func (n Names) ObjectSubjects(bucket string) string { return "$O." + bucket + ".>" }
+
 // KVStream is the stream that holds KV bucket.
 func (n Names) KVStream(bucket string) string { return "KV_" + bucket }
 

@@ -7,6 +7,7 @@ package subjects
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 )
 
@@ -155,6 +156,59 @@ func (n Names) Expiry(runID string) string { return n.prefix + ".sched." + runID
 // timers' schedules, Schedule(run, ">")).
 func (n Names) RunTimerMessages(runID string) string { return n.prefix + ".*." + runID }
 
+// ReapAll matches, in the timer stream, what batched removal by
+// retention keeps there: due entries, bucket schedules and their fires.
+func (n Names) ReapAll() string { return n.prefix + ".reap.>" }
+
+// ReapDue is a settled run's due entry: the run is removed when its
+// bucket (Unix seconds of the bucket's end) is reaped.
+func (n Names) ReapDue(bucket int64, runID string) string {
+	return n.prefix + ".reap.due." + strconv.FormatInt(bucket, 10) + "." + runID
+}
+
+// ReapDueIn matches every due entry of one bucket.
+func (n Names) ReapDueIn(bucket int64) string {
+	return n.prefix + ".reap.due." + strconv.FormatInt(bucket, 10) + ".>"
+}
+
+// ReapDueAll matches every due entry.
+func (n Names) ReapDueAll() string { return n.prefix + ".reap.due.>" }
+
+// ReapSchedule is the schedule that fires a bucket's reaping, one per
+// bucket (a republish replaces it).
+func (n Names) ReapSchedule(bucket int64) string {
+	return n.prefix + ".reap.at." + strconv.FormatInt(bucket, 10)
+}
+
+// ReapSchedules matches every bucket schedule.
+func (n Names) ReapSchedules() string { return n.prefix + ".reap.at.*" }
+
+// ReapFire is where a bucket's schedule fires: the reaper consumer's
+// subjects (ReapFires), never the input stream's.
+func (n Names) ReapFire(bucket int64) string {
+	return n.prefix + ".reap.go." + strconv.FormatInt(bucket, 10)
+}
+
+// ReapFires matches every bucket fire.
+func (n Names) ReapFires() string { return n.prefix + ".reap.go.*" }
+
+// ParseReapFire returns the bucket of a fire subject.
+func (n Names) ParseReapFire(subject string) (int64, error) {
+	rest, ok := strings.CutPrefix(subject, n.prefix+".reap.go.")
+	if !ok {
+		return 0, fmt.Errorf("%w: %q is not a reap fire subject (%s)", ErrInvalid, subject, n.ReapFires())
+	}
+	b, err := strconv.ParseInt(rest, 10, 64)
+	if err != nil || b <= 0 {
+		return 0, fmt.Errorf("%w: reap fire subject %q names no bucket", ErrInvalid, subject)
+	}
+	return b, nil
+}
+
+// ReaperConsumer is the durable consumer on the timer stream that hands
+// each bucket fire to one dispatcher.
+func (n Names) ReaperConsumer() string { return "reaper" }
+
 // DispatcherConsumer is the durable consumer all dispatchers share.
 func (n Names) DispatcherConsumer() string { return "dispatcher" }
 
@@ -211,6 +265,10 @@ func (n Names) ParseInput(subject string) (runID, kind, eventType string, err er
 	}
 	return runID, kind, eventType, nil
 }
+
+// ArchiveBucket is the Object Store bucket of runs removed by retention
+// with an archive: one object per run id.
+func (n Names) ArchiveBucket() string { return n.prefix + "_archive" }
 
 // JobBucket is the KV bucket of bulk jobs (package bulk), keyed by job id.
 func (n Names) JobBucket() string { return n.prefix + "_jobs" }

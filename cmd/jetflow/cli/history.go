@@ -14,6 +14,7 @@ import (
 	"github.com/jetflow/jetflow/replay"
 	"github.com/jetflow/jetflow/step"
 	"github.com/jetflow/jetflow/token"
+	"github.com/jetflow/jetflow/wire"
 )
 
 // historyJSON is one message as history --json prints it: the body as
@@ -59,7 +60,8 @@ func newHistory(s streams) *cobra.Command {
 			"with the raw body and the members verdict and reason.\n\n" +
 			"Of a run removed by retention it says so (\"run RUN removed by retention at T ...\") on\n" +
 			"stderr and exits 1; where the input stream keeps history (it denies purges) it prints the\n" +
-			"messages without verdicts.",
+			"messages without verdicts. A run archived before its removal is read from the archive, with\n" +
+			"its verdicts, under the line \"archived (removed by retention at T)\" on stderr.",
 		Args: namedArgs("RUN"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			id := args[0]
@@ -69,11 +71,14 @@ func newHistory(s streams) *cobra.Command {
 				return err
 			}
 			return onRun(cmd.Context(), s, &conn, "argument RUN", id, check, func(ctx context.Context, f *fleet.Fleet) error {
-				msgs, notes, err := annotatedHistory(ctx, f, signer, id)
+				ar, archived := readArchived(ctx, f, id)
+				msgs, notes, err := annotatedHistory(ctx, f, signer, id, ar)
 				if err != nil {
 					return err
 				}
-				if re, ok := readRemoved(ctx, f, id); ok {
+				if archived {
+					fmt.Fprintln(s.err, archivedMark(ar.Removed))
+				} else if re, ok := readRemoved(ctx, f, id); ok {
 					fmt.Fprintf(s.err, "%s\n", removedNote(re))
 					if len(msgs) == 0 {
 						return exitError{1}
@@ -124,8 +129,8 @@ func newHistory(s streams) *cobra.Command {
 // and notes on what the verdicts assume. When the history cannot be
 // replayed it is the plain history, and a note says why the verdicts are
 // missing.
-func annotatedHistory(ctx context.Context, f *fleet.Fleet, signer *token.Signer, id string) ([]replay.Annotated, []string, error) {
-	src := replay.Source{JS: f.JS, Names: f.Names, Registry: f.Registry, Runs: f.Runs, Settings: step.Settings{Tokens: signer}}
+func annotatedHistory(ctx context.Context, f *fleet.Fleet, signer *token.Signer, id string, archived *wire.Archived) ([]replay.Annotated, []string, error) {
+	src := replay.Source{JS: f.JS, Names: f.Names, Registry: f.Registry, Runs: f.Runs, Settings: step.Settings{Tokens: signer}, Archived: archived}
 	msgs, info, err := replay.Annotate(ctx, src, id)
 	if err == nil {
 		return msgs, info.Notes, nil
@@ -133,7 +138,7 @@ func annotatedHistory(ctx context.Context, f *fleet.Fleet, signer *token.Signer,
 	if errors.Is(err, replay.ErrNoHistory) {
 		return nil, nil, nil
 	}
-	if msgs == nil {
+	if msgs == nil && archived == nil {
 		// Annotate read no history (the run bucket failed it, say): read
 		// it alone.
 		plain, rerr := replay.ReadHistory(ctx, f.JS, f.Names, id)

@@ -29,7 +29,9 @@ func newReplay(s streams) *cobra.Command {
 			"the whole history (its retention, --history-max-age of serve, removed messages) it says\n" +
 			"what is missing and rebuilds nothing.\n\n" +
 			"Replay assumes the dispatchers' default task retry policies. Of a run removed by retention\n" +
-			"it says so (\"run RUN removed by retention at T ...\") and exits 1.",
+			"it says so (\"run RUN removed by retention at T ...\") and exits 1, unless it was archived\n" +
+			"before: then it replays the archived history against the archived record, under the line\n" +
+			"\"archived (removed by retention at T)\" on stderr (--restore is refused).",
 		Args: namedArgs("RUN"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			id := args[0]
@@ -39,13 +41,19 @@ func newReplay(s streams) *cobra.Command {
 				return err
 			}
 			return onRun(cmd.Context(), s, &conn, "argument RUN", id, check, func(ctx context.Context, f *fleet.Fleet) error {
-				if re, ok := readRemoved(ctx, f, id); ok {
+				ar, archived := readArchived(ctx, f, id)
+				if archived && restore {
+					return fmt.Errorf("run %s is %s: nothing to restore (its tombstone stands until it expires)", id, archivedMark(ar.Removed))
+				}
+				if archived {
+					fmt.Fprintln(s.err, archivedMark(ar.Removed))
+				} else if re, ok := readRemoved(ctx, f, id); ok {
 					// Nothing to compare with, nor to restore: the removal
 					// stands until the tombstone expires.
 					fmt.Fprintf(s.err, "%s\n", removedNote(re))
 					return exitError{1}
 				}
-				src := replay.Source{JS: f.JS, Names: f.Names, Registry: f.Registry, Runs: f.Runs, Settings: step.Settings{Tokens: signer}}
+				src := replay.Source{JS: f.JS, Names: f.Names, Registry: f.Registry, Runs: f.Runs, Settings: step.Settings{Tokens: signer}, Archived: ar}
 				var rep replay.Report
 				var err error
 				if restore {

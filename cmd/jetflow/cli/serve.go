@@ -134,6 +134,8 @@ type serviceConfig struct {
 	AckWait       time.Duration `env:"JETFLOW_ACK_WAIT" flag:"ack-wait"`
 	MigrateInputs bool          `env:"JETFLOW_MIGRATE_INPUTS" flag:"migrate-inputs"`
 	Retention     string        `env:"JETFLOW_RETENTION" flag:"retention"`
+	Archive       bool          `env:"JETFLOW_ARCHIVE" flag:"archive"`
+	ArchiveMaxAge time.Duration `env:"JETFLOW_ARCHIVE_MAX_AGE" flag:"archive-max-age"`
 	LogLevel      string        `env:"JETFLOW_LOG_LEVEL" flag:"log-level"`
 	LogFormat     string        `env:"JETFLOW_LOG_FORMAT" flag:"log-format"`
 
@@ -173,6 +175,8 @@ func (c *serviceConfig) addFlags(cmd *cobra.Command) {
 	fs.DurationVar(&c.AckWait, "ack-wait", dispatcher.DefaultAckWait, "how long an input a dispatcher took waits for its acknowledgement before another dispatcher gets it: the recovery time after a dispatcher is killed; at least 1s; shared by all dispatchers, the last started sets it (env JETFLOW_ACK_WAIT)")
 	fs.BoolVar(&c.MigrateInputs, "migrate-inputs", false, "with provisioning: move an input stream made by an older jetflow, which allows schedules and roll-ups, to the safe layout (pending timers and unconsumed inputs move, consumed history is dropped); stop every other dispatcher first (env JETFLOW_MIGRATE_INPUTS)")
 	fs.StringVar(&c.Retention, "retention", dispatcher.DefaultRetention.String(), "how long a settled run (done, failed, cancelled) is kept before its record, history and schedules are removed; off keeps settled runs for ever; a deployment's policy may set its own (env JETFLOW_RETENTION)")
+	fs.BoolVar(&c.Archive, "archive", false, "write a settled run's record and history to the archive (Object Store bucket <prefix>_archive) before retention removes it; status, history and replay read it there; a deployment's policy may say otherwise (env JETFLOW_ARCHIVE)")
+	fs.DurationVar(&c.ArchiveMaxAge, "archive-max-age", provision.DefaultArchiveMaxAge, "with provisioning: how long the archive keeps an archived run (env JETFLOW_ARCHIVE_MAX_AGE)")
 	fs.StringVar(&c.LogLevel, "log-level", "info", "debug, info, warn or error (env JETFLOW_LOG_LEVEL)")
 	fs.StringVar(&c.LogFormat, "log-format", "text", "text or json, on standard error (env JETFLOW_LOG_FORMAT)")
 	addSecretFlags(cmd, &c.tokens)
@@ -204,6 +208,9 @@ func (c *serviceConfig) check() error {
 	}
 	if c.DrainTimeout <= 0 {
 		errs = append(errs, fmt.Errorf("--drain-timeout (JETFLOW_DRAIN_TIMEOUT) must be positive, got %s", c.DrainTimeout))
+	}
+	if c.ArchiveMaxAge < time.Hour {
+		errs = append(errs, fmt.Errorf("--archive-max-age (JETFLOW_ARCHIVE_MAX_AGE) must be at least 1h, got %s", c.ArchiveMaxAge))
 	}
 	if c.AckWait < minAckWait {
 		errs = append(errs, fmt.Errorf("--ack-wait (JETFLOW_ACK_WAIT) must be at least %s, got %s", minAckWait, c.AckWait))
@@ -282,9 +289,9 @@ func runService(ctx context.Context, s streams, verb string, conn *connConfig, s
 	f, err := conn.open(ctx, openOptions{
 		Embedded:         emb,
 		Provision:        svc.Provision,
-		ProvisionOptions: provision.ProvisionOptions{Replicas: svc.Replicas, MaxAge: svc.HistoryMaxAge},
+		ProvisionOptions: provision.ProvisionOptions{Replicas: svc.Replicas, MaxAge: svc.HistoryMaxAge, ArchiveMaxAge: svc.ArchiveMaxAge},
 		MigrateInputs:    svc.MigrateInputs,
-		Dispatcher:       &dispatcher.Config{Concurrency: svc.Concurrency, AckWait: svc.AckWait, Tokens: svc.signer, Retention: svc.retention},
+		Dispatcher:       &dispatcher.Config{Concurrency: svc.Concurrency, AckWait: svc.AckWait, Tokens: svc.signer, Retention: svc.retention, Archive: svc.Archive},
 		Registerer:       reg,
 		Logger:           log,
 	})
@@ -307,7 +314,7 @@ func runService(ctx context.Context, s streams, verb string, conn *connConfig, s
 	fmt.Fprintf(s.out, "nats: %s\n", redactURLs(f.URL()))
 	attrs := []any{
 		slog.String("nats", redactURLs(f.URL())), slog.String("prefix", f.Names.Prefix()),
-		slog.Duration("ack_wait", svc.AckWait), slog.String("retention", svc.Retention), secretAttrs(svc.signer),
+		slog.Duration("ack_wait", svc.AckWait), slog.String("retention", svc.Retention), slog.Bool("archive", svc.Archive), secretAttrs(svc.signer),
 	}
 	if ep != nil {
 		ep.serve(f, reg, h, log)

@@ -43,6 +43,8 @@ type statusJSON struct {
 	Resets int64 `json:"resets,omitempty"`
 	// Workers lists the tasks in flight that no worker is pulling.
 	Workers []client.TaskWorkers `json:"workersMissing,omitempty"`
+	// Archived is the tombstone of a run read from the archive.
+	Archived *wire.Removed `json:"archived,omitempty"`
 }
 
 // refusalsShown is how many of the most recent refusals of each kind the
@@ -68,7 +70,10 @@ func newStatus(s streams) *cobra.Command {
 			"worker is pulling TASK@VERSION: N invocations waiting, nothing pulled for D\" (or never pulled).\n\n" +
 			"A run removed by retention shows as \"removed by retention at T\" with the status it settled\n" +
 			"with (--json: {run, status: \"removed\", removed: {at, workflow, revision, status, settled,\n" +
-			"historyKept, until}}) for as long as its tombstone lives.\n\n" +
+			"historyKept, archived, until}}) for as long as its tombstone lives. A run archived before\n" +
+			"its removal (--archive of the dispatchers, or its policy) is read from the archive, while\n" +
+			"the archive keeps it: its status as it was removed, under the line \"archived (removed by\n" +
+			"retention at T)\" (--json: the member archived, the tombstone).\n\n" +
 			"With --wait it first waits for the run to end (a paused run is waited for until it is resumed\n" +
 			"and ends), then prints it, and exits as start --wait does: 0 done, 1 failed, 2 cancelled or\n" +
 			"terminated.",
@@ -84,8 +89,15 @@ func newStatus(s streams) *cobra.Command {
 					}
 				}
 				rec, st, err := readRun(ctx, f, id)
+				var archived *wire.Removed
 				var removed *runrecord.RemovedError
-				if errors.As(err, &removed) {
+				if errors.As(err, &removed) || errors.Is(err, kvstore.ErrRunNotFound) {
+					if ar, ok := readArchived(ctx, f, id); ok {
+						archived = &ar.Removed
+						rec, st, err = archivedRun(ar)
+					}
+				}
+				if archived == nil && errors.As(err, &removed) {
 					return printRemoved(s, removed.Removed, asJSON)
 				}
 				if errors.Is(err, kvstore.ErrRunNotFound) {
@@ -103,13 +115,16 @@ func newStatus(s streams) *cobra.Command {
 				if t, ok := startedAt(ctx, f, id); ok {
 					info.Started = t.UTC().Format(time.RFC3339Nano)
 				}
+				if archived != nil && !asJSON {
+					fmt.Fprintln(s.out, archivedMark(*archived))
+				}
 				var wf *workflow.Workflow
 				if st.Workflow != "" {
 					wf, _ = compiledWorkflows(ctx, f)(st.Workflow, st.Revision)
 				}
 				starved := starvedTasks(ctx, f, wf, st, rec)
 				if asJSON {
-					if err := json.NewEncoder(s.out).Encode(statusJSON{runJSON: info, Rejected: rec.Rejected, Ignored: rec.Ignored, Redrives: st.Redrives, Resets: st.Resets, Workers: starved}); err != nil {
+					if err := json.NewEncoder(s.out).Encode(statusJSON{runJSON: info, Rejected: rec.Rejected, Ignored: rec.Ignored, Redrives: st.Redrives, Resets: st.Resets, Workers: starved, Archived: archived}); err != nil {
 						return err
 					}
 				} else {
