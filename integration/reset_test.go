@@ -360,23 +360,30 @@ func TestResetKeepsASettledRunFromItsRemoval(t *testing.T) {
 	if st, err := e.resetTo(t, "kept", to); err != nil || st.Status != wire.StatusWaiting {
 		t.Fatalf("after the reset: %+v, %v; want waiting", st, err)
 	}
-	natstest.WaitFor(t, 30*time.Second, "the removal of the first settlement refused", func() error {
-		rec := e.record(t, "kept")
-		if rec == nil {
-			return errors.New("the run has no record")
+	// Removals are carried out by buckets (dispatcher/reaper.go): once the
+	// bucket of the first settlement is done, the reset run must be there.
+	reaper, err := e.f.JS.Consumer(e.ctx, e.names.TimerStream(), e.names.ReaperConsumer())
+	if err != nil {
+		t.Fatal(err)
+	}
+	natstest.WaitFor(t, 90*time.Second, "the bucket of the first settlement's removal done", func() error {
+		info, err := reaper.Info(e.ctx)
+		if err != nil {
+			return err
 		}
-		for _, r := range rec.Rejected {
-			if r.Kind == subjects.KindExpire && strings.Contains(r.Reason, "is waiting: retention removes only settled runs") {
-				return nil
-			}
+		if info.AckFloor.Consumer == 0 {
+			return fmt.Errorf("no bucket done: delivered %d, ack pending %d", info.Delivered.Consumer, info.NumAckPending)
 		}
-		return fmt.Errorf("refusals %+v", rec.Rejected)
+		return nil
 	})
+	if st, err := e.f.Client.Status(e.ctx, "kept"); err != nil || st.Status != wire.StatusWaiting {
+		t.Fatalf("after its first settlement's removal came due: %+v, %v; want the reset run kept, waiting", st, err)
+	}
 	checkReplay(t, e, "kept")
 	if err := e.f.Client.SendEvent(e.ctx, "kept", "go", nil); err != nil {
 		t.Fatal(err)
 	}
-	natstest.WaitFor(t, 30*time.Second, "the run removed after it settled again", func() error {
+	natstest.WaitFor(t, 90*time.Second, "the run removed after it settled again", func() error {
 		if _, err := e.f.Client.Status(e.ctx, "kept"); !errors.Is(err, runrecord.ErrRemoved) {
 			return fmt.Errorf("status: %w", err)
 		}

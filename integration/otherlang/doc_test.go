@@ -56,6 +56,8 @@ func TestProtocolDocMatchesCode(t *testing.T) {
 			kind, dst = "timer", &wire.Timer{}
 		case strings.HasPrefix(s, `{"workflow":`):
 			kind, dst = "start", &wire.Start{}
+		case strings.HasPrefix(s, `{"to":`):
+			kind, dst = "reset", &wire.Reset{}
 		case strings.Contains(s, `"operator":`):
 			kind, dst = "operation", &wire.Operation{}
 		case strings.HasPrefix(s, `{"reason":`):
@@ -68,7 +70,7 @@ func TestProtocolDocMatchesCode(t *testing.T) {
 		}
 		counts[kind]++
 	}
-	for _, kind := range []string{"invocation", "result", "status", "timer", "start", "cancel", "operation"} {
+	for _, kind := range []string{"invocation", "result", "status", "timer", "start", "cancel", "operation", "reset"} {
 		if counts[kind] == 0 {
 			t.Errorf("docs/PROTOCOL.md has no %s example", kind)
 		}
