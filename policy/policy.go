@@ -63,10 +63,15 @@ type Policy struct {
 	rules map[string]Rule
 	// retention is the "$run" entry's retention (0: for ever); nil unset.
 	retention *time.Duration
+	// search is the "$run" entry's search attributes: name to JSON
+	// Pointer; nil unset.
+	search map[string]string
 }
 
 // Empty reports whether p has no entries.
-func (p *Policy) Empty() bool { return p == nil || len(p.rules) == 0 && p.retention == nil }
+func (p *Policy) Empty() bool {
+	return p == nil || len(p.rules) == 0 && p.retention == nil && p.search == nil
+}
 
 // Keys are p's task rule keys, sorted ("$run" is not one).
 func (p *Policy) Keys() []string {

@@ -36,7 +36,7 @@ func (p *Policy) Retention() *time.Duration {
 func (p *Policy) parseRun(raw json.RawMessage, ptr string) error {
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()
-	if err := openObject(dec, ptr, `must be an object with "`+fieldRetention+`"`); err != nil {
+	if err := openObject(dec, ptr, `must be an object with "`+fieldRetention+`" or "`+fieldSearch+`"`); err != nil {
 		return err
 	}
 	for dec.More() {
@@ -49,8 +49,17 @@ func (p *Policy) parseRun(raw json.RawMessage, ptr string) error {
 		if err := dec.Decode(&v); err != nil {
 			return syntaxError(fptr, err)
 		}
+		if field == fieldSearch {
+			if p.search != nil {
+				return errAt(fptr, "the field %q appears twice", field)
+			}
+			if p.search, err = parseSearch(v, fptr); err != nil {
+				return err
+			}
+			continue
+		}
 		if field != fieldRetention {
-			return errAt(fptr, "%q is not a run setting (settings: %s)", field, fieldRetention)
+			return errAt(fptr, "%q is not a run setting (settings: %s, %s)", field, fieldRetention, fieldSearch)
 		}
 		if p.retention != nil {
 			return errAt(fptr, "the field %q appears twice", field)
@@ -68,11 +77,23 @@ func (p *Policy) parseRun(raw json.RawMessage, ptr string) error {
 
 // runTree is the canonical form of the "$run" entry, nil when unset.
 func (p *Policy) runTree() map[string]any {
-	if p.retention == nil {
+	if p.retention == nil && p.search == nil {
 		return nil
 	}
-	if *p.retention == 0 {
-		return map[string]any{fieldRetention: RetentionOff}
+	t := map[string]any{}
+	switch {
+	case p.retention == nil:
+	case *p.retention == 0:
+		t[fieldRetention] = RetentionOff
+	default:
+		t[fieldRetention] = p.retention.String()
 	}
-	return map[string]any{fieldRetention: p.retention.String()}
+	if p.search != nil {
+		s := map[string]any{}
+		for k, v := range p.search {
+			s[k] = v
+		}
+		t[fieldSearch] = s
+	}
+	return t
 }
