@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -29,9 +30,15 @@ type Where struct {
 // indexBatch is how many entries one read of the index asks for.
 const indexBatch = 4096
 
-// firstWindow is how many index sequences a newest-first page looks at
-// first; each further look is four times wider.
-const firstWindow = 256
+// A newest-first page first reads denseWindows windows of denseWindow
+// sequences (or twice its limit) by sequence; then windows through the
+// subject filter, of firstWindow sequences, each further one four times
+// wider.
+const (
+	denseWindow  = 256
+	denseWindows = 4
+	firstWindow  = 4096
+)
 
 // hit is one index entry a listing kept.
 type hit struct {
@@ -114,15 +121,59 @@ func (q *indexQuery) key(sort string, h hit) int64 {
 	return 0
 }
 
-// newest reads the index backwards from upper (exclusive), in windows of
-// sequences that grow fourfold, until it holds limit+1 runs (all of
-// them when limit is 0): the most recently changed first. Its cost
-// follows the page, not the number of runs.
+// newest returns the limit+1 runs (all when limit is 0) that changed
+// last before sequence upper (exclusive), the most recent first. It
+// reads the index backwards in windows of sequences: first a few windows
+// of every message, read by sequence and filtered here, which answers a
+// broad filter in about one page of reads; then, for a narrow filter,
+// windows that grow fourfold read through the subject filter, whose
+// cost follows the runs the filter matches. Neither follows the number
+// of runs.
 func (q *indexQuery) newest(ctx context.Context, upper uint64, limit int) ([]hit, error) {
 	var out []hit
 	seen := map[string]bool{}
-	window := uint64(max(firstWindow, 4*limit))
-	for upper > q.first && (limit == 0 || len(out) <= limit) {
+	full := func() bool { return limit > 0 && len(out) > limit }
+	take := func(got []hit) error {
+		slices.Reverse(got)
+		got, err := q.verify(ctx, got)
+		if err != nil {
+			return err
+		}
+		for _, h := range got {
+			if full() {
+				break
+			}
+			if seen[h.e.Run] { // moved during the read: keep its newest entry
+				continue
+			}
+			ok, err := q.match(ctx, h.e)
+			if err != nil {
+				return err
+			}
+			if ok {
+				seen[h.e.Run] = true
+				out = append(out, h)
+			}
+		}
+		return nil
+	}
+	window := uint64(max(denseWindow, 2*limit))
+	for range denseWindows {
+		if upper <= q.first || full() {
+			return out, nil
+		}
+		lo := max(q.first, upper-min(window, upper))
+		got, err := q.readSeqs(ctx, lo, upper)
+		if err != nil {
+			return nil, err
+		}
+		if err := take(got); err != nil {
+			return nil, err
+		}
+		upper = lo
+	}
+	window = uint64(firstWindow)
+	for upper > q.first && !full() {
 		lo := q.first
 		if upper-q.first > window {
 			lo = upper - window
@@ -136,29 +187,63 @@ func (q *indexQuery) newest(ctx context.Context, upper uint64, limit int) ([]hit
 		if err != nil {
 			return nil, err
 		}
-		slices.Reverse(got)
-		if got, err = q.verify(ctx, got); err != nil {
+		if err := take(got); err != nil {
 			return nil, err
-		}
-		for _, h := range got {
-			if limit > 0 && len(out) > limit {
-				break
-			}
-			if seen[h.e.Run] { // moved during the read: keep its newest entry
-				continue
-			}
-			ok, err := q.match(ctx, h.e)
-			if err != nil {
-				return nil, err
-			}
-			if ok {
-				seen[h.e.Run] = true
-				out = append(out, h)
-			}
 		}
 		upper, window = lo, window*4
 	}
 	return out, nil
+}
+
+// readSeqs reads every message from lo to hi (exclusive) by sequence and
+// keeps the entries on the query's filter that pass cheap, in stream
+// order.
+func (q *indexQuery) readSeqs(ctx context.Context, lo, hi uint64) ([]hit, error) {
+	seqs := make([]uint64, 0, hi-lo)
+	for s := lo; s < hi; s++ {
+		seqs = append(seqs, s)
+	}
+	var got []hit
+	var bad error
+	err := kvstore.DirectSeqs(ctx, q.c.js, q.c.names.IndexStream(), seqs, func(m *jetstream.RawStreamMsg) {
+		if bad != nil || !subjectMatch(q.filter, m.Subject) {
+			return
+		}
+		var e wire.IndexEntry
+		if err := json.Unmarshal(m.Data, &e); err != nil {
+			bad = fmt.Errorf("client: index entry %d on %q: %w", m.Sequence, m.Subject, err)
+			return
+		}
+		if q.cheap(&e) {
+			got = append(got, hit{seq: m.Sequence, e: &e})
+		}
+	})
+	if err != nil {
+		return nil, fmt.Errorf("client: list runs: %w", err)
+	}
+	return got, bad
+}
+
+// subjectMatch is whether subject matches filter, whose tokens may be
+// "*" (the index's filters use no ">").
+func subjectMatch(filter, subject string) bool {
+	for {
+		fi, si := strings.IndexByte(filter, '.'), strings.IndexByte(subject, '.')
+		ft, st := filter, subject
+		if fi >= 0 {
+			ft = filter[:fi]
+		}
+		if si >= 0 {
+			st = subject[:si]
+		}
+		if ft != "*" && ft != st {
+			return false
+		}
+		if fi < 0 || si < 0 {
+			return fi < 0 && si < 0
+		}
+		filter, subject = filter[fi+1:], subject[si+1:]
+	}
 }
 
 // all reads every entry of the filter and sorts them: newest start first
@@ -296,7 +381,7 @@ func (q *indexQuery) cheap(e *wire.IndexEntry) bool {
 	switch {
 	case e.Status == wire.StatusRemoved && q.status != wire.StatusRemoved,
 		f.Revision != "" && e.Revision != f.Revision,
-		f.State != "" && !inState(e.Active, f.State),
+		f.State != "" && !inState(activeOf(e), f.State),
 		!m.before.IsZero() && e.StartSeq >= m.beforeSeq,
 		!m.after.IsZero() && (e.StartSeq == 0 || e.StartSeq < m.afterSeq):
 		return false
@@ -307,6 +392,14 @@ func (q *indexQuery) cheap(e *wire.IndexEntry) bool {
 		}
 	}
 	return true
+}
+
+// activeOf is the entry's active states.
+func activeOf(e *wire.IndexEntry) []string {
+	if e.Active == nil {
+		return []string{e.State}
+	}
+	return e.Active
 }
 
 // match is whether the run passes --match, which reads its record.

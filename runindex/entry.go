@@ -34,7 +34,9 @@ func Build(runID string, data []byte, rev uint64, updated time.Time, search Sear
 	}
 	s := r.Status
 	e.Workflow, e.Revision, e.Status, e.State, e.Time, e.StartSeq = s.Workflow, s.Revision, s.Status, s.State, s.Time, r.StartSeq
-	e.Active = r.State.Control.Active
+	if a := r.State.Control.Active; len(a) != 1 || a[0] != s.State {
+		e.Active = a
+	}
 	paths, err := search(s.Workflow, s.Revision)
 	if err != nil {
 		return nil, fmt.Errorf("run %s: search attributes of %s@%s: %w", runID, s.Workflow, s.Revision, err)
@@ -87,17 +89,21 @@ func Lookup(doc any, ptr string) (string, bool) {
 	}
 }
 
-// Subjects are the subjects e is kept under: its entry, then one per
-// search attribute, in name order.
-func Subjects(names subjects.Names, e *wire.IndexEntry) []string {
-	out := []string{names.IndexEntry(e.Workflow, e.Status, e.Run)}
-	keys := make([]string, 0, len(e.Search))
-	for k := range e.Search {
+// Subjects are the subjects a run's entry is kept under, as its head
+// names them: its entry, then one per search attribute, in name order;
+// none when the head is a deletion's.
+func Subjects(names subjects.Names, run string, h *wire.IndexHead) []string {
+	if h == nil || h.Workflow == "" {
+		return nil
+	}
+	out := []string{names.IndexEntry(h.Workflow, h.Status, run)}
+	keys := make([]string, 0, len(h.Search))
+	for k := range h.Search {
 		keys = append(keys, k)
 	}
 	slices.Sort(keys)
 	for _, k := range keys {
-		out = append(out, names.IndexAttr(k, e.Search[k], e.Workflow, e.Status, e.Run))
+		out = append(out, names.IndexAttr(k, h.Search[k], h.Workflow, h.Status, run))
 	}
 	return out
 }

@@ -98,11 +98,24 @@ func (b *bundle) start(t *testing.T, n, done int) {
 			t.Fatal(err)
 		}
 	}
+	b.settled(t, n, 0)
+	// Every start indexed before the first event: the runs that end
+	// change last in the index too.
+	if _, err := b.c.ListRuns(b.ctx, client.ListOptions{}); err != nil {
+		t.Fatal(err)
+	}
 	for i := range done {
 		if err := b.c.SendEvent(b.ctx, fmt.Sprintf("idx-%d", i), "go", nil); err != nil {
 			t.Fatal(err)
 		}
 	}
+	b.settled(t, n, done)
+}
+
+// settled waits until runs idx-0… are done (the first done of them) or
+// waiting.
+func (b *bundle) settled(t *testing.T, n, done int) {
+	t.Helper()
 	for i := range n {
 		want := wire.StatusWaiting
 		if i < done {

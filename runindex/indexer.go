@@ -163,6 +163,7 @@ func (x *Indexer) consume(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	defer w.close()
 	cons, err := x.js.CreateOrUpdateConsumer(ctx, n.KVStream(n.RunBucket()),
 		provision.IndexerConsumerConfig(n, x.cfg.AckWait, x.cfg.MaxAckPending))
 	if err != nil {
@@ -199,7 +200,7 @@ func (x *Indexer) consume(ctx context.Context) error {
 		case <-quit:
 			_ = m.Nak() // stopping: another dispatcher takes it
 		}
-	}, jetstream.PullMaxMessages(2*x.cfg.Concurrency), jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
+	}, jetstream.PullMaxMessages(max(64, 4*x.cfg.Concurrency)), jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
 		if errors.Is(err, jetstream.ErrConsumerDeleted) || errors.Is(err, jetstream.ErrConsumerNotFound) {
 			select {
 			case lost <- err:

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/jetflow/jetflow/kvstore"
@@ -45,6 +46,49 @@ type writer struct {
 	index  jetstream.Stream
 	search SearchFunc
 	log    *slog.Logger
+	heads  *headCache
+	// purgeAPI is the index stream's purge request subject; discard the
+	// inbox its replies go to, unread.
+	purgeAPI, discard string
+	sub               *nats.Subscription
+}
+
+// close ends what newWriter began.
+func (w *writer) close() { _ = w.sub.Unsubscribe() }
+
+// headCacheSize bounds the heads a writer remembers.
+const headCacheSize = 100_000
+
+// headState is a run's head as last written or read, and its sequence.
+type headState struct {
+	seq  uint64
+	head *wire.IndexHead
+}
+
+// headCache remembers the heads this process wrote, so that the next
+// change of a run needs no read; it forgets all at once when full.
+type headCache struct {
+	mu  sync.Mutex
+	max int
+	m   map[string]headState
+}
+
+func newHeadCache(size int) *headCache { return &headCache{max: size, m: map[string]headState{}} }
+
+func (h *headCache) get(run string) (headState, bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	s, ok := h.m[run]
+	return s, ok
+}
+
+func (h *headCache) put(run string, s headState) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if len(h.m) >= h.max {
+		clear(h.m)
+	}
+	h.m[run] = s
 }
 
 func newWriter(ctx context.Context, js jetstream.JetStream, cfg Config) (*writer, error) {
@@ -53,7 +97,13 @@ func newWriter(ctx context.Context, js jetstream.JetStream, cfg Config) (*writer
 	if err != nil {
 		return nil, fmt.Errorf("runindex: bind index stream %q (run Provision): %w", n.IndexStream(), err)
 	}
-	w := &writer{js: js, cfg: cfg, names: n, index: s, search: cfg.Search, log: cfg.Logger}
+	w := &writer{js: js, cfg: cfg, names: n, index: s, search: cfg.Search, log: cfg.Logger, heads: newHeadCache(headCacheSize)}
+	w.purgeAPI = n.API("STREAM.PURGE", n.IndexStream())
+	nc := js.Conn()
+	w.discard = nc.NewRespInbox()
+	if w.sub, err = nc.Subscribe(w.discard, func(*nats.Msg) {}); err != nil {
+		return nil, fmt.Errorf("runindex: subscribe %q: %w", w.discard, err)
+	}
 	if w.search == nil {
 		reg, err := registry.OpenRegistry(ctx, js, n, registry.RegistryConfig{})
 		if err != nil {
@@ -145,67 +195,83 @@ func (u *unindexable) Unwrap() error { return u.err }
 
 // index1 makes the run's entries those of change c, unless the index
 // already holds a later revision of the run. It publishes the entries,
-// then the head by compare-and-swap on the head's own sequence, then
-// purges the subjects the run no longer has. A reader lists an entry only
-// if the run's head names a revision no later than the entry's
-// (client.ListRuns), so entries left by a crash or by a writer that lost
-// a race are never listed. A writer that lost (another dispatcher indexed
-// the run meanwhile) may have overwritten the winner's entries with
-// older ones, so it reads the run's current record and writes again.
+// then the head by compare-and-swap on the head's own sequence (one round
+// trip for all of them), then has the subjects the run no longer has
+// purged. A reader lists an entry only if the run's head names a
+// revision no later than the entry's (client.ListRuns), so entries left
+// by a crash, a lost race or a purge not yet done are never listed.
+//
+// The head's sequence is taken from what this process last wrote, or
+// guessed absent for a run it has not seen (a new run has none); a wrong
+// guess loses the compare-and-swap and reads the head. A writer that
+// lost to another dispatcher's later revision may have overwritten its
+// entries with older ones, so it reads the run's current record and
+// writes again.
 func (w *writer) index1(ctx context.Context, c change) error {
+	known, ok := w.heads.get(c.run)
+	fresh := false // known was read from the stream just now
 	forced := false
 	mine := map[string]bool{} // subjects written by attempts that lost
 	for range maxRaces {
-		head, headSeq, err := w.head(ctx, c.run)
-		if err != nil {
-			return err
+		head, headSeq := known.head, known.seq
+		if !ok {
+			head, headSeq = nil, 0
 		}
 		if c.deleted && c.rev == 0 && head != nil {
 			c.rev = head.RecordRev // gone without a trace: drop what the head lists
 		}
-		if head != nil && (head.RecordRev > c.rev || head.RecordRev == c.rev && !forced) {
-			return nil // indexed already
+		if head != nil && (head.RecordRev > c.rev || head.RecordRev == c.rev && fresh && !forced) {
+			return nil // indexed already (a head only grows: a remembered one too)
 		}
-		var subs []string
+		hd := &wire.IndexHead{RecordRev: c.rev}
+		var e *wire.IndexEntry
 		if !c.deleted {
-			e, err := Build(c.run, c.data, c.rev, c.at, w.search)
-			if err != nil {
+			var err error
+			if e, err = Build(c.run, c.data, c.rev, c.at, w.search); err != nil {
 				return &unindexable{err}
 			}
-			subs = Subjects(w.names, e)
-			if err := w.publish(ctx, e, subs); err != nil {
-				return err
-			}
+			hd.Workflow, hd.Status, hd.Search = e.Workflow, e.Status, e.Search
 		}
-		seq, err := w.writeHead(ctx, c, subs, headSeq)
-		if lostRace(err) {
-			for _, s := range subs {
-				mine[s] = true
+		seq, err := w.write(ctx, c, e, hd, headSeq)
+		if err == nil {
+			if head != nil {
+				for _, s := range Subjects(w.names, c.run, head) {
+					mine[s] = true
+				}
 			}
+			w.heads.put(c.run, headState{seq: seq, head: hd})
+			w.clean(mine, Subjects(w.names, c.run, hd), seq)
+			return nil
+		}
+		if !lostRace(err) {
+			return err
+		}
+		for _, s := range Subjects(w.names, c.run, hd) {
+			mine[s] = true
+		}
+		cur, curSeq, err := w.head(ctx, c.run)
+		if err != nil {
+			return err
+		}
+		known, ok, fresh = headState{seq: curSeq, head: cur}, true, true
+		if cur != nil && cur.RecordRev >= c.rev {
+			// Another writer got there first: what this one wrote may
+			// have replaced its entries.
 			if c, err = w.current(ctx, c.run); err != nil {
 				return err
 			}
 			forced = true
-			continue
 		}
-		if err != nil {
-			return err
-		}
-		if head != nil {
-			for _, s := range head.Subjects {
-				mine[s] = true
-			}
-		}
-		return w.clean(ctx, mine, subs, seq)
 	}
 	return fmt.Errorf("runindex: run %s: lost %d races to index it in a row", c.run, maxRaces)
 }
 
-// head is the run's head and its sequence (0 and nil when none).
+// head is the run's head and its sequence (0 and nil when none), read
+// with a direct get.
 func (w *writer) head(ctx context.Context, run string) (*wire.IndexHead, uint64, error) {
 	ctx, cancel := context.WithTimeout(ctx, w.cfg.OpTimeout)
 	defer cancel()
-	m, err := kvstore.LastOnSubject(ctx, w.js, w.names.IndexStream(), w.names.IndexHead(run))
+	m, err := kvstore.DirectLast(ctx, w.js, w.names.IndexStream(), w.names.IndexHead(run))
 	if errors.Is(err, kvstore.ErrNoKey) {
 		return nil, 0, nil
 	}
@@ -214,76 +280,75 @@ func (w *writer) head(ctx context.Context, run string) (*wire.IndexHead, uint64,
 	}
 	var h wire.IndexHead
 	if err := json.Unmarshal(m.Data, &h); err != nil {
-		return nil, m.Sequence, nil // unreadable: rewrite it
+		return &wire.IndexHead{}, m.Sequence, nil // unreadable: rewrite it
 	}
 	return &h, m.Sequence, nil
 }
 
-// publish writes e under each of subs, replacing what they held.
-func (w *writer) publish(ctx context.Context, e *wire.IndexEntry, subs []string) error {
-	body, err := json.Marshal(e)
-	if err != nil {
-		return err
-	}
+// write publishes e under each of the subjects hd names (replacing what they held),
+// then hd if the head is still at sequence prev, and waits for all of
+// them; it returns the head's new sequence. One connection keeps their
+// order in the stream.
+func (w *writer) write(ctx context.Context, c change, e *wire.IndexEntry, hd *wire.IndexHead, prev uint64) (uint64, error) {
 	ctx, cancel := context.WithTimeout(ctx, w.cfg.OpTimeout)
 	defer cancel()
-	acks := make([]jetstream.PubAckFuture, 0, len(subs))
-	for _, s := range subs {
-		f, err := w.js.PublishAsync(s, body)
+	var acks []jetstream.PubAckFuture
+	if e != nil {
+		body, err := json.Marshal(e)
 		if err != nil {
-			return fmt.Errorf("runindex: index run %s on %q: %w", e.Run, s, err)
+			return 0, err
 		}
-		acks = append(acks, f)
-	}
-	for i, f := range acks {
-		select {
-		case <-f.Ok():
-		case err := <-f.Err():
-			return fmt.Errorf("runindex: index run %s on %q: %w", e.Run, subs[i], err)
-		case <-ctx.Done():
-			return fmt.Errorf("runindex: index run %s on %q: %w", e.Run, subs[i], ctx.Err())
+		for _, s := range Subjects(w.names, c.run, hd) {
+			f, err := w.js.PublishAsync(s, body)
+			if err != nil {
+				return 0, fmt.Errorf("runindex: index run %s on %q: %w", c.run, s, err)
+			}
+			acks = append(acks, f)
 		}
 	}
-	return nil
-}
-
-// clean purges the subjects of stale that keep is without, up to
-// sequence before: what a writer publishes on them after this run's head
-// was written is newer and stays.
-func (w *writer) clean(ctx context.Context, stale map[string]bool, keep []string, before uint64) error {
-	for s := range stale {
-		if slices.Contains(keep, s) {
-			continue
-		}
-		pctx, cancel := context.WithTimeout(ctx, w.cfg.OpTimeout)
-		err := w.index.Purge(pctx, jetstream.WithPurgeSubject(s), jetstream.WithPurgeSequence(before))
-		cancel()
-		if err != nil {
-			return fmt.Errorf("runindex: purge %q: %w", s, err)
-		}
-	}
-	return nil
-}
-
-// writeHead records that the run's entries are subs, made from revision
-// c.rev, if the head is still at sequence prev; it returns the head's
-// new sequence.
-func (w *writer) writeHead(ctx context.Context, c change, subs []string, prev uint64) (uint64, error) {
-	body, err := json.Marshal(wire.IndexHead{RecordRev: c.rev, Subjects: subs})
+	body, err := json.Marshal(hd)
 	if err != nil {
 		return 0, err
 	}
-	ctx, cancel := context.WithTimeout(ctx, w.cfg.OpTimeout)
-	defer cancel()
 	opts := []jetstream.PublishOpt{jetstream.WithExpectLastSequencePerSubject(prev)}
 	if c.deleted {
 		opts = append(opts, jetstream.WithMsgTTL(deletedHeadTTL))
 	}
-	ack, err := w.js.Publish(ctx, w.names.IndexHead(c.run), body, opts...)
+	f, err := w.js.PublishAsync(w.names.IndexHead(c.run), body, opts...)
 	if err != nil {
 		return 0, fmt.Errorf("runindex: write the head of run %s: %w", c.run, err)
 	}
-	return ack.Sequence, nil
+	acks = append(acks, f)
+	var seq uint64
+	for i, f := range acks {
+		select {
+		case ack := <-f.Ok():
+			seq = ack.Sequence
+		case err := <-f.Err():
+			if i == len(acks)-1 {
+				return 0, fmt.Errorf("runindex: write the head of run %s: %w", c.run, err)
+			}
+			return 0, fmt.Errorf("runindex: index run %s on %q: %w", c.run, f.Msg().Subject, err)
+		case <-ctx.Done():
+			return 0, fmt.Errorf("runindex: index run %s: %w", c.run, ctx.Err())
+		}
+	}
+	return seq, nil
+}
+
+// clean asks the server to purge the subjects of stale that keep is
+// without, up to sequence before (what a writer publishes on them later
+// is newer and stays), and does not wait: readers already ignore them.
+func (w *writer) clean(stale map[string]bool, keep []string, before uint64) {
+	for s := range stale {
+		if slices.Contains(keep, s) {
+			continue
+		}
+		req := fmt.Appendf(nil, `{"filter":%q,"seq":%d}`, s, before)
+		if err := w.js.Conn().PublishRequest(w.purgeAPI, w.discard, req); err != nil {
+			w.log.Warn("runindex: purge of an old index subject not sent", slog.String("subject", s), slog.Any("error", err))
+		}
+	}
 }
 
 func lostRace(err error) bool {

@@ -16,7 +16,8 @@ type IndexEntry struct {
 	Status string `json:"s"`
 	// State is the status's state, as Status.State.
 	State string `json:"t,omitempty"`
-	// Active are the ids of the run's active states (for --state).
+	// Active are the ids of the run's active states (for --state), when
+	// they are not State alone.
 	Active []string `json:"a,omitempty"`
 	// Time is the status's logical time, Unix milliseconds.
 	Time float64 `json:"m,omitempty"`
@@ -33,8 +34,11 @@ type IndexEntry struct {
 }
 
 // IndexHead is the body of a run's head in the run index: the record
-// revision its entries were made from and their subjects.
+// revision its entries were made from and what names their subjects
+// (workflow, status, search attributes; none for a deleted run).
 type IndexHead struct {
-	RecordRev uint64   `json:"x"`
-	Subjects  []string `json:"s"`
+	RecordRev uint64            `json:"x"`
+	Workflow  string            `json:"w,omitempty"`
+	Status    string            `json:"s,omitempty"`
+	Search    map[string]string `json:"f,omitempty"`
 }
