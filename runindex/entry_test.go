@@ -25,8 +25,10 @@ func TestBuildEntry(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := wire.IndexEntry{Run: "r1", Workflow: "gate", Revision: "g1", Status: wire.StatusWaiting, State: "/states/gate", Time: 1796183856843, StartSeq: 7, Updated: 1234, RecordRev: 9,
-		Search: map[string]string{"customer": "c-7", "qty": "5", "order": "o/1"}}
+	want := wire.IndexEntry{
+		Run: "r1", Workflow: "gate", Revision: "g1", Status: wire.StatusWaiting, State: "/states/gate", Time: 1796183856843, StartSeq: 7, Updated: 1234, RecordRev: 9,
+		Search: map[string]string{"customer": "c-7", "qty": "5", "order": "o/1"},
+	}
 	got, _ := json.Marshal(e)
 	exp, _ := json.Marshal(want)
 	if string(got) != string(exp) {

@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/jetflow/jetflow/client"
+	"github.com/jetflow/jetflow/subjects"
 	"github.com/jetflow/jetflow/wire"
 )
 
@@ -20,6 +21,9 @@ func parseWhere(flags []string) ([]client.Where, error) {
 		name, value, ok := strings.Cut(w, "=")
 		if !ok || name == "" {
 			return nil, fmt.Errorf("--where %q: want NAME=VALUE, such as customer=c-7", w)
+		}
+		if err := subjects.CheckSearchName(name); err != nil {
+			return nil, fmt.Errorf("--where %q: %w", w, err)
 		}
 		out = append(out, client.Where{Name: name, Value: value})
 	}
