@@ -463,8 +463,8 @@ const DefaultIndexWait = 2 * time.Second
 // catchUp waits, up to wait, until the dispatchers have indexed every
 // change the run bucket held when it was called, so that a listing sees
 // the caller's own writes. It returns how many changes were still not
-// indexed (0 when caught up, or when that cannot be read: no indexer
-// consumer yet).
+// indexed (0 when caught up or when that cannot be read; every record
+// when no dispatcher has made the indexer's consumer yet).
 func (c *Client) catchUp(ctx context.Context, wait time.Duration) uint64 {
 	n := c.names
 	runs, err := c.js.Stream(ctx, n.KVStream(n.RunBucket()))
@@ -473,6 +473,9 @@ func (c *Client) catchUp(ctx context.Context, wait time.Duration) uint64 {
 	}
 	target := runs.CachedInfo().State.LastSeq
 	cons, err := c.js.Consumer(ctx, n.KVStream(n.RunBucket()), n.IndexerConsumer())
+	if errors.Is(err, jetstream.ErrConsumerNotFound) {
+		return runs.CachedInfo().State.Msgs // no dispatcher has indexed anything yet
+	}
 	if err != nil {
 		return 0
 	}
