@@ -172,6 +172,18 @@ func (q *indexQuery) newest(ctx context.Context, upper uint64, limit int) ([]hit
 		}
 		upper = lo
 	}
+	if upper <= q.first || full() {
+		return out, nil
+	}
+	// A filter of at most MaxDirectLasts runs: all of them in one read,
+	// straight from the stream's subject index.
+	got, err := q.lasts(ctx, upper)
+	if err == nil {
+		return out, take(got)
+	}
+	if !errors.Is(err, kvstore.ErrTooManyResults) {
+		return nil, err
+	}
 	window = uint64(firstWindow)
 	for upper > q.first && !full() {
 		lo := q.first
@@ -193,6 +205,36 @@ func (q *indexQuery) newest(ctx context.Context, upper uint64, limit int) ([]hit
 		upper, window = lo, window*4
 	}
 	return out, nil
+}
+
+// lasts reads every entry on the query's filter stored below sequence
+// upper with one direct get of the last message of each subject (each
+// subject holds one), and keeps those that pass cheap, in stream order.
+// More than kvstore.MaxDirectLasts entries is kvstore.ErrTooManyResults.
+func (q *indexQuery) lasts(ctx context.Context, upper uint64) ([]hit, error) {
+	var got []hit
+	var bad error
+	err := kvstore.DirectLasts(ctx, q.c.js, q.c.names.IndexStream(), []string{q.filter}, upper-1, func(m *jetstream.RawStreamMsg) {
+		if bad != nil {
+			return
+		}
+		var e wire.IndexEntry
+		if err := json.Unmarshal(m.Data, &e); err != nil {
+			bad = fmt.Errorf("client: index entry %d on %q: %w", m.Sequence, m.Subject, err)
+			return
+		}
+		if q.cheap(&e) {
+			got = append(got, hit{seq: m.Sequence, e: &e})
+		}
+	})
+	if errors.Is(err, kvstore.ErrTooManyResults) {
+		return nil, err
+	}
+	if err != nil {
+		return nil, fmt.Errorf("client: list runs: %w", err)
+	}
+	slices.SortFunc(got, func(a, b hit) int { return cmp.Compare(a.seq, b.seq) })
+	return got, bad
 }
 
 // readSeqs reads every message from lo to hi (exclusive) by sequence and
@@ -250,12 +292,14 @@ func subjectMatch(filter, subject string) bool {
 // (SortStart) or by run id; it continues after the cursor, and stops
 // once it holds limit+1 runs (0: all).
 func (q *indexQuery) all(ctx context.Context, sort string, after *cursor, limit int) ([]hit, error) {
-	var got []hit
-	err := q.read(ctx, q.first, q.last+1, func(h hit) {
-		if q.cheap(h.e) {
-			got = append(got, h)
-		}
-	})
+	got, err := q.lasts(ctx, q.last+1)
+	if errors.Is(err, kvstore.ErrTooManyResults) {
+		got, err = nil, q.read(ctx, q.first, q.last+1, func(h hit) {
+			if q.cheap(h.e) {
+				got = append(got, h)
+			}
+		})
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -321,7 +365,7 @@ func (q *indexQuery) verify(ctx context.Context, hits []hit) ([]hit, error) {
 		}
 		slices.Sort(subs)
 		subs = slices.Compact(subs)
-		err := kvstore.DirectLasts(ctx, q.c.js, q.c.names.IndexStream(), subs, func(m *jetstream.RawStreamMsg) {
+		err := kvstore.DirectLasts(ctx, q.c.js, q.c.names.IndexStream(), subs, 0, func(m *jetstream.RawStreamMsg) {
 			var h wire.IndexHead
 			if json.Unmarshal(m.Data, &h) == nil {
 				heads[m.Subject] = h.RecordRev

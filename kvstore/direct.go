@@ -53,14 +53,20 @@ func DirectLast(ctx context.Context, js jetstream.JetStream, stream, subject str
 // MaxDirectLasts is how many subjects one DirectLasts may name.
 const MaxDirectLasts = 1024
 
-// DirectLasts reads the last message of each of subjects (literal, at
-// most MaxDirectLasts) with one direct get and calls fn with each that
-// has one.
-func DirectLasts(ctx context.Context, js jetstream.JetStream, stream string, subjects []string, fn func(*jetstream.RawStreamMsg)) error {
+// ErrTooManyResults: a DirectLasts would return more than
+// MaxDirectLasts messages.
+var ErrTooManyResults = errors.New("too many results")
+
+// DirectLasts reads the last message of each subject that subjects (at
+// most MaxDirectLasts, patterns allowed) match, stored at or below
+// sequence upTo (0: any), with one direct get, and calls fn with each.
+// More than MaxDirectLasts such subjects is an error wrapping
+// ErrTooManyResults, and fn is not called.
+func DirectLasts(ctx context.Context, js jetstream.JetStream, stream string, subjects []string, upTo uint64, fn func(*jetstream.RawStreamMsg)) error {
 	if len(subjects) == 0 {
 		return nil
 	}
-	req, err := json.Marshal(map[string]any{"multi_last": subjects, "batch": len(subjects)})
+	req, err := json.Marshal(map[string]any{"multi_last": subjects, "batch": MaxDirectLasts, "up_to_seq": upTo})
 	if err != nil {
 		return err
 	}
@@ -100,6 +106,8 @@ func direct(ctx context.Context, js jetstream.JetStream, stream string, req []by
 		case "":
 		case "404", "408", "204":
 			return n, nil // nothing (more), or the end of the batch
+		case "413":
+			return n, ErrTooManyResults
 		default:
 			return n, fmt.Errorf("status %s %s", status, m.Header.Get("Description"))
 		}
