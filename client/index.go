@@ -214,8 +214,10 @@ func (q *indexQuery) newest(ctx context.Context, upper uint64, limit int) ([]hit
 func (q *indexQuery) lasts(ctx context.Context, upper uint64) ([]hit, error) {
 	var got []hit
 	var bad error
-	err := kvstore.DirectLasts(ctx, q.c.js, q.c.names.IndexStream(), []string{q.filter}, upper-1, func(m *jetstream.RawStreamMsg) {
-		if bad != nil {
+	// Asked of the whole stream, not up to upper: the server then reads
+	// only each subject's last block instead of walking every block back.
+	err := kvstore.DirectLasts(ctx, q.c.js, q.c.names.IndexStream(), []string{q.filter}, 0, func(m *jetstream.RawStreamMsg) {
+		if bad != nil || m.Sequence >= upper {
 			return
 		}
 		var e wire.IndexEntry
@@ -294,7 +296,8 @@ func subjectMatch(filter, subject string) bool {
 func (q *indexQuery) all(ctx context.Context, sort string, after *cursor, limit int) ([]hit, error) {
 	got, err := q.lasts(ctx, q.last+1)
 	if errors.Is(err, kvstore.ErrTooManyResults) {
-		got, err = nil, q.read(ctx, q.first, q.last+1, func(h hit) {
+		got = nil
+		err = q.read(ctx, q.first, q.last+1, func(h hit) {
 			if q.cheap(h.e) {
 				got = append(got, h)
 			}
