@@ -171,6 +171,9 @@ func (q *indexQuery) newest(ctx context.Context, upper uint64, limit int) ([]hit
 			return nil, err
 		}
 		upper = lo
+		if len(got) == 0 {
+			break // nothing in a whole window: a narrow filter, for lasts
+		}
 	}
 	if upper <= q.first || full() {
 		return out, nil
