@@ -31,7 +31,7 @@ func TestSearchAttributes(t *testing.T) {
 		{`{"$run":{"search":{"x":1}}}`, "/$run/search/x", "into the run's input or data"},
 		{`{"$run":{"search":{"a":"/input","b":"/input","c":"/input","d":"/input","e":"/input","f":"/input","g":"/input","h":"/input","i":"/input"}}}`, "/$run/search", "at most 8"},
 		{`{"$run":{"search":{},"search":{}}}`, "/$run/search", "appears twice"},
-		{`{"$run":{"other":1}}`, "/$run/other", "settings: retention, search"},
+		{`{"$run":{"other":1}}`, "/$run/other", "settings: retention, archive, search"},
 	} {
 		_, err := Parse([]byte(c.doc))
 		var pe *Error
