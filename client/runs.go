@@ -23,6 +23,8 @@ type Listed struct {
 	// StartSeq is the input stream sequence of the run's start: runs
 	// started later have higher ones (0 when the record does not say).
 	StartSeq uint64
+	// Search holds the run's search attributes (from the run index).
+	Search map[string]string
 }
 
 // runLister is a run store that can read every record in one pass, as
@@ -100,6 +102,22 @@ type ListOptions struct {
 	Limit int
 	// Cursor continues after the page that returned it as Next.
 	Cursor string
+	// Where are search attribute conditions, all of which a run meets
+	// (the run index answers them). Default none.
+	Where []Where
+	// Full reads each listed run's record for its whole status (result
+	// and error); an index entry has the rest. Default false.
+	Full bool
+	// Wait is how long a listing from the index first waits for the
+	// index to hold every run change made before the listing began
+	// (read-your-writes); negative does not wait. Default
+	// DefaultIndexWait (2s).
+	Wait time.Duration
+	// Scan reads every run record instead of the run index: slower, but
+	// as of now, where the index follows the records by a moment (bulk
+	// jobs scan too). Where and Filter.Status "removed" need the index.
+	// Default false.
+	Scan bool
 }
 
 // RunPage is one page of a listing.
@@ -109,6 +127,12 @@ type RunPage struct {
 	Next string
 	// Skipped are the records that could not be read.
 	Skipped []error
+	// Behind is how many run changes the dispatchers had still not
+	// indexed when the listing gave up waiting (ListOptions.Wait): the
+	// runs listed may lag by those.
+	Behind uint64
+	// Scanned says the listing read the run records, not the index.
+	Scanned bool
 }
 
 // cursor is where a page ended: the sort key and run id of its last run.
@@ -118,11 +142,15 @@ type cursor struct {
 	Run  string `json:"r"`
 }
 
-// ListRuns returns the runs matching opts.Filter, sorted and paged. It
-// reads every record (a scan, not an index: about 4-8 s per million runs
-// on one node). A cursor is valid for the sort it came from; runs that
-// change between pages move within the order (a sort by update time may
-// show a run twice, or skip it).
+// ListRuns returns the runs matching opts.Filter and opts.Where, sorted
+// and paged. It reads the run index (package runindex): a sort by
+// update time reads about the page, whatever the number of runs; a sort
+// by start time or id reads every index entry the workflow, status and
+// first search attribute select. The index follows the run records by a
+// moment (RunPage.Behind). A deployment provisioned before the index, or
+// opts.Scan, reads every record instead. A cursor is valid for the sort
+// it came from; runs that change between pages move within the order (a
+// sort by update time may show a run twice, or skip it).
 func (c *Client) ListRuns(ctx context.Context, opts ListOptions) (*RunPage, error) {
 	if opts.Sort == "" {
 		opts.Sort = SortID
@@ -137,13 +165,35 @@ func (c *Client) ListRuns(ctx context.Context, opts ListOptions) (*RunPage, erro
 			return nil, err
 		}
 	}
-	m, err := CompileFilter(opts.Filter)
+	if err := checkWhere(opts.Where); err != nil {
+		return nil, err
+	}
+	f := opts.Filter
+	removed := f.Status == wire.StatusRemoved
+	if removed {
+		f.Status = "" // a listing-only status: CompileFilter does not know it
+	}
+	m, err := CompileFilter(f)
 	if err != nil {
 		return nil, err
 	}
 	if err := m.Bind(ctx, c.js, c.names); err != nil {
 		return nil, err
 	}
+	if !opts.Scan {
+		page, err := c.listByIndex(ctx, opts, m, after)
+		if !errors.Is(err, ErrNoIndex) || removed || len(opts.Where) > 0 {
+			return page, err
+		}
+	}
+	if removed || len(opts.Where) > 0 {
+		return nil, fmt.Errorf("%w: --where and --status %s read the run index; a scan cannot answer them", ErrBadFilter, wire.StatusRemoved)
+	}
+	return c.listByScan(ctx, opts, m, after)
+}
+
+// listByScan is ListRuns over every run record.
+func (c *Client) listByScan(ctx context.Context, opts ListOptions, m *Matcher, after *cursor) (*RunPage, error) {
 	runs, skipped, err := c.Matching(ctx, m)
 	if err != nil {
 		return nil, err
@@ -174,7 +224,7 @@ func (c *Client) ListRuns(ctx context.Context, opts ListOptions) (*RunPage, erro
 		})
 		runs = runs[i:]
 	}
-	page := &RunPage{Runs: runs, Skipped: skipped}
+	page := &RunPage{Runs: runs, Skipped: skipped, Scanned: true}
 	if opts.Limit > 0 && len(runs) > opts.Limit {
 		page.Runs = runs[:opts.Limit]
 		last := page.Runs[len(page.Runs)-1]

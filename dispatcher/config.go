@@ -12,6 +12,7 @@ import (
 	"github.com/jetflow/jetflow/clock"
 	"github.com/jetflow/jetflow/engine/run"
 	"github.com/jetflow/jetflow/registry"
+	"github.com/jetflow/jetflow/runindex"
 	"github.com/jetflow/jetflow/step"
 	"github.com/jetflow/jetflow/subjects"
 	"github.com/jetflow/jetflow/token"
@@ -156,6 +157,12 @@ type Config struct {
 	// default to the dispatcher's. Default: on, bulk's defaults.
 	Jobs bulk.Config
 
+	// Index configures the run indexer every dispatcher runs (package
+	// runindex); Index.Off turns it off in this process. Its Names,
+	// Logger, Clock and OpTimeout default to the dispatcher's. Default:
+	// on, runindex's defaults.
+	Index runindex.Config
+
 	// hooks lets tests stop a step at a crash point.
 	hooks *hooks
 }
@@ -236,6 +243,16 @@ func (c Config) WithDefaults() Config {
 		c.Jobs.Clock = c.Clock
 	}
 	setDefault(&c.Jobs.OpTimeout, c.OpTimeout)
+	if c.Index.Names == (subjects.Names{}) {
+		c.Index.Names = c.Names
+	}
+	if c.Index.Logger == nil {
+		c.Index.Logger = c.Logger
+	}
+	if c.Index.Clock == nil {
+		c.Index.Clock = c.Clock
+	}
+	setDefault(&c.Index.OpTimeout, c.OpTimeout)
 	setDefault(&c.Retention, DefaultRetention)
 	setDefault(&c.RemovalBucket, DefaultRemovalBucket)
 	return c

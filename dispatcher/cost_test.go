@@ -76,7 +76,7 @@ func TestLatestReadsOnlyTheRevisionList(t *testing.T) {
 func TestPurgeOnlyRunsThatArmedTimers(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	purges, err := b.nc.SubscribeSync("$JS.API.STREAM.PURGE.>")
+	purges, err := b.nc.SubscribeSync("$JS.API.STREAM.PURGE." + b.names.TimerStream())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/jetflow/jetflow/lifecycle"
 	"github.com/jetflow/jetflow/provision"
 	"github.com/jetflow/jetflow/registry"
+	"github.com/jetflow/jetflow/runindex"
 	"github.com/jetflow/jetflow/step"
 	"github.com/jetflow/jetflow/token"
 )
@@ -70,6 +71,8 @@ type Dispatcher struct {
 
 	// jobs carries out bulk jobs beside the steps (package bulk).
 	jobs *bulk.Runner
+	// index keeps the run index beside the steps (package runindex).
+	index *runindex.Indexer
 }
 
 type runQueue struct {
@@ -173,6 +176,9 @@ func (d *Dispatcher) start(ctx context.Context) (lifecycle.Run, error) {
 		}
 		d.jobs = bulk.New(d.js, jc, d.cfg.Jobs)
 	}
+	if d.index == nil {
+		d.index = runindex.New(d.js, d.cfg.Index)
+	}
 	// Steps outlive Start's context: only Stop ends them.
 	d.ctx, d.cancel = context.WithCancelCause(context.WithoutCancel(ctx))
 	d.qmu.Lock()
@@ -206,6 +212,7 @@ func (d *Dispatcher) start(ctx context.Context) (lifecycle.Run, error) {
 		return nil, fmt.Errorf("dispatcher: consume %q: %w", names.DispatcherConsumer(), err)
 	}
 	d.jobs.Start()
+	d.index.Start()
 	return &cycle{d: d, cc: cc, halt: make(chan struct{}), done: make(chan struct{})}, nil
 }
 
@@ -245,6 +252,7 @@ func (d *Dispatcher) windDown(c *cycle) {
 	defer close(c.done)
 	d.jobs.Stop()
 	d.stopReaper()
+	d.index.Stop()
 	c.cc.Drain()
 	select {
 	case <-c.cc.Closed():

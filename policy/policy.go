@@ -65,11 +65,14 @@ type Policy struct {
 	retention *time.Duration
 	// archive is the "$run" entry's archive; nil unset.
 	archive *bool
+	// search is the "$run" entry's search attributes: name to JSON
+	// Pointer; nil unset.
+	search map[string]string
 }
 
 // Empty reports whether p has no entries.
 func (p *Policy) Empty() bool {
-	return p == nil || len(p.rules) == 0 && p.retention == nil && p.archive == nil
+	return p == nil || len(p.rules) == 0 && p.retention == nil && p.archive == nil && p.search == nil
 }
 
 // Keys are p's task rule keys, sorted ("$run" is not one).

@@ -179,7 +179,7 @@ func FuzzParse(f *testing.F) {
 	for _, c := range valid {
 		f.Add([]byte(c.in))
 	}
-	for _, s := range []string{`[]`, `{"t":{"maxAttempts":0}}`, `{"*":{"maxInterval":"500ms"}}`, `{"a@b@c":{}}`, `{"t":{"nonRetryableCodes":[1]}}`} {
+	for _, s := range []string{`[]`, `{"t":{"maxAttempts":0}}`, `{"*":{"maxInterval":"500ms"}}`, `{"a@b@c":{}}`, `{"t":{"nonRetryableCodes":[1]}}`, `{"$run":{"search":{"customer":"/input/customer","n":"/data/a~1b"}}}`, `{"$run":{"search":{"a.b":"/x"}}}`} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {

@@ -48,7 +48,7 @@ func (p *Policy) Archive() *bool {
 func (p *Policy) parseRun(raw json.RawMessage, ptr string) error {
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()
-	if err := openObject(dec, ptr, `must be an object with "`+fieldRetention+`" or "`+fieldArchive+`"`); err != nil {
+	if err := openObject(dec, ptr, `must be an object with "`+fieldRetention+`", "`+fieldArchive+`" or "`+fieldSearch+`"`); err != nil {
 		return err
 	}
 	for dec.More() {
@@ -72,8 +72,17 @@ func (p *Policy) parseRun(raw json.RawMessage, ptr string) error {
 			p.archive = &a
 			continue
 		}
+		if field == fieldSearch {
+			if p.search != nil {
+				return errAt(fptr, "the field %q appears twice", field)
+			}
+			if p.search, err = parseSearch(v, fptr); err != nil {
+				return err
+			}
+			continue
+		}
 		if field != fieldRetention {
-			return errAt(fptr, "%q is not a run setting (settings: %s, %s)", field, fieldRetention, fieldArchive)
+			return errAt(fptr, "%q is not a run setting (settings: %s, %s, %s)", field, fieldRetention, fieldArchive, fieldSearch)
 		}
 		if p.retention != nil {
 			return errAt(fptr, "the field %q appears twice", field)
@@ -91,7 +100,7 @@ func (p *Policy) parseRun(raw json.RawMessage, ptr string) error {
 
 // runTree is the canonical form of the "$run" entry, nil when unset.
 func (p *Policy) runTree() map[string]any {
-	if p.retention == nil && p.archive == nil {
+	if p.retention == nil && p.archive == nil && p.search == nil {
 		return nil
 	}
 	t := map[string]any{}
@@ -104,6 +113,13 @@ func (p *Policy) runTree() map[string]any {
 	}
 	if p.archive != nil {
 		t[fieldArchive] = *p.archive
+	}
+	if p.search != nil {
+		s := map[string]any{}
+		for k, v := range p.search {
+			s[k] = v
+		}
+		t[fieldSearch] = s
 	}
 	return t
 }

@@ -128,10 +128,10 @@ func TestRoleRefusals(t *testing.T) {
 
 // TestOnlyDispatchersTouchState reads the generated permissions: no role
 // but the dispatcher (and the operator) may write run records, publish
-// invocations, read the token secret, touch the timer stream or purge
-// the input stream (retention) and the archive, no role may purge any
-// other stream, and
-// no role but workers may publish results.
+// invocations, read the token secret, touch the timer stream, purge the
+// input stream (retention) and the archive, or write and purge the run
+// index, no role may purge any other stream, and no role but workers may
+// publish results.
 func TestOnlyDispatchersTouchState(t *testing.T) {
 	t.Parallel()
 	n := subjects.Must("")
@@ -154,8 +154,10 @@ func TestOnlyDispatchersTouchState(t *testing.T) {
 			case u.Name != UserDispatcher && (s == n.ScheduleAll() || strings.Contains(s, n.TimerStream()) || strings.Contains(s, ".fired.")):
 				t.Errorf("%s may use the timer stream: %s", u.Name, s)
 			case strings.HasPrefix(s, "$JS.API.STREAM.PURGE.") && (u.Name != UserDispatcher ||
-				s != "$JS.API.STREAM.PURGE."+n.TimerStream() && s != "$JS.API.STREAM.PURGE."+n.InputStream() && s != "$JS.API.STREAM.PURGE."+n.ObjectStream(n.ArchiveBucket())):
+				s != "$JS.API.STREAM.PURGE."+n.TimerStream() && s != "$JS.API.STREAM.PURGE."+n.InputStream() && s != "$JS.API.STREAM.PURGE."+n.ObjectStream(n.ArchiveBucket()) && s != "$JS.API.STREAM.PURGE."+n.IndexStream()):
 				t.Errorf("%s may purge %s", u.Name, s)
+			case u.Name != UserDispatcher && strings.HasPrefix(s, n.Prefix()+".idx."):
+				t.Errorf("%s may write the run index: %s", u.Name, s)
 			}
 		}
 		for _, s := range u.Permissions.Subscribe {

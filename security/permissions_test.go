@@ -222,6 +222,11 @@ func TestPermissionMatrix(t *testing.T) {
 	if _, err := observer.Status(ctx, "p1"); err != nil {
 		t.Fatalf("the observer cannot read the run: %v", err)
 	}
+	// The dispatcher indexed both runs; the observer lists from the index.
+	page, err := observer.ListRuns(ctx, client.ListOptions{Filter: wire.RunFilter{Status: wire.StatusDone}, Sort: client.SortUpdate})
+	if err != nil || page.Scanned || page.Behind > 0 || len(page.Runs) != 2 || page.Runs[0].Status.Run != "t1" || page.Runs[1].Status.Run != "p1" {
+		t.Fatalf("the observer's listing of done runs: %+v, %v", page, err)
+	}
 	// A bulk cancel submitted by the operator, carried out by the
 	// dispatcher: the job bucket, the run scan and the cancel it publishes.
 	if err := app.StartRun(ctx, "two", "p2", nil); err != nil {
@@ -434,6 +439,10 @@ func TestPermissionMatrix(t *testing.T) {
 			r.observer, "read the token secret", "$JS.API.DIRECT.GET.KV_" + n.WorkflowBucket() + ".$KV." + n.WorkflowBucket() + "." + token.Key,
 			request(r.observer, "$JS.API.DIRECT.GET.KV_"+n.WorkflowBucket()+".$KV."+n.WorkflowBucket()+"."+token.Key),
 		},
+		{r.observer, "write the run index", n.IndexEntry("two", "done", "evil"), jsPublish(r.observer, n.IndexEntry("two", "done", "evil"))},
+		{r.observer, "purge the run index", "$JS.API.STREAM.PURGE." + n.IndexStream(), request(r.observer, "$JS.API.STREAM.PURGE."+n.IndexStream())},
+		{r.app, "write the run index", n.IndexHead("p1"), jsPublish(r.app, n.IndexHead("p1"))},
+		{r.events, "read the run index", "$JS.API.DIRECT.GET." + n.IndexStream(), request(r.events, "$JS.API.DIRECT.GET."+n.IndexStream())},
 		// A dispatcher drives runs but cannot deploy or destroy.
 		{r.disp, "deploy a workflow", "$KV." + n.WorkflowBucket() + ".name.evil", jsPublish(r.disp, "$KV."+n.WorkflowBucket()+".name.evil")},
 		{r.disp, "delete the input stream", "$JS.API.STREAM.DELETE." + n.InputStream(), request(r.disp, "$JS.API.STREAM.DELETE."+n.InputStream())},

@@ -98,7 +98,7 @@ func Dispatcher(n subjects.Names, user string) Permissions {
 		api("CONSUMER.CREATE", kvStream(wfs), "*", n.KVKey(wfs, "name.>")), api("CONSUMER.DELETE", kvStream(wfs), "*"),
 		n.FlowControl(kvStream(wfs)),
 	}
-	return join(Permissions{Publish: pub, Subscribe: []string{inbox(user)}}, bulkJobs(n), archiveWrite(n))
+	return join(Permissions{Publish: pub, Subscribe: []string{inbox(user)}}, bulkJobs(n), archiveWrite(n), runIndex(n))
 }
 
 // archiveWrite is what a dispatcher needs to archive a run before
@@ -123,6 +123,30 @@ func archiveRead(n subjects.Names) Permissions {
 		n.API("STREAM.INFO", obj), n.API("DIRECT.GET", obj, ">"), n.API("STREAM.MSG.GET", obj),
 		n.API("CONSUMER.CREATE", obj), n.API("CONSUMER.CREATE", obj, ">"), n.API("CONSUMER.DELETE", obj, ">"), n.FlowControl(obj),
 	}}
+}
+
+// runIndex is what a dispatcher's indexer needs (package runindex): its
+// durable consumer of the run bucket's stream, and writing the index
+// stream (entries and heads, direct gets of the heads, purges of the
+// subjects a run left).
+func runIndex(n subjects.Names) Permissions {
+	runs, c, idx := n.KVStream(n.RunBucket()), n.IndexerConsumer(), n.IndexStream()
+	return Permissions{Publish: []string{
+		n.API("CONSUMER.CREATE", runs, c), n.API("CONSUMER.CREATE", runs, c, ">"), n.API("CONSUMER.DURABLE.CREATE", runs, c),
+		n.API("CONSUMER.INFO", runs, c), n.API("CONSUMER.MSG.NEXT", runs, c), n.Ack(runs, c),
+		n.API("STREAM.INFO", idx), n.API("DIRECT.GET", idx), n.API("STREAM.PURGE", idx), n.IndexAll(),
+	}}
+}
+
+// indexRead is what a listing needs (client.ListRuns): the index
+// stream's state and direct gets of it, and whether the indexers have
+// caught up with the run bucket.
+func indexRead(n subjects.Names) []string {
+	runs := n.KVStream(n.RunBucket())
+	return []string{
+		n.API("STREAM.INFO", n.IndexStream()), n.API("DIRECT.GET", n.IndexStream()),
+		n.API("STREAM.INFO", runs), n.API("CONSUMER.INFO", runs, n.IndexerConsumer()),
+	}
 }
 
 // bulkJobs is what a dispatcher's bulk-job runner needs (package bulk):
@@ -206,16 +230,16 @@ func Publisher(n subjects.Names, user string, kinds ...string) (Permissions, err
 }
 
 // Observer may read run records (direct gets, as client.Status and
-// client.Wait do) and subscribe to status announcements; it changes
-// nothing. It gets no consumer rights, so no watches or listings: a
-// consumer's creator chooses where the server delivers its messages,
-// which could be a run-input subject. Give Watcher to trusted readers
-// that need them.
+// client.Wait do), list runs from the run index (direct gets of its
+// stream) and subscribe to status announcements; it changes nothing. It
+// gets no consumer rights, so no watches or scans: a consumer's creator
+// chooses where the server delivers its messages, which could be a
+// run-input subject. Give Watcher to trusted readers that need them.
 func Observer(n subjects.Names, user string) Permissions {
-	return Permissions{
+	return join(Permissions{
 		Publish:   kvRead(n, n.RunBucket(), ">"),
 		Subscribe: []string{n.StatusAll(), inbox(user)},
-	}
+	}, Permissions{Publish: indexRead(n)})
 }
 
 // Watcher adds to Observer what a watch or listing of the run bucket

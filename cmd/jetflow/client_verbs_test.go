@@ -357,6 +357,8 @@ func TestBadNamesRefused(t *testing.T) {
 		{[]string{"status", "a b"}, `argument RUN: invalid name: run id "a b" has white space`},
 		{[]string{"list", "--status", "sleeping"}, `--status "sleeping" is not a run status`},
 		{[]string{"list", "--workflow", "a>"}, `--workflow: invalid name: workflow name "a>"`},
+		{[]string{"list", "--where", "customer"}, `--where "customer": want NAME=VALUE`},
+		{[]string{"list", "--where", "a.b=1"}, `--where "a.b=1": invalid name: search attribute name "a.b"`},
 		{[]string{"worker", "exec", "--task", "cat", "--", "cat"}, `--task "cat": want NAME@VERSION`},
 		{[]string{"worker", "exec", "--task", "c.t@1", "--", "cat"}, `--task: invalid name: task name "c.t"`},
 		{[]string{"worker", "exec", "--task", "cat@1"}, "missing COMMAND after --"},

@@ -178,7 +178,8 @@ func (b *bulkOp) run(ctx context.Context, s streams, f wire.RunFilter) error {
 		return err
 	}
 	defer stop()
-	page, err := fl.Client.ListRuns(ctx, client.ListOptions{Filter: f})
+	// A scan, as the job itself reads runs (package bulk).
+	page, err := fl.Client.ListRuns(ctx, client.ListOptions{Filter: f, Scan: true})
 	if err != nil {
 		return flagError(err)
 	}

@@ -1,0 +1,186 @@
+package kvstore
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/jetflow/jetflow/subjects"
+)
+
+// LastOnSubject returns the last message on subject (a literal subject)
+// in stream, read through the stream leader; the error wraps ErrNoKey
+// when there is none.
+func LastOnSubject(ctx context.Context, js jetstream.JetStream, stream, subject string) (*jetstream.RawStreamMsg, error) {
+	return leaderGet(ctx, js, stream, map[string]any{"last_by_subj": subject})
+}
+
+// DirectBatch reads, with one batched direct get (answered by any
+// replica of a stream with AllowDirect), up to batch messages on filter
+// (a subject pattern) from sequence seq on, and calls fn with each in
+// stream order. It returns how many it read: fewer than batch means
+// there are no more.
+func DirectBatch(ctx context.Context, js jetstream.JetStream, stream, filter string, seq uint64, batch int, fn func(*jetstream.RawStreamMsg)) (int, error) {
+	req := fmt.Appendf(nil, `{"seq":%d,"next_by_subj":%q,"batch":%d}`, max(seq, 1), filter, batch)
+	n, err := direct(ctx, js, stream, req, false, fn)
+	if err != nil {
+		return n, fmt.Errorf("direct get of %q in stream %q from %d: %w", filter, stream, seq, err)
+	}
+	return n, nil
+}
+
+// DirectLast returns the last message on subject (literal) in stream
+// with a direct get, answered by any replica (so it may lag the leader);
+// the error wraps ErrNoKey when there is none.
+func DirectLast(ctx context.Context, js jetstream.JetStream, stream, subject string) (*jetstream.RawStreamMsg, error) {
+	var got *jetstream.RawStreamMsg
+	req := fmt.Appendf(nil, `{"last_by_subj":%q}`, subject)
+	if _, err := direct(ctx, js, stream, req, true, func(m *jetstream.RawStreamMsg) { got = m }); err != nil {
+		return nil, fmt.Errorf("direct get of %q in stream %q: %w", subject, stream, err)
+	}
+	if got == nil {
+		return nil, fmt.Errorf("direct get of %q in stream %q: %w", subject, stream, ErrNoKey)
+	}
+	return got, nil
+}
+
+// MaxDirectLasts is how many subjects one DirectLasts may name.
+const MaxDirectLasts = 1024
+
+// ErrTooManyResults: a DirectLasts would return more than
+// MaxDirectLasts messages.
+var ErrTooManyResults = errors.New("too many results")
+
+// DirectLasts reads the last message of each subject that subjects (at
+// most MaxDirectLasts, patterns allowed) match, stored at or below
+// sequence upTo (0: any), with one direct get, and calls fn with each.
+// More than MaxDirectLasts such subjects is an error wrapping
+// ErrTooManyResults, and fn is not called.
+func DirectLasts(ctx context.Context, js jetstream.JetStream, stream string, subjects []string, upTo uint64, fn func(*jetstream.RawStreamMsg)) error {
+	if len(subjects) == 0 {
+		return nil
+	}
+	req, err := json.Marshal(map[string]any{"multi_last": subjects, "batch": MaxDirectLasts, "up_to_seq": upTo})
+	if err != nil {
+		return err
+	}
+	if _, err := direct(ctx, js, stream, req, false, fn); err != nil {
+		return fmt.Errorf("direct get of the last of %d subjects in stream %q: %w", len(subjects), stream, err)
+	}
+	return nil
+}
+
+// direct sends one $JS.API.DIRECT.GET request and reads its replies up
+// to the end of the batch (one reply when single).
+func direct(ctx context.Context, js jetstream.JetStream, stream string, req []byte, single bool, fn func(*jetstream.RawStreamMsg)) (int, error) {
+	o := js.Options()
+	api := subjects.APIPrefix(o.Domain)
+	if _, ok := ctx.Deadline(); !ok && o.DefaultTimeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, o.DefaultTimeout)
+		defer cancel()
+	}
+	nc := js.Conn()
+	inbox := nc.NewRespInbox()
+	sub, err := nc.SubscribeSync(inbox)
+	if err != nil {
+		return 0, err
+	}
+	defer func() { _ = sub.Unsubscribe() }()
+	if err := nc.PublishRequest(api+"DIRECT.GET."+stream, inbox, req); err != nil {
+		return 0, err
+	}
+	n := 0
+	for {
+		m, err := sub.NextMsgWithContext(ctx)
+		if err != nil {
+			return n, err
+		}
+		switch status := m.Header.Get("Status"); status {
+		case "":
+		case "404", "408", "204":
+			return n, nil // nothing (more), or the end of the batch
+		case "413":
+			return n, ErrTooManyResults
+		default:
+			return n, fmt.Errorf("status %s %s", status, m.Header.Get("Description"))
+		}
+		msg, err := directMsg(m)
+		if err != nil {
+			return n, err
+		}
+		n++
+		fn(msg)
+		if single {
+			return n, nil
+		}
+	}
+}
+
+func directMsg(m *nats.Msg) (*jetstream.RawStreamMsg, error) {
+	seq, err := strconv.ParseUint(m.Header.Get(jetstream.SequenceHeader), 10, 64)
+	if err != nil {
+		return nil, errors.New("reply without a sequence")
+	}
+	t, _ := time.Parse(time.RFC3339Nano, m.Header.Get(jetstream.TimeStampHeaer))
+	return &jetstream.RawStreamMsg{Subject: m.Header.Get(jetstream.SubjectHeader), Sequence: seq, Header: m.Header, Data: m.Data, Time: t}, nil
+}
+
+// DirectSeqs reads the messages at each of seqs with pipelined direct
+// gets (no batch: the server then counts nothing) and calls fn with each
+// that exists, in the order of seqs.
+func DirectSeqs(ctx context.Context, js jetstream.JetStream, stream string, seqs []uint64, fn func(*jetstream.RawStreamMsg)) error {
+	if len(seqs) == 0 {
+		return nil
+	}
+	o := js.Options()
+	api := subjects.APIPrefix(o.Domain) + "DIRECT.GET." + stream
+	if _, ok := ctx.Deadline(); !ok && o.DefaultTimeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, o.DefaultTimeout)
+		defer cancel()
+	}
+	nc := js.Conn()
+	inbox := nc.NewRespInbox()
+	replies := make(chan *nats.Msg, len(seqs))
+	sub, err := nc.ChanSubscribe(inbox+".*", replies)
+	if err != nil {
+		return fmt.Errorf("direct get of %d messages in stream %q: %w", len(seqs), stream, err)
+	}
+	defer func() { _ = sub.Unsubscribe() }()
+	for i, seq := range seqs {
+		if err := nc.PublishRequest(api, inbox+"."+strconv.Itoa(i), fmt.Appendf(nil, `{"seq":%d}`, seq)); err != nil {
+			return fmt.Errorf("direct get of %d messages in stream %q: %w", len(seqs), stream, err)
+		}
+	}
+	got := make([]*jetstream.RawStreamMsg, len(seqs))
+	for range seqs {
+		select {
+		case m := <-replies:
+			i, err := strconv.Atoi(m.Subject[len(inbox)+1:])
+			if err != nil || i < 0 || i >= len(got) {
+				continue
+			}
+			if m.Header.Get("Status") != "" {
+				continue // deleted or never stored
+			}
+			if got[i], err = directMsg(m); err != nil {
+				return fmt.Errorf("direct get of %d messages in stream %q: %w", len(seqs), stream, err)
+			}
+		case <-ctx.Done():
+			return fmt.Errorf("direct get of %d messages in stream %q: %w", len(seqs), stream, ctx.Err())
+		}
+	}
+	for _, m := range got {
+		if m != nil {
+			fn(m)
+		}
+	}
+	return nil
+}

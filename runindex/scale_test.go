@@ -1,0 +1,242 @@
+package runindex_test
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sort"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/jetflow/jetflow/client"
+	"github.com/jetflow/jetflow/embedded"
+	"github.com/jetflow/jetflow/natstest"
+	"github.com/jetflow/jetflow/provision"
+	"github.com/jetflow/jetflow/runindex"
+	"github.com/jetflow/jetflow/subjects"
+	"github.com/jetflow/jetflow/wire"
+)
+
+// indexScale is the number of runs TestListAtScale stores; 0 skips it.
+// The figures of docs/PERFORMANCE.md come from
+//
+//	go test ./runindex/ -run TestListAtScale -index-scale 1000000 -v -timeout 60m
+var (
+	indexScale = flag.Int("index-scale", 0, "runs TestListAtScale stores and indexes (0 skips it)")
+	indexDir   = flag.String("index-dir", "", "TestListAtScale's store; one that holds the runs already is only queried")
+)
+
+// Shapes of the stored runs: run i is of workflow wf-(i%5), in status
+// scaleStatuses[i%5] (so each workflow has one status), with customer
+// c-(i%10000).
+var scaleStatuses = []string{wire.StatusWaiting, wire.StatusDone, wire.StatusFailed, wire.StatusRunning, wire.StatusCancelled}
+
+const scaleCustomers = 10000
+
+// scaleRecord is run i's record, shaped as the dispatcher writes it for
+// a run of a one-state workflow.
+func scaleRecord(i int) []byte {
+	id, st := fmt.Sprintf("s-%07d", i), scaleStatuses[(i/5)%len(scaleStatuses)]
+	wf, cust := fmt.Sprintf("wf-%d", i%5), fmt.Sprintf("c-%d", i%scaleCustomers)
+	return fmt.Appendf(nil, `{"state":{"workflow":%q,"revision":"r1","runId":%q,"status":%q,"generation":3,"context":{"input":{"customer":%q,"qty":%d},"data":{"customer":%q},"event":null,"results":{},"visits":{"/states/gate":1}},"pending":null,"seq":1,"control":{"active":["/states/gate"],"history":{},"timers":[],"serial":0,"time":%d}},"status":{"run":%q,"workflow":%q,"revision":"r1","status":%q,"state":"/states/gate","time":%d},"applied":[%d],"order":[[%d,%d]]}`,
+		wf, id, st, cust, i%7, cust, 1796183856843+i, id, wf, st, 1796183856843+i, i+1, i+1, i+1)
+}
+
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// TestListAtScale stores -index-scale run records, indexes them from
+// scratch and times filtered pages of ListRuns (p50 and p99 of 50 tries
+// each). It checks what every page holds; the times are printed.
+func TestListAtScale(t *testing.T) {
+	n := *indexScale
+	if n == 0 {
+		t.Skip("give -index-scale N to run it")
+	}
+	var opts []natstest.Option
+	if *indexDir != "" {
+		opts = append(opts, natstest.WithConfig(func(c *embedded.Config) { c.DataDir = *indexDir }))
+	}
+	srv := natstest.Server(t, opts...)
+	nc := natstest.Conn(t, srv)
+	js := natstest.JetStream(t, nc)
+	ctx, cancel := context.WithTimeout(context.Background(), 55*time.Minute)
+	defer cancel()
+	names := subjects.Must("")
+	if err := provision.Provision(ctx, js, names, provision.ProvisionOptions{Storage: jetstream.FileStorage}); err != nil {
+		t.Fatal(err)
+	}
+	runs, err := js.Stream(ctx, names.KVStream(names.RunBucket()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	began := time.Now()
+	if runs.CachedInfo().State.Msgs >= uint64(n) { //nolint:gosec // a count
+		t.Logf("the store holds the runs already; indexing what is left")
+	} else {
+		storeAtScale(ctx, t, js, names, n)
+		t.Logf("stored %d records of about %d bytes in %s", n, len(scaleRecord(n-1)), time.Since(began).Round(time.Millisecond))
+	}
+	indexAtScale(ctx, t, js, names, n)
+	queryAtScale(ctx, t, js)
+}
+
+// storeAtScale writes runs 0…n-1 to the run bucket.
+func storeAtScale(ctx context.Context, t *testing.T, js jetstream.JetStream, names subjects.Names, n int) {
+	t.Helper()
+	prefix := names.KVKeyPrefix(names.RunBucket())
+	acks := make([]jetstream.PubAckFuture, 0, 1000)
+	flush := func() {
+		for _, a := range acks {
+			select {
+			case <-a.Ok():
+			case err := <-a.Err():
+				t.Fatal(err)
+			}
+		}
+		acks = acks[:0]
+	}
+	for i := range n {
+		a, err := js.PublishAsync(prefix+fmt.Sprintf("s-%07d", i), scaleRecord(i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if acks = append(acks, a); len(acks) == cap(acks) {
+			flush()
+		}
+	}
+	flush()
+}
+
+// indexAtScale runs an indexer until the index holds every run: an
+// entry, a customer entry and a head each.
+func indexAtScale(ctx context.Context, t *testing.T, js jetstream.JetStream, names subjects.Names, n int) {
+	t.Helper()
+	search := func(string, string) (map[string]string, error) {
+		return map[string]string{"customer": "/input/customer"}, nil
+	}
+	var before uint64 // runs indexed by an earlier, interrupted test
+	if s, err := js.Stream(ctx, names.IndexStream()); err == nil {
+		before = s.CachedInfo().State.Msgs / 3
+	}
+	cpu0, began := cpuTime(), time.Now()
+	x := runindex.New(js, runindex.Config{Search: search, Logger: slog.New(slog.DiscardHandler), Concurrency: 16})
+	x.Start()
+	defer x.Stop()
+	// The index stream's count, not the consumer's: a consumer's info
+	// counts what is pending, which a million runs make slow.
+	var st jetstream.StreamState
+	for {
+		s, err := js.Stream(ctx, names.IndexStream())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st = s.CachedInfo().State; st.Msgs >= uint64(3*n) { //nolint:gosec // a count
+			break
+		}
+		time.Sleep(time.Second)
+	}
+	took, cpu, done := time.Since(began), cpuTime()-cpu0, max(1, uint64(n)-before) //nolint:gosec // a count
+	t.Logf("indexed %d runs (%d before) in %s (%.0f runs/s), %s CPU of this process (server and indexer) per run; index: %d messages, %d bytes, %.0f bytes per run",
+		done, before, took.Round(time.Millisecond), float64(done)/took.Seconds(), (cpu / time.Duration(done)).Round(time.Microsecond), st.Msgs, st.Bytes, float64(st.Bytes)/float64(n))
+
+	x.Stop()
+}
+
+// queryAtScale times and checks the listings of TestListAtScale.
+func queryAtScale(ctx context.Context, t *testing.T, js jetstream.JetStream) {
+	c, err := client.New(ctx, js, client.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	type query struct {
+		name string
+		opts client.ListOptions
+		keep func(l client.Listed) bool
+	}
+	wf1 := "wf-1"
+	failedWf := "wf-2" // run i of wf-2 is failed when (i/5)%5 == 2
+	cust := "c-42"
+	queries := []query{
+		{"--sort update (no filter)", client.ListOptions{}, func(client.Listed) bool { return true }},
+		{"--status waiting --sort update", client.ListOptions{Filter: wire.RunFilter{Status: wire.StatusWaiting}}, func(l client.Listed) bool { return l.Status.Status == wire.StatusWaiting }},
+		{"--workflow " + failedWf + " --status failed --sort update", client.ListOptions{Filter: wire.RunFilter{Workflow: failedWf, Status: wire.StatusFailed}}, func(l client.Listed) bool {
+			return l.Status.Workflow == failedWf && l.Status.Status == wire.StatusFailed
+		}},
+		{"--where customer=" + cust + " --sort update", client.ListOptions{Where: []client.Where{{Name: "customer", Value: cust}}}, func(l client.Listed) bool { return l.Search["customer"] == cust }},
+		{"--where customer=" + cust + " --workflow " + wf1 + " --sort update", client.ListOptions{Where: []client.Where{{Name: "customer", Value: cust}}, Filter: wire.RunFilter{Workflow: wf1}}, func(l client.Listed) bool {
+			return l.Search["customer"] == cust && l.Status.Workflow == wf1
+		}},
+		{"--status removed --sort update (none)", client.ListOptions{Filter: wire.RunFilter{Status: wire.StatusRemoved}}, func(client.Listed) bool { return false }},
+		{"--workflow " + failedWf + " --status failed --sort start", client.ListOptions{Filter: wire.RunFilter{Workflow: failedWf, Status: wire.StatusFailed}, Sort: client.SortStart}, func(l client.Listed) bool {
+			return l.Status.Workflow == failedWf && l.Status.Status == wire.StatusFailed
+		}},
+	}
+	// Every listing but these two fills its first page.
+	empty := map[string]bool{queries[4].name: true, queries[5].name: true}
+	const tries = 50
+	for _, q := range queries {
+		if q.opts.Sort == "" {
+			q.opts.Sort = client.SortUpdate
+		}
+		q.opts.Limit = 50
+		tries := tries
+		if q.opts.Sort != client.SortUpdate {
+			tries = 5 // reads every matching entry
+		}
+		var first, second []time.Duration
+		var seen []string
+		for range tries {
+			t0 := time.Now()
+			p1, err := c.ListRuns(ctx, q.opts)
+			first = append(first, time.Since(t0))
+			if err != nil {
+				t.Fatalf("%s: %v", q.name, err)
+			}
+			seen = seen[:0]
+			for _, l := range p1.Runs {
+				if !q.keep(l) {
+					t.Fatalf("%s: run %s (%+v) does not pass the filter", q.name, l.Status.Run, l.Status)
+				}
+				seen = append(seen, l.Status.Run)
+			}
+			if p1.Next == "" {
+				continue
+			}
+			next := q.opts
+			next.Cursor = p1.Next
+			t0 = time.Now()
+			p2, err := c.ListRuns(ctx, next)
+			second = append(second, time.Since(t0))
+			if err != nil {
+				t.Fatalf("%s page 2: %v", q.name, err)
+			}
+			for _, l := range p2.Runs {
+				if !q.keep(l) || slices.Contains(seen, l.Status.Run) {
+					t.Fatalf("%s page 2: run %s is on page 1 or does not pass the filter", q.name, l.Status.Run)
+				}
+			}
+		}
+		if want := 50; !empty[q.name] && len(seen) != want {
+			t.Errorf("%s: page 1 holds %d runs, want %d", q.name, len(seen), want)
+		}
+		t.Logf("%-62s page 1: %d runs, p50 %s p99 %s; page 2 by cursor: p50 %s p99 %s", q.name, len(seen), pct(first, 50), pct(first, 99), pct(second, 50), pct(second, 99))
+	}
+}
+
+func pct(ds []time.Duration, p int) string {
+	if len(ds) == 0 {
+		return "-"
+	}
+	s := slices.Clone(ds)
+	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
+	return s[min(len(s)-1, (len(s)*p+99)/100-1)].Round(10 * time.Microsecond).String()
+}

@@ -1,0 +1,374 @@
+package runindex
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/jetflow/jetflow/kvstore"
+	"github.com/jetflow/jetflow/registry"
+	"github.com/jetflow/jetflow/subjects"
+	"github.com/jetflow/jetflow/wire"
+)
+
+// deletedHeadTTL is how long the head of a deleted run stays: long enough
+// that a redelivered older change of the run (an AckWait or two) finds it
+// and is skipped, instead of indexing the run again.
+const deletedHeadTTL = time.Hour
+
+// maxRaces bounds the retries of one change against other indexers
+// writing the same run; past it the change is delivered again.
+const maxRaces = 8
+
+// change is one state of a run in the run bucket: its record (nil when
+// deleted), the bucket revision and when it was written.
+type change struct {
+	run     string
+	data    []byte
+	deleted bool
+	rev     uint64
+	at      time.Time
+}
+
+type writer struct {
+	js     jetstream.JetStream
+	cfg    Config
+	names  subjects.Names
+	index  jetstream.Stream
+	search SearchFunc
+	log    *slog.Logger
+	heads  *headCache
+	// purgeAPI is the index stream's purge request subject; discard the
+	// inbox its replies go to, unread.
+	purgeAPI, discard string
+	sub               *nats.Subscription
+}
+
+// close ends what newWriter began.
+func (w *writer) close() { _ = w.sub.Unsubscribe() }
+
+// headCacheSize bounds the heads a writer remembers.
+const headCacheSize = 100_000
+
+// headState is a run's head as last written or read, and its sequence.
+type headState struct {
+	seq  uint64
+	head *wire.IndexHead
+}
+
+// headCache remembers the heads this process wrote, so that the next
+// change of a run needs no read; it forgets all at once when full.
+type headCache struct {
+	mu  sync.Mutex
+	max int
+	m   map[string]headState
+}
+
+func newHeadCache(size int) *headCache { return &headCache{max: size, m: map[string]headState{}} }
+
+func (h *headCache) get(run string) (headState, bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	s, ok := h.m[run]
+	return s, ok
+}
+
+func (h *headCache) put(run string, s headState) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if len(h.m) >= h.max {
+		clear(h.m)
+	}
+	h.m[run] = s
+}
+
+func newWriter(ctx context.Context, js jetstream.JetStream, cfg Config) (*writer, error) {
+	n := cfg.Names
+	s, err := js.Stream(ctx, n.IndexStream())
+	if err != nil {
+		return nil, fmt.Errorf("runindex: bind index stream %q (run Provision): %w", n.IndexStream(), err)
+	}
+	w := &writer{js: js, cfg: cfg, names: n, index: s, search: cfg.Search, log: cfg.Logger, heads: newHeadCache(headCacheSize)}
+	w.purgeAPI = n.API("STREAM.PURGE", n.IndexStream())
+	nc := js.Conn()
+	w.discard = nc.NewRespInbox()
+	if w.sub, err = nc.Subscribe(w.discard, func(*nats.Msg) {}); err != nil {
+		return nil, fmt.Errorf("runindex: subscribe %q: %w", w.discard, err)
+	}
+	if w.search == nil {
+		reg, err := registry.OpenRegistry(ctx, js, n, registry.RegistryConfig{})
+		if err != nil {
+			return nil, fmt.Errorf("runindex: %w", err)
+		}
+		w.search = registrySearch(reg, cfg.OpTimeout)
+	}
+	return w, nil
+}
+
+// registrySearch reads each revision's policy once: deployments are
+// immutable.
+func registrySearch(reg *registry.Registry, timeout time.Duration) SearchFunc {
+	var mu sync.Mutex
+	cache := map[string]map[string]string{}
+	return func(workflow, revision string) (map[string]string, error) {
+		key := workflow + "@" + revision
+		mu.Lock()
+		s, ok := cache[key]
+		mu.Unlock()
+		if ok {
+			return s, nil
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), timeout)
+		defer cancel()
+		d, err := reg.GetRevision(ctx, workflow, revision)
+		if errors.Is(err, registry.ErrWorkflowNotFound) {
+			return nil, nil // a run of an undeployed revision: no attributes
+		}
+		if err != nil {
+			return nil, err
+		}
+		s = d.Policy.Search()
+		mu.Lock()
+		cache[key] = s
+		mu.Unlock()
+		return s, nil
+	}
+}
+
+// handle indexes one change of the run bucket and acknowledges it, or
+// hands it back for a later delivery.
+func (w *writer) handle(ctx context.Context, m jetstream.Msg) {
+	meta, err := m.Metadata()
+	if err != nil {
+		_ = m.Term()
+		return
+	}
+	run := strings.TrimPrefix(m.Subject(), w.names.KVKeyPrefix(w.names.RunBucket()))
+	c := change{run: run, data: m.Data(), rev: meta.Sequence.Stream, at: meta.Timestamp, deleted: isDeletion(m.Headers())}
+	log := w.log.With(slog.String("run_id", run))
+	if err := subjects.CheckRunID(run); err != nil {
+		log.Warn("runindex: a run bucket key that is no run id; not indexed", slog.Any("error", err))
+		_ = m.Ack()
+		return
+	}
+	err = w.index1(ctx, c)
+	var bad *unindexable
+	switch {
+	case errors.As(err, &bad):
+		log.Warn("runindex: record not indexed", slog.Any("error", err))
+		_ = m.Ack()
+	case err != nil:
+		if ctx.Err() == nil {
+			log.Warn("runindex: index write failed; will retry", slog.Any("error", err))
+		}
+		_ = m.NakWithDelay(time.Second)
+	default:
+		_ = m.Ack()
+	}
+}
+
+func isDeletion(h map[string][]string) bool {
+	get := func(k string) string {
+		if v := h[k]; len(v) > 0 {
+			return v[0]
+		}
+		return ""
+	}
+	return get("KV-Operation") != "" || get(jetstream.MarkerReasonHeader) != ""
+}
+
+// unindexable is a record the index cannot hold (it cannot be decoded):
+// logged and skipped, not retried.
+type unindexable struct{ err error }
+
+func (u *unindexable) Error() string { return u.err.Error() }
+func (u *unindexable) Unwrap() error { return u.err }
+
+// index1 makes the run's entries those of change c, unless the index
+// already holds a later revision of the run. It publishes the entries,
+// then the head by compare-and-swap on the head's own sequence (one round
+// trip for all of them), then has the subjects the run no longer has
+// purged. A reader lists an entry only if the run's head names a
+// revision no later than the entry's (client.ListRuns), so entries left
+// by a crash, a lost race or a purge not yet done are never listed.
+//
+// The head's sequence is taken from what this process last wrote, or
+// guessed absent for a run it has not seen (a new run has none); a wrong
+// guess loses the compare-and-swap and reads the head. A writer that
+// lost to another dispatcher's later revision may have overwritten its
+// entries with older ones, so it reads the run's current record and
+// writes again.
+func (w *writer) index1(ctx context.Context, c change) error {
+	known, ok := w.heads.get(c.run)
+	fresh := false // known was read from the stream just now
+	forced := false
+	mine := map[string]bool{} // subjects written by attempts that lost
+	for range maxRaces {
+		head, headSeq := known.head, known.seq
+		if !ok {
+			head, headSeq = nil, 0
+		}
+		if c.deleted && c.rev == 0 && head != nil {
+			c.rev = head.RecordRev // gone without a trace: drop what the head lists
+		}
+		if head != nil && (head.RecordRev > c.rev || head.RecordRev == c.rev && fresh && !forced) {
+			return nil // indexed already (a head only grows: a remembered one too)
+		}
+		hd := &wire.IndexHead{RecordRev: c.rev}
+		var e *wire.IndexEntry
+		if !c.deleted {
+			var err error
+			if e, err = Build(c.run, c.data, c.rev, c.at, w.search); err != nil {
+				return &unindexable{err}
+			}
+			hd.Workflow, hd.Status, hd.Search = e.Workflow, e.Status, e.Search
+		}
+		seq, err := w.write(ctx, c, e, hd, headSeq)
+		if err == nil {
+			if head != nil {
+				for _, s := range Subjects(w.names, c.run, head) {
+					mine[s] = true
+				}
+			}
+			w.heads.put(c.run, headState{seq: seq, head: hd})
+			w.clean(mine, Subjects(w.names, c.run, hd), seq)
+			return nil
+		}
+		if !lostRace(err) {
+			return err
+		}
+		for _, s := range Subjects(w.names, c.run, hd) {
+			mine[s] = true
+		}
+		cur, curSeq, err := w.head(ctx, c.run)
+		if err != nil {
+			return err
+		}
+		known, ok, fresh = headState{seq: curSeq, head: cur}, true, true
+		if cur != nil && cur.RecordRev >= c.rev {
+			// Another writer got there first: what this one wrote may
+			// have replaced its entries.
+			if c, err = w.current(ctx, c.run); err != nil {
+				return err
+			}
+			forced = true
+		}
+	}
+	return fmt.Errorf("runindex: run %s: lost %d races to index it in a row", c.run, maxRaces)
+}
+
+// head is the run's head and its sequence (0 and nil when none), read
+// with a direct get.
+func (w *writer) head(ctx context.Context, run string) (*wire.IndexHead, uint64, error) {
+	ctx, cancel := context.WithTimeout(ctx, w.cfg.OpTimeout)
+	defer cancel()
+	m, err := kvstore.DirectLast(ctx, w.js, w.names.IndexStream(), w.names.IndexHead(run))
+	if errors.Is(err, kvstore.ErrNoKey) {
+		return nil, 0, nil
+	}
+	if err != nil {
+		return nil, 0, fmt.Errorf("runindex: read the head of run %s: %w", run, err)
+	}
+	var h wire.IndexHead
+	if err := json.Unmarshal(m.Data, &h); err != nil {
+		return &wire.IndexHead{}, m.Sequence, nil // unreadable: rewrite it
+	}
+	return &h, m.Sequence, nil
+}
+
+// write publishes e under each of the subjects hd names (replacing what they held),
+// then hd if the head is still at sequence prev, and waits for all of
+// them; it returns the head's new sequence. One connection keeps their
+// order in the stream.
+func (w *writer) write(ctx context.Context, c change, e *wire.IndexEntry, hd *wire.IndexHead, prev uint64) (uint64, error) {
+	ctx, cancel := context.WithTimeout(ctx, w.cfg.OpTimeout)
+	defer cancel()
+	var acks []jetstream.PubAckFuture
+	if e != nil {
+		body, err := json.Marshal(e)
+		if err != nil {
+			return 0, err
+		}
+		for _, s := range Subjects(w.names, c.run, hd) {
+			f, err := w.js.PublishAsync(s, body)
+			if err != nil {
+				return 0, fmt.Errorf("runindex: index run %s on %q: %w", c.run, s, err)
+			}
+			acks = append(acks, f)
+		}
+	}
+	body, err := json.Marshal(hd)
+	if err != nil {
+		return 0, err
+	}
+	opts := []jetstream.PublishOpt{jetstream.WithExpectLastSequencePerSubject(prev)}
+	if c.deleted {
+		opts = append(opts, jetstream.WithMsgTTL(deletedHeadTTL))
+	}
+	f, err := w.js.PublishAsync(w.names.IndexHead(c.run), body, opts...)
+	if err != nil {
+		return 0, fmt.Errorf("runindex: write the head of run %s: %w", c.run, err)
+	}
+	acks = append(acks, f)
+	var seq uint64
+	for i, f := range acks {
+		select {
+		case ack := <-f.Ok():
+			seq = ack.Sequence
+		case err := <-f.Err():
+			if i == len(acks)-1 {
+				return 0, fmt.Errorf("runindex: write the head of run %s: %w", c.run, err)
+			}
+			return 0, fmt.Errorf("runindex: index run %s on %q: %w", c.run, f.Msg().Subject, err)
+		case <-ctx.Done():
+			return 0, fmt.Errorf("runindex: index run %s: %w", c.run, ctx.Err())
+		}
+	}
+	return seq, nil
+}
+
+// clean asks the server to purge the subjects of stale that keep is
+// without, up to sequence before (what a writer publishes on them later
+// is newer and stays), and does not wait: readers already ignore them.
+func (w *writer) clean(stale map[string]bool, keep []string, before uint64) {
+	for s := range stale {
+		if slices.Contains(keep, s) {
+			continue
+		}
+		req := fmt.Appendf(nil, `{"filter":%q,"seq":%d}`, s, before)
+		if err := w.js.Conn().PublishRequest(w.purgeAPI, w.discard, req); err != nil {
+			w.log.Warn("runindex: purge of an old index subject not sent", slog.String("subject", s), slog.Any("error", err))
+		}
+	}
+}
+
+func lostRace(err error) bool {
+	var apiErr *jetstream.APIError
+	return errors.As(err, &apiErr) && (apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence ||
+		apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequenceConstant)
+}
+
+// current is the run's latest state in the run bucket, read through the
+// leader: its record, or its deletion.
+func (w *writer) current(ctx context.Context, run string) (change, error) {
+	ctx, cancel := context.WithTimeout(ctx, w.cfg.OpTimeout)
+	defer cancel()
+	n := w.names
+	m, err := kvstore.LastOnSubject(ctx, w.js, n.KVStream(n.RunBucket()), n.KVKey(n.RunBucket(), run))
+	if errors.Is(err, kvstore.ErrNoKey) {
+		return change{run: run, deleted: true}, nil
+	}
+	if err != nil {
+		return change{}, fmt.Errorf("runindex: read run %s: %w", run, err)
+	}
+	return change{run: run, data: m.Data, rev: m.Sequence, at: m.Time, deleted: isDeletion(m.Header)}, nil
+}

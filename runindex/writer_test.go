@@ -1,0 +1,122 @@
+package runindex
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jetflow/jetflow/client"
+	"github.com/jetflow/jetflow/natstest"
+	"github.com/jetflow/jetflow/provision"
+	"github.com/jetflow/jetflow/subjects"
+	"github.com/jetflow/jetflow/wire"
+)
+
+// tombstone is run r's record once retention removed it, as settled by
+// workflow wf: an easy record to index.
+func tombstone(r, wf string) []byte {
+	return fmt.Appendf(nil, `{"removed":{"run":%q,"at":1,"workflow":%q,"revision":"1","status":"done","settled":1,"until":2}}`, r, wf)
+}
+
+// TestWriterKeepsTheLatestRevision drives the writer with changes out of
+// order, from two writers that know different heads, and with an entry a
+// crash left behind: the listing shows the latest revision only.
+func TestWriterKeepsTheLatestRevision(t *testing.T) {
+	t.Parallel()
+	srv := natstest.Server(t)
+	js := natstest.JetStream(t, natstest.Conn(t, srv))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	names := subjects.Must("")
+	if err := provision.Provision(ctx, js, names, provision.ProvisionOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	none := func(string, string) (map[string]string, error) { return nil, nil }
+	cfg := Config{Search: none, Logger: slog.New(slog.DiscardHandler)}.WithDefaults()
+	newW := func() *writer {
+		w, err := newWriter(ctx, js, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(w.close)
+		return w
+	}
+	a, b := newW(), newW()
+	c, err := client.New(ctx, js, client.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	listed := func() string {
+		t.Helper()
+		page, err := c.ListRuns(ctx, client.ListOptions{Filter: wire.RunFilter{Status: wire.StatusRemoved}, Wait: -1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, r := range page.Runs {
+			out = append(out, r.Status.Run+"@"+r.Status.Workflow)
+		}
+		return strings.Join(out, " ")
+	}
+	kv, err := js.KeyValue(ctx, names.RunBucket())
+	if err != nil {
+		t.Fatal(err)
+	}
+	revs := map[string]uint64{} // the record of each workflow's name, as stored
+	for _, wf := range []string{"wf-3", "wf-5", "wf-6", "wf-7"} {
+		if revs[wf], err = kv.Put(ctx, "r1", tombstone("r1", wf)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	index := func(w *writer, wf string) {
+		t.Helper()
+		if err := w.index1(ctx, change{run: "r1", data: tombstone("r1", wf), rev: revs[wf], at: time.Unix(0, int64(revs[wf]))}); err != nil { //nolint:gosec // a small revision
+			t.Fatal(err)
+		}
+	}
+	// Revision 5, then a redelivered revision 3: 3 is skipped.
+	index(a, "wf-5")
+	index(a, "wf-3")
+	if got := listed(); got != "r1@wf-5" {
+		t.Errorf("after revisions 5 then 3: %q", got)
+	}
+	// Writer b has never seen r1: it guesses no head, loses the
+	// compare-and-swap, reads the head and writes revision 7.
+	index(b, "wf-7")
+	if got := listed(); got != "r1@wf-7" {
+		t.Errorf("after revision 7 from another writer: %q", got)
+	}
+	// Writer a remembers the head of revision 5: its late revision 6 loses
+	// to the head of 7, which may have had its entry replaced, so a
+	// writes the run's current record (7) again.
+	index(a, "wf-6")
+	if got := listed(); got != "r1@wf-7" {
+		t.Errorf("after a late revision 6: %q", got)
+	}
+	// An entry a crash left, older than the head, on a subject of its own.
+	stale, _ := json.Marshal(wire.IndexEntry{Run: "r1", Workflow: "wf-2", Status: wire.StatusRemoved, RecordRev: 2})
+	if _, err := js.Publish(ctx, names.IndexEntry("wf-2", wire.StatusRemoved, "r1"), stale); err != nil {
+		t.Fatal(err)
+	}
+	if got := listed(); got != "r1@wf-7" {
+		t.Errorf("with an entry a crash left: %q", got)
+	}
+	// The run is deleted: nothing is listed.
+	del, err := kv.PutString(ctx, "other", "x") // a later revision for the deletion's
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := kv.Delete(ctx, "r1"); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.index1(ctx, change{run: "r1", deleted: true, rev: del + 1}); err != nil {
+		t.Fatal(err)
+	}
+	if got := listed(); got != "" {
+		t.Errorf("after the deletion: %q", got)
+	}
+}

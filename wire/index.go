@@ -1,0 +1,44 @@
+package wire
+
+// StatusRemoved is the status the run index gives a run that retention
+// removed (its record is a tombstone) until the tombstone expires. It is
+// not a status a run announces.
+const StatusRemoved = "removed"
+
+// IndexEntry is the body of a run's entry in the run index, on its entry
+// subject and on each of its search attribute subjects. Field names are
+// short: the index holds one or more per run.
+type IndexEntry struct {
+	Run      string `json:"r"`
+	Workflow string `json:"w"`
+	Revision string `json:"v"`
+	// Status is the run's status (StatusOf), or StatusRemoved.
+	Status string `json:"s"`
+	// State is the status's state, as Status.State.
+	State string `json:"t,omitempty"`
+	// Active are the ids of the run's active states (for --state), when
+	// they are not State alone.
+	Active []string `json:"a,omitempty"`
+	// Time is the status's logical time, Unix milliseconds.
+	Time float64 `json:"m,omitempty"`
+	// StartSeq is the input stream sequence of the run's start (0 when
+	// the record does not say).
+	StartSeq uint64 `json:"q,omitempty"`
+	// Updated is when the record was written (server time), Unix
+	// nanoseconds.
+	Updated int64 `json:"u"`
+	// RecordRev is the run bucket revision the entry was made from.
+	RecordRev uint64 `json:"x"`
+	// Search holds the run's search attributes (name to value).
+	Search map[string]string `json:"f,omitempty"`
+}
+
+// IndexHead is the body of a run's head in the run index: the record
+// revision its entries were made from and what names their subjects
+// (workflow, status, search attributes; none for a deleted run).
+type IndexHead struct {
+	RecordRev uint64            `json:"x"`
+	Workflow  string            `json:"w,omitempty"`
+	Status    string            `json:"s,omitempty"`
+	Search    map[string]string `json:"f,omitempty"`
+}
