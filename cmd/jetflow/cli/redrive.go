@@ -98,16 +98,7 @@ func redrive(ctx context.Context, s streams, f *fleet.Fleet, conn connConfig, id
 	if !wait {
 		return nil
 	}
-	final, err := f.Client.Wait(ctx, id)
-	if err != nil {
-		if ctx.Err() != nil {
-			fmt.Fprintf(s.err, "stopped waiting for run %s; it goes on (see: jetflow status %s)\n", id, id)
-			return exitError{exitInterrupted}
-		}
-		return err
-	}
-	fmt.Fprintf(s.out, "%s in %s%s\n", final.Status, final.State, outcomeLine(final))
-	return exitError{exitCode(final)}
+	return followToEnd(ctx, s, f, id)
 }
 
 // redriveRevision resolves --revision ("latest" or a revision) for the
@@ -137,4 +128,20 @@ func redriveRevision(ctx context.Context, f *fleet.Fleet, st *wire.Status, revis
 		return "", fmt.Errorf("--to-revision: revision %s of workflow %s runs another workflow than the run's revision %s; a redrive moves a run only to the same document redeployed (another task policy)", to.Revision, st.Workflow, st.Revision)
 	}
 	return to.Revision, nil
+}
+
+// followToEnd waits for run id to end after an operator's input took it
+// back to work (redrive, reset), prints how it ended, and exits as start
+// --wait does.
+func followToEnd(ctx context.Context, s streams, f *fleet.Fleet, id string) error {
+	final, err := f.Client.Wait(ctx, id)
+	if err != nil {
+		if ctx.Err() != nil {
+			fmt.Fprintf(s.err, "stopped waiting for run %s; it goes on (see: jetflow status %s)\n", id, id)
+			return exitError{exitInterrupted}
+		}
+		return err
+	}
+	fmt.Fprintf(s.out, "%s in %s%s\n", final.Status, final.State, outcomeLine(final))
+	return exitError{exitCode(final)}
 }

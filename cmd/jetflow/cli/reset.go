@@ -135,14 +135,5 @@ func reset(ctx context.Context, s streams, f *fleet.Fleet, conn connConfig, sign
 	if !wait {
 		return nil
 	}
-	final, err := f.Client.Wait(ctx, id)
-	if err != nil {
-		if ctx.Err() != nil {
-			fmt.Fprintf(s.err, "stopped waiting for run %s; it goes on (see: jetflow status %s)\n", id, id)
-			return exitError{exitInterrupted}
-		}
-		return err
-	}
-	fmt.Fprintf(s.out, "%s in %s%s\n", final.Status, final.State, outcomeLine(final))
-	return exitError{exitCode(final)}
+	return followToEnd(ctx, s, f, id)
 }
