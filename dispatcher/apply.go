@@ -91,9 +91,16 @@ func (d *Dispatcher) attempt(ctx context.Context, in *step.Input, seq uint64, no
 		// undo (its timers are purged with it).
 		return d.remove(ctx, in, cur, res.Removed, log)
 	}
-	cur.st = res.Run.State
+	if res.Outcome == step.Rejected {
+		// The state is unchanged: keep the one the step decoded.
+		cur.st = res.Run.State
+	}
 	if found {
 		// The outbox is about to be replaced: publish what it still owes.
+		// cur must stay the record as stored, state included: flush
+		// caches it, and a save that fails after it must leave the cache
+		// as it was, or the input's redelivery would meet the state it
+		// had already made and be refused as stale.
 		if err := d.flush(ctx, in.RunID, cur); err != nil {
 			return "", err
 		}
@@ -192,15 +199,23 @@ func (d *Dispatcher) save(ctx context.Context, runID string, rec *runrecord.Reco
 	ctx, cancel := context.WithTimeout(ctx, d.cfg.OpTimeout)
 	defer cancel()
 	var next uint64
-	if exists {
+	if d.cfg.hooks != nil && d.cfg.hooks.save != nil {
+		err = d.cfg.hooks.save(runID)
+	}
+	switch {
+	case err != nil:
+	case exists:
 		next, err = d.store.Update(ctx, runID, data, rev)
-	} else {
+	default:
 		next, err = d.store.Create(ctx, runID, data)
 	}
 	if errors.Is(err, kvstore.ErrStale) || errors.Is(err, kvstore.ErrRunExists) {
 		return cached{}, fmt.Errorf("%w: %w", errConflict, err)
 	}
 	if err != nil {
+		// A write that timed out may have been stored or not: read the
+		// record again next time rather than trust the cache.
+		d.cache.drop(runID)
 		return cached{}, err
 	}
 	c := cached{rec: rec, rev: next, st: st}

@@ -14,6 +14,7 @@ import (
 	"github.com/jetflow/jetflow/engine/run"
 	"github.com/jetflow/jetflow/natstest"
 	"github.com/jetflow/jetflow/registry"
+	"github.com/jetflow/jetflow/subjects"
 	"github.com/jetflow/jetflow/wire"
 )
 
@@ -166,5 +167,48 @@ func TestNoRunDelay(t *testing.T) {
 		if got := noRunDelay(c.delivered, c.ordinary); got != c.want {
 			t.Errorf("noRunDelay(%d, %s) = %s, want %s", c.delivered, c.ordinary, got, c.want)
 		}
+	}
+}
+
+// TestFailedSaveLeavesTheCacheAsStored: a record write that fails (a
+// store that timed out) must leave no trace of the state the input made
+// in the cache; the input's redelivery then applies it. The cache used to
+// keep the stored record with the new state, so the timer's redelivery
+// met a state that had taken it already and was refused as stale,
+// leaving the run without its fire.
+func TestFailedSaveLeavesTheCacheAsStored(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	var failed atomic.Int32
+	failOnce := func(runID string) error {
+		if runID == "timed" && failed.Load() == 1 {
+			return errors.New("simulated store timeout")
+		}
+		return nil
+	}
+	var d *Dispatcher
+	d = b.dispatcher(t, Config{hooks: &hooks{
+		at: func(p hookPoint, runID, kind string) error {
+			// Arm the failure once the timer fire is the next input, and
+			// make that input read the record from the store, as one
+			// another dispatcher wrote.
+			if p == hookAfterPublish && runID == "timed" && kind == subjects.KindStart {
+				d.cache.drop(runID)
+				failed.Store(1)
+			}
+			return nil
+		},
+		save: func(runID string) error {
+			if err := failOnce(runID); err != nil {
+				failed.Store(2)
+				return err
+			}
+			return nil
+		},
+	}})
+	b.start(t, "timed", map[string]any{"sleepMs": 50.0})
+	b.waitStatus(t, "timed", wire.StatusDone, 20*time.Second)
+	if failed.Load() != 2 {
+		t.Fatalf("the save of the timer's step never failed (state %d): the test did not test", failed.Load())
 	}
 }

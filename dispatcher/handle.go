@@ -30,6 +30,9 @@ const (
 // stops there and the input is left unacknowledged, as after a kill.
 type hooks struct {
 	at func(p hookPoint, runID, kind string) error
+	// save, when set, fails a record write of runID with the error it
+	// returns, as a store that timed out does.
+	save func(runID string) error
 }
 
 var errCrash = errors.New("simulated crash")
