@@ -263,11 +263,7 @@ func (c *Console) apiJobEvents(w http.ResponseWriter, r *http.Request) {
 	}
 	defer func() { _ = watch.Stop() }()
 	c.onShutdown(r)
-	h := w.Header()
-	h.Set("Content-Type", "text/event-stream")
-	h.Set("Cache-Control", "no-store")
-	h.Set("X-Accel-Buffering", "no")
-	w.WriteHeader(http.StatusOK)
+	startEventStream(w)
 	fmt.Fprint(w, "retry: 1000\nevent: hello\ndata: {}\n\n")
 	flusher.Flush()
 	ping := time.NewTicker(pingEvery)

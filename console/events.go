@@ -47,11 +47,7 @@ func (c *Console) apiEvents(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	c.onShutdown(r)
-	h := w.Header()
-	h.Set("Content-Type", "text/event-stream")
-	h.Set("Cache-Control", "no-store")
-	h.Set("X-Accel-Buffering", "no")
-	w.WriteHeader(http.StatusOK)
+	startEventStream(w)
 	version, changed := c.idx.watch()
 	fmt.Fprintf(w, "retry: 1000\nevent: hello\ndata: %s\n\n", mustJSON(map[string]any{"version": version, "counts": c.idx.counts()}))
 	flusher.Flush()
@@ -133,4 +129,14 @@ func mustJSON(v any) []byte {
 		return []byte(`{}`)
 	}
 	return b
+}
+
+// startEventStream answers a request with a stream of server-sent events
+// that no cache or proxy holds back.
+func startEventStream(w http.ResponseWriter) {
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-store")
+	h.Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
 }

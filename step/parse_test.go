@@ -12,14 +12,17 @@ import (
 	"github.com/jetflow/jetflow/wire"
 )
 
-var parseCases = []struct {
+// parseCase is one input the parser is given and what it must make of it.
+type parseCase struct {
 	name    string
 	subject string
 	header  map[string]string
 	body    string
 	check   func(t *testing.T, in *Input)
 	bad     string // substring of the error; "" means valid
-}{
+}
+
+var parseCases = []parseCase{
 	{
 		name: "expire", subject: "jetflow.in.r1.timer", header: map[string]string{wire.HeaderExpire: "1"}, body: `{"settled":1000,"status":"done","retention":60000}`,
 		check: func(t *testing.T, in *Input) {

@@ -11,14 +11,7 @@ import (
 // The operator's requests join the parser's table (and so the fuzz
 // target's seeds).
 func init() {
-	parseCases = append(parseCases, []struct {
-		name    string
-		subject string
-		header  map[string]string
-		body    string
-		check   func(t *testing.T, in *Input)
-		bad     string
-	}{
+	parseCases = append(parseCases, []parseCase{
 		{
 			name: "pause", subject: "jetflow.in.r1.pause", body: `{"reason":"upstream down","operator":"ana"}`,
 			check: func(t *testing.T, in *Input) {

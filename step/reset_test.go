@@ -12,14 +12,7 @@ import (
 
 // Resets join the parser's table (and so the fuzz target's seeds).
 func init() {
-	parseCases = append(parseCases, []struct {
-		name    string
-		subject string
-		header  map[string]string
-		body    string
-		check   func(t *testing.T, in *Input)
-		bad     string
-	}{
+	parseCases = append(parseCases, []parseCase{
 		{
 			name: "reset", subject: "jetflow.in.r1.reset", body: `{"to":7,"reason":"rerun","operator":"ana"}`,
 			check: func(t *testing.T, in *Input) {
