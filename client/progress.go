@@ -166,14 +166,22 @@ func (t *Tracker) settled(prev, st *run.State, at float64) []Progress {
 	var steps []Progress
 	for _, node := range sortedKeys(prev.Work.Running) {
 		a := prev.Work.Running[node]
-		if a.Waiting {
-			continue
+		now := (*run.Attempt)(nil)
+		if same {
+			now = st.Work.Running[node]
 		}
+		if a.Waiting && now != nil {
+			continue // its retry is still to come, or invoked would report it
+		}
+		// A waiting node gone from st was retried and settled in records
+		// the watch skipped: report the retry's outcome.
 		s := Progress{Kind: ProgressSettle, At: at, State: state, Node: node, Attempt: a.Attempt, Task: taskOf(t.wf, state, node, nil)}
+		if a.Waiting {
+			s.Attempt++
+		}
 		s.Name = nameOf(t.wf, s)
 		switch {
 		case same:
-			now := st.Work.Running[node]
 			if now != nil && !now.Waiting && now.Attempt == a.Attempt {
 				continue // still running
 			}

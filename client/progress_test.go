@@ -230,3 +230,44 @@ func TestTrackerTakesTheAnnouncedStatus(t *testing.T) {
 		t.Errorf("end %+v, want the announced status at its time", end)
 	}
 }
+
+// TestTrackerReportsARetryItDidNotSee: a watch keeps only the latest
+// record, so the re-invocation of a retried node can be skipped; the
+// node's eventual success is still reported.
+func TestTrackerReportsARetryItDidNotSee(t *testing.T) {
+	t.Parallel()
+	o := newOrderRun(t)
+	o.apply(run.Message{Kind: run.KindStart, RunID: "r6", Input: map[string]any{"sku": "KB-42", "qty": 2.0, "customer": "ada"}})
+	o.result("stock", map[string]any{"available": true}, "")
+	o.result("price", map[string]any{"total": 59.98}, "")
+	o.result("fraud", map[string]any{"score": 0.1}, "")
+	o.apply(run.Message{Kind: run.KindEvent, Event: &run.Event{Type: "payment", Payload: map[string]any{"amount": 59.98}, HasPayload: true}})
+	inv := o.invokes["task"]
+	o.apply(run.Message{Kind: run.KindResult, Result: &run.TaskResult{Activation: inv.Activation, Node: "task", Attempt: inv.Attempt, Error: &run.TaskError{Message: "carrier down"}}})
+	a := o.st.Work.Running["task"]
+	if a == nil || !a.Waiting {
+		t.Fatalf("ship is not waiting for a retry: %+v", a)
+	}
+	retry := ""
+	for id := range o.st.Work.Retries {
+		retry = id
+	}
+	o.now = a.RetryAt - 10
+	o.apply(run.Message{Kind: run.KindTimer, Timer: &run.TimerFire{ID: retry, Deadline: a.RetryAt}})
+	o.result("task", map[string]any{"tracking": "T1"}, "") // ship, attempt 2
+	skipped := len(o.records) - 2                          // the record of the re-invocation
+	o.records = append(o.records[:skipped], o.records[skipped+1:]...)
+	got := strings.Join(o.lines(), "\n")
+	for _, w := range []string{
+		"settle ship ship@1 ok=false retry=true failed, will retry\n",
+		`settle ship ship@1 ok=true retry=false {"tracking":"T1"}` + "\n",
+		"state /states/fulfil/flow/states/notify\n",
+	} {
+		if !strings.Contains(got, w) {
+			t.Errorf("progress lacks %q:\n%s", w, got)
+		}
+	}
+	if strings.Contains(got, "invoke /states/fulfil/flow/states/ship ship ship@1 attempt 2") {
+		t.Errorf("reports an invocation no record it saw showed:\n%s", got)
+	}
+}

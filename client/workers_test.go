@@ -49,8 +49,15 @@ func TestTaskWorkers(t *testing.T) {
 	if _, err := js.Publish(ctx, names.Task("pack", "1"), []byte(`{}`)); err != nil {
 		t.Fatal(err)
 	}
-	if w, err = c.TaskWorkers(ctx, "pack", "1"); err != nil {
-		t.Fatal(err)
+	// The consumer counts a stored message a moment after its publish is
+	// acknowledged.
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if w, err = c.TaskWorkers(ctx, "pack", "1"); err != nil {
+			t.Fatal(err)
+		}
+		if w.Pending > 0 || time.Now().After(deadline) {
+			break
+		}
 	}
 	if want := "no worker is pulling pack@1: 1 invocation waiting, never pulled"; !w.Starved() || w.Pending != 1 || w.Text(now) != want {
 		t.Errorf("an invocation nobody pulls: %+v, %q, want %q", w, w.Text(now), want)

@@ -31,7 +31,7 @@ func TestDemo(t *testing.T) {
 	want := []string{
 		"✓ order-paid ended in done",
 		"check → decide → await-payment → fulfil → fulfil/ship → fulfil/notify → fulfil/sent → done",
-		"ship ✓  notify ✓", // and "ship ↻" before, unless the watch skipped that record
+		"ship ✓  notify ✓", // "ship ↻" before it unless the watch skipped that record
 		"✓ order-no-stock ended in rejected",
 		"✓ order-risky ended in rejected",
 		"✓ order-unpaid ended in expired",
