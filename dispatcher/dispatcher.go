@@ -188,7 +188,7 @@ func (d *Dispatcher) start(ctx context.Context) (lifecycle.Run, error) {
 	d.timers, d.inputs = timers, inputs
 	d.ret = d.startRetention(ctx, inputs)
 	if d.ret.on {
-		d.ret.batched = d.startReaper(ctx, timers)
+		d.ret.batched = d.startReaper(timers)
 	}
 	for range d.cfg.Concurrency {
 		d.steps.Go(func() { d.stepLoop(false) })

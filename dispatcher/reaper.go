@@ -11,8 +11,10 @@ import (
 	"sync"
 	"time"
 
+	"github.com/cenkalti/backoff/v4"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/jetflow/jetflow/clock"
 	"github.com/jetflow/jetflow/kvstore"
 	"github.com/jetflow/jetflow/provision"
 	"github.com/jetflow/jetflow/replay"
@@ -50,36 +52,35 @@ type reaper struct {
 	scheduled map[int64]bool
 	// archive is the archive bucket, bound on first use.
 	archive *kvstore.ArchiveStore
-	it      jetstream.MessagesContext
-	cancel  context.CancelFunc
-	done    chan struct{}
+	// it is the bound consumer's iterator (under mu: bound in the
+	// background).
+	it     jetstream.MessagesContext
+	cancel context.CancelFunc
+	done   chan struct{}
 }
 
-// startReaper creates the reaper consumer and consumes bucket fires in
-// the background; false when the timer stream has no reap subjects
-// (provisioned before batched removal: removals then go run by run).
-func (d *Dispatcher) startReaper(ctx context.Context, timers jetstream.Stream) bool {
+// startReaper consumes bucket fires in the background; false when the
+// timer stream has no reap subjects (provisioned before batched removal:
+// removals then go run by run). The reaper consumer is created in the
+// background, retried until it is: a dispatcher restarted while the
+// cluster elects leaders must not give up batching for its whole life
+// (the due entries it publishes meanwhile are taken by the others).
+func (d *Dispatcher) startReaper(timers jetstream.Stream) bool {
 	names := d.cfg.Names
 	if !slices.Contains(timers.CachedInfo().Config.Subjects, names.ReapAll()) {
 		d.log.Warn("dispatcher: the timer stream has no subjects for batched removal (provision it again: jetflow dispatcher --provision); settled runs are removed one by one, at a higher cost",
 			slog.String("stream", names.TimerStream()))
 		return false
 	}
-	cons, err := d.js.CreateOrUpdateConsumer(ctx, names.TimerStream(), provision.ReaperConsumerConfig(names, d.cfg.AckWait))
-	if err != nil {
-		d.log.Warn("dispatcher: batched removal off: create the reaper consumer", slog.Any("error", err))
-		return false
-	}
-	it, err := cons.Messages(jetstream.PullMaxMessages(1))
-	if err != nil {
-		d.log.Warn("dispatcher: batched removal off: consume bucket fires", slog.Any("error", err))
-		return false
-	}
 	// Stop cuts a bucket short: its fire, unacknowledged, comes back.
 	rctx, cancel := context.WithCancel(d.ctx)
-	d.reap.it, d.reap.cancel, d.reap.done = it, cancel, make(chan struct{})
+	d.reap.cancel, d.reap.done = cancel, make(chan struct{})
 	go func() {
 		defer close(d.reap.done)
+		it, err := d.bindReaper(rctx)
+		if err != nil {
+			return // stopped before the consumer was bound
+		}
 		for {
 			m, err := it.Next()
 			if errors.Is(err, jetstream.ErrMsgIteratorClosed) {
@@ -95,15 +96,56 @@ func (d *Dispatcher) startReaper(ctx context.Context, timers jetstream.Stream) b
 	return true
 }
 
+// bindReaper creates the reaper consumer and starts consuming it,
+// retrying until it succeeds or ctx ends.
+func (d *Dispatcher) bindReaper(ctx context.Context) (jetstream.MessagesContext, error) {
+	var it jetstream.MessagesContext
+	op := func() error {
+		cctx, cancel := context.WithTimeout(ctx, d.cfg.OpTimeout)
+		defer cancel()
+		cons, err := d.js.CreateOrUpdateConsumer(cctx, d.cfg.Names.TimerStream(), provision.ReaperConsumerConfig(d.cfg.Names, d.cfg.AckWait))
+		if err != nil {
+			return fmt.Errorf("create the reaper consumer: %w", err)
+		}
+		if it, err = cons.Messages(jetstream.PullMaxMessages(1)); err != nil {
+			return fmt.Errorf("consume bucket fires: %w", err)
+		}
+		return nil
+	}
+	b := backoff.WithContext(backoff.NewExponentialBackOff(
+		backoff.WithInitialInterval(250*time.Millisecond), backoff.WithMaxInterval(30*time.Second), backoff.WithMaxElapsedTime(0)), ctx)
+	notify := func(err error, next time.Duration) {
+		d.log.Warn("dispatcher: the reaper consumer is not bound yet; other dispatchers take the bucket fires meanwhile",
+			slog.Any("error", err), slog.Duration("retry_in", next))
+	}
+	if err := backoff.RetryNotifyWithTimer(op, b, notify, &clock.RetryTimer{Clock: d.cfg.Clock}); err != nil {
+		return nil, err
+	}
+	d.reap.mu.Lock()
+	defer d.reap.mu.Unlock()
+	if err := ctx.Err(); err != nil {
+		it.Stop()
+		return nil, err
+	}
+	d.reap.it = it
+	return it, nil
+}
+
 // stopReaper stops taking bucket fires and waits for the bucket in hand.
 func (d *Dispatcher) stopReaper() {
-	if d.reap.it == nil {
+	if d.reap.done == nil {
 		return
 	}
-	d.reap.it.Stop()
+	// Cancelled first: bindReaper, under the lock, then binds nothing.
 	d.reap.cancel()
+	d.reap.mu.Lock()
+	if d.reap.it != nil {
+		d.reap.it.Stop()
+		d.reap.it = nil
+	}
+	d.reap.mu.Unlock()
 	<-d.reap.done
-	d.reap.it = nil
+	d.reap.done = nil
 }
 
 // bucketOf is the bucket (the Unix second it ends) that removes a run

@@ -151,6 +151,15 @@ func (d *Dispatcher) remove(ctx context.Context, in *step.Input, cur cached, rem
 	}
 	r := *removed
 	r.HistoryKept = d.ret.keepHistory
+	if d.archiveOf(ctx, r.Workflow, r.Revision) {
+		// As a batched removal does: the record and history first; a crash
+		// after it leaves the record, and the redelivery archives again.
+		r.Archived = true
+		if err := d.archiveRun(ctx, r, cur.rec); err != nil {
+			d.m.removalFailures.Inc()
+			return "", err
+		}
+	}
 	data, err := runrecord.EncodeRemoved(r)
 	if err != nil {
 		return "", fmt.Errorf("%w: encode tombstone: %w", step.ErrPermanent, err)

@@ -1,0 +1,108 @@
+package dispatcher
+
+import (
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/jetflow/jetflow/kvstore"
+	"github.com/jetflow/jetflow/natstest"
+	"github.com/jetflow/jetflow/provision"
+	"github.com/jetflow/jetflow/wire"
+)
+
+// settleOne starts run id of "forever" and ends it; it returns the
+// settlement's time.
+func (b *bundle) settleOne(t *testing.T, id string) float64 {
+	t.Helper()
+	b.publish(t, b.names.Start(id), wire.Start{Workflow: "forever"}, "start/"+id)
+	b.waitStatus(t, id, wire.StatusWaiting, 10*time.Second)
+	b.publish(t, b.names.Event(id, "x"), nil, "")
+	return b.waitStatus(t, id, wire.StatusDone, 10*time.Second).Status.Time
+}
+
+// TestReaperBindsOnceItCan: a dispatcher that cannot create the reaper
+// consumer when it starts (here a consumer of that name whose ack policy
+// cannot be changed; in the field, a cluster electing leaders) still
+// batches its removals and binds the consumer as soon as it can, instead
+// of removing runs one by one for the rest of its life.
+func TestReaperBindsOnceItCan(t *testing.T) {
+	t.Parallel()
+	b := setup(t).withEngine(t, map[string]string{"forever": waitsForever})
+	blocker := provision.ReaperConsumerConfig(b.names, time.Second)
+	blocker.AckPolicy = jetstream.AckNonePolicy
+	if _, err := b.js.CreateConsumer(testCtx(t), b.names.TimerStream(), blocker); err != nil {
+		t.Fatal(err)
+	}
+	d := b.dispatcher(t, Config{Retention: time.Second, RemovalBucket: time.Second})
+	if !d.ret.batched {
+		t.Fatal("removals not batched although the timer stream has the reap subjects")
+	}
+	settled := b.settleOne(t, "late")
+	if err := b.js.DeleteConsumer(testCtx(t), b.names.TimerStream(), blocker.Durable); err != nil {
+		t.Fatal(err)
+	}
+	r := b.tombstone(t, "late", 30*time.Second)
+	if r.Status != wire.StatusDone || r.Settled != settled {
+		t.Errorf("tombstone %+v (settled at %v)", r, settled)
+	}
+	// Removed by the bucket's fire through the consumer the dispatcher
+	// bound once it could, not by a removal input of its own.
+	if n := b.historyOf(t, "late"); n != 0 {
+		t.Errorf("the removed run's history holds %d messages", n)
+	}
+	c, err := b.js.Consumer(testCtx(t), b.names.TimerStream(), blocker.Durable)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info := c.CachedInfo(); info.Config.AckPolicy != jetstream.AckExplicitPolicy || info.Delivered.Consumer == 0 {
+		t.Errorf("reaper consumer %+v delivered %+v; want the dispatcher's, having delivered the bucket's fire", info.Config, info.Delivered)
+	}
+}
+
+// TestArchiveBeforeRemovalOneByOne: where removals go run by run (a
+// timer stream provisioned before batched removal), a deployment that
+// asks for the archive gets it as with batched removal.
+func TestArchiveBeforeRemovalOneByOne(t *testing.T) {
+	t.Parallel()
+	b := setup(t).withEngine(t, map[string]string{"forever": waitsForever})
+	ts, err := b.js.Stream(testCtx(t), b.names.TimerStream())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := ts.CachedInfo().Config
+	cfg.Subjects = slices.DeleteFunc(cfg.Subjects, func(s string) bool { return s == b.names.ReapAll() })
+	if _, err := b.js.UpdateStream(testCtx(t), cfg); err != nil {
+		t.Fatal(err)
+	}
+	d := b.dispatcher(t, Config{Retention: time.Second, RemovalBucket: time.Second, Archive: true})
+	if d.ret.batched {
+		t.Fatal("removals batched although the timer stream has no reap subjects")
+	}
+	settled := b.settleOne(t, "single")
+	history := b.historyOf(t, "single")
+	r := b.tombstone(t, "single", 20*time.Second)
+	if !r.Archived || r.Status != wire.StatusDone || r.Settled != settled {
+		t.Errorf("tombstone %+v (settled at %v)", r, settled)
+	}
+	store, err := kvstore.OpenArchive(testCtx(t), b.js, b.names)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ar, err := store.Get(testCtx(t), "single")
+	if err != nil {
+		t.Fatalf("the run removed one by one was not archived: %v", err)
+	}
+	// The history and the removal's own input, which fired into it.
+	if !ar.Removed.Archived || uint64(len(ar.History)) != history+1 || ar.History[0].Subject != b.names.Start("single") {
+		t.Fatalf("archive: removed %+v, %d messages of history (the stream held %d)", ar.Removed, len(ar.History), history)
+	}
+	natstest.WaitFor(t, 10*time.Second, "the history purged", func() error {
+		if n := b.historyOf(t, "single"); n != 0 {
+			return errorf("%d messages", n)
+		}
+		return nil
+	})
+}
