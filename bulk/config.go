@@ -19,6 +19,10 @@ import (
 	"github.com/jetflow/jetflow/wire"
 )
 
+// DefaultJobRetention is Config.JobRetention's default: a week, as the
+// runs' default retention.
+const DefaultJobRetention = 7 * 24 * time.Hour
+
 // Config configures a Runner. The zero value is usable once passed
 // through WithDefaults (New does that).
 type Config struct {
@@ -52,6 +56,10 @@ type Config struct {
 	Parallel int
 	// OpTimeout bounds each NATS round trip. Default: 5s.
 	OpTimeout time.Duration
+	// JobRetention is how long a settled job's record (done, failed or
+	// cancelled) is kept after it finished; then a runner removes it.
+	// Negative keeps records for ever. Default: DefaultJobRetention.
+	JobRetention time.Duration
 	// CheckpointHook is a test seam, called before each checkpoint is
 	// saved, after the batch it records was published, with the job's
 	// record as it will be saved (crash tests kill the process there).
@@ -84,6 +92,9 @@ func (c Config) WithDefaults() Config {
 	}
 	if c.OpTimeout <= 0 {
 		c.OpTimeout = 5 * time.Second
+	}
+	if c.JobRetention == 0 {
+		c.JobRetention = DefaultJobRetention
 	}
 	return c
 }

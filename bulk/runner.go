@@ -162,6 +162,7 @@ func (r *Runner) runnable(ctx context.Context) (unsettled bool) {
 			return true
 		}
 		if j.Settled() {
+			r.expire(ctx, j)
 			continue
 		}
 		unsettled = true
@@ -430,4 +431,53 @@ func (r *Runner) release(ctx context.Context, j *wire.Job, rev uint64, log *slog
 		return
 	}
 	log.Info("bulk: job released", slog.String("cursor", j.Cursor))
+}
+
+// jobMarkerTTL is how long the purge marker a removed job leaves stays,
+// where the job bucket takes per-key TTLs: long enough for every watcher
+// and runner to see the job go.
+const jobMarkerTTL = time.Hour
+
+// expire removes a settled job's record once JobRetention has passed
+// since it finished (or, for a record with no finish time, since its last
+// update). The purge is a compare-and-swap on the revision read through
+// the leader, so a record changed meanwhile (the cursor a cancelled job's
+// last holder saves) is left for the next pass, and of several runners
+// one removes it.
+func (r *Runner) expire(ctx context.Context, j *wire.Job) {
+	if r.cfg.JobRetention < 0 {
+		return
+	}
+	at := j.Finished
+	if at == "" {
+		at = j.Updated
+	}
+	fin, err := time.Parse(time.RFC3339Nano, at)
+	if err != nil || r.cfg.Clock.Now().Before(fin.Add(r.cfg.JobRetention)) {
+		return
+	}
+	log := r.log.With(slog.String("job_id", j.ID))
+	cctx, cancel := context.WithTimeout(ctx, r.cfg.OpTimeout)
+	defer cancel()
+	b, err := r.c.JobBucket(cctx)
+	if err != nil {
+		return
+	}
+	cur, rev, err := r.c.Job(cctx, j.ID, true)
+	if err != nil || !cur.Settled() || cur.Finished != j.Finished || cur.Updated != j.Updated {
+		return
+	}
+	opts := []jetstream.KVDeleteOpt{jetstream.LastRevision(rev)}
+	if st, err := b.KV().Status(cctx); err == nil && st.LimitMarkerTTL() > 0 {
+		// Else a job bucket provisioned before per-key TTLs: its marker stays.
+		opts = append(opts, jetstream.PurgeTTL(jobMarkerTTL))
+	}
+	if err := b.KV().Purge(cctx, j.ID, opts...); err != nil {
+		if ctx.Err() == nil && !errors.Is(err, jetstream.ErrKeyExists) {
+			log.Warn("bulk: settled job not removed; tried again at the next pass", slog.Any("error", err))
+		}
+		return
+	}
+	log.Info("bulk: settled job removed", slog.String("state", cur.State), slog.String("finished", at),
+		slog.Duration("job_retention", r.cfg.JobRetention))
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/jetflow/jetflow/bulk"
 	"github.com/jetflow/jetflow/dispatcher"
 	"github.com/jetflow/jetflow/embedded"
 	"github.com/jetflow/jetflow/fleet"
@@ -136,12 +137,14 @@ type serviceConfig struct {
 	Retention     string        `env:"JETFLOW_RETENTION" flag:"retention"`
 	Archive       bool          `env:"JETFLOW_ARCHIVE" flag:"archive"`
 	ArchiveMaxAge time.Duration `env:"JETFLOW_ARCHIVE_MAX_AGE" flag:"archive-max-age"`
+	JobRetention  string        `env:"JETFLOW_JOB_RETENTION" flag:"job-retention"`
 	LogLevel      string        `env:"JETFLOW_LOG_LEVEL" flag:"log-level"`
 	LogFormat     string        `env:"JETFLOW_LOG_FORMAT" flag:"log-format"`
 
 	tokens    secretConfig
 	signer    *token.Signer // from tokens, set by resolve
 	retention time.Duration // from Retention, set by resolve: negative keeps runs for ever
+	jobKeep   time.Duration // from JobRetention, set by resolve: negative keeps jobs for ever
 	flags     *pflag.FlagSet
 	resolved  bool
 	err       error
@@ -150,12 +153,18 @@ type serviceConfig struct {
 // parseRetention reads --retention: "off", or a duration of at least a
 // second; off is a negative dispatcher.Config.Retention.
 func parseRetention(s string) (time.Duration, error) {
+	return parseKeep(s, "--retention (JETFLOW_RETENTION)")
+}
+
+// parseKeep reads a retention flag: "off" (negative), or a duration of at
+// least a second.
+func parseKeep(s, flag string) (time.Duration, error) {
 	if s == "off" {
 		return -1, nil
 	}
 	d, err := time.ParseDuration(s)
 	if err != nil || d < time.Second {
-		return 0, fmt.Errorf("--retention (JETFLOW_RETENTION) must be off or a duration of at least 1s (\"72h\"), got %q", s)
+		return 0, fmt.Errorf("%s must be off or a duration of at least 1s (\"72h\"), got %q", flag, s)
 	}
 	return d, nil
 }
@@ -177,6 +186,7 @@ func (c *serviceConfig) addFlags(cmd *cobra.Command) {
 	fs.StringVar(&c.Retention, "retention", dispatcher.DefaultRetention.String(), "how long a settled run (done, failed, cancelled) is kept before its record, history and schedules are removed; off keeps settled runs for ever; a deployment's policy may set its own (env JETFLOW_RETENTION)")
 	fs.BoolVar(&c.Archive, "archive", false, "write a settled run's record and history to the archive (Object Store bucket <prefix>_archive) before retention removes it; status, history and replay read it there; a deployment's policy may say otherwise (env JETFLOW_ARCHIVE)")
 	fs.DurationVar(&c.ArchiveMaxAge, "archive-max-age", provision.DefaultArchiveMaxAge, "with provisioning: how long the archive keeps an archived run (env JETFLOW_ARCHIVE_MAX_AGE)")
+	fs.StringVar(&c.JobRetention, "job-retention", bulk.DefaultJobRetention.String(), "how long a finished or cancelled bulk job's record is kept (jetflow jobs lists it) before a dispatcher removes it; off keeps job records for ever (env JETFLOW_JOB_RETENTION)")
 	fs.StringVar(&c.LogLevel, "log-level", "info", "debug, info, warn or error (env JETFLOW_LOG_LEVEL)")
 	fs.StringVar(&c.LogFormat, "log-format", "text", "text or json, on standard error (env JETFLOW_LOG_FORMAT)")
 	addSecretFlags(cmd, &c.tokens)
@@ -216,6 +226,9 @@ func (c *serviceConfig) check() error {
 		errs = append(errs, fmt.Errorf("--ack-wait (JETFLOW_ACK_WAIT) must be at least %s, got %s", minAckWait, c.AckWait))
 	}
 	if c.retention, err = parseRetention(c.Retention); err != nil {
+		errs = append(errs, err)
+	}
+	if c.jobKeep, err = parseKeep(c.JobRetention, "--job-retention (JETFLOW_JOB_RETENTION)"); err != nil {
 		errs = append(errs, err)
 	}
 	if c.signer, err = c.tokens.signer(); err != nil {
@@ -291,9 +304,12 @@ func runService(ctx context.Context, s streams, verb string, conn *connConfig, s
 		Provision:        svc.Provision,
 		ProvisionOptions: provision.ProvisionOptions{Replicas: svc.Replicas, MaxAge: svc.HistoryMaxAge, ArchiveMaxAge: svc.ArchiveMaxAge},
 		MigrateInputs:    svc.MigrateInputs,
-		Dispatcher:       &dispatcher.Config{Concurrency: svc.Concurrency, AckWait: svc.AckWait, Tokens: svc.signer, Retention: svc.retention, Archive: svc.Archive},
-		Registerer:       reg,
-		Logger:           log,
+		Dispatcher: &dispatcher.Config{
+			Concurrency: svc.Concurrency, AckWait: svc.AckWait, Tokens: svc.signer, Retention: svc.retention, Archive: svc.Archive,
+			Jobs: bulk.Config{JobRetention: svc.jobKeep},
+		},
+		Registerer: reg,
+		Logger:     log,
 	})
 	if err != nil {
 		if ep != nil {
