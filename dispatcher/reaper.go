@@ -367,6 +367,9 @@ func (d *Dispatcher) removeDue(ctx context.Context, due wire.Due, at float64, lo
 	if err != nil {
 		return false, err
 	}
+	if later, err := d.deferRemoval(ctx, due, log); later || err != nil {
+		return false, err
+	}
 	rev, timers := due.Rev, due.Timers
 	if due.Archive {
 		// The archive needs the record and the history: read them, judge
@@ -468,4 +471,50 @@ func (d *Dispatcher) archiveRun(ctx context.Context, r wire.Removed, rec *runrec
 	wctx, cancel := context.WithTimeout(ctx, d.cfg.OpTimeout)
 	defer cancel()
 	return store.Put(wctx, ar)
+}
+
+// inputGrace is how long after an input of a settled run was stored its
+// removal waits for it: an input held by a dispatcher that died comes
+// back after the consumer's AckWait.
+func inputGrace(ackWait time.Duration) time.Duration { return 2 * ackWait }
+
+// deferRemoval moves the removal of a run to a later bucket when an input
+// of the run was stored after the settlement the entry is for, within
+// inputGrace: an operator's redrive or reset, or any input, that a
+// dispatcher has not taken yet (it may be held by one that died) must not
+// lose to the removal. Taken, it revives the run (whose next settlement
+// schedules its own removal) or is refused, and the later bucket judges
+// the run again. It reports whether it deferred.
+func (d *Dispatcher) deferRemoval(ctx context.Context, due wire.Due, log *slog.Logger) (bool, error) {
+	gctx, cancel := context.WithTimeout(ctx, d.cfg.OpTimeout)
+	m, err := kvstore.LastOnSubject(gctx, d.js, d.cfg.Names.InputStream(), d.cfg.Names.RunInputs(due.Run))
+	cancel()
+	if errors.Is(err, kvstore.ErrNoKey) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("read the latest input of run %s before removing it: %w", due.Run, err)
+	}
+	until := m.Time.Add(inputGrace(d.cfg.AckWait))
+	// Settled is the settling input's stream time in milliseconds: that
+	// input itself is not after it.
+	if float64(m.Time.UnixMilli()) <= due.Settled || !d.cfg.Clock.Now().Before(until) {
+		return false, nil
+	}
+	out, bucket, err := d.dueEntry(due.Run, due, until)
+	if err != nil {
+		return false, err
+	}
+	// Its own id: the entry it replaces has the settlement's.
+	out[0].ID += "/" + strconv.FormatInt(bucket, 10)
+	pctx, cancel := context.WithTimeout(ctx, d.cfg.OpTimeout)
+	err = d.pub.publish(pctx, out)
+	cancel()
+	if err != nil {
+		return false, fmt.Errorf("defer the removal of run %s: %w", due.Run, err)
+	}
+	d.markScheduled(bucket)
+	log.Info("dispatcher: removal deferred: an input of the run came after its settlement", slog.String("run_id", due.Run),
+		slog.Uint64("input_seq", m.Sequence), slog.Time("until", until))
+	return true, nil
 }

@@ -106,3 +106,35 @@ func TestArchiveBeforeRemovalOneByOne(t *testing.T) {
 		return nil
 	})
 }
+
+// TestRemovalWaitsForAnInputAfterTheSettlement: an input of a settled run
+// stored after its settlement (an operator's redrive or reset held by a
+// dispatcher that died, here an event the run refuses) defers the run's
+// removal until inputGrace after it, so that the input is taken first;
+// the run is removed then, not kept for ever.
+func TestRemovalWaitsForAnInputAfterTheSettlement(t *testing.T) {
+	t.Parallel()
+	b := setup(t).withEngine(t, map[string]string{"forever": waitsForever})
+	const ackWait = 3 * time.Second
+	b.dispatcher(t, Config{Retention: time.Second, RemovalBucket: time.Second, AckWait: ackWait})
+	settled := b.settleOne(t, "late-input")
+	ack, err := b.js.Publish(testCtx(t), b.names.Event("late-input", "x"), []byte(`{}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	in, err := b.js.Stream(testCtx(t), b.names.InputStream())
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := in.GetMsg(testCtx(t), ack.Sequence)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := b.tombstone(t, "late-input", 30*time.Second)
+	if r.Status != wire.StatusDone || r.Settled != settled {
+		t.Errorf("tombstone %+v (settled at %v)", r, settled)
+	}
+	if grace := float64(m.Time.Add(inputGrace(ackWait)).UnixMilli()); r.At < grace {
+		t.Errorf("removed at %v, before the grace after the late input (stored %v) ended at %v", r.At, m.Time.UnixMilli(), grace)
+	}
+}
