@@ -479,7 +479,7 @@ func (d *Dispatcher) archiveRun(ctx context.Context, r wire.Removed, rec *runrec
 func inputGrace(ackWait time.Duration) time.Duration { return 2 * ackWait }
 
 // deferRemoval moves the removal of a run to a later bucket when an input
-// of the run was stored after the settlement the entry is for, within
+// of the run was stored after the input that settled it, within
 // inputGrace: an operator's redrive or reset, or any input, that a
 // dispatcher has not taken yet (it may be held by one that died) must not
 // lose to the removal. Taken, it revives the run (whose next settlement
@@ -496,9 +496,13 @@ func (d *Dispatcher) deferRemoval(ctx context.Context, due wire.Due, log *slog.L
 		return false, fmt.Errorf("read the latest input of run %s before removing it: %w", due.Run, err)
 	}
 	until := m.Time.Add(inputGrace(d.cfg.AckWait))
-	// Settled is the settling input's stream time in milliseconds: that
-	// input itself is not after it.
-	if float64(m.Time.UnixMilli()) <= due.Settled || !d.cfg.Clock.Now().Before(until) {
+	// An entry of an earlier release has no Seq: the settlement's time
+	// (the dispatcher's clock, near the settling input's) stands in.
+	after := m.Sequence > due.Seq
+	if due.Seq == 0 {
+		after = float64(m.Time.UnixMilli()) > due.Settled
+	}
+	if !after || !d.cfg.Clock.Now().Before(until) {
 		return false, nil
 	}
 	out, bucket, err := d.dueEntry(due.Run, due, until)

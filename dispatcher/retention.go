@@ -113,7 +113,7 @@ func (d *Dispatcher) removals(ctx context.Context, runID string, c cached) (out 
 		out, bucket, err := d.dueEntry(runID, wire.Due{
 			Run: runID, Workflow: s.Workflow, Revision: s.Revision, Status: s.Status, Settled: s.Time,
 			Retention: float64(keep.Milliseconds()), Rev: c.rev, Timers: rec.PurgesTimers(),
-			Archive: d.archiveOf(ctx, s.Workflow, s.Revision),
+			Archive: d.archiveOf(ctx, s.Workflow, s.Revision), Seq: lastApplied(rec),
 		}, due)
 		if err != nil {
 			return nil, 0
@@ -260,4 +260,13 @@ func (d *Dispatcher) refuseRemoved(m jetstream.Msg, err error, log *slog.Logger)
 			slog.Int("suppressed_since_last", d.unknownLog.takeSuppressed()))
 	}
 	_ = m.TermWithReason(truncate(reason, 256))
+}
+
+// lastApplied is the stream sequence of the last input the record
+// applied, 0 when none.
+func lastApplied(rec *runrecord.Record) uint64 {
+	if n := len(rec.Applied); n > 0 {
+		return rec.Applied[n-1]
+	}
+	return 0
 }
