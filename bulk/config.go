@@ -11,6 +11,7 @@
 package bulk
 
 import (
+	"context"
 	"log/slog"
 	"time"
 
@@ -56,6 +57,15 @@ type Config struct {
 	Parallel int
 	// OpTimeout bounds each NATS round trip. Default: 5s.
 	OpTimeout time.Duration
+	// Sweep carries out the retention sweep (client.OpRetentionSweep) for
+	// one settled run: it schedules the run's removal. The dispatcher sets
+	// it; a runner without it leaves sweep jobs to runners that have it.
+	// Default: nil.
+	Sweep func(ctx context.Context, runID string) error
+	// SweepRate bounds how many runs per second a sweep handles, so that
+	// sweeping a large run bucket does not crowd out the runs' own work.
+	// Default: 100.
+	SweepRate float64
 	// JobRetention is how long a settled job's record (done, failed or
 	// cancelled) is kept after it finished; then a runner removes it.
 	// Negative keeps records for ever. Default: DefaultJobRetention.
@@ -92,6 +102,9 @@ func (c Config) WithDefaults() Config {
 	}
 	if c.OpTimeout <= 0 {
 		c.OpTimeout = 5 * time.Second
+	}
+	if c.SweepRate <= 0 {
+		c.SweepRate = 100
 	}
 	if c.JobRetention == 0 {
 		c.JobRetention = DefaultJobRetention

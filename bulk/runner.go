@@ -183,9 +183,10 @@ func (r *Runner) runnable(ctx context.Context) (unsettled bool) {
 
 var errNotFree = errors.New("job not free")
 
-// free: the job is unsettled and nobody else holds a live lease on it.
+// free: the job is unsettled, this runner can carry it out, and nobody
+// else holds a live lease on it.
 func (r *Runner) free(j *wire.Job) bool {
-	if j.Settled() {
+	if j.Settled() || j.Operation == client.OpRetentionSweep && r.cfg.Sweep == nil {
 		return false
 	}
 	if j.Holder == "" || j.Holder == r.cfg.Holder {
@@ -224,6 +225,9 @@ func (r *Runner) work(ctx context.Context, j *wire.Job, rev uint64) {
 	log := r.log.With(slog.String("job_id", j.ID), slog.String("operation", j.Operation))
 	log.Info("bulk: job taken", slog.String("cursor", j.Cursor), slog.Int("takeovers", j.Takeovers))
 	op, ok := client.Operations[j.Operation]
+	if ok && j.Operation == client.OpRetentionSweep {
+		op.Publish = r.sweeper()
+	}
 	if !ok {
 		r.finish(ctx, j, rev, wire.JobFailed, fmt.Sprintf("unknown operation %q (one of %s)", j.Operation, strings.Join(client.OperationNames(), ", ")), log)
 		return
@@ -480,4 +484,36 @@ func (r *Runner) expire(ctx context.Context, j *wire.Job) {
 	}
 	log.Info("bulk: settled job removed", slog.String("state", cur.State), slog.String("finished", at),
 		slog.Duration("job_retention", r.cfg.JobRetention))
+}
+
+// sweeper is the retention sweep's per-run step: cfg.Sweep, at most
+// SweepRate runs a second on the runner's clock.
+func (r *Runner) sweeper() func(ctx context.Context, _ *client.Client, runID, _, _ string) error {
+	every := time.Duration(float64(time.Second) / r.cfg.SweepRate)
+	var mu sync.Mutex
+	next := r.cfg.Clock.Now()
+	return func(ctx context.Context, _ *client.Client, runID, _, _ string) error {
+		mu.Lock()
+		now := r.cfg.Clock.Now()
+		wait := next.Sub(now)
+		next = later(next, now).Add(every)
+		mu.Unlock()
+		if wait > 0 {
+			t := r.cfg.Clock.NewTimer(wait)
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return ctx.Err()
+			case <-t.C():
+			}
+		}
+		return r.cfg.Sweep(ctx, runID)
+	}
+}
+
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
 }

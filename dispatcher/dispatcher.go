@@ -174,7 +174,11 @@ func (d *Dispatcher) start(ctx context.Context) (lifecycle.Run, error) {
 			d.unwatch()
 			return nil, fmt.Errorf("dispatcher: bulk jobs: %w", err)
 		}
-		d.jobs = bulk.New(d.js, jc, d.cfg.Jobs)
+		jobs := d.cfg.Jobs
+		if jobs.Sweep == nil {
+			jobs.Sweep = d.sweepRun
+		}
+		d.jobs = bulk.New(d.js, jc, jobs)
 	}
 	if d.index == nil {
 		d.index = runindex.New(d.js, d.cfg.Index)

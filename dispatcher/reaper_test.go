@@ -7,6 +7,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/jetflow/jetflow/client"
 	"github.com/jetflow/jetflow/kvstore"
 	"github.com/jetflow/jetflow/natstest"
 	"github.com/jetflow/jetflow/provision"
@@ -136,5 +137,50 @@ func TestRemovalWaitsForAnInputAfterTheSettlement(t *testing.T) {
 	}
 	if grace := float64(m.Time.Add(inputGrace(ackWait)).UnixMilli()); r.At < grace {
 		t.Errorf("removed at %v, before the grace after the late input (stored %v) ended at %v", r.At, m.Time.UnixMilli(), grace)
+	}
+}
+
+// TestSweepRemovesRunsSettledBeforeRetention: runs that settled while
+// retention was off have no removal scheduled, and stay; a retention
+// sweep (the bulk job `jetflow retention sweep` submits, carried out by
+// a dispatcher's job runner) schedules it, and they are removed. A
+// waiting run is skipped by the sweep and kept.
+func TestSweepRemovesRunsSettledBeforeRetention(t *testing.T) {
+	t.Parallel()
+	b := setup(t).withEngine(t, map[string]string{"forever": waitsForever})
+	before := b.dispatcher(t, Config{Retention: -1})
+	settled := map[string]float64{}
+	for _, id := range []string{"old-1", "old-2"} {
+		settled[id] = b.settleOne(t, id)
+	}
+	b.publish(t, b.names.Start("waiting"), wire.Start{Workflow: "forever"}, "start/waiting")
+	b.waitStatus(t, "waiting", wire.StatusWaiting, 10*time.Second)
+	if err := before.Stop(testCtx(t)); err != nil {
+		t.Fatal(err)
+	}
+
+	b.dispatcher(t, Config{Retention: time.Second, RemovalBucket: time.Second})
+	c, err := client.New(testCtx(t), b.js, client.Config{Names: b.names})
+	if err != nil {
+		t.Fatal(err)
+	}
+	j, err := c.SubmitJob(testCtx(t), client.JobSpec{Operation: client.OpRetentionSweep})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done, err := c.WatchJob(testCtx(t), j.ID, func(*wire.Job) bool { return true })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if done.State != wire.JobDone || done.Matched != 3 || done.Sent != 2 || done.Skipped != 1 || done.Errors != 0 {
+		t.Fatalf("sweep job %+v; want done, 3 matched, 2 swept, the waiting run skipped", done)
+	}
+	for id, at := range settled {
+		if r := b.tombstone(t, id, 30*time.Second); r.Status != wire.StatusDone || r.Settled != at {
+			t.Errorf("tombstone of %s: %+v (settled at %v)", id, r, at)
+		}
+	}
+	if st := b.record(t, "waiting"); st == nil || st.Status == nil || st.Status.Status != wire.StatusWaiting {
+		t.Errorf("the waiting run: %+v", st)
 	}
 }

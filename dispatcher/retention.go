@@ -262,6 +262,41 @@ func (d *Dispatcher) refuseRemoved(m jetstream.Msg, err error, log *slog.Logger)
 	_ = m.TermWithReason(truncate(reason, 256))
 }
 
+// sweepRun is the retention sweep's step for one run (bulk.Config.Sweep,
+// `jetflow retention sweep`): a settled run whose removal was never
+// scheduled (it settled before retention existed, or before its
+// workflow's retention was lowered) gets what its settlement would have
+// published now: its due entry (or its removal schedule), at its
+// settlement plus its retention, or in the next buckets when that has
+// passed. A run that has one already gets a second, which finds the run
+// removed (and only purges) or kept; an unsettled or removed run, or one
+// whose retention is off, gets nothing.
+func (d *Dispatcher) sweepRun(ctx context.Context, runID string) error {
+	if !d.ret.on {
+		return fmt.Errorf("run %s not swept: this dispatcher cannot remove runs (%w); another dispatcher will", runID, kvstore.ErrNoKeyTTL)
+	}
+	c, found, err := d.load(ctx, runID, true, false)
+	if _, removed := removedRun(err); removed || err == nil && !found {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("sweep run %s: %w", runID, err)
+	}
+	out, bucket := d.removals(ctx, runID, c)
+	if len(out) == 0 {
+		return nil
+	}
+	pctx, cancel := context.WithTimeout(ctx, d.cfg.OpTimeout)
+	defer cancel()
+	if err := d.pub.publish(pctx, out); err != nil {
+		return fmt.Errorf("sweep run %s: %w", runID, err)
+	}
+	if bucket != 0 {
+		d.markScheduled(bucket)
+	}
+	return nil
+}
+
 // lastApplied is the stream sequence of the last input the record
 // applied, 0 when none.
 func lastApplied(rec *runrecord.Record) uint64 {
