@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -58,7 +57,7 @@ type results struct {
 	// (the watcher saw it), removedUnsettled those whose last record seen
 	// before it was not settled; archivedChecked the runs checked from
 	// their archive, removedUnseen those the driver never saw settle;
-	// afterRemoval inputs stored after a run's removal; watched the
+	// afterRemoval inputs a removed run never took; watched the
 	// records the watcher saw.
 	removed, removedUnsettled, archivedChecked, removedUnseen, afterRemoval, watched int
 	// misbehaved counts the attempts the protocol worker misbehaved on,
@@ -310,9 +309,12 @@ func (h *harness) checkRun(ctx context.Context, rp *replay.Stepper, r *runLog, h
 		kind := m.kind
 		reason, refused := rejected[m.seq]
 		switch n := applied[m.seq]; {
-		case n == 0 && !refused && c.archived && !m.time.Before(rec.stored):
-			// Stored after the run settled, read into the archive before a
-			// dispatcher refused it: refused as a removed run's.
+		case n == 0 && !refused && c.archived:
+			// Not taken before the removal (stored after the settlement and
+			// read into the archive before a dispatcher refused it, or held
+			// by a dispatcher that died until the run was removed): refused
+			// as a removed run's input. It cannot have changed the settled
+			// run, whose end and replay are checked.
 			c.afterRemoval++
 			continue
 		case n == 0 && !refused:
@@ -415,8 +417,9 @@ func (h *harness) checkRun(ctx context.Context, rp *replay.Stepper, r *runLog, h
 	}
 	src := replay.Source{JS: h.f.JS, Names: h.names, Registry: h.f.Registry, Runs: h.f.Runs, Archived: ar}
 	rep, err := replay.Check(ctx, src, r.id)
-	if src.Archived == nil && errors.Is(err, runrecord.ErrRemoved) {
-		// Removed since its record was read: replay its archive.
+	if src.Archived == nil && err != nil && h.removed(ctx, r.id) {
+		// Removed since its record was read (its history purged while the
+		// replay read it): replay its archive.
 		if src.Archived, err = h.archived(ctx, r.id); err == nil {
 			c.archived = true
 			rep, err = replay.Check(ctx, src, r.id)

@@ -235,6 +235,13 @@ func (h *harness) final(ctx context.Context, r *runLog, history []input, c *runC
 	return rec, archived, ar, nil
 }
 
+// removed says whether the run's record is a tombstone, or gone after
+// one.
+func (h *harness) removed(ctx context.Context, runID string) bool {
+	_, err := h.record(ctx, runID)
+	return errors.Is(err, runrecord.ErrRemoved) || errors.Is(err, jetstream.ErrKeyNotFound)
+}
+
 // checkRemovals counts what the watcher saw: every removal must be of a
 // retained workflow's run, and no run may be removed unless the last
 // record seen before its tombstone was settled.
