@@ -78,7 +78,7 @@ func TestStatechart(t *testing.T) {
 		{&d.Root, "/states/check", "/states/rejected", EdgeCatch, "catch"},
 		{&d.Root, "/states/decide", "/states/rejected", EdgeChoice, `{"$not":"$.context.data.inStock"} | {"$gt":["$.context.data.risk",0.8]}`},
 		{&d.Root, "/states/decide", "/states/await-payment", EdgeOtherwise, "otherwise"},
-		{&d.Root, "/states/await-payment", "/states/fulfil", EdgeEvent, `payment [{"$ge":["$.payload.amount","$.context.d…]`},
+		{&d.Root, "/states/await-payment", "/states/fulfil", EdgeEvent, `payment [{"$ge":["$.payload.amount","$.context.data.total"]}]`},
 		{&d.Root, "/states/await-payment", "/states/expired", EdgeAfter, "after 1m"},
 		{&d.Root, "/states/fulfil", "/states/done", EdgeThen, ""},
 		{fulfil.Inner, "/states/fulfil#start", "/states/fulfil/flow/states/ship", EdgeInitial, ""},
