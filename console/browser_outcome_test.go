@@ -2,6 +2,8 @@ package console
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -90,6 +92,7 @@ func TestBrowserOutcomes(t *testing.T) {
 		}
 	}
 	br.shot("console-workflow-labels.png")
+	br.shotOf(`#chart svg`, "console-graph-labels.png")
 
 	do("open the failed run",
 		chromedp.Navigate(b.url+"/runs/outcome-failed"),
@@ -140,4 +143,22 @@ func TestBrowserOutcomes(t *testing.T) {
 		chromedp.WaitVisible(chromedp.CSS(`#runs tr[data-run="outcome-failed"] .st-failed`)))
 	br.shot("console-runs-outcomes.png")
 	br.check()
+}
+
+// shotOf saves a screenshot of the element sel selects, at twice the
+// page's scale so that its text can be read.
+func (br *browser) shotOf(sel, name string) {
+	t := br.t
+	t.Helper()
+	sctx, cancel := context.WithTimeout(br.ctx, 10*time.Second)
+	defer cancel()
+	png, err := chromedp.Run(sctx, chromedp.ScreenshotScale(chromedp.CSS(sel), 2))
+	if err != nil {
+		t.Fatalf("screenshot %s of %s: %v", name, sel, err)
+	}
+	path := filepath.Join(br.artifacts, name)
+	if err := os.WriteFile(path, png, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("screenshot: %s", path)
 }
