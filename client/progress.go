@@ -266,14 +266,11 @@ func plainWork(wf *workflow.Workflow, state string) bool {
 // caughtBy returns the message of the caught failure of node, when the run
 // left a work state through its catch because of it.
 func caughtBy(st *run.State, node string) (string, bool) {
-	data, _ := st.Context.Data.(map[string]any)
-	caught, _ := data["error"].(map[string]any)
-	if id, _ := caught["nodeId"].(string); id != node {
+	c := run.CaughtIn(st.Context.Data)
+	if c == nil || c.Node != node {
 		return "", false
 	}
-	msg, _ := caught["message"].(string)
-	code, _ := caught["code"].(string)
-	return BareMessage(code, "/nodes/"+node, msg) + " (caught)", true
+	return BareMessage(c.Code, "/nodes/"+node, c.Message) + " (caught)", true
 }
 
 // activeWork is the work state whose activation is in flight.
