@@ -198,6 +198,21 @@ func TestLoginForm(t *testing.T) {
 	if status, _, body := f.do(t, http.MethodGet, "/login?next=/console/jobs", "", nil); status != http.StatusOK || !strings.Contains(body, `name="token"`) || !strings.Contains(body, `name="password"`) || !strings.Contains(body, `value="/console/jobs"`) {
 		t.Fatalf("the login form: %d\n%s", status, body)
 	}
+	// A sign-in posted from another site is refused.
+	req, err := http.NewRequest(http.MethodPost, f.url+"/login", strings.NewReader(url.Values{"token": {testToken}}.Encode()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("Origin", "http://evil.example")
+	res, err := noRedirect.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = res.Body.Close()
+	if res.StatusCode != http.StatusForbidden || len(res.Cookies()) != 0 {
+		t.Fatalf("a sign-in from another origin: %d, cookies %v", res.StatusCode, res.Cookies())
+	}
 	if status, _, c := form(url.Values{"token": {"wrong-token-of-some-length"}}); status != http.StatusUnauthorized || c != nil {
 		t.Fatalf("a wrong token: %d, cookie %v", status, c)
 	}

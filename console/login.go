@@ -26,6 +26,9 @@ func (c *Console) renderLogin(w http.ResponseWriter, status int, d loginData) {
 	h := w.Header()
 	// The page's one form posts to itself.
 	h.Set("Content-Security-Policy", "default-src 'none'; style-src 'self'; img-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'")
+	// With no-referrer a browser posts the form with Origin "null",
+	// which postLogin refuses; same-origin lets it say where it is.
+	h.Set("Referrer-Policy", "same-origin")
 	h.Set("Content-Type", "text/html; charset=utf-8")
 	h.Set("Cache-Control", "no-store")
 	d.Base, d.Token, d.Basic = c.cfg.Base, c.cfg.Auth.Token != "", c.cfg.Auth.Basic != nil
