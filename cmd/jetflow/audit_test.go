@@ -146,3 +146,69 @@ func TestConsoleAuthAndAudit(t *testing.T) {
 		t.Fatalf("audit of the console's pause: exit %d\n%s%s", exit, out, stderr)
 	}
 }
+
+// TestAuditFollow: `jetflow audit --follow` prints an entry written after
+// it started.
+func TestAuditFollow(t *testing.T) {
+	t.Parallel()
+	f := verbServer(t)
+	cmd := exec.Command(binary, "audit", "--follow", "--nats", f.URL())
+	cmd.Env = testEnv(nil)
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var errOut lockedBuffer
+	cmd.Stderr = &errOut
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	lines := make(chan string, 4)
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+		close(lines)
+	}()
+	// The task pause is written while audit follows: whether it is read in
+	// the first pass or by a later look, it is printed once.
+	if out, errOut, exit := runEnv(t, []string{"JETFLOW_OPERATOR=carla"}, "", "task", "pause", "echo@1", "--nats", f.URL()); exit != 0 {
+		t.Fatalf("task pause: exit %d\n%s%s", exit, out, errOut)
+	}
+	select {
+	case l := <-lines:
+		if !strings.Contains(l, "  carla  cli  task-pause  task echo@1  accepted  $ jetflow task pause echo@1") {
+			t.Fatalf("followed %q", l)
+		}
+	case <-time.After(verbBound):
+		t.Fatalf("audit --follow printed nothing:\n%s", errOut.String())
+	}
+	if _, _, exit := verb(t, f, "task", "resume", "echo@1"); exit != 0 {
+		t.Fatal("task resume failed")
+	}
+	select {
+	case l := <-lines:
+		if !strings.Contains(l, "  cli  task-resume  task echo@1  accepted") {
+			t.Fatalf("followed %q", l)
+		}
+	case <-time.After(verbBound):
+		t.Fatalf("audit --follow printed no second entry:\n%s", errOut.String())
+	}
+}
+
+// TestServeRefusesExposedActions: serve with --console-actions on an
+// address others can reach and no console authentication exits 2 before
+// starting anything, naming the flags; with a token it starts.
+func TestServeRefusesExposedActions(t *testing.T) {
+	t.Parallel()
+	_, errOut, exit := runEnv(t, nil, "", "serve", "--ephemeral", "--listen", "127.0.0.1:-1", "--http", "0.0.0.0:0", "--console-actions")
+	if exit != 2 || !strings.Contains(errOut, "not a loopback address") || !strings.Contains(errOut, "--console-token, --console-basic or --console-forward-auth-header") {
+		t.Fatalf("serve with exposed actions: exit %d\n%s", exit, errOut)
+	}
+	_, errOut, exit = runEnv(t, []string{"JETFLOW_CONSOLE_BASIC=ana"}, "", "serve", "--ephemeral", "--listen", "127.0.0.1:-1", "--http", "127.0.0.1:0")
+	if exit != 2 || !strings.Contains(errOut, "--console-basic (JETFLOW_CONSOLE_BASIC)") {
+		t.Fatalf("serve with a bad --console-basic: exit %d\n%s", exit, errOut)
+	}
+}
