@@ -10,9 +10,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/netip"
+	"net/url"
 	"strings"
 	"sync"
 	"time"
@@ -85,9 +87,8 @@ type BasicCredential struct {
 }
 
 // ParseBasic reads "user:secret". A secret that starts with $2a$, $2b$ or
-// $2y$ is a bcrypt hash (htpasswd -nbB user pw, or
-// `jetflow console --help` names a tool); anything else is the password
-// in plain text.
+// $2y$ is a bcrypt hash (`htpasswd -nbB USER PASSWORD` prints the
+// line); anything else is the password in plain text.
 func ParseBasic(s string) (*BasicCredential, error) {
 	user, secret, ok := strings.Cut(s, ":")
 	switch {
@@ -345,9 +346,9 @@ func (c *Console) readSession(v string) (string, bool) {
 // refuse answers a request without a valid identity: the login form for
 // a page, 401 for the API (event streams included).
 func (c *Console) refuse(w http.ResponseWriter, r *http.Request, why string) {
-	c.log.Info("console: request refused", "path", r.URL.Path, "remote", r.RemoteAddr, "reason", why)
+	c.log.Info("console: request refused", slog.String("path", r.URL.Path), slog.String("remote", r.RemoteAddr), slog.String("reason", why))
 	if r.Method == http.MethodGet && !strings.HasPrefix(r.URL.Path, c.cfg.Base+"/api/") && c.cfg.Auth.login() {
-		http.Redirect(w, r, c.cfg.Base+"/login?next="+urlQueryEscape(r.URL.Path), http.StatusSeeOther)
+		http.Redirect(w, r, c.cfg.Base+"/login?next="+url.QueryEscape(r.URL.Path), http.StatusSeeOther)
 		return
 	}
 	if c.cfg.Auth.Token != "" {

@@ -92,5 +92,3 @@ func safeNext(base, next string) string {
 	}
 	return base + "/"
 }
-
-func urlQueryEscape(s string) string { return url.QueryEscape(s) }
