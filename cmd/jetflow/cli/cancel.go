@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/jetflow/jetflow/fleet"
+	"github.com/jetflow/jetflow/wire"
 )
 
 func newCancel(s streams) *cobra.Command {
@@ -34,14 +35,14 @@ func newCancel(s streams) *cobra.Command {
 				return err
 			}
 			return onRun(cmd.Context(), s, &conn, "argument RUN", id, nil, func(ctx context.Context, f *fleet.Fleet) error {
-				if err := checkLive(ctx, s, f, id, "a cancel"); err != nil {
-					return err
+				err := checkLive(ctx, s, f, id, "a cancel")
+				if err == nil {
+					err = f.Client.Cancel(ctx, id, reason)
 				}
-				if err := f.Client.Cancel(ctx, id, reason); err != nil {
-					return err
+				if err == nil {
+					fmt.Fprintf(s.out, "cancel of run %s requested\n", id)
 				}
-				fmt.Fprintf(s.out, "cancel of run %s requested\n", id)
-				return nil
+				return recordAudit(ctx, s, cmd, args, f, wire.AuditEntry{Action: "cancel", Run: id, Reason: reason}, err)
 			})
 		},
 	}

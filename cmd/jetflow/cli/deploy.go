@@ -19,6 +19,7 @@ import (
 	"github.com/jetflow/jetflow/policy"
 	"github.com/jetflow/jetflow/registry"
 	"github.com/jetflow/jetflow/subjects"
+	"github.com/jetflow/jetflow/wire"
 )
 
 // deployedTask is one task a deployed workflow invokes, and where its
@@ -125,6 +126,11 @@ func newDeploy(s streams) *cobra.Command {
 			ctx, cancel := context.WithTimeout(ctx, conn.Timeout)
 			defer cancel()
 			d, err := f.DeployWith(ctx, name, data, fleet.DeployOptions{Policy: pol})
+			e := wire.AuditEntry{Action: "deploy", Workflow: name}
+			if err == nil {
+				e.Detail = "revision " + d.Revision
+			}
+			_ = recordAudit(ctx, s, cmd, args, f, e, err)
 			if errors.Is(err, registry.ErrRevisionImmutable) {
 				fmt.Fprintln(s.out, immutableLine(ctx, f, name, data))
 				return exitError{1}

@@ -51,14 +51,14 @@ func (v operatorVerb) command(s streams) *cobra.Command {
 				return err
 			}
 			return onRun(cmd.Context(), s, &conn, "argument RUN", id, nil, func(ctx context.Context, f *fleet.Fleet) error {
-				if err := v.check(ctx, s, f, id); err != nil {
-					return err
+				err := v.check(ctx, s, f, id)
+				if err == nil {
+					err = v.send(ctx, f, id, reason, operatorOrEnv(operator))
 				}
-				if err := v.send(ctx, f, id, reason, operator); err != nil {
-					return err
+				if err == nil {
+					fmt.Fprintln(s.out, v.sent(id))
 				}
-				fmt.Fprintln(s.out, v.sent(id))
-				return nil
+				return recordAudit(ctx, s, cmd, args, f, wire.AuditEntry{Action: v.operation, Run: id, Reason: reason}, err)
 			})
 		},
 	}
@@ -169,7 +169,7 @@ func singleRun(cmd *cobra.Command, s streams, args []string, bulk *bulkOp, reaso
 
 func addOperatorFlags(cmd *cobra.Command, reason, operator *string, reasonHelp string) {
 	cmd.Flags().StringVar(reason, "reason", "", reasonHelp)
-	cmd.Flags().StringVar(operator, "operator", "", "who asks, for the record (status shows it)")
+	cmd.Flags().StringVar(operator, "operator", "", "who asks, for the record: status and the audit log show it (env JETFLOW_OPERATOR; the audit log falls back to the OS user)")
 }
 
 // checkStatus is checkLive that also refuses a run already in status

@@ -50,7 +50,12 @@ func newRedrive(s streams) *cobra.Command {
 				return err
 			}
 			return onRun(cmd.Context(), s, &conn, "argument RUN", id, nil, func(ctx context.Context, f *fleet.Fleet) error {
-				return redrive(ctx, s, f, conn, id, reason, revision, wait)
+				err := redrive(ctx, s, f, conn, id, reason, revision, false)
+				err = recordAudit(ctx, s, cmd, args, f, wire.AuditEntry{Action: "redrive", Run: id, Reason: reason}, err)
+				if err != nil || !wait {
+					return err
+				}
+				return followToEnd(ctx, s, f, id)
 			})
 		},
 	}

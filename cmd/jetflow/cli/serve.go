@@ -136,6 +136,7 @@ type serviceConfig struct {
 	Retention     string        `env:"JETFLOW_RETENTION" flag:"retention"`
 	Archive       bool          `env:"JETFLOW_ARCHIVE" flag:"archive"`
 	ArchiveMaxAge time.Duration `env:"JETFLOW_ARCHIVE_MAX_AGE" flag:"archive-max-age"`
+	AuditMaxAge   time.Duration `env:"JETFLOW_AUDIT_MAX_AGE" flag:"audit-max-age"`
 	LogLevel      string        `env:"JETFLOW_LOG_LEVEL" flag:"log-level"`
 	LogFormat     string        `env:"JETFLOW_LOG_FORMAT" flag:"log-format"`
 
@@ -177,6 +178,7 @@ func (c *serviceConfig) addFlags(cmd *cobra.Command) {
 	fs.StringVar(&c.Retention, "retention", dispatcher.DefaultRetention.String(), "how long a settled run (done, failed, cancelled) is kept before its record, history and schedules are removed; off keeps settled runs for ever; a deployment's policy may set its own (env JETFLOW_RETENTION)")
 	fs.BoolVar(&c.Archive, "archive", false, "write a settled run's record and history to the archive (Object Store bucket <prefix>_archive) before retention removes it; status, history and replay read it there; a deployment's policy may say otherwise (env JETFLOW_ARCHIVE)")
 	fs.DurationVar(&c.ArchiveMaxAge, "archive-max-age", provision.DefaultArchiveMaxAge, "with provisioning: how long the archive keeps an archived run (env JETFLOW_ARCHIVE_MAX_AGE)")
+	fs.DurationVar(&c.AuditMaxAge, "audit-max-age", provision.DefaultAuditMaxAge, "with provisioning: how long the audit log (stream <prefix>_audit) keeps an entry (env JETFLOW_AUDIT_MAX_AGE)")
 	fs.StringVar(&c.LogLevel, "log-level", "info", "debug, info, warn or error (env JETFLOW_LOG_LEVEL)")
 	fs.StringVar(&c.LogFormat, "log-format", "text", "text or json, on standard error (env JETFLOW_LOG_FORMAT)")
 	addSecretFlags(cmd, &c.tokens)
@@ -211,6 +213,9 @@ func (c *serviceConfig) check() error {
 	}
 	if c.ArchiveMaxAge < time.Hour {
 		errs = append(errs, fmt.Errorf("--archive-max-age (JETFLOW_ARCHIVE_MAX_AGE) must be at least 1h, got %s", c.ArchiveMaxAge))
+	}
+	if c.AuditMaxAge < time.Hour {
+		errs = append(errs, fmt.Errorf("--audit-max-age (JETFLOW_AUDIT_MAX_AGE) must be at least 1h, got %s", c.AuditMaxAge))
 	}
 	if c.AckWait < minAckWait {
 		errs = append(errs, fmt.Errorf("--ack-wait (JETFLOW_ACK_WAIT) must be at least %s, got %s", minAckWait, c.AckWait))
@@ -276,6 +281,11 @@ func runService(ctx context.Context, s streams, verb string, conn *connConfig, s
 	}
 	var ep *httpEndpoint
 	if svc.HTTP != "" && svc.HTTP != "off" {
+		// The console it mounts: refused before anything starts.
+		if _, _, err := mountedSettings(svc.HTTP); err != nil {
+			return err
+		}
+		mounted.addr = svc.HTTP
 		var err error
 		if ep, err = listenHTTP(svc.HTTP); err != nil {
 			return err
@@ -289,7 +299,7 @@ func runService(ctx context.Context, s streams, verb string, conn *connConfig, s
 	f, err := conn.open(ctx, openOptions{
 		Embedded:         emb,
 		Provision:        svc.Provision,
-		ProvisionOptions: provision.ProvisionOptions{Replicas: svc.Replicas, MaxAge: svc.HistoryMaxAge, ArchiveMaxAge: svc.ArchiveMaxAge},
+		ProvisionOptions: provision.ProvisionOptions{Replicas: svc.Replicas, MaxAge: svc.HistoryMaxAge, ArchiveMaxAge: svc.ArchiveMaxAge, AuditMaxAge: svc.AuditMaxAge},
 		MigrateInputs:    svc.MigrateInputs,
 		Dispatcher:       &dispatcher.Config{Concurrency: svc.Concurrency, AckWait: svc.AckWait, Tokens: svc.signer, Retention: svc.retention, Archive: svc.Archive},
 		Registerer:       reg,

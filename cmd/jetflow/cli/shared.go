@@ -8,10 +8,13 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"os/user"
+	"regexp"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/jetflow/jetflow/engine/run"
 	"github.com/jetflow/jetflow/engine/value"
@@ -21,6 +24,7 @@ import (
 	"github.com/jetflow/jetflow/runrecord"
 	"github.com/jetflow/jetflow/step"
 	"github.com/jetflow/jetflow/subjects"
+	"github.com/jetflow/jetflow/wire"
 )
 
 // What the verbs share: reaching the deployment, reading arguments, and
@@ -168,4 +172,88 @@ func jsonArg(s streams, flag, v string) (json.RawMessage, error) {
 		return nil, fmt.Errorf("%s: %w", flag, err)
 	}
 	return json.RawMessage(text), nil
+}
+
+// operatorIdentity names who runs a state-changing verb, for its audit
+// entry: --operator where the verb has it, else JETFLOW_OPERATOR, else
+// the OS user.
+func operatorIdentity(cmd *cobra.Command) string {
+	if f := cmd.Flags().Lookup("operator"); f != nil && f.Value.String() != "" {
+		return f.Value.String()
+	}
+	if v := os.Getenv("JETFLOW_OPERATOR"); v != "" {
+		return v
+	}
+	if u, err := user.Current(); err == nil && u.Username != "" {
+		return u.Username
+	}
+	return "unknown"
+}
+
+// operatorOrEnv is an --operator flag's value, or JETFLOW_OPERATOR.
+func operatorOrEnv(operator string) string {
+	if operator == "" {
+		return os.Getenv("JETFLOW_OPERATOR")
+	}
+	return operator
+}
+
+// unaudited are flags an audit entry's command leaves out: credentials,
+// and settings of the connection rather than of the action.
+var unaudited = map[string]bool{
+	"creds": true, "nkey": true, "user": true, "password": true, "tls-ca": true, "tls-cert": true, "tls-key": true,
+	"token-secret": true, "token-secret-file": true, "token-secret-previous": true, "inbox-prefix": true, "timeout": true,
+}
+
+// commandOf is the command line of cmd as an audit entry records it: its
+// arguments and the flags given, without credentials.
+func commandOf(cmd *cobra.Command, args []string) string {
+	out := []string{cmd.CommandPath()}
+	for _, a := range args {
+		out = append(out, shellWord(a))
+	}
+	cmd.Flags().Visit(func(f *pflag.Flag) {
+		if unaudited[f.Name] {
+			return
+		}
+		v := f.Value.String()
+		switch {
+		case f.Name == "nats":
+			v = redactURLs(v)
+		case f.Value.Type() == "bool":
+			out = append(out, "--"+f.Name)
+			return
+		}
+		out = append(out, "--"+f.Name, shellWord(v))
+	})
+	return strings.Join(out, " ")
+}
+
+var shellSafe = regexp.MustCompile(`^[A-Za-z0-9_@%+=:,./-]+$`)
+
+// shellWord quotes s for a POSIX shell.
+func shellWord(s string) string {
+	if shellSafe.MatchString(s) {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// recordAudit appends the audit entry of a state-changing verb that
+// acted on the deployment: accepted when err is nil, else refused with
+// err. It returns err; an entry it cannot write is reported on standard
+// error, never dropped silently.
+func recordAudit(ctx context.Context, s streams, cmd *cobra.Command, args []string, f *fleet.Fleet, e wire.AuditEntry, err error) error {
+	e.Source, e.Who, e.Command, e.Result = subjects.AuditCLI, operatorIdentity(cmd), commandOf(cmd, args), wire.AuditAccepted
+	if err != nil {
+		e.Result, e.Detail = wire.AuditRefused, err.Error()
+		var ex exitError
+		if errors.As(err, &ex) {
+			e.Detail = fmt.Sprintf("exit %d", ex.code)
+		}
+	}
+	if werr := f.Client.WriteAudit(context.WithoutCancel(ctx), e); werr != nil {
+		fmt.Fprintf(s.err, "warning: the audit entry of this %s was not written: %v\n", e.Action, werr)
+	}
+	return err
 }
