@@ -11,8 +11,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/spf13/cobra"
 
+	"github.com/jetflow/jetflow/client"
 	"github.com/jetflow/jetflow/engine/run"
 	"github.com/jetflow/jetflow/engine/value"
 	"github.com/jetflow/jetflow/engine/workflow"
@@ -21,6 +23,7 @@ import (
 	"github.com/jetflow/jetflow/runrecord"
 	"github.com/jetflow/jetflow/step"
 	"github.com/jetflow/jetflow/subjects"
+	"github.com/jetflow/jetflow/wire"
 )
 
 // What the verbs share: reaching the deployment, reading arguments, and
@@ -168,4 +171,84 @@ func jsonArg(s streams, flag, v string) (json.RawMessage, error) {
 		return nil, fmt.Errorf("%s: %w", flag, err)
 	}
 	return json.RawMessage(text), nil
+}
+
+// The CLI renders every time one way: RFC 3339 in UTC with milliseconds
+// (2026-12-02T06:24:26.422Z), which sorts as text and parses anywhere;
+// where a person reads it, followed by how far it is from now.
+
+// timeLayout is the one layout of the times the CLI prints.
+const timeLayout = "2006-01-02T15:04:05.000Z07:00"
+
+// stamp is t in the CLI's one time format.
+func stamp(t time.Time) string { return t.UTC().Format(timeLayout) }
+
+// msTime is a Unix millisecond time in the CLI's format; "" for none.
+func msTime(ms float64) string {
+	if ms <= 0 {
+		return ""
+	}
+	return stamp(time.UnixMilli(int64(ms)))
+}
+
+// when is t for a person: the stamp and how far it is from now,
+// "2026-12-02T06:25:26.422Z (in 42s)" or "… (3m5s ago)".
+func when(t, now time.Time) string {
+	return stamp(t) + " (" + fromNow(t, now) + ")"
+}
+
+// humanTime is when(t) as of the wall clock.
+func humanTime(t time.Time) string { return when(t, time.Now()) }
+
+// fromNow is "in 42s", "3m5s ago" or "now", to the second.
+func fromNow(t, now time.Time) string {
+	d := t.Sub(now).Round(time.Second)
+	switch {
+	case d > 0:
+		return "in " + d.String()
+	case d < 0:
+		return (-d).String() + " ago"
+	}
+	return "now"
+}
+
+// resultReader returns a client.Tracker's Result: the task result stored
+// at a sequence of the input stream, read on demand; nil for any other
+// input or one that cannot be read.
+func resultReader(ctx context.Context, f *fleet.Fleet) func(seq uint64) *wire.Result {
+	var stream jetstream.Stream
+	return func(seq uint64) *wire.Result {
+		if stream == nil {
+			var err error
+			if stream, err = f.JS.Stream(ctx, f.Names.InputStream()); err != nil {
+				return nil
+			}
+		}
+		m, err := stream.GetMsg(ctx, seq)
+		if err != nil {
+			return nil
+		}
+		if _, kind, _, err := f.Names.ParseInput(m.Subject); err != nil || kind != subjects.KindResult {
+			return nil
+		}
+		var r wire.Result
+		if json.Unmarshal(m.Data, &r) != nil {
+			return nil
+		}
+		return &r
+	}
+}
+
+// failedTask names the task run st's failure is about, with its worker's
+// error when the input the record applied last is that task's result;
+// nil when the failure is no task's.
+func failedTask(ctx context.Context, f *fleet.Fleet, wf *workflow.Workflow, st *run.State, rec *runrecord.Record) *client.FailedTask {
+	ft := client.FailedTaskOf(wf, st)
+	if ft == nil || len(rec.Applied) == 0 {
+		return ft
+	}
+	if r := resultReader(ctx, f)(rec.Applied[len(rec.Applied)-1]); r != nil && r.Node == ft.Node && r.Error != nil {
+		ft.Code, ft.Message = r.Error.Code, r.Error.Message
+	}
+	return ft
 }
