@@ -95,17 +95,23 @@ func readRun(ctx context.Context, f *fleet.Fleet, id string) (*runrecord.Record,
 // checkLive refuses a run that has ended, and one that does not exist:
 // no record and no start in the input stream, so that dispatchers would
 // drop the input at once (an input sent before its run's start is never
-// kept for it). A run whose start is stored but not yet taken up gets the
-// input once a dispatcher takes it (a note says for how long it waits).
-func checkLive(ctx context.Context, s streams, f *fleet.Fleet, id, what string) error {
+// kept for it), unless beforeStart asks to send it anyway; a note then
+// says how short the window is. A run whose start is stored but not yet
+// taken up gets the input once a dispatcher takes it (a note says for
+// how long it waits).
+func checkLive(ctx context.Context, s streams, f *fleet.Fleet, id, what string, beforeStart bool) error {
 	st, err := f.Client.Status(ctx, id)
 	switch {
 	case errors.Is(err, kvstore.ErrRunNotFound):
 		if _, started := startedAt(ctx, f, id); !started {
-			fmt.Fprintf(s.err, "run %s does not exist: it has no record and the input stream holds no start of it (prefix %q); dispatchers would drop %s at once, and an input sent before its run's start is never kept for it. Check the id, or start the run first\n", id, f.Names.Prefix(), what)
+			if beforeStart {
+				fmt.Fprintf(s.err, "note: run %s does not exist yet; sending %s as --before-start asks. There is no early window: the dispatchers keep an input for a run without a record only when the run's start is stored before it in the input stream, and then for %s; an input stored before its start is dropped at once (history shows it as no-run)\n", id, what, earlyWait)
+				return nil
+			}
+			fmt.Fprintf(s.err, "run %s does not exist: it has no record and the input stream holds no start of it (prefix %q); dispatchers would drop %s at once, and an input sent before its run's start is never kept for it. Check the id, or start the run first (--before-start sends it anyway)\n", id, f.Names.Prefix(), what)
 			return exitError{exitFailed}
 		}
-		fmt.Fprintf(s.err, "note: run %s has no record yet: its start is stored and waits for a dispatcher, which keeps %s for it up to a minute, or twice its --ack-wait if that is longer\n", id, what)
+		fmt.Fprintf(s.err, "note: run %s has no record yet: its start is stored and waits for a dispatcher, which keeps %s for it for %s\n", id, what, earlyWait)
 		return nil
 	case err != nil:
 		return err
@@ -114,6 +120,14 @@ func checkLive(ctx context.Context, s streams, f *fleet.Fleet, id, what string) 
 	}
 	return nil
 }
+
+// beforeStartUsage is the --before-start flag of event and cancel.
+const beforeStartUsage = "send even if the run does not exist yet (its start is on its way from elsewhere); only an input stored after its run's start is kept for it"
+
+// earlyWait is how long the dispatchers keep an input whose run's start
+// is stored before it but not yet taken up (dispatcher.Config's
+// UnknownRunWait, counted from the input's stream time).
+const earlyWait = "up to a minute, or twice the dispatchers' --ack-wait if that is longer"
 
 // compiledWorkflows returns the definitions of f's registry, compiled: a
 // client.Tracker's Workflow.
