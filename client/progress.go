@@ -293,8 +293,11 @@ func caughtBy(st *run.State, node string) (string, bool) {
 	}
 	msg, _ := caught["message"].(string)
 	code, _ := caught["code"].(string)
-	return BareMessage(code, "/nodes/"+node, msg) + " (caught)", true
+	return BareMessage(code, "/nodes/"+node, msg) + caughtMark, true
 }
+
+// caughtMark ends the detail of a failure the work state's catch took.
+const caughtMark = " (caught)"
 
 // activeWork is the work state whose activation is in flight.
 func activeWork(st *run.State) string {

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"encoding/json"
 	"slices"
+	"strings"
 
 	"github.com/jetflow/jetflow/runrecord"
 	"github.com/jetflow/jetflow/wire"
@@ -43,7 +44,11 @@ func (t *Tracker) withResults(steps []Progress, prev, rec *runrecord.Record) {
 		r := results[i]
 		switch {
 		case r.Error != nil && !s.OK:
+			caught := strings.HasSuffix(s.Detail, caughtMark)
 			s.Code, s.Detail = r.Error.Code, r.Error.Message
+			if caught {
+				s.Detail += caughtMark
+			}
 		case r.Error == nil && s.OK && s.Detail == "" && len(r.Output) > 0:
 			var v any
 			if json.Unmarshal(r.Output, &v) == nil {
