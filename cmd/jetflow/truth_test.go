@@ -147,3 +147,43 @@ func TestBeforeStartSendsAndSaysTheWindow(t *testing.T) {
 		t.Errorf("the refusal does not name --before-start: %q", errOut)
 	}
 }
+
+// TestDeployWarnsOfDroppedTasks: a revision that stops using a task that
+// unsettled runs of an older revision may still invoke is deployed with a
+// warning naming the task and how many runs.
+func TestDeployWarnsOfDroppedTasks(t *testing.T) {
+	t.Parallel()
+	f := verbServer(t)
+	for _, id := range []string{"dt-1", "dt-2"} {
+		if _, _, exit := verb(t, f, "start", "gate", "--id", id, "--input", `{"wait":true}`); exit != 0 {
+			t.Fatal("start failed")
+		}
+		waitStatus(t, f, id, wire.StatusWaiting)
+	}
+	if _, _, exit := verb(t, f, "start", "gate", "--id", "dt-done", "--input", `{"n":1}`); exit != 0 {
+		t.Fatal("start failed")
+	}
+	waitStatus(t, f, "dt-done", wire.StatusDone)
+	noEcho := writeFile(t, "g2.json", `{"$workflow":"0.2","revision":"g2","initial":"gate","states":{
+ "gate":{"on":[{"event":"go","to":"end"}]},"end":{"final":true}}}`)
+	out, errOut, exit := verb(t, f, "deploy", "gate", noEcho)
+	want := "warning: 2 runs of gate revision g1, not settled yet, may still invoke echo@1, which revision g2 does not use: keep a worker serving echo@1 until they settle (jetflow list --workflow gate --revision g1)\n"
+	if exit != 0 || !strings.Contains(out, "deployed gate revision g2") || errOut != want {
+		t.Errorf("deploy: exit %d, stdout %q, stderr %q; want the warning %q", exit, out, errOut, want)
+	}
+	out, _, _ = verb(t, f, "deploy", "gate", noEcho, "--json")
+	var r struct {
+		Dropped []struct {
+			Revision, Task string
+			Runs           int
+		}
+	}
+	if err := json.Unmarshal([]byte(out), &r); err != nil || len(r.Dropped) != 1 || r.Dropped[0].Revision != "g1" || r.Dropped[0].Task != "echo@1" || r.Dropped[0].Runs != 2 {
+		t.Errorf("deploy --json: %v, %s", err, out)
+	}
+	// A revision that keeps every task warns of nothing.
+	_, errOut, exit = verb(t, f, "deploy", "cat", writeFile(t, "c2.json", strings.Replace(catDoc, `"c1"`, `"c2"`, 1)))
+	if exit != 0 || errOut != "" {
+		t.Errorf("deploy keeping its tasks: exit %d, stderr %q", exit, errOut)
+	}
+}
