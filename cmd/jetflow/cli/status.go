@@ -75,7 +75,11 @@ func newStatus(s streams) *cobra.Command {
 			"redrives and resets the run took (absent when none), and workersMissing: the tasks in flight\n" +
 			"that no worker is pulling, as their consumers tell it ([{task, version, consumer, pulling,\n" +
 			"pending, inHand, lastPull, paused}]; absent when none), which the text output prints as \"no\n" +
-			"worker is pulling TASK@VERSION: N invocations waiting, nothing pulled for D\" (or never pulled).\n\n" +
+			"worker is pulling TASK@VERSION: N invocations waiting, nothing pulled for D\" (or never pulled).\n" +
+			"A task's failure of the run keeps the engine's error (code, path at the DAG's node, message)\n" +
+			"and adds failedTask: {state, node, task, code, message}, the work state, the task and the\n" +
+			"worker's own error, which the text output's error line names: \"JF2006 /nodes/task task\n" +
+			"boom@1 in state go failed (EXIT_64): bad input\".\n\n" +
 			"A run removed by retention shows as \"removed by retention at T\" with the status it settled\n" +
 			"with (--json: {run, status: \"removed\", removed: {at, workflow, revision, status, settled,\n" +
 			"historyKept, archived, until}}) for as long as its tombstone lives. A run archived before\n" +
