@@ -108,6 +108,21 @@ func TestStatusShowsTimersInOneTimeFormat(t *testing.T) {
 	}
 }
 
+// TestStatusNamesTasksInFlight: a single-task state's attempt is named by
+// its task, not by its DAG's node "task".
+func TestStatusNamesTasksInFlight(t *testing.T) {
+	t.Parallel()
+	f := verbServer(t)
+	if _, _, exit := verb(t, f, "start", "cat", "--id", "tf-1"); exit != 0 { // no worker serves cat
+		t.Fatal("start failed")
+	}
+	waitStatus(t, f, "tf-1", wire.StatusRunning)
+	out, _, exit := verb(t, f, "status", "tf-1")
+	if exit != 0 || !regexp.MustCompile(`(?m)^tasks     cat@1 \(attempt 1\)$`).MatchString(out) {
+		t.Errorf("status of a run in flight:\n%s", out)
+	}
+}
+
 func TestEventWaitSaysWhatTheEventDid(t *testing.T) {
 	t.Parallel()
 	f := verbServer(t)

@@ -204,6 +204,10 @@ func printStatus(s streams, wf *workflow.Workflow, info runJSON, st *run.State, 
 		var tasks []string
 		for _, a := range inFlight {
 			t := fmt.Sprintf("%s (%s, attempt %d", a.Node, a.Task, a.Attempt)
+			if a.Node == "task" && a.Task != "" {
+				// A single-task state's node is "task" whatever its task.
+				t = fmt.Sprintf("%s (attempt %d", a.Task, a.Attempt)
+			}
 			if a.Waiting {
 				t += ", waiting to retry"
 			}
