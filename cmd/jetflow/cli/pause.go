@@ -145,7 +145,7 @@ func newTerminate(s streams) *cobra.Command {
 		reasonHelp:     "why the run is ended (required); status shows it",
 		reasonRequired: true,
 		check: func(ctx context.Context, s streams, f *fleet.Fleet, id string) error {
-			return checkLive(ctx, s, f, id, "a terminate")
+			return checkLive(ctx, s, f, id, "a terminate", false)
 		},
 		send: func(ctx context.Context, f *fleet.Fleet, id, reason, operator string) error {
 			return f.Client.Terminate(ctx, id, reason, operator)
@@ -175,7 +175,7 @@ func addOperatorFlags(cmd *cobra.Command, reason, operator *string, reasonHelp s
 // checkStatus is checkLive that also refuses a run already in status
 // refused, saying so.
 func checkStatus(ctx context.Context, s streams, f *fleet.Fleet, id, what, refused, says string) error {
-	if err := checkLive(ctx, s, f, id, what); err != nil {
+	if err := checkLive(ctx, s, f, id, what, false); err != nil {
 		return err
 	}
 	st, err := f.Client.Status(ctx, id)

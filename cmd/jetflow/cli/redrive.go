@@ -147,6 +147,16 @@ func followToEnd(ctx context.Context, s streams, f *fleet.Fleet, id string) erro
 		}
 		return err
 	}
-	fmt.Fprintf(s.out, "%s in %s%s\n", final.Status, final.State, outcomeLine(final))
+	outcome := outcomeLine(final)
+	if final.Error != nil {
+		// Name the task a task failure is about, as status does.
+		if rec, st, err := readRun(ctx, f, id); err == nil {
+			wf, _ := compiledWorkflows(ctx, f)(st.Workflow, st.Revision)
+			if ft := failedTask(ctx, f, wf, st, rec); ft != nil {
+				outcome = "\nerror " + failureText(final.Error, ft)
+			}
+		}
+	}
+	fmt.Fprintf(s.out, "%s in %s%s\n", final.Status, final.State, outcome)
 	return exitError{exitCode(final)}
 }

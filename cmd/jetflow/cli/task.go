@@ -70,7 +70,7 @@ func newTaskPause(s streams) *cobra.Command {
 				return err
 			}
 			if until > 0 {
-				fmt.Fprintf(s.out, "task %s@%s paused until %s\n", task, version, got.UTC().Format(time.RFC3339))
+				fmt.Fprintf(s.out, "task %s@%s paused until %s\n", task, version, humanTime(got))
 			} else {
 				fmt.Fprintf(s.out, "task %s@%s paused until resumed (jetflow task resume %s@%s)\n", task, version, task, version)
 			}

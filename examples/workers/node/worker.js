@@ -227,6 +227,13 @@ class Worker {
       writeFileSync(this.cfg.readyFile, "ready\n");
     }
     const mine = new Set();
+    let failingSince = 0; // when pulls began to fail, 0 while they work
+    // A pull went through again: say the worker recovered, and after how long.
+    const recovered = () => {
+      if (!failingSince) return;
+      log("info", "serving again", { task, version, down_ms: Date.now() - failingSince });
+      failingSince = 0;
+    };
     while (!this.stopping) {
       // Section 5.2: never pull more than can start now.
       const free = this.cfg.concurrency - mine.size;
@@ -237,6 +244,7 @@ class Worker {
       try {
         const msgs = await bound.consumer.fetch({ max_messages: free, expires: this.cfg.pullMs });
         for await (const m of msgs) {
+          recovered();
           const p = this.handle(m, task, version, handler, bound.ackWaitMs)
             .catch((err) => log("error", "handling an invocation failed", { task, version, error: String(err) }))
             .finally(() => {
@@ -247,7 +255,9 @@ class Worker {
           mine.add(p);
           this.running.add(p);
         }
+        recovered();
       } catch (err) {
+        if (!failingSince) failingSince = Date.now();
         log("warn", "pull failed; binding again", { task, version, error: String(err) });
         await sleep(1000);
         bound = (await this.bind(task, version)) || bound;
@@ -403,6 +413,14 @@ async function main() {
     waitOnFirstConnect: true,
   });
   log("info", "connected", { server: nc.getServer(), prefix: cfg.prefix });
+  // Say when the connection is lost and when it is back; each task's loop
+  // then says "serving again" once its next pull goes through.
+  (async () => {
+    for await (const s of nc.status()) {
+      if (s.type === "disconnect") log("warn", "disconnected from NATS; reconnecting", { server: s.server });
+      else if (s.type === "reconnect") log("info", "reconnected to NATS", { server: s.server });
+    }
+  })().catch(() => {});
   const w = new Worker(cfg, nc, jetstream(nc));
   const loops = cfg.serve.map((s) => w.serve(s));
 
