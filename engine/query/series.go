@@ -68,6 +68,7 @@ type sample struct {
 	null  bool
 	row   any // the source row
 	boxed any // the row's own at when it is this number, to answer with
+	vbox  any // the row's own value when it is a number, to answer with
 }
 
 // canonicalSamples reads every row's instant and reading, refusing a row
@@ -94,7 +95,7 @@ func canonicalSamples(f *frame, rows []any, at, val *rowSelector, path string) [
 			out[i].null = true
 		case float64:
 			if !math.IsInf(x, 0) && x == x {
-				out[i].value = x
+				out[i].value, out[i].vbox = x, r
 				break
 			}
 			ok = false
@@ -134,6 +135,7 @@ type bucketRow struct {
 	at, value, count float64
 	null             bool
 	boxed            any // at, already an interface value, or nil
+	vbox             any // value, already an interface value, or nil
 }
 
 // smallCounts are the counts 0-255 as interface values, so that an
@@ -148,7 +150,10 @@ var smallCounts = func() (t [256]any) {
 func (r bucketRow) record() map[string]any {
 	var v any
 	if !r.null {
-		v = r.value
+		v = r.vbox
+		if v == nil {
+			v = r.value
+		}
 	}
 	at := r.boxed
 	if at == nil {
@@ -431,14 +436,14 @@ func rolling(samples []sample, s *rollingSpec) []bucketRow {
 		case s.aggregate == "mean":
 			r.value = sum / measured
 		case extremum:
-			r.value = samples[deque[head]].value
+			r.value, r.vbox = samples[deque[head]].value, samples[deque[head]].vbox
 		case s.aggregate == "first":
 			if r.null = firstAt > group; !r.null {
-				r.value = samples[firstAt].value
+				r.value, r.vbox = samples[firstAt].value, samples[firstAt].vbox
 			}
 		default:
 			if r.null = lastAt < lo; !r.null {
-				r.value = samples[lastAt].value
+				r.value, r.vbox = samples[lastAt].value, samples[lastAt].vbox
 			}
 		}
 		for k := i; k <= group; k++ {
@@ -541,7 +546,8 @@ func asof(f *frame, left, right []sample, s *asofSpec, path string) []any {
 	var groups map[joinKey]*asofGroup
 	var all *asofGroup
 	if s.by == nil {
-		all = newGroup()
+		// one group holds every right row: size it once
+		all = &asofGroup{rows: make([]map[string]any, 0, len(right)), at: make([]float64, 0, len(right))}
 	} else {
 		groups = map[joinKey]*asofGroup{}
 	}
