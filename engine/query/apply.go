@@ -51,7 +51,8 @@ type Seg struct {
 // when nil), and returns its result sequence: n items, the one in one
 // when n is 1, all of them in many when n is 2 or more.
 func (q *Query) Hosted(b *Budget, h Host, data any) (one any, many []any, n int, err error) {
-	f := &frame{stepsLeft: q.lim.Steps, bytesLeft: q.lim.Bytes, lim: &q.lim, host: h}
+	f := framePool.Get().(*frame)
+	*f = frame{stepsLeft: q.lim.Steps, bytesLeft: q.lim.Bytes, lim: &q.lim, host: h}
 	if b != nil {
 		f.budget = b
 		f.stepsLeft, f.bytesLeft = b.stepLimit()-b.steps, b.byteLimit()-b.bytes
@@ -70,6 +71,8 @@ func (q *Query) Hosted(b *Budget, h Host, data any) (one any, many []any, n int,
 		}
 	}
 	v, err := q.hostedRun(f, b)
+	*f = frame{}
+	framePool.Put(f)
 	if err != nil {
 		return nil, nil, 0, err
 	}
