@@ -213,7 +213,7 @@ func (p *jsonPath) selectLocatedCounting(cur, root any, visit func([]Seg), looke
 		return nil, nil
 	}
 	for n, seg := range p.segs {
-		w := locWalk{root: root, sels: seg.Selectors()}
+		w := locWalk{root: root, sels: p.sels[n]}
 		if n == len(p.segs)-1 {
 			w.visit = visit
 		}
@@ -327,6 +327,19 @@ func (w *locWalk) apply(v any) {
 			if isObj {
 				for _, k := range value.Keys(obj) {
 					w.add(obj[k], Seg{Name: k, Index: -1})
+				}
+			}
+		case *existFilter:
+			for i, e := range arr {
+				if s.holds(e, w.root) {
+					w.add(e, Seg{Index: i})
+				}
+			}
+			if isObj {
+				for _, k := range value.Keys(obj) {
+					if s.holds(obj[k], w.root) {
+						w.add(obj[k], Seg{Name: k, Index: -1})
+					}
 				}
 			}
 		case *spec.FilterSelector:
