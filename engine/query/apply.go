@@ -245,6 +245,7 @@ type locWalk struct {
 	rel    [][]Seg
 	visit  func([]Seg)
 	buf    []Seg // what visit is handed
+	slab   []Seg // backs the paths in rel, capped so none grows into another
 	looked int   // values the selectors were applied to
 }
 
@@ -254,9 +255,9 @@ func (w *locWalk) add(v any, s Seg) {
 		w.visit(w.buf)
 		return
 	}
-	path := make([]Seg, len(w.stack)+1)
-	copy(path, w.stack)
-	path[len(w.stack)] = s
+	start := len(w.slab)
+	w.slab = append(append(w.slab, w.stack...), s)
+	path := w.slab[start:len(w.slab):len(w.slab)]
 	w.vals, w.rel = append(w.vals, v), append(w.rel, path)
 }
 
