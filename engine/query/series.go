@@ -68,7 +68,6 @@ type sample struct {
 	null  bool
 	row   any // the source row
 	boxed any // the row's own at when it is this number, to answer with
-	vbox  any // the row's own value when it is a number, to answer with
 }
 
 // canonicalSamples reads every row's instant and reading, refusing a row
@@ -95,7 +94,7 @@ func canonicalSamples(f *frame, rows []any, at, val *rowSelector, path string) [
 			out[i].null = true
 		case float64:
 			if !math.IsInf(x, 0) && x == x {
-				out[i].value, out[i].vbox = x, r
+				out[i].value = x
 				break
 			}
 			ok = false
@@ -135,7 +134,6 @@ type bucketRow struct {
 	at, value, count float64
 	null             bool
 	boxed            any // at, already an interface value, or nil
-	vbox             any // value, already an interface value, or nil
 }
 
 // smallCounts are the counts 0-255 as interface values, so that an
@@ -150,10 +148,7 @@ var smallCounts = func() (t [256]any) {
 func (r bucketRow) record() map[string]any {
 	var v any
 	if !r.null {
-		v = r.vbox
-		if v == nil {
-			v = r.value
-		}
+		v = r.value
 	}
 	at := r.boxed
 	if at == nil {
@@ -436,14 +431,14 @@ func rolling(samples []sample, s *rollingSpec) []bucketRow {
 		case s.aggregate == "mean":
 			r.value = sum / measured
 		case extremum:
-			r.value, r.vbox = samples[deque[head]].value, samples[deque[head]].vbox
+			r.value = samples[deque[head]].value
 		case s.aggregate == "first":
 			if r.null = firstAt > group; !r.null {
-				r.value, r.vbox = samples[firstAt].value, samples[firstAt].vbox
+				r.value = samples[firstAt].value
 			}
 		default:
 			if r.null = lastAt < lo; !r.null {
-				r.value, r.vbox = samples[lastAt].value, samples[lastAt].vbox
+				r.value = samples[lastAt].value
 			}
 		}
 		for k := i; k <= group; k++ {
