@@ -284,6 +284,15 @@ func runService(ctx context.Context, s streams, verb string, conn *connConfig, s
 			emb.LockNote = "http " + ep.ln.Addr().String()
 		}
 	}
+	tp, stopTracing, err := startTracing(ctx, "jetflow-"+verb, log)
+	if err != nil {
+		if ep != nil {
+			_ = ep.shutdown(context.Background())
+		}
+		return err
+	}
+	// Deferred first, so it runs last: after the dispatcher drained.
+	defer stopTracing(context.WithoutCancel(ctx))
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	f, err := conn.open(ctx, openOptions{
@@ -291,7 +300,7 @@ func runService(ctx context.Context, s streams, verb string, conn *connConfig, s
 		Provision:        svc.Provision,
 		ProvisionOptions: provision.ProvisionOptions{Replicas: svc.Replicas, MaxAge: svc.HistoryMaxAge, ArchiveMaxAge: svc.ArchiveMaxAge},
 		MigrateInputs:    svc.MigrateInputs,
-		Dispatcher:       &dispatcher.Config{Concurrency: svc.Concurrency, AckWait: svc.AckWait, Tokens: svc.signer, Retention: svc.retention, Archive: svc.Archive},
+		Dispatcher:       &dispatcher.Config{Concurrency: svc.Concurrency, AckWait: svc.AckWait, Tokens: svc.signer, Retention: svc.retention, Archive: svc.Archive, TracerProvider: tp},
 		Registerer:       reg,
 		Logger:           log,
 	})

@@ -101,7 +101,12 @@ func serveExec(ctx context.Context, s streams, conn *connConfig, task, version s
 		return err
 	}
 	defer stop()
-	cfg.Names, cfg.Logger = f.Names, log
+	tp, stopTracing, err := startTracing(ctx, "jetflow-worker-exec", log)
+	if err != nil {
+		return err
+	}
+	defer stopTracing(context.WithoutCancel(ctx))
+	cfg.Names, cfg.Logger, cfg.TracerProvider = f.Names, log, tp
 	w, err := worker.New(f.JS, cfg)
 	if err != nil {
 		return err
