@@ -111,10 +111,10 @@ func (t *stepTrace) open(ctx context.Context, res step.Result, root bool) contex
 		}
 	}
 	if f.Reason != "" {
-		attrs = append(attrs, tracing.KeyReason.String(f.Reason))
+		attrs = append(attrs, tracing.KeyReason.String(truncate(f.Reason, maxLogged)))
 	}
 	if f.Operator != "" {
-		attrs = append(attrs, tracing.KeyOperator.String(f.Operator))
+		attrs = append(attrs, tracing.KeyOperator.String(truncate(f.Operator, maxLogged)))
 	}
 	if in.Kind == subjects.KindReset {
 		attrs = append(attrs, tracing.KeyResetTo.Int64(int64(in.ResetTo())))
@@ -129,16 +129,18 @@ func (t *stepTrace) open(ctx context.Context, res step.Result, root bool) contex
 	case f.Timer != "":
 		t.span.AddEvent(tracing.EventTimerFired, trace.WithAttributes(tracing.KeyTimer.String(f.Timer), tracing.KeyDeadline.Float64(f.Deadline)))
 	case f.Event != "":
-		t.span.AddEvent(tracing.EventEvent, trace.WithAttributes(tracing.KeyEvent.String(f.Event)))
+		t.span.AddEvent(tracing.EventEvent, trace.WithAttributes(tracing.KeyEvent.String(truncate(f.Event, maxLogged))))
 	case f.Activation != "":
-		ev := []attribute.KeyValue{tracing.KeyActivation.String(f.Activation), tracing.KeyNode.String(f.Node), tracing.KeyAttempt.Int(f.Attempt), attribute.Bool("jetflow.failed", f.Failed)}
+		// A result is only screened later, by its token: bound what a
+		// forger could make the span carry.
+		ev := []attribute.KeyValue{tracing.KeyActivation.String(truncate(f.Activation, maxLogged)), tracing.KeyNode.String(truncate(f.Node, maxLogged)), tracing.KeyAttempt.Int(f.Attempt), attribute.Bool("jetflow.failed", f.Failed)}
 		if f.ErrorCode != "" {
-			ev = append(ev, tracing.KeyErrorCode.String(f.ErrorCode))
+			ev = append(ev, tracing.KeyErrorCode.String(truncate(f.ErrorCode, maxLogged)))
 		}
 		t.span.AddEvent(tracing.EventResult, trace.WithAttributes(ev...))
 	}
 	for _, ig := range res.Ignored {
-		t.span.AddEvent(tracing.EventIgnored, trace.WithAttributes(tracing.KeyEvent.String(ig.Type), tracing.KeyReason.String(ig.Reason)))
+		t.span.AddEvent(tracing.EventIgnored, trace.WithAttributes(tracing.KeyEvent.String(truncate(ig.Type, maxLogged)), tracing.KeyReason.String(truncate(ig.Reason, maxLogged))))
 	}
 	return sctx
 }
@@ -198,7 +200,7 @@ func (t *stepTrace) end(ctx context.Context, outcome string, err error) {
 		}
 	}
 	if outcome == outcomeRejected && t.res.Reason != nil {
-		attrs = append(attrs, attribute.String("jetflow.rejected", t.res.Reason.Error()))
+		attrs = append(attrs, attribute.String("jetflow.rejected", truncate(t.res.Reason.Error(), maxLogged)))
 	}
 	sp.SetAttributes(attrs...)
 	if err != nil && !errors.Is(err, errConflict) {
