@@ -5,11 +5,15 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"time"
 
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/jetflow/jetflow/tracing/provider"
 )
+
+// tracingFlushTimeout bounds the flush of buffered spans at exit.
+const tracingFlushTimeout = 5 * time.Second
 
 // startTracing builds the tracer provider the standard OTEL_* variables
 // ask for (provider.Enabled gives the rules; docs/OBSERVABILITY.md), with
@@ -31,6 +35,9 @@ func startTracing(ctx context.Context, service string, log *slog.Logger) (tp tra
 	}
 	log.Info("tracing: exporting spans over OTLP/HTTP", slog.String("service", service))
 	return p, func(ctx context.Context) {
+		// An unreachable collector must not hold up the exit for long.
+		ctx, cancel := context.WithTimeout(ctx, tracingFlushTimeout)
+		defer cancel()
 		if err := p.Shutdown(ctx); err != nil {
 			log.Warn("tracing: flushing spans at shutdown failed", slog.Any("error", err))
 		}

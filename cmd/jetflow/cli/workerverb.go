@@ -96,16 +96,16 @@ func parseTaskFlag(v string) (name, version string, err error) {
 
 func serveExec(ctx context.Context, s streams, conn *connConfig, task, version string, h worker.Handler, cfg worker.Config, drain time.Duration) error {
 	log := slog.New(slog.NewTextHandler(s.err, nil))
-	f, stop, err := dialFleet(ctx, s, conn)
-	if err != nil {
-		return err
-	}
-	defer stop()
 	tp, stopTracing, err := startTracing(ctx, "jetflow-worker-exec", log)
 	if err != nil {
 		return err
 	}
 	defer stopTracing(context.WithoutCancel(ctx))
+	f, stop, err := dialFleet(ctx, s, conn)
+	if err != nil {
+		return err
+	}
+	defer stop()
 	cfg.Names, cfg.Logger, cfg.TracerProvider = f.Names, log, tp
 	w, err := worker.New(f.JS, cfg)
 	if err != nil {
