@@ -62,6 +62,8 @@ func newServe(s streams) *cobra.Command {
 			"Ctrl-C (or SIGTERM) stops taking new work, finishes the steps in flight (bounded by\n" +
 			"--drain-timeout) and exits 0.\n\n" +
 			"Every flag has an environment variable (named in its help); a flag given wins.\n\n" +
+			"Tracing (off by default): OTEL_EXPORTER_OTLP_ENDPOINT or OTEL_TRACES_EXPORTER=otlp\n" +
+			"exports one OpenTelemetry trace per run over OTLP/HTTP (docs/OBSERVABILITY.md).\n\n" +
 			gcHelp,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
