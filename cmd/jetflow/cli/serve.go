@@ -62,6 +62,8 @@ func newServe(s streams) *cobra.Command {
 			"Ctrl-C (or SIGTERM) stops taking new work, finishes the steps in flight (bounded by\n" +
 			"--drain-timeout) and exits 0.\n\n" +
 			"Every flag has an environment variable (named in its help); a flag given wins.\n\n" +
+			"Tracing (off by default): OTEL_EXPORTER_OTLP_ENDPOINT or OTEL_TRACES_EXPORTER=otlp\n" +
+			"exports one OpenTelemetry trace per run over OTLP/HTTP (docs/OBSERVABILITY.md).\n\n" +
 			gcHelp,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -294,6 +296,15 @@ func runService(ctx context.Context, s streams, verb string, conn *connConfig, s
 			emb.LockNote = "http " + ep.ln.Addr().String()
 		}
 	}
+	tp, stopTracing, err := startTracing(ctx, "jetflow-"+verb, log)
+	if err != nil {
+		if ep != nil {
+			_ = ep.shutdown(context.Background())
+		}
+		return err
+	}
+	// Deferred first, so it runs last: after the dispatcher drained.
+	defer stopTracing(context.WithoutCancel(ctx))
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	f, err := conn.open(ctx, openOptions{
@@ -301,7 +312,7 @@ func runService(ctx context.Context, s streams, verb string, conn *connConfig, s
 		Provision:        svc.Provision,
 		ProvisionOptions: provision.ProvisionOptions{Replicas: svc.Replicas, MaxAge: svc.HistoryMaxAge, ArchiveMaxAge: svc.ArchiveMaxAge, AuditMaxAge: svc.AuditMaxAge},
 		MigrateInputs:    svc.MigrateInputs,
-		Dispatcher:       &dispatcher.Config{Concurrency: svc.Concurrency, AckWait: svc.AckWait, Tokens: svc.signer, Retention: svc.retention, Archive: svc.Archive},
+		Dispatcher:       &dispatcher.Config{Concurrency: svc.Concurrency, AckWait: svc.AckWait, Tokens: svc.signer, Retention: svc.retention, Archive: svc.Archive, TracerProvider: tp},
 		Registerer:       reg,
 		Logger:           log,
 	})

@@ -50,7 +50,9 @@ func newWorkerExec(s streams) *cobra.Command {
 			"a non-zero exit fails the attempt with code EXIT_<status> and the end of its stderr as\n" +
 			"the message. The task's consumer is created by deploying a workflow that uses it\n" +
 			"(or by --create-consumer). Ctrl-C drains: running programs finish and report; a second\n" +
-			"Ctrl-C, or --drain-timeout, kills them and hands their invocations back.",
+			"Ctrl-C, or --drain-timeout, kills them and hands their invocations back.\n\n" +
+			"With OTEL_EXPORTER_OTLP_ENDPOINT (or OTEL_TRACES_EXPORTER=otlp) each attempt is a span\n" +
+			"in its run's trace, and COMMAND gets it as TRACEPARENT (docs/OBSERVABILITY.md).",
 		Example: "  jetflow worker exec --task notify@1 -- ./notify.sh\n" +
 			"  jetflow worker exec --task score-fraud@1 --concurrency 4 -- python3 score.py",
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -106,12 +108,17 @@ func parseTaskFlag(v string) (name, version string, err error) {
 
 func serveExec(ctx context.Context, s streams, conn *connConfig, task, version string, h worker.Handler, cfg worker.Config, drain time.Duration) error {
 	log := slog.New(slog.NewTextHandler(s.err, nil))
+	tp, stopTracing, err := startTracing(ctx, "jetflow-worker-exec", log)
+	if err != nil {
+		return err
+	}
+	defer stopTracing(context.WithoutCancel(ctx))
 	f, stop, err := dialFleet(ctx, s, conn)
 	if err != nil {
 		return err
 	}
 	defer stop()
-	cfg.Names, cfg.Logger = f.Names, log
+	cfg.Names, cfg.Logger, cfg.TracerProvider = f.Names, log, tp
 	w, err := worker.New(f.JS, cfg)
 	if err != nil {
 		return err
