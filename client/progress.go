@@ -115,6 +115,9 @@ func (t *Tracker) Observe(rec *runrecord.Record) ([]Progress, error) {
 	steps = append(steps, t.refusals(rec)...)
 	steps = append(steps, t.settled(prev, st, at)...)
 	t.withResults(steps, t.prevRec, rec)
+	if gap := t.unseen(steps, t.prevRec, rec, st, at); len(gap) > 0 {
+		steps = append(gap, steps...)
+	}
 	for _, id := range orderEntered(t.wf, prev.Control.Active, entered(prev, st)) {
 		steps = append(steps, Progress{Kind: ProgressState, At: at, State: id})
 	}

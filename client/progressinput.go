@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/jetflow/jetflow/engine/run"
 	"github.com/jetflow/jetflow/runrecord"
 	"github.com/jetflow/jetflow/wire"
 )
@@ -74,4 +75,60 @@ func (t *Tracker) refusals(rec *runrecord.Record) []Progress {
 		t.refused = max(t.refused, p.Seq)
 	}
 	return out
+}
+
+// unseen reports the task attempts whose results rec applied but whose
+// settling no step reported: a watch delivers only the latest record, so
+// a record that invoked a task and the one that applied its result can
+// both be skipped. Each is reported invoked and settled, as its stored
+// result says, before the steps the records show.
+func (t *Tracker) unseen(steps []Progress, prev, rec *runrecord.Record, st *run.State, at float64) []Progress {
+	if t.Result == nil {
+		return nil
+	}
+	var out []Progress
+	for _, seq := range rec.Applied {
+		if prev != nil && prev.HasApplied(seq) {
+			continue
+		}
+		r := t.Result(seq)
+		if r == nil || slices.ContainsFunc(steps, func(s Progress) bool {
+			return s.Kind == ProgressSettle && s.Node == r.Node && s.Attempt == r.Attempt
+		}) {
+			continue
+		}
+		state := activationState(r.Activation)
+		inv := Progress{Kind: ProgressInvoke, At: at, State: state, Node: r.Node, Attempt: r.Attempt, Task: taskOf(t.wf, state, r.Node, nil)}
+		inv.Name = nameOf(t.wf, inv)
+		s := inv
+		s.Kind = ProgressSettle
+		switch {
+		case r.Error == nil:
+			s.OK = true
+			var v any
+			if json.Unmarshal(r.Output, &v) == nil && len(r.Output) > 0 {
+				s.Detail = compact(v)
+			}
+		default:
+			s.Code, s.Detail = r.Error.Code, r.Error.Message
+			if st.Work != nil && st.Work.Activation == r.Activation && st.Work.Running[r.Node] != nil {
+				s.Retry = true
+			} else if _, ok := caughtBy(st, r.Node); ok {
+				s.Detail += caughtMark
+			}
+		}
+		out = append(out, inv, s)
+	}
+	return out
+}
+
+// activationState is the work state an activation id names: its second
+// member, as in ["run","/states/pay",1]; "" when it names none.
+func activationState(activation string) string {
+	var parts []any
+	if json.Unmarshal([]byte(activation), &parts) != nil || len(parts) < 2 {
+		return ""
+	}
+	s, _ := parts[1].(string)
+	return s
 }
