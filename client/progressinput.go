@@ -102,14 +102,13 @@ func (t *Tracker) unseen(steps []Progress, prev, rec *runrecord.Record, st *run.
 		inv.Name = nameOf(t.wf, inv)
 		s := inv
 		s.Kind = ProgressSettle
-		switch {
-		case r.Error == nil:
+		if r.Error == nil {
 			s.OK = true
 			var v any
 			if json.Unmarshal(r.Output, &v) == nil && len(r.Output) > 0 {
 				s.Detail = compact(v)
 			}
-		default:
+		} else {
 			s.Code, s.Detail = r.Error.Code, r.Error.Message
 			if st.Work != nil && st.Work.Activation == r.Activation && st.Work.Running[r.Node] != nil {
 				s.Retry = true
