@@ -171,8 +171,8 @@ func queryAtScale(ctx context.Context, t *testing.T, js jetstream.JetStream) {
 		{"--workflow " + failedWf + " --status failed --sort update", client.ListOptions{Filter: wire.RunFilter{Workflow: failedWf, Status: wire.StatusFailed}}, func(l client.Listed) bool {
 			return l.Status.Workflow == failedWf && l.Status.Status == wire.StatusFailed
 		}},
-		{"--where customer=" + cust + " --sort update", client.ListOptions{Where: []client.Where{{Name: "customer", Value: cust}}}, func(l client.Listed) bool { return l.Search["customer"] == cust }},
-		{"--where customer=" + cust + " --workflow " + wf1 + " --sort update", client.ListOptions{Where: []client.Where{{Name: "customer", Value: cust}}, Filter: wire.RunFilter{Workflow: wf1}}, func(l client.Listed) bool {
+		{"--where customer=" + cust + " --sort update", client.ListOptions{Filter: wire.RunFilter{Where: map[string]string{"customer": cust}}}, func(l client.Listed) bool { return l.Search["customer"] == cust }},
+		{"--where customer=" + cust + " --workflow " + wf1 + " --sort update", client.ListOptions{Filter: wire.RunFilter{Workflow: wf1, Where: map[string]string{"customer": cust}}}, func(l client.Listed) bool {
 			return l.Search["customer"] == cust && l.Status.Workflow == wf1
 		}},
 		{"--status removed --sort update (none)", client.ListOptions{Filter: wire.RunFilter{Status: wire.StatusRemoved}}, func(client.Listed) bool { return false }},
