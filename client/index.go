@@ -13,6 +13,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/jetflow/jetflow/kvstore"
+	"github.com/jetflow/jetflow/subjects"
 	"github.com/jetflow/jetflow/wire"
 )
 
@@ -57,7 +58,6 @@ func (c *Client) listByIndex(ctx context.Context, opts ListOptions, m *Matcher, 
 	if wait == 0 {
 		wait = DefaultIndexWait
 	}
-	page := &RunPage{Behind: c.catchUp(ctx, wait)}
 	s, err := c.js.Stream(ctx, c.names.IndexStream())
 	if errors.Is(err, jetstream.ErrStreamNotFound) {
 		return nil, fmt.Errorf("%w: stream %q does not exist (provision the deployment again: jetflow serve --provision)", ErrNoIndex, c.names.IndexStream())
@@ -65,6 +65,14 @@ func (c *Client) listByIndex(ctx context.Context, opts ListOptions, m *Matcher, 
 	if err != nil {
 		return nil, fmt.Errorf("client: list runs: %w", err)
 	}
+	off, err := ReadIndexOff(ctx, c.js, c.names)
+	if err != nil {
+		return nil, err
+	}
+	if off != nil {
+		return &RunPage{IndexOff: off}, fmt.Errorf("%w since %s (dispatcher %s)", ErrIndexOff, off.Since, off.By)
+	}
+	page := &RunPage{Behind: c.catchUp(ctx, wait)}
 	st := s.CachedInfo().State
 	f := opts.Filter
 	q := &indexQuery{c: c, m: m, where: f.Where, status: f.Status, first: st.FirstSeq, last: st.LastSeq}
@@ -545,4 +553,26 @@ func (c *Client) catchUp(ctx context.Context, wait time.Duration) uint64 {
 			return behind
 		}
 	}
+}
+
+// ErrIndexOff is wrapped when the deployment's dispatchers keep no run
+// index (they run with it off, and left its off mark): a listing reads
+// the run records instead.
+var ErrIndexOff = errors.New("the run index is off")
+
+// ReadIndexOff returns the index's off mark, nil when there is none (the
+// index is kept) or no index stream.
+func ReadIndexOff(ctx context.Context, js jetstream.JetStream, n subjects.Names) (*wire.IndexOff, error) {
+	m, err := kvstore.DirectLast(ctx, js, n.IndexStream(), n.IndexOff())
+	if errors.Is(err, kvstore.ErrNoKey) || errors.Is(err, jetstream.ErrStreamNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("client: read the run index's off mark: %w", err)
+	}
+	var off wire.IndexOff
+	if err := json.Unmarshal(m.Data, &off); err != nil {
+		off.Since = "an unknown time"
+	}
+	return &off, nil
 }

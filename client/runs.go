@@ -149,6 +149,9 @@ type RunPage struct {
 	Behind uint64
 	// Scanned says the listing read the run records, not the index.
 	Scanned bool
+	// IndexOff is the index's off mark when the listing read the run
+	// records because the dispatchers keep no index (ErrIndexOff).
+	IndexOff *wire.IndexOff
 }
 
 // cursor is where a page ended: the sort key and run id of its last run.
@@ -163,7 +166,8 @@ type cursor struct {
 // update time reads about the page, whatever the number of runs; a sort
 // by start time or id reads every index entry the workflow, status and
 // first search attribute select. The index follows the run records by a
-// moment (RunPage.Behind). A deployment provisioned before the index, or
+// moment (RunPage.Behind). A deployment provisioned before the index,
+// one whose dispatchers run with the index off (RunPage.IndexOff), or
 // opts.Scan, reads every record instead. A cursor is valid for the sort
 // it came from; runs that change between pages move within the order (a
 // sort by update time may show a run twice, or skip it).
@@ -193,16 +197,26 @@ func (c *Client) ListRuns(ctx context.Context, opts ListOptions) (*RunPage, erro
 	if err := m.Bind(ctx, c.js, c.names); err != nil {
 		return nil, err
 	}
+	var off *wire.IndexOff
 	if !opts.Scan {
 		page, err := c.listByIndex(ctx, opts, m, after)
-		if !errors.Is(err, ErrNoIndex) || removed {
+		switch {
+		case errors.Is(err, ErrIndexOff) && removed:
+			return nil, fmt.Errorf("%w: --status %s reads the run index: %w", ErrBadFilter, wire.StatusRemoved, err)
+		case errors.Is(err, ErrIndexOff):
+			off = page.IndexOff
+		case !errors.Is(err, ErrNoIndex) || removed:
 			return page, err
 		}
 	}
 	if removed {
 		return nil, fmt.Errorf("%w: --status %s reads the run index; a scan cannot answer it", ErrBadFilter, wire.StatusRemoved)
 	}
-	return c.listByScan(ctx, opts, m, after)
+	page, err := c.listByScan(ctx, opts, m, after)
+	if page != nil {
+		page.IndexOff = off
+	}
+	return page, err
 }
 
 // listByScan is ListRuns over every run record.

@@ -200,9 +200,24 @@ func TestIndexBackfillsAnExistingDeployment(t *testing.T) {
 	t.Parallel()
 	b := setup(t, true) // runs made while no dispatcher keeps the index
 	b.start(t, 4, 1)
+	// The dispatcher with its index off left the off mark: a listing
+	// reads the records and says why.
+	if off, err := client.ReadIndexOff(b.ctx, b.js, b.names); err != nil || off == nil || off.Since == "" {
+		t.Fatalf("off mark of a dispatcher with its index off: %+v, %v", off, err)
+	}
+	page, err := b.c.ListRuns(b.ctx, client.ListOptions{Filter: wire.RunFilter{Status: wire.StatusWaiting}})
+	if err != nil || !page.Scanned || page.IndexOff == nil || len(page.Runs) != 3 {
+		t.Fatalf("listing with the index off: %+v, %v; want the 3 waiting runs, scanned, with the off mark", page, err)
+	}
 	x := runindex.New(b.js, runindex.Config{Logger: slog.New(slog.DiscardHandler)})
 	x.Start()
 	defer x.Stop()
+	natstest.WaitFor(t, 30*time.Second, "the off mark removed by an indexer", func() error {
+		if off, err := client.ReadIndexOff(b.ctx, b.js, b.names); err != nil || off != nil {
+			return fmt.Errorf("off mark %+v: %w", off, err)
+		}
+		return nil
+	})
 	natstest.WaitFor(t, 30*time.Second, "backfilled index", func() error {
 		got, _ := b.ids(t, client.ListOptions{Filter: wire.RunFilter{Where: map[string]string{"customer": "c-0"}}, Wait: -1})
 		if got != "idx-0:done idx-2:waiting" {

@@ -4,12 +4,15 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"regexp"
 	"strings"
 	"testing"
 
+	"github.com/jetflow/jetflow/dispatcher"
 	"github.com/jetflow/jetflow/fleet"
 	"github.com/jetflow/jetflow/policy"
+	"github.com/jetflow/jetflow/runindex"
 	"github.com/jetflow/jetflow/wire"
 )
 
@@ -96,5 +99,69 @@ func TestBulkCancelWhere(t *testing.T) {
 	}
 	if got := listIDs(t, f, "--where", fmt.Sprintf("customer=%s", "c-0")); got != "" {
 		t.Errorf("list --where of a customer no run has: %q", got)
+	}
+}
+
+// TestIndexRebuildAndOff: a search attribute a later revision declares
+// finds the runs of an older one once index rebuild has had the
+// dispatchers index every run again; a dispatcher started with the index
+// off leaves its mark, after which list warns and reads the run records,
+// index status says so and a rebuild is refused.
+func TestIndexRebuildAndOff(t *testing.T) {
+	t.Parallel()
+	f := verbServer(t)
+	ctx, cancel := context.WithTimeout(context.Background(), verbBound)
+	defer cancel()
+	if _, err := f.Deploy(ctx, "rgate", []byte(gateDoc)); err != nil {
+		t.Fatal(err)
+	}
+	for id, customer := range map[string]string{"r-0": "c-1", "r-1": "c-2"} {
+		if err := f.Client.StartRun(ctx, "rgate", id, map[string]any{"wait": true, "customer": customer}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitStatus(t, f, "r-0", wire.StatusWaiting)
+	waitStatus(t, f, "r-1", wire.StatusWaiting)
+	if got := listIDs(t, f, "--where", "customer=c-1"); got != "" {
+		t.Errorf("before any revision declares customer: %q, want none", got)
+	}
+	p, err := policy.Parse([]byte(searchPolicy))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.DeployWith(ctx, "rgate", []byte(strings.Replace(gateDoc, `"revision":"g1"`, `"revision":"g2"`, 1)), fleet.DeployOptions{Policy: p}); err != nil {
+		t.Fatal(err)
+	}
+	out, errOut, exit := verb(t, f, "index", "rebuild")
+	if exit != 0 || !strings.Contains(out, "index rebuild requested") || !strings.Contains(out, "every run change is indexed") {
+		t.Fatalf("index rebuild: exit %d:\n%s%s", exit, out, errOut)
+	}
+	if got := listIDs(t, f, "--where", "customer=c-1"); got != "r-0" {
+		t.Errorf("after the rebuild, list --where customer=c-1: %q, want r-0 (a g1 run, found by g2's attribute)", got)
+	}
+	if out, _, exit := verb(t, f, "index", "status"); exit != 0 || !strings.Contains(out, "on: every run change is indexed") {
+		t.Errorf("index status: exit %d: %s", exit, out)
+	}
+
+	// A second dispatcher with the index off leaves the mark.
+	off := dispatcher.Config{Index: runindex.Config{Off: true, Holder: "d-off"}}
+	g, err := fleet.Start(ctx, fleet.Config{URL: f.URL(), SkipProvision: true, Dispatcher: &off, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = g.Stop(context.Background()) })
+	out, errOut, exit = verb(t, f, "list", "--json", "--where", "customer=c-2")
+	if exit != 0 || !strings.Contains(out, `"r-1"`) || strings.Contains(out, `"r-0"`) ||
+		!strings.Contains(errOut, "warning: the run index is off since") || !strings.Contains(errOut, "dispatcher d-off") {
+		t.Errorf("list with the index off: exit %d:\n%s%s", exit, out, errOut)
+	}
+	if out, _, exit := verb(t, f, "index", "status"); exit != 0 || !strings.Contains(out, "off since") {
+		t.Errorf("index status with the index off: exit %d: %s", exit, out)
+	}
+	if _, errOut, exit := verb(t, f, "index", "rebuild"); exit != 2 || !strings.Contains(errOut, "the run index is off") {
+		t.Errorf("index rebuild with the index off: exit %d, %q", exit, errOut)
+	}
+	if _, errOut, exit := verb(t, f, "list", "--status", "removed"); exit != 2 || !strings.Contains(errOut, "the run index is off") {
+		t.Errorf("list --status removed with the index off: exit %d, %q", exit, errOut)
 	}
 }

@@ -31,6 +31,8 @@ func newList(s streams) *cobra.Command {
 			"are ANDed. --status removed lists runs removed by retention whose tombstones live.\n" +
 			"--match reads the record of each candidate. The index follows the records by a moment: list\n" +
 			"first waits (up to 2s) until every change made before it is indexed, and says so if not.\n" +
+			"Where the dispatchers run with the index off (--index=false), list warns and reads every\n" +
+			"run record instead; jetflow index status and rebuild look after the index.\n" +
 			"--scan reads every run record instead (no removed; --where reads each run's attributes from\n" +
 			"its record as the index would). With --json it prints an\n" +
 			"array of the objects status --json prints (without started), and the next page's cursor on\n" +
@@ -63,6 +65,9 @@ func newList(s streams) *cobra.Command {
 			page, err := fl.Client.ListRuns(ctx, client.ListOptions{Filter: f, Sort: sortBy, Limit: limit, Cursor: cursor, Full: asJSON, Scan: scan})
 			if err != nil {
 				return flagError(err)
+			}
+			if off := page.IndexOff; off != nil {
+				fmt.Fprintf(s.err, "warning: the run index is off since %s (dispatcher %s runs with --index=false); listed by reading every run record, as --scan does\n", off.Since, off.By)
 			}
 			if page.Behind > 0 {
 				fmt.Fprintf(s.err, "warning: the run index is %d changes behind the run records; runs may show an older status\n", page.Behind)
