@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/jetflow/jetflow/kvstore"
@@ -58,13 +59,6 @@ func (c *Client) listByIndex(ctx context.Context, opts ListOptions, m *Matcher, 
 	if wait == 0 {
 		wait = DefaultIndexWait
 	}
-	s, err := c.js.Stream(ctx, c.names.IndexStream())
-	if errors.Is(err, jetstream.ErrStreamNotFound) {
-		return nil, fmt.Errorf("%w: stream %q does not exist (provision the deployment again: jetflow serve --provision)", ErrNoIndex, c.names.IndexStream())
-	}
-	if err != nil {
-		return nil, fmt.Errorf("client: list runs: %w", err)
-	}
 	off, err := ReadIndexOff(ctx, c.js, c.names)
 	if err != nil {
 		return nil, err
@@ -73,6 +67,14 @@ func (c *Client) listByIndex(ctx context.Context, opts ListOptions, m *Matcher, 
 		return &RunPage{IndexOff: off}, fmt.Errorf("%w since %s (dispatcher %s)", ErrIndexOff, off.Since, off.By)
 	}
 	page := &RunPage{Behind: c.catchUp(ctx, wait)}
+	// The stream's bounds as of after the wait.
+	s, err := c.js.Stream(ctx, c.names.IndexStream())
+	if errors.Is(err, jetstream.ErrStreamNotFound) {
+		return nil, fmt.Errorf("%w: stream %q does not exist (provision the deployment again: jetflow serve --provision)", ErrNoIndex, c.names.IndexStream())
+	}
+	if err != nil {
+		return nil, fmt.Errorf("client: list runs: %w", err)
+	}
 	st := s.CachedInfo().State
 	f := opts.Filter
 	q := &indexQuery{c: c, m: m, where: f.Where, status: f.Status, first: st.FirstSeq, last: st.LastSeq}
@@ -564,8 +566,8 @@ var ErrIndexOff = errors.New("the run index is off")
 // index is kept) or no index stream.
 func ReadIndexOff(ctx context.Context, js jetstream.JetStream, n subjects.Names) (*wire.IndexOff, error) {
 	m, err := kvstore.DirectLast(ctx, js, n.IndexStream(), n.IndexOff())
-	if errors.Is(err, kvstore.ErrNoKey) || errors.Is(err, jetstream.ErrStreamNotFound) {
-		return nil, nil
+	if errors.Is(err, kvstore.ErrNoKey) || errors.Is(err, jetstream.ErrStreamNotFound) || errors.Is(err, nats.ErrNoResponders) {
+		return nil, nil // no mark, or no index stream to hold one
 	}
 	if err != nil {
 		return nil, fmt.Errorf("client: read the run index's off mark: %w", err)

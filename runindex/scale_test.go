@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
+	"regexp"
 	"slices"
 	"sort"
 	"syscall"
@@ -29,6 +30,7 @@ import (
 var (
 	indexScale = flag.Int("index-scale", 0, "runs TestListAtScale stores and indexes (0 skips it)")
 	indexDir   = flag.String("index-dir", "", "TestListAtScale's store; one that holds the runs already is only queried")
+	indexRows  = flag.String("index-rows", "", "a regular expression: TestListAtScale times only the listings it matches (default all)")
 )
 
 // Shapes of the stored runs: run i is of workflow wf-(i%5), in status
@@ -183,7 +185,11 @@ func queryAtScale(ctx context.Context, t *testing.T, js jetstream.JetStream) {
 	// Every listing but these two fills its first page.
 	empty := map[string]bool{queries[4].name: true, queries[5].name: true}
 	const tries = 50
+	rows := regexp.MustCompile(*indexRows)
 	for _, q := range queries {
+		if !rows.MatchString(q.name) {
+			continue
+		}
 		if q.opts.Sort == "" {
 			q.opts.Sort = client.SortUpdate
 		}
