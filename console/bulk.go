@@ -165,7 +165,7 @@ func (c *Console) apiSubmitJob(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	j, err := c.cfg.Client.SubmitJob(r.Context(), client.JobSpec{Operation: req.Operation, Reason: req.Reason, Filter: req.Filter, By: "console"})
+	j, err := c.cfg.Client.SubmitJob(r.Context(), client.JobSpec{Operation: req.Operation, Reason: req.Reason, Filter: req.Filter, By: operatorOf(r)})
 	if err != nil {
 		writeError(w, jobStatus(err), err.Error())
 		return

@@ -53,7 +53,7 @@ async function runsPage(main) {
     return h('tr', { dataset: { run: r.id, status: r.status } },
       h('td', { class: 'id' }, link('/runs/' + encodeURIComponent(r.id), r.id)),
       h('td', {}, link('/workflows/' + encodeURIComponent(r.workflow), r.workflow), h('span', { class: 'muted' }, ' ' + r.revision)),
-      h('td', {}, statusBadge(r.status)),
+      h('td', {}, statusBadge(r.status, r.caught)),
       h('td', { class: 'state' }, stateLabel(r.state)),
       h('td', { class: 'time' }, fmtTime(r.started)),
       h('td', { class: 'time' }, fmtTime(r.settled)),

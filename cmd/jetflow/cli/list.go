@@ -77,7 +77,7 @@ func newList(s streams) *cobra.Command {
 			}
 			runs := make([]runJSON, len(page.Runs))
 			for i, r := range page.Runs {
-				runs[i] = runJSON{Status: r.Status, Updated: r.Updated.UTC().Format(time.RFC3339Nano)}
+				runs[i] = runJSON{Status: r.Status, Updated: stamp(r.Updated)}
 			}
 			if asJSON {
 				if page.Next != "" {
@@ -89,11 +89,12 @@ func newList(s streams) *cobra.Command {
 				fmt.Fprintln(s.out, "no runs")
 				return nil
 			}
+			now := time.Now()
 			tw := tabwriter.NewWriter(s.out, 0, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "RUN\tWORKFLOW\tSTATUS\tSTATE\tUPDATED")
 			for i, r := range runs {
 				fmt.Fprintf(tw, "%s\t%s@%s\t%s\t%s\t%s\n", r.Run, r.Workflow, r.Revision, r.Status.Status,
-					stateName(r.State), page.Runs[i].Updated.Local().Format("2006-01-02 15:04:05"))
+					stateName(r.State), when(page.Runs[i].Updated, now))
 			}
 			if err := tw.Flush(); err != nil {
 				return err

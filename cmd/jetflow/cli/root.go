@@ -62,6 +62,7 @@ func newRoot(s streams) *cobra.Command {
 // commands are the verbs, each built by the function in its file.
 var commands = []func(streams) *cobra.Command{
 	newValidate, newLower, newSimulate, // author.go
+	newAudit,
 	newBench, newBenchAgent,
 	newCancel,
 	newConsole,
