@@ -52,6 +52,11 @@ type Config struct {
 	// the process. Default: 0, the server's max_payload as the connection
 	// reports it.
 	MaxPayload int
+	// Search gives the search attributes of a workflow revision's runs,
+	// so that a listing or bulk job that reads the run records (a scan)
+	// can answer a filter's Where; runindex.RegistrySearch reads them from
+	// the deployments. Default nil: a scan refuses Where.
+	Search SearchFunc
 }
 
 // WithDefaults returns a copy of c with every unset field at its default.

@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -112,6 +114,9 @@ func (c *Console) bulkCommand(op, reason string, f wire.RunFilter) string {
 	flag("started-before", f.StartedBefore)
 	flag("started-after", f.StartedAfter)
 	flag("match", string(f.Match))
+	for _, name := range slices.Sorted(maps.Keys(f.Where)) {
+		flag("where", name+"="+f.Where[name])
+	}
 	flag("reason", reason)
 	args = append(args, "--yes")
 	if fl := c.connFlags(); fl != "" {

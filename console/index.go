@@ -315,6 +315,11 @@ type Query struct {
 	Workflow string
 	// Search keeps runs whose id contains it (case-sensitive, as ids are).
 	Search string
+	// Where are search attribute conditions (the box's NAME=VALUE words):
+	// the run index answers them (whereRuns), not this one.
+	Where map[string]string
+	// Cursor continues a Where page (the run index's cursor).
+	Cursor string
 	// Before is a cursor: only runs whose Rev is below it (0: from the
 	// most recent).
 	Before uint64
@@ -326,6 +331,10 @@ type Page struct {
 	Runs []Summary `json:"runs"`
 	// Next is the cursor of the following page, 0 when there is none.
 	Next uint64 `json:"next,omitempty"`
+	// Cursor is the following page's cursor of a Where page (the run
+	// index's), empty when there is none; such a page counts no matches
+	// (Matched is -1).
+	Cursor string `json:"cursor,omitempty"`
 	// Matched counts every run the filter keeps.
 	Matched int  `json:"matched"`
 	Total   int  `json:"total"`

@@ -12,6 +12,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/jetflow/jetflow/client"
 	"github.com/jetflow/jetflow/engine/run"
 	"github.com/jetflow/jetflow/engine/workflow"
 	"github.com/jetflow/jetflow/graph"
@@ -43,7 +44,14 @@ func (c *Console) parseQuery(r *http.Request) (Query, error) {
 	if q.Status != "" && !slices.Contains(statuses, q.Status) {
 		return q, fmt.Errorf("status %q is not a run status (one of %s)", q.Status, strings.Join(statuses, ", "))
 	}
-	if s := v.Get("before"); s != "" {
+	if strings.Contains(q.Search, "=") {
+		// NAME=VALUE words: search attributes, which the run index answers.
+		var err error
+		if q.Where, err = client.ParseWhere(strings.Fields(q.Search)); err != nil {
+			return q, fmt.Errorf("q %q: %w (search attributes are NAME=VALUE words, such as customer=c-7)", q.Search, err)
+		}
+		q.Search, q.Cursor = "", v.Get("before")
+	} else if s := v.Get("before"); s != "" {
 		n, err := strconv.ParseUint(s, 10, 64)
 		if err != nil {
 			return q, fmt.Errorf("before %q is not a cursor (a positive integer from a page's next)", s)
@@ -69,7 +77,15 @@ func (c *Console) apiRuns(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, err.Error())
 		return
 	}
-	p := c.idx.query(q)
+	var p Page
+	if q.Where != nil {
+		if p, err = c.whereRuns(r.Context(), q); err != nil {
+			writeError(w, whereStatus(err), err.Error())
+			return
+		}
+	} else {
+		p = c.idx.query(q)
+	}
 	c.fillStarted(r.Context(), p.Runs)
 	writeJSON(w, http.StatusOK, p)
 }

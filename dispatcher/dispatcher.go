@@ -98,6 +98,11 @@ func New(js jetstream.JetStream, store RunStore, reg registry.Reader, cfg Config
 	if err != nil {
 		return nil, fmt.Errorf("dispatcher: %w", err)
 	}
+	if cfg.Jobs.Search == nil {
+		// Bulk jobs with a --where read each run's attributes as the
+		// index does.
+		cfg.Jobs.Search = runindex.RegistrySearch(reg, c.Jobs.WithDefaults().OpTimeout)
+	}
 	return newDispatcher(js, store, l, cfg)
 }
 
@@ -177,7 +182,7 @@ func (d *Dispatcher) start(ctx context.Context) (lifecycle.Run, error) {
 		}
 	}
 	if d.jobs == nil {
-		jc, err := client.New(ctx, d.js, client.Config{Names: names})
+		jc, err := client.New(ctx, d.js, client.Config{Names: names, Search: d.cfg.Jobs.Search})
 		if err != nil {
 			d.unwatch()
 			return nil, fmt.Errorf("dispatcher: bulk jobs: %w", err)

@@ -451,6 +451,11 @@ func TestPermissionMatrix(t *testing.T) {
 		{r.observer, "purge the run index", "$JS.API.STREAM.PURGE." + n.IndexStream(), request(r.observer, "$JS.API.STREAM.PURGE."+n.IndexStream())},
 		{r.app, "write the run index", n.IndexHead("p1"), jsPublish(r.app, n.IndexHead("p1"))},
 		{r.events, "read the run index", "$JS.API.DIRECT.GET." + n.IndexStream(), request(r.events, "$JS.API.DIRECT.GET."+n.IndexStream())},
+		// Turning the index off and rebuilding it are the dispatcher's and
+		// the operator's (jetflow index rebuild).
+		{r.observer, "mark the run index off", n.IndexOff(), jsPublish(r.observer, n.IndexOff())},
+		{r.app, "rebuild the run index", "$JS.API.CONSUMER.DELETE.KV_" + n.RunBucket() + "." + n.IndexerConsumer(), request(r.app, "$JS.API.CONSUMER.DELETE.KV_"+n.RunBucket()+"."+n.IndexerConsumer())},
+		{r.observer, "rebuild the run index", "$JS.API.CONSUMER.DELETE.KV_" + n.RunBucket() + "." + n.IndexerConsumer(), request(r.observer, "$JS.API.CONSUMER.DELETE.KV_"+n.RunBucket()+"."+n.IndexerConsumer())},
 		// A dispatcher drives runs but cannot deploy or destroy.
 		{r.disp, "deploy a workflow", "$KV." + n.WorkflowBucket() + ".name.evil", jsPublish(r.disp, "$KV."+n.WorkflowBucket()+".name.evil")},
 		{r.disp, "delete the input stream", "$JS.API.STREAM.DELETE." + n.InputStream(), request(r.disp, "$JS.API.STREAM.DELETE."+n.InputStream())},

@@ -85,4 +85,5 @@ var commands = []func(streams) *cobra.Command{
 	newPause, newResume, newTerminate, // pause.go
 	newTask,
 	newJobs,
+	newIndex,
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/jetflow/jetflow/embedded"
 	"github.com/jetflow/jetflow/fleet"
 	"github.com/jetflow/jetflow/provision"
+	"github.com/jetflow/jetflow/runindex"
 	"github.com/jetflow/jetflow/token"
 )
 
@@ -138,6 +139,7 @@ type serviceConfig struct {
 	Retention     string        `env:"JETFLOW_RETENTION" flag:"retention"`
 	Archive       bool          `env:"JETFLOW_ARCHIVE" flag:"archive"`
 	ArchiveMaxAge time.Duration `env:"JETFLOW_ARCHIVE_MAX_AGE" flag:"archive-max-age"`
+	Index         bool          `env:"JETFLOW_INDEX" flag:"index"`
 	AuditMaxAge   time.Duration `env:"JETFLOW_AUDIT_MAX_AGE" flag:"audit-max-age"`
 	LogLevel      string        `env:"JETFLOW_LOG_LEVEL" flag:"log-level"`
 	LogFormat     string        `env:"JETFLOW_LOG_FORMAT" flag:"log-format"`
@@ -180,6 +182,7 @@ func (c *serviceConfig) addFlags(cmd *cobra.Command) {
 	fs.StringVar(&c.Retention, "retention", dispatcher.DefaultRetention.String(), "how long a settled run (done, failed, cancelled) is kept before its record, history and schedules are removed; off keeps settled runs for ever; a deployment's policy may set its own (env JETFLOW_RETENTION)")
 	fs.BoolVar(&c.Archive, "archive", false, "write a settled run's record and history to the archive (Object Store bucket <prefix>_archive) before retention removes it; status, history and replay read it there; a deployment's policy may say otherwise (env JETFLOW_ARCHIVE)")
 	fs.DurationVar(&c.ArchiveMaxAge, "archive-max-age", provision.DefaultArchiveMaxAge, "with provisioning: how long the archive keeps an archived run (env JETFLOW_ARCHIVE_MAX_AGE)")
+	fs.BoolVar(&c.Index, "index", true, "keep the run index list reads; --index=false keeps none, and list then reads every run record (give every dispatcher the same) (env JETFLOW_INDEX)")
 	fs.DurationVar(&c.AuditMaxAge, "audit-max-age", provision.DefaultAuditMaxAge, "with provisioning: how long the audit log (stream <prefix>_audit) keeps an entry (env JETFLOW_AUDIT_MAX_AGE)")
 	fs.StringVar(&c.LogLevel, "log-level", "info", "debug, info, warn or error (env JETFLOW_LOG_LEVEL)")
 	fs.StringVar(&c.LogFormat, "log-format", "text", "text or json, on standard error (env JETFLOW_LOG_FORMAT)")
@@ -312,7 +315,7 @@ func runService(ctx context.Context, s streams, verb string, conn *connConfig, s
 		Provision:        svc.Provision,
 		ProvisionOptions: provision.ProvisionOptions{Replicas: svc.Replicas, MaxAge: svc.HistoryMaxAge, ArchiveMaxAge: svc.ArchiveMaxAge, AuditMaxAge: svc.AuditMaxAge},
 		MigrateInputs:    svc.MigrateInputs,
-		Dispatcher:       &dispatcher.Config{Concurrency: svc.Concurrency, AckWait: svc.AckWait, Tokens: svc.signer, Retention: svc.retention, Archive: svc.Archive, TracerProvider: tp},
+		Dispatcher:       &dispatcher.Config{Concurrency: svc.Concurrency, AckWait: svc.AckWait, Tokens: svc.signer, Retention: svc.retention, Archive: svc.Archive, Index: runindex.Config{Off: !svc.Index}, TracerProvider: tp},
 		Registerer:       reg,
 		Logger:           log,
 	})
@@ -335,7 +338,7 @@ func runService(ctx context.Context, s streams, verb string, conn *connConfig, s
 	fmt.Fprintf(s.out, "nats: %s\n", redactURLs(f.URL()))
 	attrs := []any{
 		slog.String("nats", redactURLs(f.URL())), slog.String("prefix", f.Names.Prefix()),
-		slog.Duration("ack_wait", svc.AckWait), slog.String("retention", svc.Retention), slog.Bool("archive", svc.Archive), secretAttrs(svc.signer),
+		slog.Duration("ack_wait", svc.AckWait), slog.String("retention", svc.Retention), slog.Bool("archive", svc.Archive), slog.Bool("index", svc.Index), secretAttrs(svc.signer),
 	}
 	if ep != nil {
 		ep.serve(f, reg, h, log)
