@@ -16,12 +16,16 @@ ARG NODE_VERSION=20
 ARG PYTHON_VERSION=3.12
 
 FROM golang:${GO_VERSION}-alpine AS build
+# The build context has no .git, so the go command records no commit:
+# docker build --build-arg JETFLOW_COMMIT=$(git rev-parse HEAD) names it
+# for `jetflow version`.
+ARG JETFLOW_COMMIT=
 WORKDIR /src
 COPY go.mod go.sum ./
 RUN --mount=type=cache,target=/go/pkg/mod go mod download
 COPY . .
 RUN --mount=type=cache,target=/go/pkg/mod --mount=type=cache,target=/root/.cache/go-build \
-    CGO_ENABLED=0 go build -trimpath -ldflags="-s -w" -o /out/jetflow ./cmd/jetflow
+    CGO_ENABLED=0 go build -trimpath -ldflags="-s -w -X github.com/jetflow/jetflow/cmd/jetflow/cli.commit=${JETFLOW_COMMIT}" -o /out/jetflow ./cmd/jetflow
 
 # Exec workers: `jetflow worker exec` runs a program per invocation, so
 # the image carries the interpreters the example scripts need.

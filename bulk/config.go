@@ -15,6 +15,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/jetflow/jetflow/client"
 	"github.com/jetflow/jetflow/clock"
 	"github.com/jetflow/jetflow/subjects"
 	"github.com/jetflow/jetflow/wire"
@@ -70,6 +71,11 @@ type Config struct {
 	// cancelled) is kept after it finished; then a runner removes it.
 	// Negative keeps records for ever. Default: DefaultJobRetention.
 	JobRetention time.Duration
+	// Search gives the search attributes of a workflow revision's runs,
+	// for the jobs whose filter has a Where (runindex.RegistrySearch; the
+	// dispatcher sets it from its registry). Default nil: such a job
+	// fails, naming why.
+	Search client.SearchFunc
 	// CheckpointHook is a test seam, called before each checkpoint is
 	// saved, after the batch it records was published, with the job's
 	// record as it will be saved (crash tests kill the process there).

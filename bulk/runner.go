@@ -243,7 +243,7 @@ func (r *Runner) work(ctx context.Context, j *wire.Job, rev uint64) {
 	}
 	runs, _, err := r.c.Matching(ctx, m)
 	if err != nil {
-		if errors.Is(err, client.ErrMatch) {
+		if errors.Is(err, client.ErrMatch) || errors.Is(err, client.ErrNoSearch) {
 			r.finish(ctx, j, rev, wire.JobFailed, err.Error(), log)
 			return
 		}

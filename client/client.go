@@ -52,6 +52,11 @@ type Config struct {
 	// the process. Default: 0, the server's max_payload as the connection
 	// reports it.
 	MaxPayload int
+	// Search gives the search attributes of a workflow revision's runs,
+	// so that a listing or bulk job that reads the run records (a scan)
+	// can answer a filter's Where; runindex.RegistrySearch reads them from
+	// the deployments. Default nil: a scan refuses Where.
+	Search SearchFunc
 }
 
 // WithDefaults returns a copy of c with every unset field at its default.
@@ -140,7 +145,10 @@ func (c *Client) StartRun(ctx context.Context, workflow, runID string, input any
 // EventOption adjusts SendEvent.
 type EventOption func(*eventOpts)
 
-type eventOpts struct{ id string }
+type eventOpts struct {
+	id  string
+	seq *uint64
+}
 
 // EventID de-duplicates the event: a second event with the same id for the
 // same run within the stream's duplicate window is dropped, also when sent
@@ -150,6 +158,11 @@ type eventOpts struct{ id string }
 // senders of this event know, such as a random one kept with the payment
 // it reports, never a predictable counter or business key alone.
 func EventID(id string) EventOption { return func(o *eventOpts) { o.id = id } }
+
+// EventSeq stores the event's stream sequence in *seq once the stream has
+// stored it, so that the caller can tell what the run made of it: the
+// run's record lists the sequence among its applied inputs or refusals.
+func EventSeq(seq *uint64) EventOption { return func(o *eventOpts) { o.seq = seq } }
 
 // SendEvent sends an external event of eventType with payload to a run.
 // Without EventID its Nats-Msg-Id is random for each call: a retry of this
@@ -165,7 +178,11 @@ func (c *Client) SendEvent(ctx context.Context, runID, eventType string, payload
 	for _, opt := range opts {
 		opt(&o)
 	}
-	return c.publish(ctx, c.names.Event(runID, eventType), msgID(subjects.KindEvent, runID, o.id), payload)
+	seq, err := c.publishSeq(ctx, c.names.Event(runID, eventType), msgID(subjects.KindEvent, runID, o.id), payload)
+	if err == nil && o.seq != nil {
+		*o.seq = seq
+	}
+	return err
 }
 
 // Cancel asks for a run to end cancelled. Its Nats-Msg-Id is random for

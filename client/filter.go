@@ -67,6 +67,11 @@ func CompileFilter(f wire.RunFilter) (*Matcher, error) {
 	if m.after, err = parseTime(f.StartedAfter); err != nil {
 		return bad("started-after", err)
 	}
+	for _, name := range whereNames(f.Where) {
+		if err := subjects.CheckSearchName(name); err != nil {
+			return nil, fmt.Errorf("%w: where %s=%s: %w", ErrBadFilter, name, f.Where[name], err)
+		}
+	}
 	if len(f.Match) > 0 {
 		doc, err := value.Decode(f.Match, value.Limits{})
 		if err != nil {
@@ -153,6 +158,9 @@ type Run struct {
 	// StartSeq is the input stream sequence of the run's start (0 when
 	// the record does not say).
 	StartSeq uint64
+	// Search is the run's search attributes: set by a caller that answers
+	// a filter's Where (Client.Matching), nil otherwise.
+	Search map[string]string
 }
 
 // Decode reads what a filter and a listing need from a run record.
@@ -191,6 +199,11 @@ func (m *Matcher) Match(r *Run) (bool, error) {
 		!m.before.IsZero() && r.StartSeq >= m.beforeSeq,
 		!m.after.IsZero() && (r.StartSeq == 0 || r.StartSeq < m.afterSeq):
 		return false, nil
+	}
+	for name, v := range f.Where {
+		if got, ok := r.Search[name]; !ok || got != v {
+			return false, nil
+		}
 	}
 	if m.q == nil {
 		return true, nil

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/jetflow/jetflow/kvstore"
@@ -20,12 +21,6 @@ import (
 // ErrNoIndex is wrapped when a listing needs the run index (a --where,
 // --status removed) and the deployment has none: provision it.
 var ErrNoIndex = errors.New("no run index")
-
-// Where is one search attribute condition of a listing: the run's
-// attribute Name equals Value.
-type Where struct {
-	Name, Value string
-}
 
 // indexBatch is how many entries one read of the index asks for.
 const indexBatch = 4096
@@ -50,7 +45,7 @@ type hit struct {
 type indexQuery struct {
 	c      *Client
 	m      *Matcher
-	where  []Where
+	where  map[string]string
 	status string
 	filter string
 	// Stream bounds when the listing began.
@@ -64,7 +59,15 @@ func (c *Client) listByIndex(ctx context.Context, opts ListOptions, m *Matcher, 
 	if wait == 0 {
 		wait = DefaultIndexWait
 	}
+	off, err := ReadIndexOff(ctx, c.js, c.names)
+	if err != nil {
+		return nil, err
+	}
+	if off != nil {
+		return &RunPage{IndexOff: off}, fmt.Errorf("%w since %s (dispatcher %s)", ErrIndexOff, off.Since, off.By)
+	}
 	page := &RunPage{Behind: c.catchUp(ctx, wait)}
+	// The stream's bounds as of after the wait.
 	s, err := c.js.Stream(ctx, c.names.IndexStream())
 	if errors.Is(err, jetstream.ErrStreamNotFound) {
 		return nil, fmt.Errorf("%w: stream %q does not exist (provision the deployment again: jetflow serve --provision)", ErrNoIndex, c.names.IndexStream())
@@ -74,9 +77,9 @@ func (c *Client) listByIndex(ctx context.Context, opts ListOptions, m *Matcher, 
 	}
 	st := s.CachedInfo().State
 	f := opts.Filter
-	q := &indexQuery{c: c, m: m, where: opts.Where, status: f.Status, first: st.FirstSeq, last: st.LastSeq}
-	if len(opts.Where) > 0 {
-		q.filter = c.names.IndexAttrEntries(opts.Where[0].Name, opts.Where[0].Value, f.Workflow, f.Status)
+	q := &indexQuery{c: c, m: m, where: f.Where, status: f.Status, first: st.FirstSeq, last: st.LastSeq}
+	if names := whereNames(f.Where); len(names) > 0 {
+		q.filter = c.names.IndexAttrEntries(names[0], f.Where[names[0]], f.Workflow, f.Status)
 	} else {
 		q.filter = c.names.IndexEntries(f.Workflow, f.Status)
 	}
@@ -436,8 +439,8 @@ func (q *indexQuery) cheap(e *wire.IndexEntry) bool {
 		!m.after.IsZero() && (e.StartSeq == 0 || e.StartSeq < m.afterSeq):
 		return false
 	}
-	for _, w := range q.where {
-		if v, ok := e.Search[w.Name]; !ok || v != w.Value {
+	for name, want := range q.where {
+		if v, ok := e.Search[name]; !ok || v != want {
 			return false
 		}
 	}
@@ -554,12 +557,24 @@ func (c *Client) catchUp(ctx context.Context, wait time.Duration) uint64 {
 	}
 }
 
-// checkWhere refuses a search attribute condition with a bad name.
-func checkWhere(ws []Where) error {
-	for _, w := range ws {
-		if err := subjects.CheckSearchName(w.Name); err != nil {
-			return fmt.Errorf("%w: where %s=%s: %w", ErrBadFilter, w.Name, w.Value, err)
-		}
+// ErrIndexOff is wrapped when the deployment's dispatchers keep no run
+// index (they run with it off, and left its off mark): a listing reads
+// the run records instead.
+var ErrIndexOff = errors.New("the run index is off")
+
+// ReadIndexOff returns the index's off mark, nil when there is none (the
+// index is kept) or no index stream.
+func ReadIndexOff(ctx context.Context, js jetstream.JetStream, n subjects.Names) (*wire.IndexOff, error) {
+	m, err := kvstore.DirectLast(ctx, js, n.IndexStream(), n.IndexOff())
+	if errors.Is(err, kvstore.ErrNoKey) || errors.Is(err, jetstream.ErrStreamNotFound) || errors.Is(err, nats.ErrNoResponders) {
+		return nil, nil // no mark, or no index stream to hold one
 	}
-	return nil
+	if err != nil {
+		return nil, fmt.Errorf("client: read the run index's off mark: %w", err)
+	}
+	var off wire.IndexOff
+	if err := json.Unmarshal(m.Data, &off); err != nil {
+		off.Since = "an unknown time"
+	}
+	return &off, nil
 }

@@ -32,6 +32,10 @@ const (
 	ProgressEnd     ProgressKind = "end"     // the run ended: done, failed or cancelled
 	// ProgressPaused: an operator paused the run; Detail is the reason.
 	ProgressPaused ProgressKind = "paused"
+	// ProgressRefused: the run consumed an input without effect (an
+	// event that matched no transition) or refused it; Name is the
+	// input's kind, Detail the reason.
+	ProgressRefused ProgressKind = "refused"
 )
 
 // Progress is one thing that happened to a run.
@@ -51,9 +55,15 @@ type Progress struct {
 	// OK says a settled attempt succeeded; Retry that a failed one will
 	// be tried again.
 	OK, Retry bool
+	// Code is a failed attempt's error code as its worker gave it
+	// (EXIT_64, BAD_INPUT), when the Tracker could read the result.
+	Code string
 	// Detail is the task's output (canonical JSON cut to a line), its
-	// error, or what a wait waits for (WaitsFor).
+	// error message, what a wait waits for (WaitsFor), or why an input
+	// was refused.
 	Detail string
+	// Seq is a refused input's stream sequence.
+	Seq uint64
 	// Status is the run's status after an end step (step.StatusOf).
 	Status *wire.Status
 }
@@ -67,11 +77,19 @@ type Tracker struct {
 	// certain order, and tasks are named from the invocations the records
 	// carry.
 	Workflow func(name, revision string) (*workflow.Workflow, error)
+	// Result, when set, returns the task result stored at stream
+	// sequence seq of the input stream (nil when the input there is no
+	// result or cannot be read), so that a settled attempt reports its
+	// worker's error code and message, and its output also when its
+	// activation ended with it (the last task of a DAG).
+	Result func(seq uint64) *wire.Result
 
-	wf     *workflow.Workflow
-	loaded bool // Workflow was asked, once
-	prev   *run.State
-	status string
+	prevRec *runrecord.Record
+	refused uint64 // the highest sequence of a refusal reported
+	wf      *workflow.Workflow
+	loaded  bool // Workflow was asked, once
+	prev    *run.State
+	status  string
 }
 
 // Observe returns the progress between the last record seen and rec (all
@@ -94,7 +112,12 @@ func (t *Tracker) Observe(rec *runrecord.Record) ([]Progress, error) {
 	if prev == nil {
 		prev = &run.State{}
 	}
+	steps = append(steps, t.refusals(rec)...)
 	steps = append(steps, t.settled(prev, st, at)...)
+	t.withResults(steps, t.prevRec, rec)
+	if gap := t.unseen(steps, t.prevRec, rec, st, at); len(gap) > 0 {
+		steps = append(gap, steps...)
+	}
 	for _, id := range orderEntered(t.wf, prev.Control.Active, entered(prev, st)) {
 		steps = append(steps, Progress{Kind: ProgressState, At: at, State: id})
 	}
@@ -115,7 +138,7 @@ func (t *Tracker) Observe(rec *runrecord.Record) ([]Progress, error) {
 		}
 		t.status = status
 	}
-	t.prev = st
+	t.prev, t.prevRec = st, rec
 	return steps, nil
 }
 
@@ -266,15 +289,15 @@ func plainWork(wf *workflow.Workflow, state string) bool {
 // caughtBy returns the message of the caught failure of node, when the run
 // left a work state through its catch because of it.
 func caughtBy(st *run.State, node string) (string, bool) {
-	data, _ := st.Context.Data.(map[string]any)
-	caught, _ := data["error"].(map[string]any)
-	if id, _ := caught["nodeId"].(string); id != node {
+	c := run.CaughtIn(st.Context.Data)
+	if c == nil || c.Node != node {
 		return "", false
 	}
-	msg, _ := caught["message"].(string)
-	code, _ := caught["code"].(string)
-	return BareMessage(code, "/nodes/"+node, msg) + " (caught)", true
+	return BareMessage(c.Code, "/nodes/"+node, c.Message) + caughtMark, true
 }
+
+// caughtMark ends the detail of a failure the work state's catch took.
+const caughtMark = " (caught)"
 
 // activeWork is the work state whose activation is in flight.
 func activeWork(st *run.State) string {

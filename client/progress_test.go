@@ -1,8 +1,10 @@
 package client_test
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 
@@ -22,6 +24,7 @@ type orderRun struct {
 	now     float64
 	invokes map[string]*run.Invoke // by node
 	records []*runrecord.Record
+	results map[uint64]*wire.Result // the task results applied, by sequence
 }
 
 func newOrderRun(t *testing.T) *orderRun {
@@ -55,7 +58,24 @@ func (o *orderRun) apply(msg run.Message) {
 	if err != nil {
 		o.t.Fatal(err)
 	}
-	o.records = append(o.records, &runrecord.Record{State: data})
+	applied := []uint64{uint64(len(o.records) + 1)}
+	if n := len(o.records); n > 0 {
+		applied = append(slices.Clone(o.records[n-1].Applied), applied...)
+	}
+	o.records = append(o.records, &runrecord.Record{State: data, Applied: applied})
+	if r := msg.Result; r != nil {
+		if o.results == nil {
+			o.results = map[uint64]*wire.Result{}
+		}
+		w := &wire.Result{Activation: r.Activation, Node: r.Node, Attempt: r.Attempt}
+		if r.Output != nil {
+			w.Output, _ = json.Marshal(r.Output)
+		}
+		if r.Error != nil {
+			w.Error = &wire.TaskError{Message: r.Error.Message, Code: r.Error.Code, NonRetryable: r.Error.NonRetryable}
+		}
+		o.results[uint64(len(o.records))] = w
+	}
 }
 
 func (o *orderRun) result(node string, output any, fail string) {
@@ -269,5 +289,40 @@ func TestTrackerReportsARetryItDidNotSee(t *testing.T) {
 	}
 	if strings.Contains(got, "invoke /states/fulfil/flow/states/ship ship ship@1 attempt 2") {
 		t.Errorf("reports an invocation no record it saw showed:\n%s", got)
+	}
+}
+
+// TestTrackerReportsTasksOfSkippedRecords: a watch that sees only a paid
+// order's last record still reports every attempt, from the results the
+// record applied.
+func TestTrackerReportsTasksOfSkippedRecords(t *testing.T) {
+	t.Parallel()
+	o := newOrderRun(t)
+	o.apply(run.Message{Kind: run.KindStart, RunID: "r7", Input: map[string]any{"sku": "KB-42", "qty": 2.0, "customer": "ada"}})
+	o.result("stock", map[string]any{"available": true}, "")
+	o.result("price", map[string]any{"total": 59.98}, "")
+	o.result("fraud", map[string]any{"score": 0.1}, "")
+	o.apply(run.Message{Kind: run.KindEvent, Event: &run.Event{Type: "payment", Payload: map[string]any{"amount": 59.98}, HasPayload: true}})
+	o.result("task", map[string]any{"tracking": "T1"}, "") // ship
+	o.result("task", nil, "mail server down")              // notify, caught or failed
+	o.records = o.records[len(o.records)-1:]
+	got := strings.Join(o.track(&client.Tracker{
+		Workflow: func(string, string) (*workflow.Workflow, error) { return o.wf, nil },
+		Result:   func(seq uint64) *wire.Result { return o.results[seq] },
+	}), "\n")
+	for _, w := range []string{
+		"invoke /states/check stock check-stock@1 attempt 1\n",
+		`settle stock check-stock@1 ok=true retry=false {"available":true}` + "\n",
+		`settle fraud score-fraud@1 ok=true retry=false {"score":0.1}` + "\n",
+		"invoke /states/fulfil/flow/states/ship ship ship@1 attempt 1\n",
+		`settle ship ship@1 ok=true retry=false {"tracking":"T1"}` + "\n",
+		"settle notify notify@1 ok=false retry=false mail server down",
+	} {
+		if !strings.Contains(got, w) {
+			t.Errorf("progress lacks %q:\n%s", w, got)
+		}
+	}
+	if n := strings.Count(got, " settle "); n != 5 {
+		t.Errorf("%d settles, want 5 (each attempt once):\n%s", n, got)
 	}
 }

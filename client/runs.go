@@ -44,12 +44,23 @@ func (c *Client) lister(ctx context.Context) (runLister, error) {
 	return rs, nil
 }
 
+// ErrNoSearch is wrapped when a filter with search attribute conditions
+// (Where) is answered by reading the run records and the client has no
+// Config.Search to learn the runs' attributes with.
+var ErrNoSearch = errors.New("no search attribute declarations")
+
 // Matching reads every run record (one pass over the run bucket, no index)
 // and returns the runs m matches, ordered by run id. A record that cannot
 // be decoded is left out and reported in skipped; a --match evaluation
 // error ends the scan with that error. m must be bound (Matcher.Bind)
-// when it has start-time bounds.
+// when it has start-time bounds. A filter with Where needs Config.Search:
+// each run's attributes are read from its record as the index would keep
+// them.
 func (c *Client) Matching(ctx context.Context, m *Matcher) (runs []Listed, skipped []error, err error) {
+	where := len(m.f.Where) > 0
+	if where && c.cfg.Search == nil {
+		return nil, nil, fmt.Errorf("client: list runs: %w: this client cannot answer where %v without the run index (give Config.Search)", ErrNoSearch, m.f.Where)
+	}
 	l, err := c.lister(ctx)
 	if err != nil {
 		return nil, nil, err
@@ -67,12 +78,20 @@ func (c *Client) Matching(ctx context.Context, m *Matcher) (runs []Listed, skipp
 			skipped = append(skipped, err)
 			return false
 		}
+		if where {
+			paths, err := c.cfg.Search(r.Status.Workflow, r.Status.Revision)
+			if err != nil {
+				matchErr = fmt.Errorf("run %s: search attributes of %s@%s: %w", r.ID, r.Status.Workflow, r.Status.Revision, err)
+				return false
+			}
+			r.Search = SearchValues(r.State.Context.Input, r.State.Context.Data, paths)
+		}
 		ok, err := m.Match(r)
 		switch {
 		case err != nil:
 			matchErr = err
 		case ok:
-			runs = append(runs, Listed{Status: r.Status, Updated: e.Updated, StartSeq: r.StartSeq})
+			runs = append(runs, Listed{Status: r.Status, Updated: e.Updated, StartSeq: r.StartSeq, Search: r.Search})
 		}
 		return false
 	})
@@ -102,9 +121,6 @@ type ListOptions struct {
 	Limit int
 	// Cursor continues after the page that returned it as Next.
 	Cursor string
-	// Where are search attribute conditions, all of which a run meets
-	// (the run index answers them). Default none.
-	Where []Where
 	// Full reads each listed run's record for its whole status (result
 	// and error); an index entry has the rest. Default false.
 	Full bool
@@ -115,8 +131,8 @@ type ListOptions struct {
 	Wait time.Duration
 	// Scan reads every run record instead of the run index: slower, but
 	// as of now, where the index follows the records by a moment (bulk
-	// jobs scan too). Where and Filter.Status "removed" need the index.
-	// Default false.
+	// jobs scan too). Filter.Where needs Config.Search; Filter.Status
+	// "removed" needs the index. Default false.
 	Scan bool
 }
 
@@ -133,6 +149,9 @@ type RunPage struct {
 	Behind uint64
 	// Scanned says the listing read the run records, not the index.
 	Scanned bool
+	// IndexOff is the index's off mark when the listing read the run
+	// records because the dispatchers keep no index (ErrIndexOff).
+	IndexOff *wire.IndexOff
 }
 
 // cursor is where a page ended: the sort key and run id of its last run.
@@ -142,12 +161,13 @@ type cursor struct {
 	Run  string `json:"r"`
 }
 
-// ListRuns returns the runs matching opts.Filter and opts.Where, sorted
+// ListRuns returns the runs matching opts.Filter, sorted
 // and paged. It reads the run index (package runindex): a sort by
 // update time reads about the page, whatever the number of runs; a sort
 // by start time or id reads every index entry the workflow, status and
 // first search attribute select. The index follows the run records by a
-// moment (RunPage.Behind). A deployment provisioned before the index, or
+// moment (RunPage.Behind). A deployment provisioned before the index,
+// one whose dispatchers run with the index off (RunPage.IndexOff), or
 // opts.Scan, reads every record instead. A cursor is valid for the sort
 // it came from; runs that change between pages move within the order (a
 // sort by update time may show a run twice, or skip it).
@@ -165,9 +185,6 @@ func (c *Client) ListRuns(ctx context.Context, opts ListOptions) (*RunPage, erro
 			return nil, err
 		}
 	}
-	if err := checkWhere(opts.Where); err != nil {
-		return nil, err
-	}
 	f := opts.Filter
 	removed := f.Status == wire.StatusRemoved
 	if removed {
@@ -180,16 +197,26 @@ func (c *Client) ListRuns(ctx context.Context, opts ListOptions) (*RunPage, erro
 	if err := m.Bind(ctx, c.js, c.names); err != nil {
 		return nil, err
 	}
+	var off *wire.IndexOff
 	if !opts.Scan {
 		page, err := c.listByIndex(ctx, opts, m, after)
-		if !errors.Is(err, ErrNoIndex) || removed || len(opts.Where) > 0 {
+		switch {
+		case errors.Is(err, ErrIndexOff) && removed:
+			return nil, fmt.Errorf("%w: --status %s reads the run index: %w", ErrBadFilter, wire.StatusRemoved, err)
+		case errors.Is(err, ErrIndexOff):
+			off = page.IndexOff
+		case !errors.Is(err, ErrNoIndex) || removed:
 			return page, err
 		}
 	}
-	if removed || len(opts.Where) > 0 {
-		return nil, fmt.Errorf("%w: --where and --status %s read the run index; a scan cannot answer them", ErrBadFilter, wire.StatusRemoved)
+	if removed {
+		return nil, fmt.Errorf("%w: --status %s reads the run index; a scan cannot answer it", ErrBadFilter, wire.StatusRemoved)
 	}
-	return c.listByScan(ctx, opts, m, after)
+	page, err := c.listByScan(ctx, opts, m, after)
+	if page != nil {
+		page.IndexOff = off
+	}
+	return page, err
 }
 
 // listByScan is ListRuns over every run record.

@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -112,6 +114,9 @@ func (c *Console) bulkCommand(op, reason string, f wire.RunFilter) string {
 	flag("started-before", f.StartedBefore)
 	flag("started-after", f.StartedAfter)
 	flag("match", string(f.Match))
+	for _, name := range slices.Sorted(maps.Keys(f.Where)) {
+		flag("where", name+"="+f.Where[name])
+	}
 	flag("reason", reason)
 	args = append(args, "--yes")
 	if fl := c.connFlags(); fl != "" {
@@ -160,7 +165,7 @@ func (c *Console) apiSubmitJob(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	j, err := c.cfg.Client.SubmitJob(r.Context(), client.JobSpec{Operation: req.Operation, Reason: req.Reason, Filter: req.Filter, By: "console"})
+	j, err := c.cfg.Client.SubmitJob(r.Context(), client.JobSpec{Operation: req.Operation, Reason: req.Reason, Filter: req.Filter, By: operatorOf(r)})
 	if err != nil {
 		writeError(w, jobStatus(err), err.Error())
 		return

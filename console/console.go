@@ -7,7 +7,9 @@
 // update open pages live, and bulk jobs with their progress. It is
 // read-only unless Config.Actions is set, which allows acting on one run
 // (event, cancel, pause, resume, terminate, redrive) and submitting and
-// cancelling bulk jobs over a filter.
+// cancelling bulk jobs over a filter. It may authenticate its users
+// (Config.Auth: a bearer token, basic auth or a trusted proxy's header)
+// and writes every action to the audit log, which it shows too.
 package console
 
 import (
@@ -51,6 +53,13 @@ type Config struct {
 	// Actions allows the page to act on runs and submit bulk jobs.
 	// Default false: read-only.
 	Actions bool
+	// Auth says who may use the console. Default: everyone, as
+	// "anonymous".
+	Auth Auth
+	// Addr is the address the console is served on (host:port). With
+	// Actions and without Auth, New refuses one that is not loopback.
+	// Default "": not checked (the embedder serves it where it knows).
+	Addr string
 	// Base is the path the console is served under. Default "/console".
 	Base string
 	// NATSURL and Prefix are written into the jetflow commands the page
@@ -110,19 +119,24 @@ func (c Config) validate() error {
 	if c.Base == "/" {
 		errs = append(errs, errors.New("console: Base must be a path below the root, such as /console"))
 	}
+	errs = append(errs, c.Auth.validate())
+	errs = append(errs, CheckExposure(c.Addr, c.Actions, c.Auth))
 	return errors.Join(errs...)
 }
 
 // Console serves the web console. Create it with New, call Start, and
 // mount it under Config.Base.
 type Console struct {
-	cfg    Config
-	log    *slog.Logger
-	idx    *index
-	mux    *http.ServeMux
-	page   *template.Template
-	static fs.FS
-	defs   *definitions
+	cfg   Config
+	log   *slog.Logger
+	idx   *index
+	mux   *http.ServeMux
+	page  *template.Template
+	login *template.Template
+	// sessionKey signs the login form's session cookies.
+	sessionKey []byte
+	static     fs.FS
+	defs       *definitions
 
 	replayMu sync.Mutex
 	replayer *replay.Stepper
@@ -150,9 +164,13 @@ func New(cfg Config) (*Console, error) {
 	if err != nil {
 		return nil, fmt.Errorf("console: page template: %w", err)
 	}
+	login, err := template.ParseFS(static, "login.html")
+	if err != nil {
+		return nil, fmt.Errorf("console: login template: %w", err)
+	}
 	c := &Console{
-		cfg: cfg, log: cfg.Logger, idx: newIndex(), page: page, static: static,
-		defs: newDefinitions(cfg.Registry), closing: make(chan struct{}),
+		cfg: cfg, log: cfg.Logger, idx: newIndex(), page: page, login: login, static: static,
+		defs: newDefinitions(cfg.Registry), closing: make(chan struct{}), sessionKey: newSessionKey(),
 	}
 	c.routes()
 	return c, nil
@@ -249,8 +267,23 @@ func (c *Console) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.Set("Referrer-Policy", "no-referrer")
 	h.Set("X-Frame-Options", "DENY")
+	if !c.public(r) {
+		who, why := c.authenticate(r)
+		if who == "" {
+			c.refuse(w, r, why)
+			return
+		}
+		r = r.WithContext(context.WithValue(r.Context(), identityKey{}, who))
+	}
 	c.ensureStarted()
 	c.mux.ServeHTTP(w, r)
+}
+
+// public reports whether a request needs no identity: the login form and
+// the static files (code and style, no data).
+func (c *Console) public(r *http.Request) bool {
+	p := r.URL.Path
+	return p == c.cfg.Base+"/login" || strings.HasPrefix(p, c.cfg.Base+"/static/")
 }
 
 // Handler is the console as an http.Handler.
@@ -267,7 +300,7 @@ func (c *Console) routes() {
 	b := c.cfg.Base
 	m := http.NewServeMux()
 	// Pages: every path renders the same document; the script routes.
-	for _, p := range []string{"/{$}", "/runs/{id}", "/workflows", "/workflows/{name}", "/jobs", "/jobs/{id}"} {
+	for _, p := range []string{"/{$}", "/runs/{id}", "/workflows", "/workflows/{name}", "/jobs", "/jobs/{id}", "/audit"} {
 		m.HandleFunc("GET "+b+p, c.servePage)
 	}
 	m.Handle("GET "+b+"/static/", http.StripPrefix(b+"/static/", http.HandlerFunc(c.serveStatic)))
@@ -276,19 +309,24 @@ func (c *Console) routes() {
 	m.HandleFunc("GET "+b+"/api/runs/{id}", c.apiRun)
 	m.HandleFunc("GET "+b+"/api/runs/{id}/dag", c.apiRunDAG)
 	m.HandleFunc("GET "+b+"/api/runs/{id}/history", c.apiHistory)
-	m.HandleFunc("POST "+b+"/api/runs/{id}/event", c.apiSendEvent)
-	m.HandleFunc("POST "+b+"/api/runs/{id}/cancel", c.apiCancel)
-	m.HandleFunc("POST "+b+"/api/runs/{id}/pause", c.apiPause)
-	m.HandleFunc("POST "+b+"/api/runs/{id}/resume", c.apiResume)
-	m.HandleFunc("POST "+b+"/api/runs/{id}/terminate", c.apiTerminate)
-	m.HandleFunc("POST "+b+"/api/runs/{id}/redrive", c.apiRedrive)
+	m.HandleFunc("GET "+b+"/login", c.serveLogin)
+	m.HandleFunc("POST "+b+"/login", c.postLogin)
+	m.HandleFunc("GET "+b+"/logout", c.logout)
+	m.HandleFunc("GET "+b+"/api/audit", c.apiAudit)
+	// Every action is audited (audit.go).
+	m.HandleFunc("POST "+b+"/api/runs/{id}/event", c.audited("event", c.apiSendEvent))
+	m.HandleFunc("POST "+b+"/api/runs/{id}/cancel", c.audited("cancel", c.apiCancel))
+	m.HandleFunc("POST "+b+"/api/runs/{id}/pause", c.audited("pause", c.apiPause))
+	m.HandleFunc("POST "+b+"/api/runs/{id}/resume", c.audited("resume", c.apiResume))
+	m.HandleFunc("POST "+b+"/api/runs/{id}/terminate", c.audited("terminate", c.apiTerminate))
+	m.HandleFunc("POST "+b+"/api/runs/{id}/redrive", c.audited("redrive", c.apiRedrive))
 	m.HandleFunc("POST "+b+"/api/bulk/count", c.apiBulkCount)
 	m.HandleFunc("GET "+b+"/api/jobs", c.apiJobs)
-	m.HandleFunc("POST "+b+"/api/jobs", c.apiSubmitJob)
+	m.HandleFunc("POST "+b+"/api/jobs", c.audited("jobs-create", c.apiSubmitJob))
 	m.HandleFunc("GET "+b+"/api/jobs/events", c.apiJobEvents)
 	m.HandleFunc("GET "+b+"/api/jobs/{id}", c.apiJob)
-	m.HandleFunc("POST "+b+"/api/jobs/{id}/cancel", c.apiCancelJob)
-	m.HandleFunc("POST "+b+"/api/runs/{id}/reset", c.apiReset)
+	m.HandleFunc("POST "+b+"/api/jobs/{id}/cancel", c.audited("jobs-cancel", c.apiCancelJob))
+	m.HandleFunc("POST "+b+"/api/runs/{id}/reset", c.audited("reset", c.apiReset))
 	m.HandleFunc("GET "+b+"/api/workflows", c.apiWorkflows)
 	m.HandleFunc("GET "+b+"/api/workflows/{name}", c.apiWorkflow)
 	m.HandleFunc("GET "+b+"/api/workflows/{name}/dag", c.apiWorkflowDAG)
@@ -304,12 +342,18 @@ func (c *Console) routes() {
 type pageData struct {
 	Base    string
 	Actions bool
+	// Who is the signed-in identity; "" without authentication.
+	Who string
 }
 
 func (c *Console) servePage(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.Header().Set("Cache-Control", "no-store")
-	if err := c.page.Execute(w, pageData{Base: c.cfg.Base, Actions: c.cfg.Actions}); err != nil {
+	d := pageData{Base: c.cfg.Base, Actions: c.cfg.Actions}
+	if c.cfg.Auth.On() {
+		d.Who = Identity(r.Context())
+	}
+	if err := c.page.Execute(w, d); err != nil {
 		c.log.Warn("console: render page", slog.Any("error", err))
 	}
 }
@@ -329,7 +373,7 @@ func (c *Console) serveStatic(w http.ResponseWriter, r *http.Request) {
 		_, _ = w.Write(append(data, graph.Style...))
 		return
 	}
-	if name == "index.html" || strings.Contains(name, "/") {
+	if name == "index.html" || name == "login.html" || strings.Contains(name, "/") {
 		http.NotFound(w, r)
 		return
 	}

@@ -1,6 +1,7 @@
 package console
 
 import (
+	"bytes"
 	"encoding/json"
 	"sort"
 	"strings"
@@ -41,6 +42,9 @@ type Summary struct {
 	Started int64          `json:"started,omitempty"`
 	Settled int64          `json:"settled,omitempty"`
 	Error   *wire.RunError `json:"error,omitempty"`
+	// Caught is the code of the failure a done run's catch recovered
+	// from, when the run's data is still that error (run.CaughtIn).
+	Caught string `json:"caught,omitempty"`
 	// Rev is the record's revision in the run bucket: the list's order
 	// (most recently changed first) and its paging cursor.
 	Rev uint64 `json:"rev"`
@@ -63,8 +67,26 @@ type lightRecord struct {
 			Active []string `json:"active"`
 			Time   float64  `json:"time"`
 		} `json:"control"`
+		Context struct {
+			Data caughtData `json:"data"`
+		} `json:"context"`
 	} `json:"state"`
 	Status *wire.Status `json:"status"`
+}
+
+// caughtData decodes a run's data only as far as a caught failure:
+// other data (most runs') is skipped without building it.
+type caughtData struct{ caught *run.Caught }
+
+func (d *caughtData) UnmarshalJSON(b []byte) error {
+	if len(b) == 0 || b[0] != '{' || !bytes.Contains(b, []byte(`"error"`)) {
+		return nil
+	}
+	var v any
+	if json.Unmarshal(b, &v) == nil {
+		d.caught = run.CaughtIn(v)
+	}
+	return nil
 }
 
 // summarize reads a record into a summary; ok is false for a value that
@@ -82,6 +104,9 @@ func summarize(id string, data []byte, rev uint64, updated time.Time) (*Summary,
 		s.State = r.State.Control.Active[0]
 	}
 	s.Error = step.RunError(r.State.Error)
+	if c := r.State.Context.Data.caught; c != nil && s.Status == string(run.StatusDone) {
+		s.Caught = c.Code
+	}
 	if !s.active() {
 		s.Settled = int64(r.State.Control.Time)
 		if r.Status != nil && r.Status.Status == s.Status && r.Status.Time > 0 {
@@ -290,6 +315,11 @@ type Query struct {
 	Workflow string
 	// Search keeps runs whose id contains it (case-sensitive, as ids are).
 	Search string
+	// Where are search attribute conditions (the box's NAME=VALUE words):
+	// the run index answers them (whereRuns), not this one.
+	Where map[string]string
+	// Cursor continues a Where page (the run index's cursor).
+	Cursor string
 	// Before is a cursor: only runs whose Rev is below it (0: from the
 	// most recent).
 	Before uint64
@@ -301,6 +331,10 @@ type Page struct {
 	Runs []Summary `json:"runs"`
 	// Next is the cursor of the following page, 0 when there is none.
 	Next uint64 `json:"next,omitempty"`
+	// Cursor is the following page's cursor of a Where page (the run
+	// index's), empty when there is none; such a page counts no matches
+	// (Matched is -1).
+	Cursor string `json:"cursor,omitempty"`
 	// Matched counts every run the filter keeps.
 	Matched int  `json:"matched"`
 	Total   int  `json:"total"`

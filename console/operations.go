@@ -69,11 +69,11 @@ func (c *Console) operate(w http.ResponseWriter, r *http.Request, kind string, r
 	var err error
 	switch kind {
 	case "pause":
-		err = c.cfg.Client.Pause(r.Context(), l.sum.ID, req.Reason, "console")
+		err = c.cfg.Client.Pause(r.Context(), l.sum.ID, req.Reason, operatorOf(r))
 	case "resume":
-		err = c.cfg.Client.Resume(r.Context(), l.sum.ID, req.Reason, "console")
+		err = c.cfg.Client.Resume(r.Context(), l.sum.ID, req.Reason, operatorOf(r))
 	default:
-		err = c.cfg.Client.Terminate(r.Context(), l.sum.ID, req.Reason, "console")
+		err = c.cfg.Client.Terminate(r.Context(), l.sum.ID, req.Reason, operatorOf(r))
 	}
 	if err != nil {
 		writeError(w, http.StatusBadGateway, err.Error())

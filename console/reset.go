@@ -43,7 +43,7 @@ func (c *Console) apiReset(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusConflict, fmt.Sprintf("run %s is paused: resume it first (a reset would drop the inputs it holds)", l.sum.ID))
 		return
 	}
-	seq, err := c.cfg.Client.Reset(r.Context(), l.sum.ID, req.To, req.Reason, "console")
+	seq, err := c.cfg.Client.Reset(r.Context(), l.sum.ID, req.To, req.Reason, operatorOf(r))
 	if err != nil {
 		writeError(w, http.StatusBadGateway, err.Error())
 		return

@@ -12,6 +12,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/jetflow/jetflow/client"
 	"github.com/jetflow/jetflow/engine/run"
 	"github.com/jetflow/jetflow/engine/workflow"
 	"github.com/jetflow/jetflow/graph"
@@ -43,7 +44,14 @@ func (c *Console) parseQuery(r *http.Request) (Query, error) {
 	if q.Status != "" && !slices.Contains(statuses, q.Status) {
 		return q, fmt.Errorf("status %q is not a run status (one of %s)", q.Status, strings.Join(statuses, ", "))
 	}
-	if s := v.Get("before"); s != "" {
+	if strings.Contains(q.Search, "=") {
+		// NAME=VALUE words: search attributes, which the run index answers.
+		var err error
+		if q.Where, err = client.ParseWhere(strings.Fields(q.Search)); err != nil {
+			return q, fmt.Errorf("q %q: %w (search attributes are NAME=VALUE words, such as customer=c-7)", q.Search, err)
+		}
+		q.Search, q.Cursor = "", v.Get("before")
+	} else if s := v.Get("before"); s != "" {
 		n, err := strconv.ParseUint(s, 10, 64)
 		if err != nil {
 			return q, fmt.Errorf("before %q is not a cursor (a positive integer from a page's next)", s)
@@ -69,7 +77,15 @@ func (c *Console) apiRuns(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, err.Error())
 		return
 	}
-	p := c.idx.query(q)
+	var p Page
+	if q.Where != nil {
+		if p, err = c.whereRuns(r.Context(), q); err != nil {
+			writeError(w, whereStatus(err), err.Error())
+			return
+		}
+	} else {
+		p = c.idx.query(q)
+	}
 	c.fillStarted(r.Context(), p.Runs)
 	writeJSON(w, http.StatusOK, p)
 }
@@ -125,6 +141,9 @@ type runView struct {
 	Actions    bool        `json:"actions"`
 	Generation int64       `json:"generation"`
 	Seq        int64       `json:"seq"`
+	// CaughtError is the failure a catch recovered from, while the run's
+	// data is still that error (a run done through its catch).
+	CaughtError *caughtView `json:"caughtError,omitempty"`
 }
 
 type pendingView struct {
@@ -132,6 +151,41 @@ type pendingView struct {
 	Visit      int64                   `json:"visit"`
 	Activation string                  `json:"activation,omitempty"`
 	Running    map[string]*run.Attempt `json:"running,omitempty"`
+}
+
+// caughtView is a caught failure and where the run caught it.
+type caughtView struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+	// State is the work state whose catch was taken, Node its DAG node
+	// that failed and Task that node's task@version ("" when unknown).
+	State string `json:"state,omitempty"`
+	Node  string `json:"node,omitempty"`
+	Task  string `json:"task,omitempty"`
+}
+
+// caughtOf says what failure the run's data holds from a catch, and
+// which work state's catch recorded it; nil when the data is no caught
+// failure.
+func caughtOf(wf *workflow.Workflow, st *run.State) *caughtView {
+	c := run.CaughtIn(st.Context.Data)
+	if c == nil {
+		return nil
+	}
+	v := &caughtView{Code: c.Code, Message: c.Message, Node: c.Node}
+	for _, id := range wf.Lowered.Work {
+		if s := wf.Spec(id); s == nil || s.Catch == "" {
+			continue
+		}
+		if r := run.CaughtIn(st.Context.Results[id]); r != nil && *r == *c {
+			v.State = id
+			if info, ok := wf.DAGs[id].Node(c.Node); ok && info.Task != "" {
+				v.Task = info.Task + "@" + info.Version
+			}
+			break
+		}
+	}
+	return v
 }
 
 type awaitView struct {
@@ -208,7 +262,10 @@ func (c *Console) apiRun(w http.ResponseWriter, r *http.Request) {
 		}
 		v.Result = ws.Result
 	}
-	if p := st.Pending; p != nil {
+	v.CaughtError = caughtOf(wf, st)
+	// A run that ended has nothing in flight: its failed activation's
+	// nodes are marked on the DAG, and a redrive is in the actions.
+	if p := st.Pending; p != nil && !st.Status.Terminal() {
 		v.Pending = &pendingView{State: p.State, Visit: p.Visit}
 		if st.Work != nil {
 			v.Pending.Activation, v.Pending.Running = st.Work.Activation, st.Work.Running

@@ -52,8 +52,14 @@ func (d *Dispatcher) step(ctx context.Context, in *step.Input, seq uint64, now f
 }
 
 // attempt is one load-apply-save-publish pass.
-func (d *Dispatcher) attempt(ctx context.Context, in *step.Input, seq uint64, now float64, reload bool, log *slog.Logger) (string, error) {
+func (d *Dispatcher) attempt(ctx context.Context, in *step.Input, seq uint64, now float64, reload bool, log *slog.Logger) (outcome string, err error) {
+	// tr is nil unless tracing is on (trace.go).
+	tr := d.beginTrace(in, seq)
+	if tr != nil {
+		defer func() { tr.end(ctx, outcome, err) }()
+	}
 	cur, found, err := d.load(ctx, in.RunID, reload, in.Kind == subjects.KindStart)
+	tr.loaded(cur, found)
 	if re, ok := removedRun(err); ok {
 		return d.onRemoved(ctx, in, re, log)
 	}
@@ -72,6 +78,12 @@ func (d *Dispatcher) attempt(ctx context.Context, in *step.Input, seq uint64, no
 	}
 	if err != nil {
 		return "", err
+	}
+	// A start that creates its run opens the run's root span once its
+	// record is created (below); every other pass opens its span now.
+	creates := in.Kind == subjects.KindStart && !found && res.Outcome == step.Applied
+	if !creates {
+		ctx = tr.open(ctx, res, false)
 	}
 	switch res.Outcome {
 	case step.Duplicate:
@@ -106,10 +118,18 @@ func (d *Dispatcher) attempt(ctx context.Context, in *step.Input, seq uint64, no
 		}
 	}
 	if res.Outcome == step.Rejected {
-		return d.reject(ctx, in, cur, found, res, log)
+		outcome, err = d.reject(ctx, in, cur, found, res, log)
+		if found {
+			tr.saved(true, err)
+		}
+		return outcome, err
 	}
 	next, status := res.Run.State, res.Status
 	saved, err := d.save(ctx, in.RunID, res.Run.Record, next, cur.rev, found)
+	tr.saved(found, err)
+	if creates {
+		ctx = tr.open(ctx, res, err == nil)
+	}
 	if err != nil {
 		return "", err
 	}

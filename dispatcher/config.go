@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/jetflow/jetflow/bulk"
 	"github.com/jetflow/jetflow/clock"
@@ -111,6 +112,14 @@ type Config struct {
 	// Default: nil: Start loads the deployment's secret from the workflow
 	// bucket (token.Load), creating it on first use.
 	Tokens *token.Signer
+
+	// TracerProvider, when set, traces every input the dispatcher
+	// applies: one span per load-apply-save pass, in the trace of its run
+	// (package tracing; docs/OBSERVABILITY.md), and task invocations
+	// carry the span in a traceparent header. Build it with package
+	// tracing/provider, whose ids make a run's first span the root of
+	// its trace. Default: nil, no tracing, at no cost.
+	TracerProvider trace.TracerProvider
 
 	// MaxInputBytes is the largest input body accepted; a larger one is
 	// terminated with its size in the reason. Default: 1 MiB (nats-server's

@@ -79,8 +79,10 @@ func testCrashPoints(t *testing.T, setup func(t *testing.T) *bundle) {
 				if len(rec.Rejected) != 0 {
 					t.Errorf("rejections %+v, want none", rec.Rejected)
 				}
-				if got := testutil.ToFloat64(d2.m.messages.WithLabelValues(kind, outcomeDuplicate)); got != 1 {
-					t.Errorf("d2 saw %v redelivered %s inputs already applied, want 1", got, kind)
+				// At least once: on a loaded machine d2 can outlast the 500 ms
+				// ack wait on the redelivery too, and meet it a third time.
+				if got := testutil.ToFloat64(d2.m.messages.WithLabelValues(kind, outcomeDuplicate)); got < 1 {
+					t.Errorf("d2 saw %v redelivered %s inputs already applied, want at least 1", got, kind)
 				}
 				calls.Range(func(k, v any) bool {
 					if *v.(*int) != 1 {

@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 
 	"github.com/nats-io/nats.go/jetstream"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/jetflow/jetflow/bulk"
 	"github.com/jetflow/jetflow/client"
@@ -19,6 +20,7 @@ import (
 	"github.com/jetflow/jetflow/runindex"
 	"github.com/jetflow/jetflow/step"
 	"github.com/jetflow/jetflow/token"
+	"github.com/jetflow/jetflow/tracing"
 )
 
 // Dispatcher consumes run inputs and drives runs. Create it with New, run
@@ -33,6 +35,8 @@ type Dispatcher struct {
 	log      *slog.Logger
 	m        *metrics
 	cache    *recordCache
+	// tracer is nil when tracing is off (Config.TracerProvider).
+	tracer trace.Tracer
 
 	// life is the Start/Stop state; its runs are *cycle. The start
 	// function sets the fields below before any step reads them.
@@ -94,6 +98,11 @@ func New(js jetstream.JetStream, store RunStore, reg registry.Reader, cfg Config
 	if err != nil {
 		return nil, fmt.Errorf("dispatcher: %w", err)
 	}
+	if cfg.Jobs.Search == nil {
+		// Bulk jobs with a --where read each run's attributes as the
+		// index does.
+		cfg.Jobs.Search = runindex.RegistrySearch(reg, c.Jobs.WithDefaults().OpTimeout)
+	}
 	return newDispatcher(js, store, l, cfg)
 }
 
@@ -114,6 +123,10 @@ func newDispatcher(js jetstream.JetStream, store RunStore, l loader, cfg Config)
 		cfg: cfg, settings: cfg.Settings(), js: js, pub: publisher{js: js, nc: js.Conn(), names: cfg.Names, now: cfg.Clock.Now}, store: store, loader: l,
 		log: cfg.Logger, m: m, cache: newRecordCache(cfg.CacheSize),
 		queues: make(map[string]*runQueue), life: lifecycle.Machine{Name: "dispatcher"},
+	}
+	if cfg.TracerProvider != nil {
+		d.tracer = cfg.TracerProvider.Tracer(tracing.ScopeName)
+		d.pub.traced = true
 	}
 	d.readyCond = sync.NewCond(&d.qmu)
 	d.strayCond = sync.NewCond(&d.qmu)
@@ -169,7 +182,7 @@ func (d *Dispatcher) start(ctx context.Context) (lifecycle.Run, error) {
 		}
 	}
 	if d.jobs == nil {
-		jc, err := client.New(ctx, d.js, client.Config{Names: names})
+		jc, err := client.New(ctx, d.js, client.Config{Names: names, Search: d.cfg.Jobs.Search})
 		if err != nil {
 			d.unwatch()
 			return nil, fmt.Errorf("dispatcher: bulk jobs: %w", err)

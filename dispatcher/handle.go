@@ -98,7 +98,7 @@ func (d *Dispatcher) handle(ctx context.Context, m jetstream.Msg, stray bool) {
 		}
 	}
 	now := float64(meta.Timestamp.UnixMilli())
-	outcome, err := d.step(ctx, in, meta.Sequence.Stream, now, log)
+	outcome, err := d.step(d.withDelivery(ctx, meta.NumDelivered, m.Headers()), in, meta.Sequence.Stream, now, log)
 	switch {
 	case errors.Is(err, errCrash):
 		d.crashed.Store(true)

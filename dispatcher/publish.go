@@ -12,6 +12,7 @@ import (
 	"github.com/jetflow/jetflow/runrecord"
 	"github.com/jetflow/jetflow/step"
 	"github.com/jetflow/jetflow/subjects"
+	"github.com/jetflow/jetflow/tracing"
 	"github.com/jetflow/jetflow/wire"
 )
 
@@ -36,7 +37,10 @@ type publisher struct {
 	// acknowledged (NATS stops redelivering it after max_deliver) does
 	// not stay in the work queue for good.
 	taskTTL bool
-	now     func() time.Time
+	// traced says tracing is on: invocations carry the span of the
+	// step that publishes them (tracing.Inject).
+	traced bool
+	now    func() time.Time
 }
 
 // invocationTTLMargin is how long past its deadline an invocation stays
@@ -67,6 +71,9 @@ func (p publisher) publish(ctx context.Context, out []runrecord.Outgoing) error 
 				legacyTimer(p.names, m)
 			case runrecord.OutInvoke:
 				p.expire(m)
+				if p.traced {
+					tracing.Inject(ctx, m.Header)
+				}
 			}
 			js = append(js, m)
 		}

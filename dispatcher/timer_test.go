@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -108,7 +109,12 @@ const sleepier = `{
 
 func TestSettledRunPurgesItsTimers(t *testing.T) {
 	t.Parallel()
-	b := setup(t).withEngine(t, map[string]string{"sleepy": sleepy, "sleepier": sleepier})
+	// The event must be applied, and the schedule purged, before the 3 s
+	// timer is due, even on a loaded machine; the control's 4 s timer is
+	// due after it.
+	drowsy := strings.ReplaceAll(strings.ReplaceAll(sleepy, `"ms": 300`, `"ms": 3000`), "sleepy/1", "drowsy/1")
+	drowsier := strings.ReplaceAll(strings.ReplaceAll(sleepy, `"ms": 300`, `"ms": 4000`), "sleepy/1", "drowsier/1")
+	b := setup(t).withEngine(t, map[string]string{"sleepy": drowsy, "sleepier": drowsier})
 	b.dispatcher(t, Config{})
 	b.startSleep(t, "s")
 	b.waitStatus(t, "s", wire.StatusWaiting, 10*time.Second)

@@ -23,6 +23,7 @@ import (
 	"github.com/jetflow/jetflow/kvstore"
 	"github.com/jetflow/jetflow/provision"
 	"github.com/jetflow/jetflow/registry"
+	"github.com/jetflow/jetflow/runindex"
 	"github.com/jetflow/jetflow/subjects"
 	"github.com/jetflow/jetflow/token"
 )
@@ -145,7 +146,9 @@ func (f *Fleet) start(ctx context.Context) error {
 	if f.Runs, err = kvstore.OpenRunStore(ctx, js, f.Names); err != nil {
 		return fmt.Errorf("opening the run store: %w", err)
 	}
-	if f.Client, err = client.New(ctx, js, client.Config{Names: f.Names, Store: f.Runs}); err != nil {
+	// Search lets a scan (list --scan, a bulk count) answer --where.
+	search := runindex.RegistrySearch(f.Registry, 5*time.Second)
+	if f.Client, err = client.New(ctx, js, client.Config{Names: f.Names, Store: f.Runs, Search: search}); err != nil {
 		return err
 	}
 	if cfg.Dispatcher != nil {

@@ -305,13 +305,14 @@ func stateDetail(wf *workflow.Workflow, s *workflow.Spec) string {
 	return "final"
 }
 
-// guardText is a guard's canonical JSON, shortened.
+// guardText is a guard's canonical JSON.
 func guardText(g any) string {
 	s, err := value.Canonical(g)
 	if err != nil {
 		s = "guard"
 	}
-	return Shorten(s, 40)
+	// Whole as the SVG wraps it (label.go); only a longer guard is cut.
+	return Shorten(s, labelLineRunes*maxLabelLines)
 }
 
 // Shorten cuts s to at most n runes, ending in an ellipsis when cut.

@@ -78,7 +78,7 @@ func TestStatechart(t *testing.T) {
 		{&d.Root, "/states/check", "/states/rejected", EdgeCatch, "catch"},
 		{&d.Root, "/states/decide", "/states/rejected", EdgeChoice, `{"$not":"$.context.data.inStock"} | {"$gt":["$.context.data.risk",0.8]}`},
 		{&d.Root, "/states/decide", "/states/await-payment", EdgeOtherwise, "otherwise"},
-		{&d.Root, "/states/await-payment", "/states/fulfil", EdgeEvent, `payment [{"$ge":["$.payload.amount","$.context.d…]`},
+		{&d.Root, "/states/await-payment", "/states/fulfil", EdgeEvent, `payment [{"$ge":["$.payload.amount","$.context.data.total"]}]`},
 		{&d.Root, "/states/await-payment", "/states/expired", EdgeAfter, "after 1m"},
 		{&d.Root, "/states/fulfil", "/states/done", EdgeThen, ""},
 		{fulfil.Inner, "/states/fulfil#start", "/states/fulfil/flow/states/ship", EdgeInitial, ""},
@@ -142,6 +142,9 @@ func TestRunDAGMarks(t *testing.T) {
 	failed := inFlight()
 	failed.Status, failed.Work = run.StatusFailed, nil
 	failed.Error = &run.Failure{Code: string(fault.JF2006), Path: "/nodes/price", Message: "node 'price' failed: boom"}
+	failed.Kept = map[string]any{"stock": 1.0}
+	cancelled := inFlight()
+	cancelled.Status = run.StatusCancelled
 	done := &run.State{
 		Status: run.StatusWaiting, Control: statechart.State{Active: []string{"/states/await-payment"}},
 		Context: run.Context{Results: map[string]any{check: map[string]any{"total": 9.0}}},
@@ -161,7 +164,9 @@ func TestRunDAGMarks(t *testing.T) {
 			"order": {Status: StatusDone}, "stock": {Status: StatusDone}, "price": {StatusInvoked, 2},
 			"fraud": {StatusRetrying, 1}, "verdict": {Status: StatusWaiting}, "out": {Status: StatusWaiting},
 		}},
-		{"failed", failed, map[string]NodeMark{"price": {Status: StatusFailed}, "stock": {Status: StatusWaiting}}},
+		// Nothing waits in an activation the run ended in.
+		{"failed", failed, map[string]NodeMark{"order": {Status: StatusDone}, "stock": {Status: StatusDone}, "price": {Status: StatusFailed}, "fraud": {}, "verdict": {}, "out": {}}},
+		{"cancelled", cancelled, map[string]NodeMark{"order": {Status: StatusDone}, "stock": {}, "price": {}, "fraud": {}, "verdict": {}}},
 		{"completed", done, map[string]NodeMark{"stock": {Status: StatusDone}, "out": {Status: StatusDone}}},
 		{"caught", caught, map[string]NodeMark{"stock": {Status: StatusFailed}, "price": {}}},
 		{"never", never, nil},

@@ -47,7 +47,8 @@ type box struct {
 type route struct {
 	e       Edge
 	pts     []point
-	label   point // where the label's text starts
+	label   point // where the label's first line starts (its baseline)
+	lines   []string
 	hasText bool
 }
 
@@ -66,6 +67,7 @@ type vnode struct {
 	preds, succs []int
 	labelOf      int     // route index whose label sits here, -1 if none
 	anchor       float64 // where edges pass, relative to x
+	band         float64 // the height of the vnode's layer
 }
 
 func nodeSize(n *Node) (w, h float64) {
@@ -80,10 +82,6 @@ func nodeSize(n *Node) (w, h float64) {
 		h += lineH - 2
 	}
 	return math.Max(w+2*padX, minNodeW), h + 2*padY
-}
-
-func labelWidth(s string) float64 {
-	return float64(len([]rune(Shorten(s, maxLabelRune+8))))*labelCharW + 6
 }
 
 func layoutScope(s *Scope) *layout {
@@ -192,7 +190,8 @@ func longestPathRanks(n int, arcs []arc, back []bool) []int {
 }
 
 // layered builds the layered graph: real nodes on even layers, every arc
-// routed through one dummy per odd or skipped layer. It adds the arcs'
+// routed through one dummy per odd or skipped layer; a label (wrapped,
+// labelLines) widens and heightens the first. It adds the arcs'
 // routes to lay, in arc order, and returns each arc's chain of vnodes.
 func (lay *layout) layered(edges []Edge, arcs []arc, back []bool, rank []int) ([]*vnode, [][]int) {
 	var vs []*vnode
@@ -210,8 +209,11 @@ func (lay *layout) layered(edges []Edge, arcs []arc, back []bool, rank []int) ([
 			d := &vnode{real: -1, w: 2, layer: l, labelOf: -1}
 			// the label takes the first dummy, so it sits in a layer of its own
 			if l == 2*rank[f]+1 && e.Label != "" {
-				d.w, d.h, d.labelOf = labelWidth(e.Label)+4, labelH, ri
+				lines := labelLines(e.Label)
+				w, h := labelSize(lines)
+				d.w, d.h, d.labelOf = w+4, h, ri
 				d.anchor = 2 - d.w/2
+				lay.routes[ri].lines = lines
 			}
 			chain = append(chain, len(vs))
 			vs = append(vs, d)

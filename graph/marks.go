@@ -1,6 +1,7 @@
 package graph
 
 import (
+	"github.com/jetflow/jetflow/engine/dag"
 	"github.com/jetflow/jetflow/engine/fault"
 	"github.com/jetflow/jetflow/engine/run"
 	"github.com/jetflow/jetflow/engine/workflow"
@@ -22,8 +23,11 @@ func RunMarks(st *run.State) *Marks {
 }
 
 // RunDAGMarks gives each node of work state stateID its status in a run.
-// For the activation in flight (or the one the run failed in) that is
-// waiting, invoked or retrying with its attempt, done or failed; for a
+// For the activation in flight that is waiting, invoked or retrying with
+// its attempt, or done. For the activation a run ended in (failed,
+// cancelled or terminated) nothing is in flight any more: the nodes whose
+// values it kept (and its input) are done, the node that failed is
+// failed, and the others are unmarked, never run or abandoned. For a
 // work state the run completed earlier, done (or failed, for the node a
 // catch recorded). It is nil for a state the run never completed or
 // entered.
@@ -36,17 +40,21 @@ func RunDAGMarks(wf *workflow.Workflow, st *run.State, stateID string) map[strin
 	current := len(st.Control.Active) > 0 && st.Control.Active[0] == stateID &&
 		st.Pending != nil && st.Pending.State == stateID && !st.Pending.HasResult
 	if current {
+		ended := st.Status.Terminal()
 		values := st.Pending.Values
 		var running map[string]*run.Attempt
-		if st.Work != nil {
+		if st.Work != nil && !ended {
 			values, running = st.Work.Values, st.Work.Running
 		}
 		for _, id := range dg.Nodes() {
 			info, _ := dg.Node(id)
 			_, known := values[id]
+			if _, kept := st.Kept[id]; kept && ended {
+				known = true
+			}
 			a := running[id]
 			switch {
-			case known:
+			case known || ended && info.Kind == dag.KindInput:
 				marks[id] = NodeMark{Status: StatusDone}
 			case a != nil && a.Waiting:
 				marks[id] = NodeMark{Status: StatusRetrying, Attempt: a.Attempt}
@@ -54,7 +62,7 @@ func RunDAGMarks(wf *workflow.Workflow, st *run.State, stateID string) map[strin
 				marks[id] = NodeMark{Status: StatusInvoked, Attempt: a.Attempt}
 			case st.Error != nil && st.Error.Code == string(fault.JF2006) && st.Error.Path == info.Path:
 				marks[id] = NodeMark{Status: StatusFailed}
-			default:
+			case !ended:
 				marks[id] = NodeMark{Status: StatusWaiting}
 			}
 		}
@@ -76,14 +84,11 @@ func RunDAGMarks(wf *workflow.Workflow, st *run.State, stateID string) map[strin
 	return marks
 }
 
-// caughtNode is the node a caught failure names ({"error": {"code":
-// "JF2006", "nodeId": ...}}), "" for any other result.
+// caughtNode is the node a caught failure names, "" for any other
+// result.
 func caughtNode(result any) string {
-	m, _ := result.(map[string]any)
-	e, _ := m["error"].(map[string]any)
-	if len(m) != 1 || e == nil || e["code"] != string(fault.JF2006) {
-		return ""
+	if c := run.CaughtIn(result); c != nil {
+		return c.Node
 	}
-	id, _ := e["nodeId"].(string)
-	return id
+	return ""
 }

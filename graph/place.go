@@ -118,7 +118,7 @@ func placeY(vs []*vnode, layers [][]int) {
 			h = math.Max(h, vs[i].h)
 		}
 		for _, i := range layer {
-			vs[i].y = y + h/2
+			vs[i].y, vs[i].band = y+h/2, h
 		}
 		if l%2 == 1 && h == 0 {
 			// An odd layer with no label still separates node layers.
@@ -130,22 +130,26 @@ func placeY(vs []*vnode, layers [][]int) {
 }
 
 // routeOf draws one arc through its chain of vnodes: out of the bottom of
-// the first node, through each dummy (beside a label), into the top of
-// the last; reversed arcs are then turned round so that the arrow points
-// at the edge's real target.
+// the first node, straight down through each dummy's layer (beside a
+// label), into the top of the last; reversed arcs are then turned round
+// so that the arrow points at the edge's real target. An edge bends only
+// between layers, so it never runs across a label, which lies within its
+// layer.
 func routeOf(lay *layout, vs []*vnode, chain []int, reversed bool, r route) route {
 	first, last := vs[chain[0]], vs[chain[len(chain)-1]]
 	fb, lb := lay.boxes[first.real], lay.boxes[last.real]
 	pts := []point{{fb.x + portOffset(vs, first, first.succs, chain[1], fb.w), fb.y + fb.h/2}}
 	for _, i := range chain[1 : len(chain)-1] {
 		d := vs[i]
-		if d.labelOf < 0 {
-			pts = append(pts, point{d.x, d.y})
-			continue
-		}
 		x := d.x + d.anchor
-		pts = append(pts, point{x, d.y - d.h/2}, point{x, d.y + d.h/2})
-		r.label, r.hasText = point{x + 5, d.y + 4}, true
+		if d.band > 0 {
+			pts = append(pts, point{x, d.y - d.band/2}, point{x, d.y + d.band/2})
+		} else {
+			pts = append(pts, point{x, d.y})
+		}
+		if d.labelOf >= 0 {
+			r.label, r.hasText = point{x + 5, d.y - d.h/2 + labelH/2 + 4}, true
+		}
 	}
 	pts = append(pts, point{lb.x + portOffset(vs, last, last.preds, chain[len(chain)-2], lb.w), lb.y - lb.h/2})
 	if reversed {

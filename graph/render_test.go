@@ -152,7 +152,7 @@ func checkDot(t *testing.T, out string) {
 // svgElements and svgAttrs are all an SVG of ours may hold: no script,
 // no foreign object, no event handler, no link.
 var (
-	svgElements = map[string]bool{"svg": true, "title": true, "style": true, "defs": true, "marker": true, "path": true, "g": true, "rect": true, "circle": true, "polygon": true, "text": true}
+	svgElements = map[string]bool{"svg": true, "title": true, "style": true, "defs": true, "marker": true, "path": true, "g": true, "rect": true, "circle": true, "polygon": true, "text": true, "tspan": true}
 	svgAttrs    = map[string]bool{
 		"xmlns": true, "class": true, "viewBox": true, "width": true, "height": true, "role": true, "aria-label": true, "id": true,
 		"refX": true, "refY": true, "markerWidth": true, "markerHeight": true, "orient": true, "d": true, "marker-end": true, "data-id": true,
@@ -261,6 +261,7 @@ func checkLayout(t testing.TB, name string, s *Scope, lay *layout) {
 		}
 	}
 	checkRoutes(t, name, s, lay)
+	checkLabelsClear(t, name, lay)
 	for _, r := range lay.routes {
 		if len(r.pts) < 2 {
 			t.Errorf("%s: edge %s -> %s has %d points", name, r.e.From, r.e.To, len(r.pts))
@@ -271,6 +272,41 @@ func checkLayout(t testing.TB, name string, s *Scope, lay *layout) {
 			}
 		}
 	}
+}
+
+// checkLabelsClear: no edge runs across an edge label's text, nor
+// through a node other than its own ends.
+func checkLabelsClear(t testing.TB, name string, lay *layout) {
+	t.Helper()
+	for _, r := range lay.routes {
+		if !r.hasText {
+			continue
+		}
+		x, y, w, h := r.labelBox()
+		for _, o := range lay.routes {
+			for _, p := range samples(o.pts) {
+				if p.x > x+0.5 && p.x < x+w-0.5 && p.y > y+0.5 && p.y < y+h-0.5 {
+					t.Errorf("%s: edge %s -> %s runs across the label %q of %s -> %s at %.1f,%.1f", name, o.e.From, o.e.To, r.e.Label, r.e.From, r.e.To, p.x, p.y)
+					break
+				}
+			}
+		}
+	}
+}
+
+// samples are points along a route as curve draws it.
+func samples(pts []point) []point {
+	var out []point
+	for i := 1; i < len(pts); i++ {
+		p, q := pts[i-1], pts[i]
+		my := (p.y + q.y) / 2
+		for k := 0; k <= 32; k++ {
+			u := float64(k) / 32
+			a, b, c, d := (1-u)*(1-u)*(1-u), 3*(1-u)*(1-u)*u, 3*(1-u)*u*u, u*u*u
+			out = append(out, point{a*p.x + b*p.x + c*q.x + d*q.x, a*p.y + b*my + c*my + d*q.y})
+		}
+	}
+	return out
 }
 
 // checkRoutes: each edge between two nodes of the scope gets exactly one

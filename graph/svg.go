@@ -72,8 +72,11 @@ func svgScope(b *strings.Builder, lay *layout, arrow string) {
 	for _, r := range lay.routes {
 		fmt.Fprintf(b, `<path class="jf-edge jf-%s" d="%s" marker-end="url(#%s)"/>`, r.e.Kind, curve(r.pts), arrow)
 		if r.hasText {
-			fmt.Fprintf(b, `<text class="jf-edge-label" x="%s" y="%s"><title>%s</title>%s</text>`,
-				num(r.label.x), num(r.label.y), esc(r.e.Label), esc(Shorten(r.e.Label, maxLabelRune+8)))
+			fmt.Fprintf(b, `<text class="jf-edge-label" x="%s" y="%s"><title>%s</title>`, num(r.label.x), num(r.label.y), esc(r.e.Label))
+			for i, line := range r.lines {
+				fmt.Fprintf(b, `<tspan x="%s" y="%s">%s</tspan>`, num(r.label.x), num(r.label.y+float64(i)*labelLineH), esc(line))
+			}
+			b.WriteString("</text>")
 		}
 	}
 	for _, bx := range lay.boxes {
@@ -133,7 +136,7 @@ func svgNode(b *strings.Builder, bx *box, arrow string) {
 		fmt.Fprintf(b, `<path class="jf-edge" d="M%s,%sC%s,%s %s,%s %s,%s" marker-end="url(#%s)"/>`,
 			num(right), num(bx.y-h/4), num(right+26), num(bx.y-h/2-6), num(right+26), num(bx.y+h/2+6), num(right), num(bx.y+h/4), arrow)
 		if bx.selfLabel != "" {
-			fmt.Fprintf(b, `<text class="jf-edge-label" x="%s" y="%s">%s</text>`, num(right+28), num(bx.y+4), esc(Shorten(bx.selfLabel, maxLabelRune+8)))
+			fmt.Fprintf(b, `<text class="jf-edge-label" x="%s" y="%s">%s</text>`, num(right+28), num(bx.y+4), esc(Shorten(bx.selfLabel, labelLineRunes)))
 		}
 	}
 	badge := ""

@@ -71,6 +71,22 @@ func (s *RunStore) Get(ctx context.Context, runID string, opts ...ReadOption) ([
 	return e.Data, e.Revision, nil
 }
 
+// GetEntry is Get with the time the revision was stored, the time a
+// listing shows as the run's last change.
+func (s *RunStore) GetEntry(ctx context.Context, runID string) (Entry, error) {
+	if err := subjects.CheckRunID(runID); err != nil {
+		return Entry{}, fmt.Errorf("kvstore: get run: %w", err)
+	}
+	e, err := s.b.Get(ctx, runID, false)
+	if errors.Is(err, ErrNoKey) {
+		return Entry{}, fmt.Errorf("kvstore: run %q in bucket %q: %w", runID, s.b.name, ErrRunNotFound)
+	}
+	if err != nil {
+		return Entry{}, fmt.Errorf("kvstore: get run %q from bucket %q: %w", runID, s.b.name, err)
+	}
+	return Entry{RunID: runID, Data: e.Data, Revision: e.Revision, Updated: e.Created}, nil
+}
+
 // Create stores a new run's state and returns its revision. A run already
 // stored under runID gives an error wrapping ErrRunExists.
 func (s *RunStore) Create(ctx context.Context, runID string, data []byte) (uint64, error) {

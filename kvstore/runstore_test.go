@@ -48,6 +48,17 @@ func TestRunStoreCreateGetUpdate(t *testing.T) {
 	if data, rev, _ := rs.Get(b.ctx, "r1", kvstore.FromLeader()); string(data) != "v2" || rev != rev2 {
 		t.Fatalf("after a stale update: %q %d, want v2 %d", data, rev, rev2)
 	}
+	// GetEntry adds when the revision was stored, as List does.
+	listed, err := rs.List(b.ctx, func(e kvstore.Entry) bool { return e.RunID == "r1" })
+	if err != nil || len(listed) != 1 {
+		t.Fatalf("List = %v, %v", listed, err)
+	}
+	if e, err := rs.GetEntry(b.ctx, "r1"); err != nil || string(e.Data) != "v2" || e.Revision != rev2 || e.RunID != "r1" || !e.Updated.Equal(listed[0].Updated) {
+		t.Fatalf("GetEntry = %+v, %v; want v2 at %d stored %s", e, err, rev2, listed[0].Updated)
+	}
+	if _, err := rs.GetEntry(b.ctx, "nope"); !errors.Is(err, kvstore.ErrRunNotFound) {
+		t.Fatalf("GetEntry of a missing run = %v", err)
+	}
 	// Update of a run that does not exist is stale too (revision 0 is
 	// "absent", anything else is wrong).
 	if _, err := rs.Update(b.ctx, "nope", []byte("x"), 7); !errors.Is(err, kvstore.ErrStale) {

@@ -91,6 +91,7 @@ var rules = []rule{
 	{"wire", true, []string{mod}, "the wire format depends on nothing of ours"},
 	{"clock", true, []string{mod}, "the clock depends on nothing of ours: the worker SDK links it"},
 	{"lifecycle", true, []string{mod}, "the lifecycle contract depends on nothing of ours: the worker SDK links it"},
+	{"tracing", true, []string{mod, "go.opentelemetry.io/otel/sdk", "go.opentelemetry.io/otel/exporters/"}, "the trace ids and carrier depend on nothing of ours and on the OpenTelemetry API alone: the worker SDK links them"},
 	{"taskconsumer", true, []string{mod + "wire", mod + "kvstore", mod + "provision", mod + "worker", mod + "engine/", mod + "clock", mod + "lifecycle"}, "the task consumer depends on the names alone: the worker SDK links it"},
 }
 
@@ -118,9 +119,10 @@ func TestImportRules(t *testing.T) {
 
 // workerDeps are the only packages of ours the worker SDK may link: the
 // names and the wire format it speaks, the two leaves every long-lived
-// service shares (each depends on nothing of ours), and the task
-// consumer's definition, which depends on the names alone.
-var workerDeps = []string{mod + "subjects", mod + "wire", mod + "clock", mod + "lifecycle", mod + "taskconsumer"}
+// service shares (each depends on nothing of ours), the task consumer's
+// definition, which depends on the names alone, and the trace context
+// (the OpenTelemetry API, never its SDK).
+var workerDeps = []string{mod + "subjects", mod + "wire", mod + "clock", mod + "lifecycle", mod + "taskconsumer", mod + "tracing"}
 
 // TestWorkerNeedsOnlySubjectsAndWire: a worker program links the SDK and
 // nothing else of ours but the leaves in workerDeps.

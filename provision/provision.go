@@ -1,5 +1,5 @@
 // Package provision owns every JetStream configuration jetflow creates:
-// the input, timer and task streams, the run and workflow buckets
+// the input, timer, task and audit streams, the run and workflow buckets
 // (Provision), the dispatchers' durable consumer and the task versions'
 // consumers, and the migration of an input stream made by an older
 // jetflow (MigrateInputStream). Nothing else in jetflow creates or
@@ -62,6 +62,9 @@ type ProvisionOptions struct {
 	// retention with an archive (the Object Store bucket's TTL). Default
 	// DefaultArchiveMaxAge (90 days).
 	ArchiveMaxAge time.Duration
+	// AuditMaxAge is how long the audit stream keeps an entry. Default
+	// DefaultAuditMaxAge (400 days).
+	AuditMaxAge time.Duration
 	// RetryFor bounds how long transient errors are retried (a cluster
 	// still electing its leader). Default kvstore.DefaultRetryFor (30s).
 	RetryFor time.Duration
@@ -86,6 +89,9 @@ func (o ProvisionOptions) withDefaults() ProvisionOptions {
 	}
 	if o.ArchiveMaxAge <= 0 {
 		o.ArchiveMaxAge = DefaultArchiveMaxAge
+	}
+	if o.AuditMaxAge <= 0 {
+		o.AuditMaxAge = DefaultAuditMaxAge
 	}
 	return o
 }
@@ -322,7 +328,7 @@ func Provision(ctx context.Context, js jetstream.JetStream, names subjects.Names
 	}
 	input.DenyPurge = deny
 	// The timer stream first: the input stream sources from it.
-	for _, cfg := range []jetstream.StreamConfig{TimerStreamConfig(names, opts), input, TaskStreamConfig(names, opts), IndexStreamConfig(names, opts)} {
+	for _, cfg := range []jetstream.StreamConfig{TimerStreamConfig(names, opts), input, TaskStreamConfig(names, opts), IndexStreamConfig(names, opts), AuditStreamConfig(names, opts)} {
 		err := ensure(ctx, opts.RetryFor, func(ctx context.Context) error {
 			_, err := js.CreateStream(ctx, cfg)
 			if errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {

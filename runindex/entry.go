@@ -4,19 +4,17 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/jetflow/jetflow/client"
-	"github.com/jetflow/jetflow/engine/value"
 	"github.com/jetflow/jetflow/runrecord"
 	"github.com/jetflow/jetflow/subjects"
 	"github.com/jetflow/jetflow/wire"
 )
 
-// SearchFunc returns the search attributes (name to JSON Pointer) the
-// deployment of workflow at revision declares; nil when none.
-type SearchFunc func(workflow, revision string) (map[string]string, error)
+// SearchFunc returns the search attributes (name to JSON Pointer) that
+// apply to the runs of workflow at revision; nil when none.
+type SearchFunc = client.SearchFunc
 
 // Build is a run's index entry, from its record (or tombstone) as the run
 // bucket stored it at revision rev and time updated. A tombstone gives a
@@ -41,52 +39,8 @@ func Build(runID string, data []byte, rev uint64, updated time.Time, search Sear
 	if err != nil {
 		return nil, fmt.Errorf("run %s: search attributes of %s@%s: %w", runID, s.Workflow, s.Revision, err)
 	}
-	if len(paths) > 0 {
-		doc := map[string]any{"input": r.State.Context.Input, "data": r.State.Context.Data}
-		for name, ptr := range paths {
-			if v, ok := Lookup(doc, ptr); ok {
-				if e.Search == nil {
-					e.Search = map[string]string{}
-				}
-				e.Search[name] = v
-			}
-		}
-	}
+	e.Search = client.SearchValues(r.State.Context.Input, r.State.Context.Data, paths)
 	return e, nil
-}
-
-// Lookup is the scalar at JSON Pointer ptr in doc, as a search value: a
-// string as itself, a number or boolean as its JSON text. A missing
-// value, null, an object or an array is no value.
-func Lookup(doc any, ptr string) (string, bool) {
-	v := doc
-	for seg := range strings.SplitSeq(strings.TrimPrefix(ptr, "/"), "/") {
-		seg = value.DecodePointerSegment(seg)
-		switch t := v.(type) {
-		case map[string]any:
-			var ok bool
-			if v, ok = t[seg]; !ok {
-				return "", false
-			}
-		case []any:
-			var i int
-			if _, err := fmt.Sscanf(seg, "%d", &i); err != nil || fmt.Sprint(i) != seg || i < 0 || i >= len(t) {
-				return "", false
-			}
-			v = t[i]
-		default:
-			return "", false
-		}
-	}
-	switch t := v.(type) {
-	case string:
-		return t, true
-	case nil, map[string]any, []any:
-		return "", false
-	default:
-		s, err := value.Canonical(t)
-		return s, err == nil
-	}
 }
 
 // Subjects are the subjects a run's entry is kept under, as its head

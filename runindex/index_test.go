@@ -162,10 +162,10 @@ func TestListAnswersFromTheIndex(t *testing.T) {
 	}{
 		{"status", client.ListOptions{Filter: wire.RunFilter{Status: wire.StatusWaiting}}, "idx-2:waiting idx-3:waiting idx-4:waiting idx-5:waiting"},
 		{"workflow and status", client.ListOptions{Filter: wire.RunFilter{Workflow: "gate", Status: wire.StatusDone}}, "idx-0:done idx-1:done"},
-		{"where", client.ListOptions{Where: []client.Where{{Name: "customer", Value: "c-1"}}}, "idx-1:done idx-3:waiting idx-5:waiting"},
-		{"where and status", client.ListOptions{Where: []client.Where{{Name: "customer", Value: "c-0"}}, Filter: wire.RunFilter{Status: wire.StatusDone}}, "idx-0:done"},
-		{"two wheres", client.ListOptions{Where: []client.Where{{Name: "tier", Value: "gold tier"}, {Name: "customer", Value: "c-0"}}}, "idx-0:done idx-2:waiting idx-4:waiting"},
-		{"where no run has", client.ListOptions{Where: []client.Where{{Name: "customer", Value: "c-9"}}}, ""},
+		{"where", client.ListOptions{Filter: wire.RunFilter{Where: map[string]string{"customer": "c-1"}}}, "idx-1:done idx-3:waiting idx-5:waiting"},
+		{"where and status", client.ListOptions{Filter: wire.RunFilter{Status: wire.StatusDone, Where: map[string]string{"customer": "c-0"}}}, "idx-0:done"},
+		{"two wheres", client.ListOptions{Filter: wire.RunFilter{Where: map[string]string{"tier": "gold tier", "customer": "c-0"}}}, "idx-0:done idx-2:waiting idx-4:waiting"},
+		{"where no run has", client.ListOptions{Filter: wire.RunFilter{Where: map[string]string{"customer": "c-9"}}}, ""},
 		{"state", client.ListOptions{Filter: wire.RunFilter{State: "end"}}, "idx-0:done idx-1:done"},
 		{"revision", client.ListOptions{Filter: wire.RunFilter{Revision: "g0"}}, ""},
 		{"match", client.ListOptions{Filter: wire.RunFilter{Match: []byte(`{"$eq":["$.input.customer","c-1"]}`), Status: wire.StatusWaiting}}, "idx-3:waiting idx-5:waiting"},
@@ -200,11 +200,26 @@ func TestIndexBackfillsAnExistingDeployment(t *testing.T) {
 	t.Parallel()
 	b := setup(t, true) // runs made while no dispatcher keeps the index
 	b.start(t, 4, 1)
+	// The dispatcher with its index off left the off mark: a listing
+	// reads the records and says why.
+	if off, err := client.ReadIndexOff(b.ctx, b.js, b.names); err != nil || off == nil || off.Since == "" {
+		t.Fatalf("off mark of a dispatcher with its index off: %+v, %v", off, err)
+	}
+	page, err := b.c.ListRuns(b.ctx, client.ListOptions{Filter: wire.RunFilter{Status: wire.StatusWaiting}})
+	if err != nil || !page.Scanned || page.IndexOff == nil || len(page.Runs) != 3 {
+		t.Fatalf("listing with the index off: %+v, %v; want the 3 waiting runs, scanned, with the off mark", page, err)
+	}
 	x := runindex.New(b.js, runindex.Config{Logger: slog.New(slog.DiscardHandler)})
 	x.Start()
 	defer x.Stop()
+	natstest.WaitFor(t, 30*time.Second, "the off mark removed by an indexer", func() error {
+		if off, err := client.ReadIndexOff(b.ctx, b.js, b.names); err != nil || off != nil {
+			return fmt.Errorf("off mark %+v: %w", off, err)
+		}
+		return nil
+	})
 	natstest.WaitFor(t, 30*time.Second, "backfilled index", func() error {
-		got, _ := b.ids(t, client.ListOptions{Where: []client.Where{{Name: "customer", Value: "c-0"}}, Wait: -1})
+		got, _ := b.ids(t, client.ListOptions{Filter: wire.RunFilter{Where: map[string]string{"customer": "c-0"}}, Wait: -1})
 		if got != "idx-0:done idx-2:waiting" {
 			return fmt.Errorf("listed %q", got)
 		}
@@ -231,7 +246,7 @@ func TestIndexFollowsRemovalAndDeletion(t *testing.T) {
 	if got, _ := b.ids(t, client.ListOptions{}); got != "idx-1:waiting" {
 		t.Errorf("listing without a status showed %q, want removed runs left out", got)
 	}
-	if got, _ := b.ids(t, client.ListOptions{Where: []client.Where{{Name: "customer", Value: "c-0"}}}); got != "" {
+	if got, _ := b.ids(t, client.ListOptions{Filter: wire.RunFilter{Where: map[string]string{"customer": "c-0"}}}); got != "" {
 		t.Errorf("a removed run keeps its search attributes: %q", got)
 	}
 	// The tombstone expires (or the record is deleted): the run is gone.

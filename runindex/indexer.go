@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"log/slog"
+	"os"
 	"sync"
 	"time"
 
@@ -26,9 +27,13 @@ import (
 // Config configures an Indexer. The zero value is usable once passed
 // through WithDefaults (New does that).
 type Config struct {
-	// Off turns the indexer off: this process keeps no index. Default
-	// false.
+	// Off turns the indexer off: this process keeps no index, and Start
+	// leaves the index's off mark, so that listings read the run records
+	// instead (client.ErrIndexOff) until an indexer starts again. Give
+	// every dispatcher the same. Default false.
 	Off bool
+	// Holder names this process in the off mark. Default: the host name.
+	Holder string
 	// Names builds every name. Default: subjects.Must("").
 	Names subjects.Names
 	// Logger receives a line per record the index cannot hold and per
@@ -84,6 +89,9 @@ func (c Config) WithDefaults() Config {
 	if c.OpTimeout <= 0 {
 		c.OpTimeout = 5 * time.Second
 	}
+	if c.Holder == "" {
+		c.Holder, _ = os.Hostname()
+	}
 	return c
 }
 
@@ -108,11 +116,20 @@ func New(js jetstream.JetStream, cfg Config) *Indexer {
 // Start runs the indexer in the background until Stop. It never fails: a
 // deployment without an index stream (provisioned before the index) is
 // looked at again every Poll, and a deleted consumer (a rebuild) is
-// created again.
+// created again. An indexer that is Off leaves the off mark (failing
+// that, it logs why) and does nothing else.
 func (x *Indexer) Start() {
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	if x.cfg.Off || x.done != nil {
+	if x.cfg.Off {
+		ctx, cancel := context.WithTimeout(context.Background(), x.cfg.OpTimeout)
+		defer cancel()
+		if err := markOff(ctx, x.js, x.cfg.Names, x.cfg.Holder, x.cfg.Clock.Now()); err != nil {
+			x.log.Warn("runindex: index off, but listings may not know: they may list from a stale index", slog.Any("error", err))
+		}
+		return
+	}
+	if x.done != nil {
 		return
 	}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -141,11 +158,15 @@ func (x *Indexer) loop(ctx context.Context, done chan struct{}) {
 		if ctx.Err() != nil {
 			return
 		}
-		if !logged || !errors.Is(err, jetstream.ErrStreamNotFound) {
-			x.log.Warn("runindex: not indexing; trying again", slog.Any("error", err), slog.Duration("retry_in", x.cfg.Poll))
+		wait := x.cfg.Poll
+		if errors.Is(err, errConsumerGone) {
+			wait = min(wait, time.Second) // a rebuild: start it soon
+			x.log.Info("runindex: the indexers' consumer was deleted (an index rebuild?); indexing every run again", slog.Duration("retry_in", wait))
+		} else if !logged || !errors.Is(err, jetstream.ErrStreamNotFound) {
+			x.log.Warn("runindex: not indexing; trying again", slog.Any("error", err), slog.Duration("retry_in", wait))
 			logged = true
 		}
-		t := x.cfg.Clock.NewTimer(x.cfg.Poll)
+		t := x.cfg.Clock.NewTimer(wait)
 		select {
 		case <-ctx.Done():
 			t.Stop()
@@ -168,6 +189,11 @@ func (x *Indexer) consume(ctx context.Context) error {
 		provision.IndexerConsumerConfig(n, x.cfg.AckWait, x.cfg.MaxAckPending))
 	if err != nil {
 		return fmt.Errorf("runindex: create consumer %q on stream %q: %w", n.IndexerConsumer(), n.KVStream(n.RunBucket()), err)
+	}
+	// Kept again: the changes made while it was off are the consumer's
+	// pending ones (or, for a new consumer, every run's latest record).
+	if err := clearOff(ctx, w.index, n); err != nil {
+		return err
 	}
 	// One worker per run at a time (by a hash of its key): a run's
 	// changes are indexed in order here, and race only with other
@@ -216,6 +242,10 @@ func (x *Indexer) consume(ctx context.Context) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	case err := <-lost:
-		return fmt.Errorf("runindex: consumer %q went away (an index rebuild?): %w", n.IndexerConsumer(), err)
+		return fmt.Errorf("%w: %q: %w", errConsumerGone, n.IndexerConsumer(), err)
 	}
 }
+
+// errConsumerGone: the indexers' consumer was deleted under this one,
+// as a rebuild does.
+var errConsumerGone = errors.New("runindex: the indexers' consumer went away")

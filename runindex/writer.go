@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -109,18 +110,25 @@ func newWriter(ctx context.Context, js jetstream.JetStream, cfg Config) (*writer
 		if err != nil {
 			return nil, fmt.Errorf("runindex: %w", err)
 		}
-		w.search = registrySearch(reg, cfg.OpTimeout)
+		w.search = RegistrySearch(reg, cfg.OpTimeout)
 	}
 	return w, nil
 }
 
-// registrySearch reads each revision's policy once: deployments are
-// immutable.
-func registrySearch(reg *registry.Registry, timeout time.Duration) SearchFunc {
+// RegistrySearch is the search attributes of the runs of a workflow
+// revision, read from the deployments in reg: those its revision's policy
+// declares, and those the workflow's latest revision declares besides (a
+// name both declare keeps its own revision's pointer), so that the runs
+// of older revisions become findable by an attribute a later revision
+// added, once they are indexed again (jetflow index rebuild). Each
+// revision's policy is read once (deployments are immutable); a
+// workflow's latest revision once per SearchFunc, so a later deployment
+// applies from the next indexing session (a rebuild, a restart) or CLI
+// call on.
+func RegistrySearch(reg registry.Reader, timeout time.Duration) SearchFunc {
 	var mu sync.Mutex
-	cache := map[string]map[string]string{}
-	return func(workflow, revision string) (map[string]string, error) {
-		key := workflow + "@" + revision
+	own, latest := map[string]map[string]string{}, map[string]map[string]string{}
+	read := func(cache map[string]map[string]string, key string, get func(context.Context) (registry.Deployment, error)) (map[string]string, error) {
 		mu.Lock()
 		s, ok := cache[key]
 		mu.Unlock()
@@ -129,18 +137,37 @@ func registrySearch(reg *registry.Registry, timeout time.Duration) SearchFunc {
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), timeout)
 		defer cancel()
-		d, err := reg.GetRevision(ctx, workflow, revision)
+		d, err := get(ctx)
 		if errors.Is(err, registry.ErrWorkflowNotFound) {
-			return nil, nil // a run of an undeployed revision: no attributes
+			err = nil // a run of an undeployed revision: no attributes
+		} else if err == nil {
+			s = d.Policy.Search()
 		}
 		if err != nil {
 			return nil, err
 		}
-		s = d.Policy.Search()
 		mu.Lock()
 		cache[key] = s
 		mu.Unlock()
 		return s, nil
+	}
+	return func(workflow, revision string) (map[string]string, error) {
+		mine, err := read(own, workflow+"@"+revision, func(ctx context.Context) (registry.Deployment, error) {
+			return reg.GetRevision(ctx, workflow, revision)
+		})
+		if err != nil {
+			return nil, err
+		}
+		last, err := read(latest, workflow, func(ctx context.Context) (registry.Deployment, error) { return reg.Get(ctx, workflow) })
+		if err != nil {
+			return nil, err
+		}
+		if len(last) == 0 {
+			return mine, nil
+		}
+		out := maps.Clone(last)
+		maps.Copy(out, mine)
+		return out, nil
 	}
 }
 

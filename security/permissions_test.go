@@ -25,6 +25,7 @@ import (
 	"github.com/jetflow/jetflow/provision"
 	"github.com/jetflow/jetflow/registry"
 	"github.com/jetflow/jetflow/runrecord"
+	"github.com/jetflow/jetflow/subjects"
 	"github.com/jetflow/jetflow/token"
 	"github.com/jetflow/jetflow/wire"
 	"github.com/jetflow/jetflow/worker"
@@ -357,6 +358,13 @@ func TestPermissionMatrix(t *testing.T) {
 	if err := provision.ResumeTask(ctx, r.op.js, n, "task-a", "1"); err != nil {
 		t.Fatal(err)
 	}
+	// ... and writes and reads the audit log.
+	if err := operator.WriteAudit(ctx, wire.AuditEntry{Who: "ops", Source: subjects.AuditCLI, Action: "pause", Run: "p3", Result: wire.AuditAccepted}); err != nil {
+		t.Fatal(err)
+	}
+	if page, err := operator.AuditPage(ctx, 0, 10, client.AuditFilter{Run: "p3"}); err != nil || len(page.Entries) != 1 || page.Entries[0].Who != "ops" {
+		t.Fatalf("the operator's read of the audit log: %+v, %v", page, err)
+	}
 	for _, c := range []*conn{r.op, r.disp, r.workerA, r.workerB, r.app, r.events, r.observer} {
 		if v := c.all(); len(v) > 0 {
 			t.Fatalf("%s was refused during a normal run: %v", c.user, v)
@@ -443,6 +451,11 @@ func TestPermissionMatrix(t *testing.T) {
 		{r.observer, "purge the run index", "$JS.API.STREAM.PURGE." + n.IndexStream(), request(r.observer, "$JS.API.STREAM.PURGE."+n.IndexStream())},
 		{r.app, "write the run index", n.IndexHead("p1"), jsPublish(r.app, n.IndexHead("p1"))},
 		{r.events, "read the run index", "$JS.API.DIRECT.GET." + n.IndexStream(), request(r.events, "$JS.API.DIRECT.GET."+n.IndexStream())},
+		// Turning the index off and rebuilding it are the dispatcher's and
+		// the operator's (jetflow index rebuild).
+		{r.observer, "mark the run index off", n.IndexOff(), jsPublish(r.observer, n.IndexOff())},
+		{r.app, "rebuild the run index", "$JS.API.CONSUMER.DELETE.KV_" + n.RunBucket() + "." + n.IndexerConsumer(), request(r.app, "$JS.API.CONSUMER.DELETE.KV_"+n.RunBucket()+"."+n.IndexerConsumer())},
+		{r.observer, "rebuild the run index", "$JS.API.CONSUMER.DELETE.KV_" + n.RunBucket() + "." + n.IndexerConsumer(), request(r.observer, "$JS.API.CONSUMER.DELETE.KV_"+n.RunBucket()+"."+n.IndexerConsumer())},
 		// A dispatcher drives runs but cannot deploy or destroy.
 		{r.disp, "deploy a workflow", "$KV." + n.WorkflowBucket() + ".name.evil", jsPublish(r.disp, "$KV."+n.WorkflowBucket()+".name.evil")},
 		{r.disp, "delete the input stream", "$JS.API.STREAM.DELETE." + n.InputStream(), request(r.disp, "$JS.API.STREAM.DELETE."+n.InputStream())},
@@ -479,6 +492,17 @@ func TestPermissionMatrix(t *testing.T) {
 		{r.workerA, "reset a run", n.Reset("p1"), jsPublish(r.workerA, n.Reset("p1"))},
 		{r.observer, "reset a run", n.Reset("p1"), jsPublish(r.observer, n.Reset("p1"))},
 		{r.disp, "reset a run", n.Reset("p1"), jsPublish(r.disp, n.Reset("p1"))},
+		// The audit log is the operator's: nobody else writes or reads it.
+		{r.app, "write the audit log", n.Audit(subjects.AuditCLI, "pause"), jsPublish(r.app, n.Audit(subjects.AuditCLI, "pause"))},
+		{r.observer, "write the audit log", n.Audit(subjects.AuditConsole, "cancel"), jsPublish(r.observer, n.Audit(subjects.AuditConsole, "cancel"))},
+		{r.events, "write the audit log", n.Audit(subjects.AuditConsole, "event"), jsPublish(r.events, n.Audit(subjects.AuditConsole, "event"))},
+		{r.workerA, "write the audit log", n.Audit(subjects.AuditCLI, "deploy"), jsPublish(r.workerA, n.Audit(subjects.AuditCLI, "deploy"))},
+		{r.disp, "write the audit log", n.Audit(subjects.AuditCLI, "reset"), jsPublish(r.disp, n.Audit(subjects.AuditCLI, "reset"))},
+		{r.observer, "read the audit log", "$JS.API.STREAM.INFO." + n.AuditStream(), func(ctx context.Context) error {
+			_, err := observer.AuditPage(ctx, 0, 10, client.AuditFilter{})
+			return err
+		}},
+		{r.app, "read the audit log", "$JS.API.DIRECT.GET." + n.AuditStream(), request(r.app, "$JS.API.DIRECT.GET."+n.AuditStream())},
 	}
 	for _, c := range cases {
 		c.who.denied(t, c.what, c.subject, c.op)

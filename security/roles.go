@@ -254,6 +254,26 @@ func Watcher(n subjects.Names, user string) Permissions {
 	}}, archiveRead(n))
 }
 
+// AuditWriter may append entries of one source (subjects.AuditConsole
+// or subjects.AuditCLI) to the audit log, and nothing else there: grant
+// it, with Watcher and the Publisher kinds its actions send, to a console
+// that acts without the operator's rights. Entries cannot be deleted or
+// purged by anyone (provision.AuditStreamConfig).
+func AuditWriter(n subjects.Names, source string) (Permissions, error) {
+	if source != subjects.AuditConsole && source != subjects.AuditCLI {
+		return Permissions{}, fmt.Errorf("security: an audit source is %q or %q, not %q", subjects.AuditConsole, subjects.AuditCLI, source)
+	}
+	return Permissions{Publish: []string{n.Audit(source, "*")}}, nil
+}
+
+// AuditReader may read the audit log (`jetflow audit`, the console's
+// Audit page): the stream's state and direct gets by sequence, no
+// consumer. The log says who did what to which run; in the generated
+// configuration only the operator reads it.
+func AuditReader(n subjects.Names) Permissions {
+	return Permissions{Publish: []string{n.API("STREAM.INFO", n.AuditStream()), n.API("DIRECT.GET", n.AuditStream())}}
+}
+
 // Operator may do anything in the account: provision streams and
 // buckets, deploy workflows, create task consumers, store the token
 // secret, inspect and repair. Keep its credentials off the data path.

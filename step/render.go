@@ -161,8 +161,11 @@ func statusMessage(names subjects.Names, msgID string, ws *wire.Status) (runreco
 	}, nil
 }
 
+// rawJSON writes a task's input and with and a run's result as the
+// reference's task handler and caller see them: members in JavaScript's
+// own-key order (conformance/golden/order checks it byte for byte).
 func rawJSON(v any) (json.RawMessage, error) {
-	s, err := value.Canonical(v)
+	s, err := value.JSText(v)
 	if err != nil {
 		return nil, err
 	}

@@ -19,9 +19,9 @@ func TestRender(t *testing.T) {
 	names := subjects.Must("")
 	st := &run.State{Workflow: "wf", Revision: "v1"}
 	effects := []run.Effect{
-		{ID: "i1", Invoke: &run.Invoke{Activation: "a", State: "/s", Node: "n", Task: "ship", Version: "1.2", Attempt: 2, Input: map[string]any{"b": 1.0, "a": nil}, With: "w", HasWith: true}},
+		{ID: "i1", Invoke: &run.Invoke{Activation: "a", State: "/s", Node: "n", Task: "ship", Version: "1.2", Attempt: 2, Input: map[string]any{"b": 1.0, "a": nil, "10": true, "9": false}, With: "w", HasWith: true}},
 		{ID: "t1", Arm: &run.ArmTimer{ID: "/states/wait#1", Deadline: 1700000000123}},
-		{ID: "s1", Settled: &run.Settled{Status: run.StatusDone, State: "done"}},
+		{ID: "s1", Settled: &run.Settled{Status: run.StatusDone, State: "done", Result: map[string]any{"b": 1.0, "10": 2.0, "9": 3.0}}},
 	}
 	out, status, err := Render(names, testSigner, "r1", st, effects, 42)
 	if err != nil {
@@ -31,6 +31,8 @@ func TestRender(t *testing.T) {
 		t.Fatalf("%d messages, want 3", len(out))
 	}
 
+	// Objects are written as the reference's handler sees them: index keys
+	// first by number ("9" before "10"), then the rest in UTF-16 order.
 	inv := out[0]
 	if inv.ID != "r1/i1" || inv.Kind != runrecord.OutInvoke || inv.Subject != names.Task("ship", "1.2") {
 		t.Errorf("invoke message %+v", inv)
@@ -39,7 +41,7 @@ func TestRender(t *testing.T) {
 	if err := json.Unmarshal(inv.Data, &body); err != nil {
 		t.Fatal(err)
 	}
-	if body.Reply != names.Result("r1") || body.Run != "r1" || body.Attempt != 2 || string(body.Input) != `{"a":null,"b":1}` || string(body.With) != `"w"` || !testSigner.Verify("r1", "a", "n", 2, body.Token) {
+	if body.Reply != names.Result("r1") || body.Run != "r1" || body.Attempt != 2 || string(body.Input) != `{"9":false,"10":true,"a":null,"b":1}` || string(body.With) != `"w"` || !testSigner.Verify("r1", "a", "n", 2, body.Token) {
 		t.Errorf("invocation %+v", body)
 	}
 	if inv.Header[wire.HeaderRunID] != "r1" || inv.Header[wire.HeaderActivation] != "a" {
@@ -75,7 +77,7 @@ func TestRender(t *testing.T) {
 	if out[2].Kind != runrecord.OutStatus || out[2].Subject != names.Status("r1") || Msg(out[2]).Header.Get(wire.HeaderMsgID) != "" {
 		t.Errorf("status message %+v", out[2])
 	}
-	if status == nil || status.Status != "done" || status.Workflow != "wf" || status.Revision != "v1" || status.Time != 42 || string(status.Result) != "null" {
+	if status == nil || status.Status != "done" || status.Workflow != "wf" || status.Revision != "v1" || status.Time != 42 || string(status.Result) != `{"9":3,"10":2,"b":1}` {
 		t.Errorf("status %+v", status)
 	}
 }

@@ -14,6 +14,7 @@ import (
 //	<p>.idx.r.<workflow>.<status>.<run>                  a run's entry
 //	<p>.idx.a.<name>.<value>.<workflow>.<status>.<run>   one per search attribute
 //	<p>.idx.h.<run>                                      the head: which entries a run has
+//	<p>.idx.off                                          the off mark: no dispatcher keeps it
 
 // IndexStream holds the run index.
 func (n Names) IndexStream() string { return n.prefix + "_index" }
@@ -48,6 +49,10 @@ func (n Names) IndexAttrEntries(name, value, workflow, status string) string {
 // IndexHead is the subject of a run's head: the record revision indexed
 // and the subjects of the run's entries, so that an update finds them.
 func (n Names) IndexHead(runID string) string { return n.prefix + ".idx.h." + runID }
+
+// IndexOff is the subject of the index's off mark (wire.IndexOff): the
+// dispatchers run with the index off, so listings scan the run records.
+func (n Names) IndexOff() string { return n.prefix + ".idx.off" }
 
 // IndexerConsumer is the durable consumer of the run bucket's stream that
 // the dispatchers share to keep the index.

@@ -42,3 +42,13 @@ type IndexHead struct {
 	Status    string            `json:"s,omitempty"`
 	Search    map[string]string `json:"f,omitempty"`
 }
+
+// IndexOff is the body of the run index's off mark: a dispatcher started
+// with its index off left it, and the next indexer to start removes it.
+// While it stands, listings read the run records instead of the index.
+type IndexOff struct {
+	// Since is when the dispatcher that left it started (RFC 3339).
+	Since string `json:"since"`
+	// By names that dispatcher (its host name, for the record).
+	By string `json:"by,omitempty"`
+}

@@ -22,6 +22,10 @@ type RunFilter struct {
 	// Match is a Jaren JSON Query evaluated over {"input": …, "data": …}
 	// of the run; the run matches when its effective boolean value is true.
 	Match json.RawMessage `json:"match,omitempty"`
+	// Where holds search attribute conditions: the run's attribute
+	// (declared in its deployment's policy, "$run"."search") named by
+	// each key equals the value.
+	Where map[string]string `json:"where,omitempty"`
 }
 
 // Job states.

@@ -6,6 +6,8 @@ import (
 	"log/slog"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/jetflow/jetflow/clock"
 	"github.com/jetflow/jetflow/subjects"
 )
@@ -62,6 +64,14 @@ type Config struct {
 
 	// Logger receives the worker's logs. Default: slog.Default().
 	Logger *slog.Logger
+
+	// TracerProvider, when set, gives every task attempt a span
+	// (tracing.SpanAttempt), the child of the dispatcher step that
+	// invoked it through the invocation's traceparent header; the
+	// handler's context holds it, and the result carries it back. Pass
+	// otel.GetTracerProvider() to use the global one. Default: nil, no
+	// tracing.
+	TracerProvider trace.TracerProvider
 
 	// Clock paces the worker's own waits: heartbeats, re-reads of the
 	// consumers' AckWait, pauses before retrying a failed bind, fetch or

@@ -16,6 +16,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/jetflow/jetflow/clock"
+	"github.com/jetflow/jetflow/tracing"
 	"github.com/jetflow/jetflow/wire"
 )
 
@@ -65,11 +66,13 @@ func (w *Worker) handle(rs *runState, r *registration, m jetstream.Msg, p *pace,
 		ctx, cancelDeadline = context.WithDeadline(ctx, inv.Deadline.Add(deadlineSkew))
 		defer cancelDeadline()
 	}
+	ctx, span := w.startAttempt(ctx, m, wi, delivery)
 	out, herr := Execute(ctx, r.handler, inv)
 	if herr != nil && rs.work.Err() != nil {
 		// The worker stopped under the handler: its error is most likely
 		// the cancellation, not the task's. Let another worker run it.
 		log.Info("worker stopped before the handler returned; invocation handed back", "error", herr)
+		endAttempt(span, herr, "worker stopped")
 		w.handBack(m, log)
 		return
 	}
@@ -83,7 +86,7 @@ func (w *Worker) handle(rs *runState, r *registration, m jetstream.Msg, p *pace,
 	}
 
 	body, msgID := w.result(wi, out, herr, log)
-	err = w.publish(rs.work, wi.Reply, msgID, body)
+	err = w.publish(rs.work, ctx, wi.Reply, msgID, body)
 	if tooLarge(err) {
 		// The input stream caps its message size below the server's max
 		// payload; no retry can fit this output.
@@ -92,13 +95,15 @@ func (w *Worker) handle(rs *runState, r *registration, m jetstream.Msg, p *pace,
 			Message:      fmt.Sprintf("task result of %d bytes exceeds the maximum message size of stream %q (store large data elsewhere and return a reference)", len(body), w.cfg.Names.InputStream()),
 			NonRetryable: true,
 		})
-		err = w.publish(rs.work, wi.Reply, msgID, body)
+		err = w.publish(rs.work, ctx, wi.Reply, msgID, body)
 	}
 	if err != nil {
 		log.Error("publishing the task result failed; invocation handed back", "reply", wi.Reply, "error", err)
+		endAttempt(span, herr, "result not published")
 		w.handBack(m, log)
 		return
 	}
+	endAttempt(span, herr, "")
 	stopHeartbeat()
 	ctx, cancelAck := context.WithTimeout(context.WithoutCancel(rs.work), w.cfg.PublishTimeout)
 	defer cancelAck()
@@ -185,9 +190,15 @@ func ResultMsgID(tok string) string {
 // publish JetStream-publishes a result, retrying with backoff while the
 // worker runs. After a hard stop it tries once more, so that a finished
 // handler's work is not lost needlessly.
-func (w *Worker) publish(work context.Context, subject, msgID string, body []byte) error {
+//
+// When tracing, the result carries the attempt's span, the span of
+// attempt (tracing.Inject).
+func (w *Worker) publish(work, attempt context.Context, subject, msgID string, body []byte) error {
 	msg := nats.NewMsg(subject)
 	msg.Data = body
+	if w.tracer != nil {
+		tracing.Inject(attempt, msg.Header)
+	}
 	b := newBackoff(50*time.Millisecond, 5*time.Second)
 	b.MaxElapsedTime = publishPatience
 	b.Clock = w.cfg.Clock // measures the patience

@@ -9,9 +9,11 @@ import (
 	"sync"
 
 	"github.com/nats-io/nats.go/jetstream"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/jetflow/jetflow/lifecycle"
 	"github.com/jetflow/jetflow/taskconsumer"
+	"github.com/jetflow/jetflow/tracing"
 )
 
 // Handler runs one task invocation and returns its output, which must
@@ -26,6 +28,8 @@ type Worker struct {
 	js  jetstream.JetStream
 	cfg Config
 	log *slog.Logger
+	// tracer is nil unless Config.TracerProvider is set (trace.go).
+	tracer trace.Tracer
 
 	// life is the Start/Stop state; its runs are *runState.
 	life lifecycle.Machine
@@ -58,7 +62,11 @@ func New(js jetstream.JetStream, cfg Config) (*Worker, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	return &Worker{js: js, cfg: cfg, log: cfg.Logger, life: lifecycle.Machine{Name: "worker"}}, nil
+	w := &Worker{js: js, cfg: cfg, log: cfg.Logger, life: lifecycle.Machine{Name: "worker"}}
+	if cfg.TracerProvider != nil {
+		w.tracer = cfg.TracerProvider.Tracer(tracing.ScopeName)
+	}
+	return w, nil
 }
 
 // Register serves task version with h. Register every task before Start;

@@ -145,7 +145,7 @@ func TestStartWaitExitStatus(t *testing.T) {
 		want        []string
 	}{
 		{"done", `{"n":2}`, 0, []string{"state work", "task echo echo@1 invoked, attempt 1", `task echo echo@1 ok {"n":2}`, "state route", "state end", "done in ", `result {"n":2}`}},
-		{"failed", `{"fail":true}`, 1, []string{"state work", "task echo echo@1 failed: node 'task' failed: asked to fail\n", "failed in ", "error JF2006 /nodes/task node 'task' failed: asked to fail\n"}},
+		{"failed", `{"fail":true}`, 1, []string{"state work", "task echo echo@1 attempt 1 failed (ASKED): asked to fail\n", "failed in ", "error JF2006 /nodes/task task echo@1 in state work failed (ASKED): asked to fail\n"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -284,7 +284,7 @@ func TestStatusAndList(t *testing.T) {
 		t.Errorf("status s-wait:\n%s", out)
 	}
 	out, _, _ = verb(t, f, "status", "s-fail")
-	if !strings.Contains(out, "error     JF2006 /nodes/task node 'task' failed: asked to fail\n") {
+	if !strings.Contains(out, "error     JF2006 /nodes/task task echo@1 in state work failed (ASKED): asked to fail\n") {
 		t.Errorf("status s-fail:\n%s", out)
 	}
 	out, _, exit = verb(t, f, "status", "s-done", "--json")

@@ -31,7 +31,8 @@ func TestDemo(t *testing.T) {
 	want := []string{
 		"✓ order-paid ended in done",
 		"check → decide → await-payment → fulfil → fulfil/ship → fulfil/notify → fulfil/sent → done",
-		"ship ✓  notify ✓", // "ship ↻" before it unless the watch skipped that record
+		"ship ✓  notify ✓",                         // "ship ↻" before it unless the watch skipped that record
+		"tasks   stock ✓  price ✓  fraud ✓  ship ", // the document's order, not the settling's
 		"✓ order-no-stock ended in rejected",
 		"✓ order-risky ended in rejected",
 		"✓ order-unpaid ended in expired",

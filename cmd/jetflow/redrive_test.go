@@ -59,15 +59,20 @@ func TestRedriveVerb(t *testing.T) {
 	if _, errOut, exit := verb(t, f, "redrive", "mend-1", "--to-revision", "nope"); exit == 0 || !strings.Contains(errOut, "--to-revision nope of workflow mend") {
 		t.Errorf("redrive to a revision never deployed: exit %d, %q", exit, errOut)
 	}
+	// A redrive that fails again names the state and task it failed in.
+	stdout, errOut, exit := verb(t, f, "redrive", "mend-1", "--reason", "too soon", "--wait")
+	if exit != 1 || !strings.HasSuffix(stdout, "failed in /states/a\nerror JF2006 /nodes/task task mend@1 in state a failed: not yet\n") {
+		t.Fatalf("redrive --wait failing again: exit %d, stdout %q, stderr %q", exit, stdout, errOut)
+	}
 	fixed.Store(true)
-	stdout, errOut, exit := verb(t, f, "redrive", "mend-1", "--reason", "fixed", "--to-revision", "latest", "--wait")
+	stdout, errOut, exit = verb(t, f, "redrive", "mend-1", "--reason", "fixed", "--to-revision", "latest", "--wait")
 	if exit != 0 || !strings.HasPrefix(stdout, "run mend-1 redriven (input ") || !strings.HasSuffix(stdout, "done in /states/b\nresult \"mended\"\n") {
 		t.Fatalf("redrive --wait: exit %d, stdout %q, stderr %q", exit, stdout, errOut)
 	}
 	if _, errOut, exit := verb(t, f, "redrive", "mend-1"); exit == 0 || !strings.Contains(errOut, "run mend-1 is done: only a failed run can be redriven") {
 		t.Errorf("redrive of a done run: exit %d, %q", exit, errOut)
 	}
-	if stdout, _, exit := verb(t, f, "status", "mend-1"); exit != 0 || !strings.Contains(stdout, "redrives  1\n") {
+	if stdout, _, exit := verb(t, f, "status", "mend-1"); exit != 0 || !strings.Contains(stdout, "redrives  2\n") {
 		t.Errorf("status after a redrive: exit %d\n%s", exit, stdout)
 	}
 	if stdout, _, exit := verb(t, f, "history", "mend-1"); exit != 0 || !strings.Contains(stdout, `redrive  reason="fixed"`) {

@@ -38,7 +38,7 @@ func TestHistoryAndReplay(t *testing.T) {
 	if exit != 0 || len(lines) != 3 {
 		t.Fatalf("history: exit %d, %q %q", exit, out, errOut)
 	}
-	for i, want := range []string{"start   workflow=gate revision=(latest) input=13B  | applied", "result  node=task attempt=1 ok output={\"wait\":true}  | applied", `event   type=go payload={"by":"test"}  | applied`} {
+	for i, want := range []string{"start   workflow=gate revision=g1 (the latest at its start) input=13B  | applied", "result  state=work task=echo@1 attempt=1 ok output={\"wait\":true}  | applied", `event   type=go payload={"by":"test"}  | applied`} {
 		if !strings.HasSuffix(lines[i], want) {
 			t.Errorf("history line %d = %q, want it to contain %q", i, lines[i], want)
 		}

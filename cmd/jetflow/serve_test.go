@@ -276,6 +276,8 @@ func TestBadConfigurationNamesItsSource(t *testing.T) {
 		{"http port busy", nil, []string{"serve", "--ephemeral", "--listen", "127.0.0.1:-1", "--http", busy.Addr().String()}, "--http (JETFLOW_HTTP)"},
 		{"listen with --nats", nil, []string{"serve", "--nats", "nats://127.0.0.1:1", "--listen", "127.0.0.1:-1"}, "--listen configures the embedded nats-server"},
 		{"concurrency", nil, []string{"dispatcher", "--concurrency", "0"}, "--concurrency (JETFLOW_CONCURRENCY) must be positive"},
+		{"otlp over grpc", []string{"OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:1", "OTEL_EXPORTER_OTLP_PROTOCOL=grpc"}, serveArgs(), `OTEL_EXPORTER_OTLP_PROTOCOL="grpc": jetflow exports OTLP over http/protobuf only`},
+		{"unknown traces exporter", []string{"OTEL_TRACES_EXPORTER=zipkin"}, []string{"worker", "exec", "--task", "t@1", "--nats", "nats://127.0.0.1:1", "--", "true"}, `OTEL_TRACES_EXPORTER="zipkin"`},
 		{"no server", nil, []string{"workflows", "--nats", "nats://127.0.0.1:1"}, "is `jetflow serve` running there?"},
 		{"bad workflow name", nil, []string{"deploy", "a.b", "../../examples/order.json"}, "NAME: "},
 	}

@@ -63,9 +63,9 @@ func TestHistoryAndStatusShowRefusals(t *testing.T) {
 		t.Fatalf("history: exit %d, %q %q", exit, out, errOut)
 	}
 	for i, want := range []string{
-		"start   workflow=cat revision=(latest) input=7B  | applied",
+		"start   workflow=cat revision=c1 (the latest at its start) input=7B  | applied",
 		`result  node=task attempt=1 ok output={"stolen":true}  | rejected: forged or stale token`,
-		`result  node=task attempt=1 ok output={"cat":{"n":1}}  | applied`,
+		`result  state=a task=cat@1 attempt=1 ok output={"cat":{"n":1}}  | applied`,
 		`event   type=late payload=null  | rejected: run "refused-1" is done`,
 	} {
 		if !strings.HasSuffix(lines[i], want) {

@@ -13,6 +13,7 @@ function route() {
   if ((m = path.match(/^\/workflows\/([^/]+)$/))) return workflowPage(main, decodeURIComponent(m[1]));
   if (path === '/jobs') return jobsPage(main);
   if ((m = path.match(/^\/jobs\/([^/]+)$/))) return jobPage(main, decodeURIComponent(m[1]));
+  if (path === '/audit') return auditPage(main);
   fill(main, h('h1', {}, 'Not found'), h('p', {}, link('/', 'Runs')));
 }
 

@@ -6,6 +6,19 @@
 
 const BULK_OPERATIONS = ['cancel', 'pause', 'resume', 'terminate', 'redrive'];
 
+// whereOf reads the search box's NAME=VALUE words as search attribute
+// conditions (the server checks them); null for a search by run id.
+function whereOf(q) {
+  if (!q || !q.includes('=')) return null;
+  const out = {};
+  for (const w of q.trim().split(/\s+/)) {
+    const i = w.indexOf('=');
+    if (i <= 0) return null;
+    out[w.slice(0, i)] = w.slice(i + 1);
+  }
+  return out;
+}
+
 // bulkPanel builds the panel; current() returns the list's filter
 // ({status, workflow, q}). It returns the element and reset, to call when
 // that filter changes (a count shown is then stale).
@@ -39,12 +52,15 @@ function bulkPanel(current) {
     if (key === shown) return;
     shown = key;
     fill(out);
-    count.disabled = !!c.q;
+    const where = whereOf(c.q);
+    const byId = !!c.q && !where;
+    count.disabled = byId;
     const parts = [];
     if (c.workflow) parts.push('workflow ' + c.workflow);
     if (c.status) parts.push('status ' + c.status);
-    fill(scope, c.q
-      ? h('span', { class: 'error' }, 'A bulk job cannot select runs by id: clear the search to act on the filter.')
+    if (where) parts.push('search attributes ' + c.q.trim().split(/\s+/).join(' '));
+    fill(scope, byId
+      ? h('span', { class: 'error' }, 'A bulk job cannot select runs by id: clear the search, or search by attributes (customer=c-7), to act on the filter.')
       : 'Runs of ' + (parts.length ? parts.join(', ') : 'every workflow and status (add a filter)') + '.');
   }
 
@@ -54,6 +70,8 @@ function bulkPanel(current) {
       startedAfter: after.value.trim(), startedBefore: before.value.trim() };
     const m = match.value.trim();
     if (m) f.match = JSON.parse(m);
+    const where = whereOf(c.q);
+    if (where) f.where = where;
     return f;
   }
 

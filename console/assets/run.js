@@ -48,7 +48,7 @@ async function runPage(main, id) {
     const v = view;
     document.title = 'jetflow: ' + v.id;
     fill(header, 
-      h('h1', {}, 'Run ', h('span', { class: 'id' }, v.id), ' ', h('span', { id: 'run-status' }, statusBadge(v.status))),
+      h('h1', {}, 'Run ', h('span', { class: 'id' }, v.id), ' ', h('span', { id: 'run-status' }, runBadge(v))),
       h('dl', { class: 'meta' },
         term('Workflow', link('/workflows/' + encodeURIComponent(v.workflow) + '?revision=' + encodeURIComponent(v.revision), v.workflow), ' ', h('span', { class: 'muted' }, 'revision ' + v.revision)),
         term('State', h('span', { id: 'run-state' }, v.active.map(stateLabel).join(', '))),
@@ -78,6 +78,14 @@ async function runPage(main, id) {
     drawExtra(v);
   }
 
+  // runBadge is the run's status; a run done through a catch says which
+  // failure it caught, the whole error on hover and in the data panel.
+  function runBadge(v) {
+    const b = statusBadge(v.status, v.caught);
+    if (v.caught && v.caughtError) b.title = 'caught in ' + stateLabel(v.caughtError.state) + ': ' + v.caughtError.message;
+    return b;
+  }
+
   function chooseState(stateId) {
     chosen = stateId;
     load();
@@ -96,7 +104,8 @@ async function runPage(main, id) {
       h('thead', {}, h('tr', {}, ['Node', 'Kind', 'Task', 'Status', 'Attempt'].map(t => h('th', {}, t)))),
       h('tbody', {}, d.nodes.map(n => h('tr', { dataset: { node: n.id } },
         h('td', {}, n.id), h('td', {}, n.kind), h('td', {}, n.task ? n.task + '@' + n.version : ''),
-        h('td', {}, n.status ? statusBadge(n.status) : ''), h('td', { class: 'num' }, n.attempt || ''))))));
+        h('td', {}, n.status ? statusBadge(n.status) : h('span', { class: 'muted', title: 'no status: not run, or abandoned when the run ended' }, '–')),
+        h('td', { class: 'num' }, n.attempt || ''))))));
   }
 
   // drawActions offers what the run's status allows: events, cancel,
@@ -220,6 +229,13 @@ async function runPage(main, id) {
         h('div', { id: 'input' }, h('h3', {}, 'Input'), jsonBlock(v.input)),
         h('div', { id: 'current-data' }, h('h3', {}, 'Current data'), jsonBlock(v.data)))];
     if (v.result !== undefined) blocks.push(h('div', { id: 'result' }, h('h3', {}, 'Result'), jsonBlock(v.result)));
+    if (v.caughtError) {
+      const c = v.caughtError;
+      blocks.push(h('div', { id: 'caught', class: 'failure caught' }, h('h3', {}, 'Caught error'),
+        h('p', { class: 'muted' }, 'A task failed and the work state\'s catch took the run on; the error is the run\'s data.'),
+        h('dl', { class: 'meta' }, term('Code', c.code), c.state ? term('Caught in', stateLabel(c.state)) : null,
+          c.node ? term('Node', c.node + (c.task ? ' (' + c.task + ')' : '')) : null, term('Message', c.message))));
+    }
     if (v.failure) {
       blocks.push(h('div', { id: 'failure', class: 'failure' }, h('h3', {}, 'Error'),
         h('dl', { class: 'meta' }, term('Code', v.failure.code), term('Path', v.failure.path || (v.failure.unlocated ? '(none)' : "''")), term('Message', v.failure.message))));

@@ -1,4 +1,5 @@
-// The runs page: counts by status, filters, a search by run id, pages
+// The runs page: counts by status, filters, a search by run id or by
+// search attributes (NAME=VALUE words, answered by the run index), pages
 // of runs (most recently changed first), updated live.
 'use strict';
 
@@ -17,7 +18,7 @@ async function runsPage(main) {
 
   const chips = h('div', { class: 'chips', id: 'status-filter' });
   const workflowSelect = h('select', { id: 'workflow-filter', 'aria-label': 'Workflow' }, h('option', { value: '' }, 'All workflows'));
-  const search = h('input', { id: 'search', type: 'search', placeholder: 'Search run id…', value: state.q, 'aria-label': 'Search by run id', autocomplete: 'off' });
+  const search = h('input', { id: 'search', type: 'search', placeholder: 'Search run id, or customer=c-7…', value: state.q, 'aria-label': 'Search by run id or search attributes (NAME=VALUE)', autocomplete: 'off' });
   const tbody = h('tbody');
   const table = h('table', { id: 'runs', class: 'runs' },
     h('thead', {}, h('tr', {}, ['Run', 'Workflow', 'Status', 'State', 'Started', 'Settled', 'Duration', 'Updated'].map(t => h('th', {}, t)))),
@@ -52,7 +53,7 @@ async function runsPage(main) {
     return h('tr', { dataset: { run: r.id, status: r.status } },
       h('td', { class: 'id' }, link('/runs/' + encodeURIComponent(r.id), r.id)),
       h('td', {}, link('/workflows/' + encodeURIComponent(r.workflow), r.workflow), h('span', { class: 'muted' }, ' ' + r.revision)),
-      h('td', {}, statusBadge(r.status)),
+      h('td', {}, statusBadge(r.status, r.caught)),
       h('td', { class: 'state' }, stateLabel(r.state)),
       h('td', { class: 'time' }, fmtTime(r.started)),
       h('td', { class: 'time' }, fmtTime(r.settled)),
@@ -65,10 +66,11 @@ async function runsPage(main) {
     if (page.runs.length === 0) {
       fill(tbody, h('tr', {}, h('td', { colspan: 8, class: 'empty' }, counts.loaded ? 'No runs match.' : 'Loading runs…')));
     }
-    info.textContent = page.runs.length ? (page.matched.toLocaleString() + ' matching of ' + page.total.toLocaleString() + ' runs') : '';
+    info.textContent = !page.runs.length ? '' : page.matched < 0 ? 'runs whose search attributes match, from the run index'
+      : (page.matched.toLocaleString() + ' matching of ' + page.total.toLocaleString() + ' runs');
     fill(status, page.loaded ? '' : h('p', { class: 'muted' }, 'Reading the run bucket: ' + page.total.toLocaleString() + ' runs so far…'));
     newer.disabled = state.previous.length === 0 && !state.before;
-    older.disabled = !page.next;
+    older.disabled = !page.next && !page.cursor;
   }
 
   function syncURL() {
@@ -98,9 +100,9 @@ async function runsPage(main) {
 
   newer.addEventListener('click', () => { state.before = state.previous.pop() || ''; refresh(); });
   older.addEventListener('click', () => {
-    if (!page || !page.next) return;
+    if (!page || !page.next && !page.cursor) return;
     state.previous.push(state.before);
-    state.before = String(page.next);
+    state.before = String(page.cursor || page.next);
     refresh();
   });
   search.addEventListener('input', debounce(() => {

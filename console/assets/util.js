@@ -83,8 +83,14 @@ function stateLabel(id) {
   return id.slice(8).split('/flow/states/').map(s => s.replace(/~1/g, '/').replace(/~0/g, '~')).join(' › ');
 }
 
-function statusBadge(status) {
-  return h('span', { class: 'badge st-' + String(status).replace(/[^a-z]/g, '') }, status);
+// statusBadge shows a status; caught (a run's summary's code) marks a
+// run done through a catch, which is not a plain success.
+function statusBadge(status, caught) {
+  const cls = 'badge st-' + String(status).replace(/[^a-z]/g, '');
+  if (caught && status === 'done') {
+    return h('span', { class: cls + ' caught', title: 'done through a catch: the run recovered from a failure (' + caught + ')' }, 'done · caught ' + caught);
+  }
+  return h('span', { class: cls }, status);
 }
 
 // jsonBlock shows a value as indented JSON, cut at limit characters with

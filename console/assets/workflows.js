@@ -46,11 +46,13 @@ async function workflowPage(main, name) {
     return;
   }
   document.title = 'jetflow: ' + name;
-  fill(head, 
-    h('h1', {}, 'Workflow ', h('span', { class: 'id' }, name), ' ', h('span', { class: 'muted' }, 'revision ' + v.revision)),
-    h('p', {}, 'Revisions: ', (v.revisions || []).map((r, i) => [i ? ' · ' : '',
-      r.revision === v.revision ? h('strong', {}, r.revision) : link('/workflows/' + encodeURIComponent(name) + '?revision=' + encodeURIComponent(r.revision), r.revision),
-      h('span', { class: 'muted' }, ' deployed ' + fmtTime(r.deployed) + ', '), link('/?workflow=' + encodeURIComponent(name), r.active + ' active')])));
+  const drawHead = w => fill(head,
+    h('h1', {}, 'Workflow ', h('span', { class: 'id' }, name), ' ', h('span', { class: 'muted' }, 'revision ' + w.revision)),
+    h('p', { id: 'revisions' }, 'Revisions: ', (w.revisions || []).map((r, i) => [i ? ' · ' : '',
+      r.revision === w.revision ? h('strong', {}, r.revision) : link('/workflows/' + encodeURIComponent(name) + '?revision=' + encodeURIComponent(r.revision), r.revision),
+      h('span', { class: 'muted' }, ' deployed ' + fmtTime(r.deployed) + ', '),
+      link('/?workflow=' + encodeURIComponent(name), h('span', { class: 'active-count', dataset: { revision: r.revision } }, String(r.active)), ' active')])));
+  drawHead(v);
   fill(chart, svgNode(v.chart));
   const show = async state => {
     try {
@@ -74,5 +76,11 @@ async function workflowPage(main, name) {
   doc.append(jsonBlock(v.document, 20000));
   if (v.workStates.length) show(v.workStates[0].id);
   else fill(dag, h('p', { class: 'muted' }, 'This workflow has no work states.'));
-  stopListening();
+  // Live: the revisions' active counts follow the runs; the diagrams of
+  // a deployed revision never change.
+  listen('', debounce(async () => {
+    try {
+      drawHead(await api('/workflows/' + encodeURIComponent(name) + '?revision=' + encodeURIComponent(v.revision)));
+    } catch (e) { /* the next change tries again */ }
+  }, 1000));
 }

@@ -51,7 +51,8 @@ type Seg struct {
 // when nil), and returns its result sequence: n items, the one in one
 // when n is 1, all of them in many when n is 2 or more.
 func (q *Query) Hosted(b *Budget, h Host, data any) (one any, many []any, n int, err error) {
-	f := &frame{stepsLeft: q.lim.Steps, bytesLeft: q.lim.Bytes, lim: &q.lim, host: h}
+	f := framePool.Get().(*frame)
+	*f = frame{stepsLeft: q.lim.Steps, bytesLeft: q.lim.Bytes, lim: &q.lim, host: h}
 	if b != nil {
 		f.budget = b
 		f.stepsLeft, f.bytesLeft = b.stepLimit()-b.steps, b.byteLimit()-b.bytes
@@ -70,6 +71,8 @@ func (q *Query) Hosted(b *Budget, h Host, data any) (one any, many []any, n int,
 		}
 	}
 	v, err := q.hostedRun(f, b)
+	*f = frame{}
+	framePool.Put(f)
 	if err != nil {
 		return nil, nil, 0, err
 	}
@@ -210,7 +213,7 @@ func (p *jsonPath) selectLocatedCounting(cur, root any, visit func([]Seg), looke
 		return nil, nil
 	}
 	for n, seg := range p.segs {
-		w := locWalk{root: root, sels: seg.Selectors()}
+		w := locWalk{root: root, sels: p.sels[n]}
 		if n == len(p.segs)-1 {
 			w.visit = visit
 		}
@@ -242,6 +245,7 @@ type locWalk struct {
 	rel    [][]Seg
 	visit  func([]Seg)
 	buf    []Seg // what visit is handed
+	slab   []Seg // backs the paths in rel, capped so none grows into another
 	looked int   // values the selectors were applied to
 }
 
@@ -251,9 +255,9 @@ func (w *locWalk) add(v any, s Seg) {
 		w.visit(w.buf)
 		return
 	}
-	path := make([]Seg, len(w.stack)+1)
-	copy(path, w.stack)
-	path[len(w.stack)] = s
+	start := len(w.slab)
+	w.slab = append(append(w.slab, w.stack...), s)
+	path := w.slab[start:len(w.slab):len(w.slab)]
 	w.vals, w.rel = append(w.vals, v), append(w.rel, path)
 }
 
@@ -324,6 +328,19 @@ func (w *locWalk) apply(v any) {
 			if isObj {
 				for _, k := range value.Keys(obj) {
 					w.add(obj[k], Seg{Name: k, Index: -1})
+				}
+			}
+		case *existFilter:
+			for i, e := range arr {
+				if s.holds(e, w.root) {
+					w.add(e, Seg{Index: i})
+				}
+			}
+			if isObj {
+				for _, k := range value.Keys(obj) {
+					if s.holds(obj[k], w.root) {
+						w.add(obj[k], Seg{Name: k, Index: -1})
+					}
 				}
 			}
 		case *spec.FilterSelector:

@@ -1,6 +1,8 @@
 package query
 
 import (
+	"strings"
+
 	"github.com/theory/jsonpath"
 	"github.com/theory/jsonpath/spec"
 
@@ -16,6 +18,9 @@ import (
 // descendants.
 type jsonPath struct {
 	segs []*spec.Segment
+	// sels are each segment's selectors, an existence filter replaced by
+	// an existFilter
+	sels [][]spec.Selector
 	// steps is non-nil for a singular query (names and indexes only),
 	// which walks without allocating.
 	steps []singular
@@ -33,11 +38,21 @@ func parsePath(src, original, docPath string) *jsonPath {
 		fail(fault.JQ0004, "'"+original+"' is not a valid path: "+err.Error(), docPath)
 	}
 	jp := &jsonPath{segs: p.Query().Segments()}
-	steps := make([]singular, 0, len(jp.segs))
 	for _, seg := range jp.segs {
+		jp.sels = append(jp.sels, fastSelectors(seg.Selectors()))
+	}
+	jp.steps = singularSteps(jp.segs)
+	return jp
+}
+
+// singularSteps returns the names and indexes of a singular query, nil
+// for any other (an empty query gives an empty, non-nil list).
+func singularSteps(segs []*spec.Segment) []singular {
+	steps := make([]singular, 0, len(segs))
+	for _, seg := range segs {
 		sels := seg.Selectors()
 		if seg.IsDescendant() || len(sels) != 1 {
-			return jp
+			return nil
 		}
 		switch s := sels[0].(type) {
 		case spec.Name:
@@ -45,11 +60,63 @@ func parsePath(src, original, docPath string) *jsonPath {
 		case spec.Index:
 			steps = append(steps, singular{index: int(s), isIdx: true})
 		default:
-			return jp
+			return nil
 		}
 	}
-	jp.steps = steps
-	return jp
+	return steps
+}
+
+// existFilter is a filter that only asks whether a singular query selects
+// a node ([?@.error], [?!@.a[0]]). It walks the names and indexes itself
+// where the library would build a list of results for every candidate.
+type existFilter struct {
+	*spec.FilterSelector
+	steps    []singular
+	absolute bool // the query starts at '$', not '@'
+	negate   bool
+}
+
+func (x *existFilter) holds(cur, root any) bool {
+	from := cur
+	if x.absolute {
+		from = root
+	}
+	_, ok := walkSteps(x.steps, from)
+	return ok != x.negate
+}
+
+// fastSelectors returns sels with every existence filter over a singular
+// query made an existFilter; sels itself when there is none.
+func fastSelectors(sels []spec.Selector) []spec.Selector {
+	var out []spec.Selector
+	for i, sel := range sels {
+		f, ok := sel.(*spec.FilterSelector)
+		if !ok || len(f.LogicalOr) != 1 || len(f.LogicalOr[0]) != 1 {
+			continue
+		}
+		var q *spec.PathQuery
+		negate := false
+		switch e := f.LogicalOr[0][0].(type) {
+		case *spec.ExistExpr:
+			q = e.PathQuery
+		case *spec.NonExistExpr:
+			q, negate = e.PathQuery, true
+		default:
+			continue
+		}
+		steps := singularSteps(q.Segments())
+		if steps == nil {
+			continue
+		}
+		if out == nil {
+			out = append([]spec.Selector(nil), sels...)
+		}
+		out[i] = &existFilter{FilterSelector: f, steps: steps, absolute: strings.HasPrefix(q.String(), "$"), negate: negate}
+	}
+	if out == nil {
+		return sels
+	}
+	return out
 }
 
 // getter evaluates the path against each item of the root slot's value;
@@ -83,8 +150,10 @@ func (p *jsonPath) getter(slot int, external bool, name, docPath string) getter 
 	}
 }
 
-func (p *jsonPath) walk(v any) (any, bool) {
-	for _, s := range p.steps {
+func (p *jsonPath) walk(v any) (any, bool) { return walkSteps(p.steps, v) }
+
+func walkSteps(steps []singular, v any) (any, bool) {
+	for _, s := range steps {
 		if s.isIdx {
 			arr, ok := v.([]any)
 			if !ok {
@@ -120,9 +189,9 @@ func (p *jsonPath) selectInto(acc []any, cur, root any) []any {
 		return acc
 	}
 	nodes := []any{cur}
-	for _, seg := range p.segs {
+	for n, seg := range p.segs {
 		var next []any
-		sels := seg.Selectors()
+		sels := p.sels[n]
 		if seg.IsDescendant() {
 			for _, n := range nodes {
 				next = descend(next, n, root, sels)
@@ -167,6 +236,21 @@ func applySelectors(out []any, v, root any, sels []spec.Selector) []any {
 			case map[string]any:
 				for _, k := range value.Keys(x) {
 					out = append(out, x[k])
+				}
+			}
+		case *existFilter:
+			switch x := v.(type) {
+			case []any:
+				for _, e := range x {
+					if s.holds(e, root) {
+						out = append(out, e)
+					}
+				}
+			case map[string]any:
+				for _, k := range value.Keys(x) {
+					if s.holds(x[k], root) {
+						out = append(out, x[k])
+					}
 				}
 			}
 		case *spec.FilterSelector:

@@ -11,6 +11,7 @@ package query
 import (
 	"fmt"
 	"strconv"
+	"sync"
 
 	"github.com/jetflow/jetflow/engine/fault"
 	"github.com/jetflow/jetflow/engine/value"
@@ -141,7 +142,8 @@ func jsonText(v any) string {
 // budget replaces the step and byte limits, and is charged what the
 // evaluation spent, whether it succeeded or not.
 func (q *Query) evaluate(data any, ext map[string]any, b *Budget) (v any, err error) {
-	f := &frame{stepsLeft: q.lim.Steps, bytesLeft: q.lim.Bytes, lim: &q.lim}
+	f := framePool.Get().(*frame)
+	*f = frame{stepsLeft: q.lim.Steps, bytesLeft: q.lim.Bytes, lim: &q.lim}
 	if b != nil {
 		f.budget = b
 		f.stepsLeft, f.bytesLeft = b.stepLimit()-b.steps, b.byteLimit()-b.bytes
@@ -163,7 +165,14 @@ func (q *Query) evaluate(data any, ext map[string]any, b *Budget) (v any, err er
 		if b != nil {
 			b.steps, b.bytes = b.stepLimit()-f.stepsLeft, b.byteLimit()-f.bytesLeft
 		}
-		if r := recover(); r != nil {
+		r := recover()
+		// nothing an evaluation returns holds its frame: it can serve the
+		// next one (a panic that is not ours leaves it to the collector)
+		if _, ours := r.(runtimeError); r == nil || ours {
+			*f = frame{}
+			framePool.Put(f)
+		}
+		if r != nil {
 			re, ok := r.(runtimeError)
 			if !ok {
 				panic(r)
@@ -173,6 +182,10 @@ func (q *Query) evaluate(data any, ext map[string]any, b *Budget) (v any, err er
 	}()
 	return q.root(f), nil
 }
+
+// framePool recycles evaluation frames, so that a guard over a small
+// query allocates nothing.
+var framePool = sync.Pool{New: func() any { return new(frame) }}
 
 func (q *Query) checkResult(n int) error {
 	if n > q.lim.ResultItems {

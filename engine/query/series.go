@@ -541,7 +541,8 @@ func asof(f *frame, left, right []sample, s *asofSpec, path string) []any {
 	var groups map[joinKey]*asofGroup
 	var all *asofGroup
 	if s.by == nil {
-		all = newGroup()
+		// one group holds every right row: size it once
+		all = &asofGroup{rows: make([]map[string]any, 0, len(right)), at: make([]float64, 0, len(right))}
 	} else {
 		groups = map[joinKey]*asofGroup{}
 	}

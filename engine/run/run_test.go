@@ -158,6 +158,10 @@ func TestRetriesThenCatch(t *testing.T) {
 	if caught["message"] != "JF2006: node 'task' failed: boom at /nodes/task" || caught["nodeId"] != "task" {
 		t.Errorf("caught error %v", caught)
 	}
+	want := Caught{Code: "JF2006", Message: "JF2006: node 'task' failed: boom at /nodes/task", Node: "task"}
+	if c := CaughtIn(st.Context.Data); c == nil || *c != want {
+		t.Errorf("CaughtIn(data) = %+v, want %+v", c, want)
+	}
 }
 
 func TestNonRetryableFailsAtOnce(t *testing.T) {

@@ -14,6 +14,7 @@ type scenario struct {
 	input    any
 	tasks    map[string]*mock
 	calls    []call
+	observe  func(*run.Invoke) // tests: sees every invocation, else nil
 }
 
 type mock struct {

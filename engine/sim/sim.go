@@ -21,10 +21,17 @@ var ErrScenario = errors.New("invalid scenario")
 // Run runs a scenario and returns the output object: {"calls": [...]} or
 // {"compileError": {...}}. The scenario is the decoded JSON.
 func Run(scenario any) (map[string]any, error) {
+	return runObserved(scenario, nil)
+}
+
+// runObserved is Run, handing observe (when not nil) every invocation
+// before its mock answers it.
+func runObserved(scenario any, observe func(*run.Invoke)) (map[string]any, error) {
 	s, err := parse(scenario)
 	if err != nil {
 		return nil, err
 	}
+	s.observe = observe
 	wf, err := workflow.Compile(s.document, workflow.Options{Tasks: s.registry()})
 	if err != nil {
 		return map[string]any{"compileError": coded(err)}, nil
@@ -146,6 +153,9 @@ func (s *scenario) answer(wf *workflow.Workflow, st *run.State, effects []run.Ef
 	for len(queue) > 0 && st.Status == run.StatusRunning {
 		inv := queue[0]
 		queue = queue[1:]
+		if s.observe != nil {
+			s.observe(inv)
+		}
 		res := s.mock(inv)
 		msg := run.Message{Kind: run.KindResult, Time: c.now, NoTime: !c.hasNow, NoTick: true, Result: res}
 		next, more, err := run.Apply(wf, st, msg, noRetry)

@@ -15,7 +15,22 @@ import (
 // UTF-16 code units, strings use JSON.stringify's escapes.
 func Canonical(v any) (string, error) {
 	var b strings.Builder
-	if err := writeCanonical(&b, v, ""); err != nil {
+	if err := writeJSON(&b, v, "", sortUTF16); err != nil {
+		return "", err
+	}
+	return b.String(), nil
+}
+
+// JSText returns the JSON text of v as JSON.stringify writes an object the
+// reference parsed from canonical JSON: members in JavaScript's own-key
+// order (array-index keys ascending by number, then UTF-16 order; see
+// Keys), numbers and strings as Canonical writes them. It is the text a
+// task handler of the reference sees in its input, so "9" comes before
+// "10" where canonical JSON puts "10" first. Non-finite numbers are
+// refused, as Canonical refuses them.
+func JSText(v any) (string, error) {
+	var b strings.Builder
+	if err := writeJSON(&b, v, "", SortKeys); err != nil {
 		return "", err
 	}
 	return b.String(), nil
@@ -30,7 +45,9 @@ func MustCanonical(v any) string {
 	return s
 }
 
-func writeCanonical(b *strings.Builder, v any, path string) error {
+// writeJSON writes v with each object's members in the order sortKeys
+// puts them.
+func writeJSON(b *strings.Builder, v any, path string, sortKeys func([]string)) error {
 	switch t := v.(type) {
 	case nil:
 		b.WriteString("null")
@@ -52,7 +69,7 @@ func writeCanonical(b *strings.Builder, v any, path string) error {
 			if i > 0 {
 				b.WriteByte(',')
 			}
-			if err := writeCanonical(b, x, path+"/"+strconv.Itoa(i)); err != nil {
+			if err := writeJSON(b, x, path+"/"+strconv.Itoa(i), sortKeys); err != nil {
 				return err
 			}
 		}
@@ -62,7 +79,7 @@ func writeCanonical(b *strings.Builder, v any, path string) error {
 		for k := range t {
 			keys = append(keys, k)
 		}
-		sortUTF16(keys)
+		sortKeys(keys)
 		b.WriteByte('{')
 		for i, k := range keys {
 			if i > 0 {
@@ -70,7 +87,7 @@ func writeCanonical(b *strings.Builder, v any, path string) error {
 			}
 			WriteString(b, k)
 			b.WriteByte(':')
-			if err := writeCanonical(b, t[k], path+"/"+EncodePointerSegment(k)); err != nil {
+			if err := writeJSON(b, t[k], path+"/"+EncodePointerSegment(k), sortKeys); err != nil {
 				return err
 			}
 		}

@@ -115,3 +115,50 @@ func FuzzCanonical(f *testing.F) {
 		}
 	})
 }
+
+func TestJSTextWritesJavaScriptOwnKeyOrder(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		in   any
+		want string
+	}{
+		{map[string]any{"b": 1.0, "10": 2.0, "a": 3.0, "9": 4.0, "": 5.0}, `{"9":4,"10":2,"":5,"a":3,"b":1}`},
+		// "01" and 2^32-1 are not array indexes: they sort as strings
+		{map[string]any{"4294967295": 1.0, "4294967294": 2.0, "01": 3.0, "1": 4.0}, `{"1":4,"4294967294":2,"01":3,"4294967295":1}`},
+		{[]any{map[string]any{"😀": 1.0, "\ue000": 2.0}, 1e21}, `[{"😀":1,"` + "\ue000" + `":2},1e+21]`},
+	}
+	for _, c := range cases {
+		got, err := JSText(c.in)
+		if err != nil || got != c.want {
+			t.Errorf("JSText(%#v) = %q, %v; want %q", c.in, got, err, c.want)
+		}
+	}
+	if _, err := JSText(map[string]any{"a": math.NaN()}); err == nil || !strings.Contains(err.Error(), "/a") {
+		t.Errorf("JSText accepted NaN or did not locate it: %v", err)
+	}
+}
+
+// FuzzJSText checks that JSText is Stringify for finite data and reads
+// back as the same value.
+func FuzzJSText(f *testing.F) {
+	for _, s := range []string{`{"b":1,"10":[1e21,0.1,-0],"9":{}}`, `"\u2028x"`, `{"😀":1,"\ue000":2,"01":3,"1":4}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		v, err := Decode(data, Limits{})
+		if err != nil {
+			return
+		}
+		got, err := JSText(v)
+		if err != nil {
+			t.Fatalf("JSText failed on decoded JSON: %v", err)
+		}
+		if s := Stringify(v); got != s {
+			t.Fatalf("JSText = %s, Stringify = %s", got, s)
+		}
+		back, err := Decode([]byte(got), Limits{})
+		if err != nil || !Equal(back, v) {
+			t.Fatalf("JSText %s reads back as %v, %v", got, back, err)
+		}
+	})
+}

@@ -3,7 +3,8 @@
 // object on its stdin and reads the task's output as one JSON value from
 // its stdout. A non-zero exit fails the attempt with the end of the
 // program's stderr as the message; cancelling the handler's context kills
-// the program and every process it started.
+// the program and every process it started. When the worker traces, the
+// program gets the attempt's span as TRACEPARENT in its environment.
 package exec
 
 import (
@@ -17,6 +18,7 @@ import (
 	osexec "os/exec"
 	"time"
 
+	"github.com/jetflow/jetflow/tracing"
 	"github.com/jetflow/jetflow/worker"
 )
 
@@ -119,6 +121,11 @@ func run(ctx context.Context, path string, args, env []string, opts Options, inv
 	stdout := &capped{max: opts.MaxOutput}
 	stderr := &tail{max: opts.StderrTail}
 	c := osexec.CommandContext(ctx, path, args...)
+	if tp := tracing.Traceparent(ctx); tp != "" {
+		// The attempt's span, for a program that traces its own work
+		// (OpenTelemetry's environment carrier).
+		env = append(env[:len(env):len(env)], "TRACEPARENT="+tp)
+	}
 	c.Dir, c.Env = opts.Dir, env
 	c.Stdin = bytes.NewReader(stdin)
 	c.Stdout = stdout

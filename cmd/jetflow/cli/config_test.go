@@ -1,11 +1,15 @@
 package cli
 
 import (
+	"io"
+	"reflect"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 )
 
 // TestConnConfigPrecedence: a flag given wins over its variable, which
@@ -113,5 +117,66 @@ func TestJobRetentionFlag(t *testing.T) {
 		if _, err := parseKeep(in, "--job-retention (JETFLOW_JOB_RETENTION)"); err == nil || !strings.Contains(err.Error(), "--job-retention (JETFLOW_JOB_RETENTION)") {
 			t.Errorf("parseKeep(%q) = %v, want a refusal naming the flag", in, err)
 		}
+	}
+}
+
+// TestServiceFlagsHaveVariables: every flag of the long-running verbs
+// names its environment variable in its help, and that variable is bound
+// to that flag by a settings struct (applyEnv reads it), so that a
+// container configures them all by environment, as the README promises.
+func TestServiceFlagsHaveVariables(t *testing.T) {
+	t.Parallel()
+	bound := map[string]string{} // variable → flag, from the env and flag tags
+	for _, cfg := range []any{connConfig{}, embedConfig{}, serviceConfig{}, secretConfig{}, consoleSettings{}, consoleAddr{}, execConfig{}} {
+		typ := reflect.TypeOf(cfg)
+		for i := range typ.NumField() {
+			if key := typ.Field(i).Tag.Get("env"); key != "" {
+				bound[key] = typ.Field(i).Tag.Get("flag")
+			}
+		}
+	}
+	named := regexp.MustCompile(`env (JETFLOW_[A-Z_]+)\)`)
+	root := newRoot(streams{in: strings.NewReader(""), out: io.Discard, err: io.Discard})
+	for _, path := range [][]string{{"serve"}, {"dispatcher"}, {"worker", "exec"}} {
+		cmd, _, err := root.Find(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cmd.Flags().VisitAll(func(f *pflag.Flag) {
+			if f.Name == "help" {
+				return
+			}
+			m := named.FindStringSubmatch(f.Usage)
+			switch {
+			case m == nil:
+				t.Errorf("%s --%s names no environment variable in its help: %q", cmd.CommandPath(), f.Name, f.Usage)
+			case bound[m[1]] != f.Name:
+				t.Errorf("%s --%s names %s, which no settings struct binds to --%s (bound to %q)", cmd.CommandPath(), f.Name, m[1], f.Name, bound[m[1]])
+			}
+		})
+	}
+}
+
+// TestWorkerExecVariables: worker exec reads its own settings from the
+// environment, and a flag given wins.
+func TestWorkerExecVariables(t *testing.T) {
+	t.Setenv("JETFLOW_TASK", "notify@2")
+	t.Setenv("JETFLOW_CONCURRENCY", "3")
+	t.Setenv("JETFLOW_CREATE_CONSUMER", "true")
+	t.Setenv("JETFLOW_DRAIN_TIMEOUT", "5s")
+	var c execConfig
+	cmd := &cobra.Command{Use: "x"}
+	cmd.Flags().StringVar(&c.Task, "task", "", "")
+	cmd.Flags().IntVar(&c.Concurrency, "concurrency", 16, "")
+	cmd.Flags().BoolVar(&c.Create, "create-consumer", false, "")
+	cmd.Flags().DurationVar(&c.Drain, "drain-timeout", 30*time.Second, "")
+	if err := cmd.ParseFlags([]string{"--concurrency", "7"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := applyEnv(cmd.Flags(), &c); err != nil {
+		t.Fatal(err)
+	}
+	if want := (execConfig{Task: "notify@2", Concurrency: 7, Create: true, Drain: 5 * time.Second}); c != want {
+		t.Errorf("got %+v, want %+v", c, want)
 	}
 }

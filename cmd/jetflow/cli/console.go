@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -25,9 +26,66 @@ const defaultConsoleHTTP = "127.0.0.1:7071"
 // dispatcher mount under /console/ on their HTTP endpoint and the one
 // the console verb serves alone.
 type consoleSettings struct {
-	Actions bool `env:"JETFLOW_CONSOLE_ACTIONS" flag:"console-actions"`
+	Actions        bool   `env:"JETFLOW_CONSOLE_ACTIONS" flag:"console-actions"`
+	Token          string `env:"JETFLOW_CONSOLE_TOKEN" flag:"console-token"`
+	Basic          string `env:"JETFLOW_CONSOLE_BASIC" flag:"console-basic"`
+	ForwardHeader  string `env:"JETFLOW_CONSOLE_FORWARD_AUTH_HEADER" flag:"console-forward-auth-header"`
+	TrustedProxies string `env:"JETFLOW_CONSOLE_TRUSTED_PROXIES" flag:"console-trusted-proxies"`
 
 	flags *pflag.FlagSet
+	// addr is where the mounted console is served (serve's --http).
+	addr string
+}
+
+// consoleFlagNames are the console's flags, which addConsoleAuthFlags
+// declares beside --console-actions.
+var consoleFlagNames = []string{"console-actions", "console-token", "console-basic", "console-forward-auth-header", "console-trusted-proxies"}
+
+// addConsoleAuthFlags declares the console's authentication flags.
+func addConsoleAuthFlags(fs *pflag.FlagSet, s *consoleSettings) {
+	fs.StringVar(&s.Token, "console-token", "", "the console asks for this bearer token (Authorization: Bearer, or its login form); at least 16 characters; prefer the env var, flags show in ps (env JETFLOW_CONSOLE_TOKEN)")
+	fs.StringVar(&s.Basic, "console-basic", "", "the console asks for this basic-auth user, USER:BCRYPT-HASH (htpasswd -nbB USER PASSWORD) or USER:PASSWORD in plain text (env JETFLOW_CONSOLE_BASIC)")
+	fs.StringVar(&s.ForwardHeader, "console-forward-auth-header", "", "the console takes the user from this header, e.g. X-Forwarded-User, set by an authenticating proxy; only from --console-trusted-proxies (env JETFLOW_CONSOLE_FORWARD_AUTH_HEADER)")
+	fs.StringVar(&s.TrustedProxies, "console-trusted-proxies", "", "CIDRs or addresses, comma-separated, of the proxies whose --console-forward-auth-header is believed (env JETFLOW_CONSOLE_TRUSTED_PROXIES)")
+}
+
+// resolve applies the environment and builds the console's Auth; it
+// refuses actions on an address others can reach without one.
+func (s *consoleSettings) resolve() (console.Auth, error) {
+	if err := applyEnv(s.flags, s); err != nil {
+		return console.Auth{}, err
+	}
+	a := console.Auth{Token: s.Token, ForwardHeader: s.ForwardHeader}
+	if s.Basic != "" {
+		b, err := console.ParseBasic(s.Basic)
+		if err != nil {
+			return a, fmt.Errorf("--console-basic (JETFLOW_CONSOLE_BASIC): %w", err)
+		}
+		a.Basic = b
+	}
+	if s.TrustedProxies != "" {
+		ps, err := console.ParseTrustedProxies(s.TrustedProxies)
+		if err != nil {
+			return a, fmt.Errorf("--console-trusted-proxies (JETFLOW_CONSOLE_TRUSTED_PROXIES): %w", err)
+		}
+		a.TrustedProxies = ps
+	}
+	return a, console.CheckExposure(s.addr, s.Actions, a)
+}
+
+// authMode says how the console authenticates, for its start line.
+func authMode(a console.Auth) string {
+	var m []string
+	if a.Token != "" {
+		m = append(m, "token")
+	}
+	if a.Basic != nil {
+		m = append(m, "basic")
+	}
+	if a.ForwardHeader != "" {
+		m = append(m, "forward-auth "+a.ForwardHeader)
+	}
+	return strings.Join(m, ", ") + " authentication"
 }
 
 // mountedFlags are the flag sets addConsoleFlags declared the mounted
@@ -43,26 +101,41 @@ var mounted consoleSettings
 func addConsoleFlags(cmd *cobra.Command) {
 	fs := cmd.Flags()
 	mountedFlags = append(mountedFlags, fs)
-	fs.BoolVar(&mounted.Actions, "console-actions", false, "let the web console at /console/ act: events, cancel, pause, resume, terminate, redrive and bulk jobs; it is read-only without (env JETFLOW_CONSOLE_ACTIONS)")
+	fs.BoolVar(&mounted.Actions, "console-actions", false, "let the web console at /console/ act: events, cancel, pause, resume, terminate, redrive and bulk jobs; it is read-only without; on an --http address other than loopback it needs a --console-token, --console-basic or --console-forward-auth-header (env JETFLOW_CONSOLE_ACTIONS)")
+	addConsoleAuthFlags(fs, &mounted)
+}
+
+// mountedSettings are the mounted console's settings, from the command
+// that runs (the one whose console flags were given) and the environment.
+func mountedSettings(addr string) (consoleSettings, console.Auth, error) {
+	settings := mounted
+	settings.addr = addr
+	for _, fs := range mountedFlags {
+		for _, name := range consoleFlagNames {
+			if fs.Changed(name) {
+				settings.flags = fs
+			}
+		}
+	}
+	a, err := settings.resolve()
+	return settings, a, err
 }
 
 // mountConsole adds the console under /console/ to the HTTP endpoint of
 // serve and dispatcher, and sends / there. Its run index starts at the
 // first request, so a dispatcher nobody browses pays nothing for it.
 func mountConsole(f *fleet.Fleet, mux *http.ServeMux) {
-	settings := mounted
-	for _, fs := range mountedFlags {
-		if fs.Changed("console-actions") {
-			settings.flags = fs
-		}
-	}
 	log := slog.Default()
-	if err := applyEnv(settings.flags, &settings); err != nil {
+	// runService checked these before starting.
+	settings, auth, err := mountedSettings(mounted.addr)
+	if err != nil {
 		log.Error("console not mounted", slog.Any("error", err))
 		return
 	}
 	c, err := console.New(consoleOf(f, console.Config{
 		Actions:  settings.Actions,
+		Auth:     auth,
+		Addr:     settings.addr,
 		NATSURL:  redactURLs(f.URL()),
 		Prefix:   f.Names.Prefix(),
 		Logger:   log,
@@ -90,7 +163,11 @@ func newConsole(s streams) *cobra.Command {
 			"is for browsing a cluster from elsewhere. It is read-only unless --console-actions\n" +
 			"is given, which lets the page send events to runs, cancel, pause, resume, terminate and\n" +
 			"redrive them, and submit and cancel bulk jobs over a filter, each after a confirmation\n" +
-			"showing the equivalent command (docs/CONSOLE.md).\n\n" +
+			"showing the equivalent command (docs/CONSOLE.md). Every action is written to the audit\n" +
+			"log (`jetflow audit`, and the console's Audit page).\n\n" +
+			"It serves anyone who reaches --http unless given --console-token, --console-basic or\n" +
+			"--console-forward-auth-header with --console-trusted-proxies (docs/CONSOLE.md#authentication);\n" +
+			"with --console-actions on an address other than loopback it refuses to start without one.\n\n" +
 			"It prints the console's URL (console: URL) and runs until Ctrl-C.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -112,7 +189,8 @@ func newConsole(s streams) *cobra.Command {
 	fs := cmd.Flags()
 	settings.flags = fs
 	fs.StringVar(&addr, "http", defaultConsoleHTTP, "address the console listens on; port -1 or 0 picks a free one (env JETFLOW_CONSOLE_HTTP)")
-	fs.BoolVar(&settings.Actions, "console-actions", false, "let the page act on runs and submit bulk jobs (env JETFLOW_CONSOLE_ACTIONS)")
+	fs.BoolVar(&settings.Actions, "console-actions", false, "let the page act on runs and submit bulk jobs; on an --http address other than loopback it needs authentication (env JETFLOW_CONSOLE_ACTIONS)")
+	addConsoleAuthFlags(fs, &settings)
 	return cmd
 }
 
@@ -125,6 +203,11 @@ type consoleAddr struct {
 func runConsole(ctx context.Context, s streams, conn *connConfig, addr string, settings consoleSettings, signer *token.Signer) error {
 	a := consoleAddr{HTTP: addr}
 	if err := applyEnv(settings.flags, &a); err != nil {
+		return err
+	}
+	settings.addr = a.HTTP
+	auth, err := settings.resolve()
+	if err != nil {
 		return err
 	}
 	ep, err := listenHTTP(a.HTTP)
@@ -144,6 +227,8 @@ func runConsole(ctx context.Context, s streams, conn *connConfig, addr string, s
 	}()
 	c, err := console.New(consoleOf(f, console.Config{
 		Actions:  settings.Actions,
+		Auth:     auth,
+		Addr:     ep.ln.Addr().String(),
 		NATSURL:  redactURLs(f.URL()),
 		Prefix:   f.Names.Prefix(),
 		Logger:   log,
@@ -166,6 +251,9 @@ func runConsole(ctx context.Context, s streams, conn *connConfig, addr string, s
 	mode := "read-only"
 	if settings.Actions {
 		mode = "actions enabled"
+	}
+	if auth.On() {
+		mode += ", " + authMode(auth)
 	}
 	fmt.Fprintf(s.out, "console: %s/console/ (%s)\n", ep.URL(), mode)
 

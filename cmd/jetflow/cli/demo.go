@@ -1,11 +1,15 @@
 package cli
 
 import (
+	"bytes"
+	"cmp"
 	"context"
 	_ "embed"
+	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
+	"slices"
 	"strings"
 	"time"
 
@@ -48,7 +52,7 @@ type demoRun struct {
 	tr     *client.Tracker
 	view   *view
 	path   []string
-	tasks  []string
+	tasks  []client.Progress // settled attempts, in the order they settled
 	paid   bool
 	status *wire.Status
 }
@@ -162,7 +166,7 @@ func demo(ctx context.Context, s streams, timeout time.Duration, verbose bool) e
 	fmt.Fprintf(s.out, "Placing %d orders:\n", len(runs))
 	started := time.Now()
 	for _, r := range runs {
-		r.tr = &client.Tracker{Workflow: compiledWorkflows(ctx, f)}
+		r.tr = &client.Tracker{Workflow: compiledWorkflows(ctx, f), Result: resultReader(ctx, f)}
 		if verbose {
 			r.view = &view{w: s.out, prefix: fmt.Sprintf("  %-*s ", width, r.id), running: map[string]bool{}}
 		}
@@ -185,7 +189,7 @@ func demo(ctx context.Context, s streams, timeout time.Duration, verbose bool) e
 		}
 		return fmt.Errorf("%w (runs not ended: %s)", err, strings.Join(unfinished, ", "))
 	}
-	ok := demoSummary(s.out, runs, time.Since(started), time.Since(began))
+	ok := demoSummary(s.out, nodeOrder(demoOrder), runs, time.Since(started), time.Since(began))
 	if !ok {
 		return exitError{1}
 	}
@@ -223,11 +227,11 @@ func demoFollow(ctx context.Context, f *fleet.Fleet, watch jetstream.KeyWatcher,
 			case client.ProgressState:
 				r.path = append(r.path, stateName(st.State))
 			case client.ProgressSettle:
-				r.tasks = append(r.tasks, taskMark(st))
+				r.tasks = append(r.tasks, st)
 				if st.Retry {
-					note(r, "%s attempt %d failed; the dispatcher retries it", st.Name, st.Attempt)
+					note(r, "%s attempt %d failed%s; the dispatcher retries it", st.Name, st.Attempt, failure(st))
 				} else if !st.OK {
-					note(r, "%s failed: %s", st.Name, st.Detail)
+					note(r, "%s failed%s", st.Name, failure(st))
 				}
 			case client.ProgressWaiting:
 				if err := demoWaiting(ctx, f, r, rec, note); err != nil {
@@ -282,9 +286,73 @@ func taskMark(s client.Progress) string {
 	return s.Name + " ✗"
 }
 
+// declaredOrder lists tasks (settled attempts) in the workflow's order, so
+// that a summary reads the same every time: by the order the run first
+// entered their states, then the order the document declares the nodes
+// in (nodes, as the document lists them); attempts of one node in the
+// order they settled.
+func declaredOrder(nodes, path []string, tasks []client.Progress) []client.Progress {
+	out := slices.Clone(tasks)
+	rank := func(p client.Progress) (int, int) {
+		return slices.Index(path, stateName(p.State)), slices.Index(nodes, p.Node)
+	}
+	slices.SortStableFunc(out, func(a, b client.Progress) int {
+		as, an := rank(a)
+		bs, bn := rank(b)
+		return cmp.Or(cmp.Compare(as, bs), cmp.Compare(an, bn))
+	})
+	return out
+}
+
+// nodeOrder lists the DAG node ids of a workflow document in the order
+// the document declares them (the members of every "nodes" object), which
+// its compiled form does not keep.
+func nodeOrder(doc []byte) []string {
+	dec := json.NewDecoder(bytes.NewReader(doc))
+	var ids []string
+	var depth, nodesAt int // depth of the open "nodes" object; 0 for none
+	key := false           // the next string is an object's member name
+	var stack []bool       // per open container: is it an object
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			return ids
+		}
+		switch v := tok.(type) {
+		case json.Delim:
+			switch v {
+			case '{', '[':
+				stack = append(stack, v == '{')
+				depth++
+				key = v == '{'
+				continue
+			default:
+				if nodesAt > 0 && depth == nodesAt {
+					nodesAt = 0
+				}
+				stack = stack[:len(stack)-1]
+				depth--
+			}
+		case string:
+			if key {
+				if nodesAt > 0 && depth == nodesAt {
+					ids = append(ids, v)
+				}
+				if v == "nodes" && nodesAt == 0 {
+					nodesAt = depth + 1
+				}
+				key = false
+				continue
+			}
+		}
+		// A value ended: in an object, a key comes next.
+		key = len(stack) > 0 && stack[len(stack)-1]
+	}
+}
+
 // demoSummary prints each run's path and outcome and reports whether
 // every run ended as expected.
-func demoSummary(w io.Writer, runs []*demoRun, ran, total time.Duration) bool {
+func demoSummary(w io.Writer, nodes []string, runs []*demoRun, ran, total time.Duration) bool {
 	fmt.Fprintf(w, "\nResults:\n")
 	color := isTerminal(w)
 	ok := true
@@ -302,7 +370,11 @@ func demoSummary(w io.Writer, runs []*demoRun, ran, total time.Duration) bool {
 			fmt.Fprintf(w, "    expected to end in %s\n", r.want)
 		}
 		fmt.Fprintf(w, "    path    %s\n", strings.Join(r.path, " → "))
-		fmt.Fprintf(w, "    tasks   %s\n", strings.Join(r.tasks, "  "))
+		var marks []string
+		for _, t := range declaredOrder(nodes, r.path, r.tasks) {
+			marks = append(marks, taskMark(t))
+		}
+		fmt.Fprintf(w, "    tasks   %s\n", strings.Join(marks, "  "))
 		if r.status.Error != nil {
 			fmt.Fprintf(w, "    error   %s\n", errorText(r.status.Error))
 		} else {

@@ -43,7 +43,12 @@ func demoWorkers(ctx context.Context, s streams, conn *connConfig, drain time.Du
 		return err
 	}
 	defer stop()
-	w, err := worker.New(f.JS, worker.Config{Names: f.Names, Logger: log})
+	tp, stopTracing, err := startTracing(ctx, "jetflow-demo-workers", log)
+	if err != nil {
+		return err
+	}
+	defer stopTracing(context.WithoutCancel(ctx))
+	w, err := worker.New(f.JS, worker.Config{Names: f.Names, Logger: log, TracerProvider: tp})
 	if err != nil {
 		return err
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/jetflow/jetflow/policy"
 	"github.com/jetflow/jetflow/registry"
 	"github.com/jetflow/jetflow/subjects"
+	"github.com/jetflow/jetflow/wire"
 )
 
 // deployedTask is one task a deployed workflow invokes, and where its
@@ -56,6 +57,9 @@ type deployReport struct {
 	Tasks    []deployedTask `json:"tasks"`
 	// Notes are changes other deployments see (a task consumer's AckWait).
 	Notes []string `json:"notes,omitempty"`
+	// Dropped are the tasks unsettled runs of older revisions may still
+	// invoke that this revision does not use.
+	Dropped []droppedTask `json:"dropped,omitempty"`
 }
 
 func newDeploy(s streams) *cobra.Command {
@@ -70,7 +74,11 @@ func newDeploy(s streams) *cobra.Command {
 		Long: "deploy validates a jaren-workflow 0.2 document (FILE, or - for standard input) as the\n" +
 			"engine will run it, stores it as NAME's latest revision and creates the durable consumer\n" +
 			"of every task it invokes. It prints the revision, the document's hash and, for each task,\n" +
-			"the subject and consumer its workers serve.\n\n" +
+			"the subject and consumer its workers serve. Runs stay pinned to the revision they started on:\n" +
+			"for each task that runs of an older revision, not settled yet, may still invoke and this\n" +
+			"revision does not use, a warning on standard error names the revision, the task and how many\n" +
+			"such runs there are (--json: dropped [{revision, task, runs}]), so that its workers keep\n" +
+			"serving until those runs settle.\n\n" +
 			"--policy POLICY.json deploys the tasks' retry and timeout policy with the document: a\n" +
 			"JSON object mapping \"task@version\", \"task\" or \"*\" to {\"maxAttempts\", \"initialInterval\",\n" +
 			"\"maxInterval\", \"multiplier\", \"nonRetryableCodes\", \"startToClose\", \"attemptTimeout\",\n" +
@@ -125,6 +133,11 @@ func newDeploy(s streams) *cobra.Command {
 			ctx, cancel := context.WithTimeout(ctx, conn.Timeout)
 			defer cancel()
 			d, err := f.DeployWith(ctx, name, data, fleet.DeployOptions{Policy: pol})
+			e := wire.AuditEntry{Action: "deploy", Workflow: name}
+			if err == nil {
+				e.Detail = "revision " + d.Revision
+			}
+			_ = recordAudit(ctx, s, cmd, args, f, e, err)
 			if errors.Is(err, registry.ErrRevisionImmutable) {
 				fmt.Fprintln(s.out, immutableLine(ctx, f, name, data))
 				return exitError{1}
@@ -132,7 +145,11 @@ func newDeploy(s streams) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return printDeployment(s, f, d, asJSON)
+			dropped, err := droppedTasks(ctx, f, d)
+			if err != nil {
+				fmt.Fprintf(s.err, "warning: deployed, but the runs of older revisions could not be read to check the tasks this revision stops using: %v\n", err)
+			}
+			return printDeployment(s, f, d, dropped, asJSON)
 		},
 	}
 	addConnFlags(cmd, &conn)
@@ -203,8 +220,8 @@ func docRevision(data []byte) string {
 	return rev
 }
 
-func printDeployment(s streams, f *fleet.Fleet, d fleet.Deployed, asJSON bool) error {
-	r := deployReport{Name: d.Name, Revision: d.Revision, Hash: d.Hash, Deployed: d.Deployed.UTC(), Policy: d.Policy, Tasks: []deployedTask{}, Notes: d.Notes}
+func printDeployment(s streams, f *fleet.Fleet, d fleet.Deployed, dropped []droppedTask, asJSON bool) error {
+	r := deployReport{Name: d.Name, Revision: d.Revision, Hash: d.Hash, Deployed: d.Deployed.UTC(), Policy: d.Policy, Tasks: []deployedTask{}, Notes: d.Notes, Dropped: dropped}
 	for _, t := range d.Tasks {
 		rp := d.Policy.Retry(t.Task, t.Version)
 		stc := d.Policy.StartToClose(t.Task, t.Version)
@@ -237,6 +254,9 @@ func printDeployment(s streams, f *fleet.Fleet, d fleet.Deployed, asJSON bool) e
 	}
 	for _, n := range r.Notes {
 		fmt.Fprintf(s.out, "note: %s\n", n)
+	}
+	for _, t := range r.Dropped {
+		fmt.Fprintf(s.err, "warning: %s\n", t.Text(r.Name, r.Revision))
 	}
 	if len(r.Tasks) == 0 {
 		fmt.Fprintln(s.out, "tasks: none")

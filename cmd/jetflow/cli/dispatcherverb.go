@@ -34,6 +34,8 @@ func newDispatcher(s streams) *cobra.Command {
 			"or updates them with --replicas and --history-max-age instead.\n\n" +
 			"Ctrl-C (or SIGTERM) finishes the steps in flight (bounded by --drain-timeout) and exits 0.\n" +
 			"Every flag has an environment variable (named in its help); a flag given wins.\n\n" +
+			"Tracing (off by default): OTEL_EXPORTER_OTLP_ENDPOINT or OTEL_TRACES_EXPORTER=otlp\n" +
+			"exports one OpenTelemetry trace per run over OTLP/HTTP (docs/OBSERVABILITY.md).\n\n" +
 			gcHelp,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {

@@ -19,6 +19,7 @@ import (
 func newEvent(s streams) *cobra.Command {
 	var conn connConfig
 	var payload, eventID string
+	var beforeStart, wait bool
 	cmd := &cobra.Command{
 		Use:   "event RUN TYPE",
 		Short: "Send an external event to a run",
@@ -27,7 +28,15 @@ func newEvent(s streams) *cobra.Command {
 			"for the next wait. An event for a run that has ended is refused, and so is one for a run that\n" +
 			"does not exist (no record and no start in the input stream: exit 1), since the dispatchers\n" +
 			"would drop it: an input sent before its run's start is never kept for it. A warning says when\n" +
-			"the run waits, but not for TYPE, and lists what it waits for.",
+			"the run waits, but not for TYPE, and lists what it waits for.\n\n" +
+			"With --wait it then waits for the step that takes the event and prints what it did:\n" +
+			"  moved     it took a transition (from which states to which, and the run's status)\n" +
+			"  applied   the run took it without leaving its state\n" +
+			"  buffered  nothing waits now: the run keeps it for its next wait\n" +
+			"  held      the run is paused: it applies the event when resumed\n" +
+			"  ignored   it matched no transition (not waited for, or no guard held), with the reason\n" +
+			"  rejected  the run refused it (it had ended), with the reason\n" +
+			"and exits 0 when moved, applied, buffered or held, 1 when ignored or rejected.",
 		Example: "  jetflow event order-1001 payment --payload '{\"amount\":59.98}'",
 		Args:    namedArgs("RUN", "TYPE"),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -37,11 +46,14 @@ func newEvent(s streams) *cobra.Command {
 				if err := subjects.CheckEventType(typ); err != nil {
 					return fmt.Errorf("argument TYPE: %w", err)
 				}
+				if wait && beforeStart {
+					return fmt.Errorf("--wait and --before-start: an event stored before its run's start is dropped, so there may be no step to wait for; give one or the other")
+				}
 				body, err = jsonArg(s, "--payload", payload)
 				return err
 			}
 			return onRun(cmd.Context(), s, &conn, "argument RUN", id, check, func(ctx context.Context, f *fleet.Fleet) error {
-				if err := checkLive(ctx, s, f, id, "an event"); err != nil {
+				if err := checkLive(ctx, s, f, id, "an event", beforeStart); err != nil {
 					return err
 				}
 				warnUnwaited(ctx, s, f, id, typ)
@@ -49,16 +61,29 @@ func newEvent(s streams) *cobra.Command {
 				if eventID != "" {
 					opts = append(opts, client.EventID(eventID))
 				}
-				if err := f.Client.SendEvent(ctx, id, typ, body, opts...); err != nil {
+				if !wait {
+					if err := f.Client.SendEvent(ctx, id, typ, body, opts...); err != nil {
+						return err
+					}
+					fmt.Fprintf(s.out, "sent %s to run %s\n", typ, id)
+					return nil
+				}
+				o, err := sendAndFollow(ctx, f, id, typ, eventSender(ctx, f, id, typ, body, opts))
+				if err != nil {
 					return err
 				}
-				fmt.Fprintf(s.out, "sent %s to run %s\n", typ, id)
+				fmt.Fprintf(s.out, "sent %s to run %s\n%s: %s\n", typ, id, o.Verdict, o.Text)
+				if o.Verdict == "ignored" || o.Verdict == "rejected" {
+					return exitError{exitFailed}
+				}
 				return nil
 			})
 		},
 	}
 	addConnFlags(cmd, &conn)
 	cmd.Flags().StringVar(&payload, "payload", "", "the event's payload: JSON text, @FILE, or @- for standard input (default null)")
+	cmd.Flags().BoolVar(&beforeStart, "before-start", false, beforeStartUsage)
+	cmd.Flags().BoolVar(&wait, "wait", false, "wait for the step that takes the event and print what it did; exit 1 when the run ignored or refused it")
 	cmd.Flags().StringVar(&eventID, "id", "", "de-duplicates the event: a second event with this id for the run is dropped (make it unguessable: anyone who may publish inputs could use it first)")
 	return cmd
 }

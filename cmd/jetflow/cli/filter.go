@@ -15,6 +15,7 @@ import (
 // run operations share.
 type runFilter struct {
 	workflow, revision, status, before, after, state, match string
+	where                                                   []string
 }
 
 // addFlags declares the filter flags on cmd.
@@ -27,11 +28,12 @@ func (r *runFilter) addFlags(cmd *cobra.Command) {
 	f.StringVar(&r.after, "started-after", "", "only runs started at or after this time (RFC 3339, or a duration ago)")
 	f.StringVar(&r.state, "state", "", "only runs whose active state is this one (its name as status prints it, or its id)")
 	f.StringVar(&r.match, "match", "", "only runs for which this Jaren JSON Query over {\"input\",\"data\"} is true (JSON, @FILE or @-)")
+	f.StringArrayVar(&r.where, "where", nil, "only runs whose search attribute NAME (declared in the policy's \"$run\".\"search\") is VALUE (NAME=VALUE; repeat to AND)")
 }
 
 // set reports whether any filter flag was given.
 func (r *runFilter) set() bool {
-	return *r != runFilter{}
+	return len(r.where) > 0 || r.workflow != "" || r.revision != "" || r.status != "" || r.before != "" || r.after != "" || r.state != "" || r.match != ""
 }
 
 // build checks the flags and returns the filter, without a server: a bad
@@ -47,6 +49,9 @@ func (r *runFilter) build(s streams, now time.Time) (wire.RunFilter, error) {
 	}
 	if f.Match, err = jsonArg(s, "--match", r.match); err != nil {
 		return f, err
+	}
+	if f.Where, err = client.ParseWhere(r.where); err != nil {
+		return f, flagError(err)
 	}
 	if _, err := client.CompileFilter(f); err != nil {
 		return f, flagError(err)

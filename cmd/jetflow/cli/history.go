@@ -6,13 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/jetflow/jetflow/fleet"
 	"github.com/jetflow/jetflow/replay"
 	"github.com/jetflow/jetflow/step"
+	"github.com/jetflow/jetflow/subjects"
 	"github.com/jetflow/jetflow/token"
 	"github.com/jetflow/jetflow/wire"
 )
@@ -31,6 +31,11 @@ type historyJSON struct {
 	Text    *string             `json:"text,omitempty"`
 	Verdict string              `json:"verdict,omitempty"`
 	Reason  string              `json:"reason,omitempty"`
+	// Revision is the revision a start pinned the run to; State and Task
+	// name a task result's work state and task@version.
+	Revision string `json:"revision,omitempty"`
+	State    string `json:"state,omitempty"`
+	Task     string `json:"task,omitempty"`
 }
 
 func newHistory(s streams) *cobra.Command {
@@ -42,7 +47,11 @@ func newHistory(s streams) *cobra.Command {
 		Short: "Print a run's input messages in stream order, with what became of each",
 		Long: "history reads every message of run RUN from the input stream (its start, events, task\n" +
 			"results, timer fires and cancel requests), oldest first, and prints one line each: stream\n" +
-			"time, stream sequence, kind, a summary and, after \"|\", the verdict on it:\n\n" +
+			"time (RFC 3339, UTC, milliseconds), stream sequence, kind, a summary and, after \"|\", the\n" +
+			"verdict on it. A start names the revision the run was pinned to (\"revision=r2 (the latest at\n" +
+			"its start)\" when it named none); a task result names its work state and task\n" +
+			"(\"state=go task=boom@1\"; in a DAG of several tasks also the node: \"state=check node=stock\n" +
+			"task=check-stock@1\"). The verdicts:\n\n" +
 			"  applied     the run took it\n" +
 			"  rejected    the run refused it, with the reason (a forged or stale token, after its end…)\n" +
 			"  ignored     the run consumed it without effect (an event no branch of its wait took)\n" +
@@ -57,7 +66,8 @@ func newHistory(s streams) *cobra.Command {
 			"`jetflow replay` does (with the dispatchers' default task retry policies). When it cannot be\n" +
 			"replayed (trimmed history, a revision no longer deployed) history prints the messages\n" +
 			"without verdicts and says why on stderr. With --json it prints one JSON object per line\n" +
-			"with the raw body and the members verdict and reason.\n\n" +
+			"with the raw body and the members verdict and reason, revision (of a start), state and task\n" +
+			"(of a result).\n\n" +
 			"Of a run removed by retention it says so (\"run RUN removed by retention at T ...\") on\n" +
 			"stderr and exits 1; where the input stream keeps history (it denies purges) it prints the\n" +
 			"messages without verdicts. A run archived before its removal is read from the archive, with\n" +
@@ -95,15 +105,20 @@ func newHistory(s streams) *cobra.Command {
 				}
 				enc := json.NewEncoder(s.out)
 				enc.SetEscapeHTML(false)
+				hn := readHistoryNames(ctx, f, id)
 				for _, m := range msgs {
 					if !asJSON {
-						fmt.Fprintln(s.out, m.Line(f.Names))
+						fmt.Fprintln(s.out, hn.line(f.Names, m))
 						continue
 					}
-					kind, _ := replay.Summarize(f.Names, m.Message)
+					kind, summary := replay.Summarize(f.Names, m.Message)
 					o := historyJSON{
-						Seq: m.Seq, Time: m.Time.UTC().Format(time.RFC3339Nano), Subject: m.Subject, Kind: kind, Header: m.Header,
+						Seq: m.Seq, Time: stamp(m.Time), Subject: m.Subject, Kind: kind, Header: m.Header,
 						Verdict: string(m.Verdict), Reason: m.Reason,
+					}
+					o.State, o.Task, _ = hn.summary(f.Names, m.Message, summary)
+					if kind == subjects.KindStart {
+						o.Revision = hn.revision
 					}
 					if json.Valid(m.Data) {
 						o.Data = m.Data

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -109,7 +108,7 @@ func newJobsCancel(s streams) *cobra.Command {
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return onJobs(cmd.Context(), s, &conn, func(ctx context.Context, f *fleet.Fleet) error {
 				j, err := f.Client.CancelJob(ctx, args[0])
-				if err != nil {
+				if err = recordAudit(ctx, s, cmd, args, f, wire.AuditEntry{Action: "jobs-cancel", Job: args[0]}, err); err != nil {
 					return err
 				}
 				fmt.Fprintf(s.out, "job %s cancelled after %d of %d runs\n", j.ID, j.Sent+j.Skipped+j.Errors, j.Matched)
@@ -138,6 +137,9 @@ type bulkOp struct {
 	dryRun, yes, detach bool
 	operation, reason   string
 	conn                *connConfig
+	// cmd and args are the verb's, for the audit entry.
+	cmd  *cobra.Command
+	args []string
 }
 
 // addFlags declares the bulk flags beside the verb's own.
@@ -167,6 +169,7 @@ func (b *bulkOp) handle(cmd *cobra.Command, s streams, args []string, reason str
 		return true, err
 	}
 	b.reason = reason
+	b.cmd, b.args = cmd, args
 	return true, b.run(cmd.Context(), s, f)
 }
 
@@ -196,9 +199,12 @@ func (b *bulkOp) run(ctx context.Context, s streams, f wire.RunFilter) error {
 	if !b.yes {
 		return fmt.Errorf("nothing submitted: add --yes to submit the bulk %s (or --dry-run to only count)", b.operation)
 	}
-	by, _ := os.Hostname()
-	j, err := fl.Client.SubmitJob(ctx, client.JobSpec{Operation: b.operation, Reason: b.reason, Filter: f, By: by})
-	if err != nil {
+	j, err := fl.Client.SubmitJob(ctx, client.JobSpec{Operation: b.operation, Reason: b.reason, Filter: f, By: operatorIdentity(b.cmd)})
+	e := wire.AuditEntry{Action: "jobs-create", Filter: &f, Reason: b.reason, Detail: b.operation}
+	if j != nil {
+		e.Job = j.ID
+	}
+	if err := recordAudit(ctx, s, b.cmd, b.args, fl, e, err); err != nil {
 		return err
 	}
 	fmt.Fprintf(s.out, "job %s submitted: jetflow jobs watch %s, jetflow jobs cancel %s\n", j.ID, j.ID, j.ID)

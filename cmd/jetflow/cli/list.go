@@ -3,38 +3,19 @@ package cli
 import (
 	"encoding/json"
 	"fmt"
-	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/jetflow/jetflow/client"
-	"github.com/jetflow/jetflow/subjects"
 	"github.com/jetflow/jetflow/wire"
 )
-
-// parseWhere reads --where NAME=VALUE flags.
-func parseWhere(flags []string) ([]client.Where, error) {
-	out := make([]client.Where, 0, len(flags))
-	for _, w := range flags {
-		name, value, ok := strings.Cut(w, "=")
-		if !ok || name == "" {
-			return nil, fmt.Errorf("--where %q: want NAME=VALUE, such as customer=c-7", w)
-		}
-		if err := subjects.CheckSearchName(name); err != nil {
-			return nil, fmt.Errorf("--where %q: %w", w, err)
-		}
-		out = append(out, client.Where{Name: name, Value: value})
-	}
-	return out, nil
-}
 
 func newList(s streams) *cobra.Command {
 	var conn connConfig
 	var filter runFilter
 	var sortBy, cursor string
-	var where []string
 	var limit int
 	var asJSON, scan bool
 	cmd := &cobra.Command{
@@ -50,7 +31,10 @@ func newList(s streams) *cobra.Command {
 			"are ANDed. --status removed lists runs removed by retention whose tombstones live.\n" +
 			"--match reads the record of each candidate. The index follows the records by a moment: list\n" +
 			"first waits (up to 2s) until every change made before it is indexed, and says so if not.\n" +
-			"--scan reads every run record instead (no --where, no removed). With --json it prints an\n" +
+			"Where the dispatchers run with the index off (--index=false), list warns and reads every\n" +
+			"run record instead; jetflow index status and rebuild look after the index.\n" +
+			"--scan reads every run record instead (no removed; --where reads each run's attributes from\n" +
+			"its record as the index would). With --json it prints an\n" +
 			"array of the objects status --json prints (without started), and the next page's cursor on\n" +
 			"standard error.",
 		Example: "  jetflow list --workflow order --status waiting --started-before 1h\n" +
@@ -69,10 +53,6 @@ func newList(s streams) *cobra.Command {
 			if removed {
 				f.Status = wire.StatusRemoved
 			}
-			conds, err := parseWhere(where)
-			if err != nil {
-				return err
-			}
 			if limit < 0 {
 				return fmt.Errorf("--limit %d: give a positive number of runs, or 0 for all", limit)
 			}
@@ -82,9 +62,12 @@ func newList(s streams) *cobra.Command {
 				return err
 			}
 			defer stop()
-			page, err := fl.Client.ListRuns(ctx, client.ListOptions{Filter: f, Sort: sortBy, Limit: limit, Cursor: cursor, Where: conds, Full: asJSON, Scan: scan})
+			page, err := fl.Client.ListRuns(ctx, client.ListOptions{Filter: f, Sort: sortBy, Limit: limit, Cursor: cursor, Full: asJSON, Scan: scan})
 			if err != nil {
 				return flagError(err)
+			}
+			if off := page.IndexOff; off != nil {
+				fmt.Fprintf(s.err, "warning: the run index is off since %s (dispatcher %s runs with --index=false); listed by reading every run record, as --scan does\n", off.Since, off.By)
 			}
 			if page.Behind > 0 {
 				fmt.Fprintf(s.err, "warning: the run index is %d changes behind the run records; runs may show an older status\n", page.Behind)
@@ -94,7 +77,7 @@ func newList(s streams) *cobra.Command {
 			}
 			runs := make([]runJSON, len(page.Runs))
 			for i, r := range page.Runs {
-				runs[i] = runJSON{Status: r.Status, Updated: r.Updated.UTC().Format(time.RFC3339Nano)}
+				runs[i] = runJSON{Status: r.Status, Updated: stamp(r.Updated)}
 			}
 			if asJSON {
 				if page.Next != "" {
@@ -106,11 +89,12 @@ func newList(s streams) *cobra.Command {
 				fmt.Fprintln(s.out, "no runs")
 				return nil
 			}
+			now := time.Now()
 			tw := tabwriter.NewWriter(s.out, 0, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "RUN\tWORKFLOW\tSTATUS\tSTATE\tUPDATED")
 			for i, r := range runs {
 				fmt.Fprintf(tw, "%s\t%s@%s\t%s\t%s\t%s\n", r.Run, r.Workflow, r.Revision, r.Status.Status,
-					stateName(r.State), page.Runs[i].Updated.Local().Format("2006-01-02 15:04:05"))
+					stateName(r.State), when(page.Runs[i].Updated, now))
 			}
 			if err := tw.Flush(); err != nil {
 				return err
@@ -129,7 +113,6 @@ func newList(s streams) *cobra.Command {
 	f.StringVar(&cursor, "cursor", "", "continue after the page that printed this cursor (same filters and --sort)")
 	f.BoolVar(&asJSON, "json", false, "print a JSON array")
 	f.Lookup("status").Usage += ", or removed (runs removed by retention)"
-	f.StringArrayVar(&where, "where", nil, "only runs whose search attribute NAME is VALUE (NAME=VALUE; repeat to AND)")
 	f.BoolVar(&scan, "scan", false, "read every run record instead of the run index")
 	return cmd
 }

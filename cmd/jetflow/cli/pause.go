@@ -51,14 +51,14 @@ func (v operatorVerb) command(s streams) *cobra.Command {
 				return err
 			}
 			return onRun(cmd.Context(), s, &conn, "argument RUN", id, nil, func(ctx context.Context, f *fleet.Fleet) error {
-				if err := v.check(ctx, s, f, id); err != nil {
-					return err
+				err := v.check(ctx, s, f, id)
+				if err == nil {
+					err = v.send(ctx, f, id, reason, operatorOrEnv(operator))
 				}
-				if err := v.send(ctx, f, id, reason, operator); err != nil {
-					return err
+				if err == nil {
+					fmt.Fprintln(s.out, v.sent(id))
 				}
-				fmt.Fprintln(s.out, v.sent(id))
-				return nil
+				return recordAudit(ctx, s, cmd, args, f, wire.AuditEntry{Action: v.operation, Run: id, Reason: reason}, err)
 			})
 		},
 	}
@@ -145,7 +145,7 @@ func newTerminate(s streams) *cobra.Command {
 		reasonHelp:     "why the run is ended (required); status shows it",
 		reasonRequired: true,
 		check: func(ctx context.Context, s streams, f *fleet.Fleet, id string) error {
-			return checkLive(ctx, s, f, id, "a terminate")
+			return checkLive(ctx, s, f, id, "a terminate", false)
 		},
 		send: func(ctx context.Context, f *fleet.Fleet, id, reason, operator string) error {
 			return f.Client.Terminate(ctx, id, reason, operator)
@@ -169,13 +169,13 @@ func singleRun(cmd *cobra.Command, s streams, args []string, bulk *bulkOp, reaso
 
 func addOperatorFlags(cmd *cobra.Command, reason, operator *string, reasonHelp string) {
 	cmd.Flags().StringVar(reason, "reason", "", reasonHelp)
-	cmd.Flags().StringVar(operator, "operator", "", "who asks, for the record (status shows it)")
+	cmd.Flags().StringVar(operator, "operator", "", "who asks, for the record: status and the audit log show it (env JETFLOW_OPERATOR; the audit log falls back to the OS user)")
 }
 
 // checkStatus is checkLive that also refuses a run already in status
 // refused, saying so.
 func checkStatus(ctx context.Context, s streams, f *fleet.Fleet, id, what, refused, says string) error {
-	if err := checkLive(ctx, s, f, id, what); err != nil {
+	if err := checkLive(ctx, s, f, id, what, false); err != nil {
 		return err
 	}
 	st, err := f.Client.Status(ctx, id)

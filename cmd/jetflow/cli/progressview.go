@@ -11,6 +11,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/jetflow/jetflow/client"
+	"github.com/jetflow/jetflow/replay"
 	"github.com/jetflow/jetflow/wire"
 )
 
@@ -28,7 +29,8 @@ type view struct {
 	state   string
 	waiting bool
 	running map[string]bool
-	live    bool // the status line is on screen
+	failed  *client.FailedTask // the last attempt that failed for good, which names the run's error
+	live    bool               // the status line is on screen
 	stop    chan struct{}
 	done    sync.WaitGroup
 }
@@ -98,6 +100,9 @@ func (v *view) show(steps []client.Progress) {
 			v.running[s.Node] = true
 		case client.ProgressSettle:
 			delete(v.running, s.Node)
+			if !s.OK && !s.Retry {
+				v.failed = &client.FailedTask{State: s.State, Node: s.Node, Task: s.Task, Code: s.Code, Message: s.Detail}
+			}
 		}
 		v.clearLive()
 		if v.tty {
@@ -130,15 +135,17 @@ func (v *view) plain(s client.Progress) string {
 		case s.OK:
 			return strings.TrimSpace(fmt.Sprintf("%stask %s %s ok %s", t, s.Name, s.Task, s.Detail))
 		case s.Retry:
-			return fmt.Sprintf("%stask %s %s attempt %d failed, will retry", t, s.Name, s.Task, s.Attempt)
+			return fmt.Sprintf("%stask %s %s attempt %d failed%s; will retry", t, s.Name, s.Task, s.Attempt, failure(s))
 		}
-		return fmt.Sprintf("%stask %s %s failed: %s", t, s.Name, s.Task, s.Detail)
+		return fmt.Sprintf("%stask %s %s attempt %d failed%s", t, s.Name, s.Task, s.Attempt, failure(s))
 	case client.ProgressWaiting:
 		return strings.TrimSpace(t + "waiting for " + orNone(s.Detail))
 	case client.ProgressPaused:
 		return t + "paused by an operator" + reasonSuffix(s.Detail) + " (jetflow resume)"
+	case client.ProgressRefused:
+		return fmt.Sprintf("%s%s seq %d %s", t, s.Name, s.Seq, refusalText(s.Detail))
 	case client.ProgressEnd:
-		return s.Status.Status + " in " + v.elapsed(s.At) + outcomeLine(s.Status)
+		return s.Status.Status + " in " + v.elapsed(s.At) + v.outcome(s.Status)
 	}
 	return t + string(s.Kind)
 }
@@ -170,19 +177,21 @@ func (v *view) pretty(s client.Progress) string {
 		case s.OK:
 			return t + "    " + paint(ansiGreen, "✓ "+s.Name) + "  " + paint(ansiDim, s.Detail)
 		case s.Retry:
-			return t + "    " + paint(ansiYellow, fmt.Sprintf("↻ %s  attempt %d failed, will retry", s.Name, s.Attempt))
+			return t + "    " + paint(ansiYellow, fmt.Sprintf("↻ %s  attempt %d failed%s; will retry", s.Name, s.Attempt, failure(s)))
 		}
-		return t + "    " + paint(ansiRed, "✗ "+s.Name) + "  " + s.Detail
+		return t + "    " + paint(ansiRed, fmt.Sprintf("✗ %s  attempt %d failed", s.Name, s.Attempt)) + failure(s)
 	case client.ProgressWaiting:
 		return t + "    " + paint(ansiYellow, "… waiting for "+orNone(s.Detail))
 	case client.ProgressPaused:
 		return t + "    " + paint(ansiYellow, "‖ paused by an operator"+reasonSuffix(s.Detail))
+	case client.ProgressRefused:
+		return t + "    " + paint(ansiYellow, fmt.Sprintf("⊘ %s seq %d %s", s.Name, s.Seq, refusalText(s.Detail)))
 	case client.ProgressEnd:
 		style := ansiGreen
 		if s.Status.Status != wire.StatusDone {
 			style = ansiRed
 		}
-		return paint(ansiBold+style, s.Status.Status) + " in " + v.elapsed(s.At) + outcomeLine(s.Status)
+		return paint(ansiBold+style, s.Status.Status) + " in " + v.elapsed(s.At) + v.outcome(s.Status)
 	}
 	return t + "  " + string(s.Kind)
 }
@@ -210,6 +219,38 @@ func (v *view) clearLive() {
 	}
 }
 
+// outcome is outcomeLine naming the task that failed the run, as the
+// view saw it fail.
+func (v *view) outcome(st *wire.Status) string {
+	if st.Error != nil && v.failed != nil && st.Error.Path == "/nodes/"+v.failed.Node {
+		return "\nerror " + failureText(st.Error, v.failed)
+	}
+	return outcomeLine(st)
+}
+
+// failure is a failed attempt's code and message for its line:
+// " (EXIT_64): bad input", or nothing when neither is known.
+func failure(s client.Progress) string {
+	d := s.Detail
+	if s.Retry && d == "failed, will retry" {
+		d = "" // the Tracker's own words: no result was read
+	}
+	out := ""
+	if s.Code != "" {
+		out = " (" + s.Code + ")"
+	}
+	if d != "" {
+		out += ": " + strings.TrimPrefix(d, client.NodeFailed(s.Node))
+	}
+	return out
+}
+
+// refusalText is "ignored: reason" with the reason as status shows it.
+func refusalText(detail string) string {
+	verdict, reason, _ := strings.Cut(detail, ": ")
+	return verdict + ": " + replay.ReasonText(reason)
+}
+
 // outcomeLine is a finished run's result or error on a line of its own,
 // or nothing (a cancelled run).
 func outcomeLine(st *wire.Status) string {
@@ -233,11 +274,40 @@ func orNull(raw []byte) string {
 
 // errorText is a run error as CODE PATH message.
 func errorText(e *wire.RunError) string {
+	return errorHead(e) + client.BareMessage(e.Code, e.Path, e.Message)
+}
+
+func errorHead(e *wire.RunError) string {
 	path := e.Path
 	if path == "" {
 		path = "-"
 	}
-	return e.Code + " " + path + " " + client.BareMessage(e.Code, e.Path, e.Message)
+	return e.Code + " " + path + " "
+}
+
+// failureText is a task's failure of the run in the author's terms: CODE
+// PATH, then the task and state instead of the DAG's node, and the
+// worker's code and message when known: "JF2006 /nodes/task task boom@1
+// in state go failed (EXIT_64): bad input". The code and path stay the
+// engine's (status --json and the conformance corpus have them as is).
+func failureText(e *wire.RunError, ft *client.FailedTask) string {
+	what := "node " + ft.Node
+	if ft.Task != "" {
+		what = "task " + ft.Task
+		if !strings.HasPrefix(ft.Task, ft.Node+"@") && ft.Node != "task" {
+			what += " (node " + ft.Node + ")"
+		}
+	}
+	msg := ft.Message
+	if msg == "" {
+		msg = client.BareMessage(e.Code, e.Path, e.Message)
+	}
+	msg = strings.TrimPrefix(msg, client.NodeFailed(ft.Node))
+	code := ""
+	if ft.Code != "" {
+		code = " (" + ft.Code + ")"
+	}
+	return errorHead(e) + what + " in state " + stateName(ft.State) + " failed" + code + ": " + msg
 }
 
 // stateName shortens a state id for people: /states/fulfil/flow/states/ship

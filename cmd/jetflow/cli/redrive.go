@@ -50,7 +50,12 @@ func newRedrive(s streams) *cobra.Command {
 				return err
 			}
 			return onRun(cmd.Context(), s, &conn, "argument RUN", id, nil, func(ctx context.Context, f *fleet.Fleet) error {
-				return redrive(ctx, s, f, conn, id, reason, revision, wait)
+				err := redrive(ctx, s, f, conn, id, reason, revision, false)
+				err = recordAudit(ctx, s, cmd, args, f, wire.AuditEntry{Action: "redrive", Run: id, Reason: reason}, err)
+				if err != nil || !wait {
+					return err
+				}
+				return followToEnd(ctx, s, f, id)
 			})
 		},
 	}
@@ -142,6 +147,16 @@ func followToEnd(ctx context.Context, s streams, f *fleet.Fleet, id string) erro
 		}
 		return err
 	}
-	fmt.Fprintf(s.out, "%s in %s%s\n", final.Status, final.State, outcomeLine(final))
+	outcome := outcomeLine(final)
+	if final.Error != nil {
+		// Name the task a task failure is about, as status does.
+		if rec, st, err := readRun(ctx, f, id); err == nil {
+			wf, _ := compiledWorkflows(ctx, f)(st.Workflow, st.Revision)
+			if ft := failedTask(ctx, f, wf, st, rec); ft != nil {
+				outcome = "\nerror " + failureText(final.Error, ft)
+			}
+		}
+	}
+	fmt.Fprintf(s.out, "%s in %s%s\n", final.Status, final.State, outcome)
 	return exitError{exitCode(final)}
 }

@@ -69,7 +69,12 @@ func newReset(s streams) *cobra.Command {
 				return err
 			}
 			return onRun(cmd.Context(), s, &conn, "argument RUN", id, check, func(ctx context.Context, f *fleet.Fleet) error {
-				return reset(ctx, s, f, conn, signer, id, to, toState, reason, operator, wait)
+				err := reset(ctx, s, f, conn, signer, id, to, toState, reason, operatorOrEnv(operator), false)
+				err = recordAudit(ctx, s, cmd, args, f, wire.AuditEntry{Action: "reset", Run: id, Reason: reason}, err)
+				if err != nil || !wait {
+					return err
+				}
+				return followToEnd(ctx, s, f, id)
 			})
 		},
 	}

@@ -62,6 +62,7 @@ func newRoot(s streams) *cobra.Command {
 // commands are the verbs, each built by the function in its file.
 var commands = []func(streams) *cobra.Command{
 	newValidate, newLower, newSimulate, // author.go
+	newAudit,
 	newBench, newBenchAgent,
 	newCancel,
 	newConsole,
@@ -85,4 +86,5 @@ var commands = []func(streams) *cobra.Command{
 	newPause, newResume, newTerminate, // pause.go
 	newTask,
 	newJobs,
+	newIndex,
 }

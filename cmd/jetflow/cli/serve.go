@@ -22,6 +22,7 @@ import (
 	"github.com/jetflow/jetflow/embedded"
 	"github.com/jetflow/jetflow/fleet"
 	"github.com/jetflow/jetflow/provision"
+	"github.com/jetflow/jetflow/runindex"
 	"github.com/jetflow/jetflow/token"
 )
 
@@ -63,6 +64,8 @@ func newServe(s streams) *cobra.Command {
 			"Ctrl-C (or SIGTERM) stops taking new work, finishes the steps in flight (bounded by\n" +
 			"--drain-timeout) and exits 0.\n\n" +
 			"Every flag has an environment variable (named in its help); a flag given wins.\n\n" +
+			"Tracing (off by default): OTEL_EXPORTER_OTLP_ENDPOINT or OTEL_TRACES_EXPORTER=otlp\n" +
+			"exports one OpenTelemetry trace per run over OTLP/HTTP (docs/OBSERVABILITY.md).\n\n" +
 			gcHelp,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -138,6 +141,8 @@ type serviceConfig struct {
 	Archive       bool          `env:"JETFLOW_ARCHIVE" flag:"archive"`
 	ArchiveMaxAge time.Duration `env:"JETFLOW_ARCHIVE_MAX_AGE" flag:"archive-max-age"`
 	JobRetention  string        `env:"JETFLOW_JOB_RETENTION" flag:"job-retention"`
+	Index         bool          `env:"JETFLOW_INDEX" flag:"index"`
+	AuditMaxAge   time.Duration `env:"JETFLOW_AUDIT_MAX_AGE" flag:"audit-max-age"`
 	LogLevel      string        `env:"JETFLOW_LOG_LEVEL" flag:"log-level"`
 	LogFormat     string        `env:"JETFLOW_LOG_FORMAT" flag:"log-format"`
 
@@ -187,6 +192,8 @@ func (c *serviceConfig) addFlags(cmd *cobra.Command) {
 	fs.BoolVar(&c.Archive, "archive", false, "write a settled run's record and history to the archive (Object Store bucket <prefix>_archive) before retention removes it; status, history and replay read it there; a deployment's policy may say otherwise (env JETFLOW_ARCHIVE)")
 	fs.DurationVar(&c.ArchiveMaxAge, "archive-max-age", provision.DefaultArchiveMaxAge, "with provisioning: how long the archive keeps an archived run (env JETFLOW_ARCHIVE_MAX_AGE)")
 	fs.StringVar(&c.JobRetention, "job-retention", bulk.DefaultJobRetention.String(), "how long a finished or cancelled bulk job's record is kept (jetflow jobs lists it) before a dispatcher removes it; off keeps job records for ever (env JETFLOW_JOB_RETENTION)")
+	fs.BoolVar(&c.Index, "index", true, "keep the run index list reads; --index=false keeps none, and list then reads every run record (give every dispatcher the same) (env JETFLOW_INDEX)")
+	fs.DurationVar(&c.AuditMaxAge, "audit-max-age", provision.DefaultAuditMaxAge, "with provisioning: how long the audit log (stream <prefix>_audit) keeps an entry (env JETFLOW_AUDIT_MAX_AGE)")
 	fs.StringVar(&c.LogLevel, "log-level", "info", "debug, info, warn or error (env JETFLOW_LOG_LEVEL)")
 	fs.StringVar(&c.LogFormat, "log-format", "text", "text or json, on standard error (env JETFLOW_LOG_FORMAT)")
 	addSecretFlags(cmd, &c.tokens)
@@ -221,6 +228,9 @@ func (c *serviceConfig) check() error {
 	}
 	if c.ArchiveMaxAge < time.Hour {
 		errs = append(errs, fmt.Errorf("--archive-max-age (JETFLOW_ARCHIVE_MAX_AGE) must be at least 1h, got %s", c.ArchiveMaxAge))
+	}
+	if c.AuditMaxAge < time.Hour {
+		errs = append(errs, fmt.Errorf("--audit-max-age (JETFLOW_AUDIT_MAX_AGE) must be at least 1h, got %s", c.AuditMaxAge))
 	}
 	if c.AckWait < minAckWait {
 		errs = append(errs, fmt.Errorf("--ack-wait (JETFLOW_ACK_WAIT) must be at least %s, got %s", minAckWait, c.AckWait))
@@ -289,6 +299,11 @@ func runService(ctx context.Context, s streams, verb string, conn *connConfig, s
 	}
 	var ep *httpEndpoint
 	if svc.HTTP != "" && svc.HTTP != "off" {
+		// The console it mounts: refused before anything starts.
+		if _, _, err := mountedSettings(svc.HTTP); err != nil {
+			return err
+		}
+		mounted.addr = svc.HTTP
 		var err error
 		if ep, err = listenHTTP(svc.HTTP); err != nil {
 			return err
@@ -297,15 +312,25 @@ func runService(ctx context.Context, s streams, verb string, conn *connConfig, s
 			emb.LockNote = "http " + ep.ln.Addr().String()
 		}
 	}
+	tp, stopTracing, err := startTracing(ctx, "jetflow-"+verb, log)
+	if err != nil {
+		if ep != nil {
+			_ = ep.shutdown(context.Background())
+		}
+		return err
+	}
+	// Deferred first, so it runs last: after the dispatcher drained.
+	defer stopTracing(context.WithoutCancel(ctx))
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	f, err := conn.open(ctx, openOptions{
 		Embedded:         emb,
 		Provision:        svc.Provision,
-		ProvisionOptions: provision.ProvisionOptions{Replicas: svc.Replicas, MaxAge: svc.HistoryMaxAge, ArchiveMaxAge: svc.ArchiveMaxAge},
+		ProvisionOptions: provision.ProvisionOptions{Replicas: svc.Replicas, MaxAge: svc.HistoryMaxAge, ArchiveMaxAge: svc.ArchiveMaxAge, AuditMaxAge: svc.AuditMaxAge},
 		MigrateInputs:    svc.MigrateInputs,
 		Dispatcher: &dispatcher.Config{
 			Concurrency: svc.Concurrency, AckWait: svc.AckWait, Tokens: svc.signer, Retention: svc.retention, Archive: svc.Archive,
+			Index: runindex.Config{Off: !svc.Index}, TracerProvider: tp,
 			Jobs: bulk.Config{JobRetention: svc.jobKeep},
 		},
 		Registerer: reg,
@@ -330,7 +355,7 @@ func runService(ctx context.Context, s streams, verb string, conn *connConfig, s
 	fmt.Fprintf(s.out, "nats: %s\n", redactURLs(f.URL()))
 	attrs := []any{
 		slog.String("nats", redactURLs(f.URL())), slog.String("prefix", f.Names.Prefix()),
-		slog.Duration("ack_wait", svc.AckWait), slog.String("retention", svc.Retention), slog.Bool("archive", svc.Archive), secretAttrs(svc.signer),
+		slog.Duration("ack_wait", svc.AckWait), slog.String("retention", svc.Retention), slog.Bool("archive", svc.Archive), slog.Bool("index", svc.Index), secretAttrs(svc.signer),
 	}
 	if ep != nil {
 		ep.serve(f, reg, h, log)

@@ -105,7 +105,7 @@ func start(ctx context.Context, s streams, conn *connConfig, name, id string, in
 		fmt.Fprintf(s.err, "no dispatcher has taken up run %s after %s: is `jetflow serve` or `jetflow dispatcher` running with prefix %q?\n", id, noRecordHint, f.Names.Prefix())
 	})
 	hint := newWorkerHint(ctx, s, f, id)
-	st, err := w.Follow(ctx, &client.Tracker{Workflow: compiledWorkflows(ctx, f)}, func(steps []client.Progress) {
+	st, err := w.Follow(ctx, &client.Tracker{Workflow: compiledWorkflows(ctx, f), Result: resultReader(ctx, f)}, func(steps []client.Progress) {
 		noRecord.Stop()
 		hint.progress()
 		v.show(steps)

@@ -28,6 +28,9 @@ type runJSON struct {
 	*wire.Status
 	Started string `json:"started,omitempty"`
 	Updated string `json:"updated,omitempty"`
+	// FailedTask names the state and task a task failure of the run is
+	// about, which error reports at the DAG's node.
+	FailedTask *client.FailedTask `json:"failedTask,omitempty"`
 }
 
 // statusJSON is a run as status --json prints it: runJSON plus the
@@ -45,6 +48,8 @@ type statusJSON struct {
 	Workers []client.TaskWorkers `json:"workersMissing,omitempty"`
 	// Archived is the tombstone of a run read from the archive.
 	Archived *wire.Removed `json:"archived,omitempty"`
+	// Timers are the timers the run has armed, soonest first.
+	Timers []timerJSON `json:"timers,omitempty"`
 }
 
 // refusalsShown is how many of the most recent refusals of each kind the
@@ -58,16 +63,23 @@ func newStatus(s streams) *cobra.Command {
 		Use:   "status RUN",
 		Short: "Show a run's status, state, result or error",
 		Long: "status reads run RUN's record and prints its workflow and revision, status, current\n" +
-			"state, the tasks in flight, its result or error, and when it started and last changed.\n" +
+			"state, the tasks in flight, the timers it has armed (when each fires and how long until\n" +
+			"then), its result or error, and when it started and when its record last changed (as list\n" +
+			"shows it). Every time is RFC 3339 in UTC with milliseconds, then how far from now.\n" +
 			"It also lists the most recent inputs the run refused (rejected, or events it ignored),\n" +
 			"each with its stream sequence, kind and reason; `jetflow history RUN` shows every input.\n" +
 			"With --json it prints one object: run, workflow, revision, status, state, result, error,\n" +
-			"time (Unix ms of the last status change), started, updated, and rejected and ignored as the\n" +
+			"time (Unix ms of the last status change), started, updated, timers ([{kind: wait, retry or\n" +
+			"deadline, at, state, node}], soonest first), and rejected and ignored as the\n" +
 			"record keeps them: [{seq, kind, reason, time}], oldest first, redrives and resets, how many\n" +
 			"redrives and resets the run took (absent when none), and workersMissing: the tasks in flight\n" +
 			"that no worker is pulling, as their consumers tell it ([{task, version, consumer, pulling,\n" +
 			"pending, inHand, lastPull, paused}]; absent when none), which the text output prints as \"no\n" +
-			"worker is pulling TASK@VERSION: N invocations waiting, nothing pulled for D\" (or never pulled).\n\n" +
+			"worker is pulling TASK@VERSION: N invocations waiting, nothing pulled for D\" (or never pulled).\n" +
+			"A task's failure of the run keeps the engine's error (code, path at the DAG's node, message)\n" +
+			"and adds failedTask: {state, node, task, code, message}, the work state, the task and the\n" +
+			"worker's own error, which the text output's error line names: \"JF2006 /nodes/task task\n" +
+			"boom@1 in state go failed (EXIT_64): bad input\".\n\n" +
 			"A run removed by retention shows as \"removed by retention at T\" with the status it settled\n" +
 			"with (--json: {run, status: \"removed\", removed: {at, workflow, revision, status, settled,\n" +
 			"historyKept, archived, until}}) for as long as its tombstone lives. A run archived before\n" +
@@ -109,11 +121,15 @@ func newStatus(s streams) *cobra.Command {
 				if err != nil {
 					return err
 				}
-				// A cancel moves no clock in the state; its announcement has
-				// the time.
+				// Updated is when the record last changed, as list shows it;
+				// an archived run has only its logical time (a cancel moves
+				// no clock in the state; its announcement has the time).
 				info := runJSON{Status: ws, Updated: msTime(max(st.Control.Time, ws.Time))}
+				if e, err := f.Runs.GetEntry(ctx, id); archived == nil && err == nil {
+					info.Updated = stamp(e.Updated)
+				}
 				if t, ok := startedAt(ctx, f, id); ok {
-					info.Started = t.UTC().Format(time.RFC3339Nano)
+					info.Started = stamp(t)
 				}
 				if archived != nil && !asJSON {
 					fmt.Fprintln(s.out, archivedMark(*archived))
@@ -123,8 +139,13 @@ func newStatus(s streams) *cobra.Command {
 					wf, _ = compiledWorkflows(ctx, f)(st.Workflow, st.Revision)
 				}
 				starved := starvedTasks(ctx, f, wf, st, rec)
+				if archived == nil {
+					info.FailedTask = failedTask(ctx, f, wf, st, rec)
+				} else {
+					info.FailedTask = client.FailedTaskOf(wf, st)
+				}
 				if asJSON {
-					if err := json.NewEncoder(s.out).Encode(statusJSON{runJSON: info, Rejected: rec.Rejected, Ignored: rec.Ignored, Redrives: st.Redrives, Resets: st.Resets, Workers: starved, Archived: archived}); err != nil {
+					if err := json.NewEncoder(s.out).Encode(statusJSON{runJSON: info, Rejected: rec.Rejected, Ignored: rec.Ignored, Redrives: st.Redrives, Resets: st.Resets, Workers: starved, Archived: archived, Timers: armedTimers(st)}); err != nil {
 						return err
 					}
 				} else {
@@ -183,12 +204,24 @@ func printStatus(s streams, wf *workflow.Workflow, info runJSON, st *run.State, 
 		var tasks []string
 		for _, a := range inFlight {
 			t := fmt.Sprintf("%s (%s, attempt %d", a.Node, a.Task, a.Attempt)
+			if a.Node == "task" && a.Task != "" {
+				// A single-task state's node is "task" whatever its task.
+				t = fmt.Sprintf("%s (attempt %d", a.Task, a.Attempt)
+			}
 			if a.Waiting {
 				t += ", waiting to retry"
 			}
 			tasks = append(tasks, t+")")
 		}
 		row("tasks", strings.Join(tasks, ", "))
+	}
+	now := time.Now()
+	for i, t := range armedTimers(st) {
+		k := ""
+		if i == 0 {
+			k = "timers"
+		}
+		row(k, timerText(t, now))
 	}
 	for i, w := range starved {
 		k := ""
@@ -198,6 +231,8 @@ func printStatus(s streams, wf *workflow.Workflow, info runJSON, st *run.State, 
 		row(k, w.Text(time.Now()))
 	}
 	switch {
+	case info.Error != nil && info.FailedTask != nil:
+		row("error", failureText(info.Error, info.FailedTask))
 	case info.Error != nil:
 		row("error", errorText(info.Error))
 	case info.Status.Status == wire.StatusDone:
@@ -242,18 +277,6 @@ func startedAt(ctx context.Context, f *fleet.Fleet, id string) (time.Time, bool)
 		return time.Time{}, false
 	}
 	return m.Time, true
-}
-
-func msTime(ms float64) string {
-	if ms <= 0 {
-		return ""
-	}
-	return time.UnixMilli(int64(ms)).UTC().Format(time.RFC3339Nano)
-}
-
-func humanTime(t time.Time) string {
-	ago := time.Since(t).Round(time.Second)
-	return fmt.Sprintf("%s (%s ago)", t.UTC().Format("2006-01-02 15:04:05.000 UTC"), ago)
 }
 
 func mapNames(ids []string) []string {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/jetflow/jetflow/provision"
 	"github.com/jetflow/jetflow/subjects"
+	"github.com/jetflow/jetflow/wire"
 )
 
 // task pause|resume: an operator holds a task version for the whole
@@ -65,11 +66,11 @@ func newTaskPause(s streams) *cobra.Command {
 			ctx, cancel := context.WithTimeout(cmd.Context(), conn.Timeout)
 			defer cancel()
 			got, err := provision.PauseTask(ctx, f.JS, f.Names, task, version, end)
-			if err != nil {
+			if err = recordAudit(ctx, s, cmd, args, f, wire.AuditEntry{Action: "task-pause", Task: args[0]}, err); err != nil {
 				return err
 			}
 			if until > 0 {
-				fmt.Fprintf(s.out, "task %s@%s paused until %s\n", task, version, got.UTC().Format(time.RFC3339))
+				fmt.Fprintf(s.out, "task %s@%s paused until %s\n", task, version, humanTime(got))
 			} else {
 				fmt.Fprintf(s.out, "task %s@%s paused until resumed (jetflow task resume %s@%s)\n", task, version, task, version)
 			}
@@ -101,7 +102,8 @@ func newTaskResume(s streams) *cobra.Command {
 			defer stop()
 			ctx, cancel := context.WithTimeout(cmd.Context(), conn.Timeout)
 			defer cancel()
-			if err := provision.ResumeTask(ctx, f.JS, f.Names, task, version); err != nil {
+			err = provision.ResumeTask(ctx, f.JS, f.Names, task, version)
+			if err = recordAudit(ctx, s, cmd, args, f, wire.AuditEntry{Action: "task-resume", Task: args[0]}, err); err != nil {
 				return err
 			}
 			fmt.Fprintf(s.out, "task %s@%s resumed\n", task, version)

@@ -24,7 +24,23 @@ type buildVersion struct {
 	Platform   string `json:"platform"`
 }
 
+// commit is the VCS revision of a build whose build information records
+// none: the go command stamps it only when .git is a directory, so not in
+// a git worktree (where .git is a file) nor in a tree copied without .git.
+// Such a build sets it:
+//
+//	go build -ldflags "-X github.com/jetflow/jetflow/cmd/jetflow/cli.commit=$(git rev-parse HEAD)" ./cmd/jetflow
+var commit string
+
 func readBuildVersion() buildVersion {
+	v := readBuildInfo()
+	if v.Commit == "" {
+		v.Commit = commit
+	}
+	return v
+}
+
+func readBuildInfo() buildVersion {
 	v := buildVersion{
 		Version: "(unknown)", NATSServer: server.VERSION, NATSClient: nats.Version,
 		Go: runtime.Version(), Platform: runtime.GOOS + "/" + runtime.GOARCH,
@@ -51,18 +67,18 @@ func readBuildVersion() buildVersion {
 
 // String is the one-line form `jetflow version` and `--version` print.
 func (v buildVersion) String() string {
-	commit := "commit unknown (built without VCS information)"
+	from := "commit unknown (built without VCS information: see jetflow version --help)"
 	if v.Commit != "" {
-		commit = "commit " + v.Commit
+		from = "commit " + v.Commit
 		if v.CommitTime != "" {
-			commit += " of " + v.CommitTime
+			from += " of " + v.CommitTime
 		}
 		if v.Modified {
-			commit += ", modified"
+			from += ", modified"
 		}
 	}
 	return fmt.Sprintf("jetflow %s, %s; nats-server %s, nats.go %s, %s %s",
-		v.Version, commit, v.NATSServer, v.NATSClient, v.Go, v.Platform)
+		v.Version, from, v.NATSServer, v.NATSClient, v.Go, v.Platform)
 }
 
 func newVersion(s streams) *cobra.Command {
@@ -72,7 +88,11 @@ func newVersion(s streams) *cobra.Command {
 		Short: "Print what this binary was built from",
 		Long: "version prints jetflow's module version, the commit it was built from (when the build\n" +
 			"recorded one), the nats-server it embeds, the nats.go client it links, and the Go toolchain.\n" +
-			"`jetflow --version` prints the same line.",
+			"`jetflow --version` prints the same line.\n\n" +
+			"The go command records the commit only when it builds in a git checkout whose .git is a\n" +
+			"directory: not in a git worktree, nor in a copy of the tree without .git, nor with\n" +
+			"-buildvcs=false. Such a build names its commit with\n" +
+			"  go build -ldflags \"-X github.com/jetflow/jetflow/cmd/jetflow/cli.commit=$(git rev-parse HEAD)\" ./cmd/jetflow",
 		Args: cobra.NoArgs,
 		RunE: func(*cobra.Command, []string) error {
 			v := readBuildVersion()

@@ -28,12 +28,19 @@ func newWorker(s streams) *cobra.Command {
 	return cmd
 }
 
+// execConfig is worker exec's own settings; like every flag of the
+// services, each has its variable (the flag's name after JETFLOW_, as serve
+// and the Node.js worker name the same settings).
+type execConfig struct {
+	Task        string        `env:"JETFLOW_TASK" flag:"task"`
+	Concurrency int           `env:"JETFLOW_CONCURRENCY" flag:"concurrency"`
+	Create      bool          `env:"JETFLOW_CREATE_CONSUMER" flag:"create-consumer"`
+	Drain       time.Duration `env:"JETFLOW_DRAIN_TIMEOUT" flag:"drain-timeout"`
+}
+
 func newWorkerExec(s streams) *cobra.Command {
 	var conn connConfig
-	var task string
-	var concurrency int
-	var create bool
-	var drain time.Duration
+	var c execConfig
 	cmd := &cobra.Command{
 		Use:   "exec --task NAME@VERSION -- COMMAND [ARGS...]",
 		Short: "Serve a task with any program, run once per invocation",
@@ -43,43 +50,48 @@ func newWorkerExec(s streams) *cobra.Command {
 			"a non-zero exit fails the attempt with code EXIT_<status> and the end of its stderr as\n" +
 			"the message. The task's consumer is created by deploying a workflow that uses it\n" +
 			"(or by --create-consumer). Ctrl-C drains: running programs finish and report; a second\n" +
-			"Ctrl-C, or --drain-timeout, kills them and hands their invocations back.",
+			"Ctrl-C, or --drain-timeout, kills them and hands their invocations back.\n\n" +
+			"With OTEL_EXPORTER_OTLP_ENDPOINT (or OTEL_TRACES_EXPORTER=otlp) each attempt is a span\n" +
+			"in its run's trace, and COMMAND gets it as TRACEPARENT (docs/OBSERVABILITY.md).",
 		Example: "  jetflow worker exec --task notify@1 -- ./notify.sh\n" +
 			"  jetflow worker exec --task score-fraud@1 --concurrency 4 -- python3 score.py",
 		RunE: func(cmd *cobra.Command, args []string) error {
-			name, version, err := parseTaskFlag(task)
+			if err := applyEnv(cmd.Flags(), &c); err != nil {
+				return err
+			}
+			name, version, err := parseTaskFlag(c.Task)
 			if err != nil {
 				return err
 			}
 			if cmd.ArgsLenAtDash() != 0 || len(args) == 0 {
 				return fmt.Errorf("missing COMMAND after -- (usage: %s)", cmd.UseLine())
 			}
-			if concurrency < 1 {
-				return fmt.Errorf("--concurrency must be at least 1, got %d", concurrency)
+			if c.Concurrency < 1 {
+				return fmt.Errorf("--concurrency (JETFLOW_CONCURRENCY) must be at least 1, got %d", c.Concurrency)
 			}
-			if drain <= 0 {
-				return fmt.Errorf("--drain-timeout must be positive, got %s", drain)
+			if c.Drain <= 0 {
+				return fmt.Errorf("--drain-timeout (JETFLOW_DRAIN_TIMEOUT) must be positive, got %s", c.Drain)
 			}
 			h, err := exec.Handler(args, exec.Options{Stderr: s.err})
 			if err != nil {
 				return fmt.Errorf("COMMAND: %w", err)
 			}
-			return serveExec(cmd.Context(), s, &conn, name, version, h, worker.Config{Concurrency: concurrency, CreateConsumers: create}, drain)
+			return serveExec(cmd.Context(), s, &conn, name, version, h, worker.Config{Concurrency: c.Concurrency, CreateConsumers: c.Create}, c.Drain)
 		},
 	}
 	addConnFlags(cmd, &conn)
 	f := cmd.Flags()
-	f.StringVar(&task, "task", "", "the task version to serve, NAME@VERSION (required)")
-	f.IntVar(&concurrency, "concurrency", worker.DefaultConcurrency, "how many invocations run at once in this process")
-	f.BoolVar(&create, "create-consumer", false, "create the task's consumer if no deployment has yet (for development)")
-	f.DurationVar(&drain, "drain-timeout", 30*time.Second, "how long Ctrl-C waits for running programs before killing them")
+	f.StringVar(&c.Task, "task", "", "the task version to serve, NAME@VERSION (required; env JETFLOW_TASK)")
+	f.IntVar(&c.Concurrency, "concurrency", worker.DefaultConcurrency, "how many invocations run at once in this process (env JETFLOW_CONCURRENCY)")
+	f.BoolVar(&c.Create, "create-consumer", false, "create the task's consumer if no deployment has yet, for development (env JETFLOW_CREATE_CONSUMER)")
+	f.DurationVar(&c.Drain, "drain-timeout", 30*time.Second, "how long Ctrl-C waits for running programs before killing them (env JETFLOW_DRAIN_TIMEOUT)")
 	return cmd
 }
 
 // parseTaskFlag splits --task NAME@VERSION and checks both parts.
 func parseTaskFlag(v string) (name, version string, err error) {
 	if v == "" {
-		return "", "", fmt.Errorf("--task NAME@VERSION is required")
+		return "", "", fmt.Errorf("--task NAME@VERSION (JETFLOW_TASK) is required")
 	}
 	name, version, ok := strings.Cut(v, "@")
 	if !ok {
@@ -96,12 +108,17 @@ func parseTaskFlag(v string) (name, version string, err error) {
 
 func serveExec(ctx context.Context, s streams, conn *connConfig, task, version string, h worker.Handler, cfg worker.Config, drain time.Duration) error {
 	log := slog.New(slog.NewTextHandler(s.err, nil))
+	tp, stopTracing, err := startTracing(ctx, "jetflow-worker-exec", log)
+	if err != nil {
+		return err
+	}
+	defer stopTracing(context.WithoutCancel(ctx))
 	f, stop, err := dialFleet(ctx, s, conn)
 	if err != nil {
 		return err
 	}
 	defer stop()
-	cfg.Names, cfg.Logger = f.Names, log
+	cfg.Names, cfg.Logger, cfg.TracerProvider = f.Names, log, tp
 	w, err := worker.New(f.JS, cfg)
 	if err != nil {
 		return err

@@ -87,7 +87,7 @@ func newWorkflows(s streams) *cobra.Command {
 					if r.Revision == l.Latest {
 						latest = "*"
 					}
-					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", l.Name, r.Revision, latest, shortHash(r.Hash), r.Deployed.Format(time.RFC3339))
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", l.Name, r.Revision, latest, shortHash(r.Hash), stamp(r.Deployed))
 				}
 			}
 			return tw.Flush()

@@ -15,10 +15,10 @@
 //   JETFLOW_READY_FILE            a file written once every consumer is bound (for health checks)
 //   JETFLOW_SIMULATED_WORK_MS     every task first sleeps this long, to watch heartbeats and draining (default 0)
 
-import { createHash } from "node:crypto";
+import { createHash, randomBytes } from "node:crypto";
 import { writeFileSync } from "node:fs";
 import process from "node:process";
-import { connect } from "@nats-io/transport-node";
+import { connect, headers } from "@nats-io/transport-node";
 import { jetstream, JetStreamApiError } from "@nats-io/jetstream";
 import { tasks, TaskError } from "./tasks.js";
 
@@ -89,6 +89,24 @@ function readConfig() {
     readyFile: process.env.JETFLOW_READY_FILE || "",
     workMs: intEnv("JETFLOW_SIMULATED_WORK_MS", 0, 0),
   };
+}
+
+// W3C trace context (https://www.w3.org/TR/trace-context/), by hand: this
+// worker depends on no OpenTelemetry package and exports no spans. An
+// attempt continues the trace of the invocation's traceparent header as a
+// child span with an id of its own; the result carries that traceparent
+// back, so the dispatcher links its step to the attempt, and the handler
+// gets it (args.traceparent) to pass to whatever it calls.
+const TRACEPARENT = /^00-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})$/;
+const ZEROS = /^0+$/;
+
+function childTrace(parent, state) {
+  const m = TRACEPARENT.exec(parent || "");
+  if (!m || ZEROS.test(m[1]) || ZEROS.test(m[2])) return null;
+  let span;
+  do span = randomBytes(8).toString("hex");
+  while (ZEROS.test(span));
+  return { traceparent: `00-${m[1]}-${span}-${m[3]}`, tracestate: state || "", traceId: m[1], spanId: span, parentId: m[2] };
 }
 
 class Malformed extends Error {}
@@ -227,6 +245,13 @@ class Worker {
       writeFileSync(this.cfg.readyFile, "ready\n");
     }
     const mine = new Set();
+    let failingSince = 0; // when pulls began to fail, 0 while they work
+    // A pull went through again: say the worker recovered, and after how long.
+    const recovered = () => {
+      if (!failingSince) return;
+      log("info", "serving again", { task, version, down_ms: Date.now() - failingSince });
+      failingSince = 0;
+    };
     while (!this.stopping) {
       // Section 5.2: never pull more than can start now.
       const free = this.cfg.concurrency - mine.size;
@@ -237,6 +262,7 @@ class Worker {
       try {
         const msgs = await bound.consumer.fetch({ max_messages: free, expires: this.cfg.pullMs });
         for await (const m of msgs) {
+          recovered();
           const p = this.handle(m, task, version, handler, bound.ackWaitMs)
             .catch((err) => log("error", "handling an invocation failed", { task, version, error: String(err) }))
             .finally(() => {
@@ -247,7 +273,9 @@ class Worker {
           mine.add(p);
           this.running.add(p);
         }
+        recovered();
       } catch (err) {
+        if (!failingSince) failingSince = Date.now();
         log("warn", "pull failed; binding again", { task, version, error: String(err) });
         await sleep(1000);
         bound = (await this.bind(task, version)) || bound;
@@ -265,7 +293,9 @@ class Worker {
       m.term(err.message);
       return;
     }
+    const trace = childTrace(m.headers?.get("traceparent"), m.headers?.get("tracestate"));
     const attrs = { run_id: inv.run, task, version, activation: inv.activation, node: inv.node, attempt: inv.attempt };
+    if (trace) Object.assign(attrs, { trace_id: trace.traceId, span_id: trace.spanId, parent_span_id: trace.parentId });
     const delivery = m.info.deliveryCount;
     if (delivery > 1) log("info", "invocation redelivered", { ...attrs, delivery });
 
@@ -281,7 +311,7 @@ class Worker {
     this.aborts.add(abort);
     try {
       log("info", "task started", { ...attrs, delivery });
-      const result = await this.run(inv, delivery, handler, abort.signal, attrs);
+      const result = await this.run(inv, delivery, handler, abort.signal, attrs, trace);
       this.aborts.delete(abort);
       if (result === null) {
         // Section 5.8: we cancelled it ourselves; give it back, no result.
@@ -289,7 +319,7 @@ class Worker {
         m.nak(this.cfg.pullMs + 1000);
         return;
       }
-      if (!(await this.publishResult(inv, result, attrs))) {
+      if (!(await this.publishResult(inv, result, attrs, trace))) {
         m.nak(this.cfg.pullMs + 1000);
         return;
       }
@@ -309,8 +339,9 @@ class Worker {
 
   // run calls the handler and returns {output} (output may be undefined)
   // or {error}, or null when signal aborted it first.
-  async run(inv, delivery, handler, signal, attrs) {
+  async run(inv, delivery, handler, signal, attrs, trace) {
     const args = { ...inv, delivery, idempotencyKey: JSON.stringify([inv.activation, inv.node]), signal }; // section 5.4
+    if (trace) args.traceparent = trace.traceparent;
     const work = this.cfg.workMs > 0 ? simulateWork(this.cfg.workMs, signal) : Promise.resolve();
     const call = work.then(() => handler(args));
     call.catch(() => {}); // a handler failing after its abort must not crash the process
@@ -329,7 +360,7 @@ class Worker {
 
   // Section 5.6: JetStream publish to reply, retried with the same id: the
   // hex SHA-256 of the token, which only this invocation's worker knows.
-  async publishResult(inv, result, attrs) {
+  async publishResult(inv, result, attrs, trace) {
     const msgID = `result/${createHash("sha256").update(inv.token, "utf8").digest("hex")}`;
     const envelope = { activation: inv.activation, node: inv.node, attempt: inv.attempt, token: inv.token };
     let body = resultBody(envelope, result);
@@ -344,11 +375,13 @@ class Worker {
     const deadline = Date.now() + 60000;
     for (;;) {
       try {
-        const ack = await this.js.publish(inv.reply, body, {
-          msgID,
-          expect: { streamName: `${this.cfg.prefix}_inputs` },
-          timeout: 5000,
-        });
+        const opts = { msgID, expect: { streamName: `${this.cfg.prefix}_inputs` }, timeout: 5000 };
+        if (trace) {
+          opts.headers = headers();
+          opts.headers.set("traceparent", trace.traceparent);
+          if (trace.tracestate) opts.headers.set("tracestate", trace.tracestate);
+        }
+        const ack = await this.js.publish(inv.reply, body, opts);
         log("info", "result published", { ...attrs, stream_seq: ack.seq, duplicate: ack.duplicate });
         return true;
       } catch (err) {
@@ -403,6 +436,14 @@ async function main() {
     waitOnFirstConnect: true,
   });
   log("info", "connected", { server: nc.getServer(), prefix: cfg.prefix });
+  // Say when the connection is lost and when it is back; each task's loop
+  // then says "serving again" once its next pull goes through.
+  (async () => {
+    for await (const s of nc.status()) {
+      if (s.type === "disconnect") log("warn", "disconnected from NATS; reconnecting", { server: s.server });
+      else if (s.type === "reconnect") log("info", "reconnected to NATS", { server: s.server });
+    }
+  })().catch(() => {});
   const w = new Worker(cfg, nc, jetstream(nc));
   const loops = cfg.serve.map((s) => w.serve(s));
 
