@@ -11,6 +11,7 @@
 package bulk
 
 import (
+	"context"
 	"log/slog"
 	"time"
 
@@ -19,6 +20,10 @@ import (
 	"github.com/jetflow/jetflow/subjects"
 	"github.com/jetflow/jetflow/wire"
 )
+
+// DefaultJobRetention is Config.JobRetention's default: a week, as the
+// runs' default retention.
+const DefaultJobRetention = 7 * 24 * time.Hour
 
 // Config configures a Runner. The zero value is usable once passed
 // through WithDefaults (New does that).
@@ -53,6 +58,19 @@ type Config struct {
 	Parallel int
 	// OpTimeout bounds each NATS round trip. Default: 5s.
 	OpTimeout time.Duration
+	// Sweep carries out the retention sweep (client.OpRetentionSweep) for
+	// one settled run: it schedules the run's removal. The dispatcher sets
+	// it; a runner without it leaves sweep jobs to runners that have it.
+	// Default: nil.
+	Sweep func(ctx context.Context, runID string) error
+	// SweepRate bounds how many runs per second a sweep handles, so that
+	// sweeping a large run bucket does not crowd out the runs' own work.
+	// Default: 100.
+	SweepRate float64
+	// JobRetention is how long a settled job's record (done, failed or
+	// cancelled) is kept after it finished; then a runner removes it.
+	// Negative keeps records for ever. Default: DefaultJobRetention.
+	JobRetention time.Duration
 	// Search gives the search attributes of a workflow revision's runs,
 	// for the jobs whose filter has a Where (runindex.RegistrySearch; the
 	// dispatcher sets it from its registry). Default nil: such a job
@@ -90,6 +108,12 @@ func (c Config) WithDefaults() Config {
 	}
 	if c.OpTimeout <= 0 {
 		c.OpTimeout = 5 * time.Second
+	}
+	if c.SweepRate <= 0 {
+		c.SweepRate = 100
+	}
+	if c.JobRetention == 0 {
+		c.JobRetention = DefaultJobRetention
 	}
 	return c
 }

@@ -162,6 +162,7 @@ func (r *Runner) runnable(ctx context.Context) (unsettled bool) {
 			return true
 		}
 		if j.Settled() {
+			r.expire(ctx, j)
 			continue
 		}
 		unsettled = true
@@ -182,9 +183,10 @@ func (r *Runner) runnable(ctx context.Context) (unsettled bool) {
 
 var errNotFree = errors.New("job not free")
 
-// free: the job is unsettled and nobody else holds a live lease on it.
+// free: the job is unsettled, this runner can carry it out, and nobody
+// else holds a live lease on it.
 func (r *Runner) free(j *wire.Job) bool {
-	if j.Settled() {
+	if j.Settled() || j.Operation == client.OpRetentionSweep && r.cfg.Sweep == nil {
 		return false
 	}
 	if j.Holder == "" || j.Holder == r.cfg.Holder {
@@ -223,6 +225,9 @@ func (r *Runner) work(ctx context.Context, j *wire.Job, rev uint64) {
 	log := r.log.With(slog.String("job_id", j.ID), slog.String("operation", j.Operation))
 	log.Info("bulk: job taken", slog.String("cursor", j.Cursor), slog.Int("takeovers", j.Takeovers))
 	op, ok := client.Operations[j.Operation]
+	if ok && j.Operation == client.OpRetentionSweep {
+		op.Publish = r.sweeper()
+	}
 	if !ok {
 		r.finish(ctx, j, rev, wire.JobFailed, fmt.Sprintf("unknown operation %q (one of %s)", j.Operation, strings.Join(client.OperationNames(), ", ")), log)
 		return
@@ -430,4 +435,85 @@ func (r *Runner) release(ctx context.Context, j *wire.Job, rev uint64, log *slog
 		return
 	}
 	log.Info("bulk: job released", slog.String("cursor", j.Cursor))
+}
+
+// jobMarkerTTL is how long the purge marker a removed job leaves stays,
+// where the job bucket takes per-key TTLs: long enough for every watcher
+// and runner to see the job go.
+const jobMarkerTTL = time.Hour
+
+// expire removes a settled job's record once JobRetention has passed
+// since it finished (or, for a record with no finish time, since its last
+// update). The purge is a compare-and-swap on the revision read through
+// the leader, so a record changed meanwhile (the cursor a cancelled job's
+// last holder saves) is left for the next pass, and of several runners
+// one removes it.
+func (r *Runner) expire(ctx context.Context, j *wire.Job) {
+	if r.cfg.JobRetention < 0 {
+		return
+	}
+	at := j.Finished
+	if at == "" {
+		at = j.Updated
+	}
+	fin, err := time.Parse(time.RFC3339Nano, at)
+	if err != nil || r.cfg.Clock.Now().Before(fin.Add(r.cfg.JobRetention)) {
+		return
+	}
+	log := r.log.With(slog.String("job_id", j.ID))
+	cctx, cancel := context.WithTimeout(ctx, r.cfg.OpTimeout)
+	defer cancel()
+	b, err := r.c.JobBucket(cctx)
+	if err != nil {
+		return
+	}
+	cur, rev, err := r.c.Job(cctx, j.ID, true)
+	if err != nil || !cur.Settled() || cur.Finished != j.Finished || cur.Updated != j.Updated {
+		return
+	}
+	opts := []jetstream.KVDeleteOpt{jetstream.LastRevision(rev)}
+	if st, err := b.KV().Status(cctx); err == nil && st.LimitMarkerTTL() > 0 {
+		// Else a job bucket provisioned before per-key TTLs: its marker stays.
+		opts = append(opts, jetstream.PurgeTTL(jobMarkerTTL))
+	}
+	if err := b.KV().Purge(cctx, j.ID, opts...); err != nil {
+		if ctx.Err() == nil && !errors.Is(err, jetstream.ErrKeyExists) {
+			log.Warn("bulk: settled job not removed; tried again at the next pass", slog.Any("error", err))
+		}
+		return
+	}
+	log.Info("bulk: settled job removed", slog.String("state", cur.State), slog.String("finished", at),
+		slog.Duration("job_retention", r.cfg.JobRetention))
+}
+
+// sweeper is the retention sweep's per-run step: cfg.Sweep, at most
+// SweepRate runs a second on the runner's clock.
+func (r *Runner) sweeper() func(ctx context.Context, _ *client.Client, runID, _, _ string) error {
+	every := time.Duration(float64(time.Second) / r.cfg.SweepRate)
+	var mu sync.Mutex
+	next := r.cfg.Clock.Now()
+	return func(ctx context.Context, _ *client.Client, runID, _, _ string) error {
+		mu.Lock()
+		now := r.cfg.Clock.Now()
+		wait := next.Sub(now)
+		next = later(next, now).Add(every)
+		mu.Unlock()
+		if wait > 0 {
+			t := r.cfg.Clock.NewTimer(wait)
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return ctx.Err()
+			case <-t.C():
+			}
+		}
+		return r.cfg.Sweep(ctx, runID)
+	}
+}
+
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
 }

@@ -256,7 +256,8 @@ func (c *Client) Status(ctx context.Context, runID string) (*wire.Status, error)
 }
 
 // Wait returns the run's status once it is done, failed, cancelled or
-// terminated (a paused run is not settled: Wait goes on waiting). It
+// terminated (a paused run is not settled: Wait goes on waiting), or an
+// error wrapping runrecord.ErrRemoved once retention removed it. It
 // listens for the run's announcements and reads the record at growing
 // intervals (an announcement may be missed; the record is the truth).
 func (c *Client) Wait(ctx context.Context, runID string) (*wire.Status, error) {
@@ -280,6 +281,9 @@ func (c *Client) Wait(ctx context.Context, runID string) (*wire.Status, error) {
 		switch {
 		case err == nil && run.Status(st.Status).Terminal():
 			return st, nil
+		case errors.Is(err, runrecord.ErrRemoved):
+			// Settled and removed by retention: it never settles again.
+			return nil, fmt.Errorf("client: wait %s: %w", runID, err)
 		case err != nil && !errors.Is(err, ErrRunNotFound) && ctx.Err() != nil:
 			return nil, fmt.Errorf("client: wait %s: %w", runID, context.Cause(ctx))
 		}

@@ -2,6 +2,7 @@ package client
 
 import (
 	"context"
+	"errors"
 	"sort"
 
 	"github.com/jetflow/jetflow/engine/run"
@@ -39,7 +40,24 @@ var Operations = map[string]Operation{
 	"terminate": {Eligible: live, Publish: func(ctx context.Context, c *Client, runID, reason, key string) error {
 		return c.operate(ctx, subjects.KindTerminate, runID, key, wire.Operation{Reason: reason, Operator: bulkOperator})
 	}},
+	// The retention sweep publishes no input: the dispatcher that holds
+	// the job schedules each settled run's removal itself (bulk.Config.Sweep).
+	OpRetentionSweep: {Eligible: settled, Publish: func(context.Context, *Client, string, string, string) error {
+		return ErrSweepLocal
+	}},
 }
+
+// OpRetentionSweep is the bulk operation that schedules the removal of
+// settled runs that have none (settled before retention existed, or
+// before their retention was lowered): `jetflow retention sweep`.
+const OpRetentionSweep = "retention-sweep"
+
+// ErrSweepLocal: a retention sweep is carried out by a dispatcher's job
+// runner, never published by a client.
+var ErrSweepLocal = errors.New("a retention sweep is carried out by the dispatchers (a job runner with Sweep set)")
+
+// settled: a run retention may remove.
+func settled(status string) bool { return run.Status(status).Terminal() }
 
 // bulkOperator is the operator a bulk job's inputs name; their reason
 // names the job.

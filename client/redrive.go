@@ -91,7 +91,9 @@ func (c *Client) takenAt(ctx context.Context, runID string, seq uint64, what str
 }
 
 // taken reads the run and reports whether its record reflects the input
-// at seq: applied (the status after it) or refused (an error).
+// at seq: applied (the status after it) or refused (an error; a run
+// removed by retention refuses it too, the error wrapping
+// runrecord.ErrRemoved).
 func (c *Client) taken(ctx context.Context, runID string, seq uint64, refused error) (*wire.Status, bool, error) {
 	ctx, cancel := context.WithTimeout(ctx, waitReadTimeout)
 	defer cancel()
@@ -100,6 +102,11 @@ func (c *Client) taken(ctx context.Context, runID string, seq uint64, refused er
 		return nil, false, err
 	}
 	rec, err := runrecord.Decode(data)
+	if errors.Is(err, runrecord.ErrRemoved) {
+		// Removed by retention before (or instead of) taking the input:
+		// it never will; the error gives the tombstone.
+		return nil, true, fmt.Errorf("client: run %s: %w: %w", runID, refused, err)
+	}
 	if err != nil {
 		return nil, false, err
 	}

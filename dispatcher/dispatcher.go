@@ -187,7 +187,11 @@ func (d *Dispatcher) start(ctx context.Context) (lifecycle.Run, error) {
 			d.unwatch()
 			return nil, fmt.Errorf("dispatcher: bulk jobs: %w", err)
 		}
-		d.jobs = bulk.New(d.js, jc, d.cfg.Jobs)
+		jobs := d.cfg.Jobs
+		if jobs.Sweep == nil {
+			jobs.Sweep = d.sweepRun
+		}
+		d.jobs = bulk.New(d.js, jc, jobs)
 	}
 	if d.index == nil {
 		d.index = runindex.New(d.js, d.cfg.Index)
@@ -201,7 +205,7 @@ func (d *Dispatcher) start(ctx context.Context) (lifecycle.Run, error) {
 	d.timers, d.inputs = timers, inputs
 	d.ret = d.startRetention(ctx, inputs)
 	if d.ret.on {
-		d.ret.batched = d.startReaper(ctx, timers)
+		d.ret.batched = d.startReaper(timers)
 	}
 	for range d.cfg.Concurrency {
 		d.steps.Go(func() { d.stepLoop(false) })

@@ -11,8 +11,10 @@ import (
 	"sync"
 	"time"
 
+	"github.com/cenkalti/backoff/v4"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/jetflow/jetflow/clock"
 	"github.com/jetflow/jetflow/kvstore"
 	"github.com/jetflow/jetflow/provision"
 	"github.com/jetflow/jetflow/replay"
@@ -50,36 +52,35 @@ type reaper struct {
 	scheduled map[int64]bool
 	// archive is the archive bucket, bound on first use.
 	archive *kvstore.ArchiveStore
-	it      jetstream.MessagesContext
-	cancel  context.CancelFunc
-	done    chan struct{}
+	// it is the bound consumer's iterator (under mu: bound in the
+	// background).
+	it     jetstream.MessagesContext
+	cancel context.CancelFunc
+	done   chan struct{}
 }
 
-// startReaper creates the reaper consumer and consumes bucket fires in
-// the background; false when the timer stream has no reap subjects
-// (provisioned before batched removal: removals then go run by run).
-func (d *Dispatcher) startReaper(ctx context.Context, timers jetstream.Stream) bool {
+// startReaper consumes bucket fires in the background; false when the
+// timer stream has no reap subjects (provisioned before batched removal:
+// removals then go run by run). The reaper consumer is created in the
+// background, retried until it is: a dispatcher restarted while the
+// cluster elects leaders must not give up batching for its whole life
+// (the due entries it publishes meanwhile are taken by the others).
+func (d *Dispatcher) startReaper(timers jetstream.Stream) bool {
 	names := d.cfg.Names
 	if !slices.Contains(timers.CachedInfo().Config.Subjects, names.ReapAll()) {
 		d.log.Warn("dispatcher: the timer stream has no subjects for batched removal (provision it again: jetflow dispatcher --provision); settled runs are removed one by one, at a higher cost",
 			slog.String("stream", names.TimerStream()))
 		return false
 	}
-	cons, err := d.js.CreateOrUpdateConsumer(ctx, names.TimerStream(), provision.ReaperConsumerConfig(names, d.cfg.AckWait))
-	if err != nil {
-		d.log.Warn("dispatcher: batched removal off: create the reaper consumer", slog.Any("error", err))
-		return false
-	}
-	it, err := cons.Messages(jetstream.PullMaxMessages(1))
-	if err != nil {
-		d.log.Warn("dispatcher: batched removal off: consume bucket fires", slog.Any("error", err))
-		return false
-	}
 	// Stop cuts a bucket short: its fire, unacknowledged, comes back.
 	rctx, cancel := context.WithCancel(d.ctx)
-	d.reap.it, d.reap.cancel, d.reap.done = it, cancel, make(chan struct{})
+	d.reap.cancel, d.reap.done = cancel, make(chan struct{})
 	go func() {
 		defer close(d.reap.done)
+		it, err := d.bindReaper(rctx)
+		if err != nil {
+			return // stopped before the consumer was bound
+		}
 		for {
 			m, err := it.Next()
 			if errors.Is(err, jetstream.ErrMsgIteratorClosed) {
@@ -95,15 +96,56 @@ func (d *Dispatcher) startReaper(ctx context.Context, timers jetstream.Stream) b
 	return true
 }
 
+// bindReaper creates the reaper consumer and starts consuming it,
+// retrying until it succeeds or ctx ends.
+func (d *Dispatcher) bindReaper(ctx context.Context) (jetstream.MessagesContext, error) {
+	var it jetstream.MessagesContext
+	op := func() error {
+		cctx, cancel := context.WithTimeout(ctx, d.cfg.OpTimeout)
+		defer cancel()
+		cons, err := d.js.CreateOrUpdateConsumer(cctx, d.cfg.Names.TimerStream(), provision.ReaperConsumerConfig(d.cfg.Names, d.cfg.AckWait))
+		if err != nil {
+			return fmt.Errorf("create the reaper consumer: %w", err)
+		}
+		if it, err = cons.Messages(jetstream.PullMaxMessages(1)); err != nil {
+			return fmt.Errorf("consume bucket fires: %w", err)
+		}
+		return nil
+	}
+	b := backoff.WithContext(backoff.NewExponentialBackOff(
+		backoff.WithInitialInterval(250*time.Millisecond), backoff.WithMaxInterval(30*time.Second), backoff.WithMaxElapsedTime(0)), ctx)
+	notify := func(err error, next time.Duration) {
+		d.log.Warn("dispatcher: the reaper consumer is not bound yet; other dispatchers take the bucket fires meanwhile",
+			slog.Any("error", err), slog.Duration("retry_in", next))
+	}
+	if err := backoff.RetryNotifyWithTimer(op, b, notify, &clock.RetryTimer{Clock: d.cfg.Clock}); err != nil {
+		return nil, err
+	}
+	d.reap.mu.Lock()
+	defer d.reap.mu.Unlock()
+	if err := ctx.Err(); err != nil {
+		it.Stop()
+		return nil, err
+	}
+	d.reap.it = it
+	return it, nil
+}
+
 // stopReaper stops taking bucket fires and waits for the bucket in hand.
 func (d *Dispatcher) stopReaper() {
-	if d.reap.it == nil {
+	if d.reap.done == nil {
 		return
 	}
-	d.reap.it.Stop()
+	// Cancelled first: bindReaper, under the lock, then binds nothing.
 	d.reap.cancel()
+	d.reap.mu.Lock()
+	if d.reap.it != nil {
+		d.reap.it.Stop()
+		d.reap.it = nil
+	}
+	d.reap.mu.Unlock()
 	<-d.reap.done
-	d.reap.it = nil
+	d.reap.done = nil
 }
 
 // bucketOf is the bucket (the Unix second it ends) that removes a run
@@ -325,6 +367,9 @@ func (d *Dispatcher) removeDue(ctx context.Context, due wire.Due, at float64, lo
 	if err != nil {
 		return false, err
 	}
+	if later, err := d.deferRemoval(ctx, due, log); later || err != nil {
+		return false, err
+	}
 	rev, timers := due.Rev, due.Timers
 	if due.Archive {
 		// The archive needs the record and the history: read them, judge
@@ -426,4 +471,54 @@ func (d *Dispatcher) archiveRun(ctx context.Context, r wire.Removed, rec *runrec
 	wctx, cancel := context.WithTimeout(ctx, d.cfg.OpTimeout)
 	defer cancel()
 	return store.Put(wctx, ar)
+}
+
+// inputGrace is how long after an input of a settled run was stored its
+// removal waits for it: an input held by a dispatcher that died comes
+// back after the consumer's AckWait.
+func inputGrace(ackWait time.Duration) time.Duration { return 2 * ackWait }
+
+// deferRemoval moves the removal of a run to a later bucket when an input
+// of the run was stored after the input that settled it, within
+// inputGrace: an operator's redrive or reset, or any input, that a
+// dispatcher has not taken yet (it may be held by one that died) must not
+// lose to the removal. Taken, it revives the run (whose next settlement
+// schedules its own removal) or is refused, and the later bucket judges
+// the run again. It reports whether it deferred.
+func (d *Dispatcher) deferRemoval(ctx context.Context, due wire.Due, log *slog.Logger) (bool, error) {
+	gctx, cancel := context.WithTimeout(ctx, d.cfg.OpTimeout)
+	m, err := kvstore.LastOnSubject(gctx, d.js, d.cfg.Names.InputStream(), d.cfg.Names.RunInputs(due.Run))
+	cancel()
+	if errors.Is(err, kvstore.ErrNoKey) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("read the latest input of run %s before removing it: %w", due.Run, err)
+	}
+	until := m.Time.Add(inputGrace(d.cfg.AckWait))
+	// An entry of an earlier release has no Seq: the settlement's time
+	// (the dispatcher's clock, near the settling input's) stands in.
+	after := m.Sequence > due.Seq
+	if due.Seq == 0 {
+		after = float64(m.Time.UnixMilli()) > due.Settled
+	}
+	if !after || !d.cfg.Clock.Now().Before(until) {
+		return false, nil
+	}
+	out, bucket, err := d.dueEntry(due.Run, due, until)
+	if err != nil {
+		return false, err
+	}
+	// Its own id: the entry it replaces has the settlement's.
+	out[0].ID += "/" + strconv.FormatInt(bucket, 10)
+	pctx, cancel := context.WithTimeout(ctx, d.cfg.OpTimeout)
+	err = d.pub.publish(pctx, out)
+	cancel()
+	if err != nil {
+		return false, fmt.Errorf("defer the removal of run %s: %w", due.Run, err)
+	}
+	d.markScheduled(bucket)
+	log.Info("dispatcher: removal deferred: an input of the run came after its settlement", slog.String("run_id", due.Run),
+		slog.Uint64("input_seq", m.Sequence), slog.Time("until", until))
+	return true, nil
 }

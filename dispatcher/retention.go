@@ -113,7 +113,7 @@ func (d *Dispatcher) removals(ctx context.Context, runID string, c cached) (out 
 		out, bucket, err := d.dueEntry(runID, wire.Due{
 			Run: runID, Workflow: s.Workflow, Revision: s.Revision, Status: s.Status, Settled: s.Time,
 			Retention: float64(keep.Milliseconds()), Rev: c.rev, Timers: rec.PurgesTimers(),
-			Archive: d.archiveOf(ctx, s.Workflow, s.Revision),
+			Archive: d.archiveOf(ctx, s.Workflow, s.Revision), Seq: lastApplied(rec),
 		}, due)
 		if err != nil {
 			return nil, 0
@@ -151,6 +151,15 @@ func (d *Dispatcher) remove(ctx context.Context, in *step.Input, cur cached, rem
 	}
 	r := *removed
 	r.HistoryKept = d.ret.keepHistory
+	if d.archiveOf(ctx, r.Workflow, r.Revision) {
+		// As a batched removal does: the record and history first; a crash
+		// after it leaves the record, and the redelivery archives again.
+		r.Archived = true
+		if err := d.archiveRun(ctx, r, cur.rec); err != nil {
+			d.m.removalFailures.Inc()
+			return "", err
+		}
+	}
 	data, err := runrecord.EncodeRemoved(r)
 	if err != nil {
 		return "", fmt.Errorf("%w: encode tombstone: %w", step.ErrPermanent, err)
@@ -251,4 +260,48 @@ func (d *Dispatcher) refuseRemoved(m jetstream.Msg, err error, log *slog.Logger)
 			slog.Int("suppressed_since_last", d.unknownLog.takeSuppressed()))
 	}
 	_ = m.TermWithReason(truncate(reason, 256))
+}
+
+// sweepRun is the retention sweep's step for one run (bulk.Config.Sweep,
+// `jetflow retention sweep`): a settled run whose removal was never
+// scheduled (it settled before retention existed, or before its
+// workflow's retention was lowered) gets what its settlement would have
+// published now: its due entry (or its removal schedule), at its
+// settlement plus its retention, or in the next buckets when that has
+// passed. A run that has one already gets a second, which finds the run
+// removed (and only purges) or kept; an unsettled or removed run, or one
+// whose retention is off, gets nothing.
+func (d *Dispatcher) sweepRun(ctx context.Context, runID string) error {
+	if !d.ret.on {
+		return fmt.Errorf("run %s not swept: this dispatcher cannot remove runs (%w); another dispatcher will", runID, kvstore.ErrNoKeyTTL)
+	}
+	c, found, err := d.load(ctx, runID, true, false)
+	if _, removed := removedRun(err); removed || err == nil && !found {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("sweep run %s: %w", runID, err)
+	}
+	out, bucket := d.removals(ctx, runID, c)
+	if len(out) == 0 {
+		return nil
+	}
+	pctx, cancel := context.WithTimeout(ctx, d.cfg.OpTimeout)
+	defer cancel()
+	if err := d.pub.publish(pctx, out); err != nil {
+		return fmt.Errorf("sweep run %s: %w", runID, err)
+	}
+	if bucket != 0 {
+		d.markScheduled(bucket)
+	}
+	return nil
+}
+
+// lastApplied is the stream sequence of the last input the record
+// applied, 0 when none.
+func lastApplied(rec *runrecord.Record) uint64 {
+	if n := len(rec.Applied); n > 0 {
+		return rec.Applied[n-1]
+	}
+	return 0
 }

@@ -276,15 +276,18 @@ func WorkflowBucketConfig(names subjects.Names, opts ProvisionOptions) jetstream
 
 // JobBucketConfig is the KV bucket of bulk jobs, one key per job. A job's
 // record is rewritten at every checkpoint by compare-and-swap; one
-// revision per key is enough.
+// revision per key is enough. Per-key TTLs are on (LimitMarkerTTL) so
+// that the purge marker of a settled job removed after its retention
+// (bulk.Config.JobRetention) expires too.
 func JobBucketConfig(names subjects.Names, opts ProvisionOptions) jetstream.KeyValueConfig {
 	opts = opts.withDefaults()
 	return jetstream.KeyValueConfig{
-		Bucket:      names.JobBucket(),
-		Description: "jetflow bulk jobs: spec and progress, one key per job",
-		History:     1,
-		Storage:     opts.Storage,
-		Replicas:    opts.Replicas,
+		Bucket:         names.JobBucket(),
+		Description:    "jetflow bulk jobs: spec and progress, one key per job",
+		History:        1,
+		Storage:        opts.Storage,
+		Replicas:       opts.Replicas,
+		LimitMarkerTTL: TombstoneMarkerTTL,
 	}
 }
 

@@ -79,6 +79,10 @@ type Due struct {
 	// Archive says the run's record and history are written to the
 	// archive before the tombstone.
 	Archive bool `json:"archive,omitempty"`
+	// Seq is the stream sequence of the input that settled the run (the
+	// last it applied): a later input of the run defers its removal.
+	// 0 in entries of earlier releases.
+	Seq uint64 `json:"seq,omitempty"`
 }
 
 // Archived is a run removed by retention as the archive keeps it (one

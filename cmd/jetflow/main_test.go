@@ -146,6 +146,9 @@ func TestHelp(t *testing.T) {
 			t.Errorf("%s --help: exit %d, %q", verb, exit, out)
 		}
 	}
+	if out, exit := jetflow(t, "", "retention", "sweep", "--help"); exit != 0 || !strings.Contains(out, "--yes") {
+		t.Errorf("retention sweep --help: exit %d, %q", exit, out)
+	}
 }
 
 // TestReadmeExample runs the README's first command on the shipped example.

@@ -76,8 +76,12 @@ func TestChaos(t *testing.T) {
 	h.startCluster(ctx)
 	h.startServices(jetflow)
 	t.Logf("deployment up in %s: nodes %s", time.Since(h.began).Round(time.Millisecond), h.urls)
+	var err error
+	if h.watch, err = h.startWatcher(ctx); err != nil {
+		t.Fatal(err)
+	}
 
-	d := &driver{client: h.client, log: h.log, rng: rand.New(rand.NewPCG(seed, 1))}
+	d := &driver{client: h.client, store: h.f.Runs, log: h.log, rng: rand.New(rand.NewPCG(seed, 1))}
 	runsCtx, cancelRuns := context.WithTimeout(ctx, m.chaos+m.settle)
 	defer cancelRuns()
 	loadCtx, cancelLoad := context.WithTimeout(ctx, m.chaos)

@@ -51,6 +51,15 @@ type results struct {
 	replayEqual int
 	// redriven counts the runs that failed and went on after a redrive.
 	redriven int
+	// reset counts the runs reset once done that ended again.
+	reset int
+	// Retention: removed counts the harness's runs a tombstone replaced
+	// (the watcher saw it), removedUnsettled those whose last record seen
+	// before it was not settled; archivedChecked the runs checked from
+	// their archive, removedUnseen those the driver never saw settle;
+	// afterRemoval inputs a removed run never took; watched the
+	// records the watcher saw.
+	removed, removedUnsettled, archivedChecked, removedUnseen, afterRemoval, watched int
 	// misbehaved counts the attempts the protocol worker misbehaved on,
 	// and misDeliveries the deliveries, by kind (misKinds).
 	misbehaved, misDeliveries map[string]int
@@ -178,11 +187,19 @@ func (h *harness) check(ctx context.Context, d *driver, runsCtx context.Context,
 		if c.redriven {
 			res.redriven++
 		}
+		if c.archived {
+			res.archivedChecked++
+		}
+		res.afterRemoval += c.afterRemoval
+		if c.resets > 0 {
+			res.reset++
+		}
 		if c.stranded {
 			res.stranded[c.id] = true
 		}
 		res.problems = append(res.problems, c.problems...)
 	}
+	h.checkRemovals(res, runs)
 	sampled, strandedMid := smp.result()
 	res.sampled = sampled
 	for id, why := range strandedMid {
@@ -218,7 +235,12 @@ type runCheck struct {
 	stranded                      bool
 	// redriven says the run failed and a redrive took it on.
 	redriven bool
-	problems []string
+	// archived: the run was removed and checked from its archive;
+	// afterRemoval counts its inputs stored after the archive (refused as
+	// a removed run's); resets the resets its state counts.
+	archived             bool
+	afterRemoval, resets int
+	problems             []string
 }
 
 func (c *runCheck) problem(runID, format string, args ...any) {
@@ -233,9 +255,22 @@ func (h *harness) checkRun(ctx context.Context, rp *replay.Stepper, r *runLog, h
 	c := &runCheck{id: r.id}
 	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
-	if r.status == nil {
+	if r.status == nil && !r.removedUnseen {
 		c.problem(r.id, "lost: %v; %s; %s", r.failure, h.unreached(ctx, r.id, history), h.diagnose(ctx, r.id))
 		return c
+	}
+	rec, history, ar, err := h.final(ctx, r, history, c)
+	if err != nil {
+		c.problem(r.id, "%v", err)
+		return c
+	}
+	if r.status == nil {
+		// Removed before the driver saw it settle: its end is the
+		// archived record's.
+		if r.status, err = step.StatusOf(r.id, rec.Record, nil); err != nil {
+			c.problem(r.id, "archived status: %v", err)
+			return c
+		}
 	}
 	c.settled = true
 	want := canonical(r.wf.result(r.i))
@@ -243,12 +278,6 @@ func (h *harness) checkRun(ctx context.Context, rp *replay.Stepper, r *runLog, h
 		c.wrong = true
 		c.problem(r.id, "ended %s in %s with %s (error %+v); a fault-free run ends done in %s with %s",
 			r.status.Status, r.status.State, r.status.Result, r.status.Error, r.wf.state, want)
-	}
-
-	rec, err := h.record(ctx, r.id)
-	if err != nil {
-		c.problem(r.id, "%v", err)
-		return c
 	}
 	r.ended = rec.stored
 	// A refusal saved after the run settled (a late timer fire whose purge
@@ -280,6 +309,14 @@ func (h *harness) checkRun(ctx context.Context, rp *replay.Stepper, r *runLog, h
 		kind := m.kind
 		reason, refused := rejected[m.seq]
 		switch n := applied[m.seq]; {
+		case n == 0 && !refused && c.archived:
+			// Not taken before the removal (stored after the settlement and
+			// read into the archive before a dispatcher refused it, or held
+			// by a dispatcher that died until the run was removed): refused
+			// as a removed run's input. It cannot have changed the settled
+			// run, whose end and replay are checked.
+			c.afterRemoval++
+			continue
 		case n == 0 && !refused:
 			c.problem(r.id, "%s input %d never reached the run (not in its record)", kind, m.seq)
 			continue
@@ -367,7 +404,27 @@ func (h *harness) checkRun(ctx context.Context, rp *replay.Stepper, r *runLog, h
 			}
 		}
 	}
-	rep, err := replay.Check(ctx, replay.Source{JS: h.f.JS, Names: h.names, Registry: h.f.Registry, Runs: h.f.Runs}, r.id)
+	if r.resets > 0 {
+		st, err := step.DecodeState(rec.Record)
+		switch {
+		case err != nil:
+			c.problem(r.id, "state: %v", err)
+		case st.Resets == 0:
+			c.problem(r.id, "no reset applied, the driver saw %d taken", r.resets)
+		default:
+			c.resets = int(st.Resets)
+		}
+	}
+	src := replay.Source{JS: h.f.JS, Names: h.names, Registry: h.f.Registry, Runs: h.f.Runs, Archived: ar}
+	rep, err := replay.Check(ctx, src, r.id)
+	if src.Archived == nil && err != nil && h.removed(ctx, r.id) {
+		// Removed since its record was read (its history purged while the
+		// replay read it): replay its archive.
+		if src.Archived, err = h.archived(ctx, r.id); err == nil {
+			c.archived = true
+			rep, err = replay.Check(ctx, src, r.id)
+		}
+	}
 	switch {
 	case err != nil:
 		c.problem(r.id, "replay: %v", err)

@@ -5,6 +5,8 @@
 // is cut off from the others for a while), and the workers misbehave on a
 // share of the attempts (a NAK until max_deliver runs out, an invocation
 // dropped, a malformed result), which must then end at their deadline.
+// Most runs are removed by retention (and archived) seconds after they
+// settle, some are reset once done; no run may be removed unless settled.
 // When the faults stop and every process runs again, every run must have
 // settled with the result a fault-free run gives, every input must have
 // been applied once, replay must rebuild every saved state, and no run

@@ -11,6 +11,9 @@ import (
 	"time"
 
 	"github.com/jetflow/jetflow/client"
+	"github.com/jetflow/jetflow/kvstore"
+	"github.com/jetflow/jetflow/runrecord"
+	"github.com/jetflow/jetflow/step"
 	"github.com/jetflow/jetflow/wire"
 )
 
@@ -33,6 +36,13 @@ type runLog struct {
 	// time of the failure the last one took the run out of.
 	redrives int
 	redrove  float64
+	// resets counts the resets the driver saw taken; resetFrom is the
+	// time of the settlement the first one took the run back from.
+	resets    int
+	resetFrom float64
+	// removedUnseen: retention removed the run before the driver saw it
+	// settle (the check reads its end from the archive).
+	removedUnseen bool
 
 	// The server's times, filled in by the check: when the stream stored
 	// the start and the accepted event, and when the run bucket stored
@@ -65,6 +75,7 @@ func (r *runLog) segments() []time.Duration {
 // waits for every run to settle.
 type driver struct {
 	client *client.Client
+	store  *kvstore.RunStore
 	log    *slog.Logger
 	rng    *rand.Rand // used by generate only
 
@@ -73,8 +84,11 @@ type driver struct {
 	wg   sync.WaitGroup
 	// retries counts client calls that failed and were tried again.
 	retries atomic.Int64
-	// pauses counts the runs paused and resumed.
-	pauses atomic.Int64
+	// pauses counts the runs paused and resumed, resets the resets
+	// taken.
+	pauses, resets atomic.Int64
+	// resetsLost counts the resets a removal won over.
+	resetsLost atomic.Int64
 }
 
 // pausedEvery is how often an event run is paused before its events and
@@ -153,10 +167,10 @@ func (d *driver) drive(ctx context.Context, r *runLog) error {
 		}
 	}
 	for {
-		wctx, cancel := ctx, context.CancelFunc(func() {})
-		if r.paused {
-			wctx, cancel = context.WithTimeout(ctx, pausedWait)
-		}
+		// Bounded: a run removed before the driver saw it settle is
+		// never settled to Wait, and a run paused again behind its
+		// resume must be noticed.
+		wctx, cancel := context.WithTimeout(ctx, boundedWait)
 		st, err := d.client.Wait(wctx, r.id)
 		cancel()
 		if err == nil && r.wf.redrive && r.redrives == 0 && st.Status == wire.StatusFailed {
@@ -166,13 +180,23 @@ func (d *driver) drive(ctx context.Context, r *runLog) error {
 			r.redrove = st.Time
 			continue
 		}
-		if err == nil && r.redrives > 0 && st.Status == wire.StatusFailed && st.Time <= r.redrove {
-			// The failure the redrive undid, read from a replica that
-			// has not caught up: wait for the run's next settlement.
+		if err == nil && (r.redrives > 0 && st.Status == wire.StatusFailed && st.Time <= r.redrove || r.resets > 0 && st.Time <= r.resetFrom) {
+			// The settlement a redrive or reset undid, read from a
+			// replica that has not caught up: wait for the next one.
 			if err := pause(ctx, 200*time.Millisecond); err != nil {
 				return fmt.Errorf("not settled: %w", err)
 			}
 			continue
+		}
+		if err == nil && r.wf.reset && r.i%resetEvery == 0 && r.resets == 0 && st.Status == wire.StatusDone {
+			removed, err := d.reset(ctx, r)
+			if err != nil {
+				return err
+			}
+			if !removed {
+				r.resetFrom = st.Time
+				continue
+			}
 		}
 		if err == nil {
 			r.settled, r.status = time.Now(), st
@@ -181,13 +205,21 @@ func (d *driver) drive(ctx context.Context, r *runLog) error {
 		if ctx.Err() != nil {
 			return fmt.Errorf("not settled: %w", err)
 		}
-		if r.paused {
+		sctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		cur, serr := d.client.Status(sctx, r.id)
+		cancel()
+		if errors.Is(serr, runrecord.ErrRemoved) {
+			// Retention removed it before the driver saw it settle: the
+			// check reads its end from the archive.
+			r.removedUnseen = true
+			d.log.Info("run removed before the driver saw it settle", "run_id", r.id, "error", serr)
+			return nil
+		}
+		if r.paused && serr == nil && cur.Status == wire.StatusPaused {
 			// A pause retried after its answer was lost may be applied
 			// after the resume, when a dispatcher reorders: resume again.
-			if st, err := d.client.Status(ctx, r.id); err == nil && st.Status == wire.StatusPaused {
-				if err := d.resumeRun(ctx, r.id); err != nil {
-					return err
-				}
+			if err := d.resumeRun(ctx, r.id); err != nil {
+				return err
 			}
 		}
 		d.retries.Add(1)
@@ -198,9 +230,67 @@ func (d *driver) drive(ctx context.Context, r *runLog) error {
 	}
 }
 
-// pausedWait bounds each wait for a run, so that a run paused again
-// behind its resume is noticed.
-const pausedWait = 30 * time.Second
+// boundedWait bounds each wait for a run.
+const boundedWait = 30 * time.Second
+
+// resetEvery is how often a run of a reset workflow is reset once done.
+const resetEvery = 2
+
+// reset takes a done run back to its state after its start and waits
+// until a dispatcher took the reset; removed says retention removed the
+// run first. A call is retried only while the run's state shows no reset
+// (a retried publish is another reset, which ends the same).
+func (d *driver) reset(ctx context.Context, r *runLog) (removed bool, err error) {
+	var seq uint64
+	err = d.retry(ctx, "reset", func(ctx context.Context) error {
+		data, _, err := d.store.Get(ctx, r.id, kvstore.FromLeader())
+		if err != nil {
+			return err
+		}
+		rec, err := runrecord.Decode(data)
+		if errors.Is(err, runrecord.ErrRemoved) {
+			removed = true
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		st, err := step.DecodeState(rec)
+		if err != nil {
+			return err
+		}
+		if st.Resets > 0 || len(rec.Applied) == 0 {
+			return nil
+		}
+		// Applied lists the inputs the run took in order: the first is its
+		// start, after which the run was in its first state.
+		seq, err = d.client.Reset(ctx, r.id, rec.Applied[0], "chaos", "harness")
+		return err
+	})
+	if err == nil && !removed && seq != 0 {
+		err = d.retry(ctx, "resetted", func(ctx context.Context) error {
+			_, err := d.client.Resetted(ctx, r.id, seq)
+			if errors.Is(err, runrecord.ErrRemoved) {
+				// The removal of the settlement it went back from was
+				// applied first (retention_test.go): the run stays removed.
+				removed = true
+				return nil
+			}
+			return err
+		})
+	}
+	switch {
+	case err != nil:
+		return false, err
+	case removed:
+		d.resetsLost.Add(1)
+		d.log.Info("reset lost to the run's removal", "run_id", r.id)
+	default:
+		d.resets.Add(1)
+		r.resets++
+	}
+	return removed, nil
+}
 
 // pauseRun pauses a run and waits until it is paused. A call is retried
 // only while the run is not seen paused: each retry is another pause.

@@ -54,6 +54,8 @@ type harness struct {
 	f      *fleet.Fleet
 	names  subjects.Names
 	client *client.Client
+	// watch follows the run bucket's records (retention_test.go).
+	watch *watcher
 
 	began time.Time
 	// restarts tracks the restarts and heals still to come.
@@ -182,7 +184,7 @@ func (h *harness) buildJetflow() string {
 
 // startCluster starts the three NATS nodes and connects the harness:
 // streams and buckets with three replicas, every workflow deployed with
-// harnessPolicy.
+// harnessPolicy (retainedPolicy for those it removes).
 func (h *harness) startCluster(ctx context.Context) {
 	h.t.Helper()
 	h.began = time.Now()
@@ -213,7 +215,7 @@ func (h *harness) startCluster(ctx context.Context) {
 	})
 	for _, wf := range workflows {
 		if err := retryFor(cctx, func(ctx context.Context) error {
-			_, err := f.DeployWith(ctx, wf.name, []byte(wf.doc), fleet.DeployOptions{Policy: parsedPolicy})
+			_, err := f.DeployWith(ctx, wf.name, []byte(wf.doc), fleet.DeployOptions{Policy: policyOf(wf)})
 			return err
 		}); err != nil {
 			h.t.Fatalf("deploy %s: %v", wf.name, err)

@@ -17,8 +17,9 @@ type summary struct {
 	// failedStarts are process starts that failed and were retried;
 	// clientRetries client calls the driver made again.
 	failedStarts, clientRetries int
-	// pauses are the event runs an operator's pause held.
-	pauses int
+	// pauses are the event runs an operator's pause held; resets the
+	// resets the driver saw taken.
+	pauses, resets, resetsLost int
 	// slowest is the run that waited longest beyond its workflow's
 	// median; stall the longest time no run settled.
 	slowest      slowRun
@@ -46,7 +47,7 @@ func (h *harness) summarize(d *driver, res *results, began, ended time.Time) *su
 	s := &summary{
 		mode: h.m.name, chaos: ended.Sub(began), rate: h.m.rate, res: res,
 		kills: map[string]int{}, faultsByKind: map[string][]*fault{},
-		failedStarts: h.failedStarts, clientRetries: int(d.retries.Load()), pauses: int(d.pauses.Load()),
+		failedStarts: h.failedStarts, clientRetries: int(d.retries.Load()), pauses: int(d.pauses.Load()), resets: int(d.resets.Load()), resetsLost: int(d.resetsLost.Load()),
 		medians: map[string][]time.Duration{}, byKind: map[string]time.Duration{},
 	}
 	for _, f := range h.faults {
@@ -130,12 +131,14 @@ func (s *summary) line() string {
 	r := s.res
 	return fmt.Sprintf("chaos %s: %d runs in %s at %.1f/s, %d lost, %d wrong; kills: %d dispatcher, %d worker, %d nats; %d partitions; %d task pauses; "+
 		"%d results applied twice, %d inputs applied twice; %d task executions, %d again after a fault; "+
-		"%d timer fires applied, %d refused; %d events delivered; %d starts repeated by retried calls and refused; %d runs redriven; replay equal %d/%d; "+
+		"%d timer fires applied, %d refused; %d events delivered; %d starts repeated by retried calls and refused; %d runs redriven; %d runs reset once done and ended again; "+
+		"retention: %d runs removed, %d of them while not settled, %d checked from their archive; replay equal %d/%d; "+
 		"misbehaved: %s; %d attempts timed out; %d runs stranded; slowest recovery %s; longest stall %s",
 		s.mode, r.runs, s.chaos.Round(time.Second), s.rate, r.runs-r.settled, r.wrong,
 		s.kills[kindDispatcher], s.kills[kindWorker], s.kills[kindNATS], s.kills[faultPartition], s.kills[faultTaskPause],
 		r.appliedTwice, r.inputsTwice, r.executions, r.reexecuted,
-		r.timersApplied, r.timersRefused, r.events, r.startsRepeated, r.redriven, r.replayEqual, r.runs,
+		r.timersApplied, r.timersRefused, r.events, r.startsRepeated, r.redriven, r.reset,
+		r.removed, r.removedUnsettled, r.archivedChecked, r.replayEqual, r.runs,
 		byKind(r.misbehaved), r.timedOut, len(r.stranded),
 		s.slowest.excess.Round(100*time.Millisecond), s.stall.Round(100*time.Millisecond))
 }
@@ -194,6 +197,8 @@ func (s *summary) details() []string {
 	out = append(out, fmt.Sprintf("task attempts run again on a first delivery: %d; process starts retried: %d; client calls retried: %d; event runs paused before their events and resumed after: %d",
 		s.res.redelivered1, s.failedStarts, s.clientRetries, s.pauses))
 	r := s.res
+	out = append(out, fmt.Sprintf("retention (workflows %s, %s after settling, archived): %d runs removed, %d while the last record the watcher saw (of %d) was not settled; %d checked from their archive, %d of them removed before the driver saw them settle; %d inputs a removed run never took (refused as a removed run's); resets taken: %d, lost to the run's removal: %d",
+		strings.Join(retained(), ", "), retention, r.removed, r.removedUnsettled, r.watched, r.archivedChecked, r.removedUnseen, r.afterRemoval, s.resets, s.resetsLost))
 	out = append(out, fmt.Sprintf("misbehaviours of the protocol worker, attempts (deliveries): %s (%s); %d NAKed invocations left in the task stream; the recovery figures leave out the %d runs they hit",
 		byKind(r.misbehaved), byKind(r.misDeliveries), r.naksLeft, s.misbehavedRuns))
 	out = append(out, fmt.Sprintf("attempts timed out (TASK_TIMEOUT): %d, %d of them misbehaved on, %d after a fault",

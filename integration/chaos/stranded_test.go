@@ -73,6 +73,9 @@ func (s *sampler) sample(ctx context.Context, h *harness, d *driver, seed uint64
 			continue // not started yet, or the cluster is busy: the next one
 		}
 		rec, err := runrecord.Decode(e.Value())
+		if errors.Is(err, runrecord.ErrRemoved) {
+			continue // settled and removed by retention (retention_test.go checks it)
+		}
 		if err != nil {
 			s.add(id, false, fmt.Sprintf("record sampled mid-run (revision %d): %v", e.Revision(), err))
 			continue
@@ -193,6 +196,9 @@ func (h *harness) checkStranded(ctx context.Context) (checked int, stranded map[
 			return 0, nil, fmt.Errorf("record of %s: %w", key, err)
 		}
 		rec, err := runrecord.Decode(e.Value())
+		if errors.Is(err, runrecord.ErrRemoved) {
+			continue // a tombstone: the run settled and was removed
+		}
 		if err != nil {
 			return 0, nil, fmt.Errorf("record of %s: %w", key, err)
 		}

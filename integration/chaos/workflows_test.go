@@ -26,15 +26,23 @@ type workflow struct {
 	visits func(i int) map[string]float64
 	// redrive: the driver redrives the run when it fails (once).
 	redrive bool
+	// retain: deployed with retainedPolicy, the run is removed (and
+	// archived) seconds after it settles (retention_test.go).
+	retain bool
+	// reset: every resetEvery-th run, once done, is reset to its start
+	// and must reach the same end again (driver_test.go).
+	reset bool
 }
 
 // workflows is the mix: one task, a fan-out DAG joined by ports, a
-// bounded loop, an event wait, an after timer, a caught failure after
-// retries and an uncaught failure the driver redrives. Every task is one of taskHandlers. A last entry of weight 0,
+// bounded loop (some runs reset once done), an event wait, an after
+// timer, a caught failure after retries and an uncaught failure the
+// driver redrives. Most are removed by retention once settled; fan and
+// catch are kept. Every task is one of taskHandlers. A last entry of weight 0,
 // never in the mix, is the stuck canary (stranded_test.go).
 var workflows = []*workflow{
 	{
-		name: "one", weight: 3,
+		name: "one", weight: 3, retain: true,
 		doc: `{"$workflow":"0.2","revision":"one/1","initial":"a","states":{
 			"a":{"work":{"task":"double","version":"1"},"then":"done"},
 			"done":{"final":true}}}`,
@@ -65,7 +73,7 @@ var workflows = []*workflow{
 	{
 		// Counts n up to k, one task per round: a round applied twice
 		// would show in the visits.
-		name: "loop", weight: 3,
+		name: "loop", weight: 3, reset: true, retain: true,
 		doc: `{"$workflow":"0.2","revision":"loop/1","initial":"inc","states":{
 			"inc":{"work":{"task":"inc","version":"1"},"then":"check","limit":6},
 			"check":{"choose":[{"guard":{"$lt":["$.context.data.n","$.context.data.k"]},"to":"inc"}],"otherwise":"done"},
@@ -78,7 +86,7 @@ var workflows = []*workflow{
 	{
 		// Waits for an accepted payment; a refused one is ignored. The
 		// timeout is far beyond any run's life: taking it is a lost event.
-		name: "event", weight: 2, events: true,
+		name: "event", weight: 2, events: true, retain: true,
 		doc: `{"$workflow":"0.2","revision":"event/1","initial":"wait","states":{
 			"wait":{"on":[{"event":"pay","guard":"$.payload.ok","to":"charge"}],"after":{"ms":600000,"to":"expired"}},
 			"charge":{"work":{"task":"double","version":"1"},"input":"$.context.event.payload.amount","then":"done"},
@@ -90,7 +98,7 @@ var workflows = []*workflow{
 	},
 	{
 		// An after timer wins over an event that never comes.
-		name: "timer", weight: 2, after: 1,
+		name: "timer", weight: 2, after: 1, retain: true,
 		doc: `{"$workflow":"0.2","revision":"timer/1","initial":"wait","states":{
 			"wait":{"on":[{"event":"never","to":"done"}],"after":{"ms":400,"to":"late"}},
 			"late":{"work":{"task":"inc","version":"1"},"then":"done"},
@@ -119,7 +127,7 @@ var workflows = []*workflow{
 		// invokes once again (numbered above attempt 1, so it succeeds)
 		// and not double, whose output it keeps. A first attempt that
 		// timed out instead is retried and the run never fails.
-		name: "redrive", weight: 1, redrive: true,
+		name: "redrive", weight: 1, redrive: true, retain: true,
 		doc: `{"$workflow":"0.2","revision":"redrive/1","initial":"fan","states":{
 			"fan":{"work":{"dag":{"$dag":"0.1","nodes":{
 				"in":{"kind":"input"},

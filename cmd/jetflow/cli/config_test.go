@@ -104,6 +104,22 @@ func TestParseRetention(t *testing.T) {
 	}
 }
 
+// TestJobRetentionFlag: --job-retention reads as --retention does and a
+// bad value is refused naming its own flag.
+func TestJobRetentionFlag(t *testing.T) {
+	t.Parallel()
+	for in, want := range map[string]time.Duration{"off": -1, "24h": 24 * time.Hour, "168h0m0s": 168 * time.Hour} {
+		if got, err := parseKeep(in, "--job-retention (JETFLOW_JOB_RETENTION)"); err != nil || got != want {
+			t.Errorf("parseKeep(%q) = %v, %v; want %v", in, got, err, want)
+		}
+	}
+	for _, in := range []string{"", "0", "500ms", "never"} {
+		if _, err := parseKeep(in, "--job-retention (JETFLOW_JOB_RETENTION)"); err == nil || !strings.Contains(err.Error(), "--job-retention (JETFLOW_JOB_RETENTION)") {
+			t.Errorf("parseKeep(%q) = %v, want a refusal naming the flag", in, err)
+		}
+	}
+}
+
 // TestServiceFlagsHaveVariables: every flag of the long-running verbs
 // names its environment variable in its help, and that variable is bound
 // to that flag by a settings struct (applyEnv reads it), so that a

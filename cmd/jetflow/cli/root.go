@@ -76,6 +76,7 @@ var commands = []func(streams) *cobra.Command{
 	newRedrive,
 	newReplay,
 	newReset,
+	newRetention,
 	newServe,
 	newStart,
 	newStatus,

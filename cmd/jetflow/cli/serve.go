@@ -17,6 +17,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/jetflow/jetflow/bulk"
 	"github.com/jetflow/jetflow/dispatcher"
 	"github.com/jetflow/jetflow/embedded"
 	"github.com/jetflow/jetflow/fleet"
@@ -139,6 +140,7 @@ type serviceConfig struct {
 	Retention     string        `env:"JETFLOW_RETENTION" flag:"retention"`
 	Archive       bool          `env:"JETFLOW_ARCHIVE" flag:"archive"`
 	ArchiveMaxAge time.Duration `env:"JETFLOW_ARCHIVE_MAX_AGE" flag:"archive-max-age"`
+	JobRetention  string        `env:"JETFLOW_JOB_RETENTION" flag:"job-retention"`
 	Index         bool          `env:"JETFLOW_INDEX" flag:"index"`
 	AuditMaxAge   time.Duration `env:"JETFLOW_AUDIT_MAX_AGE" flag:"audit-max-age"`
 	LogLevel      string        `env:"JETFLOW_LOG_LEVEL" flag:"log-level"`
@@ -147,6 +149,7 @@ type serviceConfig struct {
 	tokens    secretConfig
 	signer    *token.Signer // from tokens, set by resolve
 	retention time.Duration // from Retention, set by resolve: negative keeps runs for ever
+	jobKeep   time.Duration // from JobRetention, set by resolve: negative keeps jobs for ever
 	flags     *pflag.FlagSet
 	resolved  bool
 	err       error
@@ -155,12 +158,18 @@ type serviceConfig struct {
 // parseRetention reads --retention: "off", or a duration of at least a
 // second; off is a negative dispatcher.Config.Retention.
 func parseRetention(s string) (time.Duration, error) {
+	return parseKeep(s, "--retention (JETFLOW_RETENTION)")
+}
+
+// parseKeep reads a retention flag: "off" (negative), or a duration of at
+// least a second.
+func parseKeep(s, flag string) (time.Duration, error) {
 	if s == "off" {
 		return -1, nil
 	}
 	d, err := time.ParseDuration(s)
 	if err != nil || d < time.Second {
-		return 0, fmt.Errorf("--retention (JETFLOW_RETENTION) must be off or a duration of at least 1s (\"72h\"), got %q", s)
+		return 0, fmt.Errorf("%s must be off or a duration of at least 1s (\"72h\"), got %q", flag, s)
 	}
 	return d, nil
 }
@@ -182,6 +191,7 @@ func (c *serviceConfig) addFlags(cmd *cobra.Command) {
 	fs.StringVar(&c.Retention, "retention", dispatcher.DefaultRetention.String(), "how long a settled run (done, failed, cancelled) is kept before its record, history and schedules are removed; off keeps settled runs for ever; a deployment's policy may set its own (env JETFLOW_RETENTION)")
 	fs.BoolVar(&c.Archive, "archive", false, "write a settled run's record and history to the archive (Object Store bucket <prefix>_archive) before retention removes it; status, history and replay read it there; a deployment's policy may say otherwise (env JETFLOW_ARCHIVE)")
 	fs.DurationVar(&c.ArchiveMaxAge, "archive-max-age", provision.DefaultArchiveMaxAge, "with provisioning: how long the archive keeps an archived run (env JETFLOW_ARCHIVE_MAX_AGE)")
+	fs.StringVar(&c.JobRetention, "job-retention", bulk.DefaultJobRetention.String(), "how long a finished or cancelled bulk job's record is kept (jetflow jobs lists it) before a dispatcher removes it; off keeps job records for ever (env JETFLOW_JOB_RETENTION)")
 	fs.BoolVar(&c.Index, "index", true, "keep the run index list reads; --index=false keeps none, and list then reads every run record (give every dispatcher the same) (env JETFLOW_INDEX)")
 	fs.DurationVar(&c.AuditMaxAge, "audit-max-age", provision.DefaultAuditMaxAge, "with provisioning: how long the audit log (stream <prefix>_audit) keeps an entry (env JETFLOW_AUDIT_MAX_AGE)")
 	fs.StringVar(&c.LogLevel, "log-level", "info", "debug, info, warn or error (env JETFLOW_LOG_LEVEL)")
@@ -226,6 +236,9 @@ func (c *serviceConfig) check() error {
 		errs = append(errs, fmt.Errorf("--ack-wait (JETFLOW_ACK_WAIT) must be at least %s, got %s", minAckWait, c.AckWait))
 	}
 	if c.retention, err = parseRetention(c.Retention); err != nil {
+		errs = append(errs, err)
+	}
+	if c.jobKeep, err = parseKeep(c.JobRetention, "--job-retention (JETFLOW_JOB_RETENTION)"); err != nil {
 		errs = append(errs, err)
 	}
 	if c.signer, err = c.tokens.signer(); err != nil {
@@ -315,9 +328,13 @@ func runService(ctx context.Context, s streams, verb string, conn *connConfig, s
 		Provision:        svc.Provision,
 		ProvisionOptions: provision.ProvisionOptions{Replicas: svc.Replicas, MaxAge: svc.HistoryMaxAge, ArchiveMaxAge: svc.ArchiveMaxAge, AuditMaxAge: svc.AuditMaxAge},
 		MigrateInputs:    svc.MigrateInputs,
-		Dispatcher:       &dispatcher.Config{Concurrency: svc.Concurrency, AckWait: svc.AckWait, Tokens: svc.signer, Retention: svc.retention, Archive: svc.Archive, Index: runindex.Config{Off: !svc.Index}, TracerProvider: tp},
-		Registerer:       reg,
-		Logger:           log,
+		Dispatcher: &dispatcher.Config{
+			Concurrency: svc.Concurrency, AckWait: svc.AckWait, Tokens: svc.signer, Retention: svc.retention, Archive: svc.Archive,
+			Index: runindex.Config{Off: !svc.Index}, TracerProvider: tp,
+			Jobs: bulk.Config{JobRetention: svc.jobKeep},
+		},
+		Registerer: reg,
+		Logger:     log,
 	})
 	if err != nil {
 		if ep != nil {

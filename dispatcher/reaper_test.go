@@ -1,0 +1,186 @@
+package dispatcher
+
+import (
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/jetflow/jetflow/client"
+	"github.com/jetflow/jetflow/kvstore"
+	"github.com/jetflow/jetflow/natstest"
+	"github.com/jetflow/jetflow/provision"
+	"github.com/jetflow/jetflow/wire"
+)
+
+// settleOne starts run id of "forever" and ends it; it returns the
+// settlement's time.
+func (b *bundle) settleOne(t *testing.T, id string) float64 {
+	t.Helper()
+	b.publish(t, b.names.Start(id), wire.Start{Workflow: "forever"}, "start/"+id)
+	b.waitStatus(t, id, wire.StatusWaiting, 10*time.Second)
+	b.publish(t, b.names.Event(id, "x"), nil, "")
+	return b.waitStatus(t, id, wire.StatusDone, 10*time.Second).Status.Time
+}
+
+// TestReaperBindsOnceItCan: a dispatcher that cannot create the reaper
+// consumer when it starts (here a consumer of that name whose ack policy
+// cannot be changed; in the field, a cluster electing leaders) still
+// batches its removals and binds the consumer as soon as it can, instead
+// of removing runs one by one for the rest of its life.
+func TestReaperBindsOnceItCan(t *testing.T) {
+	t.Parallel()
+	b := setup(t).withEngine(t, map[string]string{"forever": waitsForever})
+	blocker := provision.ReaperConsumerConfig(b.names, time.Second)
+	blocker.AckPolicy = jetstream.AckNonePolicy
+	if _, err := b.js.CreateConsumer(testCtx(t), b.names.TimerStream(), blocker); err != nil {
+		t.Fatal(err)
+	}
+	d := b.dispatcher(t, Config{Retention: time.Second, RemovalBucket: time.Second})
+	if !d.ret.batched {
+		t.Fatal("removals not batched although the timer stream has the reap subjects")
+	}
+	settled := b.settleOne(t, "late")
+	if err := b.js.DeleteConsumer(testCtx(t), b.names.TimerStream(), blocker.Durable); err != nil {
+		t.Fatal(err)
+	}
+	r := b.tombstone(t, "late", 30*time.Second)
+	if r.Status != wire.StatusDone || r.Settled != settled {
+		t.Errorf("tombstone %+v (settled at %v)", r, settled)
+	}
+	// Removed by the bucket's fire through the consumer the dispatcher
+	// bound once it could, not by a removal input of its own.
+	if n := b.historyOf(t, "late"); n != 0 {
+		t.Errorf("the removed run's history holds %d messages", n)
+	}
+	c, err := b.js.Consumer(testCtx(t), b.names.TimerStream(), blocker.Durable)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info := c.CachedInfo(); info.Config.AckPolicy != jetstream.AckExplicitPolicy || info.Delivered.Consumer == 0 {
+		t.Errorf("reaper consumer %+v delivered %+v; want the dispatcher's, having delivered the bucket's fire", info.Config, info.Delivered)
+	}
+}
+
+// TestArchiveBeforeRemovalOneByOne: where removals go run by run (a
+// timer stream provisioned before batched removal), a deployment that
+// asks for the archive gets it as with batched removal.
+func TestArchiveBeforeRemovalOneByOne(t *testing.T) {
+	t.Parallel()
+	b := setup(t).withEngine(t, map[string]string{"forever": waitsForever})
+	ts, err := b.js.Stream(testCtx(t), b.names.TimerStream())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := ts.CachedInfo().Config
+	cfg.Subjects = slices.DeleteFunc(cfg.Subjects, func(s string) bool { return s == b.names.ReapAll() })
+	if _, err := b.js.UpdateStream(testCtx(t), cfg); err != nil {
+		t.Fatal(err)
+	}
+	d := b.dispatcher(t, Config{Retention: time.Second, RemovalBucket: time.Second, Archive: true})
+	if d.ret.batched {
+		t.Fatal("removals batched although the timer stream has no reap subjects")
+	}
+	settled := b.settleOne(t, "single")
+	history := b.historyOf(t, "single")
+	r := b.tombstone(t, "single", 20*time.Second)
+	if !r.Archived || r.Status != wire.StatusDone || r.Settled != settled {
+		t.Errorf("tombstone %+v (settled at %v)", r, settled)
+	}
+	store, err := kvstore.OpenArchive(testCtx(t), b.js, b.names)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ar, err := store.Get(testCtx(t), "single")
+	if err != nil {
+		t.Fatalf("the run removed one by one was not archived: %v", err)
+	}
+	// The history and the removal's own input, which fired into it.
+	if !ar.Removed.Archived || uint64(len(ar.History)) != history+1 || ar.History[0].Subject != b.names.Start("single") {
+		t.Fatalf("archive: removed %+v, %d messages of history (the stream held %d)", ar.Removed, len(ar.History), history)
+	}
+	natstest.WaitFor(t, 10*time.Second, "the history purged", func() error {
+		if n := b.historyOf(t, "single"); n != 0 {
+			return errorf("%d messages", n)
+		}
+		return nil
+	})
+}
+
+// TestRemovalWaitsForAnInputAfterTheSettlement: an input of a settled run
+// stored after its settlement (an operator's redrive or reset held by a
+// dispatcher that died, here an event the run refuses) defers the run's
+// removal until inputGrace after it, so that the input is taken first;
+// the run is removed then, not kept for ever.
+func TestRemovalWaitsForAnInputAfterTheSettlement(t *testing.T) {
+	t.Parallel()
+	b := setup(t).withEngine(t, map[string]string{"forever": waitsForever})
+	const ackWait = 3 * time.Second
+	b.dispatcher(t, Config{Retention: time.Second, RemovalBucket: time.Second, AckWait: ackWait})
+	settled := b.settleOne(t, "late-input")
+	ack, err := b.js.Publish(testCtx(t), b.names.Event("late-input", "x"), []byte(`{}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	in, err := b.js.Stream(testCtx(t), b.names.InputStream())
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := in.GetMsg(testCtx(t), ack.Sequence)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := b.tombstone(t, "late-input", 30*time.Second)
+	if r.Status != wire.StatusDone || r.Settled != settled {
+		t.Errorf("tombstone %+v (settled at %v)", r, settled)
+	}
+	if grace := float64(m.Time.Add(inputGrace(ackWait)).UnixMilli()); r.At < grace {
+		t.Errorf("removed at %v, before the grace after the late input (stored %v) ended at %v", r.At, m.Time.UnixMilli(), grace)
+	}
+}
+
+// TestSweepRemovesRunsSettledBeforeRetention: runs that settled while
+// retention was off have no removal scheduled, and stay; a retention
+// sweep (the bulk job `jetflow retention sweep` submits, carried out by
+// a dispatcher's job runner) schedules it, and they are removed. A
+// waiting run is skipped by the sweep and kept.
+func TestSweepRemovesRunsSettledBeforeRetention(t *testing.T) {
+	t.Parallel()
+	b := setup(t).withEngine(t, map[string]string{"forever": waitsForever})
+	before := b.dispatcher(t, Config{Retention: -1})
+	settled := map[string]float64{}
+	for _, id := range []string{"old-1", "old-2"} {
+		settled[id] = b.settleOne(t, id)
+	}
+	b.publish(t, b.names.Start("waiting"), wire.Start{Workflow: "forever"}, "start/waiting")
+	b.waitStatus(t, "waiting", wire.StatusWaiting, 10*time.Second)
+	if err := before.Stop(testCtx(t)); err != nil {
+		t.Fatal(err)
+	}
+
+	b.dispatcher(t, Config{Retention: time.Second, RemovalBucket: time.Second})
+	c, err := client.New(testCtx(t), b.js, client.Config{Names: b.names})
+	if err != nil {
+		t.Fatal(err)
+	}
+	j, err := c.SubmitJob(testCtx(t), client.JobSpec{Operation: client.OpRetentionSweep})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done, err := c.WatchJob(testCtx(t), j.ID, func(*wire.Job) bool { return true })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if done.State != wire.JobDone || done.Matched != 3 || done.Sent != 2 || done.Skipped != 1 || done.Errors != 0 {
+		t.Fatalf("sweep job %+v; want done, 3 matched, 2 swept, the waiting run skipped", done)
+	}
+	for id, at := range settled {
+		if r := b.tombstone(t, id, 30*time.Second); r.Status != wire.StatusDone || r.Settled != at {
+			t.Errorf("tombstone of %s: %+v (settled at %v)", id, r, at)
+		}
+	}
+	if st := b.record(t, "waiting"); st == nil || st.Status == nil || st.Status.Status != wire.StatusWaiting {
+		t.Errorf("the waiting run: %+v", st)
+	}
+}
