@@ -95,18 +95,6 @@ func TestTimerSurvivesRestarts(t *testing.T) {
 	})
 }
 
-// sleepier is sleepy with a timer of 1 s.
-const sleepier = `{
-  "$workflow": "0.2",
-  "revision": "sleepier/1",
-  "initial": "wait",
-  "states": {
-    "wait": {"on": [{"event": "go", "to": "early"}], "after": {"ms": 1000, "to": "late"}},
-    "early": {"final": true},
-    "late": {"final": true}
-  }
-}`
-
 func TestSettledRunPurgesItsTimers(t *testing.T) {
 	t.Parallel()
 	// The event must be applied, and the schedule purged, before the 3 s
