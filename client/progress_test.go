@@ -91,6 +91,17 @@ func (o *orderRun) result(node string, output any, fail string) {
 	o.apply(run.Message{Kind: run.KindResult, Result: r})
 }
 
+// paid starts a run of the order, settles its three checks and pays, so
+// that it enters fulfil and invokes ship.
+func (o *orderRun) paid(runID string) {
+	o.t.Helper()
+	o.apply(run.Message{Kind: run.KindStart, RunID: runID, Input: map[string]any{"sku": "KB-42", "qty": 2.0, "customer": "ada"}})
+	o.result("stock", map[string]any{"available": true}, "")
+	o.result("price", map[string]any{"total": 59.98}, "")
+	o.result("fraud", map[string]any{"score": 0.1}, "")
+	o.apply(run.Message{Kind: run.KindEvent, Event: &run.Event{Type: "payment", Payload: map[string]any{"amount": 59.98}, HasPayload: true}})
+}
+
 // track observes every record with tr and writes each progress as a line
 // (line).
 func (o *orderRun) track(tr *client.Tracker) []string {
@@ -138,11 +149,7 @@ func line(p client.Progress) string {
 func TestTrackerFollowsAPaidOrder(t *testing.T) {
 	t.Parallel()
 	o := newOrderRun(t)
-	o.apply(run.Message{Kind: run.KindStart, RunID: "r1", Input: map[string]any{"sku": "KB-42", "qty": 2.0, "customer": "ada"}})
-	o.result("stock", map[string]any{"available": true}, "")
-	o.result("price", map[string]any{"total": 59.98}, "")
-	o.result("fraud", map[string]any{"score": 0.1}, "")
-	o.apply(run.Message{Kind: run.KindEvent, Event: &run.Event{Type: "payment", Payload: map[string]any{"amount": 59.98}, HasPayload: true}})
+	o.paid("r1")
 	o.result("task", map[string]any{"tracking": "T1"}, "") // ship
 	o.result("task", map[string]any{"notified": true}, "") // notify
 	want := []string{
@@ -257,11 +264,7 @@ func TestTrackerTakesTheAnnouncedStatus(t *testing.T) {
 func TestTrackerReportsARetryItDidNotSee(t *testing.T) {
 	t.Parallel()
 	o := newOrderRun(t)
-	o.apply(run.Message{Kind: run.KindStart, RunID: "r6", Input: map[string]any{"sku": "KB-42", "qty": 2.0, "customer": "ada"}})
-	o.result("stock", map[string]any{"available": true}, "")
-	o.result("price", map[string]any{"total": 59.98}, "")
-	o.result("fraud", map[string]any{"score": 0.1}, "")
-	o.apply(run.Message{Kind: run.KindEvent, Event: &run.Event{Type: "payment", Payload: map[string]any{"amount": 59.98}, HasPayload: true}})
+	o.paid("r6")
 	inv := o.invokes["task"]
 	o.apply(run.Message{Kind: run.KindResult, Result: &run.TaskResult{Activation: inv.Activation, Node: "task", Attempt: inv.Attempt, Error: &run.TaskError{Message: "carrier down"}}})
 	a := o.st.Work.Running["task"]
@@ -298,11 +301,7 @@ func TestTrackerReportsARetryItDidNotSee(t *testing.T) {
 func TestTrackerReportsTasksOfSkippedRecords(t *testing.T) {
 	t.Parallel()
 	o := newOrderRun(t)
-	o.apply(run.Message{Kind: run.KindStart, RunID: "r7", Input: map[string]any{"sku": "KB-42", "qty": 2.0, "customer": "ada"}})
-	o.result("stock", map[string]any{"available": true}, "")
-	o.result("price", map[string]any{"total": 59.98}, "")
-	o.result("fraud", map[string]any{"score": 0.1}, "")
-	o.apply(run.Message{Kind: run.KindEvent, Event: &run.Event{Type: "payment", Payload: map[string]any{"amount": 59.98}, HasPayload: true}})
+	o.paid("r7")
 	o.result("task", map[string]any{"tracking": "T1"}, "") // ship
 	o.result("task", nil, "mail server down")              // notify, caught or failed
 	o.records = o.records[len(o.records)-1:]
