@@ -1,12 +1,10 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"io"
 	"net/http"
-	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -81,26 +79,7 @@ func TestConsoleAuthAndAudit(t *testing.T) {
 	waitStatus(t, f, "au-2", "waiting")
 
 	const token = "a-console-token-for-the-test"
-	cmd := exec.Command(binary, "console", "--nats", f.URL(), "--http", "127.0.0.1:0", "--console-actions")
-	cmd.Env = testEnv([]string{"JETFLOW_CONSOLE_TOKEN=" + token})
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var errOut lockedBuffer
-	cmd.Stderr = &errOut
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	first := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(stdout)
-		if sc.Scan() {
-			first <- sc.Text()
-		}
-		_, _ = io.Copy(io.Discard, stdout)
-	}()
+	first, errOut := startLines(t, []string{"JETFLOW_CONSOLE_TOKEN=" + token}, "console", "--nats", f.URL(), "--http", "127.0.0.1:0", "--console-actions")
 	var base string
 	select {
 	case l := <-first:
@@ -152,26 +131,7 @@ func TestConsoleAuthAndAudit(t *testing.T) {
 func TestAuditFollow(t *testing.T) {
 	t.Parallel()
 	f := verbServer(t)
-	cmd := exec.Command(binary, "audit", "--follow", "--nats", f.URL())
-	cmd.Env = testEnv(nil)
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var errOut lockedBuffer
-	cmd.Stderr = &errOut
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	lines := make(chan string, 4)
-	go func() {
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			lines <- sc.Text()
-		}
-		close(lines)
-	}()
+	lines, errOut := startLines(t, nil, "audit", "--follow", "--nats", f.URL())
 	// The task pause is written while audit follows: whether it is read in
 	// the first pass or by a later look, it is printed once.
 	if out, errOut, exit := runEnv(t, []string{"JETFLOW_OPERATOR=carla"}, "", "task", "pause", "echo@1", "--nats", f.URL()); exit != 0 {

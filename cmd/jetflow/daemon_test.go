@@ -215,3 +215,35 @@ func (b *lockedBuffer) String() string {
 	defer b.mu.Unlock()
 	return b.b.String()
 }
+
+// startLines starts the binary with args and env (testEnv's) and returns
+// its standard output line by line (the channel closes when it ends) and
+// its standard error; lines past 64 unread ones are dropped. The process
+// is killed when the test ends.
+func startLines(t *testing.T, env []string, args ...string) (<-chan string, *lockedBuffer) {
+	t.Helper()
+	cmd := exec.Command(binary, args...)
+	cmd.Env = testEnv(env)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	errOut := &lockedBuffer{}
+	cmd.Stderr = errOut
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	lines := make(chan string, 64)
+	go func() {
+		defer close(lines)
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			select {
+			case lines <- sc.Text():
+			default: // nobody reads that far: keep the process writing
+			}
+		}
+	}()
+	return lines, errOut
+}
