@@ -75,6 +75,17 @@ func TestBrowserActions(t *testing.T) {
 	if cmd := text(`#timeline li.k-start code[id^="reset-cmd-"]`); !strings.HasPrefix(cmd, "jetflow reset act-1 --to ") {
 		t.Errorf("reset command %q", cmd)
 	}
+	do("ask to reset act-1 to its start, in the page",
+		chromedp.Click(chromedp.CSS(`#timeline li.k-start .entry-head`)),
+		chromedp.WaitVisible(chromedp.CSS(`#timeline li.k-start button.reset-here`)),
+		chromedp.Click(chromedp.CSS(`#timeline li.k-start button.reset-here`)),
+		chromedp.WaitVisible(chromedp.CSS(`#timeline li.k-start #confirm-cmd`)))
+	if cmd := text(`#timeline li.k-start #confirm-cmd`); !strings.HasPrefix(cmd, "jetflow reset act-1 --to ") {
+		t.Errorf("reset confirmation command %q", cmd)
+	}
+	do("go back without resetting",
+		chromedp.Click(chromedp.CSS(`#timeline li.k-start #confirm-no`)),
+		chromedp.WaitNotPresent(chromedp.CSS(`#timeline li.k-start #confirm-cmd`)))
 
 	// keep-1 is paused, so the filter (waiting runs of order) leaves it.
 	if err := b.f.Client.Pause(ctx, "keep-1", "kept out of the bulk job", "test"); err != nil {

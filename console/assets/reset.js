@@ -14,15 +14,17 @@ function resetControl(runID, e) {
   if (!['applied', 'rejected', 'ignored'].includes(e.outcome)) return null;
   const cmd = 'jetflow reset ' + shellQuote(runID) + ' --to ' + e.seq + resetFlags;
   const result = h('p', { class: 'muted', 'aria-live': 'polite' });
+  const ask = h('div', { class: 'reset-confirm' });
   const button = h('button', { type: 'button', class: 'reset-here', disabled: !ACTIONS, title: ACTIONS ? '' : 'read-only console' }, 'Reset the run to its state after this input');
-  button.addEventListener('click', async () => {
-    if (!window.confirm('Take run ' + runID + ' back to its state after input ' + e.seq + '? What it did since is superseded, and its tasks from there run again.')) return;
-    try {
-      const res = await post('/runs/' + encodeURIComponent(runID) + '/reset', { to: e.seq, reason: '' });
-      result.textContent = 'Reset sent (input ' + res.seq + '): the history marks its verdict.';
-    } catch (err) {
-      result.textContent = String(err.message || err);
-    }
+  button.addEventListener('click', () => {
+    confirmStep(ask, 'Take run ' + runID + ' back to its state after input ' + e.seq + '? What it did since is superseded, and its tasks from there run again.', cmd, 'Reset', async () => {
+      try {
+        const res = await post('/runs/' + encodeURIComponent(runID) + '/reset', { to: e.seq, reason: '' });
+        result.textContent = 'Reset sent (input ' + res.seq + '): the history marks its verdict.';
+      } catch (err) {
+        result.textContent = String(err.message || err);
+      }
+    });
   });
-  return h('div', { class: 'reset' }, h('h4', {}, 'Reset'), button, commandLine('reset-cmd-' + e.seq, cmd), result);
+  return h('div', { class: 'reset' }, h('h4', {}, 'Reset'), button, commandLine('reset-cmd-' + e.seq, cmd), ask, result);
 }
