@@ -259,7 +259,9 @@ func TestPermissionMatrix(t *testing.T) {
 	if err := app.StartRun(ctx, "brief", "b1", nil); err != nil {
 		t.Fatal(err)
 	}
-	natstest.WaitFor(t, 30*time.Second, "b1 removed by retention", func() error {
+	// A removal waits out twice the ack wait (60 s here) after any input
+	// stored after the settling one, such as a late duplicate timer fire.
+	natstest.WaitFor(t, 2*time.Minute, "b1 removed by retention", func() error {
 		_, err := observer.Status(ctx, "b1")
 		if !errors.Is(err, runrecord.ErrRemoved) {
 			return fmt.Errorf("status: %w", err)
