@@ -51,25 +51,7 @@ type Seg struct {
 // when nil), and returns its result sequence: n items, the one in one
 // when n is 1, all of them in many when n is 2 or more.
 func (q *Query) Hosted(b *Budget, h Host, data any) (one any, many []any, n int, err error) {
-	f := framePool.Get().(*frame)
-	*f = frame{stepsLeft: q.lim.Steps, bytesLeft: q.lim.Bytes, lim: &q.lim, host: h}
-	if b != nil {
-		f.budget = b
-		f.stepsLeft, f.bytesLeft = b.stepLimit()-b.steps, b.byteLimit()-b.bytes
-	}
-	if q.frameSize <= len(f.buf) {
-		f.slots = f.buf[:q.frameSize]
-	} else {
-		f.slots = make([]any, q.frameSize)
-	}
-	f.slots[0] = data
-	for i, name := range q.externals {
-		if x, ok := h.External(name); ok {
-			f.slots[q.extSlots[i]] = x
-		} else {
-			f.slots[q.extSlots[i]] = unboundT{}
-		}
-	}
+	f := q.newFrame(data, b, h, h.External)
 	v, err := q.hostedRun(f, b)
 	*f = frame{}
 	framePool.Put(f)

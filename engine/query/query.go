@@ -142,25 +142,10 @@ func jsonText(v any) string {
 // budget replaces the step and byte limits, and is charged what the
 // evaluation spent, whether it succeeded or not.
 func (q *Query) evaluate(data any, ext map[string]any, b *Budget) (v any, err error) {
-	f := framePool.Get().(*frame)
-	*f = frame{stepsLeft: q.lim.Steps, bytesLeft: q.lim.Bytes, lim: &q.lim}
-	if b != nil {
-		f.budget = b
-		f.stepsLeft, f.bytesLeft = b.stepLimit()-b.steps, b.byteLimit()-b.bytes
-	}
-	if q.frameSize <= len(f.buf) {
-		f.slots = f.buf[:q.frameSize]
-	} else {
-		f.slots = make([]any, q.frameSize)
-	}
-	f.slots[0] = data
-	for i, name := range q.externals {
-		if x, ok := ext[name]; ok {
-			f.slots[q.extSlots[i]] = x
-		} else {
-			f.slots[q.extSlots[i]] = unboundT{}
-		}
-	}
+	f := q.newFrame(data, b, nil, func(name string) (any, bool) {
+		x, ok := ext[name]
+		return x, ok
+	})
 	defer func() {
 		if b != nil {
 			b.steps, b.bytes = b.stepLimit()-f.stepsLeft, b.byteLimit()-f.bytesLeft
@@ -268,3 +253,29 @@ func (q *Query) Externals() []string { return append([]string(nil), q.externals.
 
 // Doc returns the document the query was compiled from.
 func (q *Query) Doc() any { return q.doc }
+
+// newFrame takes a frame from the pool for one evaluation of q over data:
+// the query's own limits, or what b has left; host h (nil for none); each
+// external variable as external gives it, unbound when it does not.
+func (q *Query) newFrame(data any, b *Budget, h Host, external func(string) (any, bool)) *frame {
+	f := framePool.Get().(*frame)
+	*f = frame{stepsLeft: q.lim.Steps, bytesLeft: q.lim.Bytes, lim: &q.lim, host: h}
+	if b != nil {
+		f.budget = b
+		f.stepsLeft, f.bytesLeft = b.stepLimit()-b.steps, b.byteLimit()-b.bytes
+	}
+	if q.frameSize <= len(f.buf) {
+		f.slots = f.buf[:q.frameSize]
+	} else {
+		f.slots = make([]any, q.frameSize)
+	}
+	f.slots[0] = data
+	for i, name := range q.externals {
+		if x, ok := external(name); ok {
+			f.slots[q.extSlots[i]] = x
+		} else {
+			f.slots[q.extSlots[i]] = unboundT{}
+		}
+	}
+	return f
+}
