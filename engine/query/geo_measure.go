@@ -93,57 +93,54 @@ func lineLength(line []any) float64 {
 // running total.
 func geoArea(v any) float64 {
 	var total float64
-	areaInto(v, &total, 0)
-	return total
-}
-
-func areaInto(v any, total *float64, depth int) {
-	typ, coords, inner, members := geometryOf(v, depth)
-	if inner != nil {
-		areaInto(inner, total, depth+1)
-	}
-	for _, m := range members {
-		areaInto(m, total, depth+1)
-	}
-	switch typ {
-	case "Polygon":
-		*total += polygonArea(jsList(coords))
-	case "MultiPolygon":
-		for _, poly := range jsList(coords) {
-			*total += polygonArea(jsList(poly))
+	eachGeometry(v, 0, func(typ, coords any) {
+		switch typ {
+		case "Polygon":
+			total += polygonArea(jsList(coords))
+		case "MultiPolygon":
+			for _, poly := range jsList(coords) {
+				total += polygonArea(jsList(poly))
+			}
 		}
-	}
+	})
+	return total
 }
 
 // geoLength sums the lines and ring perimeters the value holds.
 func geoLength(v any) float64 {
 	var total float64
-	lengthInto(v, &total, 0)
+	eachGeometry(v, 0, func(typ, coords any) {
+		switch typ {
+		case "LineString":
+			total += lineLength(jsList(coords))
+		case "MultiLineString", "Polygon":
+			for _, line := range jsList(coords) {
+				total += lineLength(jsList(line))
+			}
+		case "MultiPolygon":
+			for _, poly := range jsList(coords) {
+				for _, ring := range jsList(poly) {
+					total += lineLength(jsList(ring))
+				}
+			}
+		}
+	})
 	return total
 }
 
-func lengthInto(v any, total *float64, depth int) {
+// eachGeometry calls f with every geometry the value holds, in the order
+// the reference's sums visit them (a Feature's geometry and a
+// collection's members first, then the value's own coordinates), so that
+// the running totals add in the same order.
+func eachGeometry(v any, depth int, f func(typ, coords any)) {
 	typ, coords, inner, members := geometryOf(v, depth)
 	if inner != nil {
-		lengthInto(inner, total, depth+1)
+		eachGeometry(inner, depth+1, f)
 	}
 	for _, m := range members {
-		lengthInto(m, total, depth+1)
+		eachGeometry(m, depth+1, f)
 	}
-	switch typ {
-	case "LineString":
-		*total += lineLength(jsList(coords))
-	case "MultiLineString", "Polygon":
-		for _, line := range jsList(coords) {
-			*total += lineLength(jsList(line))
-		}
-	case "MultiPolygon":
-		for _, poly := range jsList(coords) {
-			for _, ring := range jsList(poly) {
-				*total += lineLength(jsList(ring))
-			}
-		}
-	}
+	f(typ, coords)
 }
 
 // geoWithin reports whether the position is inside any polygon the value
