@@ -26,7 +26,7 @@ func TestClusterR3(t *testing.T) {
 		t.Skip("starts a 3-node cluster")
 	}
 	c := natstest.Cluster(t, 3)
-	b := bundle{ctx: testCtx(t, 90*time.Second), names: subjects.Must("t")}
+	b := bundle{ctx: testCtx(t, 4*time.Minute), names: subjects.Must("t")}
 	var jss []jetstream.JetStream
 	for _, s := range c.Servers[:2] {
 		nc, err := nats.Connect(s.ClientURL(), nats.ReconnectWait(20*time.Millisecond), nats.MaxReconnects(-1))
@@ -132,7 +132,11 @@ func TestClusterR3(t *testing.T) {
 		}
 	}
 	c.WaitStreamLeader(b.names.InputStream())
-	m := nextTimer(b.ctx, t, b.js, b.names, "r1", 30*time.Second)
+	// The new leader re-creates the source's consumer; each failure while
+	// the cluster elects adds 10 s more to the server's retry back-off
+	// (server/stream.go calculateRetryBackoff, capped at 2 min), so a
+	// loaded machine can see the fire a minute late.
+	m := nextTimer(b.ctx, t, b.js, b.names, "r1", 150*time.Second)
 	if md, err := m.Metadata(); err != nil || md.Timestamp.Before(due) {
 		t.Errorf("timer fired at %v (%v), due %s", md, err, due)
 	}
