@@ -87,7 +87,7 @@ func TestRetentionRemovesSettledRunsOnly(t *testing.T) {
 		if h != r {
 			t.Errorf("OnRemoved got %+v, the tombstone is %+v", h, r)
 		}
-	case <-time.After(10 * time.Second):
+	case <-time.After(time.Minute):
 		t.Error("OnRemoved was not called")
 	}
 	b.consumerSettled(t, 10*time.Second)
