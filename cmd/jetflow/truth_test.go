@@ -143,6 +143,61 @@ func TestEventWaitSaysWhatTheEventDid(t *testing.T) {
 	}
 }
 
+// deskDoc answers each "ask" with a task, then waits again; "close" ends it.
+const deskDoc = `{"$workflow":"0.2","revision":"d1","initial":"idle","states":{
+ "idle":{"on":[{"event":"ask","to":"answer"},{"event":"close","to":"end"}]},
+ "answer":{"work":{"task":"echo","version":"1"},"then":"idle"},
+ "end":{"final":true}}}`
+
+// TestEventWaitStateAnswers: --wait-state follows the run past the step
+// that took the event until it is back in the state named, and prints its
+// data; --wait-settled follows it to its end; a misspelt state is refused
+// before anything is sent.
+func TestEventWaitStateAnswers(t *testing.T) {
+	t.Parallel()
+	f := verbServer(t)
+	if _, err := f.Deploy(t.Context(), "desk", []byte(deskDoc)); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{"desk-1", "desk-2"} {
+		if _, _, exit := verb(t, f, "start", "desk", "--id", id, "--input", `{"n":7}`); exit != 0 {
+			t.Fatal("start failed")
+		}
+		waitStatus(t, f, id, wire.StatusWaiting)
+	}
+	out, errOut, exit := verb(t, f, "event", "desk-1", "ask", "--wait-state", "idle", "--json")
+	var a struct {
+		Verdict string
+		Reached bool
+		Status  wire.Status
+		States  []string
+		Data    map[string]any
+	}
+	if err := json.Unmarshal([]byte(out), &a); exit != 0 || err != nil || a.Verdict != "moved" || !a.Reached ||
+		a.Status.Status != wire.StatusWaiting || strings.Join(a.States, ",") != "idle" || a.Data["n"] != 7.0 {
+		t.Errorf("--wait-state idle: exit %d, %q %q (%v)", exit, out, errOut, err)
+	}
+	h, _, _ := verb(t, f, "history", "desk-1")
+	if !strings.Contains(h, "echo") {
+		t.Errorf("the answer's task is not in the history:\n%s", h)
+	}
+	_, errOut, exit = verb(t, f, "event", "desk-1", "ask", "--wait-state", "idel")
+	if exit == 0 || !strings.Contains(errOut, `--wait-state: workflow desk (revision d1) of run desk-1 has no state "idel" (did you mean "idle"?); its states: `) {
+		t.Errorf("a misspelt state: exit %d, %q", exit, errOut)
+	}
+	if st, _ := f.Client.Status(t.Context(), "desk-1"); st == nil || st.State != "/states/idle" {
+		t.Errorf("the refused wait sent its event: %+v", st)
+	}
+	out, errOut, exit = verb(t, f, "event", "desk-2", "close", "--wait-state", "answer")
+	if exit != 1 || !strings.Contains(out, "run desk-2 settled (done, in end) without entering answer\nresult: {\"n\":7}\ndata: {\"n\":7}\n") {
+		t.Errorf("a run that settles before the state: exit %d, %q %q", exit, out, errOut)
+	}
+	out, errOut, exit = verb(t, f, "event", "desk-1", "close", "--wait-settled")
+	if exit != 0 || !strings.Contains(out, "moved: it took the transition from idle to end; the run is done\nrun desk-1 is done (in end)\n") {
+		t.Errorf("--wait-settled: exit %d, %q %q", exit, out, errOut)
+	}
+}
+
 // TestBeforeStartSendsAndSaysTheWindow: --before-start sends an input
 // for a run that does not exist, saying that only an input stored after
 // its start is kept; without it the verbs refuse (TestVerbsRefuseRunsThatDoNotExist).
