@@ -41,7 +41,14 @@ func Summarize(names subjects.Names, m Message) (kind, summary string) {
 		if rev == "" {
 			rev = "(latest)"
 		}
-		return kind, fmt.Sprintf("workflow=%s revision=%s input=%dB", b.Workflow, rev, len(b.Input))
+		text := fmt.Sprintf("workflow=%s revision=%s input=%dB", b.Workflow, rev, len(b.Input))
+		if e := b.Event; e != nil {
+			text += " event=" + e.Type
+			if len(e.Payload) > 0 {
+				text += " payload=" + compact(e.Payload, 80)
+			}
+		}
+		return kind, text
 	case subjects.KindEvent:
 		if len(bytes.TrimSpace(m.Data)) == 0 {
 			return kind, "type=" + eventType + " (no payload)"

@@ -40,6 +40,8 @@ type Input struct {
 	redriveTo string
 	// resetTo is the input sequence a reset takes its run back to.
 	resetTo uint64
+	// startEvent is the event a start carries (startevent.go).
+	startEvent *run.Event
 	// refused is why an input addressed to a run cannot apply (it wraps
 	// ErrMalformed); msg is then empty. A run that exists records the
 	// refusal; without one the input is terminated.
@@ -161,6 +163,16 @@ func (in *Input) parseStart(data []byte) error {
 	}
 	in.Start = &body
 	in.msg.Kind, in.msg.Input = run.KindStart, v
+	if e := body.Event; e != nil {
+		if err := subjects.CheckEventType(e.Type); err != nil {
+			return fmt.Errorf("%w: start body: event type: %w", ErrMalformed, err)
+		}
+		p, err := optionalValue(e.Payload)
+		if err != nil {
+			return malformed("start event payload: %v", err)
+		}
+		in.startEvent = &run.Event{Type: e.Type, Payload: p, HasPayload: len(e.Payload) > 0}
+	}
 	return nil
 }
 

@@ -182,6 +182,8 @@ func transit(s Settings, def *Definition, in *Input, seq uint64, now float64, cu
 		// Malformed, but addressed to this run: its refusal is recorded
 		// where status and history show it.
 		err = fmt.Errorf("%w: %w", run.ErrRejected, in.refused)
+	} else if in.startEvent != nil {
+		next, effects, err = startWithEvent(def, in, st, msg)
 	} else {
 		next, effects, err = screenAndApply(s, def, in, st, msg)
 	}

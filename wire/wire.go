@@ -28,6 +28,17 @@ type Start struct {
 	Revision string `json:"revision,omitempty"`
 	// Input is the run input (absent means null).
 	Input json.RawMessage `json:"input,omitempty"`
+	// Event, when present, is delivered in the same step: right after
+	// the start that creates the run, or, when the run exists and has
+	// not ended, to it alone (signal with start).
+	Event *StartEvent `json:"event,omitempty"`
+}
+
+// StartEvent is the event a start carries.
+type StartEvent struct {
+	Type string `json:"type"`
+	// Payload is the event's payload (absent: an event without one).
+	Payload json.RawMessage `json:"payload,omitempty"`
 }
 
 // Invocation is the body of a task invocation a worker receives.

@@ -46,7 +46,7 @@ func newEvent(s streams) *cobra.Command {
 			"terminated. A paused run is followed on until it is resumed.",
 		Example: "  jetflow event order-1001 payment --payload '{\"amount\":59.98}'\n" +
 			"  jetflow event order-1001 payment --payload '{\"amount\":59.98}' --wait-state ship --json",
-		Args:    namedArgs("RUN", "TYPE"),
+		Args: namedArgs("RUN", "TYPE"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			id, typ := args[0], args[1]
 			var body json.RawMessage
