@@ -69,7 +69,8 @@ type sample struct {
 	at    float64
 	value float64
 	null  bool
-	row   int // the source row's index
+	canon bool // the row is an object whose own at and value these are
+	row   int  // the source row's index
 }
 
 // canonicalSamples reads every row's instant and reading, refusing a row
@@ -80,15 +81,17 @@ func canonicalSamples(f *frame, sc *scratch, rows []any, at, val *rowSelector, p
 	f.charge(len(rows), path)
 	out := sc.samples(len(rows))
 	sorted := true
+	// a row read through the bare names at and value is already what
+	// canonicalRow answers when its at is a number
+	bare := at.path == nil && at.name == "at" && val.path == nil && val.name == "value"
 	for i, row := range rows {
-		switch row.(type) {
-		case map[string]any, []any:
-		default:
+		_, isObj := row.(map[string]any)
+		if _, isArr := row.([]any); !isObj && !isArr {
 			refuseSeries("row " + strconv.Itoa(i) + " is not an object")
 		}
 		v, ok := at.read(row)
 		if ms, isNum := v.(float64); isNum && !math.IsInf(ms, 0) && ms == ms {
-			out[i].at = ms
+			out[i].at, out[i].canon = ms, bare && isObj
 		} else {
 			out[i].at = epochAt(v, ok, i)
 		}
@@ -508,6 +511,9 @@ type asofSpec struct {
 // numeric at and a value, or the row itself when it already is one.
 func canonicalRow(f *frame, rows []any, s *sample, path string) map[string]any {
 	src, _ := rows[s.row].(map[string]any)
+	if s.canon {
+		return src
+	}
 	if a, ok := src["at"].(float64); ok && a == s.at {
 		w, ok := src["value"]
 		if n, isNum := w.(float64); ok && (w == nil && s.null || isNum && !s.null && n == s.value) {
