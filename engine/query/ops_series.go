@@ -498,7 +498,7 @@ func buildAsof(a []arg, opPath string, later func(func())) getter {
 			sc := borrowScratch()
 			l := canonicalSamples(f, sc, left, s.leftAt, valueMember, specPath)
 			r := canonicalSamples(f, sc, right, s.rightAt, valueMember, specPath)
-			out = asof(f, left, right, l, r, s, specPath)
+			out = asof(f, sc, left, right, l, r, s, specPath)
 			sc.release()
 		})
 		for range out {

@@ -129,6 +129,7 @@ func canonicalSamples(f *frame, sc *scratch, rows []any, at, val *rowSelector, p
 type scratch struct {
 	bufs [2][]sample
 	used int
+	all  asofGroup // the ungrouped $asof's one group
 }
 
 var scratchPool = sync.Pool{New: func() any { return new(scratch) }}
@@ -146,9 +147,23 @@ func (sc *scratch) samples(n int) []sample {
 	return out
 }
 
-// release forgets the rows the samples point at and returns the slices;
-// very large ones are left to the collector.
+// group returns the ungrouped $asof's group, empty, with room for n rows.
+func (sc *scratch) group(n int) *asofGroup {
+	g := &sc.all
+	if cap(g.rows) < n {
+		g.rows, g.at = make([]map[string]any, 0, n), make([]float64, 0, n)
+	}
+	g.rows, g.at, g.groupEnd, g.cursor = g.rows[:0], g.at[:0], g.groupEnd[:0], 0
+	return g
+}
+
+// release forgets the rows the samples and the group point at and keeps
+// the slices; very large ones are left to the collector.
 func (sc *scratch) release() {
+	clear(sc.all.rows[:cap(sc.all.rows)])
+	if cap(sc.all.rows) > 1<<14 {
+		sc.all = asofGroup{}
+	}
 	for i := range sc.bufs[:sc.used] {
 		clear(sc.bufs[i])
 		if cap(sc.bufs[i]) > 1<<14 {
@@ -578,7 +593,10 @@ type asofGroup struct {
 func newGroup() *asofGroup { return &asofGroup{} }
 
 func (g *asofGroup) seal() {
-	g.groupEnd = make([]int, len(g.at))
+	if cap(g.groupEnd) < len(g.at) {
+		g.groupEnd = make([]int, len(g.at))
+	}
+	g.groupEnd = g.groupEnd[:len(g.at)]
 	for i := len(g.at) - 1; i >= 0; i-- {
 		if i+1 < len(g.at) && g.at[i+1] == g.at[i] {
 			g.groupEnd[i] = g.groupEnd[i+1]
@@ -590,12 +608,13 @@ func (g *asofGroup) seal() {
 
 // asof joins each left row to the right row current for it, walking one
 // cursor forward per group.
-func asof(f *frame, leftRows, rightRows []any, left, right []sample, s *asofSpec, path string) []asofJoin {
+func asof(f *frame, sc *scratch, leftRows, rightRows []any, left, right []sample, s *asofSpec, path string) []asofJoin {
 	var groups map[joinKey]*asofGroup
 	var all *asofGroup
 	if s.by == nil {
-		// one group holds every right row: size it once
-		all = &asofGroup{rows: make([]map[string]any, 0, len(right)), at: make([]float64, 0, len(right))}
+		// one group holds every right row: its slices are lent by
+		// scratch (what the join answers is copied out of them)
+		all = sc.group(len(right))
 	} else {
 		groups = map[joinKey]*asofGroup{}
 	}
