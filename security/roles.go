@@ -77,6 +77,9 @@ func Dispatcher(n subjects.Names, user string) Permissions {
 		// through the stream leader; and, message by message, the
 		// history of a run it rebuilds for a reset (replay.Rewind).
 		api("STREAM.MSG.GET", in),
+		// Before removals by retention, the runs' latest redrives and
+		// resets, many runs a request (dispatcher/revival.go).
+		api("DIRECT.GET", in),
 		n.TaskAll(), n.ScheduleAll(), n.StatusAll(),
 		// Batched removal (dispatcher/reaper.go): due entries and bucket
 		// schedules, the shared reaper consumer of bucket fires, and an
