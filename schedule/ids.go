@@ -9,7 +9,6 @@ import (
 // slotLayout names a fire time in a run id: whole seconds, UTC.
 const slotLayout = "20060102T150405Z"
 
-
 // RunID is the id of the run a schedule's fire at slot starts:
 // "<name>-<slot>" with slot as 20060102T150405Z. Every fire for the same
 // time, a duplicate after a server's leader change included, names the
