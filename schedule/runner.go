@@ -56,7 +56,15 @@ type Config struct {
 	AckWait time.Duration
 	// OpTimeout bounds each NATS round trip. Default: 5s.
 	OpTimeout time.Duration
+	// LateAfter is how long after its time a fire may be taken and still
+	// count as on time (a fire taken after the schedule's next fire was
+	// due is late too); a late fire is judged by the schedule's catch-up
+	// policy. Default: DefaultLateAfter.
+	LateAfter time.Duration
 }
+
+// DefaultLateAfter is Config.LateAfter's default.
+const DefaultLateAfter = time.Minute
 
 // WithDefaults returns a copy of c with every unset field at its default.
 func (c Config) WithDefaults() Config {
@@ -74,6 +82,9 @@ func (c Config) WithDefaults() Config {
 	}
 	if c.OpTimeout <= 0 {
 		c.OpTimeout = 5 * time.Second
+	}
+	if c.LateAfter <= 0 {
+		c.LateAfter = DefaultLateAfter
 	}
 	return c
 }
@@ -281,25 +292,29 @@ func (r *Runner) act(ctx context.Context, store *Store, name, kind string, m jet
 		return nil
 	}
 	if last, err := time.Parse(time.RFC3339Nano, info.State.LastSlot); err == nil {
-		switch {
-		case slot.Before(last):
-			log.Info("schedule: fire older than the last one acted on dropped", slog.Time("slot", slot), slog.Time("last", last))
-			return nil
-		case slot.Equal(last) && info.State.LastRun != RunID(name, slot):
+		// An older fire may be one a dispatcher died holding, taken
+		// again after a later one: it is judged as any other.
+		if slot.Equal(last) && info.State.LastRun != RunID(name, slot) {
 			log.Info("schedule: duplicate of a fire already acted on dropped", slog.Time("slot", slot))
 			return nil
 		}
 	}
-	late := !now.Before(next)
-	later, err := r.laterFire(octx, store, name, meta.Sequence.Stream)
-	if err != nil {
-		return err
-	}
-	switch {
-	case info.Def.CatchUp == wire.CatchUpNone && (late || later):
-		return r.skip(octx, store, name, slot, fmt.Sprintf("catch-up none: the fire for %s was taken after the next was due", slot.Format(time.RFC3339)), log)
-	case info.Def.CatchUp == wire.CatchUpOne && later:
-		return r.skip(octx, store, name, slot, fmt.Sprintf("catch-up one: a later fire than %s waits", slot.Format(time.RFC3339)), log)
+	// Late: taken after the next fire was due, or more than LateAfter
+	// after its time (no dispatcher was running, or the server made it
+	// late, having been down itself).
+	if late := !now.Before(next) || now.Sub(slot) > r.cfg.LateAfter; late {
+		switch info.Def.CatchUp {
+		case wire.CatchUpNone:
+			return r.skip(octx, store, name, slot, fmt.Sprintf("catch-up none: the fire for %s was taken late, at %s", slot.Format(time.RFC3339), now.Format(time.RFC3339)), log)
+		case wire.CatchUpOne:
+			later, err := r.laterFire(octx, store, name, meta.Sequence.Stream)
+			if err != nil {
+				return err
+			}
+			if later {
+				return r.skip(octx, store, name, slot, fmt.Sprintf("catch-up one: the fire for %s was taken late, and a later fire waits", slot.Format(time.RFC3339)), log)
+			}
+		}
 	}
 	slots := []time.Time{slot}
 	if info.Def.CatchUp == wire.CatchUpAll {
@@ -413,7 +428,15 @@ func (r *Runner) start(ctx context.Context, store *Store, info *Info, slot time.
 			return err
 		}
 		if st.LastRun == runID {
+			log.Info("schedule: fire of a run already started; its start goes again, and is dropped as a duplicate", slog.String("run_id", runID))
 			return r.publishStart(ctx, info.Def, runID)
+		}
+		if last, err := time.Parse(time.RFC3339Nano, st.LastSlot); err == nil && slot.Before(last) {
+			// An older fire: a duplicate if its run exists.
+			if _, err := r.c.Status(ctx, runID); err == nil || errors.Is(err, runrecord.ErrRemoved) {
+				log.Info("schedule: duplicate fire of a run already started dropped", slog.String("run_id", runID))
+				return nil
+			}
 		}
 		waiting := st.Waiting != "" && st.Waiting != slotText
 		busy := false
@@ -442,8 +465,12 @@ func (r *Runner) start(ctx context.Context, store *Store, info *Info, slot time.
 			wait := min(time.Second<<min(recheck, 10), maxRecheck)
 			return r.delay(ctx, store, name, slot, r.cfg.Clock.Now().Add(wait), recheck+1)
 		}
-		st.LastRun = runID
-		st.LastStarted = r.cfg.Clock.Now().UTC().Format(time.RFC3339Nano)
+		// An older fire's run (one taken again after a later one) does
+		// not become the last run: overlap judges against the latest.
+		if last, err := time.Parse(time.RFC3339Nano, st.LastSlot); err != nil || !slot.Before(last) || st.LastRun == "" {
+			st.LastRun = runID
+			st.LastStarted = r.cfg.Clock.Now().UTC().Format(time.RFC3339Nano)
+		}
 		st.Started++
 		if st.Waiting == slotText {
 			st.Waiting = ""

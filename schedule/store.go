@@ -188,7 +188,7 @@ func (s *Store) Get(ctx context.Context, name string) (*Info, error) {
 	}
 	raw, err := s.stream.GetLastMsgForSubject(ctx, s.names.ScheduleDef(name))
 	if errors.Is(err, jetstream.ErrMsgNotFound) {
-		return nil, fmt.Errorf("schedule: %w: %q (jetflow schedule list shows them)", ErrNotFound, name)
+		return nil, fmt.Errorf("%w: %q (jetflow schedule list shows them)", ErrNotFound, name)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("schedule: read %s: %w", name, err)
