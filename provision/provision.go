@@ -1,5 +1,5 @@
 // Package provision owns every JetStream configuration jetflow creates:
-// the input, timer, task and audit streams, the run and workflow buckets
+// the input, timer, task, audit and schedule streams, the run and workflow buckets
 // (Provision), the dispatchers' durable consumer and the task versions'
 // consumers, and the migration of an input stream made by an older
 // jetflow (MigrateInputStream). Nothing else in jetflow creates or
