@@ -211,7 +211,7 @@ func TestScheduleFiresWhileDispatchersAreKilled(t *testing.T) {
 		return nil
 	})
 	e.addDispatcher(dispatcher.Config{AckWait: 2 * time.Second})
-	got = e.waitStarts(t, "beat", len(got)+2)
+	e.waitStarts(t, "beat", len(got)+2)
 	if err := e.scheduleStore(t).Delete(e.ctx, "beat"); err != nil {
 		t.Fatal(err)
 	}
