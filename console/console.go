@@ -300,7 +300,7 @@ func (c *Console) routes() {
 	b := c.cfg.Base
 	m := http.NewServeMux()
 	// Pages: every path renders the same document; the script routes.
-	for _, p := range []string{"/{$}", "/runs/{id}", "/workflows", "/workflows/{name}", "/jobs", "/jobs/{id}", "/audit"} {
+	for _, p := range []string{"/{$}", "/runs/{id}", "/workflows", "/workflows/{name}", "/jobs", "/jobs/{id}", "/audit", "/schedules"} {
 		m.HandleFunc("GET "+b+p, c.servePage)
 	}
 	m.Handle("GET "+b+"/static/", http.StripPrefix(b+"/static/", http.HandlerFunc(c.serveStatic)))
@@ -331,6 +331,7 @@ func (c *Console) routes() {
 	m.HandleFunc("GET "+b+"/api/workflows/{name}", c.apiWorkflow)
 	m.HandleFunc("GET "+b+"/api/workflows/{name}/dag", c.apiWorkflowDAG)
 	m.HandleFunc("GET "+b+"/api/events", c.apiEvents)
+	m.HandleFunc("GET "+b+"/api/schedules", c.apiSchedules)
 	m.HandleFunc(b+"/api/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, fmt.Sprintf("no API endpoint %s %s", r.Method, r.URL.Path))
 	})

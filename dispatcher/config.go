@@ -14,6 +14,7 @@ import (
 	"github.com/jetflow/jetflow/engine/run"
 	"github.com/jetflow/jetflow/registry"
 	"github.com/jetflow/jetflow/runindex"
+	"github.com/jetflow/jetflow/schedule"
 	"github.com/jetflow/jetflow/step"
 	"github.com/jetflow/jetflow/subjects"
 	"github.com/jetflow/jetflow/token"
@@ -172,6 +173,13 @@ type Config struct {
 	// on, runindex's defaults.
 	Index runindex.Config
 
+	// Schedules configures the schedule runner every dispatcher runs
+	// (package schedule): it takes schedule fires and starts their runs;
+	// Schedules.Off turns it off in this process. Its Names, Logger,
+	// Clock, OpTimeout and AckWait default to the dispatcher's. Default:
+	// on.
+	Schedules schedule.Config
+
 	// hooks lets tests stop a step at a crash point.
 	hooks *hooks
 }
@@ -252,6 +260,17 @@ func (c Config) WithDefaults() Config {
 		c.Jobs.Clock = c.Clock
 	}
 	setDefault(&c.Jobs.OpTimeout, c.OpTimeout)
+	if c.Schedules.Names == (subjects.Names{}) {
+		c.Schedules.Names = c.Names
+	}
+	if c.Schedules.Logger == nil {
+		c.Schedules.Logger = c.Logger
+	}
+	if c.Schedules.Clock == nil {
+		c.Schedules.Clock = c.Clock
+	}
+	setDefault(&c.Schedules.OpTimeout, c.OpTimeout)
+	setDefault(&c.Schedules.AckWait, c.AckWait)
 	if c.Index.Names == (subjects.Names{}) {
 		c.Index.Names = c.Names
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/jetflow/jetflow/provision"
 	"github.com/jetflow/jetflow/registry"
 	"github.com/jetflow/jetflow/runindex"
+	"github.com/jetflow/jetflow/schedule"
 	"github.com/jetflow/jetflow/step"
 	"github.com/jetflow/jetflow/token"
 	"github.com/jetflow/jetflow/tracing"
@@ -77,6 +78,8 @@ type Dispatcher struct {
 	jobs *bulk.Runner
 	// index keeps the run index beside the steps (package runindex).
 	index *runindex.Indexer
+	// sched starts the runs of schedule fires (package schedule).
+	sched *schedule.Runner
 }
 
 type runQueue struct {
@@ -196,6 +199,14 @@ func (d *Dispatcher) start(ctx context.Context) (lifecycle.Run, error) {
 	if d.index == nil {
 		d.index = runindex.New(d.js, d.cfg.Index)
 	}
+	if d.sched == nil {
+		sc, err := client.New(ctx, d.js, client.Config{Names: names, Store: d.store})
+		if err != nil {
+			d.unwatch()
+			return nil, fmt.Errorf("dispatcher: schedules: %w", err)
+		}
+		d.sched = schedule.New(d.js, sc, d.cfg.Schedules)
+	}
 	// Steps outlive Start's context: only Stop ends them.
 	d.ctx, d.cancel = context.WithCancelCause(context.WithoutCancel(ctx))
 	d.qmu.Lock()
@@ -230,6 +241,7 @@ func (d *Dispatcher) start(ctx context.Context) (lifecycle.Run, error) {
 	}
 	d.jobs.Start()
 	d.index.Start()
+	d.sched.Start()
 	return &cycle{d: d, cc: cc, halt: make(chan struct{}), done: make(chan struct{})}, nil
 }
 
@@ -268,6 +280,7 @@ func (c *cycle) Ending() bool { return false }
 func (d *Dispatcher) windDown(c *cycle) {
 	defer close(c.done)
 	d.jobs.Stop()
+	d.sched.Stop()
 	d.stopReaper()
 	d.index.Stop()
 	c.cc.Drain()

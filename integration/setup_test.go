@@ -178,6 +178,9 @@ func (e *env) addDispatcher(extra dispatcher.Config) *fleet.Fleet {
 	if extra.Retention != 0 {
 		cfg.Retention = extra.Retention
 	}
+	if extra.Schedules.LateAfter != 0 {
+		cfg.Schedules.LateAfter = extra.Schedules.LateAfter
+	}
 	cfg = dispatcherConfig(cfg)
 	cfg.Logger = e.logs.logger(fmt.Sprintf("dispatcher-%d", len(e.dispatchers)+1))
 	f, err := fleet.Start(e.ctx, fleet.Config{

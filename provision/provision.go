@@ -1,5 +1,5 @@
 // Package provision owns every JetStream configuration jetflow creates:
-// the input, timer, task and audit streams, the run and workflow buckets
+// the input, timer, task, audit and schedule streams, the run and workflow buckets
 // (Provision), the dispatchers' durable consumer and the task versions'
 // consumers, and the migration of an input stream made by an older
 // jetflow (MigrateInputStream). Nothing else in jetflow creates or
@@ -328,7 +328,7 @@ func Provision(ctx context.Context, js jetstream.JetStream, names subjects.Names
 	}
 	input.DenyPurge = deny
 	// The timer stream first: the input stream sources from it.
-	for _, cfg := range []jetstream.StreamConfig{TimerStreamConfig(names, opts), input, TaskStreamConfig(names, opts), IndexStreamConfig(names, opts), AuditStreamConfig(names, opts)} {
+	for _, cfg := range []jetstream.StreamConfig{TimerStreamConfig(names, opts), input, TaskStreamConfig(names, opts), IndexStreamConfig(names, opts), AuditStreamConfig(names, opts), ScheduleStreamConfig(names, opts)} {
 		err := ensure(ctx, opts.RetryFor, func(ctx context.Context) error {
 			_, err := js.CreateStream(ctx, cfg)
 			if errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {

@@ -25,6 +25,7 @@ import (
 	"github.com/jetflow/jetflow/provision"
 	"github.com/jetflow/jetflow/registry"
 	"github.com/jetflow/jetflow/runrecord"
+	"github.com/jetflow/jetflow/schedule"
 	"github.com/jetflow/jetflow/subjects"
 	"github.com/jetflow/jetflow/token"
 	"github.com/jetflow/jetflow/wire"
@@ -367,6 +368,33 @@ func TestPermissionMatrix(t *testing.T) {
 	if page, err := operator.AuditPage(ctx, 0, 10, client.AuditFilter{Run: "p3"}); err != nil || len(page.Entries) != 1 || page.Entries[0].Who != "ops" {
 		t.Fatalf("the operator's read of the audit log: %+v, %v", page, err)
 	}
+	// ... and creates a schedule, whose fires the dispatcher turns into
+	// runs (reading and writing the schedule's state, deleting the fires
+	// it took), then deletes it.
+	sched, err := schedule.Open(ctx, r.op.js, n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sched.Create(ctx, wire.Schedule{Name: "tick", Workflow: "timed", Every: "1s", Overlap: wire.OverlapAllow}); err != nil {
+		t.Fatal(err)
+	}
+	var ticked string
+	natstest.WaitFor(t, time.Minute, "a scheduled run", func() error {
+		info, err := sched.Get(ctx, "tick")
+		if err != nil {
+			return err
+		}
+		if ticked = info.State.LastRun; ticked == "" {
+			return errors.New("no run yet")
+		}
+		return nil
+	})
+	if st, err := observer.Wait(ctx, ticked); err != nil || st.Status != wire.StatusDone {
+		t.Fatalf("scheduled run %s: %+v, %v", ticked, st, err)
+	}
+	if err := sched.Delete(ctx, "tick"); err != nil {
+		t.Fatal(err)
+	}
 	for _, c := range []*conn{r.op, r.disp, r.workerA, r.workerB, r.app, r.events, r.observer} {
 		if v := c.all(); len(v) > 0 {
 			t.Fatalf("%s was refused during a normal run: %v", c.user, v)
@@ -458,6 +486,18 @@ func TestPermissionMatrix(t *testing.T) {
 		{r.observer, "mark the run index off", n.IndexOff(), jsPublish(r.observer, n.IndexOff())},
 		{r.app, "rebuild the run index", "$JS.API.CONSUMER.DELETE.KV_" + n.RunBucket() + "." + n.IndexerConsumer(), request(r.app, "$JS.API.CONSUMER.DELETE.KV_"+n.RunBucket()+"."+n.IndexerConsumer())},
 		{r.observer, "rebuild the run index", "$JS.API.CONSUMER.DELETE.KV_" + n.RunBucket() + "." + n.IndexerConsumer(), request(r.observer, "$JS.API.CONSUMER.DELETE.KV_"+n.RunBucket()+"."+n.IndexerConsumer())},
+		// Schedules are the operator's: nobody else may create, trigger
+		// or delete one, nor fire one itself; a dispatcher only writes a
+		// schedule's state and delays.
+		{r.app, "create a schedule", n.ScheduleDef("evil"), jsPublish(r.app, n.ScheduleDef("evil"))},
+		{r.observer, "create a schedule", n.ScheduleDef("evil"), jsPublish(r.observer, n.ScheduleDef("evil"))},
+		{r.events, "trigger a schedule", n.ScheduleTrigger("evil"), jsPublish(r.events, n.ScheduleTrigger("evil"))},
+		{r.workerA, "create a schedule", n.ScheduleDef("evil"), jsPublish(r.workerA, n.ScheduleDef("evil"))},
+		{r.disp, "create a schedule", n.ScheduleDef("evil"), jsPublish(r.disp, n.ScheduleDef("evil"))},
+		{r.disp, "fire a schedule itself", n.ScheduleFire("evil"), jsPublish(r.disp, n.ScheduleFire("evil"))},
+		{r.disp, "delete a schedule", "$JS.API.STREAM.PURGE." + n.ScheduleStream(), request(r.disp, "$JS.API.STREAM.PURGE."+n.ScheduleStream())},
+		{r.observer, "read the schedules", "$JS.API.STREAM.INFO." + n.ScheduleStream(), request(r.observer, "$JS.API.STREAM.INFO."+n.ScheduleStream())},
+		{r.app, "take schedule fires", "$JS.API.CONSUMER.MSG.NEXT." + n.ScheduleStream() + "." + n.ScheduleConsumer(), request(r.app, "$JS.API.CONSUMER.MSG.NEXT."+n.ScheduleStream()+"."+n.ScheduleConsumer())},
 		// A dispatcher drives runs but cannot deploy or destroy.
 		{r.disp, "deploy a workflow", "$KV." + n.WorkflowBucket() + ".name.evil", jsPublish(r.disp, "$KV."+n.WorkflowBucket()+".name.evil")},
 		{r.disp, "delete the input stream", "$JS.API.STREAM.DELETE." + n.InputStream(), request(r.disp, "$JS.API.STREAM.DELETE."+n.InputStream())},

@@ -101,7 +101,40 @@ func Dispatcher(n subjects.Names, user string) Permissions {
 		api("CONSUMER.CREATE", kvStream(wfs), "*", n.KVKey(wfs, "name.>")), api("CONSUMER.DELETE", kvStream(wfs), "*"),
 		n.FlowControl(kvStream(wfs)),
 	}
-	return join(Permissions{Publish: pub, Subscribe: []string{inbox(user)}}, bulkJobs(n), archiveWrite(n), runIndex(n))
+	return join(Permissions{Publish: pub, Subscribe: []string{inbox(user)}}, bulkJobs(n), archiveWrite(n), runIndex(n), scheduleRunner(n))
+}
+
+// scheduleRunner is what a dispatcher's schedule runner needs (package
+// schedule): the schedule stream's durable consumer of fires, reading
+// definitions and state (direct gets), writing state and the one-shot
+// schedules that delay a fire (jitter, a waiting start), deleting the
+// fires it took, and publishing the starts of the runs fires start. It
+// may not write a definition: creating, pausing and deleting schedules is
+// the operator's (Scheduler).
+func scheduleRunner(n subjects.Names) Permissions {
+	st, c := n.ScheduleStream(), n.ScheduleConsumer()
+	return Permissions{Publish: []string{
+		n.API("STREAM.INFO", st), n.API("DIRECT.GET", st, ">"), n.API("STREAM.MSG.GET", st), n.API("STREAM.MSG.DELETE", st),
+		n.API("CONSUMER.CREATE", st, c), n.API("CONSUMER.CREATE", st, c, ">"), n.API("CONSUMER.DURABLE.CREATE", st, c),
+		n.API("CONSUMER.INFO", st, c), n.API("CONSUMER.MSG.NEXT", st, c), n.Ack(st, c),
+		n.ScheduleState("*"), n.ScheduleJitterAt("*", "*"), n.Start("*"),
+	}}
+}
+
+// Scheduler may create, list, pause, resume, trigger and delete schedules
+// (jetflow schedule, docs/SCHEDULES.md): publish definitions and triggers
+// in the schedule stream, read it (direct gets) and purge a schedule's
+// subjects. A definition is a message schedule, and the only subjects it
+// can target are schedules' fires in that stream, so the grant reaches no
+// run input directly; each fire starts a run of the workflow its
+// definition names, so grant it only to operators (the generated
+// configuration's operator has it, as everything).
+func Scheduler(n subjects.Names) Permissions {
+	st := n.ScheduleStream()
+	return Permissions{Publish: []string{
+		n.API("STREAM.INFO", st), n.API("DIRECT.GET", st, ">"), n.API("STREAM.MSG.GET", st), n.API("STREAM.PURGE", st),
+		n.ScheduleDef("*"), n.ScheduleTrigger("*"),
+	}}
 }
 
 // archiveWrite is what a dispatcher needs to archive a run before

@@ -87,4 +87,5 @@ var commands = []func(streams) *cobra.Command{
 	newTask,
 	newJobs,
 	newIndex,
+	newSchedule,
 }
