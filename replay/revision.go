@@ -38,6 +38,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/jetflow/jetflow/engine/statechart"
 	"github.com/jetflow/jetflow/engine/workflow"
 	"github.com/jetflow/jetflow/runrecord"
 	"github.com/jetflow/jetflow/step"
@@ -222,7 +223,7 @@ func (c *Checker) Compare(ctx context.Context, runID string, msgs []Message, rec
 		}
 		v.Inputs++
 		kind := kindOf(c.names, m.Subject)
-		if d := c.differ(runID, m, kind, v.Inputs, prevA, a, b, ao, bo, awhy, bwhy); d != nil {
+		if d := c.differ(ctx, runID, m, kind, v.Inputs, prevA, a, b, ao, bo, awhy, bwhy); d != nil {
 			v.Verdict, v.Divergence = CheckDiverges, d
 			return v
 		}
@@ -244,7 +245,7 @@ func (c *Checker) Compare(ctx context.Context, runID string, msgs []Message, rec
 		return v
 	}
 	if a.State != nil {
-		if proof, err := step.Proof(a.State); err == nil {
+		if proof, err := step.Proof(a.State, c.chart(ctx, c.own, a)); err == nil {
 			v.Proof = proof
 		}
 	}
@@ -253,7 +254,7 @@ func (c *Checker) Compare(ctx context.Context, runID string, msgs []Message, rec
 
 // differ compares the two sides after input m (the k-th on the line),
 // prev being the own side before it.
-func (c *Checker) differ(runID string, m Message, kind string, k int, prev, a, b step.Run, ao, bo step.Outcome, awhy, bwhy string) *Divergence {
+func (c *Checker) differ(ctx context.Context, runID string, m Message, kind string, k int, prev, a, b step.Run, ao, bo step.Outcome, awhy, bwhy string) *Divergence {
 	d := &Divergence{Input: k, Seq: m.Seq, Kind: kind, OldState: c.where(runID, a), NewState: c.where(runID, b)}
 	if kind != subjects.KindMigrate && ao != bo {
 		d.What, d.Old, d.New = "outcome", outcomeText(ao, awhy), outcomeText(bo, bwhy)
@@ -266,8 +267,8 @@ func (c *Checker) differ(runID string, m Message, kind string, k int, prev, a, b
 		d.What, d.Old, d.New = "outcome", outcomeText(ao, awhy), outcomeText(bo, bwhy)
 		return d
 	}
-	ua, erra := step.Unpinned(a.Record.State)
-	ub, errb := step.Unpinned(b.Record.State)
+	ua, erra := step.Unpinned(a.Record.State, c.chart(ctx, c.own, a))
+	ub, errb := step.Unpinned(b.Record.State, c.chart(ctx, c.other, b))
 	if erra != nil || errb != nil {
 		d.What, d.Old, d.New = "state", fmt.Sprint(erra), fmt.Sprint(errb)
 		return d
@@ -341,6 +342,14 @@ func (c *Checker) workflow(ctx context.Context, st *Stepper, r step.Run) *workfl
 	return e.Workflow
 }
 
+// chart is the statechart r steps with under st's loader.
+func (c *Checker) chart(ctx context.Context, st *Stepper, r step.Run) *statechart.Chart {
+	if wf := c.workflow(ctx, st, r); wf != nil {
+		return wf.Chart
+	}
+	return nil
+}
+
 // outbox is what the step that led to r published: its record's outbox
 // when it applied the input.
 func (c *Checker) outbox(r, _ step.Run, o step.Outcome) []runrecord.Outgoing {
@@ -382,7 +391,7 @@ func outboxJSON(out []runrecord.Outgoing) []byte {
 	norm := make([]runrecord.Outgoing, len(out))
 	for i, o := range out {
 		if o.Kind == runrecord.OutStatus {
-			if u, err := step.Unpinned(o.Data); err == nil {
+			if u, err := step.Unpinned(o.Data, nil); err == nil {
 				o.Data = u
 			}
 		}

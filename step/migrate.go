@@ -6,9 +6,11 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/jetflow/jetflow/engine/run"
+	"github.com/jetflow/jetflow/engine/statechart"
 	"github.com/jetflow/jetflow/wire"
 )
 
@@ -17,11 +19,14 @@ import (
 // them out.
 var Pins = []string{"workflow", "revision", "startRevision"}
 
-// Unpinned is a stored run state (run.Encode) without its Pins: the
-// part of a run that must be equal under two revisions for one to stand
-// for the other. Its members are in sorted order and its numbers as
-// stored.
-func Unpinned(state []byte) ([]byte, error) {
+// Unpinned is a stored run state (run.Encode) without its Pins, and
+// with each armed statechart timer's transition named by its key in
+// chart (statechart.Chart.TransitionKey) rather than by its index, which
+// another revision may number otherwise: the part of a run that must be
+// equal under two revisions for one to stand for the other. Its members
+// are in sorted order and its numbers as stored. A nil chart leaves
+// indices as they are (for a status announcement, which has none).
+func Unpinned(state []byte, chart *statechart.Chart) ([]byte, error) {
 	d := json.NewDecoder(bytes.NewReader(state))
 	d.UseNumber()
 	var m map[string]any
@@ -31,18 +36,32 @@ func Unpinned(state []byte) ([]byte, error) {
 	for _, k := range Pins {
 		delete(m, k)
 	}
+	if ctl, ok := m["control"].(map[string]any); ok && chart != nil {
+		timers, _ := ctl["timers"].([]any)
+		for _, t := range timers {
+			tm, ok := t.(map[string]any)
+			if !ok {
+				continue
+			}
+			if n, ok := tm["transition"].(json.Number); ok {
+				if i, err := n.Int64(); err == nil {
+					tm["transition"] = chart.TransitionKey(int(i))
+				}
+			}
+		}
+	}
 	return json.Marshal(m)
 }
 
 // Proof is the fingerprint of a run's state that a migration carries:
 // the hex SHA-256 of its unpinned form. A run whose state has another
 // fingerprint is not the run the migration's check judged.
-func Proof(st *run.State) (string, error) {
+func Proof(st *run.State, chart *statechart.Chart) (string, error) {
 	data, err := run.Encode(st)
 	if err != nil {
 		return "", fmt.Errorf("encode run state: %w", err)
 	}
-	u, err := Unpinned(data)
+	u, err := Unpinned(data, chart)
 	if err != nil {
 		return "", err
 	}
@@ -62,6 +81,17 @@ func (in *Input) parseMigrate(data []byte) error {
 	}
 	in.migrate = &body
 	in.msg.Reason, in.msg.Operator = body.Reason, body.Operator
+	return nil
+}
+
+// ChartOf is a definition's compiled statechart, nil when it has none.
+func ChartOf(def *Definition) *statechart.Chart {
+	if def == nil {
+		return nil
+	}
+	if e, ok := def.Program.(Engine); ok && e.Workflow != nil {
+		return e.Workflow.Chart
+	}
 	return nil
 }
 
@@ -92,22 +122,49 @@ func migrate(s Settings, cur Run, in *Input, seq uint64, now float64, defs Defin
 	case st.Status.Terminal():
 		return no("the run is %s: only a run that has not ended moves", st.Status)
 	}
-	proof, err := Proof(st)
+	own, err := defs.Definition(st.Workflow, st.Revision)
+	if err != nil {
+		return Result{Run: cur}, err
+	}
+	def, err := defs.Definition(st.Workflow, m.To)
+	if err != nil {
+		return Result{Run: cur}, err
+	}
+	from, to := ChartOf(own), ChartOf(def)
+	if from == nil || to == nil {
+		return no("revision %s or %s has no statechart to move the run between", st.Revision, m.To)
+	}
+	proof, err := Proof(st, from)
 	if err != nil {
 		return Result{Run: cur, Outcome: Failed, Reason: fmt.Errorf("%w: %w", ErrPermanent, err)}, nil
 	}
 	if proof != m.Proof {
 		return no("the run took inputs since its history was checked (state %.12s, checked %.12s): check it again", proof, m.Proof)
 	}
-	def, err := defs.Definition(st.Workflow, m.To)
-	if err != nil {
-		return Result{Run: cur}, err
-	}
 	next := *st
 	next.Ignored = nil
+	// Armed timers name their transition by index: the index the same
+	// transition has under the other revision.
+	next.Control.Timers = slices.Clone(st.Control.Timers)
+	for i, t := range next.Control.Timers {
+		key := from.TransitionKey(t.Transition)
+		j := to.TransitionByKey(key)
+		if j < 0 {
+			return no("revision %s has no transition %s, which a timer the run armed fires", m.To, key)
+		}
+		next.Control.Timers[i].Transition = j
+	}
 	if next.StartRevision == "" {
 		next.StartRevision = st.Revision
 	}
 	next.Revision = def.Revision
-	return commit(s, def, in, seq, now, cur, &next, nil), nil
+	res := commit(s, def, in, seq, now, cur, &next, nil)
+	if rec := res.Run.Record; res.Outcome == Applied && rec.Status != nil {
+		// Readers of the record see the revision it is pinned to now;
+		// nothing is announced, as nothing else changed.
+		ws := *rec.Status
+		ws.Revision = def.Revision
+		rec.SetStatus(&ws)
+	}
+	return res, nil
 }
