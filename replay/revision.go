@@ -359,19 +359,12 @@ func (c *Checker) outbox(r, _ step.Run, o step.Outcome) []runrecord.Outgoing {
 	return r.Record.Outbox
 }
 
-// where names the state a run is in, as status shows it.
-func (c *Checker) where(runID string, r step.Run) string {
-	if r.Record == nil {
+// where names the states a run is in and its status.
+func (c *Checker) where(_ string, r step.Run) string {
+	if r.State == nil {
 		return ""
 	}
-	ws, err := step.StatusOf(runID, r.Record, r.State)
-	if err != nil || ws == nil {
-		return "?"
-	}
-	if ws.State == "" {
-		return ws.Status
-	}
-	return ws.State + " (" + ws.Status + ")"
+	return strings.Join(r.State.Control.Active, ",") + " (" + string(r.State.Status) + ")"
 }
 
 func outcomeText(o step.Outcome, why string) string {

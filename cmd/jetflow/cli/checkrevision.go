@@ -24,7 +24,7 @@ import (
 // judge them.
 type revisionCheck struct {
 	runs            int
-	since           string
+	since, status   string
 	allowDivergence bool
 	tokens          secretConfig
 }
@@ -33,6 +33,7 @@ func (c *revisionCheck) addFlags(cmd *cobra.Command) {
 	f := cmd.Flags()
 	f.IntVar(&c.runs, "runs", 1000, "check the N runs of the workflow started last (settled or not)")
 	f.StringVar(&c.since, "since", "", "check every run of the workflow started within this duration (90m) or since this RFC 3339 time, instead of --runs")
+	f.StringVar(&c.status, "status", "", "check only runs in this status (waiting, running, done, ...): --status waiting checks the runs a migration could move")
 	f.BoolVar(&c.allowDivergence, "allow-divergence", false, "exit 0 even when runs diverge or cannot be checked")
 	addSecretFlags(cmd, &c.tokens)
 }
@@ -77,7 +78,7 @@ func (c *revisionCheck) check(ctx context.Context, s streams, f *fleet.Fleet, na
 	if err != nil {
 		return err
 	}
-	opts := client.ListOptions{Filter: wire.RunFilter{Workflow: name}, Sort: client.SortStart, Scan: true}
+	opts := client.ListOptions{Filter: wire.RunFilter{Workflow: name, Status: c.status}, Sort: client.SortStart, Scan: true}
 	if c.since != "" {
 		if opts.Filter.StartedAfter, err = timeFlag("--since", c.since, time.Now()); err != nil {
 			return err
@@ -162,7 +163,8 @@ func newCheckRevision(s streams) *cobra.Command {
 		Use:   "check-revision NAME FILE [--runs N | --since D] [--policy POLICY.json] [--json]",
 		Short: "Replay recent runs of a workflow under a new revision, offline, and report which would diverge",
 		Long: "check-revision replays the histories of recent runs of workflow NAME (settled and not,\n" +
-			"the --runs N started last, 1000 unless told, or every run started --since D) through the\n" +
+			"the --runs N started last, 1000 unless told, or every run started --since D; --status S only\n" +
+			"those in status S) through the\n" +
 			"document FILE (with --policy, as deploy would store it) without deploying it, and compares\n" +
 			"them input by input with the same histories under the revisions the runs are pinned to\n" +
 			"(docs/REVISIONS.md defines what must match). For each run it prints one line:\n" +
