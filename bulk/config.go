@@ -65,10 +65,10 @@ type Config struct {
 	Sweep func(ctx context.Context, runID string) error
 	// Migrate checks one run's history against revision to of its
 	// workflow and returns the migration to send it (client.OpMigrate,
-	// replay.Migration); replay.ErrOnRevision and replay.ErrSettled
-	// leave the run alone. The dispatcher sets it; a runner without it
+	// replay.Migration), or nil to leave the run alone (it has ended, or
+	// is on to already). The dispatcher sets it; a runner without it
 	// leaves migrations to runners that have it. Default: nil.
-	Migrate func(ctx context.Context, runID, to string) (wire.Migrate, error)
+	Migrate func(ctx context.Context, runID, to string) (*wire.Migrate, error)
 	// SweepRate bounds how many runs per second a sweep handles, so that
 	// sweeping a large run bucket does not crowd out the runs' own work.
 	// Default: 100.

@@ -17,7 +17,6 @@ import (
 	"github.com/jetflow/jetflow/client"
 	"github.com/jetflow/jetflow/clock"
 	"github.com/jetflow/jetflow/kvstore"
-	"github.com/jetflow/jetflow/replay"
 	"github.com/jetflow/jetflow/wire"
 )
 
@@ -541,14 +540,11 @@ const migrateTimeout = 2 * time.Minute
 func (r *Runner) migrator(to string) func(ctx context.Context, c *client.Client, runID, reason, key string) error {
 	return func(ctx context.Context, c *client.Client, runID, reason, key string) error {
 		m, err := r.cfg.Migrate(ctx, runID, to)
-		if errors.Is(err, replay.ErrOnRevision) || errors.Is(err, replay.ErrSettled) || errors.Is(err, kvstore.ErrRunNotFound) {
-			return nil
-		}
-		if err != nil {
+		if err != nil || m == nil {
 			return err
 		}
 		m.Reason, m.Operator = reason, bulkOperator
-		_, err = c.Migrate(ctx, runID, m, key)
+		_, err = c.Migrate(ctx, runID, *m, key)
 		return err
 	}
 }
