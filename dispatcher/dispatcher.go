@@ -194,6 +194,9 @@ func (d *Dispatcher) start(ctx context.Context) (lifecycle.Run, error) {
 		if jobs.Sweep == nil {
 			jobs.Sweep = d.sweepRun
 		}
+		if jobs.Migrate == nil {
+			jobs.Migrate = d.migrateRun
+		}
 		d.jobs = bulk.New(d.js, jc, jobs)
 	}
 	if d.index == nil {

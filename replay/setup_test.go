@@ -87,7 +87,7 @@ type bundle struct {
 // setup starts an embedded deployment with `dispatchers` competing
 // dispatchers, deploys docs and serves their tasks with the Go SDK.
 // Records keep the last appliedHistory applied inputs (0: default).
-func setup(t *testing.T, prov provision.ProvisionOptions, dispatchers, appliedHistory int) *bundle {
+func setup(t testing.TB, prov provision.ProvisionOptions, dispatchers, appliedHistory int) *bundle {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), bound)
 	t.Cleanup(cancel)
@@ -173,7 +173,7 @@ func (b *bundle) wait(t *testing.T, id string) *wire.Status {
 }
 
 // settled waits until the dispatchers' consumer has nothing pending.
-func (b *bundle) settled(t *testing.T) {
+func (b *bundle) settled(t testing.TB) {
 	t.Helper()
 	natstest.WaitFor(t, bound, "dispatchers idle", func() error {
 		c, err := b.f.JS.Consumer(b.ctx, b.f.Names.InputStream(), b.f.Names.DispatcherConsumer())

@@ -109,6 +109,17 @@ func Summarize(names subjects.Names, m Message) (kind, summary string) {
 			return kind, "(no reason)"
 		}
 		return kind, "reason=" + strconv.Quote(oneLine(b.Reason, 120))
+	case subjects.KindMigrate:
+		var b wire.Migrate
+		_ = json.Unmarshal(m.Data, &b)
+		s := "from=" + b.From + " to=" + b.To
+		if b.Divergence != "" {
+			s += " (its check found a divergence)"
+		}
+		if b.Reason != "" {
+			s += " reason=" + strconv.Quote(oneLine(b.Reason, 120))
+		}
+		return kind, s
 	case subjects.KindReset:
 		var b wire.Reset
 		_ = json.Unmarshal(m.Data, &b)

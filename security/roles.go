@@ -197,6 +197,8 @@ func bulkJobs(n subjects.Names) Permissions {
 		n.API("CONSUMER.CREATE", jobs, ">"), n.API("CONSUMER.DELETE", jobs, ">"), n.FlowControl(jobs),
 		n.API("CONSUMER.CREATE", runs, ">"), n.API("CONSUMER.DELETE", runs, ">"), n.FlowControl(runs),
 		n.Cancel("*"), n.Pause("*"), n.Resume("*"), n.Terminate("*"), n.Redrive("*"),
+		// A migration job's check is the dispatcher's (replay.Migration).
+		n.Migrate("*"),
 	}}
 }
 

@@ -42,6 +42,8 @@ type Input struct {
 	resetTo uint64
 	// startEvent is the event a start carries (startevent.go).
 	startEvent *run.Event
+	// migrate is the migration's body (kind migrate only).
+	migrate *wire.Migrate
 	// refused is why an input addressed to a run cannot apply (it wraps
 	// ErrMalformed); msg is then empty. A run that exists records the
 	// refusal; without one the input is terminated.
@@ -92,7 +94,7 @@ func addressed(names subjects.Names, subject string, err error) *Input {
 	}
 	switch kind {
 	case subjects.KindEvent, subjects.KindResult, subjects.KindTimer, subjects.KindCancel,
-		subjects.KindPause, subjects.KindResume, subjects.KindTerminate, subjects.KindPostpone, subjects.KindRedrive, subjects.KindReset, subjects.KindExpire:
+		subjects.KindPause, subjects.KindResume, subjects.KindTerminate, subjects.KindPostpone, subjects.KindRedrive, subjects.KindReset, subjects.KindExpire, subjects.KindMigrate:
 		return &Input{RunID: runID, Kind: kind, msg: run.Message{RunID: runID}, refused: err}
 	}
 	return nil
@@ -138,6 +140,8 @@ func parseInput(names subjects.Names, subject string, header nats.Header, data [
 		err = in.parseRedrive(data)
 	case subjects.KindReset:
 		err = in.parseReset(data)
+	case subjects.KindMigrate:
+		err = in.parseMigrate(data)
 	case subjects.KindExpire:
 		err = in.parseExpire(data)
 	default:

@@ -68,6 +68,10 @@ const (
 	// KindReset takes a run back to the state it had after one of its
 	// earlier inputs, rebuilt from its history (docs/OPERATIONS.md).
 	KindReset = "reset"
+	// KindMigrate moves a waiting or running run onto another revision
+	// of its workflow that its own history proves the same
+	// (docs/REVISIONS.md).
+	KindMigrate = "migrate"
 	// KindExpire is a settled run's removal by retention. It has no
 	// subject of its own: its removal schedule (Expiry) fires on the run's
 	// timer subject, marked by wire.HeaderExpire, so that it comes in
@@ -107,6 +111,9 @@ func (n Names) Redrive(runID string) string { return n.prefix + ".in." + runID +
 
 // Reset is where a run's reset request goes.
 func (n Names) Reset(runID string) string { return n.prefix + ".in." + runID + "." + KindReset }
+
+// Migrate is where a run's migration to another revision goes.
+func (n Names) Migrate(runID string) string { return n.prefix + ".in." + runID + "." + KindMigrate }
 
 // TimerStream holds pending timer schedules and the timers they fire,
 // apart from the input stream: schedules need a stream that obeys
@@ -260,7 +267,8 @@ func (n Names) ParseInput(subject string) (runID, kind, eventType string, err er
 	case len(parts) != 2:
 		return "", "", "", fmt.Errorf("subject %q has unexpected tokens after %q", subject, kind)
 	case kind != KindStart && kind != KindResult && kind != KindTimer && kind != KindCancel &&
-		kind != KindPause && kind != KindResume && kind != KindTerminate && kind != KindPostpone && kind != KindRedrive && kind != KindReset:
+		kind != KindPause && kind != KindResume && kind != KindTerminate && kind != KindPostpone && kind != KindRedrive && kind != KindReset &&
+		kind != KindMigrate:
 		return "", "", "", fmt.Errorf("subject %q: unknown input kind %q", subject, kind)
 	}
 	return runID, kind, eventType, nil

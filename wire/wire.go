@@ -116,6 +116,22 @@ type Reset struct {
 	Operator string `json:"operator,omitempty"`
 }
 
+// Migrate is the body of a migration: the run moves from revision From
+// to revision To of its workflow, which a replay of its history under
+// To found the same (docs/REVISIONS.md). Proof is the fingerprint of the
+// run's state the check proved (step.Proof): a run that took an input
+// since refuses the move. Divergence, when set, is the first difference
+// the check found: the run refuses the move with it, so that status and
+// history show why it stayed.
+type Migrate struct {
+	From       string `json:"from"`
+	To         string `json:"to"`
+	Proof      string `json:"proof,omitempty"`
+	Divergence string `json:"divergence,omitempty"`
+	Reason     string `json:"reason,omitempty"`
+	Operator   string `json:"operator,omitempty"`
+}
+
 // Status is announced on a run's status subject at every status change.
 type Status struct {
 	Run      string          `json:"run"`
