@@ -304,7 +304,7 @@ func TestPermissionMatrix(t *testing.T) {
 		t.Fatal(err)
 	}
 	natstest.WaitFor(t, 30*time.Second, "the stray event handled", func() error {
-		c, err := r.op.js.Consumer(ctx, n.InputStream(), n.DispatcherConsumer())
+		c, err := r.op.js.Consumer(ctx, n.InputStream(), n.PartitionConsumer(subjects.Partition("nobody", provision.DefaultPartitions)))
 		if err != nil {
 			return err
 		}
