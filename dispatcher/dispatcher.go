@@ -46,6 +46,7 @@ type Dispatcher struct {
 	// partitions is the input stream's partition count, 0 when
 	// unpartitioned (partitions.go).
 	partitions int
+	parts      *partitionSet // this run's share of the partitions, nil when unpartitioned
 	ret    retention        // what removal by retention can do here
 	reap   reaper           // batched removal (reaper.go)
 
@@ -228,8 +229,10 @@ func (d *Dispatcher) start(ctx context.Context) (lifecycle.Run, error) {
 	d.closed, d.handBack = false, false
 	d.qmu.Unlock()
 	var cc jetstream.ConsumeContext
+	d.parts = nil
 	if partitions > 0 {
-		cc, err = d.startPartitions(ctx, inputs, partitions)
+		d.parts, err = d.startPartitions(ctx, inputs, partitions)
+		cc = d.parts
 	} else {
 		cc, err = cons.Consume(d.receive,
 			jetstream.PullMaxMessagesWithBytesLimit(pullBatch(d.cfg), pullBytes(d.js.Conn().MaxPayload())),

@@ -99,6 +99,7 @@ func (d *Dispatcher) startPartitions(ctx context.Context, inputs jetstream.Strea
 	}
 	ps.announce()
 	ps.loop.Go(ps.run)
+	ps.loop.Go(ps.beat)
 	return ps, nil
 }
 
@@ -111,9 +112,9 @@ func memberID() string {
 	return fmt.Sprintf("%s-%d-%s", host, os.Getpid(), hex.EncodeToString(b[:]))
 }
 
-// run heartbeats and rebalances until Drain or Stop. The first balance
-// waits half a heartbeat, for the others' answers to this member's first
-// heartbeat.
+// run rebalances until Drain or Stop, at each heartbeat and whenever a
+// member joins or leaves. The first balance waits half a heartbeat, for
+// the others' answers to this member's first heartbeat.
 func (ps *partitionSet) run() {
 	every := ps.d.cfg.PartitionHeartbeat
 	settle := time.NewTimer(every / 2)
@@ -131,10 +132,25 @@ func (ps *partitionSet) run() {
 		case <-ps.quit:
 			return
 		case <-tick.C:
-			ps.announce()
 		case <-ps.wake:
 		}
 		ps.rebalance()
+	}
+}
+
+// beat announces this member every heartbeat until Drain or Stop, on a
+// goroutine of its own: a rebalance that waits on the server (taking
+// partitions) must not silence it, or the others would drop it.
+func (ps *partitionSet) beat() {
+	tick := time.NewTicker(ps.d.cfg.PartitionHeartbeat)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ps.quit:
+			return
+		case <-tick.C:
+			ps.announce()
+		}
 	}
 }
 
@@ -206,13 +222,10 @@ func share(self string, ids []string, partitions int) []int {
 }
 
 // rebalance drops silent members, then takes the partitions this member
-// owns and lets go of the others.
+// owns and lets go of the others. Only run calls it, and only it changes
+// held before Drain or Stop; it waits on the server without holding mu.
 func (ps *partitionSet) rebalance() {
 	ps.mu.Lock()
-	defer ps.mu.Unlock()
-	if ps.ending {
-		return
-	}
 	silent := time.Now().Add(-membersSilent * ps.d.cfg.PartitionHeartbeat)
 	ids := []string{ps.self.ID}
 	for id, at := range ps.members {
@@ -234,20 +247,30 @@ func (ps *partitionSet) rebalance() {
 			changed = true
 		}
 	}
+	var missing []int
 	for _, p := range want {
-		if _, ok := ps.held[p]; ok {
-			continue
+		if _, ok := ps.held[p]; !ok {
+			missing = append(missing, p)
 		}
+	}
+	ps.mu.Unlock()
+	for _, p := range missing {
 		cc, err := ps.take(p)
 		if err != nil {
 			ps.d.log.Warn("dispatcher: take partition (retried at the next heartbeat)", slog.Int("partition", p), slog.Any("error", err))
 			continue
 		}
+		ps.mu.Lock()
 		ps.held[p] = cc
+		ps.mu.Unlock()
 		changed = true
 	}
 	if changed {
-		ps.d.log.Info("dispatcher: partitions owned", slog.Any("partitions", ps.owned()), slog.Int("dispatchers", len(ids)), slog.String("member", ps.self.ID))
+		ps.mu.Lock()
+		owned := ps.owned()
+		ps.mu.Unlock()
+		ps.d.log.Info("dispatcher: partitions owned", slog.Any("partitions", owned), slog.Int("dispatchers", len(ids)), slog.String("member", ps.self.ID))
+		ps.announce()
 	}
 }
 

@@ -3,6 +3,7 @@ package subjects
 import (
 	"hash/fnv"
 	"strconv"
+	"strings"
 )
 
 // Partitioned inputs. Publishers never name a partition: they publish a
@@ -114,4 +115,11 @@ func (n Names) StoredInput(subject string, partitions int) string {
 	}
 	head := n.prefix + ".in." + run
 	return head + "." + strconv.Itoa(Partition(run, partitions)) + subject[len(head):]
+}
+
+// IsDispatcherConsumer reports whether name is a dispatchers' consumer of
+// the input stream: the shared one or a partition's.
+func (n Names) IsDispatcherConsumer(name string) bool {
+	rest, ok := strings.CutPrefix(name, "dispatcher_p")
+	return name == n.DispatcherConsumer() || ok && isPartitionToken(rest)
 }
