@@ -47,8 +47,8 @@ type Dispatcher struct {
 	// unpartitioned (partitions.go).
 	partitions int
 	parts      *partitionSet // this run's share of the partitions, nil when unpartitioned
-	ret    retention        // what removal by retention can do here
-	reap   reaper           // batched removal (reaper.go)
+	ret        retention     // what removal by retention can do here
+	reap       reaper        // batched removal (reaper.go)
 
 	early      earlyInputs
 	unknownLog throttle
