@@ -226,6 +226,10 @@ func share(self string, ids []string, partitions int) []int {
 // held before Drain or Stop; it waits on the server without holding mu.
 func (ps *partitionSet) rebalance() {
 	ps.mu.Lock()
+	if ps.ending {
+		ps.mu.Unlock()
+		return
+	}
 	silent := time.Now().Add(-membersSilent * ps.d.cfg.PartitionHeartbeat)
 	ids := []string{ps.self.ID}
 	for id, at := range ps.members {
@@ -261,7 +265,12 @@ func (ps *partitionSet) rebalance() {
 			continue
 		}
 		ps.mu.Lock()
-		ps.held[p] = cc
+		if ps.ending {
+			cc.Drain()
+			ps.let = append(ps.let, cc)
+		} else {
+			ps.held[p] = cc
+		}
 		ps.mu.Unlock()
 		changed = true
 	}
@@ -314,25 +323,24 @@ func (ps *partitionSet) Closed() <-chan struct{} { return ps.closed }
 
 func (ps *partitionSet) end(how func(jetstream.ConsumeContext)) {
 	ps.mu.Lock()
-	if ps.ending {
-		// Stop after Drain: stop what still drains.
-		for _, cc := range ps.all() {
-			how(cc)
-		}
-		ps.mu.Unlock()
-		return
-	}
+	again := ps.ending
 	ps.ending = true
+	// At once, even while a rebalance takes partitions (it drains those
+	// it takes from now on): an input handed back meanwhile must go to
+	// the next owner, not back to this one.
+	for _, cc := range ps.all() {
+		how(cc)
+	}
 	ps.mu.Unlock()
+	if again {
+		return // Stop after Drain: what still drained is stopped
+	}
+	ps.announce() // leaving: the others take the partitions now
 	close(ps.quit)
 	ps.loop.Wait()
 	_ = ps.sub.Unsubscribe()
-	ps.announce() // leaving: the others take the partitions now
 	ps.mu.Lock()
 	ccs := ps.all()
-	for _, cc := range ccs {
-		how(cc)
-	}
 	ps.mu.Unlock()
 	go func() {
 		for _, cc := range ccs {
