@@ -125,6 +125,19 @@ func evaluate(r *Report) []Target {
 			missing(name, want, fmt.Sprintf("--modes processes --dispatchers %d --scenarios fan-out", d))
 		}
 	}
+	for _, d := range []int{2, 4} {
+		name := fmt.Sprintf("handover pause after a SIGKILL at d=%d", d)
+		want := "p99 < the ack-wait recovery"
+		s, _ := r.find(OneTask, isMode(Processes, d))
+		if s == nil || s.Handover == nil {
+			missing(name, want, fmt.Sprintf("--modes processes --dispatchers %d", d))
+			continue
+		}
+		h := s.Handover
+		add(name, fmt.Sprintf("p99 < %.0f ms", h.AckWaitMS),
+			fmt.Sprintf("p50 %.0f ms, p99 %.0f ms over %d of %d partitions (%d missed)", h.P50, h.P99, len(h.PauseMS), len(h.Killed), h.Missed),
+			h.Missed == 0 && len(h.PauseMS) > 0 && h.P99 < h.AckWaitMS)
+	}
 	// The dispatcher process's own figure is the one the target is about;
 	// one process holds the server too.
 	_, park := r.find(Parked, isMode(Processes, 0))
