@@ -344,12 +344,13 @@ func provision(ctx context.Context, js jetstream.JetStream, names subjects.Names
 	}
 	// Before anything else: an old input stream also holds the schedule
 	// subjects, so the timer stream could not be created beside it.
-	if err := checkInputStream(ctx, js, names, opts.RetryFor); err != nil {
-		return err
-	}
+	// One read of the input stream serves every question about it.
 	existing, err := bindStream(ctx, js, names.InputStream(), opts.RetryFor)
 	if err != nil {
 		return err
+	}
+	if existing != nil && existing.CachedInfo().Config.AllowMsgSchedules {
+		return unsafeInput(ctx, existing, names)
 	}
 	if opts.Partitions, err = resolvePartitions(existing, names, opts, migrate); err != nil {
 		return err
@@ -358,11 +359,8 @@ func provision(ctx context.Context, js jetstream.JetStream, names subjects.Names
 		opts.Partitions = -1 // unpartitioned, not the default
 	}
 	input := InputStreamConfig(names, opts)
-	deny, err := KeepsDeniedPurge(ctx, js, names, opts.RetryFor)
-	if err != nil {
-		return err
-	}
-	input.DenyPurge = deny
+	// KeepsDeniedPurge, from the read above.
+	input.DenyPurge = existing != nil && existing.CachedInfo().Config.DenyPurge
 	// The timer stream first: the input stream sources from it.
 	for _, cfg := range []jetstream.StreamConfig{TimerStreamConfig(names, opts), input, TaskStreamConfig(names, opts), IndexStreamConfig(names, opts), AuditStreamConfig(names, opts)} {
 		err := ensure(ctx, opts.RetryFor, func(ctx context.Context) error {

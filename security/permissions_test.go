@@ -339,7 +339,7 @@ func TestPermissionMatrix(t *testing.T) {
 	}
 	// ... and resets one: the dispatcher reads the run's history to
 	// rebuild it (leader reads of the input stream).
-	resumed, err := inputs.GetLastMsgForSubject(ctx, n.Resume("p3"))
+	resumed, err := inputs.GetLastMsgForSubject(ctx, n.StoredInput(n.Resume("p3"), provision.Partitions(inputs.CachedInfo().Config)))
 	if err != nil {
 		t.Fatal(err)
 	}
