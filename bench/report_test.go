@@ -51,8 +51,10 @@ func sampleReport() *Report {
 		Setups: []SetupReport{
 			{Setup: "single", Mode: Single, Dispatchers: 1, Workers: 1, Replicas: 1, Raw: raw, Scenarios: []ScenarioReport{one(OneTask, 3500), one(Event, 3000), timers, consoleIdx}},
 			{Setup: "processes d=1 w=1", Mode: Processes, Dispatchers: 1, Workers: 1, Replicas: 1, Raw: raw, Scenarios: []ScenarioReport{one(OneTask, 2000), parked}},
-			{Setup: "processes d=2 w=1", Mode: Processes, Dispatchers: 2, Workers: 1, Replicas: 1, Raw: raw, Scenarios: []ScenarioReport{one(OneTask, 1800)},
-				Handover: &HandoverReport{Partitions: 16, Killed: []int{0, 2, 4, 6}, PauseMS: []float64{3100, 3200, 3300, 3400}, P50: 3300, P99: 3400, AckWaitMS: 30000}},
+			{
+				Setup: "processes d=2 w=1", Mode: Processes, Dispatchers: 2, Workers: 1, Replicas: 1, Raw: raw, Scenarios: []ScenarioReport{one(OneTask, 1800)},
+				Handover: &HandoverReport{Partitions: 16, Killed: []int{0, 2, 4, 6}, PauseMS: []float64{3100, 3200, 3300, 3400}, P50: 3300, P99: 3400, AckWaitMS: 30000},
+			},
 			{Setup: "cluster d=1 w=1", Mode: Cluster, Dispatchers: 1, Workers: 1, Replicas: 3, Raw: raw, Scenarios: []ScenarioReport{one(OneTask, 1600)}},
 		},
 	}
