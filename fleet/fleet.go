@@ -256,10 +256,16 @@ func (f *Fleet) provision(ctx context.Context, p provision.ProvisionOptions) err
 
 // provisionInputs is provision without the partitioning.
 func (f *Fleet) provisionInputs(ctx context.Context, p provision.ProvisionOptions) error {
-	if _, err := f.JS.Stream(ctx, f.Names.InputStream()); err == nil && f.cfg.MigrateParts {
+	if f.cfg.MigrateParts {
 		// The count asked for is the migration's; provisioning keeps an
-		// existing stream's until then.
-		p.Partitions = 0
+		// existing stream's until then. Bounded: a cluster still electing
+		// its leader answers no request.
+		sctx, cancel := context.WithTimeout(ctx, provision.DefaultAttemptTimeout)
+		_, err := f.JS.Stream(sctx, f.Names.InputStream())
+		cancel()
+		if err == nil {
+			p.Partitions = 0
+		}
 	}
 	err := provision.Provision(ctx, f.JS, f.Names, p)
 	if !errors.Is(err, provision.ErrUnsafeInputStream) || !f.cfg.MigrateInputs {
