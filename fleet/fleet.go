@@ -191,11 +191,16 @@ func (f *Fleet) start(ctx context.Context) error {
 func (f *Fleet) warnAckWait(ctx context.Context, want time.Duration) {
 	c, err := f.JS.Consumer(ctx, f.Names.InputStream(), f.Names.DispatcherConsumer())
 	if err != nil {
+		// A partitioned deployment's: each partition's consumer takes
+		// the AckWait of the dispatcher that takes the partition.
+		c, err = f.JS.Consumer(ctx, f.Names.InputStream(), f.Names.PartitionConsumer(0))
+	}
+	if err != nil {
 		return // none yet, or unreadable: Start says so if it matters
 	}
 	if had := c.CachedInfo().Config.AckWait; had != want {
 		f.cfg.Logger.Warn("fleet: this dispatcher changes the AckWait all dispatchers share; give every dispatcher the same",
-			slog.String("consumer", f.Names.DispatcherConsumer()), slog.Duration("before", had), slog.Duration("after", want))
+			slog.String("consumer", c.CachedInfo().Name), slog.Duration("before", had), slog.Duration("after", want))
 	}
 }
 
