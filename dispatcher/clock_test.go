@@ -105,6 +105,7 @@ func TestUnknownRunWaitIsOnTheClock(t *testing.T) {
 		t.Fatal(err)
 	}
 	// No dispatcher runs: the start stays in the stream, unapplied.
+	d.partitions = b.partitions()
 	b.start(t, "w", map[string]any{"events": 1})
 	in := &step.Input{RunID: "w", Kind: "event"}
 	meta := &jetstream.MsgMetadata{Sequence: jetstream.SequencePair{Stream: 2}, Timestamp: clk.Now()}

@@ -180,6 +180,13 @@ type Config struct {
 	// on.
 	Schedules schedule.Config
 
+	// PartitionHeartbeat is how often a dispatcher of a partitioned
+	// deployment announces itself to the others (partitions.go); one
+	// silent for three of these (killed, cut off) loses its partitions
+	// to the others, whose next inputs then wait that long at most.
+	// Default: DefaultPartitionHeartbeat.
+	PartitionHeartbeat time.Duration
+
 	// hooks lets tests stop a step at a crash point.
 	hooks *hooks
 }
@@ -210,6 +217,11 @@ const DefaultRetention = 7 * 24 * time.Hour
 // removals share one fire, and runs are removed within about 20 s of
 // their retention's end.
 const DefaultRemovalBucket = 10 * time.Second
+
+// DefaultPartitionHeartbeat is Config.PartitionHeartbeat's default: a
+// killed dispatcher's partitions move within about 3 s, a tenth of
+// DefaultAckWait.
+const DefaultPartitionHeartbeat = time.Second
 
 // DefaultAckWait is Config.AckWait's default.
 const DefaultAckWait = 30 * time.Second
@@ -283,6 +295,7 @@ func (c Config) WithDefaults() Config {
 	setDefault(&c.Index.OpTimeout, c.OpTimeout)
 	setDefault(&c.Retention, DefaultRetention)
 	setDefault(&c.RemovalBucket, DefaultRemovalBucket)
+	setDefault(&c.PartitionHeartbeat, DefaultPartitionHeartbeat)
 	return c
 }
 
@@ -312,6 +325,7 @@ func (c Config) validate() error {
 	positive("UnknownRunWait", c.UnknownRunWait > 0)
 	positive("MaxEarlyInputs", c.MaxEarlyInputs > 0)
 	positive("MaxInputBytes", c.MaxInputBytes > 0)
+	positive("PartitionHeartbeat", c.PartitionHeartbeat > 0)
 	if c.Retention > 0 && c.Retention < time.Second {
 		errs = append(errs, fmt.Errorf("Retention %s is below a second (a negative Retention keeps settled runs for ever)", c.Retention)) //nolint:staticcheck // ST1005: it begins with the field's name
 	}

@@ -185,8 +185,7 @@ func (b *bundle) waitStatusOrDump(t *testing.T, runID, status string, timeout ti
 	rec := b.record(t, runID)
 	data, _ := json.Marshal(rec)
 	t.Logf("record: %s", data)
-	c, _ := b.js.Consumer(testCtx(t), b.names.InputStream(), b.names.DispatcherConsumer())
-	info, _ := c.Info(testCtx(t))
+	info, _ := b.dispatcherConsumers(t)
 	data, _ = json.Marshal(info)
 	t.Logf("consumer: %s", data)
 	if tc, err := b.js.Consumer(testCtx(t), b.names.TaskStream(), b.names.TaskConsumer("echo", "1")); err == nil {

@@ -44,8 +44,12 @@ type Dispatcher struct {
 	life   lifecycle.Machine
 	timers jetstream.Stream // the timer stream, purged of settled runs' schedules
 	inputs jetstream.Stream // the input stream, asked for the starts of unknown runs
-	ret    retention        // what removal by retention can do here
-	reap   reaper           // batched removal (reaper.go)
+	// partitions is the input stream's partition count, 0 when
+	// unpartitioned (partitions.go).
+	partitions int
+	parts      *partitionSet // this run's share of the partitions, nil when unpartitioned
+	ret        retention     // what removal by retention can do here
+	reap       reaper        // batched removal (reaper.go)
 
 	early      earlyInputs
 	unknownLog throttle
@@ -137,7 +141,8 @@ func newDispatcher(js jetstream.JetStream, store RunStore, l loader, cfg Config)
 }
 
 // Start binds the input and timer streams, the run bucket and the shared
-// durable consumer, then handles inputs in the background until Stop
+// durable consumer (or, in a partitioned deployment, joins the
+// dispatchers sharing the partitions), then handles inputs in the background until Stop
 // (Start's context does not end them). It returns start-up errors;
 // starting a started dispatcher does nothing, and a Start during a Stop
 // waits for it, then starts the dispatcher again (package lifecycle has
@@ -175,9 +180,15 @@ func (d *Dispatcher) start(ctx context.Context) (lifecycle.Run, error) {
 		}
 		d.store = rs
 	}
-	cons, err := d.js.CreateOrUpdateConsumer(ctx, names.InputStream(), provision.DispatcherConsumerConfig(names, d.cfg.AckWait, d.cfg.MaxAckPending))
-	if err != nil {
-		return nil, fmt.Errorf("dispatcher: create consumer %q: %w", names.DispatcherConsumer(), err)
+	// A partitioned stream's consumers are taken as this dispatcher
+	// comes to own their partitions (partitions.go).
+	partitions := provision.Partitions(inputs.CachedInfo().Config)
+	var cons jetstream.Consumer
+	if partitions == 0 {
+		cons, err = d.js.CreateOrUpdateConsumer(ctx, names.InputStream(), provision.DispatcherConsumerConfig(names, d.cfg.AckWait, d.cfg.MaxAckPending))
+		if err != nil {
+			return nil, fmt.Errorf("dispatcher: create consumer %q: %w", names.DispatcherConsumer(), err)
+		}
 	}
 	if w, ok := d.loader.(watchingLoader); ok {
 		if err := w.Watch(ctx); err != nil {
@@ -216,7 +227,7 @@ func (d *Dispatcher) start(ctx context.Context) (lifecycle.Run, error) {
 	d.ready, d.stray, d.queued, d.stepsDone = nil, nil, 0, false
 	d.qmu.Unlock()
 	// Steps read these as soon as they run (early.go, apply.go).
-	d.timers, d.inputs = timers, inputs
+	d.timers, d.inputs, d.partitions = timers, inputs, partitions
 	d.ret = d.startRetention(ctx, inputs)
 	if d.ret.on {
 		d.ret.batched = d.startReaper(timers)
@@ -231,11 +242,18 @@ func (d *Dispatcher) start(ctx context.Context) (lifecycle.Run, error) {
 	d.qmu.Lock()
 	d.closed, d.handBack = false, false
 	d.qmu.Unlock()
-	cc, err := cons.Consume(d.receive,
-		jetstream.PullMaxMessagesWithBytesLimit(pullBatch(d.cfg), pullBytes(d.js.Conn().MaxPayload())),
-		jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
-			d.log.Warn("dispatcher: consume", slog.Any("error", err))
-		}))
+	var cc jetstream.ConsumeContext
+	d.parts = nil
+	if partitions > 0 {
+		d.parts, err = d.startPartitions(ctx, inputs, partitions)
+		cc = d.parts
+	} else {
+		cc, err = cons.Consume(d.receive,
+			jetstream.PullMaxMessagesWithBytesLimit(pullBatch(d.cfg), pullBytes(d.js.Conn().MaxPayload())),
+			jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
+				d.log.Warn("dispatcher: consume", slog.Any("error", err))
+			}))
+	}
 	if err != nil {
 		d.cancel(err)
 		d.stopSteps()

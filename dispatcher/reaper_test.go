@@ -108,7 +108,7 @@ func TestArchiveBeforeRemovalOneByOne(t *testing.T) {
 		t.Fatalf("the run removed one by one was not archived: %v", err)
 	}
 	// The history and the removal's own input, which fired into it.
-	if !ar.Removed.Archived || uint64(len(ar.History)) != history+1 || ar.History[0].Subject != b.names.Start("single") {
+	if !ar.Removed.Archived || uint64(len(ar.History)) != history+1 || ar.History[0].Subject != b.storedOn(b.names.Start("single")) {
 		t.Fatalf("archive: removed %+v, %d messages of history (the stream held %d)", ar.Removed, len(ar.History), history)
 	}
 	natstest.WaitFor(t, 10*time.Second, "the history purged", func() error {

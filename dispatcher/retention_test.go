@@ -240,7 +240,7 @@ func TestArchiveBeforeRemoval(t *testing.T) {
 	if ar.Removed.Run != "a" || !ar.Removed.Archived || uint64(len(ar.History)) != history {
 		t.Fatalf("archive: removed %+v, %d messages of history (the stream held %d)", ar.Removed, len(ar.History), history)
 	}
-	if ar.History[0].Subject != b.names.Start("a") || ar.History[1].Subject != b.names.Event("a", "x") || !strings.Contains(string(ar.History[1].Data), `"why":"go"`) {
+	if ar.History[0].Subject != b.storedOn(b.names.Start("a")) || ar.History[1].Subject != b.storedOn(b.names.Event("a", "x")) || !strings.Contains(string(ar.History[1].Data), `"why":"go"`) {
 		t.Errorf("archived history %+v", ar.History)
 	}
 	rec, err := runrecord.Decode(ar.Record)

@@ -117,11 +117,11 @@ func TestSettledRunPurgesItsTimers(t *testing.T) {
 		t.Fatalf("the control ended in %q, want /states/late (its timer)", st.State)
 	}
 	b.consumerSettled(t, 5*time.Second)
-	info, err := b.inputs.Info(testCtx(t), jetstream.WithSubjectFilter(b.names.Timer("s")))
+	info, err := b.inputs.Info(testCtx(t), jetstream.WithSubjectFilter(b.storedOn(b.names.Timer("s"))))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n := info.State.Subjects[b.names.Timer("s")]; n != 0 {
+	if n := info.State.Subjects[b.storedOn(b.names.Timer("s"))]; n != 0 {
 		t.Errorf("%d timer fires after the run settled, want 0 (its schedule is purged)", n)
 	}
 	if rec := b.record(t, "s"); len(rec.Rejected) != 0 {

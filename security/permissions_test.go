@@ -305,7 +305,7 @@ func TestPermissionMatrix(t *testing.T) {
 		t.Fatal(err)
 	}
 	natstest.WaitFor(t, 30*time.Second, "the stray event handled", func() error {
-		c, err := r.op.js.Consumer(ctx, n.InputStream(), n.DispatcherConsumer())
+		c, err := r.op.js.Consumer(ctx, n.InputStream(), n.PartitionConsumer(subjects.Partition("nobody", provision.DefaultPartitions)))
 		if err != nil {
 			return err
 		}
@@ -340,7 +340,7 @@ func TestPermissionMatrix(t *testing.T) {
 	}
 	// ... and resets one: the dispatcher reads the run's history to
 	// rebuild it (leader reads of the input stream).
-	resumed, err := inputs.GetLastMsgForSubject(ctx, n.Resume("p3"))
+	resumed, err := inputs.GetLastMsgForSubject(ctx, n.StoredInput(n.Resume("p3"), provision.Partitions(inputs.CachedInfo().Config)))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -53,7 +53,9 @@ func kvRead(n subjects.Names, bucket, key string) []string {
 	return []string{n.API("STREAM.INFO", n.KVStream(bucket)), n.API("DIRECT.GET", n.KVStream(bucket), n.KVKey(bucket, key))}
 }
 
-// Dispatcher may consume every run input, read and write run records,
+// Dispatcher may consume every run input (from the shared consumer or
+// from the partitions' own, announcing itself to the other dispatchers
+// on a subject of its own), read and write run records,
 // read deployed workflows (and create the token secret once), publish
 // invocations, timer and removal schedules and status announcements,
 // purge a settled run's schedules from the timer stream, and purge a run
@@ -72,6 +74,10 @@ func Dispatcher(n subjects.Names, user string) Permissions {
 		api("STREAM.PURGE", in),
 		api("CONSUMER.CREATE", in, c), api("CONSUMER.CREATE", in, c, ">"), api("CONSUMER.DURABLE.CREATE", in, c),
 		api("CONSUMER.INFO", in, c), api("CONSUMER.MSG.NEXT", in, c), n.Ack(in, c),
+		// A partitioned stream (dispatcher/partitions.go): the consumer of
+		// each partition it owns (created with its partition's filter, a
+		// run-input subject), and the heartbeats that share them out.
+		api("CONSUMER.INFO", in, "*"), n.Ack(in, "*"), n.DispatcherHeartbeats(),
 		// Whether an input of a run without a record has a start before
 		// it (dispatcher/early.go): the first start of one run, read
 		// through the stream leader; and, message by message, the
@@ -101,7 +107,7 @@ func Dispatcher(n subjects.Names, user string) Permissions {
 		api("CONSUMER.CREATE", kvStream(wfs), "*", n.KVKey(wfs, "name.>")), api("CONSUMER.DELETE", kvStream(wfs), "*"),
 		n.FlowControl(kvStream(wfs)),
 	}
-	return join(Permissions{Publish: pub, Subscribe: []string{inbox(user)}}, bulkJobs(n), archiveWrite(n), runIndex(n), scheduleRunner(n))
+	return join(Permissions{Publish: pub, Subscribe: []string{inbox(user), n.DispatcherHeartbeats()}}, bulkJobs(n), archiveWrite(n), runIndex(n), scheduleRunner(n))
 }
 
 // scheduleRunner is what a dispatcher's schedule runner needs (package

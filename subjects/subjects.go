@@ -216,7 +216,9 @@ func (n Names) ParseReapFire(subject string) (int64, error) {
 // each bucket fire to one dispatcher.
 func (n Names) ReaperConsumer() string { return "reaper" }
 
-// DispatcherConsumer is the durable consumer all dispatchers share.
+// DispatcherConsumer is the durable consumer all dispatchers share in an
+// unpartitioned deployment; in a partitioned one, it finishes the inputs
+// stored before the stream was partitioned (PartitionConsumer).
 func (n Names) DispatcherConsumer() string { return "dispatcher" }
 
 // TaskStream holds task invocations until a worker acknowledges them.
@@ -248,7 +250,8 @@ func (n Names) RunBucket() string { return n.prefix + "_runs" }
 func (n Names) WorkflowBucket() string { return n.prefix + "_workflows" }
 
 // ParseInput splits a run-input subject into run id, kind and (for events)
-// event type.
+// event type. It reads both the published layout and the stored one of
+// a partitioned stream (partition.go), whose partition token it skips.
 func (n Names) ParseInput(subject string) (runID, kind, eventType string, err error) {
 	rest, ok := strings.CutPrefix(subject, n.prefix+".in.")
 	if !ok {
@@ -257,6 +260,10 @@ func (n Names) ParseInput(subject string) (runID, kind, eventType string, err er
 	parts := strings.Split(rest, ".")
 	if len(parts) < 2 {
 		return "", "", "", fmt.Errorf("subject %q names no input kind", subject)
+	}
+	if len(parts) > 2 && isPartitionToken(parts[1]) {
+		// Stored in a partitioned stream: the partition follows the run.
+		parts = append(parts[:1], parts[2:]...)
 	}
 	runID, kind = parts[0], parts[1]
 	switch {

@@ -272,7 +272,7 @@ func startedAt(ctx context.Context, f *fleet.Fleet, id string) (time.Time, bool)
 	if err != nil {
 		return time.Time{}, false
 	}
-	m, err := stream.GetLastMsgForSubject(ctx, f.Names.Start(id))
+	m, err := kvstore.LastStart(ctx, stream, f.Names, id)
 	if err != nil {
 		return time.Time{}, false
 	}
