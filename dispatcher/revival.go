@@ -37,7 +37,9 @@ func (d *Dispatcher) revivals(ctx context.Context, runs []string) (map[string]*j
 		n := min(len(runs), revivalBatch)
 		subs = subs[:0]
 		for _, run := range runs[:n] {
-			subs = append(subs, names.Redrive(run), names.Reset(run))
+			// As stored: a partitioned stream keeps them under the
+			// run's partition.
+			subs = append(subs, names.StoredInput(names.Redrive(run), d.partitions), names.StoredInput(names.Reset(run), d.partitions))
 		}
 		gctx, cancel := context.WithTimeout(ctx, d.cfg.OpTimeout)
 		err := kvstore.DirectLasts(gctx, d.js, names.InputStream(), subs, 0, func(m *jetstream.RawStreamMsg) {
