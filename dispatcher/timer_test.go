@@ -151,7 +151,7 @@ func TestManyTimersDueTogether(t *testing.T) {
 	// The lateness figure is only a measurement of timers when every run
 	// was armed before the deadline; on a loaded machine it may not be,
 	// which the log says. Correctness (all fire, none early) holds anyway.
-	natstest.WaitFor(t, time.Until(time.UnixMilli(int64(due)))+60*time.Second, "all runs armed", func() error {
+	natstest.WaitFor(t, time.Until(time.UnixMilli(int64(due)))+5*time.Minute, "all runs armed", func() error {
 		if got := testutil.ToFloat64(d.m.messages.WithLabelValues("start", outcomeApplied)); got < float64(n) {
 			return fmt.Errorf("%v of %d armed", got, n)
 		}
@@ -160,7 +160,7 @@ func TestManyTimersDueTogether(t *testing.T) {
 	if late := float64(time.Now().UnixMilli()) - due; late > 0 {
 		t.Logf("arming finished %.0f ms after the deadline: lateness below includes start-up", late)
 	}
-	natstest.WaitFor(t, 60*time.Second, "all timers fired", func() error {
+	natstest.WaitFor(t, 5*time.Minute, "all timers fired", func() error {
 		if got := testutil.ToFloat64(d.m.settled.WithLabelValues("done")); got < float64(n) {
 			return fmt.Errorf("%v of %d done", got, n)
 		}
