@@ -23,10 +23,10 @@ import (
 // first, and none other.
 func TestPagesCoverEveryBucket(t *testing.T) {
 	t.Parallel()
-	const n = 6000 // 24 buckets of each order
+	const n = 3000 // 47 buckets of each order
 	srv := natstest.Server(t)
 	js := natstest.JetStream(t, natstest.Conn(t, srv))
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
 	names := subjects.Must("")
 	if err := provision.Provision(ctx, js, names, provision.ProvisionOptions{Storage: jetstream.FileStorage}); err != nil {
@@ -63,7 +63,10 @@ func TestPagesCoverEveryBucket(t *testing.T) {
 			}
 		}
 		for _, sort := range []string{client.SortUpdate, client.SortStart} {
-			for _, limit := range []int{0, 7, 50, 300} {
+			for _, limit := range []int{0, 9, 100} {
+				if limit == 9 && len(want) > 300 {
+					continue // many pages: the larger limit covers these
+				}
 				var got []string
 				cursor, pages := "", 0
 				for {
