@@ -48,7 +48,7 @@ type indexQuery struct {
 	attr     string // the first search attribute of where, or ""
 	workflow string
 	status   string
-	// Stream bounds when the listing began.
+	// Stream bounds when the listing began (SortID).
 	first, last uint64
 }
 
@@ -67,6 +67,9 @@ func (c *Client) listByIndex(ctx context.Context, opts ListOptions, m *Matcher, 
 	if off != nil {
 		return &RunPage{IndexOff: off}, fmt.Errorf("%w since %s (dispatcher %s)", ErrIndexOff, off.Since, off.By)
 	}
+	if shape == 0 {
+		return nil, fmt.Errorf("%w: stream %q does not exist (provision the deployment again: jetflow serve --provision)", ErrNoIndex, c.names.IndexStream())
+	}
 	if shape != subjects.IndexShape {
 		return nil, fmt.Errorf("%w: stream %q holds an index of shape %d, not %d (a dispatcher of this version rebuilds it when it starts)", ErrNoIndex, c.names.IndexStream(), shape, subjects.IndexShape)
 	}
@@ -75,17 +78,8 @@ func (c *Client) listByIndex(ctx context.Context, opts ListOptions, m *Matcher, 
 		return nil, err
 	}
 	page := &RunPage{Behind: behind}
-	// The stream's bounds as of after the wait.
-	s, err := c.js.Stream(ctx, c.names.IndexStream())
-	if errors.Is(err, jetstream.ErrStreamNotFound) {
-		return nil, fmt.Errorf("%w: stream %q does not exist (provision the deployment again: jetflow serve --provision)", ErrNoIndex, c.names.IndexStream())
-	}
-	if err != nil {
-		return nil, fmt.Errorf("client: list runs: %w", err)
-	}
-	st := s.CachedInfo().State
 	f := opts.Filter
-	q := &indexQuery{c: c, m: m, where: f.Where, workflow: f.Workflow, status: f.Status, first: st.FirstSeq, last: st.LastSeq}
+	q := &indexQuery{c: c, m: m, where: f.Where, workflow: f.Workflow, status: f.Status}
 	if names := whereNames(f.Where); len(names) > 0 {
 		q.attr = names[0]
 	}
@@ -96,7 +90,7 @@ func (c *Client) listByIndex(ctx context.Context, opts ListOptions, m *Matcher, 
 	case SortStart:
 		hits, err = q.byStart(ctx, after, opts.Limit)
 	default:
-		hits, err = q.all(ctx, opts.Sort, after, opts.Limit)
+		hits, err = q.byID(ctx, after, opts.Limit)
 	}
 	if err != nil {
 		return nil, err
@@ -170,6 +164,21 @@ func (q *indexQuery) byStart(ctx context.Context, after *cursor, limit int) ([]h
 		return nil, err
 	}
 	return q.newest(ctx, SortStart, top, after, limit)
+}
+
+// byID returns the limit+1 runs (all when limit is 0) first by run id
+// after the cursor: it reads every entry of the filter (all).
+func (q *indexQuery) byID(ctx context.Context, after *cursor, limit int) ([]hit, error) {
+	s, err := q.c.js.Stream(ctx, q.c.names.IndexStream())
+	if errors.Is(err, jetstream.ErrStreamNotFound) {
+		return nil, fmt.Errorf("%w: stream %q does not exist (provision the deployment again: jetflow serve --provision)", ErrNoIndex, q.c.names.IndexStream())
+	}
+	if err != nil {
+		return nil, fmt.Errorf("client: list runs: %w", err)
+	}
+	st := s.CachedInfo().State
+	q.first, q.last = st.FirstSeq, st.LastSeq
+	return q.all(ctx, SortID, after, limit)
 }
 
 // lastInput is the input stream's last sequence: no run started later.
