@@ -240,8 +240,11 @@ func writeIndexAtScale(ctx context.Context, t *testing.T, js jetstream.JetStream
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("wrote the index entries of %d runs (%d before) in %s, %s CPU of this process per run; index: %d messages, %d bytes, %.0f bytes per run",
-		written, have, time.Since(began).Round(time.Millisecond), ((cpuTime() - cpu0) / time.Duration(max(1, written))).Round(time.Microsecond), st.State.Msgs, st.State.Bytes, float64(st.State.Bytes)/float64(n))
+	if written > 0 {
+		t.Logf("wrote the index entries of %d runs (%d before) in %s, %s CPU of this process per run",
+			written, have, time.Since(began).Round(time.Millisecond), ((cpuTime() - cpu0) / time.Duration(written)).Round(time.Microsecond))
+	}
+	t.Logf("index: %d messages, %d bytes, %.0f bytes per run", st.State.Msgs, st.State.Bytes, float64(st.State.Bytes)/float64(n))
 }
 
 // indexAtScale runs an indexer until the index holds every run: an
