@@ -229,6 +229,10 @@ func TestPermissionMatrix(t *testing.T) {
 	if err != nil || page.Scanned || page.Behind > 0 || len(page.Runs) != 2 || page.Runs[0].Status.Run != "t1" || page.Runs[1].Status.Run != "p1" {
 		t.Fatalf("the observer's listing of done runs: %+v, %v", page, err)
 	}
+	page, err = observer.ListRuns(ctx, client.ListOptions{Filter: wire.RunFilter{Status: wire.StatusDone}, Sort: client.SortStart})
+	if err != nil || page.Scanned || len(page.Runs) != 2 || page.Runs[0].Status.Run != "t1" || page.Runs[1].Status.Run != "p1" {
+		t.Fatalf("the observer's listing of done runs by start: %+v, %v", page, err)
+	}
 	// A bulk cancel submitted by the operator, carried out by the
 	// dispatcher: the job bucket, the run scan and the cancel it publishes.
 	if err := app.StartRun(ctx, "two", "p2", nil); err != nil {
@@ -477,7 +481,7 @@ func TestPermissionMatrix(t *testing.T) {
 			r.observer, "read the token secret", "$JS.API.DIRECT.GET.KV_" + n.WorkflowBucket() + ".$KV." + n.WorkflowBucket() + "." + token.Key,
 			request(r.observer, "$JS.API.DIRECT.GET.KV_"+n.WorkflowBucket()+".$KV."+n.WorkflowBucket()+"."+token.Key),
 		},
-		{r.observer, "write the run index", n.IndexEntry("two", "done", "evil"), jsPublish(r.observer, n.IndexEntry("two", "done", "evil"))},
+		{r.observer, "write the run index", n.IndexEntry("two", "done", 1, "evil"), jsPublish(r.observer, n.IndexEntry("two", "done", 1, "evil"))},
 		{r.observer, "purge the run index", "$JS.API.STREAM.PURGE." + n.IndexStream(), request(r.observer, "$JS.API.STREAM.PURGE."+n.IndexStream())},
 		{r.app, "write the run index", n.IndexHead("p1"), jsPublish(r.app, n.IndexHead("p1"))},
 		{r.events, "read the run index", "$JS.API.DIRECT.GET." + n.IndexStream(), request(r.events, "$JS.API.DIRECT.GET."+n.IndexStream())},

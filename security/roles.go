@@ -188,6 +188,7 @@ func indexRead(n subjects.Names) []string {
 	return []string{
 		n.API("STREAM.INFO", n.IndexStream()), n.API("DIRECT.GET", n.IndexStream()),
 		n.API("STREAM.INFO", runs), n.API("CONSUMER.INFO", runs, n.IndexerConsumer()),
+		n.API("STREAM.INFO", n.InputStream()), // its last sequence: no run started later (--sort start)
 	}
 }
 
