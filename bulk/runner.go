@@ -17,6 +17,7 @@ import (
 	"github.com/jetflow/jetflow/client"
 	"github.com/jetflow/jetflow/clock"
 	"github.com/jetflow/jetflow/kvstore"
+	"github.com/jetflow/jetflow/lifecycle"
 	"github.com/jetflow/jetflow/wire"
 )
 
@@ -28,10 +29,7 @@ type Runner struct {
 	c    *client.Client
 	log  *slog.Logger
 	wake chan struct{}
-
-	mu     sync.Mutex
-	cancel context.CancelFunc
-	done   chan struct{}
+	run  lifecycle.Loop
 }
 
 // New returns a runner over js; c publishes the operations and reads runs
@@ -48,31 +46,17 @@ func New(js jetstream.JetStream, c *client.Client, cfg Config) *Runner {
 // deployment without a job bucket (provisioned before bulk jobs) is
 // looked at again every Poll.
 func (r *Runner) Start() {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.cfg.Off || r.done != nil {
+	if r.cfg.Off {
 		return
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	r.cancel, r.done = cancel, make(chan struct{})
-	go r.loop(ctx, r.done)
+	r.run.Start(r.loop)
 }
 
 // Stop ends the runner and waits for it: a job in hand is checkpointed
 // and its lease given up, so another dispatcher takes it at once.
-func (r *Runner) Stop() {
-	r.mu.Lock()
-	cancel, done := r.cancel, r.done
-	r.cancel, r.done = nil, nil
-	r.mu.Unlock()
-	if cancel != nil {
-		cancel()
-		<-done
-	}
-}
+func (r *Runner) Stop() { r.run.Stop(nil) }
 
-func (r *Runner) loop(ctx context.Context, done chan struct{}) {
-	defer close(done)
+func (r *Runner) loop(ctx context.Context) {
 	var watching sync.WaitGroup
 	defer watching.Wait()
 	timer := r.cfg.Clock.NewTimer(0)

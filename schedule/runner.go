@@ -17,6 +17,7 @@ import (
 	"github.com/jetflow/jetflow/client"
 	"github.com/jetflow/jetflow/clock"
 	"github.com/jetflow/jetflow/engine/run"
+	"github.com/jetflow/jetflow/lifecycle"
 	"github.com/jetflow/jetflow/provision"
 	"github.com/jetflow/jetflow/runrecord"
 	"github.com/jetflow/jetflow/subjects"
@@ -99,10 +100,9 @@ type Runner struct {
 	c   *client.Client
 	log *slog.Logger
 
-	mu     sync.Mutex
-	it     jetstream.MessagesContext
-	cancel context.CancelFunc
-	done   chan struct{}
+	run lifecycle.Loop
+	mu  sync.Mutex // guards it
+	it  jetstream.MessagesContext
 }
 
 // New returns a runner; c reads the status of the runs schedules started.
@@ -115,37 +115,26 @@ func New(js jetstream.JetStream, c *client.Client, cfg Config) *Runner {
 // deployment without a schedule stream (provisioned before schedules) is
 // looked at again, with a growing delay.
 func (r *Runner) Start() {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.cfg.Off || r.done != nil {
+	if r.cfg.Off {
 		return
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	r.cancel, r.done = cancel, make(chan struct{})
-	go r.loop(ctx, r.done)
+	r.run.Start(r.loop)
 }
 
 // Stop ends the runner and waits for the fire in hand; one not yet acted
 // on goes to another dispatcher after the consumer's AckWait.
 func (r *Runner) Stop() {
-	r.mu.Lock()
-	cancel, done := r.cancel, r.done
-	r.cancel, r.done = nil, nil
-	if cancel != nil {
-		cancel()
+	r.run.Stop(func() {
+		r.mu.Lock()
+		defer r.mu.Unlock()
 		if r.it != nil {
 			r.it.Stop()
 			r.it = nil
 		}
-	}
-	r.mu.Unlock()
-	if done != nil {
-		<-done
-	}
+	})
 }
 
-func (r *Runner) loop(ctx context.Context, done chan struct{}) {
-	defer close(done)
+func (r *Runner) loop(ctx context.Context) {
 	store, it, err := r.bind(ctx)
 	if err != nil {
 		return // stopped before binding
