@@ -169,7 +169,10 @@ func newStatus(s streams) *cobra.Command {
 // never outlasts a mistyped id.
 func waitToEnd(ctx context.Context, s streams, f *fleet.Fleet, id string) (*wire.Status, error) {
 	if _, err := f.Client.Status(ctx, id); err != nil {
-		return nil, nil //nolint:nilerr // the read that follows reports it
+		if _, stored := startedAt(ctx, f, id); !errors.Is(err, kvstore.ErrRunNotFound) || !stored {
+			return nil, nil //nolint:nilerr // the read that follows reports it
+		}
+		// Started, not yet taken up by a dispatcher: wait for it too.
 	}
 	final, err := f.Client.Wait(ctx, id)
 	if err != nil && ctx.Err() != nil {
