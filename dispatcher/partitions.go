@@ -258,22 +258,28 @@ func (ps *partitionSet) rebalance() {
 		}
 	}
 	ps.mu.Unlock()
+	// Taken side by side: a dispatcher that starts alone takes every
+	// partition, one consumer request each.
+	var taking sync.WaitGroup
 	for _, p := range missing {
-		cc, err := ps.take(p)
-		if err != nil {
-			ps.d.log.Warn("dispatcher: take partition (retried at the next heartbeat)", slog.Int("partition", p), slog.Any("error", err))
-			continue
-		}
-		ps.mu.Lock()
-		if ps.ending {
-			cc.Drain()
-			ps.let = append(ps.let, cc)
-		} else {
-			ps.held[p] = cc
-		}
-		ps.mu.Unlock()
-		changed = true
+		taking.Go(func() {
+			cc, err := ps.take(p)
+			if err != nil {
+				ps.d.log.Warn("dispatcher: take partition (retried at the next heartbeat)", slog.Int("partition", p), slog.Any("error", err))
+				return
+			}
+			ps.mu.Lock()
+			defer ps.mu.Unlock()
+			if ps.ending {
+				cc.Drain()
+				ps.let = append(ps.let, cc)
+			} else {
+				ps.held[p] = cc
+			}
+			changed = true
+		})
 	}
+	taking.Wait()
 	if changed {
 		ps.mu.Lock()
 		owned := ps.owned()
