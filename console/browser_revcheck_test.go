@@ -1,0 +1,82 @@
+package console
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/jetflow/jetflow/natstest"
+)
+
+// TestBrowserCheckRevision opens the workflow's check in Chromium, checks
+// order-2 and sees the settled run named as diverging and the waiting
+// ones as the same, then migrates the runs that are the same as a bulk
+// job, after a confirmation showing the `jetflow migrate` command, and
+// follows the job to its end. The runs' revisions are read from the run
+// bucket, not from the page.
+func TestBrowserCheckRevision(t *testing.T) {
+	b := setup(t, setupOptions{actions: true})
+	b.revisionRuns(t)
+	br := newBrowser(t)
+	do, text := br.do, br.text
+
+	do("open the workflow's page and check revision order-2",
+		chromedp.Navigate(b.url+"/workflows/order"),
+		chromedp.WaitVisible(chromedp.CSS(`#check-run`)),
+		chromedp.SetValue(chromedp.CSS(`#check-revision`), "order-2"),
+		chromedp.Click(chromedp.CSS(`#check-run`)),
+		chromedp.WaitVisible(chromedp.CSS(`#check-summary`)))
+	if s := text(`#check-summary`); !strings.HasPrefix(s, "checked 3 runs of order against revision order-2") || !strings.HasSuffix(s, "2 same (2 waiting or running may move), 1 diverge, 0 fail") {
+		t.Errorf("summary %q", s)
+	}
+	diverging := `#check-runs tr[data-run="o-paid"][data-verdict="diverges"]`
+	do("see the paid order named as diverging, and the waiting ones the same",
+		chromedp.WaitVisible(chromedp.CSS(diverging)),
+		chromedp.WaitVisible(chromedp.CSS(`#check-runs tr[data-run="o-wait-1"][data-verdict="same"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`#check-runs tr[data-run="o-wait-2"][data-verdict="same"]`)))
+	if s := text(diverging + ` .check-text`); !strings.HasPrefix(s, "diverges at input ") {
+		t.Errorf("the diverging run's detail %q", s)
+	}
+	if s := text(diverging + ` a`); s != "o-paid" {
+		t.Errorf("the diverging run's link %q", s)
+	}
+	br.shot("console-check-revision.png")
+
+	do("ask to migrate the runs that are the same",
+		chromedp.Click(chromedp.CSS(`#check-migrate`)),
+		chromedp.WaitVisible(chromedp.CSS(`#confirm-cmd`)))
+	if cmd := text(`#confirm-cmd`); !strings.HasPrefix(cmd, "jetflow migrate --to order-2 --workflow order --yes --nats ") {
+		t.Errorf("migrate command %q", cmd)
+	}
+	do("submit the job and follow it to its end",
+		chromedp.Click(chromedp.CSS(`#confirm-yes`)),
+		chromedp.WaitVisible(chromedp.CSS(`#job-state`)))
+	if cmd := text(`#job-cmd`); !strings.HasPrefix(cmd, "jetflow migrate --to order-2 --workflow order") {
+		t.Errorf("job command %q", cmd)
+	}
+	// The job checks each run's history: give it minutes on a loaded machine.
+	wctx, cancel := context.WithTimeout(br.ctx, 2*time.Minute)
+	defer cancel()
+	if err := chromedp.Do(wctx, chromedp.WaitVisible(chromedp.CSS(`#job-state .st-done`))); err != nil {
+		br.shot("failed.png")
+		t.Fatalf("the migrate job's end on its page: %v", err)
+	}
+	br.shot("console-migrate-job.png")
+	for _, id := range []string{"o-wait-1", "o-wait-2"} {
+		natstest.WaitFor(t, 2*time.Minute, id+" on order-2", func() error {
+			st, err := b.f.Client.Status(context.Background(), id)
+			if err == nil && st.Revision != "order-2" {
+				return fmt.Errorf("%s is on %s", id, st.Revision)
+			}
+			return err
+		})
+	}
+	if st, err := b.f.Client.Status(context.Background(), "o-paid"); err != nil || st.Revision != "order-1" {
+		t.Errorf("the settled run: %+v %v", st, err)
+	}
+	br.check()
+}
