@@ -55,9 +55,6 @@ func TestBrowserCheckRevision(t *testing.T) {
 	do("submit the job and follow it to its end",
 		chromedp.Click(chromedp.CSS(`#confirm-yes`)),
 		chromedp.WaitVisible(chromedp.CSS(`#job-state`)))
-	if cmd := text(`#job-cmd`); !strings.HasPrefix(cmd, "jetflow migrate --to order-2 --workflow order") {
-		t.Errorf("job command %q", cmd)
-	}
 	// The job checks each run's history: give it minutes on a loaded machine.
 	wctx, cancel := context.WithTimeout(br.ctx, 2*time.Minute)
 	defer cancel()
@@ -66,6 +63,13 @@ func TestBrowserCheckRevision(t *testing.T) {
 		t.Fatalf("the migrate job's end on its page: %v", err)
 	}
 	br.shot("console-migrate-job.png")
+	// The page is redrawn at each change of the job: read it once it ended.
+	if cmd := text(`#job-cmd`); !strings.HasPrefix(cmd, "jetflow migrate --to order-2 --workflow order") {
+		t.Errorf("job command %q", cmd)
+	}
+	if to := text(`#job-to`); to != "order-2" {
+		t.Errorf("job's revision %q", to)
+	}
 	for _, id := range []string{"o-wait-1", "o-wait-2"} {
 		natstest.WaitFor(t, 2*time.Minute, id+" on order-2", func() error {
 			st, err := b.f.Client.Status(context.Background(), id)
