@@ -82,5 +82,24 @@ func TestBrowserCheckRevision(t *testing.T) {
 	if st, err := b.f.Client.Status(context.Background(), "o-paid"); err != nil || st.Revision != "order-1" {
 		t.Errorf("the settled run: %+v %v", st, err)
 	}
+
+	// The runs page's bulk panel offers migrate over the list's filter,
+	// with the revision to move to.
+	do("count the waiting runs of order for a bulk migrate to order-1b",
+		chromedp.Navigate(b.url+"/?status=waiting&workflow=order"),
+		chromedp.WaitVisible(chromedp.CSS(`#runs tr[data-run="o-wait-1"]`)),
+		chromedp.Click(chromedp.CSS(`#bulk summary`)),
+		chromedp.SetValue(chromedp.CSS(`#bulk-op`), "migrate"),
+		chromedp.Evaluate[chromedp.Void](`document.getElementById('bulk-op').dispatchEvent(new Event('change'))`),
+		chromedp.WaitVisible(chromedp.CSS(`#bulk-to`)),
+		chromedp.SendKeys(chromedp.CSS(`#bulk-to`), "order-1b"),
+		chromedp.Click(chromedp.CSS(`#bulk-count`)),
+		chromedp.WaitVisible(chromedp.CSS(`#confirm-cmd`)))
+	if s := text(`#bulk-counted`); !strings.HasPrefix(s, "2 runs match; 2 can take a migrate") {
+		t.Errorf("count %q", s)
+	}
+	if cmd := text(`#confirm-cmd`); !strings.HasPrefix(cmd, "jetflow migrate --to order-1b --workflow order --status waiting --yes --nats ") {
+		t.Errorf("bulk migrate command %q", cmd)
+	}
 	br.check()
 }
