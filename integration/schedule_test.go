@@ -15,6 +15,7 @@ import (
 	"github.com/jetflow/jetflow/dispatcher"
 	"github.com/jetflow/jetflow/natstest"
 	"github.com/jetflow/jetflow/schedule"
+	"github.com/jetflow/jetflow/subjects"
 	"github.com/jetflow/jetflow/wire"
 )
 
@@ -48,17 +49,19 @@ func (e *env) scheduledStarts(t testing.TB, name string) map[string]uint64 {
 	if err != nil {
 		t.Fatal(err)
 	}
-	si, err := s.Info(e.ctx, jetstream.WithSubjectFilter(e.names.Start("*")))
+	// Every input subject of the schedule's runs: a partitioned stream
+	// stores starts under the run's partition.
+	si, err := s.Info(e.ctx, jetstream.WithSubjectFilter(e.names.Prefix()+".in."+name+"-*.>"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	out := map[string]uint64{}
 	for subj, n := range si.State.Subjects {
-		runID, _, _, err := e.names.ParseInput(subj)
+		runID, kind, _, err := e.names.ParseInput(subj)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if strings.HasPrefix(runID, name+"-") {
+		if kind == subjects.KindStart && strings.HasPrefix(runID, name+"-") {
 			out[runID] = n
 		}
 	}
