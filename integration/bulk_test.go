@@ -18,6 +18,7 @@ import (
 	"github.com/jetflow/jetflow/client"
 	"github.com/jetflow/jetflow/dispatcher"
 	"github.com/jetflow/jetflow/natstest"
+	"github.com/jetflow/jetflow/subjects"
 	"github.com/jetflow/jetflow/wire"
 )
 
@@ -89,17 +90,21 @@ func cancelsPerRun(t *testing.T, e *env) map[string]uint64 {
 	if err != nil {
 		t.Fatal(err)
 	}
-	info, err := s.Info(e.ctx, jetstream.WithSubjectFilter(e.names.Cancel("*")))
+	// Every input subject: a partitioned stream stores a cancel under
+	// its run's partition.
+	info, err := s.Info(e.ctx, jetstream.WithSubjectFilter(e.names.Prefix()+".in.>"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	out := map[string]uint64{}
 	for subj, n := range info.State.Subjects {
-		runID, _, _, err := e.names.ParseInput(subj)
+		runID, kind, _, err := e.names.ParseInput(subj)
 		if err != nil {
 			t.Fatal(err)
 		}
-		out[runID] = n
+		if kind == subjects.KindCancel {
+			out[runID] = n
+		}
 	}
 	return out
 }

@@ -51,7 +51,7 @@ func (e *env) scheduledStarts(t testing.TB, name string) map[string]uint64 {
 	}
 	// Every input subject of the schedule's runs: a partitioned stream
 	// stores starts under the run's partition.
-	si, err := s.Info(e.ctx, jetstream.WithSubjectFilter(e.names.Prefix()+".in."+name+"-*.>"))
+	si, err := s.Info(e.ctx, jetstream.WithSubjectFilter(e.names.Prefix()+".in.>"))
 	if err != nil {
 		t.Fatal(err)
 	}
