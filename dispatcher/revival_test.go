@@ -21,7 +21,12 @@ import (
 func revivalSetup(tb testing.TB, n int) (*Dispatcher, []string) {
 	tb.Helper()
 	srv := natstest.Server(tb)
-	js := natstest.JetStream(tb, natstest.Conn(tb, srv))
+	// Room for every message in flight: a loaded machine acknowledges
+	// slower than the test publishes.
+	js, err := jetstream.New(natstest.Conn(tb, srv), jetstream.WithPublishAsyncMaxPending(1<<16))
+	if err != nil {
+		tb.Fatal(err)
+	}
 	names := subjects.Must("")
 	ctx := testCtx(tb)
 	if err := provision.Provision(ctx, js, names, provision.ProvisionOptions{}); err != nil {
