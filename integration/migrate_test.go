@@ -10,6 +10,7 @@ import (
 
 	"github.com/jetflow/jetflow/client"
 	"github.com/jetflow/jetflow/replay"
+	"github.com/jetflow/jetflow/subjects"
 	"github.com/jetflow/jetflow/wire"
 )
 
@@ -48,14 +49,22 @@ func TestMigrationJobSurvivesDispatcherKill(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	info, err := s.Info(e.ctx, jetstream.WithSubjectFilter(e.names.Migrate("*")))
+	// Every input subject: a partitioned stream stores a migration under
+	// its run's partition.
+	info, err := s.Info(e.ctx, jetstream.WithSubjectFilter(e.names.Prefix()+".in.>"))
 	if err != nil {
 		t.Fatal(err)
+	}
+	migrations := map[string]uint64{}
+	for subj, n := range info.State.Subjects {
+		if run, kind, _, err := e.names.ParseInput(subj); err == nil && kind == subjects.KindMigrate {
+			migrations[run] += n
+		}
 	}
 	moved := 0
 	src := replay.Source{JS: e.f.JS, Names: e.names, Registry: e.f.Registry, Runs: e.f.Runs}
 	for _, id := range ids {
-		n := info.State.Subjects[e.names.Migrate(id)]
+		n := migrations[id]
 		st, err := e.f.Client.Status(e.ctx, id)
 		if err != nil {
 			t.Fatal(err)
