@@ -176,16 +176,23 @@ func (b *bundle) wait(t *testing.T, id string) *wire.Status {
 func (b *bundle) settled(t testing.TB) {
 	t.Helper()
 	natstest.WaitFor(t, bound, "dispatchers idle", func() error {
-		c, err := b.f.JS.Consumer(b.ctx, b.f.Names.InputStream(), b.f.Names.DispatcherConsumer())
+		// Every dispatcher consumer: one per partition, or the shared one.
+		s, err := b.f.JS.Stream(b.ctx, b.f.Names.InputStream())
 		if err != nil {
 			return err
 		}
-		ci, err := c.Info(b.ctx)
-		if err != nil {
-			return err
+		n := 0
+		for ci := range s.ListConsumers(b.ctx).Info() {
+			if !b.f.Names.IsDispatcherConsumer(ci.Name) {
+				continue
+			}
+			n++
+			if ci.NumPending+uint64(ci.NumAckPending)+uint64(ci.NumRedelivered) > 0 {
+				return fmt.Errorf("%s: pending %d, ack pending %d, redelivered %d", ci.Name, ci.NumPending, ci.NumAckPending, ci.NumRedelivered)
+			}
 		}
-		if ci.NumPending+uint64(ci.NumAckPending)+uint64(ci.NumRedelivered) > 0 {
-			return fmt.Errorf("pending %d, ack pending %d, redelivered %d", ci.NumPending, ci.NumAckPending, ci.NumRedelivered)
+		if n == 0 {
+			return fmt.Errorf("no dispatcher consumer yet")
 		}
 		return nil
 	})
