@@ -86,24 +86,30 @@ func watchJob(t *testing.T, e *env, id string, timeout time.Duration) *wire.Job 
 // cancelsPerRun counts the cancel inputs the input stream holds per run.
 func cancelsPerRun(t *testing.T, e *env) map[string]uint64 {
 	t.Helper()
+	return e.inputsPerRun(t, subjects.KindCancel)
+}
+
+// inputsPerRun counts the inputs of kind the input stream holds per run.
+// It reads every input subject: a partitioned stream stores an input
+// under its run's partition.
+func (e *env) inputsPerRun(t testing.TB, kind string) map[string]uint64 {
+	t.Helper()
 	s, err := e.f.JS.Stream(e.ctx, e.names.InputStream())
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Every input subject: a partitioned stream stores a cancel under
-	// its run's partition.
 	info, err := s.Info(e.ctx, jetstream.WithSubjectFilter(e.names.Prefix()+".in.>"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	out := map[string]uint64{}
 	for subj, n := range info.State.Subjects {
-		runID, kind, _, err := e.names.ParseInput(subj)
+		runID, k, _, err := e.names.ParseInput(subj)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if kind == subjects.KindCancel {
-			out[runID] = n
+		if k == kind {
+			out[runID] += n
 		}
 	}
 	return out

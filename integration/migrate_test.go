@@ -6,8 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go/jetstream"
-
 	"github.com/jetflow/jetflow/client"
 	"github.com/jetflow/jetflow/replay"
 	"github.com/jetflow/jetflow/subjects"
@@ -45,22 +43,7 @@ func TestMigrationJobSurvivesDispatcherKill(t *testing.T) {
 		t.Fatalf("job ended %+v; want done after one takeover, no errors", j)
 	}
 	e.consumerSettled(t, 60*time.Second)
-	s, err := e.f.JS.Stream(e.ctx, e.names.InputStream())
-	if err != nil {
-		t.Fatal(err)
-	}
-	// Every input subject: a partitioned stream stores a migration under
-	// its run's partition.
-	info, err := s.Info(e.ctx, jetstream.WithSubjectFilter(e.names.Prefix()+".in.>"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	migrations := map[string]uint64{}
-	for subj, n := range info.State.Subjects {
-		if run, kind, _, err := e.names.ParseInput(subj); err == nil && kind == subjects.KindMigrate {
-			migrations[run] += n
-		}
-	}
+	migrations := e.inputsPerRun(t, subjects.KindMigrate)
 	moved := 0
 	src := replay.Source{JS: e.f.JS, Names: e.names, Registry: e.f.Registry, Runs: e.f.Runs}
 	for _, id := range ids {

@@ -45,23 +45,9 @@ func (e *env) createSchedule(t testing.TB, def wire.Schedule) *schedule.Info {
 // schedule name, by run id, with how many starts each run got.
 func (e *env) scheduledStarts(t testing.TB, name string) map[string]uint64 {
 	t.Helper()
-	s, err := e.f.JS.Stream(e.ctx, e.names.InputStream())
-	if err != nil {
-		t.Fatal(err)
-	}
-	// Every input subject of the schedule's runs: a partitioned stream
-	// stores starts under the run's partition.
-	si, err := s.Info(e.ctx, jetstream.WithSubjectFilter(e.names.Prefix()+".in.>"))
-	if err != nil {
-		t.Fatal(err)
-	}
 	out := map[string]uint64{}
-	for subj, n := range si.State.Subjects {
-		runID, kind, _, err := e.names.ParseInput(subj)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if kind == subjects.KindStart && strings.HasPrefix(runID, name+"-") {
+	for runID, n := range e.inputsPerRun(t, subjects.KindStart) {
+		if strings.HasPrefix(runID, name+"-") {
 			out[runID] = n
 		}
 	}

@@ -15,10 +15,10 @@ import (
 	"github.com/jetflow/jetflow/embedded"
 	"github.com/jetflow/jetflow/fleet"
 	"github.com/jetflow/jetflow/natstest"
+	"github.com/jetflow/jetflow/subjects"
 	"github.com/jetflow/jetflow/tracing"
 	"github.com/jetflow/jetflow/tracing/otlptest"
 	"github.com/jetflow/jetflow/tracing/provider"
-	"github.com/jetflow/jetflow/subjects"
 	"github.com/jetflow/jetflow/wire"
 )
 
