@@ -303,7 +303,9 @@ func TestScheduleCatchUp(t *testing.T) {
 				}
 				return nil
 			})
-			got := e.scheduledStarts(t, "burst")
+			// The state is saved before the start is published: wait for
+			// the starts it counts.
+			got := e.waitStarts(t, "burst", st.Started)
 			if st.Started != tc.started || len(got) != tc.started {
 				t.Fatalf("catch-up %s: runs %v, state %+v; want %d runs", tc.policy, sortedIDs(got), st, tc.started)
 			}

@@ -181,17 +181,24 @@ func (b *bundle) settled(t testing.TB) {
 		if err != nil {
 			return err
 		}
-		n := 0
-		for ci := range s.ListConsumers(b.ctx).Info() {
-			if !b.f.Names.IsDispatcherConsumer(ci.Name) {
-				continue
+		// Drain the lister before judging: leaving its channel unread
+		// strands the goroutine that feeds it.
+		var infos []*jetstream.ConsumerInfo
+		lister := s.ListConsumers(b.ctx)
+		for ci := range lister.Info() {
+			if b.f.Names.IsDispatcherConsumer(ci.Name) {
+				infos = append(infos, ci)
 			}
-			n++
+		}
+		if err := lister.Err(); err != nil {
+			return err
+		}
+		for _, ci := range infos {
 			if ci.NumPending+uint64(ci.NumAckPending)+uint64(ci.NumRedelivered) > 0 {
 				return fmt.Errorf("%s: pending %d, ack pending %d, redelivered %d", ci.Name, ci.NumPending, ci.NumAckPending, ci.NumRedelivered)
 			}
 		}
-		if n == 0 {
+		if len(infos) == 0 {
 			return fmt.Errorf("no dispatcher consumer yet")
 		}
 		return nil

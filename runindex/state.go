@@ -108,6 +108,14 @@ func reshape(ctx context.Context, js jetstream.JetStream, s jetstream.Stream, n 
 	if err != nil || shape == subjects.IndexShape {
 		return false, err
 	}
+	// A new deployment's empty index only needs the mark.
+	info, err := s.Info(ctx)
+	if err != nil {
+		return false, fmt.Errorf("runindex: read stream %q: %w", n.IndexStream(), err)
+	}
+	if info.State.Msgs == 0 {
+		return false, markShape(ctx, js, n)
+	}
 	return true, rebuild(ctx, js, s, n)
 }
 
