@@ -86,6 +86,7 @@ func newServe(s streams) *cobra.Command {
 	addConnFlags(cmd, &conn)
 	svc.addFlags(cmd)
 	addConsoleFlags(cmd) // the console mounted on the HTTP endpoint (console.go)
+	addGatewayFlags(cmd) // the HTTP/JSON gateway mounted there too (gateway.go)
 	fs := cmd.Flags()
 	fs.Lookup("nats").Usage = "join this NATS deployment, URL(s) comma-separated, instead of embedding a server (env JETFLOW_NATS_URL)"
 	fs.StringVar(&emb.Listen, "listen", embedded.DefaultListen, "client address of the embedded nats-server; port -1 picks a free one (env JETFLOW_LISTEN)")
@@ -300,6 +301,10 @@ func runService(ctx context.Context, s streams, verb string, conn *connConfig, s
 		if err := embedded.CheckDataDir(ctx, emb.DataDir); err != nil {
 			return hintDataDir(err)
 		}
+	}
+	// The gateway it mounts: refused before anything starts.
+	if _, err := gatewayGrants(svc.HTTP); err != nil {
+		return err
 	}
 	var ep *httpEndpoint
 	if svc.HTTP != "" && svc.HTTP != "off" {
