@@ -48,6 +48,11 @@ type Config struct {
 	TakeWait time.Duration
 	// MaxBody caps a request body. Default 0: the server's max payload.
 	MaxBody int64
+	// Secret gives a webhook trigger's HMAC secret from the name of the
+	// environment variable its trigger file names (the command reads the
+	// environment; this package does not). Default nil: webhooks answer
+	// HOOK_UNCONFIGURED.
+	Secret func(variable string) string
 	// Logger receives what the gateway refuses and fails. Default
 	// slog.Default().
 	Logger *slog.Logger
@@ -122,6 +127,7 @@ func (g *Gateway) Mount(mux *http.ServeMux) {
 	mux.HandleFunc("POST "+Prefix+"tasks/{task}/{version}/take", g.take)
 	mux.HandleFunc("POST "+Prefix+"leases/{lease}/heartbeat", g.heartbeat)
 	mux.HandleFunc("POST "+Prefix+"leases/{lease}/complete", g.complete)
+	mux.HandleFunc("POST "+Prefix+"hooks/{name}", g.hook)
 	mux.HandleFunc(Prefix, func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, &Error{Status: http.StatusNotFound, Code: CodeNotFound, Message: fmt.Sprintf("no endpoint %s %s (docs/GATEWAY.md lists them)", r.Method, r.URL.Path), Pointer: "path"})
 	})

@@ -19,6 +19,7 @@ import (
 	"github.com/jetflow/jetflow/gateway"
 	"github.com/jetflow/jetflow/natstest"
 	"github.com/jetflow/jetflow/policy"
+	"github.com/jetflow/jetflow/trigger"
 )
 
 func TestMain(m *testing.M) {
@@ -55,6 +56,17 @@ const waitFlow = `{"$workflow":"0.2","revision":"w1","initial":"wait","states":{
 const slowFlow = `{"$workflow":"0.2","revision":"s1","initial":"call","states":{
  "call":{"work":{"task":"slow","version":"1"},"then":"done"},
  "done":{"final":true}}}`
+
+// hooks are webhook triggers of the wait workflow: one starts a run keyed
+// by the body's id, one sends it "go"; a third names a secret the
+// gateway lacks.
+const hooks = `{
+ "hook-start": {"webhook": {"secretEnv": "HOOK_SECRET"}, "key": "$.data.id"},
+ "hook-go": {"webhook": {"secretEnv": "HOOK_SECRET", "header": "X-Hub-Signature-256"}, "action": "event", "event": "go", "run": {"$concat": ["hook-start-", "$.data.id"]}},
+ "hook-unset": {"webhook": {"secretEnv": "NOBODY_SET_THIS"}}
+}`
+
+const hookSecret = "the-webhook-secret"
 
 type bundle struct {
 	f   *fleet.Fleet
@@ -98,7 +110,16 @@ func setup(t *testing.T) *bundle {
 	if err != nil {
 		t.Fatal(err)
 	}
-	g, err := gateway.New(gateway.Config{JS: f.JS, Names: f.Names, Client: f.Client, Registry: f.Registry, Grants: gs, Logger: quiet()})
+	if _, err := trigger.Store(ctx, f.JS, f.Names, "wait", []byte(hooks)); err != nil {
+		t.Fatal(err)
+	}
+	secret := func(v string) string {
+		if v == "HOOK_SECRET" {
+			return hookSecret
+		}
+		return ""
+	}
+	g, err := gateway.New(gateway.Config{JS: f.JS, Names: f.Names, Client: f.Client, Registry: f.Registry, Grants: gs, Secret: secret, Logger: quiet()})
 	if err != nil {
 		t.Fatal(err)
 	}
