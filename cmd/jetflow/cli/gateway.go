@@ -82,7 +82,7 @@ func mountGateway(f *fleet.Fleet, mux *http.ServeMux) {
 		}
 		return
 	}
-	g, err := gateway.New(gateway.Config{JS: f.JS, Names: f.Names, Client: f.Client, Registry: f.Registry, Grants: gs, Logger: log})
+	g, err := gateway.New(gateway.Config{JS: f.JS, Names: f.Names, Client: f.Client, Registry: f.Registry, Grants: gs, Secret: webhookSecret, Logger: log})
 	if err != nil {
 		log.Error("gateway not mounted", slog.Any("error", err))
 		return

@@ -356,6 +356,15 @@ func runService(ctx context.Context, s streams, verb string, conn *connConfig, s
 		log.Warn("joined a NATS cluster with --replicas 1: one node's loss loses runs; use --replicas 3",
 			slog.String("cluster", f.Conn.ConnectedClusterName()))
 	}
+	// Subject triggers (trigger.go): every dispatcher shares their consumers.
+	triggers, err := startTriggers(ctx, f, log)
+	if err != nil {
+		_ = stopBounded(ctx, f)
+		if ep != nil {
+			_ = ep.shutdown(context.Background())
+		}
+		return err
+	}
 	h := &health{f: f}
 	h.phase.Store(phaseRunning)
 	// The URLs come last: a script may stop reading at the one it needs.
@@ -379,7 +388,7 @@ func runService(ctx context.Context, s streams, verb string, conn *connConfig, s
 	h.phase.Store(phaseDraining)
 	stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), svc.DrainTimeout)
 	defer cancel()
-	err = stopBounded(stopCtx, f)
+	err = errors.Join(triggers.Stop(stopCtx), stopBounded(stopCtx, f))
 	if ep != nil {
 		err = errors.Join(err, ep.shutdown(stopCtx))
 	}
