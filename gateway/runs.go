@@ -33,6 +33,17 @@ type StartRequest struct {
 	Input json.RawMessage `json:"input,omitempty"`
 	// Event is delivered in the start's own step (signal with start).
 	Event *StartEvent `json:"event,omitempty"`
+	// IdempotencyKey makes the start safe to repeat within the gateway's
+	// idempotency window: a start with a key seen before starts nothing
+	// new and answers the run the first one started. Also read from the
+	// Idempotency-Key header.
+	IdempotencyKey string `json:"idempotencyKey,omitempty"`
+	// Singleton refuses the start (409 SINGLETON_ACTIVE) while another run
+	// started with the same singleton key has not settled.
+	Singleton string `json:"singleton,omitempty"`
+
+	replay    bool // the idempotency key named an earlier start's run
+	published bool // and that run exists: nothing to publish
 }
 
 // StartEvent is a start's event.
@@ -49,6 +60,9 @@ type Started struct {
 	Workflow string `json:"workflow"`
 	// Seq is the start's sequence in the input stream.
 	Seq uint64 `json:"seq,omitempty"`
+	// Duplicate says the idempotency key named an earlier start: Run is
+	// its run, and nothing new was started.
+	Duplicate bool `json:"duplicate,omitempty"`
 }
 
 func newRunID() string { return "run-" + strings.ToLower(rand.Text()[:16]) }
@@ -73,8 +87,14 @@ func (g *Gateway) start(w http.ResponseWriter, r *http.Request) {
 		writeError(w, e)
 		return
 	}
+	if req.IdempotencyKey == "" {
+		req.IdempotencyKey = r.Header.Get("Idempotency-Key")
+	}
 	if e := g.checkStart(r.Context(), &req); e != nil {
 		writeError(w, e)
+		return
+	}
+	if g.startControls(w, r, &req) {
 		return
 	}
 	var opts []client.StartOption
@@ -89,13 +109,15 @@ func (g *Gateway) start(w http.ResponseWriter, r *http.Request) {
 	defer cancel()
 	var seq uint64
 	var err error
-	if req.Event != nil {
+	switch {
+	case req.published:
+	case req.Event != nil:
 		var payload any
 		if req.Event.Payload != nil {
 			payload = req.Event.Payload
 		}
 		seq, err = g.client.StartWithEvent(ctx, req.Workflow, req.ID, input, req.Event.Type, payload, req.Event.ID, opts...)
-	} else {
+	default:
 		err = g.client.StartRun(ctx, req.Workflow, req.ID, input, opts...)
 	}
 	if err != nil {
@@ -103,7 +125,7 @@ func (g *Gateway) start(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if wait == 0 {
-		writeJSON(w, http.StatusAccepted, Started{Run: req.ID, Workflow: req.Workflow, Seq: seq})
+		writeJSON(w, http.StatusAccepted, Started{Run: req.ID, Workflow: req.Workflow, Seq: seq, Duplicate: req.replay})
 		return
 	}
 	g.waitFor(w, r, req.ID, wait)
