@@ -95,7 +95,7 @@ func newServe(s streams) *cobra.Command {
 	fs.StringVar(&emb.Data, "data", defaultDataDir(), "JetStream store directory of the embedded server, locked by one serve at a time: $XDG_DATA_HOME/jetflow, else ~/.local/share/jetflow (env JETFLOW_DATA)")
 	fs.BoolVar(&emb.Ephemeral, "ephemeral", false, "keep the embedded server's store in a temporary directory removed at exit (env JETFLOW_EPHEMERAL)")
 	fs.BoolVar(&emb.Fsync, "fsync", false, "fsync every write of the embedded store: no acknowledged write lost on power loss, slower (env JETFLOW_FSYNC)")
-	fs.DurationVar(&emb.SyncInterval, "sync-interval", 0, "fsync the embedded store this often: a power loss loses at most this much acknowledged work; 0 is the server's 2m (env JETFLOW_SYNC_INTERVAL; docs/PERFORMANCE.md#durability-modes)")
+	fs.DurationVar(&emb.SyncInterval, "sync-interval", 0, "fsync the embedded store this often: a power loss loses at most this much acknowledged work; 0 is the server's 2m; docs/PERFORMANCE.md#durability-modes (env JETFLOW_SYNC_INTERVAL)")
 	return cmd
 }
 
