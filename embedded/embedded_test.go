@@ -282,7 +282,14 @@ func TestDurabilityModes(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
-			s := start(t, embedded.Config{Listen: "127.0.0.1:-1", DataDir: t.TempDir(), SyncAlways: c.always, SyncInterval: c.interval})
+			var log lockedBuffer
+			s := start(t, embedded.Config{
+				Listen: "127.0.0.1:-1", DataDir: t.TempDir(), SyncAlways: c.always, SyncInterval: c.interval,
+				Logger: slog.New(slog.NewTextHandler(&log, nil)),
+			})
+			if want := "sync=\"every " + map[bool]string{true: "write", false: c.want.String()}[c.always]; !strings.Contains(log.String(), want) {
+				t.Errorf("the log does not say %s:\n%s", want, log.String())
+			}
 			js := s.NATS().JetStreamConfig()
 			if js == nil {
 				t.Fatal("JetStream is not enabled")
@@ -303,4 +310,22 @@ func TestDurabilityModes(t *testing.T) {
 			t.Errorf("New(SyncAlways %v, SyncInterval %s) = %v, want an error naming SyncInterval", bad.SyncAlways, bad.SyncInterval, err)
 		}
 	}
+}
+
+// lockedBuffer is a bytes.Buffer the server's goroutines may log to.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
