@@ -74,6 +74,8 @@ func AgentMain(ctx context.Context, args []string, stdin io.Reader, stdout io.Wr
 	cluster := fs.String("cluster", "", "cluster name; empty runs alone (server)")
 	clusterListen := fs.String("cluster-listen", "", "route address (server)")
 	routes := fs.String("routes", "", "comma-separated route addresses (server)")
+	syncAlways := fs.Bool("sync-always", false, "fsync every write (server)")
+	syncInterval := fs.Duration("sync-interval", 0, "fsync interval; 0 is the server's default (server)")
 	concurrency := fs.Int("concurrency", 0, "dispatcher or worker concurrency (0: its default)")
 	if err := fs.Parse(args); err != nil {
 		return fmt.Errorf("bench-agent: %w", err)
@@ -85,7 +87,10 @@ func AgentMain(ctx context.Context, args []string, stdin io.Reader, stdout io.Wr
 	ready := agentReply{Ready: true}
 	switch *role {
 	case roleServer:
-		cfg := embedded.Config{Listen: "127.0.0.1:-1", DataDir: *dataDir, ServerName: *name, Logger: log}
+		cfg := embedded.Config{
+			Listen: "127.0.0.1:-1", DataDir: *dataDir, ServerName: *name, Logger: log,
+			SyncAlways: *syncAlways, SyncInterval: *syncInterval,
+		}
 		if *cluster != "" {
 			cfg.Cluster = &embedded.ClusterConfig{Name: *cluster, Listen: *clusterListen, Routes: strings.Split(*routes, ",")}
 		}

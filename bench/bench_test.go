@@ -13,7 +13,7 @@ import (
 // four in separate processes with two dispatchers and one on a 3-node
 // cluster, and checks that the report is complete and renders.
 func TestShortEverySetup(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
 	var progress bytes.Buffer
 	cfg := agentConfig(t, Config{
@@ -22,6 +22,7 @@ func TestShortEverySetup(t *testing.T) {
 			{Mode: Single},
 			{Mode: Processes, Dispatchers: 2, Scenarios: []Scenario{OneTask, Event, Parked, Timers}},
 			{Mode: Cluster, Scenarios: []Scenario{OneTask}},
+			{Mode: Processes, Scenarios: []Scenario{OneTask}, Durability: Durability{Always: true}},
 		},
 		Dir:      t.TempDir(),
 		Progress: &progress,
@@ -51,6 +52,7 @@ func TestShortEverySetup(t *testing.T) {
 	for _, want := range []string{
 		"| single | loop-10 |", "| processes d=2 w=1 | parked (resume) |", "| cluster d=1 w=1 | one-task |",
 		"| single | timers (lateness) |", "| processes d=2 w=1 | timers (lateness) |", "| single | 300 |",
+		"| processes d=1 w=1 fsync | one-task |",
 	} {
 		if !strings.Contains(md.String(), want) {
 			t.Errorf("markdown lacks %q", want)

@@ -63,14 +63,21 @@ type Setup struct {
 	Workers int
 	// Scenarios run in order. Default: every scenario.
 	Scenarios []Scenario
+	// Durability is how the servers sync their stores. Default: the
+	// server's default (an fsync every two minutes).
+	Durability Durability
 }
 
 // Name is the setup as the report shows it, e.g. "processes d=2 w=1".
 func (s Setup) Name() string {
-	if s.Mode == Single {
-		return string(Single)
+	name := string(Single)
+	if s.Mode != Single {
+		name = fmt.Sprintf("%s d=%d w=%d", s.Mode, s.Dispatchers, s.Workers)
 	}
-	return fmt.Sprintf("%s d=%d w=%d", s.Mode, s.Dispatchers, s.Workers)
+	if s.Durability != (Durability{}) {
+		name += " " + s.Durability.String()
+	}
+	return name
 }
 
 // Config says what to measure and for how long. The zero value measures
@@ -208,6 +215,9 @@ func (c Config) validate() error {
 			}
 		default:
 			errs = append(errs, fmt.Errorf("%s: unknown mode %q (use %s, %s or %s)", where, s.Mode, Single, Processes, Cluster))
+		}
+		if s.Durability.Always && s.Durability.Interval > 0 || s.Durability.Interval < 0 {
+			errs = append(errs, fmt.Errorf("%s: durability fsync and interval %s: give fsync or a positive interval", where, s.Durability.Interval))
 		}
 		if s.Dispatchers < 1 || s.Dispatchers > 64 || s.Workers < 1 || s.Workers > 64 {
 			errs = append(errs, fmt.Errorf("%s: %d dispatchers and %d workers: each must be 1 to 64", where, s.Dispatchers, s.Workers))

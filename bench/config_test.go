@@ -124,3 +124,31 @@ func TestProcReaders(t *testing.T) {
 		t.Errorf("an empty directory holds %d bytes", n)
 	}
 }
+
+func TestParseDurability(t *testing.T) {
+	t.Parallel()
+	for in, want := range map[string]Durability{
+		"":                 {},
+		"default":          {},
+		"fsync":            {Always: true},
+		" always":          {Always: true},
+		"100ms":            {Interval: 100 * time.Millisecond},
+		"sync-interval=1s": {Interval: time.Second},
+	} {
+		got, err := ParseDurability(in)
+		if err != nil || got != want {
+			t.Errorf("ParseDurability(%q) = %+v, %v; want %+v", in, got, err, want)
+		}
+		if back, err := ParseDurability(got.String()); err != nil || back != got {
+			t.Errorf("ParseDurability(%q) = %+v, %v; want %+v", got.String(), back, err, got)
+		}
+	}
+	for _, bad := range []string{"never", "0s", "-1s", "sync-interval=x"} {
+		if _, err := ParseDurability(bad); err == nil {
+			t.Errorf("ParseDurability(%q) accepted", bad)
+		}
+	}
+	if args := (Durability{Interval: time.Second}).agentArgs(); len(args) != 2 || args[1] != "1s" {
+		t.Errorf("agent args = %q", args)
+	}
+}

@@ -112,16 +112,16 @@ func deploy(ctx context.Context, cfg Config, s Setup, dir string) (d *deployment
 func (d *deployment) startServers(ctx context.Context) error {
 	switch d.setup.Mode {
 	case Single:
-		srv, err := embedded.Start(ctx, embedded.Config{
-			Listen: "127.0.0.1:-1", DataDir: filepath.Join(d.dir, "n0"), Logger: d.cfg.Logger,
-		})
+		ec := embedded.Config{Listen: "127.0.0.1:-1", DataDir: filepath.Join(d.dir, "n0"), Logger: d.cfg.Logger}
+		d.setup.Durability.apply(&ec)
+		srv, err := embedded.Start(ctx, ec)
 		if err != nil {
 			return fmt.Errorf("bench: %w", err)
 		}
 		d.server, d.url = srv, srv.ClientURL()
 		return nil
 	case Processes:
-		p, err := startAgent(ctx, d.cfg, roleServer, "n0", "-data-dir", filepath.Join(d.dir, "n0"))
+		p, err := startAgent(ctx, d.cfg, roleServer, "n0", slices.Concat([]string{"-data-dir", filepath.Join(d.dir, "n0")}, d.setup.Durability.agentArgs())...)
 		if err != nil {
 			return err
 		}
@@ -135,9 +135,10 @@ func (d *deployment) startServers(ctx context.Context) error {
 	}
 	var urls []string
 	for i := range 3 {
-		p, err := startAgent(ctx, d.cfg, roleServer, fmt.Sprintf("n%d", i),
+		p, err := startAgent(ctx, d.cfg, roleServer, fmt.Sprintf("n%d", i), slices.Concat([]string{
 			"-data-dir", filepath.Join(d.dir, fmt.Sprintf("n%d", i)), "-name", fmt.Sprintf("n%d", i),
-			"-cluster", "jetflow-bench", "-cluster-listen", routes[i], "-routes", strings.Join(routes, ","))
+			"-cluster", "jetflow-bench", "-cluster-listen", routes[i], "-routes", strings.Join(routes, ","),
+		}, d.setup.Durability.agentArgs())...)
 		if err != nil {
 			return err
 		}

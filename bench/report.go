@@ -55,6 +55,9 @@ type SetupReport struct {
 	Dispatchers int    `json:"dispatchers"`
 	Workers     int    `json:"workers"`
 	Replicas    int    `json:"replicas"`
+	// Durability is how the servers synced their stores: "" for the
+	// default, "fsync", or "sync-interval=D".
+	Durability string `json:"durability,omitempty"`
 	// Load is the load average when the setup started.
 	Load      [3]float64       `json:"load"`
 	Raw       []RawOp          `json:"raw"`

@@ -56,6 +56,7 @@ func sampleReport() *Report {
 				Handover: &HandoverReport{Partitions: 16, Killed: []int{0, 2, 4, 6}, PauseMS: []float64{3100, 3200, 3300, 3400}, P50: 3300, P99: 3400, AckWaitMS: 30000},
 			},
 			{Setup: "cluster d=1 w=1", Mode: Cluster, Dispatchers: 1, Workers: 1, Replicas: 3, Raw: raw, Scenarios: []ScenarioReport{one(OneTask, 1600)}},
+			{Setup: "single fsync", Mode: Single, Dispatchers: 1, Workers: 1, Replicas: 1, Durability: "fsync", Raw: raw, Scenarios: []ScenarioReport{one(OneTask, 2100)}},
 		},
 	}
 	r.Targets = evaluate(r)
@@ -110,6 +111,7 @@ func TestTargets(t *testing.T) {
 		"fan-out CAS conflicts per run at d=4":                           false,
 		"handover pause after a SIGKILL at d=2":                          true, // p99 3.4 s < 30 s
 		"handover pause after a SIGKILL at d=4":                          false,
+		"one-task runs/s, every write fsynced, one process":              true, // 2100 ≥ DBOS's 2008
 	}
 	for name, met := range want {
 		if m, ok := got[name]; !ok || m != met {
@@ -118,6 +120,12 @@ func TestTargets(t *testing.T) {
 	}
 	if len(got) != len(want) {
 		t.Errorf("targets %v, want %d of them", got, len(want))
+	}
+	// The fsync setup is compared with the default one of the same mode.
+	for _, tg := range sampleReport().Targets {
+		if tg.Name == "one-task runs/s, every write fsynced, one process" && !strings.Contains(tg.Measured, "×0.60 of the default sync's 3500") {
+			t.Errorf("fsync target measured %q", tg.Measured)
+		}
 	}
 	empty := evaluate(&Report{})
 	for _, tg := range empty {

@@ -61,6 +61,9 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 // its scenarios, and tears it down.
 func runSetup(ctx context.Context, cfg Config, s Setup, dir string) (rep SetupReport, err error) {
 	rep = SetupReport{Setup: s.Name(), Mode: s.Mode, Dispatchers: s.Dispatchers, Workers: s.Workers, Load: loadAverage()}
+	if s.Durability != (Durability{}) {
+		rep.Durability = s.Durability.String()
+	}
 	fmt.Fprintf(cfg.Progress, "%s  %-22s starting (load average %.2f)\n", time.Now().Format("15:04:05"), s.Name(), rep.Load[0])
 	dep, err := deploy(ctx, cfg, s, dir)
 	if err != nil {

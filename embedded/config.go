@@ -62,6 +62,12 @@ type Config struct {
 	// syncs every two minutes, so a power loss (not a process crash) can
 	// lose acknowledged writes on a single node. Default false.
 	SyncAlways bool
+	// SyncInterval, when positive, is how often the file store fsyncs what
+	// it has written: a power loss or OS crash loses at most the writes
+	// acknowledged in the last interval (plus the time one fsync takes),
+	// a process crash none. It may not be combined with SyncAlways.
+	// Default 0: the server's own interval, two minutes.
+	SyncInterval time.Duration
 	// Cluster joins this server to a cluster; nil runs it alone.
 	// Default nil.
 	Cluster *ClusterConfig
@@ -120,6 +126,12 @@ func (c Config) validate() error {
 		if _, _, err := splitListen(c.Listen); err != nil {
 			return fmt.Errorf("embedded: Listen: %w", err)
 		}
+	}
+	if c.SyncInterval < 0 {
+		return fmt.Errorf("embedded: SyncInterval is %s: it must not be negative (0 means the server's default, two minutes)", c.SyncInterval)
+	}
+	if c.SyncInterval > 0 && c.SyncAlways {
+		return errors.New("embedded: SyncAlways and SyncInterval are alternatives: SyncAlways fsyncs every write, SyncInterval every interval; set one")
 	}
 	if c.MaxPayload < 0 || c.MaxMemory < 0 || c.MaxStore < 0 {
 		return errors.New("embedded: MaxPayload, MaxMemory and MaxStore must not be negative (0 means the server's default)")
@@ -181,6 +193,7 @@ func (c Config) options(storeDir string, clientPort, routePort int) *server.Opti
 		JetStreamMaxMemory: c.MaxMemory,
 		JetStreamMaxStore:  c.MaxStore,
 		SyncAlways:         c.SyncAlways,
+		SyncInterval:       c.SyncInterval,
 		MaxPayload:         c.MaxPayload,
 		DontListen:         c.NoListen,
 		NoSigs:             true,

@@ -263,3 +263,69 @@ func TestStartStopStress(t *testing.T) {
 		t.Fatal("running after the last Stop")
 	}
 }
+
+// TestDurabilityModes checks that each durability setting reaches the
+// JetStream the server runs, and that the two fsync settings exclude
+// each other.
+func TestDurabilityModes(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name     string
+		always   bool
+		interval time.Duration
+		want     time.Duration // the interval the server runs with
+	}{
+		{"default", false, 0, 2 * time.Minute},
+		{"fsync every write", true, 0, 0},
+		{"bounded interval", false, 250 * time.Millisecond, 250 * time.Millisecond},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			var log lockedBuffer
+			s := start(t, embedded.Config{
+				Listen: "127.0.0.1:-1", DataDir: t.TempDir(), SyncAlways: c.always, SyncInterval: c.interval,
+				Logger: slog.New(slog.NewTextHandler(&log, nil)),
+			})
+			if want := "sync=\"every " + map[bool]string{true: "write", false: c.want.String()}[c.always]; !strings.Contains(log.String(), want) {
+				t.Errorf("the log does not say %s:\n%s", want, log.String())
+			}
+			js := s.NATS().JetStreamConfig()
+			if js == nil {
+				t.Fatal("JetStream is not enabled")
+			}
+			if js.SyncAlways != c.always {
+				t.Errorf("SyncAlways = %v, want %v", js.SyncAlways, c.always)
+			}
+			if !c.always && js.SyncInterval != c.want {
+				t.Errorf("SyncInterval = %s, want %s", js.SyncInterval, c.want)
+			}
+		})
+	}
+	for _, bad := range []embedded.Config{
+		{Listen: "127.0.0.1:-1", SyncAlways: true, SyncInterval: time.Second},
+		{Listen: "127.0.0.1:-1", SyncInterval: -time.Second},
+	} {
+		if _, err := embedded.New(bad); err == nil || !strings.Contains(err.Error(), "SyncInterval") {
+			t.Errorf("New(SyncAlways %v, SyncInterval %s) = %v, want an error naming SyncInterval", bad.SyncAlways, bad.SyncInterval, err)
+		}
+	}
+}
+
+// lockedBuffer is a bytes.Buffer the server's goroutines may log to.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}

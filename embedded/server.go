@@ -127,6 +127,10 @@ func (s *Server) Start(ctx context.Context) error {
 		s.routePort = a.Port
 	}
 	s.srv, s.tmpDir, s.lock = ns, tmpDir, lock
+	if js := ns.JetStreamConfig(); js != nil && s.cfg.DataDir != "" {
+		// The server does not log it, and it decides what a power loss takes.
+		s.cfg.Logger.Info("embedded: file store durability", slog.String("server_name", name), slog.String("sync", syncDescription(js.SyncAlways, js.SyncInterval)))
+	}
 	if !s.cfg.NoListen {
 		s.lastURL = ns.ClientURL()
 	}
@@ -292,4 +296,12 @@ func (s *Server) Connect(opts ...nats.Option) (*nats.Conn, error) {
 		return nil, fmt.Errorf("embedded: connect in process to nats-server %q: %w", s.cfg.ServerName, err)
 	}
 	return nc, nil
+}
+
+// syncDescription says when the file store fsyncs, for the log.
+func syncDescription(always bool, interval time.Duration) string {
+	if always {
+		return "every write (an OS crash or power loss loses no acknowledged write)"
+	}
+	return "every " + interval.String() + " (an OS crash or power loss can lose the writes acknowledged in the last " + interval.String() + ")"
 }

@@ -19,7 +19,7 @@ func TestBenchShort(t *testing.T) {
 	if err := os.WriteFile(doc, []byte("# Performance\n\n<!-- bench:begin -->\nold\n<!-- bench:end -->\n\nafter\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	out, exit := jetflow(t, "", "bench", "--short", "--quiet", "--modes", "single", "--dir", dir, "--json", report, "--doc", doc)
+	out, exit := jetflow(t, "", "bench", "--short", "--quiet", "--modes", "single", "--durability", "default,fsync,50ms", "--dir", dir, "--json", report, "--doc", doc)
 	if exit != 0 || !strings.Contains(out, "| target | want | measured | met |") {
 		t.Fatalf("bench --short: exit %d:\n%s", exit, out)
 	}
@@ -40,8 +40,17 @@ func TestBenchShort(t *testing.T) {
 	if err := json.Unmarshal(data, &rep); err != nil {
 		t.Fatal(err)
 	}
-	if len(rep.Setups) != 1 || len(rep.Setups[0].Scenarios) != 7 || !strings.Contains(rep.Command, "--short=true") {
+	if len(rep.Setups) != 3 || len(rep.Setups[0].Scenarios) != 7 || !strings.Contains(rep.Command, "--short=true") {
 		t.Errorf("report: %s", data)
+	}
+	// Each durability but the default measures one-task on a setup of its own.
+	for i, name := range []string{"single fsync", "single sync-interval=50ms"} {
+		if s := rep.Setups[min(i+1, len(rep.Setups)-1)]; s.Setup != name || len(s.Scenarios) != 1 || s.Scenarios[0].Scenario != "one-task" {
+			t.Errorf("setup %d is %+v, want %s measuring one-task", i+1, s, name)
+		}
+	}
+	if !strings.Contains(out, "| one-task runs/s, every write fsynced, one process | ≥ 2008 (DBOS") || !strings.Contains(out, "| single fsync | one-task |") {
+		t.Errorf("bench --short lacks the fsync setup or its target:\n%s", out)
 	}
 	// A saved report renders again without measuring anything.
 	again, exit := jetflow(t, "", "bench", "--from", report)
@@ -65,6 +74,7 @@ func TestBenchRefusesBadFlags(t *testing.T) {
 	}{
 		{[]string{"bench", "--modes", "cloud"}, `--modes: unknown mode "cloud"`},
 		{[]string{"bench", "--scenarios", "nap"}, `--scenarios: unknown scenario "nap"`},
+		{[]string{"bench", "--durability", "fsync,sometimes"}, `--durability: durability "sometimes": use default, fsync or a positive fsync interval`},
 		{[]string{"bench", "--modes", "processes", "--dispatchers", "0"}, `--dispatchers: "0" is not a positive number`},
 		{[]string{"bench-agent", "-role", "nope"}, `-role "nope"`},
 	} {

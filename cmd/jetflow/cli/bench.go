@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -25,6 +26,7 @@ const (
 
 type benchFlags struct {
 	modes, dispatchers, scenarios string
+	durability                    string
 	workers                       int
 	cfg                           bench.Config
 	jsonOut, doc, profile, from   string
@@ -74,6 +76,7 @@ is complete.`,
 	fl.BoolVar(&f.cfg.Short, "short", false, "tiny counts: check that every scenario completes and the report is complete (seconds)")
 	fl.StringVar(&f.modes, "modes", "single,processes,cluster", "setups to measure: single, processes, cluster")
 	fl.StringVar(&f.dispatchers, "dispatchers", "1,2,4", "dispatcher processes of each processes setup")
+	fl.StringVar(&f.durability, "durability", "default,fsync", "how the servers sync their stores, comma-separated: default (every 2m), fsync (every write, as serve --fsync), or an fsync interval such as 100ms (serve --sync-interval); each one but default adds one setup per mode, one-task only unless --scenarios")
 	fl.IntVar(&f.workers, "workers", 1, "worker processes of the processes and cluster setups")
 	fl.StringVar(&f.scenarios, "scenarios", "", "scenarios for every setup, comma-separated (one-task, fan-out, event, loop-10, parked, timers, console-index; all); default per setup, see above")
 	fl.IntVar(&f.cfg.Runs, "runs", 0, "cap on the runs of each saturation phase (default 50000)")
@@ -195,8 +198,36 @@ func benchSetups(f *benchFlags) ([]bench.Setup, error) {
 		}
 		return def
 	}
-	var setups []bench.Setup
+	var setups, durable []bench.Setup
+	var durabilities []bench.Durability
+	for _, d := range strings.Split(f.durability, ",") {
+		dur, err := bench.ParseDurability(d)
+		if err != nil {
+			return nil, fmt.Errorf("--durability: %w", err)
+		}
+		durabilities = append(durabilities, dur)
+	}
+	withDefault := slices.Contains(durabilities, bench.Durability{})
 	for _, m := range strings.Split(f.modes, ",") {
+		// Each durability but the default: one setup per mode (the first
+		// dispatcher count), one-task unless --scenarios says otherwise.
+		for _, dur := range durabilities {
+			if dur == (bench.Durability{}) {
+				continue
+			}
+			s := bench.Setup{Mode: bench.Mode(strings.TrimSpace(m)), Workers: f.workers, Durability: dur, Scenarios: pick(bench.OneTask)}
+			if s.Mode == bench.Processes {
+				n, err := strconv.Atoi(strings.TrimSpace(strings.Split(f.dispatchers, ",")[0]))
+				if err != nil || n < 1 {
+					return nil, fmt.Errorf("--dispatchers: %q is not a positive number", f.dispatchers)
+				}
+				s.Dispatchers = n
+			}
+			durable = append(durable, s)
+		}
+		if !withDefault {
+			continue
+		}
 		switch mode := bench.Mode(strings.TrimSpace(m)); mode {
 		case bench.Single:
 			setups = append(setups, bench.Setup{Mode: mode, Scenarios: pick(bench.AllScenarios...)})
@@ -218,7 +249,14 @@ func benchSetups(f *benchFlags) ([]bench.Setup, error) {
 			return nil, fmt.Errorf("--modes: unknown mode %q (use single, processes, cluster)", m)
 		}
 	}
-	return setups, nil
+	if !withDefault {
+		for _, s := range durable {
+			if m := s.Mode; m != bench.Single && m != bench.Processes && m != bench.Cluster {
+				return nil, fmt.Errorf("--modes: unknown mode %q (use single, processes, cluster)", m)
+			}
+		}
+	}
+	return append(setups, durable...), nil
 }
 
 // commandLine is how the report says it was produced.

@@ -32,6 +32,9 @@ type embedConfig struct {
 	Data      string `env:"JETFLOW_DATA" flag:"data"`
 	Ephemeral bool   `env:"JETFLOW_EPHEMERAL" flag:"ephemeral"`
 	Fsync     bool   `env:"JETFLOW_FSYNC" flag:"fsync"`
+	// SyncInterval bounds what a power loss can take: the store fsyncs
+	// this often (0: the server's two minutes).
+	SyncInterval time.Duration `env:"JETFLOW_SYNC_INTERVAL" flag:"sync-interval"`
 }
 
 // defaultDataDir is where serve keeps JetStream's store:
@@ -76,7 +79,7 @@ func newServe(s streams) *cobra.Command {
 				return err
 			}
 			svc.Provision = true // serve always provisions; the flag is the dispatcher's
-			e := &embedded.Config{Listen: emb.Listen, DataDir: emb.Data, SyncAlways: emb.Fsync}
+			e := &embedded.Config{Listen: emb.Listen, DataDir: emb.Data, SyncAlways: emb.Fsync, SyncInterval: emb.SyncInterval}
 			if emb.Ephemeral {
 				e.DataDir = ""
 			}
@@ -93,6 +96,7 @@ func newServe(s streams) *cobra.Command {
 	fs.StringVar(&emb.Data, "data", defaultDataDir(), "JetStream store directory of the embedded server, locked by one serve at a time: $XDG_DATA_HOME/jetflow, else ~/.local/share/jetflow (env JETFLOW_DATA)")
 	fs.BoolVar(&emb.Ephemeral, "ephemeral", false, "keep the embedded server's store in a temporary directory removed at exit (env JETFLOW_EPHEMERAL)")
 	fs.BoolVar(&emb.Fsync, "fsync", false, "fsync every write of the embedded store: no acknowledged write lost on power loss, slower (env JETFLOW_FSYNC)")
+	fs.DurationVar(&emb.SyncInterval, "sync-interval", 0, "fsync the embedded store this often: a power loss loses at most this much acknowledged work; 0 is the server's 2m; docs/PERFORMANCE.md#durability-modes (env JETFLOW_SYNC_INTERVAL)")
 	return cmd
 }
 
@@ -106,12 +110,18 @@ func (e *embedConfig) resolve(fs *pflag.FlagSet, conn *connConfig) error {
 		return err
 	}
 	if conn.URL != "" {
-		for _, name := range []string{"listen", "data", "ephemeral", "fsync"} {
+		for _, name := range []string{"listen", "data", "ephemeral", "fsync", "sync-interval"} {
 			if fs.Changed(name) {
 				return fmt.Errorf("--%s configures the embedded nats-server, which --nats (JETFLOW_NATS_URL) replaces: give one or the other", name)
 			}
 		}
 		return nil
+	}
+	if e.SyncInterval < 0 {
+		return fmt.Errorf("--sync-interval (JETFLOW_SYNC_INTERVAL) is %s: give a positive duration such as 1s, or 0 for the server's 2m", e.SyncInterval)
+	}
+	if e.Fsync && e.SyncInterval > 0 {
+		return errors.New("--fsync and --sync-interval (JETFLOW_FSYNC, JETFLOW_SYNC_INTERVAL) are alternatives: --fsync syncs every write, --sync-interval every interval; give one")
 	}
 	if e.Ephemeral && fs.Changed("data") {
 		return errors.New("--ephemeral and --data are alternatives: give one")
