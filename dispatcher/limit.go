@@ -218,6 +218,10 @@ func hold(names subjects.Names, task, vtok string, m *nats.Msg, at, now time.Tim
 	for k, v := range m.Header {
 		h.Header[k] = append([]string(nil), v...)
 	}
+	// The release stays in the timer stream, which has no MaxAge, only
+	// until it expires: as long as the invocation would, else as long as
+	// a fired timer.
+	h.Header.Set(wire.HeaderScheduleTTL, wire.FiredTimerTTLValue)
 	if ttl := h.Header.Get(wire.HeaderTTL); ttl != "" {
 		// The schedule stays until it fires; the invocation it produces
 		// expires as the one published directly would.
