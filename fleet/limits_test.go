@@ -135,6 +135,7 @@ func TestRateLimitSpacesStarts(t *testing.T) {
 		if at.Before(slot) {
 			t.Errorf("delivery %d at +%v, before its earliest slot +%v", i, at.Sub(begin), slot.Sub(begin))
 		}
+		t.Logf("delivery %d at +%v, earliest slot +%v", i, at.Sub(begin).Round(time.Millisecond), slot.Sub(begin))
 	}
 	kv, err := f.JS.KeyValue(ctx, f.Names.LimitsBucket())
 	if err != nil {
