@@ -142,6 +142,9 @@ func (d *Dispatcher) attempt(ctx context.Context, in *step.Input, seq uint64, no
 	if err := d.hook(hookAfterPublish, in); err != nil {
 		return "", err
 	}
+	if res.Outcome == step.Applied {
+		d.closeTask(ctx, in, cur, log)
+	}
 	for _, ig := range res.Ignored {
 		log.Info("dispatcher: event ignored", slog.String("event", ig.Type), slog.String("reason", ig.Reason))
 	}

@@ -127,7 +127,10 @@ func newDispatcher(js jetstream.JetStream, store RunStore, l loader, cfg Config)
 		return nil, fmt.Errorf("dispatcher: register metrics: %w", err)
 	}
 	d := &Dispatcher{
-		cfg: cfg, settings: cfg.Settings(), js: js, pub: publisher{js: js, nc: js.Conn(), names: cfg.Names, now: cfg.Clock.Now}, store: store, loader: l,
+		cfg: cfg, settings: cfg.Settings(), js: js, pub: publisher{
+			js: js, nc: js.Conn(), names: cfg.Names, now: cfg.Clock.Now,
+			limit: &limiter{js: js, names: cfg.Names, now: cfg.Clock.Now, log: cfg.Logger},
+		}, store: store, loader: l,
 		log: cfg.Logger, m: m, cache: newRecordCache(cfg.CacheSize),
 		queues: make(map[string]*runQueue), life: lifecycle.Machine{Name: "dispatcher"},
 	}

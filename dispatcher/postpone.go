@@ -85,3 +85,41 @@ func (d *Dispatcher) taskPaused(ctx context.Context, task, version string) (bool
 	}
 	return paused, err
 }
+
+// closeTask carries out a result's request to close its task version
+// (wire.TaskError.CloseTask): it pauses the version's consumer until its
+// retryAfterMs from now, unless a pause already lasts longer (an
+// operator's, or another worker's). cur is the run as it was before the
+// result applied, which says what task the result answers. The retry's
+// own delay is in the record already; a pause that fails is logged, and
+// the task stays open.
+func (d *Dispatcher) closeTask(ctx context.Context, in *step.Input, cur cached, log *slog.Logger) {
+	if cur.st == nil {
+		return
+	}
+	def, err := d.loader.Load(ctx, cur.st.Workflow, cur.st.Revision)
+	if err != nil {
+		return
+	}
+	tv, wait, ok := step.Closes(def, cur.st, in)
+	if !ok {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, d.cfg.OpTimeout)
+	defer cancel()
+	until := d.cfg.Clock.Now().Add(wait)
+	paused, already, err := provision.TaskPaused(ctx, d.js, d.cfg.Names, tv.Task, tv.Version)
+	if err == nil && paused && !already.Before(until) {
+		return
+	}
+	if err == nil {
+		_, err = provision.PauseTask(ctx, d.js, d.cfg.Names, tv.Task, tv.Version, until)
+	}
+	if err != nil {
+		log.Warn("dispatcher: a worker asked to close a task version; it stays open", slog.String("task", tv.Task),
+			slog.String("version", tv.Version), slog.Duration("for", wait), slog.Any("error", err))
+		return
+	}
+	log.Info("dispatcher: task version closed on a worker's retry-after", slog.String("task", tv.Task),
+		slog.String("version", tv.Version), slog.Time("until", until))
+}

@@ -41,6 +41,9 @@ type publisher struct {
 	// step that publishes them (tracing.Inject).
 	traced bool
 	now    func() time.Time
+	// limit applies the task versions' rate limits (limit.go); nil
+	// applies none.
+	limit *limiter
 }
 
 // invocationTTLMargin is how long past its deadline an invocation stays
@@ -73,6 +76,16 @@ func (p publisher) publish(ctx context.Context, out []runrecord.Outgoing) error 
 				p.expire(m)
 				if p.traced {
 					tracing.Inject(ctx, m.Header)
+				}
+				if p.limit != nil {
+					held, err := p.limit.limit(ctx, m)
+					if err != nil {
+						return err
+					}
+					if held == nil {
+						continue
+					}
+					m = held
 				}
 			}
 			js = append(js, m)

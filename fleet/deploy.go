@@ -14,6 +14,7 @@ import (
 	"github.com/jetflow/jetflow/policy"
 	"github.com/jetflow/jetflow/provision"
 	"github.com/jetflow/jetflow/registry"
+	"github.com/jetflow/jetflow/taskconsumer"
 	"github.com/jetflow/jetflow/worker"
 )
 
@@ -61,10 +62,18 @@ func (f *Fleet) DeployWith(ctx context.Context, name string, doc []byte, opts De
 		if stc := d.Policy.StartToClose(t.Task, t.Version); stc > 0 {
 			tp.StartToClose = stc
 		}
+		lim := d.Policy.Limits(t.Task, t.Version)
+		if lim.MaxConcurrency > 0 {
+			tp.MaxAckPending = lim.MaxConcurrency
+		}
+		tp.RatePerSecond, tp.RateBurst = lim.RatePerSecond, lim.RateBurst
 		tp = tp.WithDefaults()
-		before, err := f.taskAckWait(ctx, t)
+		before, beforeCfg, err := f.taskConsumerConfig(ctx, t)
 		if err != nil {
 			return out, err
+		}
+		if beforeCfg != nil {
+			out.Notes = append(out.Notes, f.limitNotes(d, t, tp, *beforeCfg)...)
 		}
 		if _, err := provision.EnsureTaskConsumer(ctx, f.JS, f.Names, t.Task, t.Version, tp); err != nil {
 			return out, err
@@ -106,17 +115,41 @@ func unusedEntries(d registry.Deployment) []string {
 	return notes
 }
 
-// taskAckWait is the AckWait of a task version's consumer, 0 if it has
-// none yet.
-func (f *Fleet) taskAckWait(ctx context.Context, t registry.TaskRef) (time.Duration, error) {
+// taskConsumerConfig is the AckWait and configuration of a task
+// version's consumer, 0 and nil if it has none yet.
+func (f *Fleet) taskConsumerConfig(ctx context.Context, t registry.TaskRef) (time.Duration, *jetstream.ConsumerConfig, error) {
 	c, err := f.JS.Consumer(ctx, f.Names.TaskStream(), f.Names.TaskConsumer(t.Task, t.Version))
 	if errors.Is(err, jetstream.ErrConsumerNotFound) {
-		return 0, nil
+		return 0, nil, nil
 	}
 	if err != nil {
-		return 0, fmt.Errorf("reading consumer %q on stream %q: %w", f.Names.TaskConsumer(t.Task, t.Version), f.Names.TaskStream(), err)
+		return 0, nil, fmt.Errorf("reading consumer %q on stream %q: %w", f.Names.TaskConsumer(t.Task, t.Version), f.Names.TaskStream(), err)
 	}
-	return c.CachedInfo().Config.AckWait, nil
+	cfg := c.CachedInfo().Config
+	return cfg.AckWait, &cfg, nil
+}
+
+// limitNotes are the notes of a deploy that changes a task version's
+// concurrency or rate limit, which its consumer holds for every workflow
+// invoking it: the latest deploy wins, as for AckWait.
+func (f *Fleet) limitNotes(d registry.Deployment, t registry.TaskRef, tp provision.TaskPolicy, before jetstream.ConsumerConfig) []string {
+	var notes []string
+	whose := fmt.Sprintf("(policy of workflow %q revision %q; the latest deploy wins for every workflow invoking %s@%s)", d.Name, d.Revision, t.Task, t.Version)
+	if before.MaxAckPending != tp.MaxAckPending {
+		notes = append(notes, fmt.Sprintf("task %s@%s: at most %d attempts in flight instead of %d %s", t.Task, t.Version, tp.MaxAckPending, before.MaxAckPending, whose))
+	}
+	rate, burst := taskconsumer.Rate(before)
+	if rate != tp.RatePerSecond || burst != tp.RateBurst {
+		notes = append(notes, fmt.Sprintf("task %s@%s: rate limit %s instead of %s %s", t.Task, t.Version, describeRate(tp.RatePerSecond, tp.RateBurst), describeRate(rate, burst), whose))
+	}
+	return notes
+}
+
+func describeRate(perSecond float64, burst int) string {
+	if perSecond <= 0 {
+		return "none"
+	}
+	return fmt.Sprintf("%g/s (burst %d)", perSecond, burst)
 }
 
 // TaskPolicy is the task consumer policy a deploy applies where the

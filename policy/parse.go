@@ -28,6 +28,10 @@ const (
 	maxStartToClose = 24 * time.Hour
 	minTimeout      = time.Second
 	maxTimeout      = 366 * 24 * time.Hour
+	maxConcurrency  = 100000
+	minRate         = 0.001
+	maxRate         = 100000
+	maxBurst        = 100000
 )
 
 // Field names of a rule.
@@ -40,11 +44,15 @@ const (
 	fieldStartToClose      = "startToClose"
 	fieldAttemptTimeout    = "attemptTimeout"
 	fieldScheduleToClose   = "scheduleToClose"
+	fieldMaxConcurrency    = "maxConcurrency"
+	fieldRatePerSecond     = "ratePerSecond"
+	fieldRateBurst         = "rateBurst"
 )
 
 var fieldList = strings.Join([]string{
 	fieldMaxAttempts, fieldInitialInterval, fieldMaxInterval,
 	fieldMultiplier, fieldNonRetryableCodes, fieldStartToClose, fieldAttemptTimeout, fieldScheduleToClose,
+	fieldMaxConcurrency, fieldRatePerSecond, fieldRateBurst,
 }, ", ")
 
 // ErrInvalid is wrapped by every refusal of a policy file.
@@ -263,6 +271,12 @@ func (r *Rule) set(field string, v any, ptr string) error {
 		r.AttemptTimeout, err = duration(v, ptr, minTimeout, maxTimeout)
 	case fieldScheduleToClose:
 		r.ScheduleToClose, err = duration(v, ptr, minTimeout, maxTimeout)
+	case fieldMaxConcurrency:
+		r.MaxConcurrency, err = integer(v, ptr, 1, maxConcurrency)
+	case fieldRatePerSecond:
+		r.RatePerSecond, err = number(v, ptr, minRate, maxRate)
+	case fieldRateBurst:
+		r.RateBurst, err = integer(v, ptr, 1, maxBurst)
 	default:
 		err = errAt(ptr, "%q is not a policy field (fields: %s)", field, fieldList)
 	}
@@ -365,9 +379,12 @@ func (p *Policy) checkResolved() error {
 			chain = chain.inherit(p.rules[Wildcard])
 		}
 		r := chain.withDefaults()
+		ptr := "/" + value.EncodePointerSegment(key)
 		if r.InitialInterval > r.MaxInterval {
-			ptr := "/" + value.EncodePointerSegment(key)
 			return errAt(ptr, "the resolved initialInterval %s is longer than the resolved maxInterval %s (set both, here or in the entries this one inherits from)", r.InitialInterval, r.MaxInterval)
+		}
+		if p.rules[key].RateBurst != 0 && r.RatePerSecond == 0 {
+			return errAt(ptr+"/"+fieldRateBurst, "a burst needs a rate: set ratePerSecond here or in the entries this one inherits from")
 		}
 	}
 	return nil

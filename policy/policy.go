@@ -40,6 +40,17 @@ type Rule struct {
 	// together, from the first invocation; its expiry is never retried.
 	// Default: none.
 	ScheduleToClose time.Duration
+	// MaxConcurrency caps the attempts of the task version in flight
+	// across every worker: the task consumer's MaxAckPending. Default:
+	// the fleet's TaskPolicy (provision.DefaultMaxAckPending, 1000).
+	MaxConcurrency int
+	// RatePerSecond caps how many attempts of the task version start per
+	// second across every dispatcher (docs/POLICY.md#rate-limits).
+	// Default: none.
+	RatePerSecond float64
+	// RateBurst is how many attempts may start at once above
+	// RatePerSecond after a quiet spell. Default: 1.
+	RateBurst int
 }
 
 // DefaultAttemptTimeout is Rule.AttemptTimeout's default: no deployment
@@ -149,6 +160,15 @@ func (r Rule) inherit(parent Rule) Rule {
 	if r.ScheduleToClose == 0 {
 		r.ScheduleToClose = parent.ScheduleToClose
 	}
+	if r.MaxConcurrency == 0 {
+		r.MaxConcurrency = parent.MaxConcurrency
+	}
+	if r.RatePerSecond == 0 {
+		r.RatePerSecond = parent.RatePerSecond
+	}
+	if r.RateBurst == 0 {
+		r.RateBurst = parent.RateBurst
+	}
 	return r
 }
 
@@ -180,6 +200,27 @@ func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond)
 // policy sets none (the caller's default applies).
 func (p *Policy) StartToClose(task, version string) time.Duration {
 	return p.Rule(task, version).StartToClose
+}
+
+// Limits are a task version's delivery limits: its fleet-wide
+// concurrency (0: the fleet's default) and its start rate (0: none), the
+// burst at least 1 when a rate is set.
+type Limits struct {
+	MaxConcurrency int
+	RatePerSecond  float64
+	RateBurst      int
+}
+
+// Limits resolves the task version's delivery limits.
+func (p *Policy) Limits(task, version string) Limits {
+	r := p.Rule(task, version)
+	l := Limits{MaxConcurrency: r.MaxConcurrency, RatePerSecond: r.RatePerSecond, RateBurst: r.RateBurst}
+	if l.RatePerSecond == 0 {
+		l.RateBurst = 0
+	} else if l.RateBurst == 0 {
+		l.RateBurst = 1
+	}
+	return l
 }
 
 // Timeouts are the reducer's timeouts of one task version's attempts,
@@ -267,6 +308,15 @@ func (r Rule) tree() map[string]any {
 	}
 	if r.ScheduleToClose != 0 {
 		m[fieldScheduleToClose] = r.ScheduleToClose.String()
+	}
+	if r.MaxConcurrency != 0 {
+		m[fieldMaxConcurrency] = float64(r.MaxConcurrency)
+	}
+	if r.RatePerSecond != 0 {
+		m[fieldRatePerSecond] = r.RatePerSecond
+	}
+	if r.RateBurst != 0 {
+		m[fieldRateBurst] = float64(r.RateBurst)
 	}
 	return m
 }

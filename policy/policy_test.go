@@ -41,6 +41,10 @@ var valid = []struct{ name, in, canon string }{
 		"bounds", `{"t":{"maxAttempts":1000,"multiplier":100,"initialInterval":"1ms","maxInterval":"168h","startToClose":"1s"}}`,
 		`{"t":{"initialInterval":"1ms","maxAttempts":1000,"maxInterval":"168h0m0s","multiplier":100,"startToClose":"1s"}}`,
 	},
+	{
+		"limits", `{"*":{"ratePerSecond":0.5},"ship@1":{"maxConcurrency":4,"rateBurst":10}}`,
+		`{"*":{"ratePerSecond":0.5},"ship@1":{"maxConcurrency":4,"rateBurst":10}}`,
+	},
 }
 
 func TestParseValid(t *testing.T) {
@@ -102,6 +106,10 @@ func TestParseRefusesWithPointer(t *testing.T) {
 		{"initial above max", `{"t":{"initialInterval":"2s","maxInterval":"1s"}}`, "/t/initialInterval", "longer than maxInterval"},
 		{"initial above default max", `{"t":{"initialInterval":"2m"}}`, "/t", "resolved maxInterval 1m0s"},
 		{"max below inherited initial", `{"*":{"initialInterval":"10s"},"t@1":{"maxInterval":"5s"}}`, "/t@1", "resolved initialInterval 10s"},
+		{"concurrency zero", `{"t":{"maxConcurrency":0}}`, "/t/maxConcurrency", "integer from 1 to 100000"},
+		{"rate zero", `{"t":{"ratePerSecond":0}}`, "/t/ratePerSecond", "from 0.001 to 100000"},
+		{"burst fraction", `{"t":{"ratePerSecond":1,"rateBurst":1.5}}`, "/t/rateBurst", "integer from 1"},
+		{"burst without a rate", `{"t":{"rateBurst":5}}`, "/t/rateBurst", "a burst needs a rate"},
 		{"wildcard below default initial", `{"*":{"maxInterval":"500ms"}}`, "/*", "resolved initialInterval 1s"},
 	}
 	for _, c := range cases {
@@ -251,5 +259,31 @@ func TestTimeoutsResolve(t *testing.T) {
 	}
 	if none.RunOptions().Timeouts == nil {
 		t.Error("no policy: the run options set no timeouts")
+	}
+}
+
+// TestLimitsResolve: each limit comes from the most specific entry that
+// sets it; a rate without a burst has a burst of 1, no rate has none.
+func TestLimitsResolve(t *testing.T) {
+	t.Parallel()
+	p, err := policy.Parse([]byte(`{"*":{"ratePerSecond":0.5},"ship":{"rateBurst":3},"ship@1":{"maxConcurrency":4},"mail":{"maxConcurrency":2}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		task, version string
+		want          policy.Limits
+	}{
+		{"ship", "1", policy.Limits{MaxConcurrency: 4, RatePerSecond: 0.5, RateBurst: 3}},
+		{"ship", "2", policy.Limits{RatePerSecond: 0.5, RateBurst: 3}},
+		{"mail", "1", policy.Limits{MaxConcurrency: 2, RatePerSecond: 0.5, RateBurst: 1}},
+	} {
+		if got := p.Limits(c.task, c.version); got != c.want {
+			t.Errorf("Limits(%s, %s) = %+v, want %+v", c.task, c.version, got, c.want)
+		}
+	}
+	var none *policy.Policy
+	if got := none.Limits("ship", "1"); got != (policy.Limits{}) {
+		t.Errorf("no policy: %+v", got)
 	}
 }

@@ -203,7 +203,7 @@ func TimerStreamConfig(names subjects.Names, opts ProvisionOptions) jetstream.St
 	return jetstream.StreamConfig{
 		Name:              names.TimerStream(),
 		Description:       "jetflow timer schedules and fired timers (dispatchers only)",
-		Subjects:          []string{names.ScheduleAll(), names.FiredAll(), names.ReapAll()},
+		Subjects:          []string{names.ScheduleAll(), names.FiredAll(), names.ReapAll(), names.HoldAll(), names.ReleaseAll()},
 		Retention:         jetstream.LimitsPolicy,
 		Discard:           jetstream.DiscardOld,
 		MaxMsgSize:        maxMsgSize(opts.MaxMsgSize),
@@ -238,6 +238,31 @@ func TaskStreamConfig(names subjects.Names, opts ProvisionOptions) jetstream.Str
 		Storage:     opts.Storage,
 		Replicas:    opts.Replicas,
 		Duplicates:  opts.DuplicateWindow,
+		// Invocations a task version's rate limit held back are
+		// produced in the timer stream at their slots (a schedule's
+		// target is in its own stream) and copied here onto their task
+		// subjects (docs/POLICY.md#rate-limits).
+		Sources: []*jetstream.StreamSource{{
+			Name: names.TimerStream(),
+			SubjectTransforms: []jetstream.SubjectTransformConfig{
+				{Source: names.ReleaseAll(), Destination: names.ReleaseToTask()},
+			},
+		}},
+	}
+}
+
+// LimitsBucketConfig is the KV bucket of the task versions' rate limit
+// state: one key per rate-limited task version, the theoretical arrival
+// time of its next invocation, which the dispatchers move forward with
+// compare-and-swap (dispatcher/limit.go). Only dispatchers write it.
+func LimitsBucketConfig(names subjects.Names, opts ProvisionOptions) jetstream.KeyValueConfig {
+	opts = opts.withDefaults()
+	return jetstream.KeyValueConfig{
+		Bucket:      names.LimitsBucket(),
+		Description: "jetflow rate limit state, one key per rate-limited task version",
+		History:     1,
+		Storage:     opts.Storage,
+		Replicas:    opts.Replicas,
 	}
 }
 
@@ -374,7 +399,7 @@ func provision(ctx context.Context, js jetstream.JetStream, names subjects.Names
 			return fmt.Errorf("provision: provision stream %q (subjects %v): %w", cfg.Name, cfg.Subjects, err)
 		}
 	}
-	for _, cfg := range []jetstream.KeyValueConfig{RunBucketConfig(names, opts), WorkflowBucketConfig(names, opts), JobBucketConfig(names, opts)} {
+	for _, cfg := range []jetstream.KeyValueConfig{RunBucketConfig(names, opts), WorkflowBucketConfig(names, opts), JobBucketConfig(names, opts), LimitsBucketConfig(names, opts)} {
 		err := ensure(ctx, opts.RetryFor, func(ctx context.Context) error {
 			_, err := js.CreateKeyValue(ctx, cfg)
 			if errors.Is(err, jetstream.ErrBucketExists) {

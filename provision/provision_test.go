@@ -38,7 +38,7 @@ func TestProvisionCreatesStreamsAndBuckets(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg := timers.CachedInfo().Config; !slices.Equal(cfg.Subjects, []string{b.names.ScheduleAll(), b.names.FiredAll(), b.names.ReapAll()}) ||
+	if cfg := timers.CachedInfo().Config; !slices.Equal(cfg.Subjects, []string{b.names.ScheduleAll(), b.names.FiredAll(), b.names.ReapAll(), b.names.HoldAll(), b.names.ReleaseAll()}) ||
 		cfg.Retention != jetstream.LimitsPolicy || cfg.Discard != jetstream.DiscardOld || cfg.MaxAge != 0 ||
 		!cfg.AllowMsgSchedules || !cfg.AllowRollup || !cfg.AllowMsgTTL || cfg.DenyPurge {
 		t.Errorf("timer stream config = %+v", cfg)
@@ -102,7 +102,7 @@ func TestProvisionIdempotentAndConcurrent(t *testing.T) {
 		t.Fatal(lister.Err())
 	}
 	slices.Sort(got)
-	want := []string{"KV_" + names.RunBucket(), "KV_" + names.WorkflowBucket(), names.InputStream(), names.TimerStream(), names.TaskStream(), "KV_" + names.JobBucket(), names.ObjectStream(names.ArchiveBucket()), names.IndexStream(), names.AuditStream(), names.ScheduleStream()}
+	want := []string{"KV_" + names.RunBucket(), "KV_" + names.WorkflowBucket(), names.InputStream(), names.TimerStream(), names.TaskStream(), "KV_" + names.JobBucket(), names.ObjectStream(names.ArchiveBucket()), names.IndexStream(), names.AuditStream(), names.ScheduleStream(), "KV_" + names.LimitsBucket()}
 	slices.Sort(want)
 	if !slices.Equal(got, want) {
 		t.Fatalf("streams = %v, want %v", got, want)

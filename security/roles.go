@@ -99,6 +99,11 @@ func Dispatcher(n subjects.Names, user string) Permissions {
 		// whether its consumer is paused, and the postpone input it sends
 		// the run instead (dispatcher/postpone.go).
 		api("CONSUMER.INFO", n.TaskStream(), "*"), n.Postpone("*"),
+		// A worker's retry-after that closes its task version
+		// (wire.TaskError.CloseTask): the dispatcher that applies the
+		// result pauses the version's consumer, never shortening a
+		// pause (dispatcher/postpone.go).
+		api("CONSUMER.PAUSE", n.TaskStream(), "*"),
 		api("STREAM.INFO", kvStream(runs)), api("DIRECT.GET", kvStream(runs), ">"), api("STREAM.MSG.GET", kvStream(runs)), n.KVKeys(runs),
 		api("STREAM.INFO", kvStream(wfs)), api("DIRECT.GET", kvStream(wfs), ">"), api("STREAM.MSG.GET", kvStream(wfs)),
 		n.KVKey(wfs, token.Key),
@@ -107,7 +112,20 @@ func Dispatcher(n subjects.Names, user string) Permissions {
 		api("CONSUMER.CREATE", kvStream(wfs), "*", n.KVKey(wfs, "name.>")), api("CONSUMER.DELETE", kvStream(wfs), "*"),
 		n.FlowControl(kvStream(wfs)),
 	}
-	return join(Permissions{Publish: pub, Subscribe: []string{inbox(user), n.DispatcherHeartbeats()}}, bulkJobs(n), archiveWrite(n), runIndex(n), scheduleRunner(n))
+	return join(Permissions{Publish: pub, Subscribe: []string{inbox(user), n.DispatcherHeartbeats()}}, bulkJobs(n), archiveWrite(n), runIndex(n), scheduleRunner(n), rateLimits(n))
+}
+
+// rateLimits is what a dispatcher needs to keep the task versions' rate
+// limits (dispatcher/limit.go): the limits bucket, whose state it moves
+// forward with compare-and-swap, and the schedules that hold an
+// invocation back until its slot in the timer stream (their releases
+// are the server's, on P.release.*.*, which no role publishes).
+func rateLimits(n subjects.Names) Permissions {
+	lim := n.KVStream(n.LimitsBucket())
+	return Permissions{Publish: []string{
+		n.API("STREAM.INFO", lim), n.API("DIRECT.GET", lim, ">"), n.API("STREAM.MSG.GET", lim), n.KVKeys(n.LimitsBucket()),
+		n.HoldAll(),
+	}}
 }
 
 // scheduleRunner is what a dispatcher's schedule runner needs (package

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 
@@ -36,6 +37,9 @@ type Input struct {
 	msg    run.Message
 	// token is the token a result echoes (kind result only).
 	token string
+	// closeTask says a result's error asks to close its task version for
+	// its retryAfterMs (Closes).
+	closeTask bool
 	// redriveTo is the revision a redrive moves its run to, "" for none.
 	redriveTo string
 	// resetTo is the input sequence a reset takes its run back to.
@@ -212,10 +216,14 @@ func (in *Input) parseResult(data []byte) error {
 		return malformed("result body: neither output nor error is set (a task that returns nothing sends \"output\": null, docs/PROTOCOL.md 5.6)")
 	case body.Error != nil && strings.TrimSpace(body.Error.Message) == "":
 		return malformed("result body: error.message is empty (the workflow sees it; docs/PROTOCOL.md 5.6)")
+	case body.Error != nil && (body.Error.RetryAfterMs < 0 || math.IsNaN(body.Error.RetryAfterMs)):
+		return malformed("result body: error.retryAfterMs is %v; it is a delay in milliseconds, 0 or more (docs/PROTOCOL.md 5.6)", body.Error.RetryAfterMs)
+	case body.Error != nil && body.Error.CloseTask && body.Error.RetryAfterMs == 0:
+		return malformed("result body: error.closeTask needs error.retryAfterMs, how long the task is closed (docs/PROTOCOL.md 5.6)")
 	}
 	res := &run.TaskResult{Activation: body.Activation, Node: body.Node, Attempt: body.Attempt}
 	if body.Error != nil {
-		res.Error = &run.TaskError{Message: body.Error.Message, Code: body.Error.Code, NonRetryable: body.Error.NonRetryable}
+		res.Error = &run.TaskError{Message: body.Error.Message, Code: body.Error.Code, NonRetryable: body.Error.NonRetryable, RetryAfterMs: body.Error.RetryAfterMs}
 	} else {
 		v, err := optionalValue(body.Output)
 		if err != nil {
@@ -224,6 +232,7 @@ func (in *Input) parseResult(data []byte) error {
 		res.Output = v
 	}
 	in.msg.Kind, in.msg.Result, in.token = run.KindResult, res, body.Token
+	in.closeTask = body.Error != nil && body.Error.CloseTask
 	return nil
 }
 

@@ -165,6 +165,8 @@ var parseCases = []parseCase{
 	{name: "result null error", subject: "jetflow.in.r1.result", body: `{"activation":"a","error":null}`, bad: "neither output nor error"},
 	{name: "result error without message", subject: "jetflow.in.r1.result", body: `{"activation":"a","error":{"code":"X"}}`, bad: "error.message is empty"},
 	{name: "result error blank message", subject: "jetflow.in.r1.result", body: `{"activation":"a","error":{"message":"  "}}`, bad: "error.message is empty"},
+	{name: "result negative retry-after", subject: "jetflow.in.r1.result", body: `{"activation":"a","error":{"message":"m","retryAfterMs":-5}}`, bad: "error.retryAfterMs is -5"},
+	{name: "result close without retry-after", subject: "jetflow.in.r1.result", body: `{"activation":"a","error":{"message":"m","closeTask":true}}`, bad: "closeTask needs error.retryAfterMs"},
 	{name: "timer nameless", subject: "jetflow.in.r1.timer", body: `{"deadline":5}`, bad: "names no timer"},
 	{name: "timer bad deadline", subject: "jetflow.in.r1.timer", header: map[string]string{wire.HeaderTimer: "t", wire.HeaderDeadline: "soon"}, bad: "deadline header"},
 	{name: "cancel string", subject: "jetflow.in.r1.cancel", body: `"stop"`, bad: "cancel body"},

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/jetflow/jetflow/engine/run"
 	"github.com/jetflow/jetflow/subjects"
@@ -62,4 +63,23 @@ func DueAt(def *Definition, st *run.State, in *Input, now float64) []run.TaskVer
 		return nil
 	}
 	return run.DueTasks(e.Workflow, st, max(now, t.Deadline))
+}
+
+// Closes returns the task version a result input asks to close and for
+// how long (its error's closeTask with retryAfterMs), when st's work in
+// flight is what it answers; ok false for any other input. A dispatcher
+// asks it after the result applied, and pauses the task version's
+// consumer that long (docs/POLICY.md#retry-after).
+func Closes(def *Definition, st *run.State, in *Input) (tv run.TaskVersion, d time.Duration, ok bool) {
+	res := in.msg.Result
+	if !in.closeTask || res == nil || res.Error == nil || res.Error.RetryAfterMs <= 0 || def == nil {
+		return tv, 0, false
+	}
+	e, isEngine := def.Program.(Engine)
+	if !isEngine {
+		return tv, 0, false
+	}
+	tv, ok = run.TaskOf(e.Workflow, st, res.Activation, res.Node)
+	ms := min(res.Error.RetryAfterMs, run.MaxRetryAfterMs)
+	return tv, time.Duration(ms * float64(time.Millisecond)), ok
 }

@@ -287,3 +287,48 @@ func (n Names) ArchiveBucket() string { return n.prefix + "_archive" }
 
 // JobBucket is the KV bucket of bulk jobs (package bulk), keyed by job id.
 func (n Names) JobBucket() string { return n.prefix + "_jobs" }
+
+// HoldAll matches, in the timer stream, the schedules of invocations a
+// task version's rate limit holds back (dispatcher/limit.go).
+func (n Names) HoldAll() string { return n.prefix + ".hold.>" }
+
+// Hold is the schedule of one held invocation, id a token naming it: the
+// server produces the invocation on Release(task, version) at its slot.
+func (n Names) Hold(task, version, id string) string {
+	return n.prefix + ".hold." + task + "." + VersionToken(version) + "." + id
+}
+
+// ReleaseAll matches, in the timer stream, the held invocations the
+// server produced at their slots, which the task stream copies.
+func (n Names) ReleaseAll() string { return n.prefix + ".release.*.*" }
+
+// Release is where the server produces a task version's held invocations
+// in the timer stream (a schedule's target is in its own stream).
+func (n Names) Release(task, version string) string {
+	return n.prefix + ".release." + task + "." + VersionToken(version)
+}
+
+// ReleaseToTask is the subject transform destination the task stream's
+// source applies to ReleaseAll, so that Release(t, v) lands on Task(t, v).
+func (n Names) ReleaseToTask() string { return n.prefix + ".task.{{wildcard(1)}}.{{wildcard(2)}}" }
+
+// ParseTask splits an invocation subject, Task(task, version), into its
+// task name and version token (VersionToken of the version).
+func (n Names) ParseTask(subject string) (task, versionToken string, ok bool) {
+	rest, found := strings.CutPrefix(subject, n.prefix+".task.")
+	if !found {
+		return "", "", false
+	}
+	task, versionToken, ok = strings.Cut(rest, ".")
+	if !ok || task == "" || versionToken == "" || strings.Contains(versionToken, ".") {
+		return "", "", false
+	}
+	return task, versionToken, true
+}
+
+// LimitsBucket is the KV bucket of the task versions' rate limit state,
+// one key per task version (LimitKey), written by the dispatchers.
+func (n Names) LimitsBucket() string { return n.prefix + "_limits" }
+
+// LimitKey is a task version's key in LimitsBucket.
+func LimitKey(task, version string) string { return task + "." + VersionToken(version) }

@@ -8,6 +8,8 @@ package taskconsumer
 import (
 	"errors"
 	"fmt"
+	"math"
+	"strconv"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -38,6 +40,34 @@ type Policy struct {
 
 	// Replicas of the consumer; 0 inherits the stream's. Default: 0.
 	Replicas int
+
+	// RatePerSecond caps how many invocations of the task version the
+	// dispatchers release to workers per second, RateBurst at once after
+	// a quiet spell (docs/POLICY.md#rate-limits). The consumer carries
+	// them in its metadata, where every dispatcher reads them (Rate).
+	// Default: 0, no limit.
+	RatePerSecond float64
+	RateBurst     int
+}
+
+// Metadata keys of a task consumer that carry its rate limit.
+const (
+	MetaRatePerSecond = "jetflow_rate_per_second"
+	MetaRateBurst     = "jetflow_rate_burst"
+)
+
+// Rate reads the rate limit a task consumer's configuration carries: 0
+// when it has none or the metadata is not a valid rate.
+func Rate(cfg jetstream.ConsumerConfig) (perSecond float64, burst int) {
+	r, err := strconv.ParseFloat(cfg.Metadata[MetaRatePerSecond], 64)
+	if err != nil || r <= 0 || math.IsInf(r, 0) || math.IsNaN(r) {
+		return 0, 0
+	}
+	b, err := strconv.Atoi(cfg.Metadata[MetaRateBurst])
+	if err != nil || b < 1 {
+		b = 1
+	}
+	return r, b
 }
 
 // Defaults of Policy.
@@ -73,6 +103,12 @@ func (p Policy) Validate() error {
 	if p.MaxDeliver < -1 {
 		errs = append(errs, fmt.Errorf("MaxDeliver %d is below -1", p.MaxDeliver))
 	}
+	if p.RatePerSecond < 0 || math.IsInf(p.RatePerSecond, 0) || math.IsNaN(p.RatePerSecond) {
+		errs = append(errs, fmt.Errorf("RatePerSecond %v is not a rate", p.RatePerSecond))
+	}
+	if p.RateBurst < 0 {
+		errs = append(errs, fmt.Errorf("RateBurst %d is negative", p.RateBurst))
+	}
 	if p.Replicas < 0 {
 		errs = append(errs, fmt.Errorf("Replicas %d is negative", p.Replicas)) //nolint:staticcheck // ST1005: it begins with the field's name
 	}
@@ -82,7 +118,15 @@ func (p Policy) Validate() error {
 // Config is the consumer of task version (task, version) under names with
 // policy p, which must already have its defaults.
 func Config(names subjects.Names, task, version string, p Policy) jetstream.ConsumerConfig {
+	var meta map[string]string
+	if p.RatePerSecond > 0 {
+		meta = map[string]string{
+			MetaRatePerSecond: strconv.FormatFloat(p.RatePerSecond, 'g', -1, 64),
+			MetaRateBurst:     strconv.Itoa(max(1, p.RateBurst)),
+		}
+	}
 	return jetstream.ConsumerConfig{
+		Metadata:      meta,
 		Durable:       names.TaskConsumer(task, version),
 		Description:   fmt.Sprintf("jetflow workers of task %s version %s", task, version),
 		FilterSubject: names.Task(task, version),

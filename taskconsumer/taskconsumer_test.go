@@ -72,3 +72,24 @@ func TestCheck(t *testing.T) {
 		}
 	}
 }
+
+// TestRateTravelsInMetadata: a rate limit set in the policy is read back
+// from the consumer configuration made of it; none reads as none.
+func TestRateTravelsInMetadata(t *testing.T) {
+	t.Parallel()
+	names := subjects.Must("t")
+	cfg := taskconsumer.Config(names, "ship", "1.2", taskconsumer.Policy{RatePerSecond: 2.5, RateBurst: 4}.WithDefaults())
+	if r, b := taskconsumer.Rate(cfg); r != 2.5 || b != 4 {
+		t.Fatalf("Rate = %v, %d; want 2.5, 4", r, b)
+	}
+	cfg = taskconsumer.Config(names, "ship", "1.2", taskconsumer.Policy{RatePerSecond: 3}.WithDefaults())
+	if r, b := taskconsumer.Rate(cfg); r != 3 || b != 1 {
+		t.Fatalf("Rate without a burst = %v, %d; want 3, 1", r, b)
+	}
+	if r, b := taskconsumer.Rate(taskconsumer.Config(names, "ship", "1", taskconsumer.Policy{}.WithDefaults())); r != 0 || b != 0 {
+		t.Fatalf("no rate: %v, %d", r, b)
+	}
+	if r, _ := taskconsumer.Rate(jetstream.ConsumerConfig{Metadata: map[string]string{taskconsumer.MetaRatePerSecond: "NaN"}}); r != 0 {
+		t.Fatalf("NaN metadata read as %v", r)
+	}
+}

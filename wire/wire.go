@@ -85,6 +85,14 @@ type TaskError struct {
 	Code string `json:"code,omitempty"`
 	// NonRetryable skips the remaining attempts.
 	NonRetryable bool `json:"nonRetryable,omitempty"`
+	// RetryAfterMs, above 0, is how long to wait before the next attempt
+	// (an upstream's "retry after", HTTP 429 style), in milliseconds: it
+	// replaces the retry policy's backoff for this retry, capped at 24 h.
+	RetryAfterMs float64 `json:"retryAfterMs,omitempty"`
+	// CloseTask, with RetryAfterMs, also closes the task version for that
+	// long: no worker gets any of its invocations until then (its
+	// consumer is paused, as by `jetflow task pause --until`).
+	CloseTask bool `json:"closeTask,omitempty"`
 }
 
 // Timer is the body of a scheduled timer message.

@@ -3,6 +3,7 @@ package worker
 import (
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/jetflow/jetflow/wire"
 )
@@ -31,12 +32,39 @@ func WithCode(code string, err error) error {
 	return &taskError{err: err, code: code}
 }
 
-// taskError is the wrapper NonRetryable and WithCode add; its message is
-// the wrapped error's, so wrapping never changes what the workflow sees.
+// RetryAfter marks err as a failure to retry after d (an upstream's
+// "retry after", such as an HTTP 429 response's Retry-After): the next
+// attempt waits d instead of the retry policy's backoff, which it does
+// not advance. The attempt still counts against maxAttempts; d is capped
+// at 24 h. It returns nil for a nil err, err for d <= 0.
+func RetryAfter(d time.Duration, err error) error {
+	if err == nil || d <= 0 {
+		return err
+	}
+	return &taskError{err: err, retryAfter: d}
+}
+
+// CloseTask is RetryAfter that also closes the task version for d: the
+// dispatchers pause its consumer until then (docs/POLICY.md#retry-after),
+// so no worker gets any invocation of it, not only this one's retry.
+// A pause already lasting longer is kept. It returns nil for a nil err,
+// err for d <= 0.
+func CloseTask(d time.Duration, err error) error {
+	if err == nil || d <= 0 {
+		return err
+	}
+	return &taskError{err: err, retryAfter: d, closeTask: true}
+}
+
+// taskError is the wrapper NonRetryable, WithCode, RetryAfter and
+// CloseTask add; its message is the wrapped error's, so wrapping never
+// changes what the workflow sees.
 type taskError struct {
 	err          error
 	code         string
 	nonRetryable bool
+	retryAfter   time.Duration
+	closeTask    bool
 }
 
 func (e *taskError) Error() string { return e.err.Error() }
@@ -54,7 +82,8 @@ func (e *PanicError) Error() string { return fmt.Sprintf("task handler panicked:
 
 // WireError maps a handler's error to the task error a worker reports: the
 // message is err.Error(), the code is the outermost WithCode's, and it is
-// non-retryable if NonRetryable marked any error in the chain. It returns
+// non-retryable if NonRetryable marked any error in the chain; the
+// outermost RetryAfter or CloseTask sets retryAfterMs (and closeTask). It returns
 // nil for a nil err.
 func WireError(err error) *wire.TaskError {
 	if err == nil {
@@ -70,6 +99,10 @@ func WireError(err error) *wire.TaskError {
 				te.Code = t.code
 			}
 			te.NonRetryable = te.NonRetryable || t.nonRetryable
+			if te.RetryAfterMs == 0 && t.retryAfter > 0 {
+				te.RetryAfterMs = float64(t.retryAfter.Milliseconds())
+				te.CloseTask = t.closeTask
+			}
 		}
 	})
 	return te

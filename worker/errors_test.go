@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/jetflow/jetflow/wire"
 	"github.com/jetflow/jetflow/worker"
@@ -33,6 +34,10 @@ func TestWireError(t *testing.T) {
 		{"joined", errors.Join(base, worker.WithCode("J", worker.NonRetryable(errors.New("x")))), &wire.TaskError{Message: "boom\nx", Code: "J", NonRetryable: true}},
 		{"empty message", emptyErr{}, &wire.TaskError{Message: "task failed with an empty worker_test.emptyErr error"}},
 		{"panic", &worker.PanicError{Value: 7}, &wire.TaskError{Message: "task handler panicked: 7"}},
+		{"retry after", worker.RetryAfter(1500*time.Millisecond, base), &wire.TaskError{Message: "boom", RetryAfterMs: 1500}},
+		{"close task", worker.WithCode("RATE", worker.CloseTask(time.Minute, base)), &wire.TaskError{Message: "boom", Code: "RATE", RetryAfterMs: 60000, CloseTask: true}},
+		{"outer retry after wins", worker.RetryAfter(time.Second, worker.CloseTask(time.Minute, base)), &wire.TaskError{Message: "boom", RetryAfterMs: 1000}},
+		{"no delay", worker.RetryAfter(0, base), &wire.TaskError{Message: "boom"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

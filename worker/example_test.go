@@ -48,7 +48,7 @@ func Example_testingAHandler() {
 	fmt.Printf("%+v\n", *worker.WireError(err)) // what the workflow receives
 	// Output:
 	// {"charged":250,"order":"o-7","receipt":"rcpt-o-7"} <nil>
-	// {Message:amount 0 is not positive Code:INVALID_AMOUNT NonRetryable:true}
+	// {Message:amount 0 is not positive Code:INVALID_AMOUNT NonRetryable:true RetryAfterMs:0 CloseTask:false}
 }
 
 // Serving tasks: connect, register, start, and drain on a signal.

@@ -34,7 +34,7 @@ func TestDeployWithPolicy(t *testing.T) {
 		}
 		return p
 	}
-	pol := write("policy.json", `{"ship@1":{"maxAttempts":5,"startToClose":"30s","nonRetryableCodes":["NO_ADDRESS"],"attemptTimeout":"2m","scheduleToClose":"5m"},"*":{"initialInterval":"250ms"}}`)
+	pol := write("policy.json", `{"ship@1":{"maxAttempts":5,"startToClose":"30s","nonRetryableCodes":["NO_ADDRESS"],"attemptTimeout":"2m","scheduleToClose":"5m","maxConcurrency":4,"ratePerSecond":2.5},"*":{"initialInterval":"250ms"}}`)
 	const order = "../../examples/order.json"
 
 	out, errOut, exit := runEnv(t, nil, "", "deploy", "order", order, "--policy", pol, "--nats", f.URL())
@@ -42,7 +42,8 @@ func TestDeployWithPolicy(t *testing.T) {
 		t.Fatalf("deploy --policy: exit %d: %s%s", exit, out, errOut)
 	}
 	for _, want := range []string{
-		`policy {"*":{"initialInterval":"250ms"},"ship@1":{"attemptTimeout":"2m0s","maxAttempts":5,"nonRetryableCodes":["NO_ADDRESS"],"scheduleToClose":"5m0s","startToClose":"30s"}}`,
+		`policy {"*":{"initialInterval":"250ms"},"ship@1":{"attemptTimeout":"2m0s","maxAttempts":5,"maxConcurrency":4,"nonRetryableCodes":["NO_ADDRESS"],"ratePerSecond":2.5,"scheduleToClose":"5m0s","startToClose":"30s"}}`,
+		"limits: ship@1 at most 4 attempts in flight, at most 2.5 starts/s (burst 1)\n",
 		"ship@1         jetflow.task.ship.1         task_ship_1\n",
 		"ship@1         5         250ms x2 up to 1m0s  30s             2m0s (all 5m0s)  NO_ADDRESS\n",
 		"notify@1       3         250ms x2 up to 1m0s  1m0s            10m0s            -\n",
@@ -62,9 +63,12 @@ func TestDeployWithPolicy(t *testing.T) {
 		Hash   string
 		Policy map[string]map[string]any
 		Tasks  []struct {
-			Task         string
-			StartToClose string
-			Retry        struct{ MaxAttempts int }
+			Task           string
+			StartToClose   string
+			Retry          struct{ MaxAttempts int }
+			MaxConcurrency int
+			RatePerSecond  float64
+			RateBurst      int
 		}
 	}
 	if err := json.Unmarshal([]byte(out), &rep); exit != 0 || err != nil {
@@ -72,7 +76,8 @@ func TestDeployWithPolicy(t *testing.T) {
 	}
 	ship, first := rep.Tasks[len(rep.Tasks)-1], rep.Tasks[0]
 	if rep.Policy["ship@1"]["startToClose"] != "30s" || len(rep.Tasks) != 5 || ship.Task != "ship" ||
-		ship.StartToClose != "30s" || ship.Retry.MaxAttempts != 5 || first.StartToClose != "1m0s" || first.Retry.MaxAttempts != 3 {
+		ship.StartToClose != "30s" || ship.Retry.MaxAttempts != 5 || first.StartToClose != "1m0s" || first.Retry.MaxAttempts != 3 ||
+		ship.MaxConcurrency != 4 || ship.RatePerSecond != 2.5 || ship.RateBurst != 1 || first.MaxConcurrency != 1000 || first.RatePerSecond != 0 {
 		t.Errorf("deploy --json: %s", out)
 	}
 	out, _, exit = runEnv(t, nil, "", "workflows", "--json", "--nats", f.URL())
@@ -97,7 +102,9 @@ func TestDeployWithPolicy(t *testing.T) {
 	// A later deploy without a policy puts ship's AckWait back, and says so.
 	next := strings.Replace(readTestFile(t, order), `"order-1"`, `"order-2"`, 1)
 	out, errOut, exit = runEnv(t, nil, next, "deploy", "order", "-", "--nats", f.URL())
-	if exit != 0 || !strings.Contains(out, "note: task ship@1: consumer task_ship_1 now redelivers after 1m0s instead of 30s") {
+	if exit != 0 || !strings.Contains(out, "note: task ship@1: consumer task_ship_1 now redelivers after 1m0s instead of 30s") ||
+		!strings.Contains(out, "note: task ship@1: at most 1000 attempts in flight instead of 4") ||
+		!strings.Contains(out, "note: task ship@1: rate limit none instead of 2.5/s (burst 1)") {
 		t.Errorf("deploy without a policy after one: exit %d: %s%s", exit, out, errOut)
 	}
 }

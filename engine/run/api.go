@@ -76,7 +76,15 @@ type TaskError struct {
 	Message      string
 	Code         string
 	NonRetryable bool
+	// RetryAfterMs, when above 0, is the worker's own delay before the
+	// next attempt (an upstream's "retry after"): it replaces the
+	// policy's backoff for this retry and does not advance it. The
+	// attempt still counts against MaxAttempts.
+	RetryAfterMs float64
 }
+
+// MaxRetryAfterMs caps a worker's retry-after delay (24 h).
+const MaxRetryAfterMs = 24 * 60 * 60 * 1000
 
 // TimerFire says a timer armed by an ArmTimer effect is due.
 type TimerFire struct {

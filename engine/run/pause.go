@@ -66,9 +66,10 @@ type heldResult struct {
 }
 
 type heldError struct {
-	Message      string `json:"message"`
-	Code         string `json:"code,omitempty"`
-	NonRetryable bool   `json:"nonRetryable,omitempty"`
+	Message      string  `json:"message"`
+	Code         string  `json:"code,omitempty"`
+	NonRetryable bool    `json:"nonRetryable,omitempty"`
+	RetryAfterMs float64 `json:"retryAfterMs,omitempty"`
 }
 
 type heldTimer struct {
@@ -87,7 +88,7 @@ func hold(msg Message, at float64) Held {
 		res := msg.Result
 		h.Result = &heldResult{Activation: res.Activation, Node: res.Node, Attempt: res.Attempt, Output: res.Output}
 		if res.Error != nil {
-			h.Result.Error = &heldError{Message: res.Error.Message, Code: res.Error.Code, NonRetryable: res.Error.NonRetryable}
+			h.Result.Error = &heldError{Message: res.Error.Message, Code: res.Error.Code, NonRetryable: res.Error.NonRetryable, RetryAfterMs: res.Error.RetryAfterMs}
 		}
 	case msg.Timer != nil:
 		h.Timer = &heldTimer{ID: msg.Timer.ID, Deadline: msg.Timer.Deadline}
@@ -104,7 +105,7 @@ func (h Held) message() Message {
 	if h.Result != nil {
 		m.Result = &TaskResult{Activation: h.Result.Activation, Node: h.Result.Node, Attempt: h.Result.Attempt, Output: h.Result.Output}
 		if h.Result.Error != nil {
-			m.Result.Error = &TaskError{Message: h.Result.Error.Message, Code: h.Result.Error.Code, NonRetryable: h.Result.Error.NonRetryable}
+			m.Result.Error = &TaskError{Message: h.Result.Error.Message, Code: h.Result.Error.Code, NonRetryable: h.Result.Error.NonRetryable, RetryAfterMs: h.Result.Error.RetryAfterMs}
 		}
 	}
 	if h.Timer != nil {

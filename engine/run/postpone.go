@@ -105,3 +105,20 @@ func (r *reducer) postpone(p *Postpone) error {
 	}
 	return nil
 }
+
+// TaskOf returns the task version of node in activation, when that is
+// the work in flight of st: the task a result for it answers.
+func TaskOf(wf *workflow.Workflow, st *State, activation, node string) (TaskVersion, bool) {
+	if st == nil || st.Work == nil || st.Work.Activation != activation || len(st.Control.Active) == 0 {
+		return TaskVersion{}, false
+	}
+	info := wf.DAGs[st.Control.Active[0]]
+	if info == nil {
+		return TaskVersion{}, false
+	}
+	n, ok := info.Node(node)
+	if !ok {
+		return TaskVersion{}, false
+	}
+	return TaskVersion{n.Task, n.Version}, true
+}

@@ -55,12 +55,22 @@ func (p RetryPolicy) retries(e *TaskError, attempt int) bool {
 // retryLater parks a node until its backoff is over. The jitter is drawn
 // from a hash of the attempt, not a random source, so that a replay of the
 // run's history arms the same timer.
-func (r *reducer) retryLater(node string, a *Attempt, p RetryPolicy) {
+//
+// A failure whose worker asked to retry after a delay of its own
+// (TaskError.RetryAfterMs) waits exactly that long, at most
+// MaxRetryAfterMs, and is left out of the backoff of later failures.
+func (r *reducer) retryLater(node string, a *Attempt, p RetryPolicy, e *TaskError) {
 	w := r.st.Work
-	delay := p.InitialIntervalMs * math.Pow(p.Multiplier, float64(w.ordinal(a)-1))
-	delay = math.Min(delay, p.MaxIntervalMs)
-	h, _ := strconv.ParseUint(value.HashContent(w.Activation+"|"+node+"|"+strconv.Itoa(a.Attempt)), 36, 64)
-	delay *= 0.5 + 0.5*float64(h)/float64(math.MaxUint32)
+	var delay float64
+	if e != nil && e.RetryAfterMs > 0 {
+		delay = math.Min(e.RetryAfterMs, MaxRetryAfterMs)
+		a.Deferred++
+	} else {
+		delay = p.InitialIntervalMs * math.Pow(p.Multiplier, float64(max(0, w.ordinal(a)-1-a.Deferred)))
+		delay = math.Min(delay, p.MaxIntervalMs)
+		h, _ := strconv.ParseUint(value.HashContent(w.Activation+"|"+node+"|"+strconv.Itoa(a.Attempt)), 36, 64)
+		delay *= 0.5 + 0.5*float64(h)/float64(math.MaxUint32)
+	}
 	a.Waiting = true
 	r.st.Retries++
 	id := "r" + strconv.FormatInt(r.st.Retries, 10)

@@ -127,6 +127,10 @@ type Attempt struct {
 	Waiting bool `json:"waiting,omitempty"`
 	// RetryAt is the retry timer's deadline while Waiting.
 	RetryAt float64 `json:"retryAt,omitempty"`
+	// Deferred counts the node's failures since the activation whose
+	// worker asked to retry after a delay of its own: the backoff of
+	// other failures does not count them.
+	Deferred int `json:"deferred,omitempty"`
 	// Deadline is when the attempt in flight fails with TASK_TIMEOUT
 	// unless a result is accepted first (ms); 0 when no timeout applies.
 	Deadline float64 `json:"deadline,omitempty"`

@@ -211,7 +211,7 @@ func (r *reducer) taskFailed(id, node string, a *Attempt, e *TaskError) error {
 	info, _ := d.Node(node)
 	policy := r.policy(info.Task, info.Version)
 	if policy.retries(e, r.st.Work.ordinal(a)) {
-		r.retryLater(node, a, policy)
+		r.retryLater(node, a, policy, e)
 		return nil
 	}
 	return r.continueAfter(r.workFailed(id, d.TaskFailed(node, e.Message)))

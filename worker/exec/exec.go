@@ -76,6 +76,34 @@ const (
 	CodeBadOutput = "BAD_OUTPUT" // stdout is not exactly one JSON value
 )
 
+// ExitRetryAfter is the exit status (sysexits' EX_TEMPFAIL) of a
+// program asking for its attempt to be retried after a delay of its own:
+// it writes {"retryAfterMs": N} on stdout, with "closeTask": true to close
+// the task version for as long (worker.RetryAfter, worker.CloseTask).
+// Without a valid delay on stdout it is an ordinary failure, EXIT_75.
+const ExitRetryAfter = 75
+
+// retryAfter marks failed with the delay a program that exited with
+// ExitRetryAfter wrote on stdout, if any.
+func retryAfter(stdout *capped, failed error) error {
+	raw, err := stdout.value()
+	if err != nil {
+		return failed
+	}
+	var ask struct {
+		RetryAfterMs float64 `json:"retryAfterMs"`
+		CloseTask    bool    `json:"closeTask"`
+	}
+	if json.Unmarshal(raw, &ask) != nil || ask.RetryAfterMs <= 0 {
+		return failed
+	}
+	d := time.Duration(ask.RetryAfterMs * float64(time.Millisecond))
+	if ask.CloseTask {
+		return worker.CloseTask(d, failed)
+	}
+	return worker.RetryAfter(d, failed)
+}
+
 // Handler returns a handler that runs cmd (program and arguments) once
 // per invocation. The program is looked up now, so a missing program is
 // reported before the worker starts.
@@ -143,8 +171,12 @@ func run(ctx context.Context, path string, args, env []string, opts Options, inv
 	var exit *osexec.ExitError
 	switch {
 	case errors.As(err, &exit) && exit.Exited():
-		return nil, worker.WithCode(fmt.Sprintf("EXIT_%d", exit.ExitCode()),
+		failed := worker.WithCode(fmt.Sprintf("EXIT_%d", exit.ExitCode()),
 			fmt.Errorf("%s exited with status %d: %s", path, exit.ExitCode(), stderr.text()))
+		if exit.ExitCode() == ExitRetryAfter {
+			failed = retryAfter(stdout, failed)
+		}
+		return nil, failed
 	case errors.As(err, &exit):
 		return nil, worker.WithCode(CodeKilled, fmt.Errorf("%s: %v: %s", path, exit.ProcessState, stderr.text()))
 	case errors.Is(err, osexec.ErrWaitDelay):

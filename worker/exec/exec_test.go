@@ -15,6 +15,7 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/jetflow/jetflow/wire"
 	"github.com/jetflow/jetflow/worker"
 	"github.com/jetflow/jetflow/worker/exec"
 	"github.com/jetflow/jetflow/worker/workertest"
@@ -251,4 +252,42 @@ func ExampleHandler() {
 	// Output:
 	// {"doubled":42} <nil>
 	// EXIT_4 true
+}
+
+// TestRetryAfterExit: a program that exits with ExitRetryAfter and writes
+// its delay on stdout asks for a retry after it (closing the task version
+// when it says so); without a valid delay it is an ordinary EXIT_75.
+func TestRetryAfterExit(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name, script string
+		want         wire.TaskError
+	}{
+		{
+			"retry after", `echo 'upstream 429' >&2; echo '{"retryAfterMs": 1500}'; exit 75`,
+			wire.TaskError{Code: "EXIT_75", RetryAfterMs: 1500},
+		},
+		{
+			"close task", `echo '{"retryAfterMs": 60000, "closeTask": true}'; exit 75`,
+			wire.TaskError{Code: "EXIT_75", RetryAfterMs: 60000, CloseTask: true},
+		},
+		{"no delay", `echo 'busy' >&2; exit 75`, wire.TaskError{Code: "EXIT_75"}},
+		{"zero delay", `echo '{"retryAfterMs": 0}'; exit 75`, wire.TaskError{Code: "EXIT_75"}},
+		{"other status", `echo '{"retryAfterMs": 1500}'; exit 3`, wire.TaskError{Code: "EXIT_3"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			_, err := workertest.Run(t.Context(), sh(t, c.script), worker.Invocation{})
+			te := worker.WireError(err)
+			if te == nil {
+				t.Fatal("no error")
+			}
+			got := *te
+			got.Message = ""
+			if got != c.want {
+				t.Fatalf("= %+v, want %+v", *te, c.want)
+			}
+		})
+	}
 }

@@ -37,6 +37,12 @@ type deployedTask struct {
 	StartToClose    string    `json:"startToClose"`
 	AttemptTimeout  string    `json:"attemptTimeout"`
 	ScheduleToClose string    `json:"scheduleToClose,omitempty"`
+	// MaxConcurrency is the task version's attempts in flight at most
+	// (its consumer's MaxAckPending); RatePerSecond and RateBurst its
+	// start rate, absent when none (docs/POLICY.md#concurrency-and-rate-limits).
+	MaxConcurrency int     `json:"maxConcurrency"`
+	RatePerSecond  float64 `json:"ratePerSecond,omitempty"`
+	RateBurst      int     `json:"rateBurst,omitempty"`
 }
 
 // taskRetry is a resolved retry policy, durations as Go prints them.
@@ -267,6 +273,11 @@ func printDeployment(s streams, f *fleet.Fleet, d fleet.Deployed, dropped []drop
 		if to.ScheduleToCloseMs > 0 {
 			r.Tasks[len(r.Tasks)-1].ScheduleToClose = msDuration(to.ScheduleToCloseMs)
 		}
+		lim := d.Policy.Limits(t.Task, t.Version)
+		if lim.MaxConcurrency == 0 {
+			lim.MaxConcurrency = f.TaskPolicy().MaxAckPending
+		}
+		r.Tasks[len(r.Tasks)-1].MaxConcurrency, r.Tasks[len(r.Tasks)-1].RatePerSecond, r.Tasks[len(r.Tasks)-1].RateBurst = lim.MaxConcurrency, lim.RatePerSecond, lim.RateBurst
 	}
 	if asJSON {
 		enc := json.NewEncoder(s.out)
@@ -314,7 +325,19 @@ func printDeployment(s streams, f *fleet.Fleet, d fleet.Deployed, dropped []drop
 		}
 		fmt.Fprintf(tw, "%s@%s\t%d\t%s x%v up to %s\t%s\t%s\t%s\n", t.Task, t.Version, rt.MaxAttempts, rt.InitialInterval, rt.Multiplier, rt.MaxInterval, t.StartToClose, timeout, codes)
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	for _, t := range r.Tasks {
+		if t.MaxConcurrency != f.TaskPolicy().MaxAckPending || t.RatePerSecond > 0 {
+			rate := "no rate limit"
+			if t.RatePerSecond > 0 {
+				rate = fmt.Sprintf("at most %g starts/s (burst %d)", t.RatePerSecond, t.RateBurst)
+			}
+			fmt.Fprintf(s.out, "limits: %s@%s at most %d attempts in flight, %s\n", t.Task, t.Version, t.MaxConcurrency, rate)
+		}
+	}
+	return nil
 }
 
 // msDuration prints milliseconds as a Go duration.

@@ -7,11 +7,16 @@
 import { createHash } from "node:crypto";
 
 export class TaskError extends Error {
-  constructor(message, { code, nonRetryable = false } = {}) {
+  // retryAfterMs asks for the next attempt after this delay (an
+  // upstream's 429 Retry-After) instead of the policy's backoff;
+  // closeTask also closes the task version for as long (docs/POLICY.md).
+  constructor(message, { code, nonRetryable = false, retryAfterMs, closeTask = false } = {}) {
     super(message);
     this.name = "TaskError";
     this.code = code;
     this.nonRetryable = nonRetryable;
+    this.retryAfterMs = retryAfterMs;
+    this.closeTask = closeTask;
   }
 }
 

@@ -163,6 +163,12 @@ function wireError(err) {
   if (err instanceof TaskError) {
     if (typeof err.code === "string" && err.code !== "") e.code = err.code;
     if (err.nonRetryable) e.nonRetryable = true;
+    // retryAfterMs: retry after this delay instead of the policy's
+    // backoff; closeTask: also close the task version for as long.
+    if (Number.isFinite(err.retryAfterMs) && err.retryAfterMs > 0) {
+      e.retryAfterMs = err.retryAfterMs;
+      if (err.closeTask) e.closeTask = true;
+    }
   }
   return e;
 }
