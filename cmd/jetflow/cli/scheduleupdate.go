@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -57,40 +58,27 @@ func newScheduleUpdate(s streams) *cobra.Command {
 			if fl.Changed("cron") && fl.Changed("every") {
 				return errors.New("schedule update: give --cron or --every, not both")
 			}
-			var in []byte
+			var in json.RawMessage
 			if fl.Changed("input") {
 				var err error
 				if in, err = jsonArg(s, "--input", input); err != nil {
 					return err
 				}
 			}
-			change := func(def *wire.Schedule) {
-				if fl.Changed("workflow") {
-					def.Workflow = want.Workflow
+			var change schedule.Change
+			for flag, field := range map[string]**string{
+				"workflow": &change.Workflow, "cron": &change.Cron, "every": &change.Every, "time-zone": &change.TimeZone,
+				"jitter": &change.Jitter, "overlap": &change.Overlap, "catch-up": &change.CatchUp,
+			} {
+				if fl.Changed(flag) {
+					v, _ := fl.GetString(flag)
+					*field = &v
 				}
-				if fl.Changed("cron") {
-					def.Cron, def.Every = want.Cron, ""
-				}
-				if fl.Changed("every") {
-					def.Every, def.Cron, def.TimeZone = want.Every, "", ""
-				}
-				if fl.Changed("time-zone") {
-					def.TimeZone = want.TimeZone
-				}
-				if in != nil {
-					def.Input = in
-				}
-				if fl.Changed("jitter") {
-					def.Jitter = want.Jitter
-					if j, err := time.ParseDuration(want.Jitter); err == nil && j == 0 {
-						def.Jitter = ""
-					}
-				}
-				if fl.Changed("overlap") {
-					def.Overlap = want.Overlap
-				}
-				if fl.Changed("catch-up") {
-					def.CatchUp = want.CatchUp
+			}
+			if fl.Changed("input") {
+				change.Input = in
+				if change.Input == nil {
+					change.Input = []byte("null")
 				}
 			}
 			return onSchedules(cmd, s, &conn, func(ctx context.Context, f *fleet.Fleet, store *schedule.Store) error {
@@ -106,7 +94,7 @@ func newScheduleUpdate(s streams) *cobra.Command {
 				if err == nil {
 					info, err = store.Update(ctx, args[0], operatorIdentity(cmd), func(def *wire.Schedule) {
 						before = *def
-						change(def)
+						change.Apply(def)
 					})
 				}
 				if err = recordAudit(ctx, s, cmd, args, f, wire.AuditEntry{Action: "schedule-update", Workflow: want.Workflow, Schedule: args[0]}, err); err != nil {
