@@ -3,6 +3,7 @@ package chaos
 import (
 	"context"
 	"math/rand/v2"
+	"strings"
 	"testing"
 	"time"
 )
@@ -82,6 +83,9 @@ func TestChaos(t *testing.T) {
 	}
 
 	d := &driver{client: h.client, store: h.f.Runs, log: h.log, rng: rand.New(rand.NewPCG(seed, 1))}
+	if err := h.createSchedules(ctx); err != nil {
+		t.Fatal(err)
+	}
 	runsCtx, cancelRuns := context.WithTimeout(ctx, m.chaos+m.settle)
 	defer cancelRuns()
 	loadCtx, cancelLoad := context.WithTimeout(ctx, m.chaos)
@@ -107,6 +111,11 @@ func TestChaos(t *testing.T) {
 	}
 	t.Logf("chaos over after %s; every process runs again %s later",
 		chaosEnded.Sub(chaosBegan).Round(time.Millisecond), time.Since(chaosEnded).Round(time.Millisecond))
+	schedCtx, cancelSched := context.WithTimeout(ctx, scheduleFinish)
+	defer cancelSched()
+	if err := h.finishSchedules(schedCtx, d); err != nil {
+		t.Errorf("schedules after the chaos: %v", err)
+	}
 	d.wg.Wait()
 	stopSampling()
 	<-sampled
@@ -118,6 +127,7 @@ func TestChaos(t *testing.T) {
 	for _, l := range sum.details() {
 		t.Log(l)
 	}
+	t.Logf("schedules: %d runs from %d start messages; %s", res.scheduledRuns, res.scheduleStarts, strings.Join(res.scheduleSpan, "; "))
 	h.logf("%s", sum.line())
 	for _, p := range res.problems {
 		h.logf("problem: %s", p)
