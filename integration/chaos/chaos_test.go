@@ -106,14 +106,18 @@ func TestChaos(t *testing.T) {
 	h.chaos(loadCtx)
 	<-generated
 	chaosEnded := time.Now()
+	// The schedules fire until finishSchedules pauses them, which the
+	// recovery's health check (every follower current) waits for.
+	schedCtx, cancelSched := context.WithTimeout(ctx, scheduleFinish)
+	defer cancelSched()
+	schedDone := make(chan error, 1)
+	go func() { schedDone <- h.finishSchedules(schedCtx, d) }()
 	if err := h.recover(runsCtx); err != nil {
 		t.Errorf("recovery after the chaos: %v", err)
 	}
 	t.Logf("chaos over after %s; every process runs again %s later",
 		chaosEnded.Sub(chaosBegan).Round(time.Millisecond), time.Since(chaosEnded).Round(time.Millisecond))
-	schedCtx, cancelSched := context.WithTimeout(ctx, scheduleFinish)
-	defer cancelSched()
-	if err := h.finishSchedules(schedCtx, d); err != nil {
+	if err := <-schedDone; err != nil {
 		t.Errorf("schedules after the chaos: %v", err)
 	}
 	d.wg.Wait()

@@ -68,13 +68,23 @@ func (h *harness) createSchedules(ctx context.Context) error {
 // hands over, from the end of the recovery: the settle phase may be spent.
 const scheduleFinish = 4 * time.Minute
 
-// finishSchedules ends the schedules' part once every process runs
-// again: it waits out the AckWait of fires killed dispatchers held (so
-// that they were taken again, by a live one, while the schedules were
-// active), pauses the schedules, waits until the dispatchers took every
+// finishSchedules ends the schedules' part, beside the recovery: once
+// every dispatcher runs again it waits out the AckWait of fires killed
+// dispatchers held (so that they were taken again, by a live one, while
+// the schedules were active), pauses the schedules, waits until the dispatchers took every
 // fire left, and hands each run the schedules started to the driver,
 // which waits for it to settle like the runs it started itself.
 func (h *harness) finishSchedules(ctx context.Context, d *driver) error {
+	if err := waitFor(ctx, 2*time.Minute, func(context.Context) error {
+		for _, p := range h.dispatchers {
+			if !p.running() {
+				return fmt.Errorf("dispatcher %s is down", p.name)
+			}
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
 	if err := pause(ctx, scheduleAckWait+10*time.Second); err != nil {
 		return err
 	}
