@@ -302,6 +302,12 @@ func TestActionsOff(t *testing.T) {
 		{"/api/bulk/count", `{"operation":"cancel","filter":{"workflow":"order"}}`},
 		{"/api/jobs", `{"operation":"cancel","filter":{"workflow":"order"}}`},
 		{"/api/jobs/somejob/cancel", `{}`},
+		{"/api/schedules", `{"name":"ro","workflow":"order","every":"1s"}`},
+		{"/api/schedules/ro/update", `{"every":"2s"}`},
+		{"/api/schedules/ro/pause", `{}`},
+		{"/api/schedules/ro/resume", `{}`},
+		{"/api/schedules/ro/trigger", `{}`},
+		{"/api/schedules/ro/delete", `{}`},
 	} {
 		var e apiError
 		if status := b.postJSON(t, c.path, c.body, &e); status != http.StatusForbidden || !strings.Contains(e.Error, "--console-actions") {

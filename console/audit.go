@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/jetflow/jetflow/client"
+	"github.com/jetflow/jetflow/schedule"
 	"github.com/jetflow/jetflow/subjects"
 	"github.com/jetflow/jetflow/wire"
 )
@@ -36,6 +37,9 @@ type auditBody struct {
 	To        uint64          `json:"to"`
 	Operation string          `json:"operation"`
 	Filter    *wire.RunFilter `json:"filter"`
+	// A schedule action's: create's name, create's and update's fields.
+	Name string `json:"name"`
+	schedule.Change
 }
 
 // answerRecorder holds an action's answer until its entry is written.
@@ -131,6 +135,19 @@ func (c *Console) auditEntry(r *http.Request, action string, b auditBody, status
 		}
 		if b.Operation == client.OpMigrate && b.Revision != "" {
 			e.Detail += " to revision " + b.Revision
+		}
+	case "schedule-create", "schedule-update", "schedule-pause", "schedule-resume", "schedule-trigger", "schedule-delete":
+		verb := strings.TrimPrefix(action, "schedule-")
+		e.Schedule = r.PathValue("name")
+		if verb == "create" {
+			e.Schedule = b.Name
+		}
+		if b.Workflow != nil {
+			e.Workflow = *b.Workflow
+		}
+		e.Command = c.scheduleCommand(verb, orPlaceholder(e.Schedule, "NAME"), b.Change)
+		if run := str("run"); run != "" {
+			e.Run = run
 		}
 	case "jobs-cancel":
 		e.Job, e.Command = id, c.cmdLine("jobs", "cancel", id)

@@ -185,3 +185,33 @@ func TestBrowserJobCancel(t *testing.T) {
 	}
 	br.check()
 }
+
+// TestBrowserTerminate terminates a waiting run from its page in
+// Chromium: the page refuses without a reason, then asks with the
+// command; the run's status is read from the run bucket.
+func TestBrowserTerminate(t *testing.T) {
+	b := setup(t, setupOptions{actions: true})
+	b.startOrder(t, "term-1")
+	br := newBrowser(t)
+	do, text := br.do, br.text
+	do("ask to terminate without a reason",
+		chromedp.Navigate(b.url+"/runs/term-1"),
+		chromedp.WaitVisible(chromedp.CSS(`#run-status .st-waiting`)),
+		chromedp.Click(chromedp.CSS(`#terminate-run`)),
+		chromedp.WaitVisible(chromedp.CSS(`#action-result`)))
+	if r := text(`#action-result`); r != "Say why the run is terminated." {
+		t.Errorf("terminate without a reason: %q", r)
+	}
+	do("give a reason and ask again",
+		chromedp.SendKeys(chromedp.CSS(`#operator-reason`), "browser end"),
+		chromedp.Click(chromedp.CSS(`#terminate-run`)),
+		chromedp.WaitVisible(chromedp.CSS(`#confirm-cmd`)))
+	if cmd := text(`#confirm-cmd`); !strings.HasPrefix(cmd, "jetflow terminate term-1 --reason 'browser end' --nats ") {
+		t.Errorf("terminate command %q", cmd)
+	}
+	do("confirm the terminate",
+		chromedp.Click(chromedp.CSS(`#confirm-yes`)),
+		chromedp.WaitVisible(chromedp.CSS(`#run-status .st-terminated`)))
+	b.waitStatus(t, "term-1", "terminated")
+	br.check()
+}

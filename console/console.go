@@ -336,6 +336,11 @@ func (c *Console) routes() {
 	m.HandleFunc("GET "+b+"/api/workflows/{name}/check", c.apiCheckRevision)
 	m.HandleFunc("GET "+b+"/api/events", c.apiEvents)
 	m.HandleFunc("GET "+b+"/api/schedules", c.apiSchedules)
+	m.HandleFunc("POST "+b+"/api/schedules", c.audited("schedule-create", c.apiCreateSchedule))
+	m.HandleFunc("POST "+b+"/api/schedules/{name}/update", c.audited("schedule-update", c.apiUpdateSchedule))
+	for _, verb := range []string{"pause", "resume", "trigger", "delete"} {
+		m.HandleFunc("POST "+b+"/api/schedules/{name}/"+verb, c.audited("schedule-"+verb, c.apiScheduleVerb(verb)))
+	}
 	m.HandleFunc(b+"/api/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, fmt.Sprintf("no API endpoint %s %s", r.Method, r.URL.Path))
 	})

@@ -2,6 +2,7 @@ package console
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"time"
 
@@ -14,6 +15,8 @@ import (
 // fires and last run.
 type schedulesView struct {
 	Schedules []scheduleItem `json:"schedules"`
+	// Flags are the connection flags of the equivalent commands.
+	Flags string `json:"flags"`
 }
 
 type scheduleItem struct {
@@ -24,6 +27,11 @@ type scheduleItem struct {
 	CatchUp  string `json:"catchUp"`
 	Jitter   string `json:"jitter,omitempty"`
 	Paused   bool   `json:"paused"`
+	// The definition as stored, for the update form.
+	Cron     string          `json:"cron,omitempty"`
+	Every    string          `json:"every,omitempty"`
+	TimeZone string          `json:"timeZone,omitempty"`
+	Input    json.RawMessage `json:"input,omitempty"`
 	// Next are the next three fires, Unix milliseconds (none while paused).
 	Next []int64 `json:"next"`
 	// LastRun is the run the schedule started last, LastStatus its status
@@ -47,23 +55,28 @@ func (c *Console) apiSchedules(w http.ResponseWriter, r *http.Request) {
 		writeError(w, statusOf(err), err.Error())
 		return
 	}
-	now := time.Now()
-	v := schedulesView{Schedules: []scheduleItem{}}
+	v := schedulesView{Schedules: []scheduleItem{}, Flags: c.connFlags()}
 	for _, info := range infos {
-		it := scheduleItem{
-			Name: info.Def.Name, When: info.Describe(), Workflow: info.Def.Workflow, Overlap: info.Def.Overlap,
-			CatchUp: info.Def.CatchUp, Jitter: info.Def.Jitter, Paused: info.Def.Paused, Next: []int64{},
-			LastRun: info.State.LastRun, Started: info.State.Started, Skipped: info.State.Skipped, LastSkip: info.State.LastSkip,
-		}
-		for _, t := range info.Next(now, 3) {
-			it.Next = append(it.Next, t.UnixMilli())
-		}
-		if it.LastRun != "" {
-			it.LastStatus = c.runStatus(ctx, it.LastRun)
-		}
-		v.Schedules = append(v.Schedules, it)
+		v.Schedules = append(v.Schedules, c.scheduleItem(ctx, info))
 	}
 	writeJSON(w, http.StatusOK, v)
+}
+
+// scheduleItem is one schedule as the page shows it.
+func (c *Console) scheduleItem(ctx context.Context, info *schedule.Info) scheduleItem {
+	it := scheduleItem{
+		Name: info.Def.Name, When: info.Describe(), Workflow: info.Def.Workflow, Overlap: info.Def.Overlap,
+		CatchUp: info.Def.CatchUp, Jitter: info.Def.Jitter, Paused: info.Def.Paused, Next: []int64{},
+		Cron: info.Def.Cron, Every: info.Def.Every, TimeZone: info.Def.TimeZone, Input: info.Def.Input,
+		LastRun: info.State.LastRun, Started: info.State.Started, Skipped: info.State.Skipped, LastSkip: info.State.LastSkip,
+	}
+	for _, t := range info.Next(time.Now(), 3) {
+		it.Next = append(it.Next, t.UnixMilli())
+	}
+	if it.LastRun != "" {
+		it.LastStatus = c.runStatus(ctx, it.LastRun)
+	}
+	return it
 }
 
 // runStatus is a run's status as its record holds it, "" without one.

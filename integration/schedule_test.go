@@ -442,3 +442,140 @@ func TestScheduleDuplicateFireIsDropped(t *testing.T) {
 		e.checkRecord(t, id, 0)
 	}
 }
+
+// TestScheduleUpdateKeepsStoredFiresOfUnchangedTimes: fires stored while
+// no dispatcher runs, for a cron schedule whose input is then updated,
+// start their runs with the new input (the times are unchanged, so the
+// schedule is not re-armed); the next fire time is the same.
+func TestScheduleUpdateKeepsStoredFiresOfUnchangedTimes(t *testing.T) {
+	t.Parallel()
+	e := setup(t, options{dispatchers: none})
+	store := e.scheduleStore(t)
+	e.createSchedule(t, wire.Schedule{Name: "keep", Workflow: "one", Cron: "* * * * * *", Input: json.RawMessage(`1`), Overlap: wire.OverlapAllow, CatchUp: wire.CatchUpAll})
+	natstest.WaitFor(t, schedWait, "two fires stored while no dispatcher runs", func() error {
+		if n := e.storedFires(t, "keep"); n < 2 {
+			return fmt.Errorf("%d fires stored", n)
+		}
+		return nil
+	})
+	before, err := store.Get(e.ctx, "keep")
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := store.Update(e.ctx, "keep", "ops", func(def *wire.Schedule) { def.Input = json.RawMessage(`7`) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	updatedAt := time.Now().Add(-time.Second)
+	if info.Def.Armed != before.Def.Armed || info.Def.Created != before.Def.Created || string(info.Def.Input) != "7" || info.Def.By != "ops" {
+		t.Fatalf("updated definition %+v, was %+v: want the new input, the same arming and creation", info.Def, before.Def)
+	}
+	e.addDispatcher(dispatcher.Config{AckWait: 2 * time.Second})
+	var early string
+	natstest.WaitFor(t, schedWait, "the run of a fire stored before the update", func() error {
+		for id := range e.scheduledStarts(t, "keep") {
+			if slotOf(t, "keep", id).Before(updatedAt) {
+				early = id
+				return nil
+			}
+		}
+		return errors.New("none yet")
+	})
+	if st := e.wait(t, early, schedWait); st.Status != "done" || string(st.Result) != "14" {
+		t.Fatalf("run %s of a fire stored before the update: %s %s, want done 14 (the new input doubled)", early, st.Status, st.Result)
+	}
+	if err := store.Delete(e.ctx, "keep"); err != nil {
+		t.Fatal(err)
+	}
+	checkOnce(t, e.scheduledStarts(t, "keep"))
+}
+
+// TestScheduleUpdateNewTimesRearms: fires stored before an update that
+// changes the times start no run (they belong to the old timetable); the
+// fires of the new times do, with the new input, on the new times.
+func TestScheduleUpdateNewTimesRearms(t *testing.T) {
+	t.Parallel()
+	e := setup(t, options{dispatchers: none})
+	store := e.scheduleStore(t)
+	e.createSchedule(t, wire.Schedule{Name: "move", Workflow: "one", Cron: "* * * * * *", Input: json.RawMessage(`1`), Overlap: wire.OverlapAllow, CatchUp: wire.CatchUpAll})
+	natstest.WaitFor(t, schedWait, "two fires stored while no dispatcher runs", func() error {
+		if n := e.storedFires(t, "move"); n < 2 {
+			return fmt.Errorf("%d fires stored", n)
+		}
+		return nil
+	})
+	info, err := store.Update(e.ctx, "move", "ops", func(def *wire.Schedule) {
+		def.Cron, def.Input = "*/2 * * * * *", json.RawMessage(`3`)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	armed, err := time.Parse(time.RFC3339Nano, info.Def.Armed)
+	if err != nil || info.Describe() != "cron */2 * * * * * (UTC)" {
+		t.Fatalf("updated definition %+v (%s): want re-armed, on the new times", info.Def, info.Describe())
+	}
+	for _, n := range info.Next(time.Now(), 3) {
+		if n.Second()%2 != 0 {
+			t.Fatalf("next fires %v: not on the new times", info.Next(time.Now(), 3))
+		}
+	}
+	e.addDispatcher(dispatcher.Config{AckWait: 2 * time.Second})
+	got := e.waitStarts(t, "move", 2)
+	for id := range got {
+		if slot := slotOf(t, "move", id); slot.Before(armed.Add(-time.Second)) || slot.Second()%2 != 0 {
+			t.Errorf("run %s: fire at %s, armed at %s: a fire of the old times started a run", id, slot.Format(time.RFC3339), info.Def.Armed)
+		}
+	}
+	id := sortedIDs(got)[0]
+	if st := e.wait(t, id, schedWait); st.Status != "done" || string(st.Result) != "6" {
+		t.Fatalf("run %s: %s %s, want done 6 (the new input doubled)", id, st.Status, st.Result)
+	}
+	checkOnce(t, got)
+}
+
+// TestScheduleUpdateWaitingStart: a buffer-one start waiting for a run
+// that does not settle is started at its next look once the overlap is
+// updated to allow; updated to skip instead, it is dropped, and the
+// state no longer holds it.
+func TestScheduleUpdateWaitingStart(t *testing.T) {
+	t.Parallel()
+	for _, overlap := range []string{wire.OverlapAllow, wire.OverlapSkip} {
+		t.Run(overlap, func(t *testing.T) {
+			t.Parallel()
+			e := setup(t, options{})
+			store := e.scheduleStore(t)
+			e.createSchedule(t, wire.Schedule{Name: "held", Workflow: "forever", Every: "1s", Overlap: wire.OverlapBufferOne})
+			first := sortedIDs(e.waitStarts(t, "held", 1))[0]
+			var st wire.ScheduleState
+			natstest.WaitFor(t, schedWait, "a start waiting", func() error {
+				if st = e.scheduleState(t, "held"); st.Waiting == "" {
+					return fmt.Errorf("state %+v", st)
+				}
+				return nil
+			})
+			waiting, err := time.Parse(time.RFC3339Nano, st.Waiting)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := store.Update(e.ctx, "held", "ops", func(def *wire.Schedule) { def.Overlap = overlap }); err != nil {
+				t.Fatal(err)
+			}
+			waitingRun := schedule.RunID("held", waiting)
+			natstest.WaitFor(t, schedWait, "the waiting start judged again", func() error {
+				st := e.scheduleState(t, "held")
+				if st.Waiting != "" {
+					return fmt.Errorf("state %+v: the start still waits", st)
+				}
+				if _, started := e.scheduledStarts(t, "held")[waitingRun]; overlap == wire.OverlapAllow && !started {
+					return fmt.Errorf("state %+v: %s not started", st, waitingRun)
+				}
+				return nil
+			})
+			got := e.scheduledStarts(t, "held")
+			if _, started := got[waitingRun]; overlap == wire.OverlapSkip && started {
+				t.Fatalf("overlap skip: the waiting start %s started while %s runs", waitingRun, first)
+			}
+			checkOnce(t, got)
+		})
+	}
+}

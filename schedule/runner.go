@@ -275,7 +275,7 @@ func (r *Runner) act(ctx context.Context, store *Store, name, kind string, m jet
 		return nil
 	}
 	slot := info.Spec.Slot(next)
-	armed := info.Stored.Add(-time.Second)
+	armed := info.armedAt().Add(-time.Second)
 	if slot.Before(armed) {
 		log.Info("schedule: fire from before the schedule was last armed dropped", slog.Time("slot", slot))
 		return nil
@@ -307,7 +307,7 @@ func (r *Runner) act(ctx context.Context, store *Store, name, kind string, m jet
 	}
 	slots := []time.Time{slot}
 	if info.Def.CatchUp == wire.CatchUpAll {
-		floor := info.Stored.Round(time.Second)
+		floor := info.armedAt().Round(time.Second)
 		if last, err := time.Parse(time.RFC3339Nano, info.State.LastSlot); err == nil && last.After(floor) {
 			floor = last
 		}
@@ -397,6 +397,9 @@ func (r *Runner) skip(ctx context.Context, store *Store, name string, slot time.
 	log.Info("schedule: fire skipped", slog.String("why", why))
 	return r.update(ctx, store, name, func(st *wire.ScheduleState) bool {
 		advance(st, slot)
+		if st.Waiting == slot.UTC().Format(time.RFC3339Nano) {
+			st.Waiting = "" // a waiting start dropped (its overlap changed)
+		}
 		st.Skipped++
 		st.LastSkip = why
 		return true

@@ -354,3 +354,68 @@ func (i *Info) Describe() string {
 	}
 	return "cron " + strings.TrimSpace(i.Def.Cron) + " (" + tz + ")"
 }
+
+// Update changes a schedule's definition: change edits a copy of it (the
+// name, creation time and paused flag are kept whatever it does), which
+// is validated and stored by compare-and-swap, read again and edited
+// again if the schedule changed meanwhile. The new definition is what
+// every fire taken from then on acts by, a fire already stored included,
+// and what a waiting buffer-one start starts with.
+//
+// An update re-arms the schedule (as a resume does) when its times
+// change (cron, interval or time zone) or it is an interval, which the
+// server counts from the moment its definition is stored: fires made
+// before the update and not yet taken are then dropped, the next fire is
+// computed from the update, and catch-up never reaches before it. A cron
+// schedule whose times stay keeps its arming: its next fire is the same,
+// and fires already stored start runs by the new definition. A waiting
+// buffer-one start keeps waiting, and is judged at its next look by the
+// new overlap policy: allow starts it, skip drops it unless the previous
+// run has settled. A paused schedule stays paused.
+func (s *Store) Update(ctx context.Context, name, by string, change func(def *wire.Schedule)) (*Info, error) {
+	for range 5 {
+		info, err := s.Get(ctx, name)
+		if err != nil {
+			return nil, err
+		}
+		def := info.Def
+		def.Input = slices.Clone(def.Input)
+		change(&def)
+		def.Name, def.Created, def.Paused, def.Armed, def.By = info.Def.Name, info.Def.Created, info.Def.Paused, info.Def.Armed, by
+		spec, err := Validate(&def)
+		if err != nil {
+			return nil, err
+		}
+		if Rearms(info.Def, def) {
+			def.Armed = s.now().UTC().Format(time.RFC3339Nano)
+		}
+		err = s.publishDef(ctx, def, spec, info.seq)
+		if errors.Is(err, ErrConflict) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("schedule: update %s: %w", name, err)
+		}
+		return s.Get(ctx, name)
+	}
+	return nil, fmt.Errorf("schedule: update %s: %w: it kept changing; try again", name, ErrConflict)
+}
+
+// Rearms reports whether updating schedule from to re-arms it: its times
+// change, or it is an interval (the server counts an interval from the
+// moment the definition is stored, so storing it again restarts it).
+func Rearms(from, to wire.Schedule) bool {
+	return from.Cron != to.Cron || from.Every != to.Every || from.TimeZone != to.TimeZone || to.Every != ""
+}
+
+// armedAt is when the schedule was last armed (created, resumed, or
+// updated with new times): no fire before it starts a run. It is the
+// server's time the definition was stored unless the definition says it
+// was armed before (an update that kept its times); so a writer's clock
+// ahead of the server's cannot drop fires.
+func (i *Info) armedAt() time.Time {
+	if t, err := time.Parse(time.RFC3339Nano, i.Def.Armed); err == nil && t.Before(i.Stored) {
+		return t
+	}
+	return i.Stored
+}

@@ -17,7 +17,8 @@ type AuditEntry struct {
 	// "cancel", "event", "redrive", "reset", "jobs-create",
 	// "jobs-cancel", "task-pause", "task-resume", "deploy",
 	// "schedule-create", "schedule-pause", "schedule-resume",
-	// "schedule-trigger", "schedule-delete".
+	// "schedule-trigger", "schedule-delete", "schedule-update" (the console
+	// writes the same schedule actions).
 	Action string `json:"action"`
 	// The target: a run, a bulk job, a filter, a task version, a
 	// workflow or a schedule, whichever the action names.

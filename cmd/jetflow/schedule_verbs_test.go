@@ -15,7 +15,7 @@ import (
 func TestScheduleVerbs(t *testing.T) {
 	t.Parallel()
 	f := verbServer(t)
-	for _, v := range []string{"create", "list", "pause", "resume", "trigger", "delete"} {
+	for _, v := range []string{"create", "list", "pause", "resume", "trigger", "delete", "update"} {
 		if out, _, exit := runEnv(t, nil, "", "schedule", v, "--help"); exit != 0 || !strings.Contains(out, "jetflow schedule "+v) {
 			t.Errorf("schedule %s --help: exit %d, %q", v, exit, out)
 		}
@@ -43,6 +43,33 @@ func TestScheduleVerbs(t *testing.T) {
 	if _, errOut, exit := verb(t, f, "schedule", "create", "hourly", "--workflow", "gate", "--every", "1m"); exit != 1 || !strings.Contains(errOut, "schedule already exists") {
 		t.Errorf("a second create of hourly: exit %d, %q", exit, errOut)
 	}
+	for _, c := range []struct {
+		args []string
+		exit int
+		want string
+	}{
+		{nil, 2, "give at least one of --workflow"},
+		{[]string{"--cron", "@daily", "--every", "1m"}, 2, "give --cron or --every, not both"},
+		{[]string{"--cron", "0 2 * * x"}, 2, `day of week (field 5 of 5) "x"`},
+		{[]string{"--every", "1m", "--time-zone", "Europe/Paris"}, 2, "a time zone applies to a cron expression"},
+		{[]string{"--workflow", "nope"}, 1, `workflow "nope" is not deployed`},
+	} {
+		_, errOut, exit := verb(t, f, append([]string{"schedule", "update", "hourly"}, c.args...)...)
+		if exit != c.exit || !strings.Contains(errOut, c.want) {
+			t.Errorf("schedule update %v: exit %d, %q; want exit %d naming %q", c.args, exit, errOut, c.exit, c.want)
+		}
+	}
+	if out, errOut, exit := verb(t, f, "schedule", "update", "hourly", "--input", `{"k":2}`, "--overlap", "allow"); exit != 0 ||
+		!strings.Contains(out, "schedule hourly updated: cron @hourly (UTC), runs of gate") || !strings.Contains(out, "times unchanged") || !strings.Contains(out, "next fires: ") {
+		t.Errorf("schedule update of the input: exit %d, %q %q", exit, out, errOut)
+	}
+	if out, errOut, exit := verb(t, f, "schedule", "update", "hourly", "--cron", "30 * * * *", "--time-zone", "Asia/Kolkata"); exit != 0 ||
+		!strings.Contains(out, "cron 30 * * * * (Asia/Kolkata)") || !strings.Contains(out, "re-armed") {
+		t.Errorf("schedule update of the times: exit %d, %q %q", exit, out, errOut)
+	}
+	if out, errOut, exit := verb(t, f, "schedule", "update", "hourly", "--cron", "@hourly", "--time-zone", ""); exit != 0 || !strings.Contains(out, "cron @hourly (UTC)") {
+		t.Errorf("schedule update back to UTC: exit %d, %q %q", exit, out, errOut)
+	}
 	out, errOut, exit = verb(t, f, "schedule", "trigger", "hourly")
 	runID := strings.TrimSpace(out)
 	if exit != 0 || !strings.HasPrefix(runID, "hourly-manual-") {
@@ -64,8 +91,12 @@ func TestScheduleVerbs(t *testing.T) {
 	if out, _, exit := verb(t, f, "schedule", "delete", "hourly"); exit != 0 || !strings.Contains(out, "schedule hourly deleted") {
 		t.Errorf("schedule delete: exit %d, %q", exit, out)
 	}
-	for _, v := range []string{"pause", "resume", "trigger", "delete"} {
-		if _, errOut, exit := verb(t, f, "schedule", v, "hourly"); exit != 1 || !strings.Contains(errOut, `schedule not found: "hourly"`) {
+	for _, v := range []string{"pause", "resume", "trigger", "delete", "update"} {
+		args := []string{"schedule", v, "hourly"}
+		if v == "update" {
+			args = append(args, "--overlap=skip")
+		}
+		if _, errOut, exit := verb(t, f, args...); exit != 1 || !strings.Contains(errOut, `schedule not found: "hourly"`) {
 			t.Errorf("schedule %s of a deleted schedule: exit %d, %q", v, exit, errOut)
 		}
 	}

@@ -3,6 +3,7 @@ package chaos
 import (
 	"context"
 	"math/rand/v2"
+	"strings"
 	"testing"
 	"time"
 )
@@ -82,6 +83,9 @@ func TestChaos(t *testing.T) {
 	}
 
 	d := &driver{client: h.client, store: h.f.Runs, log: h.log, rng: rand.New(rand.NewPCG(seed, 1))}
+	if err := h.createSchedules(ctx); err != nil {
+		t.Fatal(err)
+	}
 	runsCtx, cancelRuns := context.WithTimeout(ctx, m.chaos+m.settle)
 	defer cancelRuns()
 	loadCtx, cancelLoad := context.WithTimeout(ctx, m.chaos)
@@ -102,11 +106,20 @@ func TestChaos(t *testing.T) {
 	h.chaos(loadCtx)
 	<-generated
 	chaosEnded := time.Now()
+	// The schedules fire until finishSchedules pauses them, which the
+	// recovery's health check (every follower current) waits for.
+	schedCtx, cancelSched := context.WithTimeout(ctx, scheduleFinish)
+	defer cancelSched()
+	schedDone := make(chan error, 1)
+	go func() { schedDone <- h.finishSchedules(schedCtx, d) }()
 	if err := h.recover(runsCtx); err != nil {
 		t.Errorf("recovery after the chaos: %v", err)
 	}
 	t.Logf("chaos over after %s; every process runs again %s later",
 		chaosEnded.Sub(chaosBegan).Round(time.Millisecond), time.Since(chaosEnded).Round(time.Millisecond))
+	if err := <-schedDone; err != nil {
+		t.Errorf("schedules after the chaos: %v", err)
+	}
 	d.wg.Wait()
 	stopSampling()
 	<-sampled
@@ -118,6 +131,7 @@ func TestChaos(t *testing.T) {
 	for _, l := range sum.details() {
 		t.Log(l)
 	}
+	t.Logf("schedules: %d runs from %d start messages; %s", res.scheduledRuns, res.scheduleStarts, strings.Join(res.scheduleSpan, "; "))
 	h.logf("%s", sum.line())
 	for _, p := range res.problems {
 		h.logf("problem: %s", p)

@@ -79,6 +79,12 @@ type results struct {
 	// naksLeft counts the invocations left in the task stream after the
 	// drain: attempts NAKed until max_deliver ran out.
 	naksLeft int
+	// scheduledRuns counts the runs the chaos schedules started,
+	// scheduleStarts their start messages (a fire that came twice, or
+	// a start published again, is a second one, which the input stream or
+	// the dispatchers drop); scheduleSpan says what each schedule fired.
+	scheduledRuns, scheduleStarts int
+	scheduleSpan                  []string
 	// problems are the violations, one line each.
 	problems []string
 }
@@ -200,6 +206,7 @@ func (h *harness) check(ctx context.Context, d *driver, runsCtx context.Context,
 		res.problems = append(res.problems, c.problems...)
 	}
 	h.checkRemovals(res, runs)
+	h.checkSchedules(res, runs, histories)
 	sampled, strandedMid := smp.result()
 	res.sampled = sampled
 	for id, why := range strandedMid {

@@ -7,6 +7,8 @@
 // dropped, a malformed result), which must then end at their deadline.
 // Most runs are removed by retention (and archived) seconds after they
 // settle, some are reset once done; no run may be removed unless settled.
+// Three schedules fire every two seconds throughout, and no fire time
+// may start two runs, nor (under catch-up all) none.
 // When the faults stop and every process runs again, every run must have
 // settled with the result a fault-free run gives, every input must have
 // been applied once, replay must rebuild every saved state, and no run

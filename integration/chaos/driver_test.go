@@ -46,6 +46,9 @@ type runLog struct {
 	// removedUnseen: retention removed the run before the driver saw it
 	// settle (the check reads its end from the archive).
 	removedUnseen bool
+	// scheduled names the chaos schedule whose fire started the run
+	// (schedules_test.go); the driver only waits for it to settle.
+	scheduled string
 
 	// The server's times, filled in by the check: when the stream stored
 	// the start and the accepted event, and when the run bucket stored
@@ -143,6 +146,9 @@ func (d *driver) drive(ctx context.Context, r *runLog) error {
 	r.started = time.Now()
 	r.startEvent = r.wf.events && r.i%startEventEvery == 1
 	if err := d.retry(ctx, "start", func(ctx context.Context) error {
+		if r.scheduled != "" {
+			return nil // a schedule's fire started it
+		}
 		if r.startEvent {
 			_, err := d.client.StartWithEvent(ctx, r.wf.name, r.id, r.wf.input(r.i), "pay", refusedPay, "refused")
 			return err

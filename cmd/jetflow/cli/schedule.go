@@ -16,7 +16,7 @@ import (
 	"github.com/jetflow/jetflow/wire"
 )
 
-// schedule create|list|pause|resume|trigger|delete: runs started at cron
+// schedule create|list|pause|resume|trigger|delete|update: runs started at cron
 // times or intervals by JetStream message schedules (docs/SCHEDULES.md).
 
 func newSchedule(s streams) *cobra.Command {
@@ -31,7 +31,7 @@ func newSchedule(s streams) *cobra.Command {
 		Args: namedArgs(),
 	}
 	cmd.AddCommand(newScheduleCreate(s), newScheduleList(s), newSchedulePause(s), newScheduleResume(s),
-		newScheduleTrigger(s), newScheduleDelete(s))
+		newScheduleTrigger(s), newScheduleDelete(s), newScheduleUpdate(s))
 	return cmd
 }
 
