@@ -121,7 +121,7 @@ func reportToParent(names subjects.Names, runID, msgID string, p *wire.Parent, s
 	}
 	return runrecord.Outgoing{
 		ID: msgID + "/parent", Kind: runrecord.OutInput, Subject: names.Result(p.Run), Data: data,
-		Header: map[string]string{wire.HeaderRunID: p.Run, wire.HeaderActivation: p.Activation},
+		Header: map[string]string{wire.HeaderRunID: p.Run, wire.HeaderActivation: p.Activation, wire.HeaderChild: runID},
 	}, nil
 }
 

@@ -13,7 +13,7 @@ type Parent struct {
 	Attempt    int    `json:"attempt"`
 	// Token is the attempt's token, as an invocation would carry it: the
 	// parent accepts the child's result only with it.
-	Token string `json:"token"`
+	Token string `json:"token,omitempty"`
 }
 
 // Child is a parent record's link to one child run it started: one per
@@ -30,6 +30,10 @@ type Child struct {
 	// parent's cancel, terminate, pause and resume do not reach the child.
 	Detached bool `json:"detached,omitempty"`
 }
+
+// HeaderChild names the child run on the result it publishes to its
+// parent, so that the parent's history shows where a result came from.
+const HeaderChild = "Jetflow-Child"
 
 // Child run failure codes: the task error a parent's attempt gets when
 // its child run did not end done.
