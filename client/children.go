@@ -35,6 +35,11 @@ type ChildNode struct {
 // Tree reads the child runs rec links, and theirs, depth levels deep
 // (at most MaxTreeDepth), in the order they were started.
 func (c *Client) Tree(ctx context.Context, rec *runrecord.Record, depth int) ([]ChildNode, error) {
+	return ReadTree(ctx, c.store, rec, depth)
+}
+
+// ReadTree is Client.Tree reading the records from runs.
+func ReadTree(ctx context.Context, runs RunStore, rec *runrecord.Record, depth int) ([]ChildNode, error) {
 	if rec == nil || len(rec.Children) == 0 || depth <= 0 {
 		return nil, nil
 	}
@@ -42,7 +47,7 @@ func (c *Client) Tree(ctx context.Context, rec *runrecord.Record, depth int) ([]
 	out := make([]ChildNode, 0, len(rec.Children))
 	for _, ch := range rec.Children {
 		n := ChildNode{Child: ch}
-		data, _, err := c.store.Get(ctx, ch.Run)
+		data, _, err := runs.Get(ctx, ch.Run)
 		switch {
 		case errors.Is(err, kvstore.ErrRunNotFound):
 			n.Status = ChildStarting
@@ -62,7 +67,7 @@ func (c *Client) Tree(ctx context.Context, rec *runrecord.Record, depth int) ([]
 				return nil, fmt.Errorf("client: child %s: %w", ch.Run, err)
 			}
 			n.Status = ws.Status
-			if n.Children, err = c.Tree(ctx, kid, depth-1); err != nil {
+			if n.Children, err = ReadTree(ctx, runs, kid, depth-1); err != nil {
 				return nil, err
 			}
 		}
