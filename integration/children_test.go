@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jetflow/jetflow/client"
 	"github.com/jetflow/jetflow/dispatcher"
 	"github.com/jetflow/jetflow/fleet"
 	"github.com/jetflow/jetflow/policy"
@@ -232,6 +233,11 @@ func TestChildChain(t *testing.T) {
 	}
 	if got := e.lastSeq(t, e.names.TaskStream()); got != 1 {
 		t.Errorf("%d invocations stored, want 1 (the leaf's)", got)
+	}
+	tree, err := e.f.Client.Tree(e.ctx, e.record(t, "t"), client.MaxTreeDepth)
+	if err != nil || len(tree) != 1 || tree[0].Run != mid[0] || tree[0].Status != wire.StatusDone ||
+		len(tree[0].Children) != 1 || tree[0].Children[0].Run != leaf[0] || tree[0].Children[0].Status != wire.StatusDone {
+		t.Errorf("tree of t: %+v %v, want %s and below it %s, both done", tree, err, mid[0], leaf[0])
 	}
 }
 
