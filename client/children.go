@@ -84,3 +84,17 @@ func TreeCounts(nodes []ChildNode) map[string]int {
 	}
 	return m
 }
+
+// Record reads run runID's record: what Tree reads the children from.
+// The error wraps kvstore.ErrRunNotFound, or runrecord.ErrRemoved.
+func (c *Client) Record(ctx context.Context, runID string) (*runrecord.Record, error) {
+	data, _, err := c.store.Get(ctx, runID)
+	if err != nil {
+		return nil, fmt.Errorf("client: record: %w", err)
+	}
+	rec, err := runrecord.Decode(data)
+	if err != nil {
+		return nil, fmt.Errorf("client: record %s: %w", runID, err)
+	}
+	return rec, nil
+}

@@ -107,7 +107,17 @@ func Dispatcher(n subjects.Names, user string) Permissions {
 		api("CONSUMER.CREATE", kvStream(wfs), "*", n.KVKey(wfs, "name.>")), api("CONSUMER.DELETE", kvStream(wfs), "*"),
 		n.FlowControl(kvStream(wfs)),
 	}
-	return join(Permissions{Publish: pub, Subscribe: []string{inbox(user), n.DispatcherHeartbeats()}}, bulkJobs(n), archiveWrite(n), runIndex(n), scheduleRunner(n))
+	return join(Permissions{Publish: pub, Subscribe: []string{inbox(user), n.DispatcherHeartbeats()}}, bulkJobs(n), archiveWrite(n), runIndex(n), scheduleRunner(n), childRuns(n))
+}
+
+// childRuns is what a dispatcher needs for child runs (docs/CHILDREN.md):
+// the starts of the children a parent's bound tasks start, the result a
+// settled child sends its parent, and the parent's pause, resume,
+// terminate and cancel cascading to its children.
+func childRuns(n subjects.Names) Permissions {
+	return Permissions{Publish: []string{
+		n.Start("*"), n.Result("*"), n.Pause("*"), n.Resume("*"), n.Terminate("*"), n.Cancel("*"),
+	}}
 }
 
 // scheduleRunner is what a dispatcher's schedule runner needs (package
