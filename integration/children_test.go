@@ -41,24 +41,34 @@ func fanDoc() string {
 // three-level chain (top starts middle, which starts one), the fan-out,
 // and a parent whose child holds until released (holder).
 var childWorkflows = []struct{ name, doc, policy string }{
-	{"middle", `{"$workflow":"0.2","revision":"middle/1","initial":"a","states":{
+	{
+		"middle", `{"$workflow":"0.2","revision":"middle/1","initial":"a","states":{
 		"a":{"work":{"task":"leaf","version":"1"},"then":"done"},"done":{"final":true}}}`,
-		`{"$children":{"leaf@1":{"workflow":"one"}}}`},
-	{"top", `{"$workflow":"0.2","revision":"top/1","initial":"a","states":{
+		`{"$children":{"leaf@1":{"workflow":"one"}}}`,
+	},
+	{
+		"top", `{"$workflow":"0.2","revision":"top/1","initial":"a","states":{
 		"a":{"work":{"task":"mid","version":"1"},"then":"done"},"done":{"final":true}}}`,
-		`{"$children":{"mid@1":{"workflow":"middle"}}}`},
+		`{"$children":{"mid@1":{"workflow":"middle"}}}`,
+	},
 	{"fan100", fanDoc(), `{"$children":{"spawn@1":{"workflow":"one"}}}`},
 	{"holder", `{"$workflow":"0.2","revision":"holder/1","initial":"a","states":{
 		"a":{"work":{"task":"hold","version":"1"},"then":"done"},"done":{"final":true}}}`, `{}`},
-	{"parent", `{"$workflow":"0.2","revision":"parent/1","initial":"a","states":{
+	{
+		"parent", `{"$workflow":"0.2","revision":"parent/1","initial":"a","states":{
 		"a":{"work":{"task":"sub","version":"1"},"then":"done"},"done":{"final":true}}}`,
-		`{"$children":{"sub@1":{"workflow":"holder"}}}`},
-	{"detached", `{"$workflow":"0.2","revision":"detached/1","initial":"a","states":{
+		`{"$children":{"sub@1":{"workflow":"holder"}}}`,
+	},
+	{
+		"detached", `{"$workflow":"0.2","revision":"detached/1","initial":"a","states":{
 		"a":{"work":{"task":"sub","version":"1"},"then":"done"},"done":{"final":true}}}`,
-		`{"$children":{"sub@1":{"workflow":"holder","cascade":false}}}`},
-	{"impatient", `{"$workflow":"0.2","revision":"impatient/1","initial":"a","states":{
+		`{"$children":{"sub@1":{"workflow":"holder","cascade":false}}}`,
+	},
+	{
+		"impatient", `{"$workflow":"0.2","revision":"impatient/1","initial":"a","states":{
 		"a":{"work":{"task":"sub","version":"1"},"then":"done"},"done":{"final":true}}}`,
-		`{"$children":{"sub@1":{"workflow":"holder"}},"sub@1":{"attemptTimeout":"1s","maxAttempts":1}}`},
+		`{"$children":{"sub@1":{"workflow":"holder"}},"sub@1":{"attemptTimeout":"1s","maxAttempts":1}}`,
+	},
 }
 
 // deployChildren deploys childWorkflows.

@@ -407,7 +407,7 @@ func TestPermissionMatrix(t *testing.T) {
 		}
 		kids, err := observer.Tree(ctx, rec, 1)
 		if err != nil || len(kids) != 1 || kids[0].Status != wire.StatusWaiting {
-			return fmt.Errorf("children %+v, %v", kids, err)
+			return fmt.Errorf("children %+v: %w", kids, err)
 		}
 		kid = kids[0].Run
 		return nil
@@ -419,7 +419,7 @@ func TestPermissionMatrix(t *testing.T) {
 		natstest.WaitFor(t, 30*time.Second, id+" "+status, func() error {
 			st, err := observer.Status(ctx, id)
 			if err != nil || st.Status != status {
-				return fmt.Errorf("%+v, %v", st, err)
+				return fmt.Errorf("%+v: %w", st, err)
 			}
 			return nil
 		})

@@ -36,8 +36,10 @@ func childSetup(t *testing.T, cascade bool) (Settings, Definitions) {
 	defs := DefinitionsFunc(func(name, _ string) (*Definition, error) {
 		switch name {
 		case "p":
-			return &Definition{Name: "p", Revision: "p/1", Program: Engine{Workflow: p},
-				Children: map[string]ChildBinding{"sub@1": {Workflow: "kid", Cascade: cascade}}}, nil
+			return &Definition{
+				Name: "p", Revision: "p/1", Program: Engine{Workflow: p},
+				Children: map[string]ChildBinding{"sub@1": {Workflow: "kid", Cascade: cascade}},
+			}, nil
 		case "kid":
 			return &Definition{Name: "kid", Revision: "k/1", Program: Engine{Workflow: k}}, nil
 		}

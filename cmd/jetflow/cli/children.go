@@ -7,6 +7,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/jetflow/jetflow/client"
+	"github.com/jetflow/jetflow/runrecord"
 	"github.com/jetflow/jetflow/wire"
 )
 
@@ -73,4 +74,18 @@ func parentLink(p *wire.Parent) *wire.Parent {
 	c := *p
 	c.Token = ""
 	return &c
+}
+
+// startsChildren reports whether the run's task version task@version
+// started child runs: bound to a workflow, no worker serves it.
+func startsChildren(rec *runrecord.Record, taskVersion string) bool {
+	if rec == nil {
+		return false
+	}
+	for _, c := range rec.Children {
+		if c.Task+"@"+c.Version == taskVersion {
+			return true
+		}
+	}
+	return false
 }

@@ -14,8 +14,10 @@ import (
 func TestPrintFamily(t *testing.T) {
 	t.Parallel()
 	kids := []client.ChildNode{
-		{Child: wire.Child{Run: "t--task-1-aa", Workflow: "middle", Node: "task", Attempt: 1}, Status: "done",
-			Children: []client.ChildNode{{Child: wire.Child{Run: "leaf", Workflow: "one", Node: "task", Attempt: 1}, Status: "done"}}},
+		{
+			Child: wire.Child{Run: "t--task-1-aa", Workflow: "middle", Node: "task", Attempt: 1}, Status: "done",
+			Children: []client.ChildNode{{Child: wire.Child{Run: "leaf", Workflow: "one", Node: "task", Attempt: 1}, Status: "done"}},
+		},
 		{Child: wire.Child{Run: "t--task-2-bb", Workflow: "middle", Node: "task", Attempt: 2, Detached: true}, Status: "running"},
 	}
 	parent := &wire.Parent{Run: "up", Activation: "a1", Node: "task", Task: "mid", Version: "1", Attempt: 1}
