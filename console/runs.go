@@ -145,6 +145,11 @@ type runView struct {
 	// CaughtError is the failure a catch recovered from, while the run's
 	// data is still that error (a run done through its catch).
 	CaughtError *caughtView `json:"caughtError,omitempty"`
+	// Parent links a child run to the task attempt that started it,
+	// Children are the child runs the run started, and theirs
+	// (docs/CHILDREN.md).
+	Parent   *wire.Parent       `json:"parent,omitempty"`
+	Children []client.ChildNode `json:"children,omitempty"`
 }
 
 type pendingView struct {
@@ -293,6 +298,15 @@ func (c *Console) apiRun(w http.ResponseWriter, r *http.Request) {
 			writeError(w, statusOf(err), err.Error())
 			return
 		}
+	}
+	if p := l.rec.Parent; p != nil {
+		link := *p
+		link.Token = "" // whoever reads it could answer for the child
+		v.Parent = &link
+	}
+	if v.Children, err = client.ReadTree(r.Context(), c.cfg.Runs, l.rec, client.MaxTreeDepth); err != nil {
+		writeError(w, statusOf(err), err.Error())
+		return
 	}
 	v.Commands = c.commandsFor(l.sum.ID, v.Awaiting)
 	writeJSON(w, http.StatusOK, v)

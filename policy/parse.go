@@ -116,6 +116,19 @@ func Parse(data []byte) (*Policy, error) {
 			}
 			continue
 		}
+		if key == ChildrenKey {
+			if p.children != nil {
+				return nil, errAt(ptr, "the key %q appears twice", key)
+			}
+			var raw json.RawMessage
+			if err := dec.Decode(&raw); err != nil {
+				return nil, syntaxError(ptr, err)
+			}
+			if err := p.parseChildren(raw, ptr); err != nil {
+				return nil, err
+			}
+			continue
+		}
 		if _, dup := p.rules[key]; dup {
 			return nil, errAt(ptr, "the key %q appears twice", key)
 		}

@@ -79,11 +79,14 @@ type Policy struct {
 	// search is the "$run" entry's search attributes: name to JSON
 	// Pointer; nil unset.
 	search map[string]string
+	// children are the "$children" entry's bindings, keyed
+	// "task@version"; nil unset.
+	children map[string]Child
 }
 
 // Empty reports whether p has no entries.
 func (p *Policy) Empty() bool {
-	return p == nil || len(p.rules) == 0 && p.retention == nil && p.archive == nil && p.search == nil
+	return p == nil || len(p.rules) == 0 && p.retention == nil && p.archive == nil && p.search == nil && len(p.children) == 0
 }
 
 // Keys are p's task rule keys, sorted ("$run" is not one).
@@ -275,6 +278,9 @@ func (p *Policy) tree() map[string]any {
 	}
 	if run := p.runTree(); run != nil {
 		out[RunKey] = run
+	}
+	if ch := p.childrenTree(); ch != nil {
+		out[ChildrenKey] = ch
 	}
 	return out
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/jetflow/jetflow/engine/run"
 	"github.com/jetflow/jetflow/engine/workflow"
+	"github.com/jetflow/jetflow/policy"
 	"github.com/jetflow/jetflow/step"
 )
 
@@ -168,6 +169,7 @@ func (l *Loader) Load(ctx context.Context, name, revision string) (*step.Definit
 	d := &step.Definition{
 		Name: name, Revision: dep.Revision, Program: step.Engine{Workflow: wf, Options: l.runOptions(dep)},
 		Retention: dep.Policy.Retention(), Archive: dep.Policy.Archive(),
+		Children: childBindings(dep.Policy),
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -204,4 +206,17 @@ func putBounded[V any](m map[string]V, k string, v V, limit int) {
 		}
 	}
 	m[k] = v
+}
+
+// childBindings are a policy's child bindings as the step reads them.
+func childBindings(p *policy.Policy) map[string]step.ChildBinding {
+	ch := p.Children()
+	if len(ch) == 0 {
+		return nil
+	}
+	out := make(map[string]step.ChildBinding, len(ch))
+	for k, c := range ch {
+		out[k] = step.ChildBinding{Workflow: c.Workflow, Cascade: c.Cascade}
+	}
+	return out
 }

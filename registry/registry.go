@@ -176,6 +176,9 @@ func (r *Registry) DeployWithPolicy(ctx context.Context, name string, doc []byte
 	if err != nil {
 		return Deployment{}, err
 	}
+	if err := r.checkChildren(ctx, d); err != nil {
+		return Deployment{}, err
+	}
 	if err := r.storeDocument(ctx, d.Document); err != nil {
 		return Deployment{}, err
 	}

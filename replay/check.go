@@ -3,17 +3,20 @@ package replay
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 
 	"github.com/jetflow/jetflow/engine/run"
 	"github.com/jetflow/jetflow/kvstore"
+	"github.com/jetflow/jetflow/runrecord"
 )
 
 // Report compares a rebuilt state with the saved one.
 type Report struct {
 	Info Info
-	// Equal: the rebuilt state's bytes are the saved state's.
+	// Equal: the rebuilt state's bytes are the saved state's (and Check: its
+	// links to a parent and children are the saved ones).
 	Equal bool
 	// Divergence is the JSON Pointer of the first difference (keys in
 	// sorted order), with the value at it on each side as compact JSON
@@ -60,7 +63,31 @@ func Check(ctx context.Context, src Source, runID string) (Report, error) {
 	if err != nil {
 		return Report{Info: info}, err
 	}
-	return compare(info, sv.rec.State, r.Record.State), nil
+	rep := compare(info, sv.rec.State, r.Record.State)
+	if rep.Equal {
+		// A parent's child links and a child's parent link are made by
+		// the step too (docs/CHILDREN.md): the replay rebuilds them.
+		rep = compareLinks(rep, sv.rec, r.Record)
+	}
+	return rep, nil
+}
+
+// compareLinks marks rep unequal when the saved and rebuilt records link
+// other runs differently, the pointer under "/$links".
+func compareLinks(rep Report, saved, rebuilt *runrecord.Record) Report {
+	if saved.Parent == nil && rebuilt.Parent == nil && len(saved.Children) == 0 && len(rebuilt.Children) == 0 {
+		return rep
+	}
+	links := func(r *runrecord.Record) []byte {
+		b, _ := json.Marshal(map[string]any{"parent": r.Parent, "children": r.Children})
+		return b
+	}
+	a, b := links(saved), links(rebuilt)
+	if !bytes.Equal(a, b) {
+		ptr, av, bv := Diverge(a, b)
+		rep.Equal, rep.Divergence, rep.SavedValue, rep.RebuiltValue = false, "/$links"+ptr, av, bv
+	}
+	return rep
 }
 
 // Restore rebuilds the run and writes the rebuilt record back: it

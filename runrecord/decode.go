@@ -79,6 +79,16 @@ func parseRecord(data []byte) (*Record, bool) {
 			return nil, false
 		}
 	}
+	if p.next("parent") {
+		if raw, ok = p.value(); !ok || json.Unmarshal(raw, &r.Parent) != nil {
+			return nil, false
+		}
+	}
+	if p.next("children") {
+		if raw, ok = p.value(); !ok || json.Unmarshal(raw, &r.Children) != nil {
+			return nil, false
+		}
+	}
 	if !p.byte('}') {
 		return nil, false
 	}

@@ -98,6 +98,22 @@ func appendRecord(b []byte, r *Record) ([]byte, error) {
 		}
 		b = append(b, '}')
 	}
+	if r.Parent != nil {
+		s, err := json.Marshal(r.Parent)
+		if err != nil {
+			return nil, err
+		}
+		b = append(b, `,"parent":`...)
+		b = append(b, s...)
+	}
+	if len(r.Children) > 0 {
+		s, err := json.Marshal(r.Children)
+		if err != nil {
+			return nil, err
+		}
+		b = append(b, `,"children":`...)
+		b = append(b, s...)
+	}
 	return append(b, '}'), nil
 }
 

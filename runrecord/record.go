@@ -51,6 +51,12 @@ type Record struct {
 	// which a disarm or a re-arm then names. A timer missing here was
 	// armed on the layout before instances (subjects.Names.Schedule).
 	Armed map[string]int64 `json:"armed,omitempty"`
+	// Parent links a child run to the parent's task attempt that started
+	// it (from its start); nil for a run started otherwise.
+	Parent *wire.Parent `json:"parent,omitempty"`
+	// Children are the child runs the run started, one per task attempt
+	// of a node bound to a workflow, in the order started.
+	Children []wire.Child `json:"children,omitempty"`
 
 	// statusJSON is Status encoded, when known: the step that announced
 	// the status encoded it for the announcement already.
@@ -65,6 +71,10 @@ const (
 	// OutDisarm replaces a pending timer schedule by a marker that
 	// expires at once, so that it never fires.
 	OutDisarm = "disarm"
+	// OutInput is a message to another run's input: a child run's start,
+	// a child's result to its parent, or an operation cascading from a
+	// parent to its children (docs/CHILDREN.md).
+	OutInput = "input"
 )
 
 // Outgoing is one effect rendered as the message that carries it out.
@@ -140,7 +150,7 @@ func (r *Record) Next(seq uint64, maxApplied int) *Record {
 	if r == nil {
 		return &Record{Applied: []uint64{seq}, Order: Order{{seq, seq}}}
 	}
-	n := &Record{Status: r.Status, statusJSON: r.statusJSON, Rejected: r.Rejected, Ignored: r.Ignored, Timers: r.Timers, DeadlineOnly: r.DeadlineOnly}
+	n := &Record{Status: r.Status, statusJSON: r.statusJSON, Rejected: r.Rejected, Ignored: r.Ignored, Timers: r.Timers, DeadlineOnly: r.DeadlineOnly, Parent: r.Parent, Children: r.Children}
 	n.Applied = AppendBounded(r.Applied, seq, maxApplied)
 	n.Order = r.Order.Add(seq)
 	return n

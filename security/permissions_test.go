@@ -49,6 +49,12 @@ const brief = `{"$workflow":"0.2","revision":"b1","initial":"w","states":{
 const timed = `{"$workflow":"0.2","revision":"t1","initial":"w","states":{
  "w":{"on":[{"event":"never","to":"late"}],"after":{"ms":200,"to":"done"}},"done":{"final":true},"late":{"final":true}}}`
 
+// family invokes kid@1, which its policy binds to a workflow: the
+// dispatcher starts the child, the child's result comes back, and the
+// parent's operations cascade, all within the dispatcher's rights.
+const family = `{"$workflow":"0.2","revision":"f1","initial":"a","states":{
+ "a":{"work":{"task":"kid","version":"1"},"then":"done"},"done":{"final":true}}}`
+
 var twoTaskRefs = []registry.TaskRef{{Task: "task-a", Version: "1"}, {Task: "task-b", Version: "1"}}
 
 // roles is a secured deployment with every role connected as its own
@@ -82,6 +88,15 @@ func startRoles(t *testing.T) *roles {
 	}
 	if _, err := of.DeployWith(ctx, "brief", []byte(brief), fleet.DeployOptions{Policy: keepASecond}); err != nil {
 		t.Fatal(err)
+	}
+	for name, child := range map[string]string{"family": "timed", "family2": "two"} {
+		bind, err := policy.Parse([]byte(`{"$children":{"kid@1":{"workflow":"` + child + `"}}}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := of.DeployWith(ctx, name, []byte(family), fleet.DeployOptions{Policy: bind}); err != nil {
+			t.Fatal(err)
+		}
 	}
 	r.disp = r.connect(t, UserDispatcher)
 	r.fleet(t, r.disp, &dispatcher.Config{Logger: quiet()})
@@ -404,6 +419,48 @@ func TestPermissionMatrix(t *testing.T) {
 	if page, err := operator.AuditPage(ctx, 0, 10, client.AuditFilter{Run: "p3"}); err != nil || len(page.Entries) != 1 || page.Entries[0].Who != "ops" {
 		t.Fatalf("the operator's read of the audit log: %+v, %v", page, err)
 	}
+	// ... and child runs: the dispatcher starts a parent's child, sends
+	// the child's result to the parent, and cascades the operator's pause
+	// and terminate.
+	if err := app.StartRun(ctx, "family", "f1", nil); err != nil {
+		t.Fatal(err)
+	}
+	if st, err := app.Wait(ctx, "f1"); err != nil || st.Status != wire.StatusDone {
+		t.Fatalf("the parent of a child run ended %+v, %v", st, err)
+	}
+	if err := app.StartRun(ctx, "family2", "f2", nil); err != nil {
+		t.Fatal(err)
+	}
+	kid := ""
+	natstest.WaitFor(t, 30*time.Second, "f2's child waits for its event", func() error {
+		rec, err := observer.Record(ctx, "f2")
+		if err != nil {
+			return err
+		}
+		kids, err := observer.Tree(ctx, rec, 1)
+		if err != nil || len(kids) != 1 || kids[0].Status != wire.StatusWaiting {
+			return fmt.Errorf("children %+v: %w", kids, err)
+		}
+		kid = kids[0].Run
+		return nil
+	})
+	if err := operator.Pause(ctx, "f2", "", "ops"); err != nil {
+		t.Fatal(err)
+	}
+	waitFor := func(id, status string) {
+		natstest.WaitFor(t, 30*time.Second, id+" "+status, func() error {
+			st, err := observer.Status(ctx, id)
+			if err != nil || st.Status != status {
+				return fmt.Errorf("%+v: %w", st, err)
+			}
+			return nil
+		})
+	}
+	waitFor(kid, wire.StatusPaused)
+	if err := operator.Terminate(ctx, "f2", "test", "ops"); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(kid, wire.StatusTerminated)
 	// ... and creates a schedule, whose fires the dispatcher turns into
 	// runs (reading and writing the schedule's state, deleting the fires
 	// it took), then deletes it.

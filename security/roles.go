@@ -112,7 +112,7 @@ func Dispatcher(n subjects.Names, user string) Permissions {
 		api("CONSUMER.CREATE", kvStream(wfs), "*", n.KVKey(wfs, "name.>")), api("CONSUMER.DELETE", kvStream(wfs), "*"),
 		n.FlowControl(kvStream(wfs)),
 	}
-	return join(Permissions{Publish: pub, Subscribe: []string{inbox(user), n.DispatcherHeartbeats()}}, bulkJobs(n), archiveWrite(n), runIndex(n), scheduleRunner(n), rateLimits(n))
+	return join(Permissions{Publish: pub, Subscribe: []string{inbox(user), n.DispatcherHeartbeats()}}, bulkJobs(n), archiveWrite(n), runIndex(n), scheduleRunner(n), rateLimits(n), childRuns(n))
 }
 
 // rateLimits is what a dispatcher needs to keep the task versions' rate
@@ -125,6 +125,16 @@ func rateLimits(n subjects.Names) Permissions {
 	return Permissions{Publish: []string{
 		n.API("STREAM.INFO", lim), n.API("DIRECT.GET", lim, ">"), n.API("STREAM.MSG.GET", lim), n.KVKeys(n.LimitsBucket()),
 		n.HoldAll(),
+	}}
+}
+
+// childRuns is what a dispatcher needs for child runs (docs/CHILDREN.md):
+// the starts of the children a parent's bound tasks start, the result a
+// settled child sends its parent, and the parent's pause, resume,
+// terminate and cancel cascading to its children.
+func childRuns(n subjects.Names) Permissions {
+	return Permissions{Publish: []string{
+		n.Start("*"), n.Result("*"), n.Pause("*"), n.Resume("*"), n.Terminate("*"), n.Cancel("*"),
 	}}
 }
 

@@ -24,6 +24,11 @@ type Definition struct {
 	// Archive says whether runs removed by retention are archived first;
 	// nil leaves it to the dispatchers' default.
 	Archive *bool
+	// Children binds task versions ("task@version") to workflows:
+	// invoking one starts a child run instead of publishing an
+	// invocation (child.go). It shapes records: every dispatcher and
+	// replay of the revision reads it from the deployment's policy.
+	Children map[string]ChildBinding
 }
 
 // Engine is the reducer (run.Apply) over one compiled workflow with the

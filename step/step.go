@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
 
 	"github.com/jetflow/jetflow/engine/run"
 	"github.com/jetflow/jetflow/engine/workflow"
@@ -120,6 +121,9 @@ func Step(s Settings, cur Run, in *Input, seq uint64, now float64, defs Definiti
 		// asked, and a removed workflow must not keep its runs.
 		return expire(s, cur, in, seq, now), nil
 	}
+	if err := checkParent(s, in); err != nil {
+		return refuse(s, cur, in, seq, now, err), nil
+	}
 	name, revision := in.workflow()
 	if cur.State != nil {
 		name, revision = cur.State.Workflow, cur.State.Revision
@@ -231,6 +235,30 @@ func commit(s Settings, def *Definition, in *Input, seq uint64, now float64, cur
 	if err != nil {
 		return failed(err)
 	}
+	links, err := bindChildren(s, def, in.RunID, effects, out)
+	if err != nil {
+		return failed(err)
+	}
+	var children []wire.Child
+	if prev != nil {
+		children = prev.Children
+	}
+	cascaded, err := cascade(s, in, children, cur.State, next)
+	if err != nil {
+		return failed(err)
+	}
+	out = append(out, cascaded...)
+	if len(links) > 0 {
+		children = append(slices.Clip(children), links...)
+	}
+	parent := in.parent(prev)
+	if parent != nil && status != nil && settledStatus(status.Status) && (prev == nil || prev.Status == nil || !settledStatus(prev.Status.Status)) {
+		o, err := reportToParent(s.Names, in.RunID, statusID(out), parent, status)
+		if err != nil {
+			return failed(err)
+		}
+		out = append(out, o)
+	}
 	state, err := run.Encode(next)
 	if err != nil {
 		return failed(fmt.Errorf("encode state: %w", err))
@@ -242,6 +270,7 @@ func commit(s Settings, def *Definition, in *Input, seq uint64, now float64, cur
 	out, armed = placeTimers(s.Names, in.RunID, armed, cur.State, next, out)
 	rec := prev.Next(seq, s.AppliedHistory)
 	rec.State, rec.Outbox, rec.Armed = state, out, armed
+	rec.Parent, rec.Children = parent, children
 	purge := rec.PurgesTimers() || armsTimer(out)
 	rec.Timers = rec.Timers || purge || len(armed) > 0
 	rec.DeadlineOnly = rec.Timers && !purge

@@ -32,6 +32,9 @@ type Start struct {
 	// the start that creates the run, or, when the run exists and has
 	// not ended, to it alone (signal with start).
 	Event *StartEvent `json:"event,omitempty"`
+	// Parent, when present, makes the run a child run of a parent's task
+	// attempt (child.go); only dispatchers publish it.
+	Parent *Parent `json:"parent,omitempty"`
 }
 
 // StartEvent is the event a start carries.

@@ -251,6 +251,16 @@ async function runPage(main, id) {
         h('p', {}, stateLabel(v.pending.state) + ', visit ' + v.pending.visit + (v.pending.activation ? ', activation ' + v.pending.activation : '')),
         running.length ? h('ul', {}, running.map(([node, a]) => h('li', {}, node + ': attempt ' + a.attempt + (a.waiting ? ' (waiting to retry)' : ' (invoked)')))) : null));
     }
+    if (v.parent || (v.children || []).length) {
+      const tree = kids => h('ul', {}, kids.map(k => h('li', {},
+        link('/runs/' + encodeURIComponent(k.run), k.run), ' ', statusBadge(k.status),
+        h('span', { class: 'muted' }, ' ' + k.workflow + ', node ' + k.node + ', attempt ' + k.attempt + (k.detached ? ', detached' : '')),
+        (k.children || []).length ? tree(k.children) : null)));
+      parts.push(h('section', { class: 'panel', id: 'family' }, h('h2', {}, 'Parent and children'),
+        v.parent ? h('p', {}, 'Child of ', link('/runs/' + encodeURIComponent(v.parent.run), v.parent.run),
+          h('span', { class: 'muted' }, ' (node ' + v.parent.node + ', ' + v.parent.task + '@' + v.parent.version + ' attempt ' + v.parent.attempt + ')')) : null,
+        (v.children || []).length ? tree(v.children) : null));
+    }
     if ((v.buffered || []).length) {
       parts.push(h('section', { class: 'panel' }, h('h2', {}, 'Buffered events'), jsonBlock(v.buffered)));
     }

@@ -170,6 +170,11 @@ func newDeploy(s streams) *cobra.Command {
 				fmt.Fprintln(s.out, immutableLine(ctx, f, name, data))
 				return exitError{1}
 			}
+			if pe := (*policy.Error)(nil); errors.As(err, &pe) {
+				// A binding the registry refused (docs/CHILDREN.md): where in which file.
+				fmt.Fprintf(s.out, "%s (in %s)\n", policyLine(pe), displayName(policyFile))
+				return exitError{1}
+			}
 			if err != nil {
 				return err
 			}

@@ -51,7 +51,9 @@ func newHistory(s streams) *cobra.Command {
 			"verdict on it. A start names the revision the run was pinned to (\"revision=r2 (the latest at\n" +
 			"its start)\" when it named none); a task result names its work state and task\n" +
 			"(\"state=go task=boom@1\"; in a DAG of several tasks also the node: \"state=check node=stock\n" +
-			"task=check-stock@1\"). The verdicts:\n\n" +
+			"task=check-stock@1\"). A child run's start names its parent (\"parent=RUN node=N attempt=A\"),\n" +
+			"and a result a child run sent its parent names the child (\"child=RUN\"; docs/CHILDREN.md).\n" +
+			"The verdicts:\n\n" +
 			"  applied     the run took it\n" +
 			"  rejected    the run refused it, with the reason (a forged or stale token, after its end…)\n" +
 			"  ignored     the run consumed it without effect (an event no branch of its wait took)\n" +

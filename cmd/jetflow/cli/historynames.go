@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 
 	"github.com/jetflow/jetflow/engine/dag"
@@ -79,6 +80,10 @@ func (n historyNames) summary(names subjects.Names, m replay.Message, summary st
 		if n.revision != "" {
 			summary = strings.Replace(summary, "revision=(latest)", "revision="+n.revision+" (the latest at its start)", 1)
 		}
+		var st wire.Start
+		if json.Unmarshal(m.Data, &st) == nil && st.Parent != nil {
+			summary += fmt.Sprintf(" parent=%s node=%s attempt=%d", st.Parent.Run, st.Parent.Node, st.Parent.Attempt)
+		}
 	case subjects.KindResult:
 		var r wire.Result
 		if json.Unmarshal(m.Data, &r) != nil {
@@ -97,6 +102,9 @@ func (n historyNames) summary(names subjects.Names, m replay.Message, summary st
 			named += " task=" + task
 		}
 		summary = strings.Replace(summary, "node="+r.Node, named, 1)
+		if child := m.Header.Get(wire.HeaderChild); child != "" {
+			summary += " child=" + child
+		}
 	}
 	return state, task, summary
 }

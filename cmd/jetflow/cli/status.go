@@ -50,6 +50,10 @@ type statusJSON struct {
 	Archived *wire.Removed `json:"archived,omitempty"`
 	// Timers are the timers the run has armed, soonest first.
 	Timers []timerJSON `json:"timers,omitempty"`
+	// Parent links a child run to the task attempt that started it.
+	Parent *wire.Parent `json:"parent,omitempty"`
+	// Children are the child runs the run started (docs/CHILDREN.md).
+	Children []client.ChildNode `json:"children,omitempty"`
 }
 
 // refusalsShown is how many of the most recent refusals of each kind the
@@ -58,7 +62,7 @@ const refusalsShown = 3
 
 func newStatus(s streams) *cobra.Command {
 	var conn connConfig
-	var asJSON, wait bool
+	var asJSON, wait, tree bool
 	cmd := &cobra.Command{
 		Use:   "status RUN",
 		Short: "Show a run's status, state, result or error",
@@ -88,7 +92,14 @@ func newStatus(s streams) *cobra.Command {
 			"retention at T)\" (--json: the member archived, the tombstone).\n\n" +
 			"With --wait it first waits for the run to end (a paused run is waited for until it is resumed\n" +
 			"and ends), then prints it, and exits as start --wait does: 0 done, 1 failed, 2 cancelled or\n" +
-			"terminated.",
+			"terminated.\n\n" +
+			"A child run (docs/CHILDREN.md) has a parent row: the parent run, its node, task and attempt\n" +
+			"(--json: parent {run, activation, node, task, version, attempt}). A run that started\n" +
+			"children has a children row, how many by status; --tree lists them instead, one row each\n" +
+			"(run, workflow, node, attempt, status), their own children indented below, up to 8 levels\n" +
+			"(--json: children [{run, workflow, activation, node, task, version, attempt, detached,\n" +
+			"status, children}], one level unless --tree). A child whose start no dispatcher has taken up\n" +
+			"yet shows as starting, one retention removed as removed.",
 		Args: namedArgs("RUN"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			id := args[0]
@@ -144,12 +155,21 @@ func newStatus(s streams) *cobra.Command {
 				} else {
 					info.FailedTask = client.FailedTaskOf(wf, st)
 				}
+				depth := 1
+				if tree {
+					depth = client.MaxTreeDepth
+				}
+				kids, err := f.Client.Tree(ctx, rec, depth)
+				if err != nil {
+					return err
+				}
 				if asJSON {
-					if err := json.NewEncoder(s.out).Encode(statusJSON{runJSON: info, Rejected: rec.Rejected, Ignored: rec.Ignored, Redrives: st.Redrives, Resets: st.Resets, Workers: starved, Archived: archived, Timers: armedTimers(st)}); err != nil {
+					if err := json.NewEncoder(s.out).Encode(statusJSON{runJSON: info, Rejected: rec.Rejected, Ignored: rec.Ignored, Redrives: st.Redrives, Resets: st.Resets, Workers: starved, Archived: archived, Timers: armedTimers(st), Parent: parentLink(rec.Parent), Children: kids}); err != nil {
 						return err
 					}
 				} else {
 					printStatus(s, wf, info, st, rec, starved)
+					printFamily(s, rec.Parent, kids, tree)
 				}
 				if final != nil && exitCode(final) != exitDone {
 					return exitError{exitCode(final)}
@@ -160,6 +180,7 @@ func newStatus(s streams) *cobra.Command {
 	}
 	addConnFlags(cmd, &conn)
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print one JSON object")
+	cmd.Flags().BoolVar(&tree, "tree", false, "list the run's child runs and theirs, one row each (default: a children row counting them)")
 	cmd.Flags().BoolVar(&wait, "wait", false, "wait for the run to end first; exit 0 done, 1 failed, 2 cancelled or terminated")
 	return cmd
 }

@@ -25,6 +25,9 @@ func starvedTasks(ctx context.Context, f *fleet.Fleet, wf *workflow.Workflow, st
 		if a.Waiting || a.Task == "" || seen[a.Task] {
 			continue
 		}
+		if startsChildren(rec, a.Task) {
+			continue // a child run answers it, not a worker (docs/CHILDREN.md)
+		}
 		seen[a.Task] = true
 		task, version, ok := strings.Cut(a.Task, "@")
 		if !ok {

@@ -1,0 +1,40 @@
+package cli
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+
+	"github.com/jetflow/jetflow/client"
+	"github.com/jetflow/jetflow/wire"
+)
+
+// TestPrintFamily: status prints a child's parent, a count of children
+// by status, and with --tree one row per child, indented by level.
+func TestPrintFamily(t *testing.T) {
+	t.Parallel()
+	kids := []client.ChildNode{
+		{
+			Child: wire.Child{Run: "t--task-1-aa", Workflow: "middle", Node: "task", Attempt: 1}, Status: "done",
+			Children: []client.ChildNode{{Child: wire.Child{Run: "leaf", Workflow: "one", Node: "task", Attempt: 1}, Status: "done"}},
+		},
+		{Child: wire.Child{Run: "t--task-2-bb", Workflow: "middle", Node: "task", Attempt: 2, Detached: true}, Status: "running"},
+	}
+	parent := &wire.Parent{Run: "up", Activation: "a1", Node: "task", Task: "mid", Version: "1", Attempt: 1}
+	var buf bytes.Buffer
+	printFamily(streams{out: &buf}, parent, kids, false)
+	want := "parent    up (node task, mid@1 attempt 1, activation a1)\nchildren  2 (1 done, 1 running)\n"
+	if buf.String() != want {
+		t.Errorf("without --tree:\n%s\nwant:\n%s", buf.String(), want)
+	}
+	buf.Reset()
+	printFamily(streams{out: &buf}, nil, kids, true)
+	lines := strings.Split(strings.TrimSuffix(buf.String(), "\n"), "\n")
+	if len(lines) != 4 || !strings.Contains(lines[1], "t--task-1-aa  middle  node task attempt 1  done") ||
+		!strings.Contains(lines[2], "  leaf  one") || !strings.Contains(lines[3], "running, detached") {
+		t.Errorf("--tree:\n%s", buf.String())
+	}
+	if p := parentLink(&wire.Parent{Run: "up", Token: "secret"}); p.Token != "" {
+		t.Error("status shows the parent attempt's token")
+	}
+}
