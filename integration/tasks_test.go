@@ -98,7 +98,8 @@ func (l *taskLog) releaseChan(runID string) chan struct{} {
 // unhold lets the hold task of runID return.
 func (l *taskLog) unhold(runID string) { close(l.releaseChan(runID)) }
 
-// hugeOutput exceeds the embedded server's 1 MiB max payload.
+// hugeOutput exceeds the embedded server's 1 MiB max payload: it travels
+// by reference.
 var hugeOutput = strings.Repeat("x", 2<<20)
 
 // handlers are the tasks every test's workers serve, all at version "1".
@@ -148,6 +149,13 @@ func (l *taskLog) handlers() map[string]worker.Handler {
 			}
 		},
 		"huge": func(context.Context, worker.Invocation) (any, error) { return hugeOutput, nil },
+		"grow": func(_ context.Context, inv worker.Invocation) (any, error) {
+			var in struct{ Blob string }
+			if err := inv.DecodeInput(&in); err != nil {
+				return nil, err
+			}
+			return map[string]any{"blob": in.Blob + "!", "got": len(in.Blob)}, nil
+		},
 	}
 }
 
