@@ -191,11 +191,11 @@ func (s *Store) Threshold() int {
 const chunkSize = 256 << 10
 
 // patience returns ctx with at least the time moving size bytes may take
-// on a busy server: 5 s and a second per 4 MiB. A caller's shorter
+// on a busy server: 5 s and a second per MiB. A caller's shorter
 // deadline is stretched to it (an operation timeout sized for small
 // messages would fail every large one); a cancellation still ends it.
 func patience(ctx context.Context, size int64) (context.Context, context.CancelFunc) {
-	need := 5*time.Second + time.Duration(size>>22)*time.Second
+	need := 5*time.Second + time.Duration(size>>20)*time.Second
 	if dl, ok := ctx.Deadline(); !ok || time.Until(dl) >= need {
 		return ctx, func() {}
 	}
