@@ -121,3 +121,12 @@ func (s *RunStore) Forget(runID string) {
 		sp.last.Delete(runID)
 	}
 }
+
+// ReadStub returns the record a stub stands for, read from ps: for
+// readers of the run bucket's stream that do not go through a RunStore
+// (the run index).
+func ReadStub(ctx context.Context, ps *payload.Store, runID string, data []byte) ([]byte, error) {
+	s := &RunStore{}
+	s.WithPayloads(ps)
+	return s.in(ctx, runID, data)
+}
