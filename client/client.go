@@ -94,10 +94,10 @@ type Client struct {
 	js jetstream.JetStream
 	// payloads is nil when the payload bucket is not provisioned.
 	payloads *payload.Store
-	cfg   Config
-	names subjects.Names
-	store RunStore
-	jobs  jobs
+	cfg      Config
+	names    subjects.Names
+	store    RunStore
+	jobs     jobs
 }
 
 // New returns a client. Without cfg.Store it binds the run bucket, which

@@ -107,7 +107,7 @@ func (s *RunStore) in(ctx context.Context, runID string, data []byte) ([]byte, e
 	if sp == nil {
 		return nil, fmt.Errorf("kvstore: run %q: its record is object %q of the payload bucket, and this store does not read it (RunStore.WithPayloads)", runID, st.Ref.Name)
 	}
-	body, err := sp.store.Resolve(ctx, payload.Ref(st.Ref))
+	body, err := sp.store.ResolveOwn(ctx, payload.Ref(st.Ref))
 	if err != nil {
 		return nil, fmt.Errorf("kvstore: run %q: %w", runID, err)
 	}

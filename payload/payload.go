@@ -232,11 +232,29 @@ func (s *Store) Put(ctx context.Context, name string, body []byte) (Ref, error) 
 // errors wrap ErrMissing, ErrDigest or ErrOversize when the reference is
 // bad, and name the object and what differs.
 func (s *Store) Resolve(ctx context.Context, ref Ref) ([]byte, error) {
+	return s.resolve(ctx, ref, s.maxBytes())
+}
+
+// ResolveOwn is Resolve without Config.MaxBytes, for what jetflow itself
+// wrote (a run record kept by reference, whose size follows the values
+// the run holds).
+func (s *Store) ResolveOwn(ctx context.Context, ref Ref) ([]byte, error) {
+	return s.resolve(ctx, ref, 1<<62)
+}
+
+func (s *Store) maxBytes() int64 {
+	if s == nil {
+		return DefaultMaxBytes
+	}
+	return s.cfg.MaxBytes
+}
+
+func (s *Store) resolve(ctx context.Context, ref Ref, limit int64) ([]byte, error) {
 	if s == nil {
 		return nil, fmt.Errorf("payload: resolve %q: %w", ref.Name, ErrNoBucket)
 	}
-	if ref.Size > s.cfg.MaxBytes {
-		return nil, fmt.Errorf("payload: object %q: %w: %d bytes, limit %d", ref.Name, ErrOversize, ref.Size, s.cfg.MaxBytes)
+	if ref.Size > limit {
+		return nil, fmt.Errorf("payload: object %q: %w: %d bytes, limit %d", ref.Name, ErrOversize, ref.Size, limit)
 	}
 	ctx, cancel := patience(ctx, ref.Size)
 	defer cancel()
