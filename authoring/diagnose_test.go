@@ -174,6 +174,8 @@ func TestNearest(t *testing.T) {
 		{"x", []string{"pay", "done"}, ""},
 		{"done", []string{"done", "dine"}, "dine"},
 		{"shipping", []string{"ship", "pay"}, ""},
+		{"idel", []string{"answer", "end", "idle"}, "idle"}, // a swap is one edit
+		{"$tg", []string{"$gt", "$lt"}, "$gt"},
 	} {
 		if got := Nearest(c.word, c.list); got != c.want {
 			t.Errorf("Nearest(%q, %v) = %q, want %q", c.word, c.list, got, c.want)

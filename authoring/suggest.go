@@ -1,25 +1,33 @@
 package authoring
 
-// distance is the Levenshtein distance between a and b, by character.
+// distance is the optimal string alignment distance between a and b, by
+// character: Levenshtein's insertions, deletions and substitutions, and a
+// swap of two neighbours as one edit, the commonest slip of a typist
+// ("idel" for "idle").
 func distance(a, b string) int {
 	x, y := []rune(a), []rune(b)
-	prev := make([]int, len(y)+1)
-	cur := make([]int, len(y)+1)
-	for j := range prev {
-		prev[j] = j
+	rows := make([][]int, len(x)+1)
+	for i := range rows {
+		rows[i] = make([]int, len(y)+1)
+		rows[i][0] = i
+	}
+	for j := range rows[0] {
+		rows[0][j] = j
 	}
 	for i := 1; i <= len(x); i++ {
-		cur[0] = i
 		for j := 1; j <= len(y); j++ {
 			cost := 1
 			if x[i-1] == y[j-1] {
 				cost = 0
 			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+			d := min(rows[i-1][j]+1, rows[i][j-1]+1, rows[i-1][j-1]+cost)
+			if i > 1 && j > 1 && x[i-1] == y[j-2] && x[i-2] == y[j-1] {
+				d = min(d, rows[i-2][j-2]+1)
+			}
+			rows[i][j] = d
 		}
-		prev, cur = cur, prev
 	}
-	return prev[len(y)]
+	return rows[len(x)][len(y)]
 }
 
 // Nearest returns the candidate closest to word, the first of equals,

@@ -82,6 +82,21 @@ func (r *Report) Markdown(w io.Writer) error {
 			})
 		})
 
+	b.WriteString("### Partition handover after a SIGKILL\n\n")
+	b.WriteString("Runs start every 2 ms; the dispatcher process owning the most partitions is killed; each of its partitions waits from the kill to its first input applied afterwards.\n\n")
+	table(&b, []string{"setup", "partitions", "killed partitions", "pause p50 ms", "pause p99 ms", "max ms", "missed", "ack wait ms"},
+		func(row func(...string)) {
+			for _, s := range r.Setups {
+				if h := s.Handover; h != nil {
+					maxMS := 0.0
+					if n := len(h.PauseMS); n > 0 {
+						maxMS = h.PauseMS[n-1]
+					}
+					row(s.Setup, fmt.Sprint(h.Partitions), fmt.Sprint(h.Killed), f0(h.P50), f0(h.P99), f0(maxMS), fmt.Sprint(h.Missed), f0(h.AckWaitMS))
+				}
+			}
+		})
+
 	b.WriteString("### Timers due at once\n\n")
 	table(&b, []string{"setup", "runs", "started in s", "lead ms", "due within ms", "armed late", "fired p50/p90/p99 ms", "left the wait p50/p90/p99 ms", "max ms", "early", "drained/s"},
 		func(row func(...string)) {

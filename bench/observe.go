@@ -47,18 +47,35 @@ func (d *driver) observe(ctx context.Context) (counts, error) {
 		}
 		*s.seq, *s.nbytes = info.State.LastSeq, info.State.Bytes
 	}
-	for _, cn := range []struct {
+	// The dispatchers' consumers: the shared one, or one per partition.
+	in, err := d.js.Stream(ctx, n.InputStream())
+	if err != nil {
+		return c, fmt.Errorf("bench: stream %s: %w", n.InputStream(), err)
+	}
+	var dispatchers []string
+	lister := in.ConsumerNames(ctx)
+	for name := range lister.Name() {
+		if n.IsDispatcherConsumer(name) {
+			dispatchers = append(dispatchers, name)
+		}
+	}
+	if err := lister.Err(); err != nil {
+		return c, fmt.Errorf("bench: consumers of %s: %w", n.InputStream(), err)
+	}
+	type consumer struct {
 		stream, consumer string
 		delivered        *uint64
-	}{
-		{n.InputStream(), n.DispatcherConsumer(), &c.dispatched},
-		{n.TaskStream(), n.TaskConsumer(echoTask, echoVersion), &c.served},
-	} {
+	}
+	consumers := []consumer{{n.TaskStream(), n.TaskConsumer(echoTask, echoVersion), &c.served}}
+	for _, name := range dispatchers {
+		consumers = append(consumers, consumer{n.InputStream(), name, &c.dispatched})
+	}
+	for _, cn := range consumers {
 		info, err := consumerInfo(ctx, d.js, cn.stream, cn.consumer)
 		if err != nil {
 			return c, err
 		}
-		*cn.delivered = info.Delivered.Consumer
+		*cn.delivered += info.Delivered.Consumer
 		c.pending += int(info.NumPending) + info.NumAckPending
 	}
 	ai, err := d.js.AccountInfo(ctx)

@@ -59,6 +59,9 @@ type SetupReport struct {
 	Load      [3]float64       `json:"load"`
 	Raw       []RawOp          `json:"raw"`
 	Scenarios []ScenarioReport `json:"scenarios"`
+	// Handover is measured last on a partitioned setup of two or more
+	// dispatcher processes: one of them is killed.
+	Handover *HandoverReport `json:"handover,omitempty"`
 }
 
 // RawOp is one raw JetStream operation measured on the setup's server.

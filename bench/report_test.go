@@ -51,7 +51,10 @@ func sampleReport() *Report {
 		Setups: []SetupReport{
 			{Setup: "single", Mode: Single, Dispatchers: 1, Workers: 1, Replicas: 1, Raw: raw, Scenarios: []ScenarioReport{one(OneTask, 3500), one(Event, 3000), timers, consoleIdx}},
 			{Setup: "processes d=1 w=1", Mode: Processes, Dispatchers: 1, Workers: 1, Replicas: 1, Raw: raw, Scenarios: []ScenarioReport{one(OneTask, 2000), parked}},
-			{Setup: "processes d=2 w=1", Mode: Processes, Dispatchers: 2, Workers: 1, Replicas: 1, Raw: raw, Scenarios: []ScenarioReport{one(OneTask, 1800)}},
+			{
+				Setup: "processes d=2 w=1", Mode: Processes, Dispatchers: 2, Workers: 1, Replicas: 1, Raw: raw, Scenarios: []ScenarioReport{one(OneTask, 1800)},
+				Handover: &HandoverReport{Partitions: 16, Killed: []int{0, 2, 4, 6}, PauseMS: []float64{3100, 3200, 3300, 3400}, P50: 3300, P99: 3400, AckWaitMS: 30000},
+			},
 			{Setup: "cluster d=1 w=1", Mode: Cluster, Dispatchers: 1, Workers: 1, Replicas: 3, Raw: raw, Scenarios: []ScenarioReport{one(OneTask, 1600)}},
 		},
 	}
@@ -97,6 +100,16 @@ func TestTargets(t *testing.T) {
 		"storage per waiting run":                                        true,
 		"timer lateness, 1000 timers due at once":                        true,
 		"console over 1000 runs":                                         true,
+		"one-task CPU per run at d=2 within 5% of d=1":                   true, // 0.5 ms both
+		"one-task CPU per run at d=4 within 5% of d=1":                   false,
+		"fan-out CPU per run at d=2 within 5% of d=1":                    false,
+		"fan-out CPU per run at d=4 within 5% of d=1":                    false,
+		"event CPU per run at d=2 within 5% of d=1":                      false,
+		"event CPU per run at d=4 within 5% of d=1":                      false,
+		"fan-out CAS conflicts per run at d=2":                           false,
+		"fan-out CAS conflicts per run at d=4":                           false,
+		"handover pause after a SIGKILL at d=2":                          true, // p99 3.4 s < 30 s
+		"handover pause after a SIGKILL at d=4":                          false,
 	}
 	for name, met := range want {
 		if m, ok := got[name]; !ok || m != met {

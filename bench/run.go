@@ -99,5 +99,10 @@ func runSetup(ctx context.Context, cfg Config, s Setup, dir string) (rep SetupRe
 		}
 		rep.Scenarios = append(rep.Scenarios, sr)
 	}
+	if s.Mode == Processes && s.Dispatchers >= 2 {
+		if rep.Handover, err = r.handover(ctx); err != nil {
+			return rep, err
+		}
+	}
 	return rep, nil
 }

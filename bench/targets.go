@@ -17,7 +17,17 @@ const (
 	// targetScaleTolerance is the noise allowed when checking that a
 	// second dispatcher does not lower throughput.
 	targetScaleTolerance = 0.95
+	// targetCPUFlat is how far CPU per run may grow from one dispatcher
+	// process to two and four (partitioned inputs): 5%.
+	targetCPUFlat = 1.05
+	// targetFanOutConflicts bounds a fan-out's compare-and-swap
+	// conflicts per run with two and four dispatcher processes.
+	targetFanOutConflicts = 0.01
 )
+
+// scaleScenarios are the scenarios whose CPU per run must stay flat
+// across dispatcher processes.
+var scaleScenarios = []Scenario{OneTask, FanOut, Event}
 
 // find returns the first setup report matching pred that measured sc.
 func (r *Report) find(sc Scenario, pred func(SetupReport) bool) (*SetupReport, *ScenarioReport) {
@@ -88,6 +98,45 @@ func evaluate(r *Report) []Target {
 	}
 	if !compared {
 		missing("a second dispatcher process does not lower throughput", "d=2 ≥ d=1", "--modes processes --dispatchers 1,2")
+	}
+	// Partitioned inputs: CPU per run flat from d=1 to d=2 and d=4, and a
+	// fan-out's results no longer racing on one record.
+	for _, sc := range scaleScenarios {
+		_, one := r.find(sc, isMode(Processes, 1))
+		for _, d := range []int{2, 4} {
+			name := fmt.Sprintf("%s CPU per run at d=%d within 5%% of d=1", sc, d)
+			want := fmt.Sprintf("≤ ×%.2f", targetCPUFlat)
+			_, more := r.find(sc, isMode(Processes, d))
+			if one == nil || more == nil || one.CPUPerRunMS == 0 {
+				missing(name, want, fmt.Sprintf("--modes processes --dispatchers 1,%d --scenarios %s", d, sc))
+				continue
+			}
+			ratio := more.CPUPerRunMS / one.CPUPerRunMS
+			add(name, want, fmt.Sprintf("d=1 %.3f ms, d=%d %.3f ms (×%.2f; dispatchers' share %.3f → %.3f ms)",
+				one.CPUPerRunMS, d, more.CPUPerRunMS, ratio, one.CPUByRole[roleDispatcher], more.CPUByRole[roleDispatcher]), ratio <= targetCPUFlat)
+		}
+	}
+	for _, d := range []int{2, 4} {
+		name := fmt.Sprintf("fan-out CAS conflicts per run at d=%d", d)
+		want := fmt.Sprintf("≤ %.2f", targetFanOutConflicts)
+		if _, sc := r.find(FanOut, isMode(Processes, d)); sc != nil {
+			add(name, want, fmt.Sprintf("%.3f (redeliveries %.3f)", sc.Conflicts, sc.Redeliveries), sc.Conflicts <= targetFanOutConflicts)
+		} else {
+			missing(name, want, fmt.Sprintf("--modes processes --dispatchers %d --scenarios fan-out", d))
+		}
+	}
+	for _, d := range []int{2, 4} {
+		name := fmt.Sprintf("handover pause after a SIGKILL at d=%d", d)
+		want := "p99 < the ack-wait recovery"
+		s, _ := r.find(OneTask, isMode(Processes, d))
+		if s == nil || s.Handover == nil {
+			missing(name, want, fmt.Sprintf("--modes processes --dispatchers %d", d))
+			continue
+		}
+		h := s.Handover
+		add(name, fmt.Sprintf("p99 < %.0f ms", h.AckWaitMS),
+			fmt.Sprintf("p50 %.0f ms, p99 %.0f ms over %d of %d partitions (%d missed)", h.P50, h.P99, len(h.PauseMS), len(h.Killed), h.Missed),
+			h.Missed == 0 && len(h.PauseMS) > 0 && h.P99 < h.AckWaitMS)
 	}
 	// The dispatcher process's own figure is the one the target is about;
 	// one process holds the server too.

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/jetflow/jetflow/engine/run"
+	"github.com/jetflow/jetflow/kvstore"
 )
 
 // The timers scenario puts many runs to sleep on timers due at one
@@ -189,7 +190,7 @@ func (r *runner) timers(ctx context.Context, w workload) (ScenarioReport, error)
 		start := float64(startMS[i].Load() - 1)
 		if start < 0 {
 			// The wait's announcement was missed: the start's timestamp.
-			m, err := inputs.GetLastMsgForSubject(ctx, r.drv.names.Start(id))
+			m, err := kvstore.LastStart(ctx, inputs, r.drv.names, id)
 			if err != nil {
 				return fmt.Errorf("run %s: its start: %w", id, err)
 			}

@@ -63,6 +63,12 @@ type Config struct {
 	// it; a runner without it leaves sweep jobs to runners that have it.
 	// Default: nil.
 	Sweep func(ctx context.Context, runID string) error
+	// Migrate checks one run's history against revision to of its
+	// workflow and returns the migration to send it (client.OpMigrate,
+	// replay.Migration), or nil to leave the run alone (it has ended, or
+	// is on to already). The dispatcher sets it; a runner without it
+	// leaves migrations to runners that have it. Default: nil.
+	Migrate func(ctx context.Context, runID, to string) (*wire.Migrate, error)
 	// SweepRate bounds how many runs per second a sweep handles, so that
 	// sweeping a large run bucket does not crowd out the runs' own work.
 	// Default: 100.

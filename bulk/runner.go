@@ -17,6 +17,7 @@ import (
 	"github.com/jetflow/jetflow/client"
 	"github.com/jetflow/jetflow/clock"
 	"github.com/jetflow/jetflow/kvstore"
+	"github.com/jetflow/jetflow/lifecycle"
 	"github.com/jetflow/jetflow/wire"
 )
 
@@ -28,10 +29,7 @@ type Runner struct {
 	c    *client.Client
 	log  *slog.Logger
 	wake chan struct{}
-
-	mu     sync.Mutex
-	cancel context.CancelFunc
-	done   chan struct{}
+	run  lifecycle.Loop
 }
 
 // New returns a runner over js; c publishes the operations and reads runs
@@ -48,31 +46,17 @@ func New(js jetstream.JetStream, c *client.Client, cfg Config) *Runner {
 // deployment without a job bucket (provisioned before bulk jobs) is
 // looked at again every Poll.
 func (r *Runner) Start() {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.cfg.Off || r.done != nil {
+	if r.cfg.Off {
 		return
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	r.cancel, r.done = cancel, make(chan struct{})
-	go r.loop(ctx, r.done)
+	r.run.Start(r.loop)
 }
 
 // Stop ends the runner and waits for it: a job in hand is checkpointed
 // and its lease given up, so another dispatcher takes it at once.
-func (r *Runner) Stop() {
-	r.mu.Lock()
-	cancel, done := r.cancel, r.done
-	r.cancel, r.done = nil, nil
-	r.mu.Unlock()
-	if cancel != nil {
-		cancel()
-		<-done
-	}
-}
+func (r *Runner) Stop() { r.run.Stop(nil) }
 
-func (r *Runner) loop(ctx context.Context, done chan struct{}) {
-	defer close(done)
+func (r *Runner) loop(ctx context.Context) {
 	var watching sync.WaitGroup
 	defer watching.Wait()
 	timer := r.cfg.Clock.NewTimer(0)
@@ -186,7 +170,7 @@ var errNotFree = errors.New("job not free")
 // free: the job is unsettled, this runner can carry it out, and nobody
 // else holds a live lease on it.
 func (r *Runner) free(j *wire.Job) bool {
-	if j.Settled() || j.Operation == client.OpRetentionSweep && r.cfg.Sweep == nil {
+	if j.Settled() || j.Operation == client.OpRetentionSweep && r.cfg.Sweep == nil || j.Operation == client.OpMigrate && r.cfg.Migrate == nil {
 		return false
 	}
 	if j.Holder == "" || j.Holder == r.cfg.Holder {
@@ -227,6 +211,16 @@ func (r *Runner) work(ctx context.Context, j *wire.Job, rev uint64) {
 	op, ok := client.Operations[j.Operation]
 	if ok && j.Operation == client.OpRetentionSweep {
 		op.Publish = r.sweeper()
+	}
+	timeout := r.cfg.OpTimeout
+	if ok && j.Operation == client.OpMigrate {
+		if j.Revision == "" {
+			r.finish(ctx, j, rev, wire.JobFailed, "a migration names no revision to move runs to", log)
+			return
+		}
+		op.Publish = r.migrator(j.Revision)
+		// A migration reads and replays the run's history first.
+		timeout = migrateTimeout
 	}
 	if !ok {
 		r.finish(ctx, j, rev, wire.JobFailed, fmt.Sprintf("unknown operation %q (one of %s)", j.Operation, strings.Join(client.OperationNames(), ", ")), log)
@@ -270,7 +264,7 @@ func (r *Runner) work(ctx context.Context, j *wire.Job, rev uint64) {
 		n := min(r.cfg.Batch, len(todo))
 		batch := todo[:n]
 		todo = todo[n:]
-		sent, skipped, failed, lastErr := r.apply(ctx, op, batch, reason, "bulk-"+j.ID)
+		sent, skipped, failed, lastErr := r.apply(ctx, op, batch, reason, "bulk-"+j.ID, timeout)
 		if ctx.Err() != nil && sent+skipped+failed < len(batch) {
 			// Stopping mid-batch: the batch is redone by the next holder.
 			r.release(ctx, j, rev, log)
@@ -298,7 +292,7 @@ func (r *Runner) work(ctx context.Context, j *wire.Job, rev uint64) {
 }
 
 // apply publishes op for every eligible run of batch, Parallel at once.
-func (r *Runner) apply(ctx context.Context, op client.Operation, batch []client.Listed, reason, key string) (sent, skipped, failed int, lastErr error) {
+func (r *Runner) apply(ctx context.Context, op client.Operation, batch []client.Listed, reason, key string, timeout time.Duration) (sent, skipped, failed int, lastErr error) {
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, r.cfg.Parallel)
@@ -310,7 +304,7 @@ func (r *Runner) apply(ctx context.Context, op client.Operation, batch []client.
 		sem <- struct{}{}
 		wg.Go(func() {
 			defer func() { <-sem }()
-			err := r.publish(ctx, op, l.Status.Run, reason, key)
+			err := r.publish(ctx, op, l.Status.Run, reason, key, timeout)
 			mu.Lock()
 			defer mu.Unlock()
 			switch {
@@ -328,10 +322,10 @@ func (r *Runner) apply(ctx context.Context, op client.Operation, batch []client.
 
 // publish sends one run's operation, retrying transient failures a few
 // times on the runner's clock.
-func (r *Runner) publish(ctx context.Context, op client.Operation, runID, reason, key string) error {
+func (r *Runner) publish(ctx context.Context, op client.Operation, runID, reason, key string, timeout time.Duration) error {
 	b := backoff.WithContext(backoff.WithMaxRetries(backoff.NewExponentialBackOff(backoff.WithInitialInterval(50*time.Millisecond)), 3), ctx)
 	return backoff.RetryNotifyWithTimer(func() error {
-		pctx, cancel := context.WithTimeout(ctx, r.cfg.OpTimeout)
+		pctx, cancel := context.WithTimeout(ctx, timeout)
 		defer cancel()
 		return op.Publish(pctx, r.c, runID, reason, key)
 	}, b, nil, &clock.RetryTimer{Clock: r.cfg.Clock})
@@ -517,3 +511,27 @@ func later(a, b time.Time) time.Time {
 	}
 	return b
 }
+
+// migrateTimeout bounds one run's migration: reading its record and
+// history, replaying it twice, publishing.
+const migrateTimeout = 2 * time.Minute
+
+// migrator is a migration's per-run step: cfg.Migrate checks the run
+// and the runner publishes what it returns, with a Nats-Msg-Id made of
+// the job and the run so that a new holder re-sending it within the
+// input stream's duplicate window stores it once; a run that took the
+// first already is on the revision, and is left alone.
+func (r *Runner) migrator(to string) func(ctx context.Context, c *client.Client, runID, reason, key string) error {
+	return func(ctx context.Context, c *client.Client, runID, reason, key string) error {
+		m, err := r.cfg.Migrate(ctx, runID, to)
+		if err != nil || m == nil {
+			return err
+		}
+		m.Reason, m.Operator = reason, bulkOperator
+		_, err = c.Migrate(ctx, runID, *m, key)
+		return err
+	}
+}
+
+// bulkOperator is the operator a bulk job's inputs name.
+const bulkOperator = "bulk job"

@@ -159,6 +159,43 @@ func (c *Client) StartRun(ctx context.Context, workflow, runID string, input any
 	return c.publish(ctx, c.names.Start(runID), msgID(subjects.KindStart, runID, ""), body)
 }
 
+// StartWithEvent starts run runID of workflow with input and delivers an
+// event of eventType with payload in the same step, so that nothing sees
+// the run without it; when the run exists and has not ended, it delivers
+// the event alone, and when the run has ended the run records the refusal
+// (signal with start). eventID, when not empty, de-duplicates the message
+// as EventID does; it returns the message's stream sequence.
+func (c *Client) StartWithEvent(ctx context.Context, workflow, runID string, input any, eventType string, payload any, eventID string, opts ...StartOption) (uint64, error) {
+	if err := subjects.CheckRunID(runID); err != nil {
+		return 0, fmt.Errorf("client: start: %w", err)
+	}
+	if err := subjects.CheckWorkflowName(workflow); err != nil {
+		return 0, fmt.Errorf("client: start: %w", err)
+	}
+	if err := subjects.CheckEventType(eventType); err != nil {
+		return 0, fmt.Errorf("client: start: event: %w", err)
+	}
+	in, err := json.Marshal(input)
+	if err != nil {
+		return 0, fmt.Errorf("client: start %s: encode input: %w", runID, err)
+	}
+	ev := &wire.StartEvent{Type: eventType}
+	if payload != nil {
+		if ev.Payload, err = json.Marshal(payload); err != nil {
+			return 0, fmt.Errorf("client: start %s: encode event payload: %w", runID, err)
+		}
+	}
+	body := wire.Start{Workflow: workflow, Input: in, Event: ev}
+	for _, o := range opts {
+		o(&body)
+	}
+	key := ""
+	if eventID != "" {
+		key = "event/" + eventID
+	}
+	return c.publishSeq(ctx, c.names.Start(runID), msgID(subjects.KindStart, runID, key), body)
+}
+
 // EventOption adjusts SendEvent.
 type EventOption func(*eventOpts)
 

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -25,14 +24,14 @@ var ErrNoIndex = errors.New("no run index")
 // indexBatch is how many entries one read of the index asks for.
 const indexBatch = 4096
 
-// A newest-first page first reads denseWindows windows of denseWindow
-// sequences (or twice its limit) by sequence; then windows through the
-// subject filter, of firstWindow sequences, each further one four times
-// wider.
+// A listing reads the index's buckets newest first (subjects.IndexBucket):
+// maxSpan buckets at most in one read, sized so that about wantPerRead
+// entries come back, and once the filter's remaining entries are
+// thought to be at most fewPerFilter, all of them in one read.
 const (
-	denseWindow  = 256
-	denseWindows = 4
-	firstWindow  = 4096
+	maxSpan      = 1024
+	wantPerRead  = 512
+	fewPerFilter = 768
 )
 
 // hit is one index entry a listing kept.
@@ -43,55 +42,55 @@ type hit struct {
 
 // indexQuery is one listing over the run index.
 type indexQuery struct {
-	c      *Client
-	m      *Matcher
-	where  map[string]string
-	status string
-	filter string
-	// Stream bounds when the listing began.
+	c        *Client
+	m        *Matcher
+	where    map[string]string
+	attr     string // the first search attribute of where, or ""
+	workflow string
+	status   string
+	// Stream bounds when the listing began (SortID).
 	first, last uint64
 }
 
 // listByIndex answers a listing from the run index. It returns
-// ErrNoIndex (wrapped) when the deployment has no index stream.
+// ErrNoIndex (wrapped) when the deployment has no index stream, or one
+// of another shape (until a dispatcher rebuilds it).
 func (c *Client) listByIndex(ctx context.Context, opts ListOptions, m *Matcher, after *cursor) (*RunPage, error) {
 	wait := opts.Wait
 	if wait == 0 {
 		wait = DefaultIndexWait
 	}
-	off, err := ReadIndexOff(ctx, c.js, c.names)
+	off, shape, err := readIndexMarks(ctx, c.js, c.names)
 	if err != nil {
 		return nil, err
 	}
 	if off != nil {
 		return &RunPage{IndexOff: off}, fmt.Errorf("%w since %s (dispatcher %s)", ErrIndexOff, off.Since, off.By)
 	}
-	page := &RunPage{Behind: c.catchUp(ctx, wait)}
-	// The stream's bounds as of after the wait.
-	s, err := c.js.Stream(ctx, c.names.IndexStream())
-	if errors.Is(err, jetstream.ErrStreamNotFound) {
+	if shape == 0 {
 		return nil, fmt.Errorf("%w: stream %q does not exist (provision the deployment again: jetflow serve --provision)", ErrNoIndex, c.names.IndexStream())
 	}
-	if err != nil {
-		return nil, fmt.Errorf("client: list runs: %w", err)
+	if shape != subjects.IndexShape {
+		return nil, fmt.Errorf("%w: stream %q holds an index of shape %d, not %d (a dispatcher of this version rebuilds it when it starts)", ErrNoIndex, c.names.IndexStream(), shape, subjects.IndexShape)
 	}
-	st := s.CachedInfo().State
+	behind, lastRev, err := c.catchUp(ctx, wait)
+	if err != nil {
+		return nil, err
+	}
+	page := &RunPage{Behind: behind}
 	f := opts.Filter
-	q := &indexQuery{c: c, m: m, where: f.Where, status: f.Status, first: st.FirstSeq, last: st.LastSeq}
+	q := &indexQuery{c: c, m: m, where: f.Where, workflow: f.Workflow, status: f.Status}
 	if names := whereNames(f.Where); len(names) > 0 {
-		q.filter = c.names.IndexAttrEntries(names[0], f.Where[names[0]], f.Workflow, f.Status)
-	} else {
-		q.filter = c.names.IndexEntries(f.Workflow, f.Status)
+		q.attr = names[0]
 	}
 	var hits []hit
-	if opts.Sort == SortUpdate {
-		upper := q.last + 1
-		if after != nil {
-			upper = uint64(after.Key) //nolint:gosec // a sequence this listing printed
-		}
-		hits, err = q.newest(ctx, upper, opts.Limit)
-	} else {
-		hits, err = q.all(ctx, opts.Sort, after, opts.Limit)
+	switch opts.Sort {
+	case SortUpdate:
+		hits, err = q.newest(ctx, SortUpdate, lastRev, after, opts.Limit)
+	case SortStart:
+		hits, err = q.byStart(ctx, after, opts.Limit)
+	default:
+		hits, err = q.byID(ctx, after, opts.Limit)
 	}
 	if err != nil {
 		return nil, err
@@ -115,115 +114,215 @@ func (c *Client) listByIndex(ctx context.Context, opts ListOptions, m *Matcher, 
 
 // key is the sort key of h that a cursor keeps.
 func (q *indexQuery) key(sort string, h hit) int64 {
+	return int64(orderKey(sort, h.e)) //nolint:gosec // stream sequences fit in int64
+}
+
+// orderKey is the key of entry e in the order sort: the record revision
+// (by update), the start sequence (by start), none (by id).
+func orderKey(sort string, e *wire.IndexEntry) uint64 {
 	switch sort {
 	case SortUpdate:
-		return int64(h.seq) //nolint:gosec // stream sequences fit in int64
+		return e.RecordRev
 	case SortStart:
-		return int64(h.e.StartSeq) //nolint:gosec // stream sequences fit in int64
+		return e.StartSeq
 	}
 	return 0
 }
 
-// newest returns the limit+1 runs (all when limit is 0) that changed
-// last before sequence upper (exclusive), the most recent first. It
-// reads the index backwards in windows of sequences: first a few windows
-// of every message, read by sequence and filtered here, which answers a
-// broad filter in about one page of reads; then, for a narrow filter,
-// windows that grow fourfold read through the subject filter, whose
-// cost follows the runs the filter matches. Neither follows the number
-// of runs.
-func (q *indexQuery) newest(ctx context.Context, upper uint64, limit int) ([]hit, error) {
+// pattern is the subject filter of the query's entries in the order
+// sort, in bucket b, or in every bucket when all.
+func (q *indexQuery) pattern(sort string, b uint64, all bool) string {
+	n := q.c.names
+	switch {
+	case sort == SortStart && all:
+		return n.IndexStartsAll(q.workflow, q.status)
+	case sort == SortStart:
+		return n.IndexStarts(q.workflow, q.status, b)
+	case q.attr != "" && all:
+		return n.IndexAttrEntriesAll(q.attr, q.where[q.attr], q.workflow, q.status)
+	case q.attr != "":
+		return n.IndexAttrEntries(q.attr, q.where[q.attr], q.workflow, q.status, b)
+	case all:
+		return n.IndexEntriesAll(q.workflow, q.status)
+	}
+	return n.IndexEntries(q.workflow, q.status, b)
+}
+
+// byStart returns the limit+1 runs (all when limit is 0) that started
+// last, after the cursor. A search attribute that few runs have is read
+// whole and sorted here; otherwise the entries by start are read bucket
+// by bucket.
+func (q *indexQuery) byStart(ctx context.Context, after *cursor, limit int) ([]hit, error) {
+	if q.attr != "" {
+		hits, err := q.all(ctx, SortStart, after, limit)
+		if !errors.Is(err, kvstore.ErrTooManyResults) {
+			return hits, err
+		}
+	}
+	top, err := q.c.lastInput(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return q.newest(ctx, SortStart, top, after, limit)
+}
+
+// byID returns the limit+1 runs (all when limit is 0) first by run id
+// after the cursor: it reads every entry of the filter (all).
+func (q *indexQuery) byID(ctx context.Context, after *cursor, limit int) ([]hit, error) {
+	s, err := q.c.js.Stream(ctx, q.c.names.IndexStream())
+	if errors.Is(err, jetstream.ErrStreamNotFound) {
+		return nil, fmt.Errorf("%w: stream %q does not exist (provision the deployment again: jetflow serve --provision)", ErrNoIndex, q.c.names.IndexStream())
+	}
+	if err != nil {
+		return nil, fmt.Errorf("client: list runs: %w", err)
+	}
+	st := s.CachedInfo().State
+	q.first, q.last = st.FirstSeq, st.LastSeq
+	return q.all(ctx, SortID, after, limit)
+}
+
+// lastInput is the input stream's last sequence: no run started later.
+func (c *Client) lastInput(ctx context.Context) (uint64, error) {
+	s, err := c.js.Stream(ctx, c.names.InputStream())
+	if err != nil {
+		return 0, fmt.Errorf("client: list runs: read stream %q: %w", c.names.InputStream(), err)
+	}
+	return s.CachedInfo().State.LastSeq, nil
+}
+
+// newest returns the limit+1 runs (all when limit is 0) first in the
+// order sort (newest key first, then by run id) that come after the
+// cursor; no entry has a key above top. It reads the buckets of the
+// order from the newest down, several in one multi-subject direct get:
+// as many as the entries found so far say hold a page, and every
+// remaining one at once when the filter's remaining entries are thought
+// few. The server counts the subjects a read's filters match, that is
+// the entries of the buckets it names, never the whole index, so a read
+// costs what it returns; a page of a filter that keeps a fraction d of
+// the runs reads about limit/d sequences' buckets.
+func (q *indexQuery) newest(ctx context.Context, sort string, top uint64, after *cursor, limit int) ([]hit, error) {
+	if after != nil {
+		top = min(top, uint64(max(after.Key, 0))) //nolint:gosec // a sequence this listing printed
+	}
+	past := func(e *wire.IndexEntry) bool {
+		k := orderKey(sort, e)
+		return k <= top && (after == nil || k < uint64(after.Key) || k == uint64(after.Key) && e.Run > after.Run) //nolint:gosec // as above
+	}
 	var out []hit
 	seen := map[string]bool{}
 	full := func() bool { return limit > 0 && len(out) > limit }
 	take := func(got []hit) error {
-		slices.Reverse(got)
-		got, err := q.verify(ctx, got)
-		if err != nil {
-			return err
-		}
-		for _, h := range got {
-			if full() {
-				break
+		slices.SortFunc(got, func(a, b hit) int {
+			if c := cmp.Compare(orderKey(sort, b.e), orderKey(sort, a.e)); c != 0 {
+				return c
 			}
-			if seen[h.e.Run] { // moved during the read: keep its newest entry
-				continue
+			return cmp.Compare(a.e.Run, b.e.Run)
+		})
+		// Verified a page at a time, not all that the read returned.
+		for len(got) > 0 && !full() {
+			n := len(got)
+			if limit > 0 {
+				need := limit + 1 - len(out)
+				n = min(n, need+need/4+8)
 			}
-			ok, err := q.match(ctx, h.e)
+			chunk, err := q.verify(ctx, got[:n])
 			if err != nil {
 				return err
 			}
-			if ok {
-				seen[h.e.Run] = true
-				out = append(out, h)
+			got = got[n:]
+			for _, h := range chunk {
+				if full() {
+					break
+				}
+				if seen[h.e.Run] { // moved during the read: keep its first entry
+					continue
+				}
+				ok, err := q.match(ctx, h.e)
+				if err != nil {
+					return err
+				}
+				if ok {
+					seen[h.e.Run] = true
+					out = append(out, h)
+				}
 			}
 		}
 		return nil
 	}
-	window := uint64(max(denseWindow, 2*limit))
-	for range denseWindows {
-		if upper <= q.first || full() {
-			return out, nil
-		}
-		lo := max(q.first, upper-min(window, upper))
-		got, err := q.readSeqs(ctx, lo, upper)
-		if err != nil {
-			return nil, err
-		}
-		if err := take(got); err != nil {
-			return nil, err
-		}
-		upper = lo
-		if len(got) == 0 {
-			break // nothing in a whole window: a narrow filter, for lasts
-		}
-	}
-	if upper <= q.first || full() {
-		return out, nil
-	}
-	// A filter of at most MaxDirectLasts runs: all of them in one read,
-	// straight from the stream's subject index.
-	got, err := q.lasts(ctx, upper)
-	if err == nil {
-		return out, take(got)
-	}
-	if !errors.Is(err, kvstore.ErrTooManyResults) {
-		return nil, err
-	}
-	window = uint64(firstWindow)
-	for upper > q.first && !full() {
-		lo := q.first
-		if upper-q.first > window {
-			lo = upper - window
-		}
-		var got []hit
-		err := q.read(ctx, lo, upper, func(h hit) {
-			if q.cheap(h.e) {
-				got = append(got, h)
+	const size = subjects.IndexBucketSize
+	hi := subjects.IndexBucket(top) // the next bucket to read
+	span := uint64(max(1, (2*limit+size-1)/size))
+	// Read so far: the sequences from the lowest bucket read to top,
+	// and the entries they held.
+	var covered, found uint64
+	halved := false // the last read returned too many: read half as many buckets
+	for !full() {
+		if covered > 0 && limit > 0 && !halved {
+			// The next read: as many buckets as hold the rest of the
+			// page, half again, at the density so far; at most about
+			// wantPerRead entries. Or every bucket left at once, when
+			// the density says that is few entries and no more than a
+			// read of buckets would return, or than one could reach.
+			need := uint64(limit + 1 - len(out)) //nolint:gosec // a count
+			left := found * (hi + 1) * size / covered
+			want := span * 4
+			if found > 0 {
+				want = (need*3*covered/2 + found*size - 1) / (found * size)
 			}
-		})
+			if left <= fewPerFilter && (found == 0 || left <= 2*need || want > maxSpan) {
+				got, _, err := q.lasts(ctx, []string{q.pattern(sort, 0, true)}, past)
+				if err == nil {
+					return out, take(got)
+				}
+				if !errors.Is(err, kvstore.ErrTooManyResults) {
+					return nil, err
+				}
+			}
+			if found > 0 {
+				want = min(want, wantPerRead*covered/(found*size))
+			}
+			span = max(1, min(want, maxSpan))
+		}
+		span = min(span, hi+1)
+		pats := make([]string, 0, span)
+		for b := range span {
+			pats = append(pats, q.pattern(sort, hi-b, false))
+		}
+		got, n, err := q.lasts(ctx, pats, past)
+		if errors.Is(err, kvstore.ErrTooManyResults) && span > 1 {
+			span, halved = span/2, true
+			continue
+		}
 		if err != nil {
 			return nil, err
 		}
+		halved = false
 		if err := take(got); err != nil {
 			return nil, err
 		}
-		upper, window = lo, window*4
+		found, covered = found+n, top+1-(hi+1-span)*size
+		if hi < span {
+			break // bucket 0 read
+		}
+		hi -= span
+		if limit == 0 {
+			span = maxSpan
+		}
 	}
 	return out, nil
 }
 
-// lasts reads every entry on the query's filter stored below sequence
-// upper with one direct get of the last message of each subject (each
-// subject holds one), and keeps those that pass cheap, in stream order.
-// More than kvstore.MaxDirectLasts entries is kvstore.ErrTooManyResults.
-func (q *indexQuery) lasts(ctx context.Context, upper uint64) ([]hit, error) {
+// lasts reads the last entry of every subject that patterns match (each
+// subject holds one) with one direct get, and keeps those that pass keep
+// and cheap; it also returns how many entries came back. More than
+// kvstore.MaxDirectLasts entries is kvstore.ErrTooManyResults.
+func (q *indexQuery) lasts(ctx context.Context, patterns []string, keep func(*wire.IndexEntry) bool) ([]hit, uint64, error) {
 	var got []hit
+	var n uint64
 	var bad error
-	// Asked of the whole stream, not up to upper: the server then reads
-	// only each subject's last block instead of walking every block back.
-	err := kvstore.DirectLasts(ctx, q.c.js, q.c.names.IndexStream(), []string{q.filter}, 0, func(m *jetstream.RawStreamMsg) {
-		if bad != nil || m.Sequence >= upper {
+	err := kvstore.DirectLasts(ctx, q.c.js, q.c.names.IndexStream(), patterns, 0, func(m *jetstream.RawStreamMsg) {
+		n++
+		if bad != nil {
 			return
 		}
 		var e wire.IndexEntry
@@ -231,77 +330,27 @@ func (q *indexQuery) lasts(ctx context.Context, upper uint64) ([]hit, error) {
 			bad = fmt.Errorf("client: index entry %d on %q: %w", m.Sequence, m.Subject, err)
 			return
 		}
-		if q.cheap(&e) {
+		if keep(&e) && q.cheap(&e) {
 			got = append(got, hit{seq: m.Sequence, e: &e})
 		}
 	})
 	if errors.Is(err, kvstore.ErrTooManyResults) {
-		return nil, err
+		return nil, 0, err
 	}
 	if err != nil {
-		return nil, fmt.Errorf("client: list runs: %w", err)
+		return nil, 0, fmt.Errorf("client: list runs: %w", err)
 	}
-	slices.SortFunc(got, func(a, b hit) int { return cmp.Compare(a.seq, b.seq) })
-	return got, bad
+	return got, n, bad
 }
 
-// readSeqs reads every message from lo to hi (exclusive) by sequence and
-// keeps the entries on the query's filter that pass cheap, in stream
-// order.
-func (q *indexQuery) readSeqs(ctx context.Context, lo, hi uint64) ([]hit, error) {
-	seqs := make([]uint64, 0, hi-lo)
-	for s := lo; s < hi; s++ {
-		seqs = append(seqs, s)
-	}
-	var got []hit
-	var bad error
-	err := kvstore.DirectSeqs(ctx, q.c.js, q.c.names.IndexStream(), seqs, func(m *jetstream.RawStreamMsg) {
-		if bad != nil || !subjectMatch(q.filter, m.Subject) {
-			return
-		}
-		var e wire.IndexEntry
-		if err := json.Unmarshal(m.Data, &e); err != nil {
-			bad = fmt.Errorf("client: index entry %d on %q: %w", m.Sequence, m.Subject, err)
-			return
-		}
-		if q.cheap(&e) {
-			got = append(got, hit{seq: m.Sequence, e: &e})
-		}
-	})
-	if err != nil {
-		return nil, fmt.Errorf("client: list runs: %w", err)
-	}
-	return got, bad
-}
-
-// subjectMatch is whether subject matches filter, whose tokens may be
-// "*" (the index's filters use no ">").
-func subjectMatch(filter, subject string) bool {
-	for {
-		fi, si := strings.IndexByte(filter, '.'), strings.IndexByte(subject, '.')
-		ft, st := filter, subject
-		if fi >= 0 {
-			ft = filter[:fi]
-		}
-		if si >= 0 {
-			st = subject[:si]
-		}
-		if ft != "*" && ft != st {
-			return false
-		}
-		if fi < 0 || si < 0 {
-			return fi < 0 && si < 0
-		}
-		filter, subject = filter[fi+1:], subject[si+1:]
-	}
-}
-
-// all reads every entry of the filter and sorts them: newest start first
-// (SortStart) or by run id; it continues after the cursor, and stops
-// once it holds limit+1 runs (0: all).
+// all reads every entry of the filter by update and sorts them: newest
+// start first (SortStart) or by run id; it continues after the cursor,
+// and stops once it holds limit+1 runs (0: all). For SortStart, a
+// filter of more than kvstore.MaxDirectLasts entries is
+// kvstore.ErrTooManyResults; for SortID it is read in batches.
 func (q *indexQuery) all(ctx context.Context, sort string, after *cursor, limit int) ([]hit, error) {
-	got, err := q.lasts(ctx, q.last+1)
-	if errors.Is(err, kvstore.ErrTooManyResults) {
+	got, _, err := q.lasts(ctx, []string{q.pattern(SortUpdate, 0, true)}, func(*wire.IndexEntry) bool { return true })
+	if errors.Is(err, kvstore.ErrTooManyResults) && sort == SortID {
 		got = nil
 		err = q.read(ctx, q.first, q.last+1, func(h hit) {
 			if q.cheap(h.e) {
@@ -396,11 +445,11 @@ func (q *indexQuery) verify(ctx context.Context, hits []hit) ([]hit, error) {
 // read calls fn with every entry on the query's subject filter from
 // sequence lo up to hi (exclusive), in stream order.
 func (q *indexQuery) read(ctx context.Context, lo, hi uint64, fn func(hit)) error {
-	stream := q.c.names.IndexStream()
+	stream, filter := q.c.names.IndexStream(), q.pattern(SortUpdate, 0, true)
 	for lo < hi {
 		next, n := lo, 0
 		var bad error
-		got, err := kvstore.DirectBatch(ctx, q.c.js, stream, q.filter, lo, int(min(hi-lo, indexBatch)), func(m *jetstream.RawStreamMsg) {
+		got, err := kvstore.DirectBatch(ctx, q.c.js, stream, filter, lo, int(min(hi-lo, indexBatch)), func(m *jetstream.RawStreamMsg) {
 			next = m.Sequence + 1
 			if m.Sequence >= hi || bad != nil {
 				return
@@ -517,20 +566,21 @@ const DefaultIndexWait = 2 * time.Second
 // change the run bucket held when it was called, so that a listing sees
 // the caller's own writes. It returns how many changes were still not
 // indexed (0 when caught up or when that cannot be read; every record
-// when no dispatcher has made the indexer's consumer yet).
-func (c *Client) catchUp(ctx context.Context, wait time.Duration) uint64 {
+// when no dispatcher has made the indexer's consumer yet), and the run
+// bucket's last revision when it was called: no entry names a later one.
+func (c *Client) catchUp(ctx context.Context, wait time.Duration) (uint64, uint64, error) {
 	n := c.names
 	runs, err := c.js.Stream(ctx, n.KVStream(n.RunBucket()))
 	if err != nil {
-		return 0
+		return 0, 0, fmt.Errorf("client: list runs: read stream %q: %w", n.KVStream(n.RunBucket()), err)
 	}
 	target := runs.CachedInfo().State.LastSeq
 	cons, err := c.js.Consumer(ctx, n.KVStream(n.RunBucket()), n.IndexerConsumer())
 	if errors.Is(err, jetstream.ErrConsumerNotFound) {
-		return runs.CachedInfo().State.Msgs // no dispatcher has indexed anything yet
+		return runs.CachedInfo().State.Msgs, target, nil // no dispatcher has indexed anything yet
 	}
 	if err != nil {
-		return 0
+		return 0, target, nil
 	}
 	deadline := time.Now().Add(wait)
 	pause := time.Millisecond
@@ -538,21 +588,21 @@ func (c *Client) catchUp(ctx context.Context, wait time.Duration) uint64 {
 	for {
 		behind := info.NumPending + uint64(info.NumAckPending) //nolint:gosec // a count
 		if behind == 0 || info.AckFloor.Stream >= target {
-			return 0
+			return 0, target, nil
 		}
 		if wait <= 0 || time.Now().Add(pause).After(deadline) {
-			return behind
+			return behind, target, nil
 		}
 		t := time.NewTimer(pause)
 		select {
 		case <-ctx.Done():
 			t.Stop()
-			return behind
+			return behind, target, nil
 		case <-t.C:
 		}
 		pause = min(2*pause, 100*time.Millisecond)
 		if info, err = cons.Info(ctx); err != nil {
-			return behind
+			return behind, target, nil
 		}
 	}
 }
@@ -565,16 +615,42 @@ var ErrIndexOff = errors.New("the run index is off")
 // ReadIndexOff returns the index's off mark, nil when there is none (the
 // index is kept) or no index stream.
 func ReadIndexOff(ctx context.Context, js jetstream.JetStream, n subjects.Names) (*wire.IndexOff, error) {
-	m, err := kvstore.DirectLast(ctx, js, n.IndexStream(), n.IndexOff())
-	if errors.Is(err, kvstore.ErrNoKey) || errors.Is(err, jetstream.ErrStreamNotFound) || errors.Is(err, nats.ErrNoResponders) {
-		return nil, nil // no mark, or no index stream to hold one
+	off, _, err := readIndexMarks(ctx, js, n)
+	return off, err
+}
+
+// ReadIndexShape returns the shape the index's entries have
+// (subjects.IndexShape), from its shape mark: 1 when there is none
+// (an index from before the mark), 0 when there is no index stream.
+func ReadIndexShape(ctx context.Context, js jetstream.JetStream, n subjects.Names) (int, error) {
+	_, shape, err := readIndexMarks(ctx, js, n)
+	return shape, err
+}
+
+// readIndexMarks reads the index's off mark (nil: none) and its shape
+// (as ReadIndexShape) with one direct get.
+func readIndexMarks(ctx context.Context, js jetstream.JetStream, n subjects.Names) (*wire.IndexOff, int, error) {
+	var off *wire.IndexOff
+	shape := 1
+	err := kvstore.DirectLasts(ctx, js, n.IndexStream(), []string{n.IndexOff(), n.IndexShapeMark()}, 0, func(m *jetstream.RawStreamMsg) {
+		switch m.Subject {
+		case n.IndexOff():
+			off = &wire.IndexOff{}
+			if err := json.Unmarshal(m.Data, off); err != nil {
+				off.Since = "an unknown time"
+			}
+		case n.IndexShapeMark():
+			var mark wire.IndexShapeMark
+			if json.Unmarshal(m.Data, &mark) == nil {
+				shape = mark.Shape
+			}
+		}
+	})
+	if errors.Is(err, jetstream.ErrStreamNotFound) || errors.Is(err, nats.ErrNoResponders) {
+		return nil, 0, nil // no index stream
 	}
 	if err != nil {
-		return nil, fmt.Errorf("client: read the run index's off mark: %w", err)
+		return nil, 0, fmt.Errorf("client: read the run index's marks: %w", err)
 	}
-	var off wire.IndexOff
-	if err := json.Unmarshal(m.Data, &off); err != nil {
-		off.Since = "an unknown time"
-	}
-	return &off, nil
+	return off, shape, nil
 }

@@ -33,6 +33,9 @@ type JobSpec struct {
 	Filter    wire.RunFilter
 	// By names the submitter, for the record.
 	By string
+	// Revision is the revision a migration (OpMigrate) moves runs to;
+	// required for it, refused for any other operation.
+	Revision string
 }
 
 // jobs is the job bucket, bound on first use: a deployment provisioned
@@ -65,6 +68,9 @@ func (c *Client) SubmitJob(ctx context.Context, spec JobSpec) (*wire.Job, error)
 	if _, ok := Operations[spec.Operation]; !ok {
 		return nil, fmt.Errorf("client: submit job: unknown operation %q (one of %s)", spec.Operation, strings.Join(OperationNames(), ", "))
 	}
+	if (spec.Operation == OpMigrate) != (spec.Revision != "") {
+		return nil, fmt.Errorf("client: submit job: a revision goes with operation %s and only with it (got operation %q, revision %q)", OpMigrate, spec.Operation, spec.Revision)
+	}
 	if _, err := CompileFilter(spec.Filter); err != nil {
 		return nil, fmt.Errorf("client: submit job: %w", err)
 	}
@@ -74,7 +80,7 @@ func (c *Client) SubmitJob(ctx context.Context, spec JobSpec) (*wire.Job, error)
 	}
 	now := Timestamp(time.Now())
 	j := &wire.Job{
-		ID: NewJobID(), Operation: spec.Operation, Reason: spec.Reason, Filter: spec.Filter, By: spec.By,
+		ID: NewJobID(), Operation: spec.Operation, Reason: spec.Reason, Filter: spec.Filter, By: spec.By, Revision: spec.Revision,
 		Created: now, Updated: now, State: wire.JobPending,
 	}
 	data, err := json.Marshal(j)

@@ -45,6 +45,11 @@ var Operations = map[string]Operation{
 	OpRetentionSweep: {Eligible: settled, Publish: func(context.Context, *Client, string, string, string) error {
 		return ErrSweepLocal
 	}},
+	// A migration is checked against each run's history by the
+	// dispatcher that holds the job (bulk.Config.Migrate).
+	OpMigrate: {Eligible: pausable, Publish: func(context.Context, *Client, string, string, string) error {
+		return ErrMigrateLocal
+	}},
 }
 
 // OpRetentionSweep is the bulk operation that schedules the removal of

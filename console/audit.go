@@ -124,10 +124,13 @@ func (c *Console) auditEntry(r *http.Request, action string, b auditBody, status
 		if cmd := str("command"); cmd != "" {
 			e.Command = cmd
 		} else if b.Filter != nil {
-			e.Command = c.bulkCommand(b.Operation, b.Reason, *b.Filter)
+			e.Command = c.bulkCommand(b.Operation, b.Revision, b.Reason, *b.Filter)
 		}
 		if b.Operation != "" {
 			e.Detail = strings.TrimSpace(b.Operation + " " + e.Detail)
+		}
+		if b.Operation == client.OpMigrate && b.Revision != "" {
+			e.Detail += " to revision " + b.Revision
 		}
 	case "jobs-cancel":
 		e.Job, e.Command = id, c.cmdLine("jobs", "cancel", id)

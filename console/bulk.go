@@ -29,6 +29,9 @@ type bulkRequest struct {
 	Operation string         `json:"operation"`
 	Reason    string         `json:"reason"`
 	Filter    wire.RunFilter `json:"filter"`
+	// Revision is the deployed revision a migrate moves runs to (`jetflow
+	// migrate --to`), and goes with that operation only.
+	Revision string `json:"revision,omitempty"`
 }
 
 // bulkCount is what a count answers: how many runs match and can take
@@ -59,6 +62,13 @@ func (c *Console) checkBulk(w http.ResponseWriter, r *http.Request) (*bulkReques
 	if req.Operation == "terminate" && strings.TrimSpace(req.Reason) == "" {
 		return bad("a bulk terminate needs a reason: say why the runs are ended")
 	}
+	req.Revision = strings.TrimSpace(req.Revision)
+	if req.Operation == client.OpMigrate && req.Revision == "" {
+		return bad("a migrate needs the revision to move the runs to (revision): a deployed revision of their workflow")
+	}
+	if req.Operation != client.OpMigrate && req.Revision != "" {
+		return bad(fmt.Sprintf("revision %q goes with operation %s only (the filter's revision selects runs by the revision they are on)", req.Revision, client.OpMigrate))
+	}
 	f := &req.Filter
 	if isEmptyFilter(*f) {
 		return bad("choose a filter (workflow, revision, status, state, start times or match): a bulk job needs at least one, as the command's filter flags do")
@@ -73,6 +83,16 @@ func (c *Console) checkBulk(w http.ResponseWriter, r *http.Request) (*bulkReques
 	}
 	if _, err := client.CompileFilter(*f); err != nil {
 		return bad(err.Error())
+	}
+	if req.Revision != "" && f.Workflow != "" {
+		// A revision that is not deployed would fail at every run.
+		if _, err := c.cfg.Registry.GetRevision(r.Context(), f.Workflow, req.Revision); err != nil {
+			if statusOf(err) == http.StatusNotFound {
+				return bad(fmt.Sprintf("revision %q of workflow %s is not deployed: migrate moves runs onto a deployed revision (jetflow deploy)", req.Revision, f.Workflow))
+			}
+			writeError(w, http.StatusBadGateway, err.Error())
+			return nil, false
+		}
 	}
 	return &req, true
 }
@@ -99,14 +119,16 @@ func resolveTime(field, v string, now time.Time) (string, error) {
 	return t.UTC().Format(time.RFC3339Nano), nil
 }
 
-// bulkCommand is the jetflow command that submits the same job.
-func (c *Console) bulkCommand(op, reason string, f wire.RunFilter) string {
+// bulkCommand is the jetflow command that submits the same job; to is
+// a migrate's revision ("" for the other operations).
+func (c *Console) bulkCommand(op, to, reason string, f wire.RunFilter) string {
 	args := []string{"jetflow", op}
 	flag := func(name, v string) {
 		if v != "" {
 			args = append(args, "--"+name, shellQuote(v))
 		}
 	}
+	flag("to", to)
 	flag("workflow", f.Workflow)
 	flag("revision", f.Revision)
 	flag("status", f.Status)
@@ -139,7 +161,7 @@ func (c *Console) apiBulkCount(w http.ResponseWriter, r *http.Request) {
 		writeError(w, status, err.Error())
 		return
 	}
-	out := bulkCount{Matched: len(page.Runs), Filter: req.Filter, Command: c.bulkCommand(req.Operation, req.Reason, req.Filter)}
+	out := bulkCount{Matched: len(page.Runs), Filter: req.Filter, Command: c.bulkCommand(req.Operation, req.Revision, req.Reason, req.Filter)}
 	for _, run := range page.Runs {
 		if client.Operations[req.Operation].Eligible(run.Status.Status) {
 			out.Eligible++
@@ -157,7 +179,7 @@ type jobView struct {
 }
 
 func (c *Console) viewJob(j *wire.Job) jobView {
-	return jobView{Job: j, Command: c.bulkCommand(j.Operation, j.Reason, j.Filter), Flags: c.connFlags()}
+	return jobView{Job: j, Command: c.bulkCommand(j.Operation, j.Revision, j.Reason, j.Filter), Flags: c.connFlags()}
 }
 
 func (c *Console) apiSubmitJob(w http.ResponseWriter, r *http.Request) {
@@ -165,7 +187,7 @@ func (c *Console) apiSubmitJob(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	j, err := c.cfg.Client.SubmitJob(r.Context(), client.JobSpec{Operation: req.Operation, Reason: req.Reason, Filter: req.Filter, By: operatorOf(r)})
+	j, err := c.cfg.Client.SubmitJob(r.Context(), client.JobSpec{Operation: req.Operation, Reason: req.Reason, Filter: req.Filter, By: operatorOf(r), Revision: req.Revision})
 	if err != nil {
 		writeError(w, jobStatus(err), err.Error())
 		return

@@ -140,6 +140,8 @@ type Console struct {
 
 	replayMu sync.Mutex
 	replayer *replay.Stepper
+	// checking holds the revision check under way (revcheck.go).
+	checking chan struct{}
 
 	mu          sync.Mutex
 	watcher     jetstream.KeyWatcher
@@ -171,6 +173,7 @@ func New(cfg Config) (*Console, error) {
 	c := &Console{
 		cfg: cfg, log: cfg.Logger, idx: newIndex(), page: page, login: login, static: static,
 		defs: newDefinitions(cfg.Registry), closing: make(chan struct{}), sessionKey: newSessionKey(),
+		checking: make(chan struct{}, 1),
 	}
 	c.routes()
 	return c, nil
@@ -300,7 +303,7 @@ func (c *Console) routes() {
 	b := c.cfg.Base
 	m := http.NewServeMux()
 	// Pages: every path renders the same document; the script routes.
-	for _, p := range []string{"/{$}", "/runs/{id}", "/workflows", "/workflows/{name}", "/jobs", "/jobs/{id}", "/audit"} {
+	for _, p := range []string{"/{$}", "/runs/{id}", "/workflows", "/workflows/{name}", "/jobs", "/jobs/{id}", "/audit", "/schedules"} {
 		m.HandleFunc("GET "+b+p, c.servePage)
 	}
 	m.Handle("GET "+b+"/static/", http.StripPrefix(b+"/static/", http.HandlerFunc(c.serveStatic)))
@@ -330,7 +333,9 @@ func (c *Console) routes() {
 	m.HandleFunc("GET "+b+"/api/workflows", c.apiWorkflows)
 	m.HandleFunc("GET "+b+"/api/workflows/{name}", c.apiWorkflow)
 	m.HandleFunc("GET "+b+"/api/workflows/{name}/dag", c.apiWorkflowDAG)
+	m.HandleFunc("GET "+b+"/api/workflows/{name}/check", c.apiCheckRevision)
 	m.HandleFunc("GET "+b+"/api/events", c.apiEvents)
+	m.HandleFunc("GET "+b+"/api/schedules", c.apiSchedules)
 	m.HandleFunc(b+"/api/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, fmt.Sprintf("no API endpoint %s %s", r.Method, r.URL.Path))
 	})

@@ -16,6 +16,7 @@ import (
 	"github.com/jetflow/jetflow/engine/run"
 	"github.com/jetflow/jetflow/engine/workflow"
 	"github.com/jetflow/jetflow/graph"
+	"github.com/jetflow/jetflow/kvstore"
 	"github.com/jetflow/jetflow/runrecord"
 	"github.com/jetflow/jetflow/step"
 	"github.com/jetflow/jetflow/subjects"
@@ -104,7 +105,7 @@ func (c *Console) fillStarted(ctx context.Context, runs []Summary) {
 				return
 			}
 		}
-		m, err := stream.GetLastMsgForSubject(ctx, c.cfg.Names.Start(runs[i].ID))
+		m, err := kvstore.LastStart(ctx, stream, c.cfg.Names, runs[i].ID)
 		ms := int64(-1) // the start message is gone: do not ask again
 		switch {
 		case err == nil:

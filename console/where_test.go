@@ -15,13 +15,11 @@ import (
 	"github.com/jetflow/jetflow/policy"
 )
 
-// TestRunsWhere: NAME=VALUE words in the run list's search box filter by
-// search attributes through the run index (with the status and workflow
-// filters, paged by the index's cursor), a bad name is refused, and a
-// bulk count of such a filter counts the same runs and shows --where.
-func TestRunsWhere(t *testing.T) {
-	t.Parallel()
-	b := setup(t, setupOptions{actions: true, jobsOff: true})
+// startSearchRuns deploys "sorder", the order example with the search
+// attribute customer (the run's input's), and starts three runs of it,
+// s-1 and s-3 for ann and s-2 for bob, waiting for their payment.
+func (b *bundle) startSearchRuns(t *testing.T) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	doc, err := os.ReadFile(filepath.Join("..", "examples", "order.json"))
@@ -43,6 +41,16 @@ func TestRunsWhere(t *testing.T) {
 	for _, id := range []string{"s-1", "s-2", "s-3"} {
 		b.waitStatus(t, id, "waiting")
 	}
+}
+
+// TestRunsWhere: NAME=VALUE words in the run list's search box filter by
+// search attributes through the run index (with the status and workflow
+// filters, paged by the index's cursor), a bad name is refused, and a
+// bulk count of such a filter counts the same runs and shows --where.
+func TestRunsWhere(t *testing.T) {
+	t.Parallel()
+	b := setup(t, setupOptions{actions: true, jobsOff: true})
+	b.startSearchRuns(t)
 	ids := func(p Page) []string {
 		var out []string
 		for _, r := range p.Runs {

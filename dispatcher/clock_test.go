@@ -10,9 +10,11 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/jetflow/jetflow/bulk"
 	"github.com/jetflow/jetflow/clock"
 	"github.com/jetflow/jetflow/kvstore"
 	"github.com/jetflow/jetflow/natstest"
+	"github.com/jetflow/jetflow/schedule"
 	"github.com/jetflow/jetflow/step"
 	"github.com/jetflow/jetflow/wire"
 )
@@ -44,7 +46,12 @@ func TestConflictRetriesWaitOnTheClock(t *testing.T) {
 	b := setup(t)
 	clk := clock.NewManual(time.Now())
 	store := &losingStore{RunStore: b.store}
-	d, err := newDispatcher(b.js, store, b.loader, Config{Logger: quietLogger(t), Clock: clk, RetryDelay: 20 * time.Millisecond})
+	// The job and schedule runners keep real time: a timer of theirs on
+	// clk would let AwaitTimers return before the retry's is armed.
+	d, err := newDispatcher(b.js, store, b.loader, Config{
+		Logger: quietLogger(t), Clock: clk, RetryDelay: 20 * time.Millisecond,
+		Jobs: bulk.Config{Clock: clock.Real{}}, Schedules: schedule.Config{Clock: clock.Real{}},
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,6 +112,7 @@ func TestUnknownRunWaitIsOnTheClock(t *testing.T) {
 		t.Fatal(err)
 	}
 	// No dispatcher runs: the start stays in the stream, unapplied.
+	d.partitions = b.partitions()
 	b.start(t, "w", map[string]any{"events": 1})
 	in := &step.Input{RunID: "w", Kind: "event"}
 	meta := &jetstream.MsgMetadata{Sequence: jetstream.SequencePair{Stream: 2}, Timestamp: clk.Now()}

@@ -14,6 +14,7 @@ import (
 	"github.com/jetflow/jetflow/engine/run"
 	"github.com/jetflow/jetflow/registry"
 	"github.com/jetflow/jetflow/runindex"
+	"github.com/jetflow/jetflow/schedule"
 	"github.com/jetflow/jetflow/step"
 	"github.com/jetflow/jetflow/subjects"
 	"github.com/jetflow/jetflow/token"
@@ -181,6 +182,20 @@ type Config struct {
 	// on, runindex's defaults.
 	Index runindex.Config
 
+	// Schedules configures the schedule runner every dispatcher runs
+	// (package schedule): it takes schedule fires and starts their runs;
+	// Schedules.Off turns it off in this process. Its Names, Logger,
+	// Clock, OpTimeout and AckWait default to the dispatcher's. Default:
+	// on.
+	Schedules schedule.Config
+
+	// PartitionHeartbeat is how often a dispatcher of a partitioned
+	// deployment announces itself to the others (partitions.go); one
+	// silent for three of these (killed, cut off) loses its partitions
+	// to the others, whose next inputs then wait that long at most.
+	// Default: DefaultPartitionHeartbeat.
+	PartitionHeartbeat time.Duration
+
 	// hooks lets tests stop a step at a crash point.
 	hooks *hooks
 }
@@ -211,6 +226,11 @@ const DefaultRetention = 7 * 24 * time.Hour
 // removals share one fire, and runs are removed within about 20 s of
 // their retention's end.
 const DefaultRemovalBucket = 10 * time.Second
+
+// DefaultPartitionHeartbeat is Config.PartitionHeartbeat's default: a
+// killed dispatcher's partitions move within about 3 s, a tenth of
+// DefaultAckWait.
+const DefaultPartitionHeartbeat = time.Second
 
 // DefaultAckWait is Config.AckWait's default.
 const DefaultAckWait = 30 * time.Second
@@ -261,6 +281,17 @@ func (c Config) WithDefaults() Config {
 		c.Jobs.Clock = c.Clock
 	}
 	setDefault(&c.Jobs.OpTimeout, c.OpTimeout)
+	if c.Schedules.Names == (subjects.Names{}) {
+		c.Schedules.Names = c.Names
+	}
+	if c.Schedules.Logger == nil {
+		c.Schedules.Logger = c.Logger
+	}
+	if c.Schedules.Clock == nil {
+		c.Schedules.Clock = c.Clock
+	}
+	setDefault(&c.Schedules.OpTimeout, c.OpTimeout)
+	setDefault(&c.Schedules.AckWait, c.AckWait)
 	if c.Index.Names == (subjects.Names{}) {
 		c.Index.Names = c.Names
 	}
@@ -273,6 +304,7 @@ func (c Config) WithDefaults() Config {
 	setDefault(&c.Index.OpTimeout, c.OpTimeout)
 	setDefault(&c.Retention, DefaultRetention)
 	setDefault(&c.RemovalBucket, DefaultRemovalBucket)
+	setDefault(&c.PartitionHeartbeat, DefaultPartitionHeartbeat)
 	return c
 }
 
@@ -302,6 +334,7 @@ func (c Config) validate() error {
 	positive("UnknownRunWait", c.UnknownRunWait > 0)
 	positive("MaxEarlyInputs", c.MaxEarlyInputs > 0)
 	positive("MaxInputBytes", c.MaxInputBytes > 0)
+	positive("PartitionHeartbeat", c.PartitionHeartbeat > 0)
 	if c.Retention > 0 && c.Retention < time.Second {
 		errs = append(errs, fmt.Errorf("Retention %s is below a second (a negative Retention keeps settled runs for ever)", c.Retention)) //nolint:staticcheck // ST1005: it begins with the field's name
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/jetflow/jetflow/provision"
 	"github.com/jetflow/jetflow/registry"
 	"github.com/jetflow/jetflow/runindex"
+	"github.com/jetflow/jetflow/schedule"
 	"github.com/jetflow/jetflow/step"
 	"github.com/jetflow/jetflow/token"
 	"github.com/jetflow/jetflow/tracing"
@@ -47,8 +48,12 @@ type Dispatcher struct {
 	life   lifecycle.Machine
 	timers jetstream.Stream // the timer stream, purged of settled runs' schedules
 	inputs jetstream.Stream // the input stream, asked for the starts of unknown runs
-	ret    retention        // what removal by retention can do here
-	reap   reaper           // batched removal (reaper.go)
+	// partitions is the input stream's partition count, 0 when
+	// unpartitioned (partitions.go).
+	partitions int
+	parts      *partitionSet // this run's share of the partitions, nil when unpartitioned
+	ret        retention     // what removal by retention can do here
+	reap       reaper        // batched removal (reaper.go)
 
 	early      earlyInputs
 	unknownLog throttle
@@ -81,6 +86,8 @@ type Dispatcher struct {
 	jobs *bulk.Runner
 	// index keeps the run index beside the steps (package runindex).
 	index *runindex.Indexer
+	// sched starts the runs of schedule fires (package schedule).
+	sched *schedule.Runner
 }
 
 type runQueue struct {
@@ -138,7 +145,8 @@ func newDispatcher(js jetstream.JetStream, store RunStore, l loader, cfg Config)
 }
 
 // Start binds the input and timer streams, the run bucket and the shared
-// durable consumer, then handles inputs in the background until Stop
+// durable consumer (or, in a partitioned deployment, joins the
+// dispatchers sharing the partitions), then handles inputs in the background until Stop
 // (Start's context does not end them). It returns start-up errors;
 // starting a started dispatcher does nothing, and a Start during a Stop
 // waits for it, then starts the dispatcher again (package lifecycle has
@@ -189,9 +197,15 @@ func (d *Dispatcher) start(ctx context.Context) (lifecycle.Run, error) {
 	if rs, ok := d.store.(*kvstore.RunStore); ok && d.payloads != nil {
 		rs.WithPayloads(d.payloads)
 	}
-	cons, err := d.js.CreateOrUpdateConsumer(ctx, names.InputStream(), provision.DispatcherConsumerConfig(names, d.cfg.AckWait, d.cfg.MaxAckPending))
-	if err != nil {
-		return nil, fmt.Errorf("dispatcher: create consumer %q: %w", names.DispatcherConsumer(), err)
+	// A partitioned stream's consumers are taken as this dispatcher
+	// comes to own their partitions (partitions.go).
+	partitions := provision.Partitions(inputs.CachedInfo().Config)
+	var cons jetstream.Consumer
+	if partitions == 0 {
+		cons, err = d.js.CreateOrUpdateConsumer(ctx, names.InputStream(), provision.DispatcherConsumerConfig(names, d.cfg.AckWait, d.cfg.MaxAckPending))
+		if err != nil {
+			return nil, fmt.Errorf("dispatcher: create consumer %q: %w", names.DispatcherConsumer(), err)
+		}
 	}
 	if w, ok := d.loader.(watchingLoader); ok {
 		if err := w.Watch(ctx); err != nil {
@@ -208,10 +222,21 @@ func (d *Dispatcher) start(ctx context.Context) (lifecycle.Run, error) {
 		if jobs.Sweep == nil {
 			jobs.Sweep = d.sweepRun
 		}
+		if jobs.Migrate == nil {
+			jobs.Migrate = d.migrateRun
+		}
 		d.jobs = bulk.New(d.js, jc, jobs)
 	}
 	if d.index == nil {
 		d.index = runindex.New(d.js, d.cfg.Index)
+	}
+	if d.sched == nil {
+		sc, err := client.New(ctx, d.js, client.Config{Names: names, Store: d.store})
+		if err != nil {
+			d.unwatch()
+			return nil, fmt.Errorf("dispatcher: schedules: %w", err)
+		}
+		d.sched = schedule.New(d.js, sc, d.cfg.Schedules)
 	}
 	// Steps outlive Start's context: only Stop ends them.
 	d.ctx, d.cancel = context.WithCancelCause(context.WithoutCancel(ctx))
@@ -219,7 +244,7 @@ func (d *Dispatcher) start(ctx context.Context) (lifecycle.Run, error) {
 	d.ready, d.stray, d.queued, d.stepsDone = nil, nil, 0, false
 	d.qmu.Unlock()
 	// Steps read these as soon as they run (early.go, apply.go).
-	d.timers, d.inputs = timers, inputs
+	d.timers, d.inputs, d.partitions = timers, inputs, partitions
 	d.ret = d.startRetention(ctx, inputs)
 	if d.ret.on {
 		d.ret.batched = d.startReaper(timers)
@@ -234,11 +259,18 @@ func (d *Dispatcher) start(ctx context.Context) (lifecycle.Run, error) {
 	d.qmu.Lock()
 	d.closed, d.handBack = false, false
 	d.qmu.Unlock()
-	cc, err := cons.Consume(d.receive,
-		jetstream.PullMaxMessagesWithBytesLimit(pullBatch(d.cfg), pullBytes(d.js.Conn().MaxPayload())),
-		jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
-			d.log.Warn("dispatcher: consume", slog.Any("error", err))
-		}))
+	var cc jetstream.ConsumeContext
+	d.parts = nil
+	if partitions > 0 {
+		d.parts, err = d.startPartitions(ctx, inputs, partitions)
+		cc = d.parts
+	} else {
+		cc, err = cons.Consume(d.receive,
+			jetstream.PullMaxMessagesWithBytesLimit(pullBatch(d.cfg), pullBytes(d.js.Conn().MaxPayload())),
+			jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
+				d.log.Warn("dispatcher: consume", slog.Any("error", err))
+			}))
+	}
 	if err != nil {
 		d.cancel(err)
 		d.stopSteps()
@@ -247,6 +279,7 @@ func (d *Dispatcher) start(ctx context.Context) (lifecycle.Run, error) {
 	}
 	d.jobs.Start()
 	d.index.Start()
+	d.sched.Start()
 	return &cycle{d: d, cc: cc, halt: make(chan struct{}), done: make(chan struct{})}, nil
 }
 
@@ -285,6 +318,7 @@ func (c *cycle) Ending() bool { return false }
 func (d *Dispatcher) windDown(c *cycle) {
 	defer close(c.done)
 	d.jobs.Stop()
+	d.sched.Stop()
 	d.stopReaper()
 	d.index.Stop()
 	c.cc.Drain()

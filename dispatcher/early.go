@@ -183,7 +183,19 @@ func (d *Dispatcher) removedOrNeverStarted(ctx context.Context, in *step.Input) 
 func (d *Dispatcher) startSeq(ctx context.Context, runID string) (uint64, error) {
 	ctx, cancel := context.WithTimeout(ctx, d.cfg.OpTimeout)
 	defer cancel()
-	return kvstore.FirstOnSubject(ctx, d.js, d.cfg.Names.InputStream(), d.cfg.Names.Start(runID))
+	var first uint64
+	// In a partitioned stream, a run started before the partitions has
+	// its start on the published subject: the earliest of both.
+	for _, subject := range d.cfg.Names.StoredStarts(runID, d.partitions) {
+		seq, err := kvstore.FirstOnSubject(ctx, d.js, d.cfg.Names.InputStream(), subject)
+		if err != nil {
+			return 0, err
+		}
+		if seq > 0 && (first == 0 || seq < first) {
+			first = seq
+		}
+	}
+	return first, nil
 }
 
 // throttle lets one log line a second through and counts the rest, so

@@ -109,6 +109,7 @@ func (d *Dispatcher) handle(ctx context.Context, m jetstream.Msg, stray bool) {
 	}
 	now := float64(meta.Timestamp.UnixMilli())
 	outcome, err := d.step(d.withDelivery(ctx, meta.NumDelivered, m.Headers()), in, meta.Sequence.Stream, now, log)
+	var deferred *deferredError
 	switch {
 	case errors.Is(err, errCrash):
 		d.crashed.Store(true)
@@ -128,6 +129,9 @@ func (d *Dispatcher) handle(ctx context.Context, m jetstream.Msg, stray bool) {
 	case errors.Is(err, errPostponed):
 		outcome = outcomePostponed
 		_ = m.NakWithDelay(d.retryDelay(meta.NumDelivered))
+	case errors.As(err, &deferred):
+		outcome = outcomeDeferred
+		_ = m.NakWithDelay(max(deferred.until.Sub(d.cfg.Clock.Now()), d.cfg.RetryDelay))
 	case errors.Is(err, registry.ErrUnknownWorkflow) && meta.NumDelivered < unknownWorkflowDeliveries:
 		// A replica may not have a deployment made just before the start.
 		outcome = outcomeRetry

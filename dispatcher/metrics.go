@@ -20,6 +20,7 @@ const (
 	outcomePostponed       = "postponed"        // a deadline fire of a paused task: postponed, handed back
 	outcomeRemoved         = "removed"          // a removal by retention carried out: acked
 	outcomeRemovedRun      = "removed_run"      // an input of a run removed by retention: terminated
+	outcomeDeferred        = "deferred"         // a removal input before a late redrive or reset: handed back until it is taken
 )
 
 type metrics struct {

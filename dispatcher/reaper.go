@@ -298,12 +298,16 @@ func (d *Dispatcher) reapEntries(ctx context.Context, bucket int64, log *slog.Lo
 		removed int
 		errs    []error
 	)
-	work := make(chan wire.Due)
+	type job struct {
+		due  wire.Due
+		last *jetstream.RawStreamMsg
+	}
+	work := make(chan job)
 	var wg sync.WaitGroup
 	for range reapWorkers {
 		wg.Go(func() {
-			for due := range work {
-				ok, err := d.removeDue(ctx, due, at, log)
+			for j := range work {
+				ok, err := d.removeDue(ctx, j.due, j.last, at, log)
 				mu.Lock()
 				if err != nil {
 					errs = append(errs, err)
@@ -314,14 +318,31 @@ func (d *Dispatcher) reapEntries(ctx context.Context, bucket int64, log *slog.Lo
 			}
 		})
 	}
-	err = d.eachDue(ctx, oc, func(due wire.Due) { work <- due })
+	err = d.eachDue(ctx, oc, func(dues []wire.Due) error {
+		// The runs' latest redrives and resets, for the whole batch at
+		// once (revival.go).
+		runs := make([]string, len(dues))
+		for i, due := range dues {
+			runs[i] = due.Run
+		}
+		last, err := d.revivals(ctx, runs)
+		if err != nil {
+			return err
+		}
+		for _, due := range dues {
+			work <- job{due, last[due.Run]}
+		}
+		return nil
+	})
 	close(work)
 	wg.Wait()
 	return removed, errors.Join(append(errs, err)...)
 }
 
-// eachDue calls f with every entry oc delivers until none is pending.
-func (d *Dispatcher) eachDue(ctx context.Context, oc jetstream.Consumer, f func(wire.Due)) error {
+// eachDue calls f with the entries of each batch oc delivers until none
+// is pending, and stops at f's first error.
+func (d *Dispatcher) eachDue(ctx context.Context, oc jetstream.Consumer, f func([]wire.Due) error) error {
+	dues := make([]wire.Due, 0, reapFetch)
 	for {
 		// No wait: the entries are stored; a batch ends with what there is.
 		batch, err := oc.FetchNoWait(reapFetch)
@@ -329,6 +350,7 @@ func (d *Dispatcher) eachDue(ctx context.Context, oc jetstream.Consumer, f func(
 			return err
 		}
 		n, pending := 0, uint64(0)
+		dues = dues[:0]
 		for m := range batch.Messages() {
 			n++
 			if meta, err := m.Metadata(); err == nil {
@@ -339,10 +361,15 @@ func (d *Dispatcher) eachDue(ctx context.Context, oc jetstream.Consumer, f func(
 				d.log.Warn("dispatcher: malformed due entry skipped", slog.String("subject", m.Subject()), slog.Any("error", err))
 				continue
 			}
-			f(due)
+			dues = append(dues, due)
 		}
 		if err := batch.Error(); err != nil && !errors.Is(err, context.DeadlineExceeded) {
 			return err
+		}
+		if len(dues) > 0 {
+			if err := f(dues); err != nil {
+				return err
+			}
 		}
 		if n == 0 || pending == 0 || ctx.Err() != nil {
 			return ctx.Err()
@@ -350,9 +377,11 @@ func (d *Dispatcher) eachDue(ctx context.Context, oc jetstream.Consumer, f func(
 	}
 }
 
-// removeDue removes the run of one due entry: false when there is
-// nothing to remove (it was removed, or revived or settled again since).
-func (d *Dispatcher) removeDue(ctx context.Context, due wire.Due, at float64, log *slog.Logger) (bool, error) {
+// removeDue removes the run of one due entry, whose latest redrive or
+// reset is last (nil: none): false when there is nothing to remove (it
+// was removed, or revived or settled again since) or its removal was
+// deferred.
+func (d *Dispatcher) removeDue(ctx context.Context, due wire.Due, last *jetstream.RawStreamMsg, at float64, log *slog.Logger) (bool, error) {
 	ts, ok := d.store.(tombstoner)
 	if !ok {
 		return false, kvstore.ErrNoKeyTTL
@@ -367,7 +396,7 @@ func (d *Dispatcher) removeDue(ctx context.Context, due wire.Due, at float64, lo
 	if err != nil {
 		return false, err
 	}
-	if later, err := d.deferRemoval(ctx, due, log); later || err != nil {
+	if later, err := d.deferRemoval(ctx, due, last, log); later || err != nil {
 		return false, err
 	}
 	rev, timers := due.Rev, due.Timers
@@ -478,31 +507,14 @@ func (d *Dispatcher) archiveRun(ctx context.Context, r wire.Removed, rec *runrec
 // back after the consumer's AckWait.
 func inputGrace(ackWait time.Duration) time.Duration { return 2 * ackWait }
 
-// deferRemoval moves the removal of a run to a later bucket when an input
-// of the run was stored after the input that settled it, within
-// inputGrace: an operator's redrive or reset, or any input, that a
-// dispatcher has not taken yet (it may be held by one that died) must not
-// lose to the removal. Taken, it revives the run (whose next settlement
-// schedules its own removal) or is refused, and the later bucket judges
-// the run again. It reports whether it deferred.
-func (d *Dispatcher) deferRemoval(ctx context.Context, due wire.Due, log *slog.Logger) (bool, error) {
-	gctx, cancel := context.WithTimeout(ctx, d.cfg.OpTimeout)
-	m, err := kvstore.LastOnSubject(gctx, d.js, d.cfg.Names.InputStream(), d.cfg.Names.RunInputs(due.Run))
-	cancel()
-	if errors.Is(err, kvstore.ErrNoKey) {
-		return false, nil
-	}
-	if err != nil {
-		return false, fmt.Errorf("read the latest input of run %s before removing it: %w", due.Run, err)
-	}
-	until := m.Time.Add(inputGrace(d.cfg.AckWait))
-	// An entry of an earlier release has no Seq: the settlement's time
-	// (the dispatcher's clock, near the settling input's) stands in.
-	after := m.Sequence > due.Seq
-	if due.Seq == 0 {
-		after = float64(m.Time.UnixMilli()) > due.Settled
-	}
-	if !after || !d.cfg.Clock.Now().Before(until) {
+// deferRemoval moves the removal of a run to a later bucket when last,
+// its latest redrive or reset, was stored after the input that settled
+// it, within inputGrace (lateRevival): taken, it revives the run (whose
+// next settlement schedules its own removal) or is refused, and the
+// later bucket judges the run again. It reports whether it deferred.
+func (d *Dispatcher) deferRemoval(ctx context.Context, due wire.Due, last *jetstream.RawStreamMsg, log *slog.Logger) (bool, error) {
+	until, later := d.lateRevival(last, due.Seq, due.Settled)
+	if !later {
 		return false, nil
 	}
 	out, bucket, err := d.dueEntry(due.Run, due, until)
@@ -518,7 +530,7 @@ func (d *Dispatcher) deferRemoval(ctx context.Context, due wire.Due, log *slog.L
 		return false, fmt.Errorf("defer the removal of run %s: %w", due.Run, err)
 	}
 	d.markScheduled(bucket)
-	log.Info("dispatcher: removal deferred: an input of the run came after its settlement", slog.String("run_id", due.Run),
-		slog.Uint64("input_seq", m.Sequence), slog.Time("until", until))
+	log.Info("dispatcher: removal deferred: a redrive or reset of the run came after its settlement", slog.String("run_id", due.Run),
+		slog.Uint64("input_seq", last.Sequence), slog.Time("until", until))
 	return true, nil
 }

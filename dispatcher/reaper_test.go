@@ -1,16 +1,20 @@
 package dispatcher
 
 import (
+	"encoding/json"
 	"slices"
 	"testing"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/jetflow/jetflow/client"
 	"github.com/jetflow/jetflow/kvstore"
 	"github.com/jetflow/jetflow/natstest"
 	"github.com/jetflow/jetflow/provision"
+	"github.com/jetflow/jetflow/runrecord"
+	"github.com/jetflow/jetflow/subjects"
 	"github.com/jetflow/jetflow/wire"
 )
 
@@ -22,6 +26,21 @@ func (b *bundle) settleOne(t *testing.T, id string) float64 {
 	b.waitStatus(t, id, wire.StatusWaiting, 10*time.Second)
 	b.publish(t, b.names.Event(id, "x"), nil, "")
 	return b.waitStatus(t, id, wire.StatusDone, 10*time.Second).Status.Time
+}
+
+// withoutReapSubjects makes the timer stream one provisioned before
+// batched removal: removals then go run by run.
+func (b *bundle) withoutReapSubjects(t *testing.T) {
+	t.Helper()
+	ts, err := b.js.Stream(testCtx(t), b.names.TimerStream())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := ts.CachedInfo().Config
+	cfg.Subjects = slices.DeleteFunc(cfg.Subjects, func(s string) bool { return s == b.names.ReapAll() })
+	if _, err := b.js.UpdateStream(testCtx(t), cfg); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // TestReaperBindsOnceItCan: a dispatcher that cannot create the reaper
@@ -69,15 +88,7 @@ func TestReaperBindsOnceItCan(t *testing.T) {
 func TestArchiveBeforeRemovalOneByOne(t *testing.T) {
 	t.Parallel()
 	b := setup(t).withEngine(t, map[string]string{"forever": waitsForever})
-	ts, err := b.js.Stream(testCtx(t), b.names.TimerStream())
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := ts.CachedInfo().Config
-	cfg.Subjects = slices.DeleteFunc(cfg.Subjects, func(s string) bool { return s == b.names.ReapAll() })
-	if _, err := b.js.UpdateStream(testCtx(t), cfg); err != nil {
-		t.Fatal(err)
-	}
+	b.withoutReapSubjects(t)
 	d := b.dispatcher(t, Config{Retention: time.Second, RemovalBucket: time.Second, Archive: true})
 	if d.ret.batched {
 		t.Fatal("removals batched although the timer stream has no reap subjects")
@@ -97,7 +108,7 @@ func TestArchiveBeforeRemovalOneByOne(t *testing.T) {
 		t.Fatalf("the run removed one by one was not archived: %v", err)
 	}
 	// The history and the removal's own input, which fired into it.
-	if !ar.Removed.Archived || uint64(len(ar.History)) != history+1 || ar.History[0].Subject != b.names.Start("single") {
+	if !ar.Removed.Archived || uint64(len(ar.History)) != history+1 || ar.History[0].Subject != b.storedOn(b.names.Start("single")) {
 		t.Fatalf("archive: removed %+v, %d messages of history (the stream held %d)", ar.Removed, len(ar.History), history)
 	}
 	natstest.WaitFor(t, 10*time.Second, "the history purged", func() error {
@@ -108,18 +119,15 @@ func TestArchiveBeforeRemovalOneByOne(t *testing.T) {
 	})
 }
 
-// TestRemovalWaitsForAnInputAfterTheSettlement: an input of a settled run
-// stored after its settlement (an operator's redrive or reset held by a
-// dispatcher that died, here an event the run refuses) defers the run's
-// removal until inputGrace after it, so that the input is taken first;
-// the run is removed then, not kept for ever.
-func TestRemovalWaitsForAnInputAfterTheSettlement(t *testing.T) {
-	t.Parallel()
-	b := setup(t).withEngine(t, map[string]string{"forever": waitsForever})
-	const ackWait = 3 * time.Second
-	b.dispatcher(t, Config{Retention: time.Second, RemovalBucket: time.Second, AckWait: ackWait})
-	settled := b.settleOne(t, "late-input")
-	ack, err := b.js.Publish(testCtx(t), b.names.Event("late-input", "x"), []byte(`{}`))
+// lateRedrive publishes a redrive of run id (settled done, so the run
+// refuses it) and returns it as stored.
+func (b *bundle) lateRedrive(t *testing.T, id string) *jetstream.RawStreamMsg {
+	t.Helper()
+	data, err := json.Marshal(wire.Redrive{Reason: "late"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ack, err := b.js.Publish(testCtx(t), b.names.Redrive(id), data)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -131,12 +139,69 @@ func TestRemovalWaitsForAnInputAfterTheSettlement(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return m
+}
+
+// TestRemovalWaitsForAnInputAfterTheSettlement: a redrive or reset of a
+// settled run stored after its settlement (held by a dispatcher that
+// died, in the field; here a redrive the done run refuses) defers the
+// run's removal until inputGrace after it, so that the input is taken
+// first; the run is removed then, not kept for ever.
+func TestRemovalWaitsForAnInputAfterTheSettlement(t *testing.T) {
+	t.Parallel()
+	b := setup(t).withEngine(t, map[string]string{"forever": waitsForever})
+	const ackWait = 3 * time.Second
+	b.dispatcher(t, Config{Retention: time.Second, RemovalBucket: time.Second, AckWait: ackWait})
+	settled := b.settleOne(t, "late-input")
+	m := b.lateRedrive(t, "late-input")
 	r := b.tombstone(t, "late-input", 30*time.Second)
 	if r.Status != wire.StatusDone || r.Settled != settled {
 		t.Errorf("tombstone %+v (settled at %v)", r, settled)
 	}
 	if grace := float64(m.Time.Add(inputGrace(ackWait)).UnixMilli()); r.At < grace {
-		t.Errorf("removed at %v, before the grace after the late input (stored %v) ended at %v", r.At, m.Time.UnixMilli(), grace)
+		t.Errorf("removed at %v, before the grace after the late redrive (stored %v) ended at %v", r.At, m.Time.UnixMilli(), grace)
+	}
+}
+
+// TestRemovalOneByOneWaitsForAnInputAfterTheSettlement: where removals go
+// run by run (a timer stream provisioned before batched removal), a late
+// redrive defers the removal input as it defers a bucket's entry.
+func TestRemovalOneByOneWaitsForAnInputAfterTheSettlement(t *testing.T) {
+	t.Parallel()
+	b := setup(t).withEngine(t, map[string]string{"forever": waitsForever})
+	b.withoutReapSubjects(t)
+	// The removal fires after the retention, long enough for the redrive
+	// to be stored before it even on a loaded machine; the grace after the
+	// redrive (twice the ack wait) ends well after that.
+	const retention, ackWait = 4 * time.Second, 10 * time.Second
+	d := b.dispatcher(t, Config{Retention: retention, RemovalBucket: time.Second, AckWait: ackWait})
+	if d.ret.batched {
+		t.Fatal("removals batched although the timer stream has no reap subjects")
+	}
+	settled := b.settleOne(t, "late-single")
+	m := b.lateRedrive(t, "late-single")
+	deferred := d.m.messages.WithLabelValues(subjects.KindExpire, outcomeDeferred)
+	natstest.WaitFor(t, time.Minute, "the removal input deferred", func() error {
+		if n := testutil.ToFloat64(deferred); n < 1 {
+			return errorf("%v removal inputs deferred", n)
+		}
+		return nil
+	})
+	// Handed back until the grace after the redrive ends: the run is
+	// still there.
+	data, _, err := b.store.Get(testCtx(t), "late-single")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec, err := runrecord.Decode(data); err != nil || rec.Status == nil || rec.Status.Status != wire.StatusDone {
+		t.Fatalf("the run after its removal was deferred: %+v, %v", rec, err)
+	}
+	r := b.tombstone(t, "late-single", time.Minute)
+	if r.Status != wire.StatusDone || r.Settled != settled {
+		t.Errorf("tombstone %+v (settled at %v)", r, settled)
+	}
+	if grace := m.Time.Add(inputGrace(ackWait)); time.Now().Before(grace) {
+		t.Errorf("removed before the grace after the late redrive (stored %v) ended at %v", m.Time, grace)
 	}
 }
 

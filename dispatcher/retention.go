@@ -31,6 +31,19 @@ import (
 // with the tombstone's reason (it wraps a *runrecord.RemovedError).
 var errRemoved = errors.New("run removed")
 
+// deferredError: a removal input met a redrive or reset of its run that
+// came after the settlement and was not taken yet; the removal input is
+// handed back until until, when it is judged again.
+type deferredError struct {
+	run   string
+	until time.Time
+}
+
+func (e *deferredError) Error() string {
+	return fmt.Sprintf("removal of run %s deferred until %s: a redrive or reset of the run came after its settlement",
+		e.run, e.until.UTC().Format(time.RFC3339Nano))
+}
+
 // tombstoner is a RunStore that can replace a record by a tombstone with
 // a TTL; *kvstore.RunStore is one.
 type tombstoner interface {
@@ -148,6 +161,17 @@ func (d *Dispatcher) remove(ctx context.Context, in *step.Input, cur cached, rem
 	ts, ok := d.store.(tombstoner)
 	if !ok || !d.ret.on {
 		return "", fmt.Errorf("run %s is due for removal but this dispatcher cannot write tombstones (%w); another dispatcher will", in.RunID, kvstore.ErrNoKeyTTL)
+	}
+	// As a bucket of removals does (deferRemoval): a redrive or reset
+	// stored after the settling input, not taken yet, goes first.
+	last, err := d.revivals(ctx, []string{in.RunID})
+	if err != nil {
+		return "", err
+	}
+	if until, later := d.lateRevival(last[in.RunID], lastApplied(cur.rec), removed.Settled); later {
+		log.Info("dispatcher: removal deferred: a redrive or reset of the run came after its settlement",
+			slog.Uint64("input_seq", last[in.RunID].Sequence), slog.Time("until", until))
+		return "", &deferredError{run: in.RunID, until: until}
 	}
 	r := *removed
 	r.HistoryKept = d.ret.keepHistory

@@ -238,17 +238,15 @@ func (b *bundle) waitStatus(t testing.TB, runID, status string, timeout time.Dur
 	return rec
 }
 
-// consumerSettled waits until the dispatcher consumer has nothing pending
-// or unacknowledged.
+// consumerSettled waits until the dispatchers' consumers (the shared one
+// or the partitions') have nothing pending or unacknowledged, and returns
+// their sums.
 func (b *bundle) consumerSettled(t testing.TB, timeout time.Duration) *jetstream.ConsumerInfo {
 	t.Helper()
 	var info *jetstream.ConsumerInfo
-	natstest.WaitFor(t, timeout, "dispatcher consumer drained", func() error {
-		c, err := b.js.Consumer(testCtx(t), b.names.InputStream(), b.names.DispatcherConsumer())
-		if err != nil {
-			return err
-		}
-		if info, err = c.Info(testCtx(t)); err != nil {
+	natstest.WaitFor(t, timeout, "dispatcher consumers drained", func() error {
+		var err error
+		if info, err = b.dispatcherConsumers(t); err != nil {
 			return err
 		}
 		if info.NumPending != 0 || info.NumAckPending != 0 {
@@ -258,6 +256,43 @@ func (b *bundle) consumerSettled(t testing.TB, timeout time.Duration) *jetstream
 	})
 	return info
 }
+
+// dispatcherConsumers sums the counts of the dispatchers' consumers.
+func (b *bundle) dispatcherConsumers(t testing.TB) (*jetstream.ConsumerInfo, error) {
+	sum := &jetstream.ConsumerInfo{}
+	in, err := b.js.Stream(testCtx(t), b.names.InputStream())
+	if err != nil {
+		return nil, err
+	}
+	names := in.ConsumerNames(testCtx(t))
+	for name := range names.Name() {
+		if !b.names.IsDispatcherConsumer(name) {
+			continue
+		}
+		c, err := b.js.Consumer(testCtx(t), b.names.InputStream(), name)
+		if err != nil {
+			return nil, err
+		}
+		info, err := c.Info(testCtx(t))
+		if err != nil {
+			return nil, err
+		}
+		sum.NumPending += info.NumPending
+		sum.NumAckPending += info.NumAckPending
+		sum.NumRedelivered += info.NumRedelivered
+		sum.Delivered.Consumer += info.Delivered.Consumer
+	}
+	if err := names.Err(); err != nil {
+		return nil, err
+	}
+	return sum, nil
+}
+
+// partitions is the input stream's partition count.
+func (b *bundle) partitions() int { return provision.Partitions(b.inputs.CachedInfo().Config) }
+
+// storedOn is the subject an input published on subject is stored on.
+func (b *bundle) storedOn(subject string) string { return b.names.StoredInput(subject, b.partitions()) }
 
 // stored returns how many messages stream ever stored (its last
 // sequence: each test has its own server, and the task stream deletes

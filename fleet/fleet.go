@@ -50,6 +50,12 @@ type Config struct {
 	// unconsumed inputs move, the consumed history is dropped. Only when
 	// no dispatcher runs.
 	MigrateInputs bool
+	// MigrateParts partitions an unpartitioned input stream in place
+	// before provisioning, with provision.MigratePartitions
+	// (Provision.Partitions of them, provision.DefaultPartitions if 0).
+	// Only when no dispatcher runs; dispatchers started before must be
+	// started again.
+	MigrateParts bool
 	// SkipProvision leaves streams and buckets as they are (a process
 	// without the rights to create them).
 	SkipProvision bool
@@ -206,11 +212,16 @@ func (f *Fleet) start(ctx context.Context) error {
 func (f *Fleet) warnAckWait(ctx context.Context, want time.Duration) {
 	c, err := f.JS.Consumer(ctx, f.Names.InputStream(), f.Names.DispatcherConsumer())
 	if err != nil {
+		// A partitioned deployment's: each partition's consumer takes
+		// the AckWait of the dispatcher that takes the partition.
+		c, err = f.JS.Consumer(ctx, f.Names.InputStream(), f.Names.PartitionConsumer(0))
+	}
+	if err != nil {
 		return // none yet, or unreadable: Start says so if it matters
 	}
 	if had := c.CachedInfo().Config.AckWait; had != want {
 		f.cfg.Logger.Warn("fleet: this dispatcher changes the AckWait all dispatchers share; give every dispatcher the same",
-			slog.String("consumer", f.Names.DispatcherConsumer()), slog.Duration("before", had), slog.Duration("after", want))
+			slog.String("consumer", c.CachedInfo().Name), slog.Duration("before", had), slog.Duration("after", want))
 	}
 }
 
@@ -255,6 +266,33 @@ func (f *Fleet) Stop(ctx context.Context) error {
 // provision creates or updates the streams and buckets, first migrating
 // an unsafe input stream when the configuration asks for it.
 func (f *Fleet) provision(ctx context.Context, p provision.ProvisionOptions) error {
+	if err := f.provisionInputs(ctx, p); err != nil || !f.cfg.MigrateParts {
+		return err
+	}
+	m, err := provision.MigratePartitions(ctx, f.JS, f.Names, p)
+	if err != nil {
+		return fmt.Errorf("partitioning the input stream: %w", err)
+	}
+	if m.Migrated {
+		f.cfg.Logger.Info("input stream partitioned", slog.String("stream", f.Names.InputStream()),
+			slog.Int("partitions", m.Partitions), slog.Uint64("inputs_left_to_the_shared_consumer", m.Unpartitioned))
+	}
+	return nil
+}
+
+// provisionInputs is provision without the partitioning.
+func (f *Fleet) provisionInputs(ctx context.Context, p provision.ProvisionOptions) error {
+	if f.cfg.MigrateParts {
+		// The count asked for is the migration's; provisioning keeps an
+		// existing stream's until then. Bounded: a cluster still electing
+		// its leader answers no request.
+		sctx, cancel := context.WithTimeout(ctx, provision.DefaultAttemptTimeout)
+		_, err := f.JS.Stream(sctx, f.Names.InputStream())
+		cancel()
+		if err == nil {
+			p.Partitions = 0
+		}
+	}
 	err := provision.Provision(ctx, f.JS, f.Names, p)
 	if !errors.Is(err, provision.ErrUnsafeInputStream) || !f.cfg.MigrateInputs {
 		return err

@@ -18,6 +18,7 @@ import (
 	"github.com/jetflow/jetflow/provision"
 	"github.com/jetflow/jetflow/runrecord"
 	"github.com/jetflow/jetflow/step"
+	"github.com/jetflow/jetflow/subjects"
 	"github.com/jetflow/jetflow/wire"
 )
 
@@ -258,9 +259,11 @@ func lastOn(t *testing.T, js jetstream.JetStream, stream, subject string) []byte
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := s.GetLastMsgForSubject(ctx, subject)
+	// As stored: a partitioned stream keeps it under the run's partition.
+	stored := subjects.Must("").StoredInput(subject, provision.Partitions(s.CachedInfo().Config))
+	m, err := s.GetLastMsgForSubject(ctx, stored)
 	if err != nil {
-		t.Fatalf("last message on %s: %v", subject, err)
+		t.Fatalf("last message on %s: %v", stored, err)
 	}
 	return m.Data
 }

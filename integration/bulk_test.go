@@ -18,6 +18,7 @@ import (
 	"github.com/jetflow/jetflow/client"
 	"github.com/jetflow/jetflow/dispatcher"
 	"github.com/jetflow/jetflow/natstest"
+	"github.com/jetflow/jetflow/subjects"
 	"github.com/jetflow/jetflow/wire"
 )
 
@@ -85,21 +86,31 @@ func watchJob(t *testing.T, e *env, id string, timeout time.Duration) *wire.Job 
 // cancelsPerRun counts the cancel inputs the input stream holds per run.
 func cancelsPerRun(t *testing.T, e *env) map[string]uint64 {
 	t.Helper()
+	return e.inputsPerRun(t, subjects.KindCancel)
+}
+
+// inputsPerRun counts the inputs of kind the input stream holds per run.
+// It reads every input subject: a partitioned stream stores an input
+// under its run's partition.
+func (e *env) inputsPerRun(t testing.TB, kind string) map[string]uint64 {
+	t.Helper()
 	s, err := e.f.JS.Stream(e.ctx, e.names.InputStream())
 	if err != nil {
 		t.Fatal(err)
 	}
-	info, err := s.Info(e.ctx, jetstream.WithSubjectFilter(e.names.Cancel("*")))
+	info, err := s.Info(e.ctx, jetstream.WithSubjectFilter(e.names.Prefix()+".in.>"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	out := map[string]uint64{}
 	for subj, n := range info.State.Subjects {
-		runID, _, _, err := e.names.ParseInput(subj)
+		runID, k, _, err := e.names.ParseInput(subj)
 		if err != nil {
 			t.Fatal(err)
 		}
-		out[runID] = n
+		if k == kind {
+			out[runID] += n
+		}
 	}
 	return out
 }

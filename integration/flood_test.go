@@ -79,11 +79,7 @@ func TestFloodOfStrayInputs(t *testing.T) {
 	// published after it: the input stream is one queue. What the
 	// dispatcher controls is what it does with them meanwhile.
 	natstest.WaitFor(t, time.Minute, "the flood delivered", func() error {
-		c, err := e.f.JS.Consumer(e.ctx, e.names.InputStream(), e.names.DispatcherConsumer())
-		if err != nil {
-			return err
-		}
-		info, err := c.Info(e.ctx)
+		info, err := e.inputConsumers()
 		if err != nil {
 			return err
 		}
@@ -276,11 +272,7 @@ func (tc *terminationCounter) reasons() map[string]int {
 // consumer made beyond the first of each message.
 func (e *env) redeliveredInputs(t *testing.T) int {
 	t.Helper()
-	c, err := e.f.JS.Consumer(e.ctx, e.names.InputStream(), e.names.DispatcherConsumer())
-	if err != nil {
-		t.Fatal(err)
-	}
-	info, err := c.Info(e.ctx)
+	info, err := e.inputConsumers()
 	if err != nil {
 		t.Fatal(err)
 	}

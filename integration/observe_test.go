@@ -152,7 +152,14 @@ func (e *env) diagnose(t testing.TB, runID string) {
 			}
 		}
 	}
-	consumers := []struct{ stream, name string }{{e.names.InputStream(), e.names.DispatcherConsumer()}}
+	var consumers []struct{ stream, name string }
+	if s, err := e.f.JS.Stream(ctx, e.names.InputStream()); err == nil {
+		for name := range s.ConsumerNames(ctx).Name() {
+			if e.names.IsDispatcherConsumer(name) {
+				consumers = append(consumers, struct{ stream, name string }{e.names.InputStream(), name})
+			}
+		}
+	}
 	for name := range e.tasks.handlers() {
 		consumers = append(consumers, struct{ stream, name string }{e.names.TaskStream(), e.names.TaskConsumer(name, "1")})
 	}

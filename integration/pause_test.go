@@ -50,7 +50,7 @@ func (e *env) heldState(t *testing.T, runID string, n int) *run.State {
 
 func waitHeld(t *testing.T, e *env, runID string) {
 	t.Helper()
-	deadline := time.After(15 * time.Second)
+	deadline := time.After(time.Minute)
 	for {
 		select {
 		case id := <-e.tasks.held:

@@ -14,6 +14,7 @@ import (
 	"github.com/jetflow/jetflow/client"
 	"github.com/jetflow/jetflow/dispatcher"
 	"github.com/jetflow/jetflow/natstest"
+	"github.com/jetflow/jetflow/provision"
 	"github.com/jetflow/jetflow/replay"
 	"github.com/jetflow/jetflow/runrecord"
 	"github.com/jetflow/jetflow/step"
@@ -327,8 +328,10 @@ func TestResetRefusesATrimmedHistory(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := inputs.Purge(e.ctx, jetstream.WithPurgeSubject(e.names.Start("rt"))); err != nil {
-		t.Fatal(err)
+	for _, subject := range e.names.StoredStarts("rt", provision.Partitions(inputs.CachedInfo().Config)) {
+		if err := inputs.Purge(e.ctx, jetstream.WithPurgeSubject(subject)); err != nil {
+			t.Fatal(err)
+		}
 	}
 	if _, err := e.resetTo(t, "rt", to); !errors.Is(err, client.ErrResetRefused) || !strings.Contains(err.Error(), `the history of run "rt" is trimmed: its start (seq 1) is gone`) {
 		t.Fatalf("reset of a trimmed run: %v, want a refusal naming the missing start", err)

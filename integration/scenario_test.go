@@ -109,7 +109,10 @@ var scenarios = []scenario{
 // as its own run.
 func TestScenarios(t *testing.T) {
 	t.Parallel()
-	e := setup(t, options{})
+	// The parallel subtests may wait minutes for a slot behind the
+	// package's other tests: the deployment must outlive that wait (each
+	// subtest bounds its own waits).
+	e := setup(t, options{timeout: 30 * time.Minute})
 	for i, sc := range scenarios {
 		runID := fmt.Sprintf("sc-%02d", i)
 		t.Run(sc.name, func(t *testing.T) {
@@ -196,7 +199,7 @@ func cancelWhenWaiting(t *testing.T, e *env, runID string) {
 // cancelDuringTask cancels while the hold task runs, then lets the task
 // finish: its late result must be refused and recorded.
 func cancelDuringTask(t *testing.T, e *env, runID string) {
-	deadline := time.After(15 * time.Second)
+	deadline := time.After(time.Minute)
 	for held := false; !held; {
 		select {
 		case id := <-e.tasks.held:

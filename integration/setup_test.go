@@ -178,6 +178,9 @@ func (e *env) addDispatcher(extra dispatcher.Config) *fleet.Fleet {
 	if extra.Retention != 0 {
 		cfg.Retention = extra.Retention
 	}
+	if extra.Schedules.LateAfter != 0 {
+		cfg.Schedules.LateAfter = extra.Schedules.LateAfter
+	}
 	cfg = dispatcherConfig(cfg)
 	cfg.Logger = e.logs.logger(fmt.Sprintf("dispatcher-%d", len(e.dispatchers)+1))
 	f, err := fleet.Start(e.ctx, fleet.Config{
@@ -309,24 +312,45 @@ func (e *env) checkRecord(t testing.TB, runID string, rejected int) *runrecord.R
 	return rec
 }
 
-// consumerSettled waits until the dispatchers' consumer has nothing
+// consumerSettled waits until the dispatchers' consumers have nothing
 // pending or unacknowledged.
 func (e *env) consumerSettled(t testing.TB, timeout time.Duration) {
 	t.Helper()
-	natstest.WaitFor(t, timeout, "dispatcher consumer drained", func() error {
-		c, err := e.f.JS.Consumer(e.ctx, e.names.InputStream(), e.names.DispatcherConsumer())
+	natstest.WaitFor(t, timeout, "dispatcher consumers drained", func() error {
+		sum, err := e.inputConsumers()
 		if err != nil {
 			return err
 		}
-		info, err := c.Info(e.ctx)
-		if err != nil {
-			return err
-		}
-		if info.NumPending != 0 || info.NumAckPending != 0 {
-			return fmt.Errorf("pending %d, ack pending %d", info.NumPending, info.NumAckPending)
+		if sum.NumPending != 0 || sum.NumAckPending != 0 {
+			return fmt.Errorf("pending %d, ack pending %d", sum.NumPending, sum.NumAckPending)
 		}
 		return nil
 	})
+}
+
+// inputConsumers sums the counts of the dispatchers' consumers of the
+// input stream: one per partition (and the shared one of a migrated
+// stream), or the shared one.
+func (e *env) inputConsumers() (jetstream.ConsumerInfo, error) {
+	var sum jetstream.ConsumerInfo
+	s, err := e.f.JS.Stream(e.ctx, e.names.InputStream())
+	if err != nil {
+		return sum, err
+	}
+	n := 0
+	for info := range s.ListConsumers(e.ctx).Info() {
+		if !e.names.IsDispatcherConsumer(info.Name) {
+			continue
+		}
+		n++
+		sum.NumPending += info.NumPending
+		sum.NumAckPending += info.NumAckPending
+		sum.NumRedelivered += info.NumRedelivered
+	}
+	if n == 0 {
+		return sum, errors.New("no dispatcher consumer yet")
+	}
+	return sum, nil
 }
 
 // lastSeq is the last sequence a stream stored: how many messages it ever

@@ -31,7 +31,7 @@ func TestRestartKeepsEverything(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	info, err := in.Info(b.ctx, jetstream.WithSubjectFilter(b.names.Timer("r1")))
+	info, err := in.Info(b.ctx, jetstream.WithSubjectFilter(b.names.StoredInput(b.names.Timer("r1"), provision.Partitions(in.CachedInfo().Config))))
 	if err != nil {
 		t.Fatal(err)
 	}

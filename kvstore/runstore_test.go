@@ -172,7 +172,7 @@ func TestRunStoreListAndWatch(t *testing.T) {
 		if e == nil || e.Key() != "b" || string(e.Value()) != "done" || e.Revision() != newRev {
 			t.Fatalf("watched %v", e)
 		}
-	case <-time.After(10 * time.Second):
+	case <-time.After(time.Minute):
 		t.Fatal("no update seen by the watcher")
 	}
 }

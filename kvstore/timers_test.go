@@ -9,6 +9,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/jetflow/jetflow/provision"
 	"github.com/jetflow/jetflow/subjects"
 	"github.com/jetflow/jetflow/wire"
 )
@@ -40,7 +41,12 @@ func nextTimer(ctx context.Context, t *testing.T, js jetstream.JetStream, names 
 	var m jetstream.Msg
 	deadline := time.Now().Add(wait)
 	for {
-		c, err := js.OrderedConsumer(ctx, names.InputStream(), jetstream.OrderedConsumerConfig{FilterSubjects: []string{names.Timer(run)}})
+		// As stored: a partitioned stream keeps it under the run's partition.
+		subject := names.Timer(run)
+		if s, err := js.Stream(ctx, names.InputStream()); err == nil {
+			subject = names.StoredInput(subject, provision.Partitions(s.CachedInfo().Config))
+		}
+		c, err := js.OrderedConsumer(ctx, names.InputStream(), jetstream.OrderedConsumerConfig{FilterSubjects: []string{subject}})
 		if err == nil {
 			m, err = c.Next(jetstream.FetchMaxWait(max(time.Second, time.Until(deadline))))
 		}

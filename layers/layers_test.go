@@ -66,6 +66,7 @@ var rules = []rule{
 		"an application embeds the client: it must not pull in the runtime",
 	},
 	{"bulk", true, []string{mod + "dispatcher", "github.com/prometheus/", mod + "policy", mod + "fleet"}, "bulk jobs reach runs as any client does: dispatchers run them, they do not drive the dispatcher"},
+	{"schedule", true, []string{mod + "dispatcher", "github.com/prometheus/", mod + "policy", mod + "fleet", mod + "console"}, "schedule fires reach runs as any client does: dispatchers run the runner, it does not drive the dispatcher"},
 	{"runindex", true, []string{mod + "dispatcher", "github.com/prometheus/", mod + "fleet", mod + "console"}, "the run index is kept beside the dispatcher, from the run bucket's own stream: it does not drive the dispatcher"},
 	{"replay", true, []string{mod + "dispatcher", "github.com/prometheus/"}, "replay reaches records through runrecord and steps through step"},
 	{"console", true, []string{mod + "dispatcher", mod + "fleet"}, "the console reads records through runrecord and replays through replay"},

@@ -171,11 +171,18 @@ func JetStream(t testing.TB, nc *nats.Conn) jetstream.JetStream {
 	return js
 }
 
+// MinWait is the least time WaitFor waits before it fails a test.
+const MinWait = time.Minute
+
 // WaitFor checks cond every 10ms until it returns nil, failing the test
 // with cond's last error after timeout. Use it for conditions that have no
-// signal to wait on (server state, stream state).
+// signal to wait on (server state, stream state). A timeout below
+// MinWait is raised to it: the bound only turns a hang into a failure,
+// and a loaded CI machine takes tens of seconds for what takes
+// milliseconds alone.
 func WaitFor(t testing.TB, timeout time.Duration, what string, cond func() error) {
 	t.Helper()
+	timeout = max(timeout, MinWait)
 	deadline := time.NewTimer(timeout)
 	defer deadline.Stop()
 	tick := time.NewTicker(10 * time.Millisecond)

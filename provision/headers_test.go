@@ -115,7 +115,7 @@ func TestInputStreamRefusesHeaders(t *testing.T) {
 
 	// The run's start is intact and the stream holds exactly the start,
 	// the harmless events and the control below; nothing fired.
-	if got, err := in.GetMsg(b.ctx, first.Sequence); err != nil || got.Subject != n.Start("r1") {
+	if got, err := in.GetMsg(b.ctx, first.Sequence); err != nil || got.Subject != stored(n, n.Start("r1")) {
 		t.Fatalf("the start is gone: %v", err)
 	}
 	// Had a schedule been stored, its first fire (the @every 1s one's at
@@ -128,7 +128,7 @@ func TestInputStreamRefusesHeaders(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if subj := info.State.Subjects; info.State.Msgs != uint64(2+len(harmless)) || subj[n.Timer("r1")] != 0 || subj[n.Timer("control")] != 1 {
+	if subj := info.State.Subjects; info.State.Msgs != uint64(2+len(harmless)) || subj[stored(n, n.Timer("r1"))] != 0 || subj[stored(n, n.Timer("control"))] != 1 {
 		t.Errorf("the stream holds %d messages (%v), want the start, %d events and the control timer", info.State.Msgs, subj, len(harmless))
 	}
 	// Deletes are refused whoever asks. Purges (retention's) are an API

@@ -18,6 +18,12 @@ import (
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m, natstest.IgnoreServerLeaks()...) }
 
+// stored is the subject an input published on subject is stored on in
+// an input stream of the default partitions.
+func stored(n subjects.Names, subject string) string {
+	return n.StoredInput(subject, provision.DefaultPartitions)
+}
+
 // bundle is what most tests need: a provisioned server and a connection.
 type bundle struct {
 	ctx   context.Context

@@ -48,16 +48,6 @@ func (e *InputStreamError) Error() string {
 // Is makes errors.Is(err, ErrUnsafeInputStream) hold.
 func (e *InputStreamError) Is(target error) bool { return target == ErrUnsafeInputStream }
 
-// checkInputStream returns an *InputStreamError if the input stream
-// exists and allows message schedules; a missing stream is fine.
-func checkInputStream(ctx context.Context, js jetstream.JetStream, names subjects.Names, retryFor time.Duration) error {
-	s, err := bindStream(ctx, js, names.InputStream(), retryFor)
-	if err != nil || s == nil || !s.CachedInfo().Config.AllowMsgSchedules {
-		return err
-	}
-	return unsafeInput(ctx, s, names)
-}
-
 func unsafeInput(ctx context.Context, s jetstream.Stream, names subjects.Names) error {
 	e := &InputStreamError{Stream: names.InputStream(), TimerStream: names.TimerStream(), Schedules: -1}
 	if info, err := s.Info(ctx, jetstream.WithSubjectFilter(names.ScheduleAll())); err == nil {

@@ -125,7 +125,7 @@ func TestMigrateInputStream(t *testing.T) {
 	if cfg := in.CachedInfo().Config; cfg.AllowMsgSchedules || cfg.AllowRollup || cfg.DenyPurge || !cfg.DenyDelete || len(cfg.Sources) != 1 {
 		t.Errorf("migrated input stream config = %+v", cfg)
 	}
-	ev, err := in.GetLastMsgForSubject(b.ctx, n.Event("r1", "late"))
+	ev, err := in.GetLastMsgForSubject(b.ctx, stored(n, n.Event("r1", "late")))
 	if err != nil || ev.Sequence != 6 || string(ev.Data) != `{"n":1}` {
 		t.Fatalf("carried event = %+v, %v; want seq 6", ev, err)
 	}

@@ -1,5 +1,5 @@
 // Package provision owns every JetStream configuration jetflow creates:
-// the input, timer, task and audit streams, the run and workflow buckets
+// the input, timer, task, audit and schedule streams, the run and workflow buckets
 // (Provision), the dispatchers' durable consumer and the task versions'
 // consumers, and the migration of an input stream made by an older
 // jetflow (MigrateInputStream). Nothing else in jetflow creates or
@@ -68,6 +68,14 @@ type ProvisionOptions struct {
 	// RetryFor bounds how long transient errors are retried (a cluster
 	// still electing its leader). Default kvstore.DefaultRetryFor (30s).
 	RetryFor time.Duration
+	// Partitions is how many partitions a new input stream routes run
+	// inputs to, by run id (subjects/partition.go); negative makes it
+	// unpartitioned. It is recorded in the stream and fixed: an existing
+	// stream keeps its count, another count is an error wrapping
+	// ErrPartitions, and an unpartitioned stream is partitioned by
+	// MigratePartitions. At most subjects.MaxPartitions. Default 0: an
+	// existing stream's count, DefaultPartitions for a new one.
+	Partitions int
 }
 
 func (o ProvisionOptions) withDefaults() ProvisionOptions {
@@ -106,6 +114,8 @@ func (o ProvisionOptions) validate() error {
 		return errors.New("provision: MaxAge and DuplicateWindow must not be negative")
 	case o.MaxMsgSize < 0:
 		return errors.New("provision: MaxMsgSize must not be negative (0 means the server's max payload)")
+	case o.Partitions > subjects.MaxPartitions:
+		return fmt.Errorf("provision: Partitions is %d; the most is %d", o.Partitions, subjects.MaxPartitions)
 	case o.RunHistory > jetstream.KeyValueMaxHistory:
 		return fmt.Errorf("provision: RunHistory is %d; the most a bucket keeps is %d", o.RunHistory, jetstream.KeyValueMaxHistory)
 	}
@@ -125,7 +135,8 @@ func checkNames(names subjects.Names) error {
 const FiredTimerTTL = wire.FiredTimerTTL
 
 // InputStreamConfig is the input stream: every message a run consumes,
-// its history. Limits retention keeps the history for replay; direct gets
+// its history, in opts.Partitions partitions (DefaultPartitions for 0,
+// none for a negative count; partitions.go). Limits retention keeps the history for replay; direct gets
 // are on for fast history reads.
 //
 // Anyone allowed to publish one input may put any header on it, so the
@@ -143,7 +154,7 @@ const FiredTimerTTL = wire.FiredTimerTTL
 // publishes on a timer subject.
 func InputStreamConfig(names subjects.Names, opts ProvisionOptions) jetstream.StreamConfig {
 	opts = opts.withDefaults()
-	return jetstream.StreamConfig{
+	cfg := jetstream.StreamConfig{
 		Name:        names.InputStream(),
 		Description: "jetflow run inputs (history); fired timers sourced from " + names.TimerStream(),
 		Subjects:    []string{names.InputAll()},
@@ -167,6 +178,14 @@ func InputStreamConfig(names subjects.Names, opts ProvisionOptions) jetstream.St
 			},
 		}},
 	}
+	// The stream's transform applies to sourced timers too (after the
+	// source's): a timer lands in its run's partition.
+	partitions := opts.Partitions
+	if partitions == 0 {
+		partitions = DefaultPartitions
+	}
+	partitionStream(&cfg, names, partitions)
+	return cfg
 }
 
 // TimerStreamConfig is the timer stream: pending timer schedules, one per
@@ -322,8 +341,15 @@ const DefaultAttemptTimeout = 5 * time.Second
 // Settings the server cannot change in place (such as Storage) are
 // reported as errors naming the stream. An input stream made before the
 // timer stream existed is refused with an *InputStreamError, and nothing
-// is changed: see MigrateInputStream.
+// is changed: see MigrateInputStream. An input stream keeps the
+// partitions it was made with (ProvisionOptions.Partitions).
 func Provision(ctx context.Context, js jetstream.JetStream, names subjects.Names, opts ProvisionOptions) error {
+	return provision(ctx, js, names, opts, false)
+}
+
+// provision is Provision; migrate lets it partition an unpartitioned
+// input stream (MigratePartitions).
+func provision(ctx context.Context, js jetstream.JetStream, names subjects.Names, opts ProvisionOptions, migrate bool) error {
 	if err := checkNames(names); err != nil {
 		return err
 	}
@@ -333,17 +359,25 @@ func Provision(ctx context.Context, js jetstream.JetStream, names subjects.Names
 	}
 	// Before anything else: an old input stream also holds the schedule
 	// subjects, so the timer stream could not be created beside it.
-	if err := checkInputStream(ctx, js, names, opts.RetryFor); err != nil {
-		return err
-	}
-	input := InputStreamConfig(names, opts)
-	deny, err := KeepsDeniedPurge(ctx, js, names, opts.RetryFor)
+	// One read of the input stream serves every question about it.
+	existing, err := bindStream(ctx, js, names.InputStream(), opts.RetryFor)
 	if err != nil {
 		return err
 	}
-	input.DenyPurge = deny
+	if existing != nil && existing.CachedInfo().Config.AllowMsgSchedules {
+		return unsafeInput(ctx, existing, names)
+	}
+	if opts.Partitions, err = resolvePartitions(existing, names, opts, migrate); err != nil {
+		return err
+	}
+	if opts.Partitions == 0 {
+		opts.Partitions = -1 // unpartitioned, not the default
+	}
+	input := InputStreamConfig(names, opts)
+	// KeepsDeniedPurge, from the read above.
+	input.DenyPurge = existing != nil && existing.CachedInfo().Config.DenyPurge
 	// The timer stream first: the input stream sources from it.
-	for _, cfg := range []jetstream.StreamConfig{TimerStreamConfig(names, opts), input, TaskStreamConfig(names, opts), IndexStreamConfig(names, opts), AuditStreamConfig(names, opts)} {
+	for _, cfg := range []jetstream.StreamConfig{TimerStreamConfig(names, opts), input, TaskStreamConfig(names, opts), IndexStreamConfig(names, opts), AuditStreamConfig(names, opts), ScheduleStreamConfig(names, opts)} {
 		err := ensure(ctx, opts.RetryFor, func(ctx context.Context) error {
 			_, err := js.CreateStream(ctx, cfg)
 			if errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {

@@ -55,7 +55,7 @@ func TestProvisionKeepsAnInputStreamThatDeniesPurges(t *testing.T) {
 	// The timers' source is the one it was: a changed one would copy the
 	// fire made before provisioning again, ahead of the one made after.
 	fire(ctx, t, js, n, "r2")
-	if info, err := in.Info(ctx, jetstream.WithSubjectFilter(n.Timer("r1"))); err != nil || info.State.Subjects[n.Timer("r1")] != 1 {
+	if info, err := in.Info(ctx, jetstream.WithSubjectFilter(stored(n, n.Timer("r1")))); err != nil || info.State.Subjects[stored(n, n.Timer("r1"))] != 1 {
 		t.Errorf("the fire made before provisioning is in the input stream %v (%v), want once", info.State.Subjects, err)
 	}
 	kv, err := js.Stream(ctx, n.KVStream(n.RunBucket()))
@@ -83,11 +83,11 @@ func fire(ctx context.Context, t *testing.T, js jetstream.JetStream, n subjects.
 		if err != nil {
 			return err
 		}
-		info, err := in.Info(ctx, jetstream.WithSubjectFilter(n.Timer(run)))
+		info, err := in.Info(ctx, jetstream.WithSubjectFilter(stored(n, n.Timer(run))))
 		if err != nil {
 			return err
 		}
-		if info.State.Subjects[n.Timer(run)] == 0 {
+		if info.State.Subjects[stored(n, n.Timer(run))] == 0 {
 			return errors.New("not yet")
 		}
 		return nil

@@ -40,7 +40,7 @@ func scheduleTimerTTL(ctx context.Context, t *testing.T, js jetstream.JetStream,
 // nextTimer waits for the next fired timer of run in the input stream.
 func nextTimer(ctx context.Context, t *testing.T, js jetstream.JetStream, names subjects.Names, run string, wait time.Duration) jetstream.Msg {
 	t.Helper()
-	c, err := js.OrderedConsumer(ctx, names.InputStream(), jetstream.OrderedConsumerConfig{FilterSubjects: []string{names.Timer(run)}})
+	c, err := js.OrderedConsumer(ctx, names.InputStream(), jetstream.OrderedConsumerConfig{FilterSubjects: []string{stored(names, names.Timer(run))}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -110,11 +110,11 @@ func TestScheduledTimerCancel(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	info, err := in.Info(b.ctx, jetstream.WithSubjectFilter(b.names.Timer("r1")))
+	info, err := in.Info(b.ctx, jetstream.WithSubjectFilter(stored(b.names, b.names.Timer("r1"))))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n := info.State.Subjects[b.names.Timer("r1")]; n != 1 {
+	if n := info.State.Subjects[stored(b.names, b.names.Timer("r1"))]; n != 1 {
 		t.Fatalf("%d timers fired, want 1", n)
 	}
 }
@@ -157,7 +157,7 @@ func TestFiredTimerExpiresOnlyFromTheTimerStream(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, err := in.GetMsg(b.ctx, md.Sequence.Stream); err != nil || got.Subject != b.names.Timer("r1") {
+	if got, err := in.GetMsg(b.ctx, md.Sequence.Stream); err != nil || got.Subject != stored(b.names, b.names.Timer("r1")) {
 		t.Fatalf("the input stream's copy is gone after the TTL: %v", err)
 	}
 }

@@ -142,8 +142,11 @@ func TestAnnotateGivesEveryInputItsVerdict(t *testing.T) {
 			t.Fatal(err)
 		}
 		b.wait(t, id)
-		if err := b.inputStream(t).Purge(b.ctx, jetstream.WithPurgeSubject(b.f.Names.Start(id))); err != nil {
-			t.Fatal(err)
+		in := b.inputStream(t)
+		for _, subject := range b.f.Names.StoredStarts(id, provision.Partitions(in.CachedInfo().Config)) {
+			if err := in.Purge(b.ctx, jetstream.WithPurgeSubject(subject)); err != nil {
+				t.Fatal(err)
+			}
 		}
 		msgs, _, err := replay.Annotate(b.ctx, b.src, id)
 		if !errors.Is(err, replay.ErrHistoryTrimmed) || len(msgs) != 1 || msgs[0].Verdict != "" {

@@ -203,8 +203,10 @@ func TestTrimmedHistoryIsRefused(t *testing.T) {
 	}
 	stream := b.inputStream(t)
 
-	if err := stream.Purge(b.ctx, jetstream.WithPurgeSubject(b.f.Names.Start("lost-start"))); err != nil {
-		t.Fatal(err)
+	for _, subject := range b.f.Names.StoredStarts("lost-start", provision.Partitions(stream.CachedInfo().Config)) {
+		if err := stream.Purge(b.ctx, jetstream.WithPurgeSubject(subject)); err != nil {
+			t.Fatal(err)
+		}
 	}
 	_, err := replay.Check(b.ctx, b.src, "lost-start")
 	var te *replay.TrimmedError

@@ -87,7 +87,7 @@ type bundle struct {
 // setup starts an embedded deployment with `dispatchers` competing
 // dispatchers, deploys docs and serves their tasks with the Go SDK.
 // Records keep the last appliedHistory applied inputs (0: default).
-func setup(t *testing.T, prov provision.ProvisionOptions, dispatchers, appliedHistory int) *bundle {
+func setup(t testing.TB, prov provision.ProvisionOptions, dispatchers, appliedHistory int) *bundle {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), bound)
 	t.Cleanup(cancel)
@@ -173,19 +173,33 @@ func (b *bundle) wait(t *testing.T, id string) *wire.Status {
 }
 
 // settled waits until the dispatchers' consumer has nothing pending.
-func (b *bundle) settled(t *testing.T) {
+func (b *bundle) settled(t testing.TB) {
 	t.Helper()
 	natstest.WaitFor(t, bound, "dispatchers idle", func() error {
-		c, err := b.f.JS.Consumer(b.ctx, b.f.Names.InputStream(), b.f.Names.DispatcherConsumer())
+		// Every dispatcher consumer: one per partition, or the shared one.
+		s, err := b.f.JS.Stream(b.ctx, b.f.Names.InputStream())
 		if err != nil {
 			return err
 		}
-		ci, err := c.Info(b.ctx)
-		if err != nil {
+		// Drain the lister before judging: leaving its channel unread
+		// strands the goroutine that feeds it.
+		var infos []*jetstream.ConsumerInfo
+		lister := s.ListConsumers(b.ctx)
+		for ci := range lister.Info() {
+			if b.f.Names.IsDispatcherConsumer(ci.Name) {
+				infos = append(infos, ci)
+			}
+		}
+		if err := lister.Err(); err != nil {
 			return err
 		}
-		if ci.NumPending+uint64(ci.NumAckPending)+uint64(ci.NumRedelivered) > 0 {
-			return fmt.Errorf("pending %d, ack pending %d, redelivered %d", ci.NumPending, ci.NumAckPending, ci.NumRedelivered)
+		for _, ci := range infos {
+			if ci.NumPending+uint64(ci.NumAckPending)+uint64(ci.NumRedelivered) > 0 {
+				return fmt.Errorf("%s: pending %d, ack pending %d, redelivered %d", ci.Name, ci.NumPending, ci.NumAckPending, ci.NumRedelivered)
+			}
+		}
+		if len(infos) == 0 {
+			return fmt.Errorf("no dispatcher consumer yet")
 		}
 		return nil
 	})

@@ -41,7 +41,14 @@ func Summarize(names subjects.Names, m Message) (kind, summary string) {
 		if rev == "" {
 			rev = "(latest)"
 		}
-		return kind, fmt.Sprintf("workflow=%s revision=%s input=%dB", b.Workflow, rev, len(b.Input))
+		text := fmt.Sprintf("workflow=%s revision=%s input=%dB", b.Workflow, rev, len(b.Input))
+		if e := b.Event; e != nil {
+			text += " event=" + e.Type
+			if len(e.Payload) > 0 {
+				text += " payload=" + compact(e.Payload, 80)
+			}
+		}
+		return kind, text
 	case subjects.KindEvent:
 		if len(bytes.TrimSpace(m.Data)) == 0 {
 			return kind, "type=" + eventType + " (no payload)"
@@ -102,6 +109,17 @@ func Summarize(names subjects.Names, m Message) (kind, summary string) {
 			return kind, "(no reason)"
 		}
 		return kind, "reason=" + strconv.Quote(oneLine(b.Reason, 120))
+	case subjects.KindMigrate:
+		var b wire.Migrate
+		_ = json.Unmarshal(m.Data, &b)
+		s := "from=" + b.From + " to=" + b.To
+		if b.Divergence != "" {
+			s += " (its check found a divergence)"
+		}
+		if b.Reason != "" {
+			s += " reason=" + strconv.Quote(oneLine(b.Reason, 120))
+		}
+		return kind, s
 	case subjects.KindReset:
 		var b wire.Reset
 		_ = json.Unmarshal(m.Data, &b)

@@ -43,21 +43,39 @@ func Build(runID string, data []byte, rev uint64, updated time.Time, search Sear
 	return e, nil
 }
 
+// Head is the head of a run indexed from entry e (nil: deleted) made
+// from record revision rev.
+func Head(e *wire.IndexEntry, rev uint64) *wire.IndexHead {
+	h := &wire.IndexHead{RecordRev: rev, Shape: subjects.IndexShape}
+	if e != nil {
+		h.Workflow, h.Status, h.StartSeq, h.Search = e.Workflow, e.Status, e.StartSeq, e.Search
+	}
+	return h
+}
+
 // Subjects are the subjects a run's entry is kept under, as its head
-// names them: its entry, then one per search attribute, in name order;
-// none when the head is a deletion's.
+// names them: its entry by update, its entry by start, then one per
+// search attribute, in name order; none when the head is a deletion's.
+// A head of shape 1 names the subjects of that shape.
 func Subjects(names subjects.Names, run string, h *wire.IndexHead) []string {
 	if h == nil || h.Workflow == "" {
 		return nil
 	}
-	out := []string{names.IndexEntry(h.Workflow, h.Status, run)}
 	keys := make([]string, 0, len(h.Search))
 	for k := range h.Search {
 		keys = append(keys, k)
 	}
 	slices.Sort(keys)
+	if h.Shape == 0 {
+		out := []string{names.IndexEntryV1(h.Workflow, h.Status, run)}
+		for _, k := range keys {
+			out = append(out, names.IndexAttrV1(k, h.Search[k], h.Workflow, h.Status, run))
+		}
+		return out
+	}
+	out := []string{names.IndexEntry(h.Workflow, h.Status, h.RecordRev, run), names.IndexStart(h.Workflow, h.Status, h.StartSeq, run)}
 	for _, k := range keys {
-		out = append(out, names.IndexAttr(k, h.Search[k], h.Workflow, h.Status, run))
+		out = append(out, names.IndexAttr(k, h.Search[k], h.Workflow, h.Status, h.RecordRev, run))
 	}
 	return out
 }

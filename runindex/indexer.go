@@ -185,6 +185,13 @@ func (x *Indexer) consume(ctx context.Context) error {
 		return err
 	}
 	defer w.close()
+	// An index of another shape is rebuilt before the consumer is made:
+	// the new consumer starts with every run's latest record.
+	if rebuilt, err := reshape(ctx, x.js, w.index, n); err != nil {
+		return err
+	} else if rebuilt {
+		x.log.Info("runindex: the index was of an older shape; indexing every run again", slog.Int("shape", subjects.IndexShape))
+	}
 	cons, err := x.js.CreateOrUpdateConsumer(ctx, n.KVStream(n.RunBucket()),
 		provision.IndexerConsumerConfig(n, x.cfg.AckWait, x.cfg.MaxAckPending))
 	if err != nil {

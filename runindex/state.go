@@ -36,7 +36,7 @@ func clearOff(ctx context.Context, s jetstream.Stream, n subjects.Names) error {
 }
 
 // Rebuild makes the dispatchers index every run again from the run
-// bucket: it empties the index stream, then deletes the indexers' shared
+// bucket: it empties the index stream of its entries, then deletes the indexers' shared
 // consumer; each indexer creates it again (within a second or two), and
 // a new consumer starts with the latest record of every run (its
 // backfill). The dispatchers do the work, so it is as durable as the
@@ -59,17 +59,64 @@ func Rebuild(ctx context.Context, js jetstream.JetStream, n subjects.Names) erro
 		}
 		return fmt.Errorf("runindex: rebuild: %w", err)
 	}
-	// Emptied first: an entry an indexer writes between the two steps is
-	// a record's latest, which the new consumer writes again anyway; the
-	// other order could purge what a new consumer already wrote.
-	if err := s.Purge(ctx); err != nil {
-		return fmt.Errorf("runindex: rebuild: purge stream %q: %w", n.IndexStream(), err)
+	return rebuild(ctx, js, s, n)
+}
+
+// rebuild leaves the shape mark, empties the index stream of every entry
+// and head, then deletes the indexers' shared consumer. The marks stay,
+// so that a listing meanwhile still knows the index is on and of this
+// shape (it says how far behind it is). Emptied first: an entry an
+// indexer writes between the steps is a record's latest, which the new
+// consumer writes again anyway; the other order could purge what a new
+// consumer already wrote.
+func rebuild(ctx context.Context, js jetstream.JetStream, s jetstream.Stream, n subjects.Names) error {
+	if err := markShape(ctx, js, n); err != nil {
+		return fmt.Errorf("runindex: rebuild: %w", err)
 	}
-	err = js.DeleteConsumer(ctx, n.KVStream(n.RunBucket()), n.IndexerConsumer())
+	for _, f := range n.IndexRuns() {
+		if err := s.Purge(ctx, jetstream.WithPurgeSubject(f)); err != nil {
+			return fmt.Errorf("runindex: rebuild: purge %q of stream %q: %w", f, n.IndexStream(), err)
+		}
+	}
+	err := js.DeleteConsumer(ctx, n.KVStream(n.RunBucket()), n.IndexerConsumer())
 	if err != nil && !errors.Is(err, jetstream.ErrConsumerNotFound) {
 		return fmt.Errorf("runindex: rebuild: delete consumer %q of stream %q: %w", n.IndexerConsumer(), n.KVStream(n.RunBucket()), err)
 	}
 	return nil
+}
+
+// markShape leaves the index's shape mark: its entries are of the shape
+// this code writes.
+func markShape(ctx context.Context, js jetstream.JetStream, n subjects.Names) error {
+	body, err := json.Marshal(wire.IndexShapeMark{Shape: subjects.IndexShape})
+	if err != nil {
+		return err
+	}
+	if _, err := js.Publish(ctx, n.IndexShapeMark(), body); err != nil {
+		return fmt.Errorf("leave the shape mark %q: %w", n.IndexShapeMark(), err)
+	}
+	return nil
+}
+
+// reshape rebuilds an index whose shape mark names another shape than
+// this code's, or that has none (an index written before the mark, whose
+// entries listings of this version do not read): every run is indexed
+// again, as by Rebuild. Until then listings read the run records
+// (client.ErrNoIndex). It returns whether it rebuilt.
+func reshape(ctx context.Context, js jetstream.JetStream, s jetstream.Stream, n subjects.Names) (bool, error) {
+	shape, err := client.ReadIndexShape(ctx, js, n)
+	if err != nil || shape == subjects.IndexShape {
+		return false, err
+	}
+	// A new deployment's empty index only needs the mark.
+	info, err := s.Info(ctx)
+	if err != nil {
+		return false, fmt.Errorf("runindex: read stream %q: %w", n.IndexStream(), err)
+	}
+	if info.State.Msgs == 0 {
+		return false, markShape(ctx, js, n)
+	}
+	return true, rebuild(ctx, js, s, n)
 }
 
 // Progress is how far the dispatchers are in keeping the index.

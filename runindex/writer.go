@@ -283,15 +283,14 @@ func (w *writer) index1(ctx context.Context, c change) error {
 		if head != nil && (head.RecordRev > c.rev || head.RecordRev == c.rev && fresh && !forced) {
 			return nil // indexed already (a head only grows: a remembered one too)
 		}
-		hd := &wire.IndexHead{RecordRev: c.rev}
 		var e *wire.IndexEntry
 		if !c.deleted {
 			var err error
 			if e, err = Build(c.run, c.data, c.rev, c.at, w.search); err != nil {
 				return &unindexable{err}
 			}
-			hd.Workflow, hd.Status, hd.Search = e.Workflow, e.Status, e.Search
 		}
+		hd := Head(e, c.rev)
 		seq, err := w.write(ctx, c, e, hd, headSeq)
 		if err == nil {
 			if head != nil {

@@ -35,6 +35,9 @@ func TestWriterKeepsTheLatestRevision(t *testing.T) {
 	if err := provision.Provision(ctx, js, names, provision.ProvisionOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	if err := markShape(ctx, js, names); err != nil {
+		t.Fatal(err)
+	}
 	none := func(string, string) (map[string]string, error) { return nil, nil }
 	cfg := Config{Search: none, Logger: slog.New(slog.DiscardHandler)}.WithDefaults()
 	newW := func() *writer {
@@ -99,7 +102,7 @@ func TestWriterKeepsTheLatestRevision(t *testing.T) {
 	}
 	// An entry a crash left, older than the head, on a subject of its own.
 	stale, _ := json.Marshal(wire.IndexEntry{Run: "r1", Workflow: "wf-2", Status: wire.StatusRemoved, RecordRev: 2})
-	if _, err := js.Publish(ctx, names.IndexEntry("wf-2", wire.StatusRemoved, "r1"), stale); err != nil {
+	if _, err := js.Publish(ctx, names.IndexEntry("wf-2", wire.StatusRemoved, 2, "r1"), stale); err != nil {
 		t.Fatal(err)
 	}
 	if got := listed(); got != "r1@wf-7" {

@@ -24,3 +24,33 @@ func TestAuditRoles(t *testing.T) {
 		t.Fatalf("audit reader: %+v", r)
 	}
 }
+
+// TestScheduleRoles: the scheduler writes definitions and triggers, never
+// fires, state or runs' inputs; the dispatcher's schedule runner writes
+// state, delays and starts, never a definition or a fire.
+func TestScheduleRoles(t *testing.T) {
+	t.Parallel()
+	n := subjects.Must("p")
+	s := Scheduler(n)
+	for _, want := range []string{"p.schedule.*.def", "p.schedule.*.trigger", "$JS.API.STREAM.PURGE.p_schedules"} {
+		if !slices.Contains(s.Publish, want) {
+			t.Errorf("scheduler lacks %s: %v", want, s.Publish)
+		}
+	}
+	for _, bad := range []string{"p.schedule.*.fire", "p.schedule.*.state", "p.in.*.start", ">"} {
+		if slices.Contains(s.Publish, bad) {
+			t.Errorf("scheduler may publish %s", bad)
+		}
+	}
+	d := Dispatcher(n, "d")
+	for _, bad := range []string{"p.schedule.*.def", "p.schedule.*.fire", "p.schedule.*.trigger", "$JS.API.STREAM.PURGE.p_schedules"} {
+		if slices.Contains(d.Publish, bad) {
+			t.Errorf("dispatcher may publish %s", bad)
+		}
+	}
+	for _, want := range []string{"p.schedule.*.state", "p.schedule.*.jit.*", "p.in.*.start", "$JS.ACK.p_schedules.scheduler.>"} {
+		if !slices.Contains(d.Publish, want) {
+			t.Errorf("dispatcher lacks %s", want)
+		}
+	}
+}

@@ -120,6 +120,12 @@ func TestRoleRefusals(t *testing.T) {
 		if u.Name != UserOperator && slices.Contains(u.Permissions.Publish, n.Reset("*")) {
 			t.Errorf("fixed role %s may reset runs; only the operator may", u.Name)
 		}
+		// The dispatchers check and send the migrations of migration
+		// jobs; no other fixed role may move a run between revisions.
+		migrates := slices.Contains(u.Permissions.Publish, n.Migrate("*"))
+		if migrates != (u.Name == UserDispatcher) {
+			t.Errorf("fixed role %s may publish migrations: %v; only the dispatcher (and the operator, through >) may", u.Name, migrates)
+		}
 	}
 	if _, err := DeploymentUsers(n, []registry.TaskRef{{Task: "a-b", Version: "1"}, {Task: "a_b", Version: "1"}}); err == nil {
 		t.Error("two users sharing one nkey variable were accepted")

@@ -170,19 +170,8 @@ func TestWireFuzz(t *testing.T) {
 	wg.Wait()
 
 	// Zero stalls: everything received is handled.
-	natstest.WaitFor(t, 3*time.Minute, "dispatcher consumer drained", func() error {
-		c, err := f.JS.Consumer(ctx, f.Names.InputStream(), f.Names.DispatcherConsumer())
-		if err != nil {
-			return err
-		}
-		info, err := c.Info(ctx)
-		if err != nil {
-			return err
-		}
-		if info.NumPending != 0 || info.NumAckPending != 0 {
-			return fmt.Errorf("pending %d, unacknowledged %d", info.NumPending, info.NumAckPending)
-		}
-		return nil
+	natstest.WaitFor(t, 3*time.Minute, "dispatcher consumers drained", func() error {
+		return inputsDrained(ctx, f)
 	})
 
 	// Every good run is correct.
@@ -286,7 +275,8 @@ func (tm *terminations) get(seq uint64) (string, bool) {
 func watchTerminations(t *testing.T, f *fleet.Fleet) *terminations {
 	t.Helper()
 	tm := &terminations{seqs: map[uint64]string{}}
-	subject := "$JS.EVENT.ADVISORY.CONSUMER.MSG_TERMINATED." + f.Names.InputStream() + "." + f.Names.DispatcherConsumer()
+	// Any of the dispatchers' consumers: one per partition.
+	subject := "$JS.EVENT.ADVISORY.CONSUMER.MSG_TERMINATED." + f.Names.InputStream() + ".*"
 	sub, err := f.Conn.Subscribe(subject, func(m *nats.Msg) {
 		var a struct {
 			StreamSeq uint64 `json:"stream_seq"`
@@ -383,4 +373,30 @@ func checkRecorded(t *testing.T, ctx context.Context, f *fleet.Fleet, sent []fuz
 		}
 	}
 	t.Logf("records: %v", tally)
+}
+
+// inputsDrained says whether the dispatchers' consumers of the input
+// stream (one per partition, or the shared one) have nothing pending or
+// unacknowledged.
+func inputsDrained(ctx context.Context, f *fleet.Fleet) error {
+	s, err := f.JS.Stream(ctx, f.Names.InputStream())
+	if err != nil {
+		return err
+	}
+	var pending uint64
+	var unacked, n int
+	for info := range s.ListConsumers(ctx).Info() {
+		if f.Names.IsDispatcherConsumer(info.Name) {
+			n++
+			pending += info.NumPending
+			unacked += info.NumAckPending
+		}
+	}
+	switch {
+	case n == 0:
+		return fmt.Errorf("no dispatcher consumer yet")
+	case pending != 0 || unacked != 0:
+		return fmt.Errorf("pending %d, unacknowledged %d", pending, unacked)
+	}
+	return nil
 }

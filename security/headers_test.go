@@ -11,6 +11,7 @@ import (
 
 	"github.com/jetflow/jetflow/client"
 	"github.com/jetflow/jetflow/natstest"
+	"github.com/jetflow/jetflow/provision"
 	"github.com/jetflow/jetflow/wire"
 )
 
@@ -37,7 +38,11 @@ func TestInputHeadersReachNoOtherMessage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	start, err := inputs.GetLastMsgForSubject(ctx, n.Start("p1"))
+	// The subject an input is stored on (a partitioned stream's).
+	stored := func(subject string) string {
+		return n.StoredInput(subject, provision.Partitions(inputs.CachedInfo().Config))
+	}
+	start, err := inputs.GetLastMsgForSubject(ctx, stored(n.Start("p1")))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -54,7 +59,7 @@ func TestInputHeadersReachNoOtherMessage(t *testing.T) {
 	if err := publish(ctx, n.Event("p1", "x"), map[string]string{"Nats-Rollup": "all"}); err == nil {
 		t.Error("the input stream stored an event with Nats-Rollup: all")
 	}
-	if got, err := inputs.GetMsg(ctx, start.Sequence); err != nil || got.Subject != n.Start("p1") {
+	if got, err := inputs.GetMsg(ctx, start.Sequence); err != nil || got.Subject != stored(n.Start("p1")) {
 		t.Errorf("the start of p1 is gone after a roll-up attempt: %v", err)
 	}
 	for _, target := range []string{n.Timer("p1"), n.Fired("p1")} {
@@ -83,12 +88,12 @@ func TestInputHeadersReachNoOtherMessage(t *testing.T) {
 	if st, err := app.Wait(ctx, "t1"); err != nil || st.Status != wire.StatusDone || st.State != "/states/done" {
 		t.Fatalf("the timed run ended %+v, %v", st, err)
 	}
-	fired, err := inputs.GetLastMsgForSubject(ctx, n.Timer("t1"))
+	fired, err := inputs.GetLastMsgForSubject(ctx, stored(n.Timer("t1")))
 	if err != nil || !strings.HasPrefix(fired.Header.Get("Nats-Stream-Source"), n.TimerStream()+" ") {
 		t.Errorf("the timer of t1 did not come from %s: %+v, %v", n.TimerStream(), fired, err)
 	}
 	// Nothing the event source sent fired on p1's timer subject.
-	if _, err := inputs.GetLastMsgForSubject(ctx, n.Timer("p1")); err == nil {
+	if _, err := inputs.GetLastMsgForSubject(ctx, stored(n.Timer("p1"))); err == nil {
 		t.Error("a timer fired for p1, which armed none that is due")
 	}
 

@@ -101,18 +101,7 @@ func TestLogsCarryNoPayloads(t *testing.T) {
 		}
 	}
 	natstest.WaitFor(t, 30*time.Second, "every hostile input handled", func() error {
-		c, err := f.JS.Consumer(ctx, n.InputStream(), n.DispatcherConsumer())
-		if err != nil {
-			return err
-		}
-		info, err := c.Info(ctx)
-		if err != nil {
-			return err
-		}
-		if info.NumPending+uint64(info.NumAckPending) != 0 {
-			return errorString("inputs still pending")
-		}
-		return nil
+		return inputsDrained(ctx, f)
 	})
 	if leaks := logs.containing(secret); len(leaks) > 0 {
 		t.Errorf("%d log lines carry a payload:\n%s", len(leaks), strings.Join(leaks, "\n"))

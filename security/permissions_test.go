@@ -25,6 +25,7 @@ import (
 	"github.com/jetflow/jetflow/provision"
 	"github.com/jetflow/jetflow/registry"
 	"github.com/jetflow/jetflow/runrecord"
+	"github.com/jetflow/jetflow/schedule"
 	"github.com/jetflow/jetflow/subjects"
 	"github.com/jetflow/jetflow/token"
 	"github.com/jetflow/jetflow/wire"
@@ -233,6 +234,10 @@ func TestPermissionMatrix(t *testing.T) {
 	if err != nil || page.Scanned || page.Behind > 0 || len(page.Runs) != 2 || page.Runs[0].Status.Run != "t1" || page.Runs[1].Status.Run != "p1" {
 		t.Fatalf("the observer's listing of done runs: %+v, %v", page, err)
 	}
+	page, err = observer.ListRuns(ctx, client.ListOptions{Filter: wire.RunFilter{Status: wire.StatusDone}, Sort: client.SortStart})
+	if err != nil || page.Scanned || len(page.Runs) != 2 || page.Runs[0].Status.Run != "t1" || page.Runs[1].Status.Run != "p1" {
+		t.Fatalf("the observer's listing of done runs by start: %+v, %v", page, err)
+	}
 	// Payloads by reference: the application's large start, the event
 	// source's large event, the workers' large results (and so the large
 	// invocation of task-b and the run record) all go through the payload
@@ -333,7 +338,7 @@ func TestPermissionMatrix(t *testing.T) {
 		t.Fatal(err)
 	}
 	natstest.WaitFor(t, 30*time.Second, "the stray event handled", func() error {
-		c, err := r.op.js.Consumer(ctx, n.InputStream(), n.DispatcherConsumer())
+		c, err := r.op.js.Consumer(ctx, n.InputStream(), n.PartitionConsumer(subjects.Partition("nobody", provision.DefaultPartitions)))
 		if err != nil {
 			return err
 		}
@@ -368,7 +373,7 @@ func TestPermissionMatrix(t *testing.T) {
 	}
 	// ... and resets one: the dispatcher reads the run's history to
 	// rebuild it (leader reads of the input stream).
-	resumed, err := inputs.GetLastMsgForSubject(ctx, n.Resume("p3"))
+	resumed, err := inputs.GetLastMsgForSubject(ctx, n.StoredInput(n.Resume("p3"), provision.Partitions(inputs.CachedInfo().Config)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -395,6 +400,33 @@ func TestPermissionMatrix(t *testing.T) {
 	}
 	if page, err := operator.AuditPage(ctx, 0, 10, client.AuditFilter{Run: "p3"}); err != nil || len(page.Entries) != 1 || page.Entries[0].Who != "ops" {
 		t.Fatalf("the operator's read of the audit log: %+v, %v", page, err)
+	}
+	// ... and creates a schedule, whose fires the dispatcher turns into
+	// runs (reading and writing the schedule's state, deleting the fires
+	// it took), then deletes it.
+	sched, err := schedule.Open(ctx, r.op.js, n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sched.Create(ctx, wire.Schedule{Name: "tick", Workflow: "timed", Every: "1s", Overlap: wire.OverlapAllow}); err != nil {
+		t.Fatal(err)
+	}
+	var ticked string
+	natstest.WaitFor(t, time.Minute, "a scheduled run", func() error {
+		info, err := sched.Get(ctx, "tick")
+		if err != nil {
+			return err
+		}
+		if ticked = info.State.LastRun; ticked == "" {
+			return errors.New("no run yet")
+		}
+		return nil
+	})
+	if st, err := observer.Wait(ctx, ticked); err != nil || st.Status != wire.StatusDone {
+		t.Fatalf("scheduled run %s: %+v, %v", ticked, st, err)
+	}
+	if err := sched.Delete(ctx, "tick"); err != nil {
+		t.Fatal(err)
 	}
 	for _, c := range []*conn{r.op, r.disp, r.workerA, r.workerB, r.app, r.events, r.observer} {
 		if v := c.all(); len(v) > 0 {
@@ -478,7 +510,7 @@ func TestPermissionMatrix(t *testing.T) {
 			r.observer, "read the token secret", "$JS.API.DIRECT.GET.KV_" + n.WorkflowBucket() + ".$KV." + n.WorkflowBucket() + "." + token.Key,
 			request(r.observer, "$JS.API.DIRECT.GET.KV_"+n.WorkflowBucket()+".$KV."+n.WorkflowBucket()+"."+token.Key),
 		},
-		{r.observer, "write the run index", n.IndexEntry("two", "done", "evil"), jsPublish(r.observer, n.IndexEntry("two", "done", "evil"))},
+		{r.observer, "write the run index", n.IndexEntry("two", "done", 1, "evil"), jsPublish(r.observer, n.IndexEntry("two", "done", 1, "evil"))},
 		{r.observer, "purge the run index", "$JS.API.STREAM.PURGE." + n.IndexStream(), request(r.observer, "$JS.API.STREAM.PURGE."+n.IndexStream())},
 		{r.app, "write the run index", n.IndexHead("p1"), jsPublish(r.app, n.IndexHead("p1"))},
 		{r.events, "read the run index", "$JS.API.DIRECT.GET." + n.IndexStream(), request(r.events, "$JS.API.DIRECT.GET."+n.IndexStream())},
@@ -487,6 +519,18 @@ func TestPermissionMatrix(t *testing.T) {
 		{r.observer, "mark the run index off", n.IndexOff(), jsPublish(r.observer, n.IndexOff())},
 		{r.app, "rebuild the run index", "$JS.API.CONSUMER.DELETE.KV_" + n.RunBucket() + "." + n.IndexerConsumer(), request(r.app, "$JS.API.CONSUMER.DELETE.KV_"+n.RunBucket()+"."+n.IndexerConsumer())},
 		{r.observer, "rebuild the run index", "$JS.API.CONSUMER.DELETE.KV_" + n.RunBucket() + "." + n.IndexerConsumer(), request(r.observer, "$JS.API.CONSUMER.DELETE.KV_"+n.RunBucket()+"."+n.IndexerConsumer())},
+		// Schedules are the operator's: nobody else may create, trigger
+		// or delete one, nor fire one itself; a dispatcher only writes a
+		// schedule's state and delays.
+		{r.app, "create a schedule", n.ScheduleDef("evil"), jsPublish(r.app, n.ScheduleDef("evil"))},
+		{r.observer, "create a schedule", n.ScheduleDef("evil"), jsPublish(r.observer, n.ScheduleDef("evil"))},
+		{r.events, "trigger a schedule", n.ScheduleTrigger("evil"), jsPublish(r.events, n.ScheduleTrigger("evil"))},
+		{r.workerA, "create a schedule", n.ScheduleDef("evil"), jsPublish(r.workerA, n.ScheduleDef("evil"))},
+		{r.disp, "create a schedule", n.ScheduleDef("evil"), jsPublish(r.disp, n.ScheduleDef("evil"))},
+		{r.disp, "fire a schedule itself", n.ScheduleFire("evil"), jsPublish(r.disp, n.ScheduleFire("evil"))},
+		{r.disp, "delete a schedule", "$JS.API.STREAM.PURGE." + n.ScheduleStream(), request(r.disp, "$JS.API.STREAM.PURGE."+n.ScheduleStream())},
+		{r.observer, "read the schedules", "$JS.API.STREAM.INFO." + n.ScheduleStream(), request(r.observer, "$JS.API.STREAM.INFO."+n.ScheduleStream())},
+		{r.app, "take schedule fires", "$JS.API.CONSUMER.MSG.NEXT." + n.ScheduleStream() + "." + n.ScheduleConsumer(), request(r.app, "$JS.API.CONSUMER.MSG.NEXT."+n.ScheduleStream()+"."+n.ScheduleConsumer())},
 		// A dispatcher drives runs but cannot deploy or destroy.
 		{r.disp, "deploy a workflow", "$KV." + n.WorkflowBucket() + ".name.evil", jsPublish(r.disp, "$KV."+n.WorkflowBucket()+".name.evil")},
 		{r.disp, "delete the input stream", "$JS.API.STREAM.DELETE." + n.InputStream(), request(r.disp, "$JS.API.STREAM.DELETE."+n.InputStream())},

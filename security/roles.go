@@ -53,7 +53,9 @@ func kvRead(n subjects.Names, bucket, key string) []string {
 	return []string{n.API("STREAM.INFO", n.KVStream(bucket)), n.API("DIRECT.GET", n.KVStream(bucket), n.KVKey(bucket, key))}
 }
 
-// Dispatcher may consume every run input, read and write run records,
+// Dispatcher may consume every run input (from the shared consumer or
+// from the partitions' own, announcing itself to the other dispatchers
+// on a subject of its own), read and write run records,
 // read deployed workflows (and create the token secret once), publish
 // invocations, timer and removal schedules and status announcements,
 // purge a settled run's schedules from the timer stream, and purge a run
@@ -72,11 +74,18 @@ func Dispatcher(n subjects.Names, user string) Permissions {
 		api("STREAM.PURGE", in),
 		api("CONSUMER.CREATE", in, c), api("CONSUMER.CREATE", in, c, ">"), api("CONSUMER.DURABLE.CREATE", in, c),
 		api("CONSUMER.INFO", in, c), api("CONSUMER.MSG.NEXT", in, c), n.Ack(in, c),
+		// A partitioned stream (dispatcher/partitions.go): the consumer of
+		// each partition it owns (created with its partition's filter, a
+		// run-input subject), and the heartbeats that share them out.
+		api("CONSUMER.INFO", in, "*"), n.Ack(in, "*"), n.DispatcherHeartbeats(),
 		// Whether an input of a run without a record has a start before
 		// it (dispatcher/early.go): the first start of one run, read
 		// through the stream leader; and, message by message, the
 		// history of a run it rebuilds for a reset (replay.Rewind).
 		api("STREAM.MSG.GET", in),
+		// Before removals by retention, the runs' latest redrives and
+		// resets, many runs a request (dispatcher/revival.go).
+		api("DIRECT.GET", in),
 		n.TaskAll(), n.ScheduleAll(), n.StatusAll(),
 		// Batched removal (dispatcher/reaper.go): due entries and bucket
 		// schedules, the shared reaper consumer of bucket fires, and an
@@ -98,7 +107,40 @@ func Dispatcher(n subjects.Names, user string) Permissions {
 		api("CONSUMER.CREATE", kvStream(wfs), "*", n.KVKey(wfs, "name.>")), api("CONSUMER.DELETE", kvStream(wfs), "*"),
 		n.FlowControl(kvStream(wfs)),
 	}
-	return join(Permissions{Publish: pub, Subscribe: []string{inbox(user)}}, bulkJobs(n), archiveWrite(n), runIndex(n), payloadAll(n))
+	return join(Permissions{Publish: pub, Subscribe: []string{inbox(user), n.DispatcherHeartbeats()}}, bulkJobs(n), archiveWrite(n), runIndex(n), scheduleRunner(n), payloadAll(n))
+}
+
+// scheduleRunner is what a dispatcher's schedule runner needs (package
+// schedule): the schedule stream's durable consumer of fires, reading
+// definitions and state (direct gets), writing state and the one-shot
+// schedules that delay a fire (jitter, a waiting start), deleting the
+// fires it took, and publishing the starts of the runs fires start. It
+// may not write a definition: creating, pausing and deleting schedules is
+// the operator's (Scheduler).
+func scheduleRunner(n subjects.Names) Permissions {
+	st, c := n.ScheduleStream(), n.ScheduleConsumer()
+	return Permissions{Publish: []string{
+		n.API("STREAM.INFO", st), n.API("DIRECT.GET", st, ">"), n.API("STREAM.MSG.GET", st), n.API("STREAM.MSG.DELETE", st),
+		n.API("CONSUMER.CREATE", st, c), n.API("CONSUMER.CREATE", st, c, ">"), n.API("CONSUMER.DURABLE.CREATE", st, c),
+		n.API("CONSUMER.INFO", st, c), n.API("CONSUMER.MSG.NEXT", st, c), n.Ack(st, c),
+		n.ScheduleState("*"), n.ScheduleJitterAt("*", "*"), n.Start("*"),
+	}}
+}
+
+// Scheduler may create, list, pause, resume, trigger and delete schedules
+// (jetflow schedule, docs/SCHEDULES.md): publish definitions and triggers
+// in the schedule stream, read it (direct gets) and purge a schedule's
+// subjects. A definition is a message schedule, and the only subjects it
+// can target are schedules' fires in that stream, so the grant reaches no
+// run input directly; each fire starts a run of the workflow its
+// definition names, so grant it only to operators (the generated
+// configuration's operator has it, as everything).
+func Scheduler(n subjects.Names) Permissions {
+	st := n.ScheduleStream()
+	return Permissions{Publish: []string{
+		n.API("STREAM.INFO", st), n.API("DIRECT.GET", st, ">"), n.API("STREAM.MSG.GET", st), n.API("STREAM.PURGE", st),
+		n.ScheduleDef("*"), n.ScheduleTrigger("*"),
+	}}
 }
 
 // payloadRead is what resolving a payload by reference needs
@@ -174,6 +216,7 @@ func indexRead(n subjects.Names) []string {
 	return []string{
 		n.API("STREAM.INFO", n.IndexStream()), n.API("DIRECT.GET", n.IndexStream()),
 		n.API("STREAM.INFO", runs), n.API("CONSUMER.INFO", runs, n.IndexerConsumer()),
+		n.API("STREAM.INFO", n.InputStream()), // its last sequence: no run started later (--sort start)
 	}
 }
 
@@ -189,6 +232,8 @@ func bulkJobs(n subjects.Names) Permissions {
 		n.API("CONSUMER.CREATE", jobs, ">"), n.API("CONSUMER.DELETE", jobs, ">"), n.FlowControl(jobs),
 		n.API("CONSUMER.CREATE", runs, ">"), n.API("CONSUMER.DELETE", runs, ">"), n.FlowControl(runs),
 		n.Cancel("*"), n.Pause("*"), n.Resume("*"), n.Terminate("*"), n.Redrive("*"),
+		// A migration job's check is the dispatcher's (replay.Migration).
+		n.Migrate("*"),
 	}}
 }
 

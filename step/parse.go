@@ -42,6 +42,10 @@ type Input struct {
 	resetTo uint64
 	// limits bound the JSON of its body.
 	limits value.Limits
+	// startEvent is the event a start carries (startevent.go).
+	startEvent *run.Event
+	// migrate is the migration's body (kind migrate only).
+	migrate *wire.Migrate
 	// refused is why an input addressed to a run cannot apply (it wraps
 	// ErrMalformed); msg is then empty. A run that exists records the
 	// refusal; without one the input is terminated.
@@ -101,7 +105,7 @@ func addressed(names subjects.Names, subject string, err error) *Input {
 	}
 	switch kind {
 	case subjects.KindEvent, subjects.KindResult, subjects.KindTimer, subjects.KindCancel,
-		subjects.KindPause, subjects.KindResume, subjects.KindTerminate, subjects.KindPostpone, subjects.KindRedrive, subjects.KindReset, subjects.KindExpire:
+		subjects.KindPause, subjects.KindResume, subjects.KindTerminate, subjects.KindPostpone, subjects.KindRedrive, subjects.KindReset, subjects.KindExpire, subjects.KindMigrate:
 		return &Input{RunID: runID, Kind: kind, msg: run.Message{RunID: runID}, refused: err}
 	}
 	return nil
@@ -152,6 +156,8 @@ func parseInput(names subjects.Names, subject string, header nats.Header, data [
 		err = in.parseRedrive(data)
 	case subjects.KindReset:
 		err = in.parseReset(data)
+	case subjects.KindMigrate:
+		err = in.parseMigrate(data)
 	case subjects.KindExpire:
 		err = in.parseExpire(data)
 	default:
@@ -177,6 +183,16 @@ func (in *Input) parseStart(data []byte) error {
 	}
 	in.Start = &body
 	in.msg.Kind, in.msg.Input = run.KindStart, v
+	if e := body.Event; e != nil {
+		if err := subjects.CheckEventType(e.Type); err != nil {
+			return fmt.Errorf("%w: start body: event type: %w", ErrMalformed, err)
+		}
+		p, err := optionalValueIn(e.Payload, in.limits)
+		if err != nil {
+			return malformed("start event payload: %v", err)
+		}
+		in.startEvent = &run.Event{Type: e.Type, Payload: p, HasPayload: len(e.Payload) > 0}
+	}
 	return nil
 }
 

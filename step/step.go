@@ -110,6 +110,11 @@ func Step(s Settings, cur Run, in *Input, seq uint64, now float64, defs Definiti
 		// Its judgement needs the run's history, which the caller reads.
 		return resetPoint(s, cur, in, seq, now), nil
 	}
+	if in.Kind == subjects.KindMigrate && in.refused == nil {
+		// Its judgement was made against the run's history by whoever
+		// sent it; the step only checks the run is still the one judged.
+		return migrate(s, cur, in, seq, now, defs)
+	}
 	if in.Kind == subjects.KindExpire {
 		// Retention's judgement needs no definition: the reducer is not
 		// asked, and a removed workflow must not keep its runs.
@@ -182,6 +187,8 @@ func transit(s Settings, def *Definition, in *Input, seq uint64, now float64, cu
 		// Malformed, but addressed to this run: its refusal is recorded
 		// where status and history show it.
 		err = fmt.Errorf("%w: %w", run.ErrRejected, in.refused)
+	} else if in.startEvent != nil {
+		next, effects, err = startWithEvent(def, in, st, msg)
 	} else {
 		next, effects, err = screenAndApply(s, def, in, st, msg)
 	}

@@ -4,17 +4,43 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"fmt"
+	"strconv"
 )
 
 // The run index (package runindex writes it, client.ListRuns reads it):
 // one stream of small entries, one subject per entry and one message per
-// subject, so that a subject filter selects the runs of a query and the
-// stream's order is the order the runs last changed in.
+// subject, so that a subject filter selects the runs of a query. Each
+// entry subject carries a bucket token, a sequence's high bits
+// (IndexBucket): the record revision's for the order by update, the
+// start sequence's for the order by start. A bucket holds at most
+// IndexBucketSize entries of one order, so a filter naming buckets
+// matches few subjects, however many runs the index holds: the server
+// counts every subject a filter matches before it answers.
 //
-//	<p>.idx.r.<workflow>.<status>.<run>                  a run's entry
-//	<p>.idx.a.<name>.<value>.<workflow>.<status>.<run>   one per search attribute
-//	<p>.idx.h.<run>                                      the head: which entries a run has
-//	<p>.idx.off                                          the off mark: no dispatcher keeps it
+//	<p>.idx.u.<workflow>.<status>.<bucket>.<run>               a run's entry, by update (record revision)
+//	<p>.idx.s.<workflow>.<status>.<bucket>.<run>               the same, by start sequence
+//	<p>.idx.v.<name>.<value>.<workflow>.<status>.<bucket>.<run> one per search attribute, by update
+//	<p>.idx.h.<run>                                            the head: which entries a run has
+//	<p>.idx.off                                                the off mark: no dispatcher keeps it
+//	<p>.idx.shape                                              the shape mark: IndexShape, the shape the entries have
+//
+// An index of shape 1 (before the buckets) had its entries on
+// <p>.idx.r.<workflow>.<status>.<run> and
+// <p>.idx.a.<name>.<value>.<workflow>.<status>.<run>
+// (IndexEntryV1, IndexAttrV1); an indexer rebuilds it.
+
+// IndexShape is the shape of the index this code writes and reads.
+const IndexShape = 2
+
+// IndexBucketBits is how many low bits of a sequence a bucket token
+// drops: a bucket spans IndexBucketSize sequences.
+const IndexBucketBits = 6
+
+// IndexBucketSize is how many sequences one bucket spans.
+const IndexBucketSize = 1 << IndexBucketBits
+
+// IndexBucket is the bucket of sequence seq.
+func IndexBucket(seq uint64) uint64 { return seq >> IndexBucketBits }
 
 // IndexStream holds the run index.
 func (n Names) IndexStream() string { return n.prefix + "_index" }
@@ -22,29 +48,87 @@ func (n Names) IndexStream() string { return n.prefix + "_index" }
 // IndexAll matches every subject of the run index.
 func (n Names) IndexAll() string { return n.prefix + ".idx.>" }
 
-// IndexEntry is the subject of a run's entry. workflow and status may be
-// "*" in a filter (IndexEntries).
-func (n Names) IndexEntry(workflow, status, runID string) string {
-	return n.prefix + ".idx.r." + workflow + "." + status + "." + runID
+// IndexEntry is the subject of a run's entry in the order by update:
+// rev is the record revision it was made from.
+func (n Names) IndexEntry(workflow, status string, rev uint64, runID string) string {
+	return n.prefix + ".idx.u." + workflow + "." + status + "." + bucketToken(IndexBucket(rev)) + "." + runID
 }
 
-// IndexEntries matches the entries of workflow and status ("" for any).
-func (n Names) IndexEntries(workflow, status string) string {
-	return n.IndexEntry(orAny(workflow), orAny(status), "*")
+// IndexEntries matches the entries by update of workflow and status (""
+// for any) in bucket (IndexBucket of a record revision).
+func (n Names) IndexEntries(workflow, status string, bucket uint64) string {
+	return n.prefix + ".idx.u." + orAny(workflow) + "." + orAny(status) + "." + bucketToken(bucket) + ".*"
 }
 
-// IndexAttr is the subject of a run's entry under one search attribute:
-// name is a checked token (CheckSearchName), value any string (it is
-// encoded by IndexValueToken).
-func (n Names) IndexAttr(name, value, workflow, status, runID string) string {
-	return n.prefix + ".idx.a." + name + "." + IndexValueToken(value) + "." + workflow + "." + status + "." + runID
+// IndexEntriesAll matches the entries by update of workflow and status
+// ("" for any) in every bucket.
+func (n Names) IndexEntriesAll(workflow, status string) string {
+	return n.prefix + ".idx.u." + orAny(workflow) + "." + orAny(status) + ".*.*"
+}
+
+// IndexStart is the subject of a run's entry in the order by start:
+// start is the input stream sequence of its start (0 when unknown).
+func (n Names) IndexStart(workflow, status string, start uint64, runID string) string {
+	return n.prefix + ".idx.s." + workflow + "." + status + "." + bucketToken(IndexBucket(start)) + "." + runID
+}
+
+// IndexStarts matches the entries by start of workflow and status (""
+// for any) in bucket (IndexBucket of a start sequence).
+func (n Names) IndexStarts(workflow, status string, bucket uint64) string {
+	return n.prefix + ".idx.s." + orAny(workflow) + "." + orAny(status) + "." + bucketToken(bucket) + ".*"
+}
+
+// IndexStartsAll matches the entries by start of workflow and status
+// ("" for any) in every bucket.
+func (n Names) IndexStartsAll(workflow, status string) string {
+	return n.prefix + ".idx.s." + orAny(workflow) + "." + orAny(status) + ".*.*"
+}
+
+// IndexAttr is the subject of a run's entry under one search attribute,
+// by update: name is a checked token (CheckSearchName), value any string
+// (it is encoded by IndexValueToken), rev the record revision.
+func (n Names) IndexAttr(name, value, workflow, status string, rev uint64, runID string) string {
+	return n.prefix + ".idx.v." + name + "." + IndexValueToken(value) + "." + workflow + "." + status + "." + bucketToken(IndexBucket(rev)) + "." + runID
 }
 
 // IndexAttrEntries matches the entries with search attribute name equal
-// to value, of workflow and status ("" for any).
-func (n Names) IndexAttrEntries(name, value, workflow, status string) string {
-	return n.IndexAttr(name, value, orAny(workflow), orAny(status), "*")
+// to value, of workflow and status ("" for any), in bucket.
+func (n Names) IndexAttrEntries(name, value, workflow, status string, bucket uint64) string {
+	return n.prefix + ".idx.v." + name + "." + IndexValueToken(value) + "." + orAny(workflow) + "." + orAny(status) + "." + bucketToken(bucket) + ".*"
 }
+
+// IndexAttrEntriesAll matches the entries with search attribute name
+// equal to value, of workflow and status ("" for any), in every bucket.
+func (n Names) IndexAttrEntriesAll(name, value, workflow, status string) string {
+	return n.prefix + ".idx.v." + name + "." + IndexValueToken(value) + "." + orAny(workflow) + "." + orAny(status) + ".*.*"
+}
+
+// IndexEntryV1 is the subject of a run's entry in an index of shape 1.
+func (n Names) IndexEntryV1(workflow, status, runID string) string {
+	return n.prefix + ".idx.r." + workflow + "." + status + "." + runID
+}
+
+// IndexAttrV1 is the subject of a run's search attribute entry in an
+// index of shape 1.
+func (n Names) IndexAttrV1(name, value, workflow, status, runID string) string {
+	return n.prefix + ".idx.a." + name + "." + IndexValueToken(value) + "." + workflow + "." + status + "." + runID
+}
+
+// IndexRuns matches every entry and head of the run index, of any
+// shape, but not its marks.
+func (n Names) IndexRuns() []string {
+	var out []string
+	for _, k := range []string{"u", "s", "v", "h", "r", "a"} {
+		out = append(out, n.prefix+".idx."+k+".>")
+	}
+	return out
+}
+
+// IndexShapeMark is the subject of the index's shape mark
+// (wire.IndexShapeMark).
+func (n Names) IndexShapeMark() string { return n.prefix + ".idx.shape" }
+
+func bucketToken(b uint64) string { return strconv.FormatUint(b, 36) }
 
 // IndexHead is the subject of a run's head: the record revision indexed
 // and the subjects of the run's entries, so that an update finds them.

@@ -68,6 +68,10 @@ const (
 	// KindReset takes a run back to the state it had after one of its
 	// earlier inputs, rebuilt from its history (docs/OPERATIONS.md).
 	KindReset = "reset"
+	// KindMigrate moves a waiting or running run onto another revision
+	// of its workflow that its own history proves the same
+	// (docs/REVISIONS.md).
+	KindMigrate = "migrate"
 	// KindExpire is a settled run's removal by retention. It has no
 	// subject of its own: its removal schedule (Expiry) fires on the run's
 	// timer subject, marked by wire.HeaderExpire, so that it comes in
@@ -107,6 +111,9 @@ func (n Names) Redrive(runID string) string { return n.prefix + ".in." + runID +
 
 // Reset is where a run's reset request goes.
 func (n Names) Reset(runID string) string { return n.prefix + ".in." + runID + "." + KindReset }
+
+// Migrate is where a run's migration to another revision goes.
+func (n Names) Migrate(runID string) string { return n.prefix + ".in." + runID + "." + KindMigrate }
 
 // TimerStream holds pending timer schedules and the timers they fire,
 // apart from the input stream: schedules need a stream that obeys
@@ -209,7 +216,9 @@ func (n Names) ParseReapFire(subject string) (int64, error) {
 // each bucket fire to one dispatcher.
 func (n Names) ReaperConsumer() string { return "reaper" }
 
-// DispatcherConsumer is the durable consumer all dispatchers share.
+// DispatcherConsumer is the durable consumer all dispatchers share in an
+// unpartitioned deployment; in a partitioned one, it finishes the inputs
+// stored before the stream was partitioned (PartitionConsumer).
 func (n Names) DispatcherConsumer() string { return "dispatcher" }
 
 // TaskStream holds task invocations until a worker acknowledges them.
@@ -241,7 +250,8 @@ func (n Names) RunBucket() string { return n.prefix + "_runs" }
 func (n Names) WorkflowBucket() string { return n.prefix + "_workflows" }
 
 // ParseInput splits a run-input subject into run id, kind and (for events)
-// event type.
+// event type. It reads both the published layout and the stored one of
+// a partitioned stream (partition.go), whose partition token it skips.
 func (n Names) ParseInput(subject string) (runID, kind, eventType string, err error) {
 	rest, ok := strings.CutPrefix(subject, n.prefix+".in.")
 	if !ok {
@@ -250,6 +260,10 @@ func (n Names) ParseInput(subject string) (runID, kind, eventType string, err er
 	parts := strings.Split(rest, ".")
 	if len(parts) < 2 {
 		return "", "", "", fmt.Errorf("subject %q names no input kind", subject)
+	}
+	if len(parts) > 2 && isPartitionToken(parts[1]) {
+		// Stored in a partitioned stream: the partition follows the run.
+		parts = append(parts[:1], parts[2:]...)
 	}
 	runID, kind = parts[0], parts[1]
 	switch {
@@ -260,7 +274,8 @@ func (n Names) ParseInput(subject string) (runID, kind, eventType string, err er
 	case len(parts) != 2:
 		return "", "", "", fmt.Errorf("subject %q has unexpected tokens after %q", subject, kind)
 	case kind != KindStart && kind != KindResult && kind != KindTimer && kind != KindCancel &&
-		kind != KindPause && kind != KindResume && kind != KindTerminate && kind != KindPostpone && kind != KindRedrive && kind != KindReset:
+		kind != KindPause && kind != KindResume && kind != KindTerminate && kind != KindPostpone && kind != KindRedrive && kind != KindReset &&
+		kind != KindMigrate:
 		return "", "", "", fmt.Errorf("subject %q: unknown input kind %q", subject, kind)
 	}
 	return runID, kind, eventType, nil

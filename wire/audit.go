@@ -15,15 +15,18 @@ type AuditEntry struct {
 	Source string `json:"source"`
 	// Action is what was asked: "pause", "resume", "terminate",
 	// "cancel", "event", "redrive", "reset", "jobs-create",
-	// "jobs-cancel", "task-pause", "task-resume", "deploy".
+	// "jobs-cancel", "task-pause", "task-resume", "deploy",
+	// "schedule-create", "schedule-pause", "schedule-resume",
+	// "schedule-trigger", "schedule-delete".
 	Action string `json:"action"`
-	// The target: a run, a bulk job, a filter, a task version or a
-	// workflow, whichever the action names.
+	// The target: a run, a bulk job, a filter, a task version, a
+	// workflow or a schedule, whichever the action names.
 	Run      string     `json:"run,omitempty"`
 	Job      string     `json:"job,omitempty"`
 	Filter   *RunFilter `json:"filter,omitempty"`
 	Task     string     `json:"task,omitempty"`
 	Workflow string     `json:"workflow,omitempty"`
+	Schedule string     `json:"schedule,omitempty"`
 	Reason   string     `json:"reason,omitempty"`
 	// Result is AuditAccepted or AuditRefused; Detail says why a refusal
 	// was refused, or what an accepted action did ("seq 42").

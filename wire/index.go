@@ -35,12 +35,24 @@ type IndexEntry struct {
 
 // IndexHead is the body of a run's head in the run index: the record
 // revision its entries were made from and what names their subjects
-// (workflow, status, search attributes; none for a deleted run).
+// (workflow, status, start sequence, search attributes; none for a
+// deleted run).
 type IndexHead struct {
 	RecordRev uint64            `json:"x"`
 	Workflow  string            `json:"w,omitempty"`
 	Status    string            `json:"s,omitempty"`
+	StartSeq  uint64            `json:"q,omitempty"`
 	Search    map[string]string `json:"f,omitempty"`
+	// Shape is the index shape its entries' subjects have
+	// (subjects.IndexShape); 0 for shape 1, before it was written.
+	Shape int `json:"k,omitempty"`
+}
+
+// IndexShapeMark is the body of the run index's shape mark: the shape
+// (subjects.IndexShape) its entries have. An indexer that finds another
+// shape, or none on an index that holds entries, rebuilds the index.
+type IndexShapeMark struct {
+	Shape int `json:"shape"`
 }
 
 // IndexOff is the body of the run index's off mark: a dispatcher started

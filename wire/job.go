@@ -52,6 +52,10 @@ type Job struct {
 	By      string `json:"by,omitempty"`
 	Created string `json:"created"`
 
+	// Revision is the revision a migration moves runs to (operation
+	// "migrate" only).
+	Revision string `json:"revision,omitempty"`
+
 	// State is JobPending until a dispatcher takes the job, then
 	// JobRunning, then JobDone, JobCancelled or JobFailed.
 	State string `json:"state"`

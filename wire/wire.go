@@ -39,6 +39,17 @@ type Start struct {
 	Revision string `json:"revision,omitempty"`
 	// Input is the run input (absent means null).
 	Input json.RawMessage `json:"input,omitempty"`
+	// Event, when present, is delivered in the same step: right after
+	// the start that creates the run, or, when the run exists and has
+	// not ended, to it alone (signal with start).
+	Event *StartEvent `json:"event,omitempty"`
+}
+
+// StartEvent is the event a start carries.
+type StartEvent struct {
+	Type string `json:"type"`
+	// Payload is the event's payload (absent: an event without one).
+	Payload json.RawMessage `json:"payload,omitempty"`
 }
 
 // Invocation is the body of a task invocation a worker receives.
@@ -114,6 +125,22 @@ type Reset struct {
 	To       uint64 `json:"to"`
 	Reason   string `json:"reason,omitempty"`
 	Operator string `json:"operator,omitempty"`
+}
+
+// Migrate is the body of a migration: the run moves from revision From
+// to revision To of its workflow, which a replay of its history under
+// To found the same (docs/REVISIONS.md). Proof is the fingerprint of the
+// run's state the check proved (step.Proof): a run that took an input
+// since refuses the move. Divergence, when set, is the first difference
+// the check found: the run refuses the move with it, so that status and
+// history show why it stayed.
+type Migrate struct {
+	From       string `json:"from"`
+	To         string `json:"to"`
+	Proof      string `json:"proof,omitempty"`
+	Divergence string `json:"divergence,omitempty"`
+	Reason     string `json:"reason,omitempty"`
+	Operator   string `json:"operator,omitempty"`
 }
 
 // Status is announced on a run's status subject at every status change.

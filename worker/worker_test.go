@@ -447,7 +447,12 @@ func TestResultAboveTheStreamLimitBecomesTaskError(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := s.GetLastMsgForSubject(testCtx(t), b.names.Result("r1"))
+	info, err := s.Info(testCtx(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	stored := b.names.StoredInput(b.names.Result("r1"), provision.Partitions(info.Config))
+	m, err := s.GetLastMsgForSubject(testCtx(t), stored)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -97,10 +97,12 @@ func TestTokenSecretAcrossDispatchers(t *testing.T) {
 	names := subjects.Must("")
 	ackWait := func() time.Duration {
 		t.Helper()
-		c, err := js.Consumer(context.Background(), names.InputStream(), names.DispatcherConsumer())
-		if err != nil {
-			t.Fatal(err)
-		}
+		// Partition 0's consumer: every partition's has the same AckWait.
+		var c jetstream.Consumer
+		natstest.WaitFor(t, time.Minute, "a dispatcher consumer of partition 0", func() (err error) {
+			c, err = js.Consumer(context.Background(), names.InputStream(), names.PartitionConsumer(0))
+			return err
+		})
 		return c.CachedInfo().Config.AckWait
 	}
 	if got := ackWait(); got != 5*time.Second {
@@ -129,9 +131,16 @@ func TestTokenSecretAcrossDispatchers(t *testing.T) {
 	if got := disp.stderr.String(); !strings.Contains(got, "fingerprint "+fp) || !strings.Contains(got, "changes the AckWait all dispatchers share") {
 		t.Errorf("dispatcher log lacks the fingerprint or the AckWait warning:\n%s", got)
 	}
-	if got := ackWait(); got != 6*time.Second {
-		t.Errorf("AckWait %v after a dispatcher with --ack-wait 6s started", got)
-	}
+	// The partitions it takes are consumed with its AckWait.
+	natstest.WaitFor(t, time.Minute, "a partition consumed with AckWait 6s", func() error {
+		for p := range 16 {
+			c, err := js.Consumer(context.Background(), names.InputStream(), names.PartitionConsumer(p))
+			if err == nil && c.CachedInfo().Config.AckWait == 6*time.Second {
+				return nil
+			}
+		}
+		return errors.New("none")
+	})
 
 	client := []string{"--nats", srv.NATS}
 	if out, errOut, exit := runEnv(t, nil, "", append([]string{"deploy", "cat", writeFile(t, "cat.json", catDoc)}, client...)...); exit != 0 {

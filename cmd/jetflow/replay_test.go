@@ -9,6 +9,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/jetflow/jetflow/fleet"
+	"github.com/jetflow/jetflow/provision"
 	"github.com/jetflow/jetflow/runrecord"
 	"github.com/jetflow/jetflow/wire"
 )
@@ -104,8 +105,10 @@ func TestHistoryAndReplay(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := stream.Purge(ctx, jetstream.WithPurgeSubject(f.Names.Start(id))); err != nil {
-		t.Fatal(err)
+	for _, subject := range f.Names.StoredStarts(id, provision.Partitions(stream.CachedInfo().Config)) {
+		if err := stream.Purge(ctx, jetstream.WithPurgeSubject(subject)); err != nil {
+			t.Fatal(err)
+		}
 	}
 	out, errOut, exit = verb(t, f, "replay", id)
 	t.Logf("replay after the start was purged: %s", errOut)

@@ -3,10 +3,12 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"regexp"
 	"strings"
 	"testing"
 
+	"github.com/jetflow/jetflow/natstest"
 	"github.com/jetflow/jetflow/wire"
 )
 
@@ -140,6 +142,105 @@ func TestEventWaitSaysWhatTheEventDid(t *testing.T) {
 	}
 	if _, errOut, exit := verb(t, f, "event", "ew-1", "go", "--wait", "--before-start"); exit == 0 || !strings.Contains(errOut, "--wait and --before-start") {
 		t.Errorf("--wait with --before-start: exit %d, %q", exit, errOut)
+	}
+}
+
+// deskDoc answers each "ask" with a task, then waits again; "close" ends it.
+const deskDoc = `{"$workflow":"0.2","revision":"d1","initial":"idle","states":{
+ "idle":{"on":[{"event":"ask","to":"answer"},{"event":"close","to":"end"}]},
+ "answer":{"work":{"task":"echo","version":"1"},"then":"idle"},
+ "end":{"final":true}}}`
+
+// TestEventWaitStateAnswers: --wait-state follows the run past the step
+// that took the event until it is back in the state named, and prints its
+// data; --wait-settled follows it to its end; a misspelt state is refused
+// before anything is sent.
+func TestEventWaitStateAnswers(t *testing.T) {
+	t.Parallel()
+	f := verbServer(t)
+	if _, err := f.Deploy(t.Context(), "desk", []byte(deskDoc)); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{"desk-1", "desk-2"} {
+		if _, _, exit := verb(t, f, "start", "desk", "--id", id, "--input", `{"n":7}`); exit != 0 {
+			t.Fatal("start failed")
+		}
+		waitStatus(t, f, id, wire.StatusWaiting)
+	}
+	out, errOut, exit := verb(t, f, "event", "desk-1", "ask", "--wait-state", "idle", "--json")
+	var a struct {
+		Verdict string
+		Reached bool
+		Status  wire.Status
+		States  []string
+		Data    map[string]any
+	}
+	if err := json.Unmarshal([]byte(out), &a); exit != 0 || err != nil || a.Verdict != "moved" || !a.Reached ||
+		a.Status.Status != wire.StatusWaiting || strings.Join(a.States, ",") != "idle" || a.Data["n"] != 7.0 {
+		t.Errorf("--wait-state idle: exit %d, %q %q (%v)", exit, out, errOut, err)
+	}
+	h, _, _ := verb(t, f, "history", "desk-1")
+	if !strings.Contains(h, "echo") {
+		t.Errorf("the answer's task is not in the history:\n%s", h)
+	}
+	_, errOut, exit = verb(t, f, "event", "desk-1", "ask", "--wait-state", "idel")
+	if exit == 0 || !strings.Contains(errOut, `--wait-state: workflow desk (revision d1) of run desk-1 has no state "idel" (did you mean "idle"?); its states: `) {
+		t.Errorf("a misspelt state: exit %d, %q", exit, errOut)
+	}
+	if st, _ := f.Client.Status(t.Context(), "desk-1"); st == nil || st.State != "/states/idle" {
+		t.Errorf("the refused wait sent its event: %+v", st)
+	}
+	out, errOut, exit = verb(t, f, "event", "desk-2", "close", "--wait-state", "answer")
+	if exit != 1 || !strings.Contains(out, "run desk-2 settled (done, in end) without entering answer\nresult: {\"n\":7}\ndata: {\"n\":7}\n") {
+		t.Errorf("a run that settles before the state: exit %d, %q %q", exit, out, errOut)
+	}
+	out, errOut, exit = verb(t, f, "event", "desk-1", "close", "--wait-settled")
+	if exit != 0 || !strings.Contains(out, "moved: it took the transition from idle to end; the run is done\nrun desk-1 is done (in end)\n") {
+		t.Errorf("--wait-settled: exit %d, %q %q", exit, out, errOut)
+	}
+}
+
+// TestStartWithEvent: start --event delivers the event in the start's
+// step, or to the run alone when it exists and is live, and refuses an
+// ended run; the run's history holds one input for both.
+func TestStartWithEvent(t *testing.T) {
+	t.Parallel()
+	f := verbServer(t)
+	if _, err := f.Deploy(t.Context(), "desk", []byte(deskDoc)); err != nil {
+		t.Fatal(err)
+	}
+	if _, errOut, exit := verb(t, f, "start", "desk", "--id", "se-1", "--event", "close", "--wait"); exit != 0 {
+		t.Fatalf("start --event close --wait: exit %d, %s", exit, errOut)
+	}
+	h, _, _ := verb(t, f, "history", "se-1", "--json")
+	if n := strings.Count(h, "\n"); n != 1 || !strings.Contains(h, `"event":{"type":"close"}`) {
+		t.Errorf("the history of a start with its event holds %d inputs:\n%s", n, h)
+	}
+	if h, _, _ := verb(t, f, "history", "se-1"); !strings.Contains(h, "event=close") {
+		t.Errorf("the history does not show the start's event:\n%s", h)
+	}
+	if _, _, exit := verb(t, f, "start", "desk", "--id", "se-2", "--input", `{"n":1}`); exit != 0 {
+		t.Fatal("start failed")
+	}
+	waitStatus(t, f, "se-2", wire.StatusWaiting)
+	_, errOut, exit := verb(t, f, "start", "desk", "--id", "se-2", "--event", "ask", "--payload", `{"q":1}`)
+	if exit != 0 || !strings.Contains(errOut, "run se-2 already exists (it is waiting): the event goes to it alone") {
+		t.Errorf("start --event of a live run: exit %d, %q", exit, errOut)
+	}
+	natstest.WaitFor(t, verbBound, "the event to reach se-2", func() error {
+		out, _, _ := verb(t, f, "history", "se-2")
+		if strings.Count(out, "echo") == 0 {
+			return fmt.Errorf("no task yet:\n%s", out)
+		}
+		return nil
+	})
+	verb(t, f, "event", "se-2", "close", "--wait-settled")
+	_, errOut, exit = verb(t, f, "start", "desk", "--id", "se-2", "--event", "close")
+	if exit != 1 || !strings.Contains(errOut, "run se-2 already exists and is done: it would refuse event close") {
+		t.Errorf("start --event of an ended run: exit %d, %q", exit, errOut)
+	}
+	if _, errOut, exit := verb(t, f, "start", "desk", "--payload", "1"); exit == 0 || !strings.Contains(errOut, "give --event TYPE too") {
+		t.Errorf("--payload without --event: exit %d, %q", exit, errOut)
 	}
 }
 

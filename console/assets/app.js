@@ -14,6 +14,7 @@ function route() {
   if (path === '/jobs') return jobsPage(main);
   if ((m = path.match(/^\/jobs\/([^/]+)$/))) return jobPage(main, decodeURIComponent(m[1]));
   if (path === '/audit') return auditPage(main);
+  if (path === '/schedules') return schedulesPage(main);
   fill(main, h('h1', {}, 'Not found'), h('p', {}, link('/', 'Runs')));
 }
 

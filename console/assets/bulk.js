@@ -4,7 +4,7 @@
 // dispatchers carry out; the page follows it on the job's page.
 'use strict';
 
-const BULK_OPERATIONS = ['cancel', 'pause', 'resume', 'terminate', 'redrive'];
+const BULK_OPERATIONS = ['cancel', 'pause', 'resume', 'terminate', 'redrive', 'migrate'];
 
 // whereOf reads the search box's NAME=VALUE words as search attribute
 // conditions (the server checks them); null for a search by run id.
@@ -26,6 +26,8 @@ function bulkPanel(current) {
   const field = (id, label, placeholder) => h('input', { id: id, placeholder: placeholder, 'aria-label': label, autocomplete: 'off' });
   const op = h('select', { id: 'bulk-op', 'aria-label': 'Operation' }, BULK_OPERATIONS.map(o => h('option', { value: o }, o)));
   const reason = field('bulk-reason', 'Reason', 'reason (required to terminate)');
+  const to = field('bulk-to', 'To revision', 'the deployed revision (migrate)');
+  const toLabel = h('label', { hidden: true }, 'To revision ', to);
   const revision = field('bulk-revision', 'Revision', 'any revision');
   const stateIn = field('bulk-state', 'State', 'any state (its name or id)');
   const after = field('bulk-started-after', 'Started after', 'RFC 3339 time, or 2h ago');
@@ -37,7 +39,7 @@ function bulkPanel(current) {
   const el = h('details', { class: 'panel bulk', id: 'bulk' },
     h('summary', {}, 'Act on the runs of this filter'),
     scope,
-    h('div', { class: 'form' }, h('label', {}, 'Operation ', op), h('label', {}, 'Reason ', reason)),
+    h('div', { class: 'form' }, h('label', {}, 'Operation ', op), toLabel, h('label', {}, 'Reason ', reason)),
     h('p', { class: 'muted' }, 'Narrow further (the list does not show these; the count does):'),
     h('div', { class: 'form' }, h('label', {}, 'Revision ', revision), h('label', {}, 'State ', stateIn),
       h('label', {}, 'Started after ', after), h('label', {}, 'Started before ', before)),
@@ -75,10 +77,12 @@ function bulkPanel(current) {
     return f;
   }
 
-  for (const input of [op, reason, revision, stateIn, after, before, match]) input.addEventListener('input', () => fill(out));
+  for (const input of [op, reason, to, revision, stateIn, after, before, match]) input.addEventListener('input', () => fill(out));
+  op.addEventListener('change', () => { toLabel.hidden = op.value !== 'migrate'; });
   count.addEventListener('click', async () => {
     fill(out, h('p', { class: 'muted' }, 'Counting…'));
     const body = { operation: op.value, reason: reason.value.trim() };
+    if (op.value === 'migrate') body.revision = to.value.trim();
     try { body.filter = filter(); } catch (e) { fill(out, errorBox('The match query is not JSON: ' + e.message)); return; }
     let n;
     try { n = await post('/bulk/count', body); } catch (e) { fill(out, errorBox(e)); return; }
@@ -88,7 +92,7 @@ function bulkPanel(current) {
     confirmStep(confirmBox, 'Submit a bulk ' + body.operation + ' of the runs this filter matches? The dispatchers carry it out, even if this page closes.',
       n.command, 'Submit job', async () => {
         try {
-          const j = await post('/jobs', { operation: body.operation, reason: body.reason, filter: n.filter });
+          const j = await post('/jobs', { operation: body.operation, reason: body.reason, revision: body.revision, filter: n.filter });
           navigate('/jobs/' + encodeURIComponent(j.id));
         } catch (e) { fill(out, errorBox(e)); }
       });

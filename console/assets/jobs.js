@@ -53,7 +53,7 @@ async function jobsPage(main) {
       result.flags = j.flags;
       return h('tr', { dataset: { job: j.id, state: j.state } },
         h('td', { class: 'id' }, link('/jobs/' + encodeURIComponent(j.id), j.id)),
-        h('td', {}, j.operation), h('td', {}, filterText(j.filter)), h('td', {}, statusBadge(j.state)), h('td', {}, jobProgress(j)),
+        h('td', {}, j.operation + (j.revision ? ' to ' + j.revision : '')), h('td', {}, filterText(j.filter)), h('td', {}, statusBadge(j.state)), h('td', {}, jobProgress(j)),
         h('td', { class: 'num' }, String(j.sent)), h('td', { class: 'num' }, String(j.skipped)), h('td', { class: 'num' }, String(j.errors)),
         h('td', { class: 'time' }, j.created), h('td', {}, cancelJobButton(j, result)));
     }));
@@ -88,6 +88,7 @@ async function jobPage(main, id) {
         term('Skipped', String(j.skipped) + ' (matched but could not take a ' + j.operation + ')'),
         term('Errors', String(j.errors)),
         j.error ? term('Error', h('span', { class: 'error' }, j.error)) : null,
+        j.revision ? term('To revision', h('span', { id: 'job-to' }, j.revision)) : null,
         term('Filter', filterText(j.filter)),
         term('Reason', j.reason || ''),
         term('Submitted', j.created + (j.by ? ' by ' + j.by : '')),

@@ -33,11 +33,12 @@ async function workflowPage(main, name) {
   const works = h('div', { id: 'work-states', class: 'chips' });
   const dag = h('div', { id: 'dag', class: 'diagram' });
   const doc = h('details', {}, h('summary', {}, 'Document'));
+  const check = h('div');
   fill(main, h('p', {}, link('/workflows', '← Workflows')), head,
     h('div', { class: 'columns' },
       h('section', { class: 'panel' }, h('h2', {}, 'Statechart'), chart, h('h3', {}, 'Work states'), works),
       h('section', { class: 'panel' }, h('h2', { id: 'dag-title' }, 'DAG'), dag)),
-    h('section', { class: 'panel' }, doc));
+    h('section', { class: 'panel' }, doc), check);
   let v;
   try {
     v = await api('/workflows/' + encodeURIComponent(name) + (revision ? '?revision=' + encodeURIComponent(revision) : ''));
@@ -53,6 +54,7 @@ async function workflowPage(main, name) {
       h('span', { class: 'muted' }, ' deployed ' + fmtTime(r.deployed) + ', '),
       link('/?workflow=' + encodeURIComponent(name), h('span', { class: 'active-count', dataset: { revision: r.revision } }, String(r.active)), ' active')])));
   drawHead(v);
+  fill(check, checkPanel(name, v.revisions || [], v.latest));
   fill(chart, svgNode(v.chart));
   const show = async state => {
     try {

@@ -20,17 +20,10 @@ type run struct {
 	ext     map[string]any
 	b       *query.Budget
 	// the pre-pass trie: an entry per selected location and per location
-	// on the way to one, found by its parent and step
-	edges   map[edge]*entry
+	// on the way to one, found from its parent by its step
 	entries []entry // the current slab entries are cut from
 	locs    []loc   // the current slab locations are cut from
 	hosts   []*host // one per dispatch depth, reused
-}
-
-type edge struct {
-	parent *entry
-	name   string
-	index  int
 }
 
 // loc is a value's location: a list of steps from the root (whose loc has
@@ -47,6 +40,78 @@ type loc struct {
 type entry struct {
 	bits uint64   // rules 0-63
 	wide []uint64 // all rules, when there are more than 64
+	// the children: by array index (nil where none), and by member name,
+	// a list while it is short (its first in place, so that the common
+	// single child costs no allocation) and a map beside it once it is not
+	items  []*entry
+	first  namedEntry
+	names  []namedEntry // the named children after first
+	byName map[string]*entry
+}
+
+type namedEntry struct {
+	name string
+	e    *entry
+}
+
+// manyNames is the number of named children past which an entry finds
+// them by hashing rather than by comparing.
+const manyNames = 8
+
+func (e *entry) kid(s query.Seg) *entry {
+	if s.Index >= 0 {
+		if s.Index < len(e.items) {
+			return e.items[s.Index]
+		}
+		return nil
+	}
+	if e.byName != nil {
+		return e.byName[s.Name]
+	}
+	if e.first.e != nil && e.first.name == s.Name {
+		return e.first.e
+	}
+	for i := range e.names {
+		if e.names[i].name == s.Name {
+			return e.names[i].e
+		}
+	}
+	return nil
+}
+
+func (e *entry) addKid(s query.Seg, c *entry) {
+	if s.Index >= 0 {
+		for len(e.items) <= s.Index {
+			e.items = append(e.items, nil)
+		}
+		e.items[s.Index] = c
+		return
+	}
+	if e.first.e == nil {
+		e.first = namedEntry{s.Name, c}
+		return
+	}
+	e.names = append(e.names, namedEntry{s.Name, c})
+	if e.byName != nil {
+		e.byName[s.Name] = c
+	} else if len(e.names) >= manyNames {
+		e.byName = make(map[string]*entry, 2*len(e.names)+2)
+		e.byName[e.first.name] = e.first.e
+		for _, n := range e.names {
+			e.byName[n.name] = n.e
+		}
+	}
+}
+
+// eachName calls fn with the name of every named child.
+func (e *entry) eachName(fn func(string)) {
+	if e.first.e == nil {
+		return
+	}
+	fn(e.first.name)
+	for _, n := range e.names {
+		fn(n.name)
+	}
 }
 
 func (e *entry) set(i int, n int) {
@@ -81,15 +146,14 @@ func (r *run) child(e *entry, s query.Seg) *entry {
 	if e == nil {
 		return nil
 	}
-	return r.edges[edge{e, s.Name, s.Index}]
+	return e.kid(s)
 }
 
 func (r *run) makeChild(e *entry, s query.Seg) *entry {
-	k := edge{e, s.Name, s.Index}
-	c := r.edges[k]
+	c := e.kid(s)
 	if c == nil {
 		c = r.newEntry()
-		r.edges[k] = c
+		e.addKid(s, c)
 	}
 	return c
 }
@@ -218,7 +282,6 @@ func (q seq) appendTo(out []any) []any {
 // the walk dispatches does: the walks are bounded with the bodies.
 func (r *run) prepass() (*entry, *fault.Error) {
 	root := r.newEntry()
-	r.edges = map[edge]*entry{}
 	n := len(r.s.rules)
 	for _, rl := range r.s.rules {
 		if !rl.hasPath {
@@ -347,11 +410,11 @@ func (r *run) builtIn(v any, l *loc, m *mode, depth, applies int) (seq, *fault.E
 			out = maps.Clone(x)
 			var buf [8]string
 			keys = buf[:0]
-			for k := range x {
-				if r.edges[edge{e, k, -1}] != nil {
-					keys = append(keys, k)
+			e.eachName(func(name string) {
+				if _, ok := x[name]; ok {
+					keys = append(keys, name)
 				}
-			}
+			})
 			value.SortKeys(keys)
 		} else {
 			out = make(map[string]any, len(x))
@@ -377,7 +440,7 @@ func (r *run) builtIn(v any, l *loc, m *mode, depth, applies int) (seq, *fault.E
 	case []any:
 		out := make([]any, 0, len(x))
 		for i, c := range x {
-			if e != nil && r.edges[edge{e, "", i}] == nil {
+			if e != nil && e.kid(query.Seg{Index: i}) == nil {
 				out = append(out, c)
 				continue
 			}

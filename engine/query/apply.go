@@ -62,10 +62,10 @@ func (q *Query) Hosted(b *Budget, h Host, data any) (one any, many []any, n int,
 	case emptySeq:
 		return nil, nil, 0, nil
 	case *multi:
-		if err := q.checkResult(len(x.items)); err != nil {
+		if err := q.checkResult(x.len()); err != nil {
 			return nil, nil, 0, err
 		}
-		return nil, x.items, len(x.items), nil
+		return nil, x.items(), x.len(), nil
 	}
 	return v, nil, 1, nil
 }

@@ -242,7 +242,7 @@ func (c *compiler) object(obj map[string]any, path string, sc *scope, depth int)
 				case emptySeq:
 					continue
 				case *multi:
-					throw(fault.JQ2001, "member '"+m.name+"' evaluated to "+strconv.Itoa(len(x.items))+
+					throw(fault.JQ2001, "member '"+m.name+"' evaluated to "+strconv.Itoa(x.len())+
 						" items; an object member takes exactly one", m.path)
 				}
 				out[m.name] = v
@@ -329,7 +329,7 @@ func (c *compiler) mapConstructor(arg any, opPath string, sc *scope, depth int) 
 			case emptySeq:
 				continue
 			case *multi:
-				throw(fault.JQ2001, "member '"+k+"' evaluated to "+strconv.Itoa(len(x.items))+
+				throw(fault.JQ2001, "member '"+k+"' evaluated to "+strconv.Itoa(x.len())+
 					" items; an object member takes exactly one", p.valPath)
 			}
 			out[k] = v

@@ -83,7 +83,12 @@ func simplifyLine(v any, sqTol float64, isRing bool) any {
 	}
 	keep := make([]bool, len(pts))
 	keep[0], keep[len(pts)-1] = true, true
-	dpStep(pts, 0, len(pts)-1, sqTol, keep)
+	var buf [64]float64
+	if xy := numericPositions(pts, buf[:0]); xy != nil {
+		dpStepXY(xy, 0, len(pts)-1, sqTol, keep)
+	} else {
+		dpStep(pts, 0, len(pts)-1, sqTol, keep)
+	}
 	out := make([]any, 0, len(pts))
 	for i, k := range keep {
 		if k {
@@ -130,6 +135,65 @@ func sqSegDist(p, a, b any) float64 {
 			ay, oky := item(a, 1)
 			x = jsAdd(ax, okx, float64(dx*t))
 			y = jsAdd(ay, oky, float64(dy*t))
+		}
+	}
+	dx, dy = px-x, py-y
+	return float64(dx*dx) + float64(dy*dy)
+}
+
+// numericPositions appends each position's longitude and latitude to xy
+// when every position is an array whose first two items are numbers (the
+// case worth a fast path); nil when one is not, and then the recursion
+// reads each position as JavaScript would, every time it looks at it.
+func numericPositions(pts []any, xy []float64) []float64 {
+	for _, p := range pts {
+		a, ok := p.([]any)
+		if !ok || len(a) < 2 {
+			return nil
+		}
+		x, okx := a[0].(float64)
+		y, oky := a[1].(float64)
+		if !okx || !oky {
+			return nil
+		}
+		xy = append(xy, x, y)
+	}
+	return xy
+}
+
+// dpStepXY is dpStep over positions already read as numbers.
+func dpStepXY(xy []float64, first, last int, sqTol float64, keep []bool) {
+	maxSq, index := sqTol, -1
+	ax, ay := xy[2*first], xy[2*first+1]
+	bx, by := xy[2*last], xy[2*last+1]
+	for i := first + 1; i < last; i++ {
+		if d := sqSegDistXY(xy[2*i], xy[2*i+1], ax, ay, bx, by); d > maxSq {
+			maxSq, index = d, i
+		}
+	}
+	if index < 0 {
+		return
+	}
+	keep[index] = true
+	if index-first > 1 {
+		dpStepXY(xy, first, index, sqTol, keep)
+	}
+	if last-index > 1 {
+		dpStepXY(xy, index, last, sqTol, keep)
+	}
+}
+
+// sqSegDistXY is sqSegDist over numbers, in the same order of operations.
+func sqSegDistXY(px, py, ax, ay, bx, by float64) float64 {
+	x, y := ax, ay
+	dx, dy := bx-x, by-y
+	if dx != 0 || dy != 0 {
+		t := (float64((px-x)*dx) + float64((py-y)*dy)) / (float64(dx*dx) + float64(dy*dy))
+		if t > 1 {
+			x, y = bx, by
+		} else if t > 0 {
+			x = ax + float64(dx*t)
+			y = ay + float64(dy*t)
 		}
 	}
 	dx, dy = px-x, py-y

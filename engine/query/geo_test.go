@@ -3,7 +3,9 @@ package query
 import (
 	"math"
 	"math/big"
+	"math/rand/v2"
 	"reflect"
+	"slices"
 	"testing"
 
 	"github.com/jetflow/jetflow/engine/value"
@@ -202,5 +204,35 @@ func TestGeohashRoundTrip(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// TestSimplifyNumericPathAgrees holds the numeric Douglas–Peucker to the
+// one that reads every position as JavaScript would: the same vertices
+// kept, on lines whose vertices sit near their segments.
+func TestSimplifyNumericPathAgrees(t *testing.T) {
+	t.Parallel()
+	rng := rand.New(rand.NewPCG(14, 14))
+	for round := range 2000 {
+		n := 3 + rng.IntN(40)
+		pts := make([]any, n)
+		for i := range pts {
+			pts[i] = []any{float64(i)*0.01 + rng.NormFloat64()*0.003, 52 + rng.NormFloat64()*0.003}
+		}
+		tol := rng.Float64() * 0.005
+		slow := make([]bool, n)
+		fast := make([]bool, n)
+		dpStep(pts, 0, n-1, tol*tol, slow)
+		xy := numericPositions(pts, nil)
+		if xy == nil {
+			t.Fatal("numeric positions not read as numbers")
+		}
+		dpStepXY(xy, 0, n-1, tol*tol, fast)
+		if !slices.Equal(slow, fast) {
+			t.Fatalf("round %d: kept %v, want %v", round, fast, slow)
+		}
+	}
+	if numericPositions([]any{[]any{1.0, "2"}}, nil) != nil {
+		t.Error("a string coordinate took the numeric path")
 	}
 }

@@ -194,21 +194,21 @@ func comparison(cmp func(x, y any) bool) opEntry {
 			case !lok && !rok:
 				return cmp(lv, rv)
 			case lok && rok:
-				for _, x := range lm.items {
-					for _, y := range rm.items {
+				for _, x := range lm.items() {
+					for _, y := range rm.items() {
 						if cmp(x, y) {
 							return true
 						}
 					}
 				}
 			case lok:
-				for _, x := range lm.items {
+				for _, x := range lm.items() {
 					if cmp(x, rv) {
 						return true
 					}
 				}
 			default:
-				for _, y := range rm.items {
+				for _, y := range rm.items() {
 					if cmp(lv, y) {
 						return true
 					}

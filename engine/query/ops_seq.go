@@ -127,11 +127,11 @@ func init() {
 			if !ok {
 				return v
 			}
-			seen := make(map[string]bool, len(m.items))
-			out := make([]any, 0, len(m.items))
-			f.allocItems(len(m.items), opPath)
-			f.chargeObject(len(m.items), opPath)
-			for _, item := range m.items {
+			seen := make(map[string]bool, len(m.items()))
+			out := make([]any, 0, len(m.items()))
+			f.allocItems(len(m.items()), opPath)
+			f.chargeObject(len(m.items()), opPath)
+			for _, item := range m.items() {
 				k := stableKeyString(item)
 				f.alloc(len(k), opPath)
 				if !seen[k] {
@@ -150,8 +150,8 @@ func init() {
 			if !ok {
 				return v
 			}
-			f.allocItems(len(m.items), opPath)
-			out := slices.Clone(m.items)
+			f.allocItems(len(m.items()), opPath)
+			out := slices.Clone(m.items())
 			slices.Reverse(out)
 			return seqOf(out)
 		}
@@ -196,7 +196,7 @@ func init() {
 			if !ok {
 				return empty
 			}
-			return seqOf(m.items[1:])
+			return seqOf(m.items()[1:])
 		}
 	})
 	operators["$subsequence"] = nary(2, 3, func(a []arg, _ string) getter {

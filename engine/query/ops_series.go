@@ -184,7 +184,7 @@ func seriesRows(v any, path string) []any {
 	case emptySeq:
 		return nil
 	case *multi:
-		return x.items
+		return x.items()
 	case []any:
 		return x
 	case map[string]any:
@@ -196,13 +196,17 @@ func seriesRows(v any, path string) []any {
 
 // emitRows turns answers into a sequence of records, charged.
 func emitRows(f *frame, rows []bucketRow, path string) any {
-	items := make([]any, len(rows))
-	for i, r := range rows {
+	for range rows {
 		f.chargeObject(3, path)
-		items[i] = r.record()
 	}
-	f.charge(len(items), path)
-	return seqOf(items)
+	f.charge(len(rows), path)
+	switch len(rows) {
+	case 0:
+		return empty
+	case 1:
+		return rows[0].record()
+	}
+	return &multi{rows: rows}
 }
 
 func init() {
@@ -399,8 +403,9 @@ func buildResample(a []arg, _ string, later func(func())) getter {
 		rows := seriesRows(a[0].get(f), a[0].path)
 		var out []bucketRow
 		kernelRun(a[1].path, func() {
-			samples := canonicalSamples(f, rows, s.at, s.value, a[1].path)
-			out = resample(f, samples, s, a[1].path)
+			sc := borrowScratch()
+			out = resample(f, canonicalSamples(f, sc, rows, s.at, s.value, a[1].path), s, a[1].path)
+			sc.release()
 		})
 		return emitRows(f, out, a[1].path)
 	}
@@ -432,7 +437,9 @@ func buildRolling(a []arg, _ string, later func(func())) getter {
 		rows := seriesRows(a[0].get(f), a[0].path)
 		var out []bucketRow
 		kernelRun(a[1].path, func() {
-			out = rolling(canonicalSamples(f, rows, s.at, s.value, a[1].path), s)
+			sc := borrowScratch()
+			out = rolling(canonicalSamples(f, sc, rows, s.at, s.value, a[1].path), s)
+			sc.release()
 		})
 		return emitRows(f, out, a[1].path)
 	}
@@ -486,16 +493,24 @@ func buildAsof(a []arg, opPath string, later func(func())) getter {
 	return func(f *frame) any {
 		left := seriesRows(a[0].get(f), a[0].path)
 		right := seriesRows(a[1].get(f), a[1].path)
-		var out []any
+		var out []asofJoin
 		kernelRun(specPath, func() {
-			l := canonicalSamples(f, left, s.leftAt, valueMember, specPath)
-			r := canonicalSamples(f, right, s.rightAt, valueMember, specPath)
-			out = asof(f, l, r, s, specPath)
+			sc := borrowScratch()
+			l := canonicalSamples(f, sc, left, s.leftAt, valueMember, specPath)
+			r := canonicalSamples(f, sc, right, s.rightAt, valueMember, specPath)
+			out = asof(f, sc, left, right, l, r, s, specPath)
+			sc.release()
 		})
 		for range out {
 			f.chargeObject(3, specPath)
 		}
 		f.charge(len(out), specPath)
-		return seqOf(out)
+		switch len(out) {
+		case 0:
+			return empty
+		case 1:
+			return out[0].record()
+		}
+		return &multi{joins: out}
 	}
 }

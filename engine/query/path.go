@@ -131,7 +131,7 @@ func (p *jsonPath) getter(slot int, external bool, name, docPath string) getter 
 			return empty
 		case *multi:
 			var acc []any
-			for _, item := range x.items {
+			for _, item := range x.items() {
 				acc = p.selectInto(acc, item, root)
 			}
 			f.charge(len(acc), docPath)

@@ -197,10 +197,10 @@ func (q *Query) eval(data any, ext map[string]any, b *Budget) (result any, ok bo
 	case emptySeq:
 		return nil, false, nil
 	case *multi:
-		if err := q.checkResult(len(x.items)); err != nil {
+		if err := q.checkResult(x.len()); err != nil {
 			return nil, false, err
 		}
-		return x.items, true, nil
+		return x.items(), true, nil
 	}
 	return v, true, nil
 }

@@ -17,7 +17,47 @@ type emptySeq struct{}
 
 var empty any = emptySeq{}
 
-type multi struct{ items []any }
+type multi struct {
+	xs []any // the items, once built
+	// answers of a series operator not yet built as records: they are
+	// counted without building them, and built once when an item is read
+	rows  []bucketRow
+	joins []asofJoin
+}
+
+// items returns the items, building deferred records on the first read
+// (shared, do not mutate).
+func (m *multi) items() []any {
+	if m.xs == nil {
+		m.xs = m.build()
+	}
+	return m.xs
+}
+
+// len is the number of items, without building them.
+func (m *multi) len() int {
+	if m.xs != nil {
+		return len(m.xs)
+	}
+	return len(m.rows) + len(m.joins)
+}
+
+func (m *multi) build() []any {
+	if m.rows != nil {
+		xs := make([]any, len(m.rows))
+		for i := range m.rows {
+			xs[i] = m.rows[i].record()
+		}
+		m.rows = nil
+		return xs
+	}
+	xs := make([]any, len(m.joins))
+	for i := range m.joins {
+		xs[i] = m.joins[i].record()
+	}
+	m.joins = nil
+	return xs
+}
 
 func isEmpty(v any) bool { _, ok := v.(emptySeq); return ok }
 
@@ -29,7 +69,7 @@ func seqOf(items []any) any {
 	case 1:
 		return items[0]
 	}
-	return &multi{items: items}
+	return &multi{xs: items}
 }
 
 // appendSeq flattens a sequence value onto acc.
@@ -38,7 +78,7 @@ func appendSeq(acc []any, v any) []any {
 	case emptySeq:
 		return acc
 	case *multi:
-		return append(acc, x.items...)
+		return append(acc, x.items()...)
 	}
 	return append(acc, v)
 }
@@ -49,7 +89,7 @@ func itemsOf(v any) []any {
 	case emptySeq:
 		return nil
 	case *multi:
-		return x.items
+		return x.items()
 	}
 	return []any{v}
 }
@@ -59,14 +99,14 @@ func seqLen(v any) int {
 	case emptySeq:
 		return 0
 	case *multi:
-		return len(x.items)
+		return x.len()
 	}
 	return 1
 }
 
 func firstItem(v any) any {
 	if m, ok := v.(*multi); ok {
-		return m.items[0]
+		return m.items()[0]
 	}
 	return v
 }
@@ -101,7 +141,7 @@ func ebv(v any, path string) bool {
 func describe(v any) string {
 	switch x := v.(type) {
 	case *multi:
-		return "a sequence of " + strconv.Itoa(len(x.items)) + " items"
+		return "a sequence of " + strconv.Itoa(x.len()) + " items"
 	case emptySeq:
 		return "the empty sequence"
 	case nil:

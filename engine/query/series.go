@@ -1,10 +1,13 @@
 package query
 
 import (
+	"cmp"
 	"math"
 	"reflect"
+	"slices"
 	"sort"
 	"strconv"
+	"sync"
 )
 
 // The series kernels of QUERY-FORMAT §8.16, written after the
@@ -66,25 +69,29 @@ type sample struct {
 	at    float64
 	value float64
 	null  bool
-	row   any // the source row
-	boxed any // the row's own at when it is this number, to answer with
+	canon bool // the row is an object whose own at and value these are
+	row   int  // the source row's index
 }
 
 // canonicalSamples reads every row's instant and reading, refusing a row
 // that is not a sample, and sorts them stably by instant.
-func canonicalSamples(f *frame, rows []any, at, val *rowSelector, path string) []sample {
+// The slice is borrowed from scratch, which keeps it for the next
+// evaluation when the kernel is done (scratch.release).
+func canonicalSamples(f *frame, sc *scratch, rows []any, at, val *rowSelector, path string) []sample {
 	f.charge(len(rows), path)
-	out := make([]sample, len(rows))
+	out := sc.samples(len(rows))
 	sorted := true
+	// a row read through the bare names at and value is already what
+	// canonicalRow answers when its at is a number
+	bare := at.path == nil && at.name == "at" && val.path == nil && val.name == "value"
 	for i, row := range rows {
-		switch row.(type) {
-		case map[string]any, []any:
-		default:
+		_, isObj := row.(map[string]any)
+		if _, isArr := row.([]any); !isObj && !isArr {
 			refuseSeries("row " + strconv.Itoa(i) + " is not an object")
 		}
 		v, ok := at.read(row)
 		if ms, isNum := v.(float64); isNum && !math.IsInf(ms, 0) && ms == ms {
-			out[i].at, out[i].boxed = ms, v
+			out[i].at, out[i].canon = ms, bare && isObj
 		} else {
 			out[i].at = epochAt(v, ok, i)
 		}
@@ -104,15 +111,67 @@ func canonicalSamples(f *frame, rows []any, at, val *rowSelector, path string) [
 		if !ok {
 			refuseSeries("row " + strconv.Itoa(i) + ", value: neither a finite number nor null")
 		}
-		out[i].row = row
+		out[i].row = i
 		if i > 0 && out[i-1].at > out[i].at {
 			sorted = false
 		}
 	}
 	if !sorted {
-		sort.SliceStable(out, func(a, b int) bool { return out[a].at < out[b].at })
+		slices.SortStableFunc(out, func(a, b sample) int { return cmp.Compare(a.at, b.at) })
 	}
 	return out
+}
+
+// scratch lends the sample slices of one kernel run; release clears and
+// keeps them for the next run, which saves the largest allocation of a
+// series evaluation (the samples hold no answer: what a kernel answers is
+// copied out of them).
+type scratch struct {
+	bufs [2][]sample
+	used int
+	all  asofGroup // the ungrouped $asof's one group
+}
+
+var scratchPool = sync.Pool{New: func() any { return new(scratch) }}
+
+func borrowScratch() *scratch { return scratchPool.Get().(*scratch) }
+
+func (sc *scratch) samples(n int) []sample {
+	b := &sc.bufs[sc.used]
+	sc.used++
+	if cap(*b) < n {
+		*b = make([]sample, n)
+	}
+	out := (*b)[:n]
+	clear(out)
+	return out
+}
+
+// group returns the ungrouped $asof's group, empty, with room for n rows.
+func (sc *scratch) group(n int) *asofGroup {
+	g := &sc.all
+	if cap(g.rows) < n {
+		g.rows, g.at = make([]map[string]any, 0, n), make([]float64, 0, n)
+	}
+	g.rows, g.at, g.groupEnd, g.cursor = g.rows[:0], g.at[:0], g.groupEnd[:0], 0
+	return g
+}
+
+// release forgets the rows the samples and the group point at and keeps
+// the slices; very large ones are left to the collector.
+func (sc *scratch) release() {
+	clear(sc.all.rows[:cap(sc.all.rows)])
+	if cap(sc.all.rows) > 1<<14 {
+		sc.all = asofGroup{}
+	}
+	for i := range sc.bufs[:sc.used] {
+		clear(sc.bufs[i])
+		if cap(sc.bufs[i]) > 1<<14 {
+			sc.bufs[i] = nil
+		}
+	}
+	sc.used = 0
+	scratchPool.Put(sc)
 }
 
 func epochAt(v any, present bool, i int) (ms float64) {
@@ -133,7 +192,7 @@ func lowerBound(s []sample, at float64) int {
 type bucketRow struct {
 	at, value, count float64
 	null             bool
-	boxed            any // at, already an interface value, or nil
+	empty            bool // a bucket no row fell in, for the fill
 }
 
 // smallCounts are the counts 0-255 as interface values, so that an
@@ -150,10 +209,6 @@ func (r bucketRow) record() map[string]any {
 	if !r.null {
 		v = r.value
 	}
-	at := r.boxed
-	if at == nil {
-		at = r.at
-	}
 	var count any
 	if r.count < float64(len(smallCounts)) {
 		count = smallCounts[int(r.count)]
@@ -161,7 +216,7 @@ func (r bucketRow) record() map[string]any {
 		count = r.count
 	}
 	m := make(map[string]any, 3)
-	m["at"], m["value"], m["count"] = at, v, count
+	m["at"], m["value"], m["count"] = r.at, v, count
 	return m
 }
 
@@ -221,9 +276,9 @@ func resample(f *frame, samples []sample, s *resampleSpec, path string) []bucket
 	if !s.hasEnd {
 		limit = samples[to-1].at + 1
 	}
-	var out []bucketRow
-	var empties []int
 	l := s.ladder
+	out := make([]bucketRow, 0, bucketsBetween(l, firstAt, limit))
+	empties := 0
 	index := l.indexOf(firstAt)
 	start := l.startOf(index)
 	i := from
@@ -266,8 +321,8 @@ func resample(f *frame, samples []sample, s *resampleSpec, path string) []bucket
 		}
 		if count == 0 {
 			if s.fill != "omit" {
-				empties = append(empties, len(out))
-				r := bucketRow{at: start}
+				empties++
+				r := bucketRow{at: start, empty: true}
 				switch {
 				case s.aggregate == "count", s.fill == "zero":
 				default:
@@ -282,24 +337,36 @@ func resample(f *frame, samples []sample, s *resampleSpec, path string) []bucket
 		index++
 		start = end
 	}
-	if len(empties) != 0 && s.aggregate != "count" {
+	if empties != 0 && s.aggregate != "count" {
 		switch s.fill {
 		case "locf":
-			carryForward(out, empties)
+			carryForward(out)
 		case "linear":
-			interpolate(out, empties)
+			interpolate(out)
 		}
 	}
 	return out
 }
 
-func carryForward(out []bucketRow, empties []int) {
+// bucketsBetween is how many fixed-width buckets the window [from,
+// limit) spans, to size the answer once; a calendar ladder or a wide
+// window is left to grow.
+func bucketsBetween(l *ladder, from, limit float64) int {
+	if l.calendar || !(l.width > 0) {
+		return 0
+	}
+	n := (limit-from)/l.width + 2
+	if !(n < 4096) {
+		return 4096
+	}
+	return int(n)
+}
+
+func carryForward(out []bucketRow) {
 	carried, has := 0.0, false
-	next := 0
 	for i := range out {
-		if next < len(empties) && empties[next] == i {
+		if out[i].empty {
 			out[i].value, out[i].null = carried, !has
-			next++
 		} else if !out[i].null {
 			carried, has = out[i].value, true
 		}
@@ -309,14 +376,10 @@ func carryForward(out []bucketRow, empties []int) {
 // interpolate fills each run of empty buckets on the line between the
 // nearest measured buckets on either side; a bucket that held rows and
 // no numbers is not an anchor.
-func interpolate(out []bucketRow, empties []int) {
-	isEmpty := make([]bool, len(out))
-	for _, i := range empties {
-		isEmpty[i] = true
-	}
+func interpolate(out []bucketRow) {
 	anchor := func(from, step int) int {
 		for i := from; i >= 0 && i < len(out); i += step {
-			if !isEmpty[i] && !out[i].null {
+			if !out[i].empty && !out[i].null {
 				return i
 			}
 		}
@@ -325,22 +388,24 @@ func interpolate(out []bucketRow, empties []int) {
 		}
 		return len(out)
 	}
-	for i := 0; i < len(empties); {
-		last := empties[i]
-		j := i + 1
-		for j < len(empties) && empties[j] == last+1 {
-			last = empties[j]
-			j++
+	for i := 0; i < len(out); {
+		if !out[i].empty {
+			i++
+			continue
 		}
-		before, after := anchor(empties[i]-1, -1), anchor(last+1, 1)
+		first, last := i, i
+		for last+1 < len(out) && out[last+1].empty {
+			last++
+		}
+		before, after := anchor(first-1, -1), anchor(last+1, 1)
 		if before >= 0 && after < len(out) {
 			a, b := out[before], out[after]
 			slope := (b.value - a.value) / (b.at - a.at)
-			for k := empties[i]; k <= last; k++ {
+			for k := first; k <= last; k++ {
 				out[k].value, out[k].null = a.value+float64(slope*(out[k].at-a.at)), false
 			}
 		}
-		i = j
+		i = last + 1
 	}
 }
 
@@ -418,7 +483,7 @@ func rolling(samples []sample, s *rollingSpec) []bucketRow {
 			firstAt++
 		}
 		count := float64(group - lo + 1)
-		r := bucketRow{at: at, count: count, boxed: samples[i].boxed}
+		r := bucketRow{at: at, count: count}
 		switch {
 		case count < s.minPeriods:
 			r.null = true
@@ -459,8 +524,11 @@ type asofSpec struct {
 
 // canonicalRow is the row as the reference hands it back: a copy with a
 // numeric at and a value, or the row itself when it already is one.
-func canonicalRow(f *frame, s *sample, path string) map[string]any {
-	src, _ := s.row.(map[string]any)
+func canonicalRow(f *frame, rows []any, s *sample, path string) map[string]any {
+	src, _ := rows[s.row].(map[string]any)
+	if s.canon {
+		return src
+	}
 	if a, ok := src["at"].(float64); ok && a == s.at {
 		w, ok := src["value"]
 		if n, isNum := w.(float64); ok && (w == nil && s.null || isNum && !s.null && n == s.value) {
@@ -525,7 +593,10 @@ type asofGroup struct {
 func newGroup() *asofGroup { return &asofGroup{} }
 
 func (g *asofGroup) seal() {
-	g.groupEnd = make([]int, len(g.at))
+	if cap(g.groupEnd) < len(g.at) {
+		g.groupEnd = make([]int, len(g.at))
+	}
+	g.groupEnd = g.groupEnd[:len(g.at)]
 	for i := len(g.at) - 1; i >= 0; i-- {
 		if i+1 < len(g.at) && g.at[i+1] == g.at[i] {
 			g.groupEnd[i] = g.groupEnd[i+1]
@@ -537,17 +608,18 @@ func (g *asofGroup) seal() {
 
 // asof joins each left row to the right row current for it, walking one
 // cursor forward per group.
-func asof(f *frame, left, right []sample, s *asofSpec, path string) []any {
+func asof(f *frame, sc *scratch, leftRows, rightRows []any, left, right []sample, s *asofSpec, path string) []asofJoin {
 	var groups map[joinKey]*asofGroup
 	var all *asofGroup
 	if s.by == nil {
-		// one group holds every right row: size it once
-		all = &asofGroup{rows: make([]map[string]any, 0, len(right)), at: make([]float64, 0, len(right))}
+		// one group holds every right row: its slices are lent by
+		// scratch (what the join answers is copied out of them)
+		all = sc.group(len(right))
 	} else {
 		groups = map[joinKey]*asofGroup{}
 	}
 	for i := range right {
-		row := canonicalRow(f, &right[i], path)
+		row := canonicalRow(f, rightRows, &right[i], path)
 		g := all
 		if s.by != nil {
 			k := keyOf(s.by.read(row))
@@ -565,16 +637,16 @@ func asof(f *frame, left, right []sample, s *asofSpec, path string) []any {
 	for _, g := range groups {
 		g.seal()
 	}
-	out := make([]any, len(left))
+	out := make([]asofJoin, len(left))
 	for i := range left {
-		row := canonicalRow(f, &left[i], path)
+		row := canonicalRow(f, leftRows, &left[i], path)
 		g := all
 		if s.by != nil {
 			g = groups[keyOf(s.by.read(row))]
 		}
 		at := left[i].at
 		if g == nil {
-			out[i] = map[string]any{"left": row, "right": nil, "distance": nil}
+			out[i] = asofJoin{left: row}
 			continue
 		}
 		for g.cursor < len(g.at) && g.at[g.cursor] <= at {
@@ -585,7 +657,21 @@ func asof(f *frame, left, right []sample, s *asofSpec, path string) []any {
 	return out
 }
 
-func pick(row map[string]any, at float64, g *asofGroup, s *asofSpec) map[string]any {
+// asofJoin is one {left, right, distance} answer; a nil right has no
+// match, and then its distance is null.
+type asofJoin struct {
+	left, right map[string]any
+	distance    float64
+}
+
+func (j *asofJoin) record() map[string]any {
+	if j.right == nil {
+		return map[string]any{"left": j.left, "right": nil, "distance": nil}
+	}
+	return map[string]any{"left": j.left, "right": j.right, "distance": j.distance}
+}
+
+func pick(row map[string]any, at float64, g *asofGroup, s *asofSpec) asofJoin {
 	back := g.cursor - 1
 	forward := -1
 	switch {
@@ -609,7 +695,7 @@ func pick(row map[string]any, at float64, g *asofGroup, s *asofSpec) map[string]
 		index, distance = forward, forwardDistance
 	}
 	if index < 0 || distance > s.tolerance {
-		return map[string]any{"left": row, "right": nil, "distance": nil}
+		return asofJoin{left: row}
 	}
-	return map[string]any{"left": row, "right": g.rows[index], "distance": distance}
+	return asofJoin{left: row, right: g.rows[index], distance: distance}
 }

@@ -363,7 +363,16 @@ func (h *harness) checkRun(ctx context.Context, rp *replay.Stepper, r *runLog, h
 				r.eventStored = m.time
 			}
 		case subjects.KindStart:
+			var body wire.Start
+			carries := json.Unmarshal(m.data, &body) == nil && body.Event != nil
+			if carries {
+				c.events++
+			}
 			switch {
+			case took && carries && starts > 0:
+				// A retried start with its event: the event alone went
+				// to the run, which ignores it.
+				c.startsRepeated++
 			case took:
 				starts++
 				r.stored = m.time

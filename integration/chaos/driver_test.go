@@ -32,6 +32,9 @@ type runLog struct {
 	// paused: an operator's pause held the run's events, and its resume
 	// released them (every pausedEvery-th event run).
 	paused bool
+	// startEvent: the start carried the refused event (signal with
+	// start, every startEventEvery-th event run).
+	startEvent bool
 	// redrives counts the redrives the driver saw taken; redrove is the
 	// time of the failure the last one took the run out of.
 	redrives int
@@ -129,9 +132,21 @@ func (d *driver) all() []*runLog {
 	return append([]*runLog(nil), d.runs...)
 }
 
+// startEventEvery: every startEventEvery-th event run's start carries
+// its refused event.
+const startEventEvery = 3
+
+// refusedPay is the event every event run is sent and must ignore.
+var refusedPay = map[string]any{"ok": false, "amount": -1}
+
 func (d *driver) drive(ctx context.Context, r *runLog) error {
 	r.started = time.Now()
+	r.startEvent = r.wf.events && r.i%startEventEvery == 1
 	if err := d.retry(ctx, "start", func(ctx context.Context) error {
+		if r.startEvent {
+			_, err := d.client.StartWithEvent(ctx, r.wf.name, r.id, r.wf.input(r.i), "pay", refusedPay, "refused")
+			return err
+		}
 		return d.client.StartRun(ctx, r.wf.name, r.id, r.wf.input(r.i))
 	}); err != nil {
 		return err
@@ -151,7 +166,10 @@ func (d *driver) drive(ctx context.Context, r *runLog) error {
 		// The refusal first: whichever order the dispatchers apply the two
 		// in, the run ends the same.
 		if err := d.retry(ctx, "event", func(ctx context.Context) error {
-			return d.client.SendEvent(ctx, r.id, "pay", map[string]any{"ok": false, "amount": -1}, client.EventID("refused"))
+			if r.startEvent {
+				return nil // the start carried it
+			}
+			return d.client.SendEvent(ctx, r.id, "pay", refusedPay, client.EventID("refused"))
 		}); err != nil {
 			return err
 		}

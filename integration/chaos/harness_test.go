@@ -389,9 +389,36 @@ func (h *harness) healthy(ctx context.Context) error {
 	return nil
 }
 
-// consumers lists the deployment's durable consumers as stream, name.
+// partitions is the input stream's partition count (0: unpartitioned).
+func (h *harness) partitions(ctx context.Context) int {
+	in, err := h.f.JS.Stream(ctx, h.names.InputStream())
+	if err != nil {
+		return 0
+	}
+	return provision.Partitions(in.CachedInfo().Config)
+}
+
+// inputConsumer is the dispatchers' consumer that hands out runID's
+// inputs: its partition's, or the shared one.
+func (h *harness) inputConsumer(ctx context.Context, runID string) [2]string {
+	if p := h.partitions(ctx); p > 0 {
+		return [2]string{h.names.InputStream(), h.names.PartitionConsumer(subjects.Partition(runID, p))}
+	}
+	return [2]string{h.names.InputStream(), h.names.DispatcherConsumer()}
+}
+
+// consumers lists the deployment's durable consumers as stream, name:
+// the dispatchers' (one per partition, or the shared one) and the tasks'.
 func (h *harness) consumers() [][2]string {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
 	out := [][2]string{{h.names.InputStream(), h.names.DispatcherConsumer()}}
+	if p := h.partitions(ctx); p > 0 {
+		out = out[:0]
+		for i := range p {
+			out = append(out, [2]string{h.names.InputStream(), h.names.PartitionConsumer(i)})
+		}
+	}
 	for task := range taskHandlers() {
 		out = append(out, [2]string{h.names.TaskStream(), h.names.TaskConsumer(task, "1")})
 	}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/jetflow/jetflow/engine/run"
 	"github.com/jetflow/jetflow/kvstore"
+	"github.com/jetflow/jetflow/provision"
 	"github.com/jetflow/jetflow/runrecord"
 	"github.com/jetflow/jetflow/step"
 	"github.com/jetflow/jetflow/wire"
@@ -237,7 +238,7 @@ func (h *harness) wayForward(ctx context.Context, runID string, st *run.State, r
 	if err := st.Stranded(); err != nil {
 		return err
 	}
-	cons, err := h.consumerInfo(ctx, [2]string{h.names.InputStream(), h.names.DispatcherConsumer()})
+	cons, err := h.consumerInfo(ctx, h.inputConsumer(ctx, runID))
 	if err != nil {
 		return err
 	}
@@ -287,11 +288,12 @@ func (h *harness) timerPending(ctx context.Context, runID string, t run.ArmTimer
 	if err != nil {
 		return err
 	}
-	if f, err := in.GetLastMsgForSubject(ctx, h.names.Timer(runID)); err == nil && isFire(f, t) && f.Sequence > ackFloor && !taken(f.Sequence) {
+	timer := h.names.StoredInput(h.names.Timer(runID), provision.Partitions(in.CachedInfo().Config))
+	if f, err := in.GetLastMsgForSubject(ctx, timer); err == nil && isFire(f, t) && f.Sequence > ackFloor && !taken(f.Sequence) {
 		return nil
 	}
 	if f, err := ts.GetLastMsgForSubject(ctx, h.names.Fired(runID)); err == nil && isFire(f, t) {
-		if c, err := in.GetLastMsgForSubject(ctx, h.names.Timer(runID)); err != nil || !isFire(c, t) {
+		if c, err := in.GetLastMsgForSubject(ctx, timer); err != nil || !isFire(c, t) {
 			return nil // fired, not copied to the input stream yet
 		}
 	}

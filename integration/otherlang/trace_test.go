@@ -15,6 +15,7 @@ import (
 	"github.com/jetflow/jetflow/embedded"
 	"github.com/jetflow/jetflow/fleet"
 	"github.com/jetflow/jetflow/natstest"
+	"github.com/jetflow/jetflow/subjects"
 	"github.com/jetflow/jetflow/tracing"
 	"github.com/jetflow/jetflow/tracing/otlptest"
 	"github.com/jetflow/jetflow/tracing/provider"
@@ -135,16 +136,21 @@ func TestOtherWorkersContinueTheTrace(t *testing.T) {
 // activation names.
 func resultTraceparents(t *testing.T, ctx context.Context, f *fleet.Fleet, runID string) map[string]string {
 	t.Helper()
-	c, err := f.JS.OrderedConsumer(ctx, f.Names.InputStream(), jetstream.OrderedConsumerConfig{FilterSubjects: []string{f.Names.Result(runID)}})
+	c, err := f.JS.OrderedConsumer(ctx, f.Names.InputStream(), jetstream.OrderedConsumerConfig{FilterSubjects: []string{f.Names.Prefix() + ".in." + runID + ".>"}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	batch, err := c.FetchNoWait(10)
+	batch, err := c.FetchNoWait(100)
 	if err != nil {
 		t.Fatal(err)
 	}
 	out := map[string]string{}
 	for m := range batch.Messages() {
+		// Results only: a partitioned stream stores them under the
+		// run's partition, so the filter takes the run's every input.
+		if _, kind, _, err := f.Names.ParseInput(m.Subject()); err != nil || kind != subjects.KindResult {
+			continue
+		}
 		var res wire.Result
 		if err := json.Unmarshal(m.Data(), &res); err != nil {
 			t.Fatal(err)

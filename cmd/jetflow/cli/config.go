@@ -229,6 +229,8 @@ type openOptions struct {
 	ProvisionOptions provision.ProvisionOptions
 	// MigrateInputs migrates an input stream made by an older jetflow.
 	MigrateInputs bool
+	// MigrateParts partitions an unpartitioned input stream.
+	MigrateParts bool
 	// Dispatcher starts a dispatcher when set.
 	Dispatcher *dispatcher.Config
 	// TaskPolicy is applied to the task consumers a deploy creates.
@@ -255,6 +257,7 @@ func (c *connConfig) open(ctx context.Context, opts openOptions) (*fleet.Fleet, 
 		Provision:        opts.ProvisionOptions,
 		SkipProvision:    !opts.Provision,
 		MigrateInputs:    opts.MigrateInputs,
+		MigrateParts:     opts.MigrateParts,
 		Dispatcher:       opts.Dispatcher,
 		PayloadThreshold: c.PayloadThreshold,
 		TaskPolicy:       opts.TaskPolicy,

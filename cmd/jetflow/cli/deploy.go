@@ -67,9 +67,11 @@ func newDeploy(s streams) *cobra.Command {
 		conn       connConfig
 		asJSON     bool
 		policyFile string
+		check      bool
+		chk        revisionCheck
 	)
 	cmd := &cobra.Command{
-		Use:   "deploy NAME FILE [--policy POLICY.json]",
+		Use:   "deploy NAME FILE [--policy POLICY.json] [--check [--runs N|--since D] [--allow-divergence]]",
 		Short: "Validate a workflow document and deploy it under NAME",
 		Long: "deploy validates a jaren-workflow 0.2 document (FILE, or - for standard input) as the\n" +
 			"engine will run it, stores it as NAME's latest revision and creates the durable consumer\n" +
@@ -89,7 +91,11 @@ func newDeploy(s streams) *cobra.Command {
 			"An invalid document exits 1 with its error as validate prints it (FILE:LINE:COLUMN: CODE\n" +
 			"PATH: reason); a different document under a revision already deployed exits 1 with\n" +
 			"CODE PATH message (revisions never change). With --json a refused document prints\n" +
-			"{\"error\": {code, path, message, line, column, source_path, reason, hint}} as validate does.\n" +
+			"{\"error\": {code, path, message, line, column, source_path, reason, hint}} as validate does.\n\n" +
+			"--check first replays recent runs of NAME under the document, as `jetflow check-revision`\n" +
+			"does (--runs, --since, --allow-divergence and its report, a JSON object of its own before the\n" +
+			"deployment's with --json), and deploys nothing, exiting 1, when a run diverges or fails\n" +
+			"unless --allow-divergence.\n" +
 			"It connects to --nats (default " + defaultNATSURL + ", where `jetflow serve` listens).",
 		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -130,6 +136,14 @@ func newDeploy(s streams) *cobra.Command {
 				return err
 			}
 			defer stopQuietly(f)
+			if check {
+				if err := chk.check(ctx, s, f, name, data, pol, asJSON); err != nil {
+					if errors.As(err, new(exitError)) {
+						fmt.Fprintf(s.err, "not deployed: runs of %s diverge or cannot be checked under this revision (--allow-divergence deploys anyway)\n", name)
+					}
+					return err
+				}
+			}
 			ctx, cancel := context.WithTimeout(ctx, conn.Timeout)
 			defer cancel()
 			d, err := f.DeployWith(ctx, name, data, fleet.DeployOptions{Policy: pol})
@@ -155,6 +169,8 @@ func newDeploy(s streams) *cobra.Command {
 	addConnFlags(cmd, &conn)
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the deployment, or the document's error, as JSON")
 	cmd.Flags().StringVar(&policyFile, "policy", "", "the tasks' retry and timeout policy file (JSON; - for standard input)")
+	cmd.Flags().BoolVar(&check, "check", false, "first replay recent runs under the document (check-revision) and deploy only if none diverges")
+	chk.addFlags(cmd)
 	return cmd
 }
 

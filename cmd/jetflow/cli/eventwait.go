@@ -2,16 +2,19 @@ package cli
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
 
+	"github.com/jetflow/jetflow/authoring"
 	"github.com/jetflow/jetflow/client"
 	"github.com/jetflow/jetflow/engine/run"
 	"github.com/jetflow/jetflow/fleet"
 	"github.com/jetflow/jetflow/replay"
 	"github.com/jetflow/jetflow/runrecord"
 	"github.com/jetflow/jetflow/step"
+	"github.com/jetflow/jetflow/wire"
 )
 
 // event --wait follows the run's record until a step took the event (its
@@ -26,29 +29,68 @@ type eventOutcome struct {
 }
 
 // sendAndFollow sends the event through send (which stores the event's
-// stream sequence in seq) with the run's record watched from before, and
-// waits for the step that took it.
-func sendAndFollow(ctx context.Context, f *fleet.Fleet, id, typ string, send func(seq *uint64) error) (*eventOutcome, error) {
-	w, err := f.Client.Watch(ctx, id)
-	if err != nil {
-		return nil, err
-	}
-	defer func() { _ = w.Stop() }()
+// stream sequence in seq) with the run's record watched by w from before,
+// and waits for the step that took it; it returns what the event did and
+// the record of that step.
+func sendAndFollow(ctx context.Context, w *client.RunWatch, id, typ string, send func(seq *uint64) error) (*eventOutcome, *runrecord.Record, error) {
 	var seq uint64
 	if err := send(&seq); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	var before *runrecord.Record
 	for {
 		rec, err := w.Next(ctx)
 		if err != nil {
-			return nil, fmt.Errorf("waiting for run %s to take event %s (seq %d): %w", id, typ, seq, err)
+			return nil, nil, fmt.Errorf("waiting for run %s to take event %s (seq %d): %w", id, typ, seq, err)
 		}
 		if o := judgeEvent(before, rec, seq, typ); o != nil {
-			return o, nil
+			return o, rec, nil
 		}
 		before = rec
 	}
+}
+
+// arrival is where event --wait-state and --wait-settled stopped
+// following a run.
+type arrival struct {
+	// Reached says the run is in the state waited for (--wait-state) or
+	// settled (--wait-settled).
+	Reached bool
+	Status  *wire.Status
+	// States are the run's active states; Data is its context data.
+	States []string
+	Data   any
+}
+
+// followUntil follows the run from rec, the record of the step that took
+// the event, until it is in state want or, when want is "", until it
+// settles; a run that settles without entering want stops it too.
+func followUntil(ctx context.Context, w *client.RunWatch, id string, rec *runrecord.Record, want string) (*arrival, error) {
+	for {
+		st, err := step.DecodeState(rec)
+		if err != nil {
+			return nil, fmt.Errorf("run %s: %w", id, err)
+		}
+		ws, err := step.StatusOf(id, rec, st)
+		if err != nil {
+			return nil, fmt.Errorf("run %s: %w", id, err)
+		}
+		states := mapNames(st.Control.Active)
+		in := want != "" && slices.Contains(states, want)
+		if in || run.Status(ws.Status).Terminal() {
+			return &arrival{Reached: in || want == "", Status: ws, States: states, Data: st.Context.Data}, nil
+		}
+		if rec, err = w.Next(ctx); err != nil {
+			return nil, fmt.Errorf("waiting for run %s to %s: %w", id, untilText(want), err)
+		}
+	}
+}
+
+func untilText(want string) string {
+	if want == "" {
+		return "settle"
+	}
+	return "enter state " + want
 }
 
 // judgeEvent says what the event at seq did in the step from before (nil
@@ -99,4 +141,80 @@ func eventSender(ctx context.Context, f *fleet.Fleet, id, typ string, body any, 
 	return func(seq *uint64) error {
 		return f.Client.SendEvent(ctx, id, typ, body, append(opts, client.EventSeq(seq))...)
 	}
+}
+
+// arrivalJSON is event --wait-state's and --wait-settled's --json output.
+type arrivalJSON struct {
+	Run string `json:"run"`
+	// Verdict and Text are what the event did (as --wait prints them).
+	Verdict string `json:"verdict"`
+	Text    string `json:"text"`
+	// Reached is false when the run settled before entering the state
+	// waited for, or refused or ignored the event.
+	Reached bool         `json:"reached"`
+	Status  *wire.Status `json:"status,omitempty"`
+	States  []string     `json:"states,omitempty"`
+	Data    any          `json:"data,omitempty"`
+}
+
+// printArrival prints where the run was followed to and sets the exit
+// status: --wait-state 0 when it is in the state, else 1; --wait-settled
+// as start --wait.
+func printArrival(s streams, a *arrival, o *eventOutcome, want string, asJSON bool) error {
+	code := exitDone
+	switch {
+	case want == "":
+		code = exitCode(a.Status)
+	case !a.Reached:
+		code = exitFailed
+	}
+	if asJSON {
+		return printJSONExit(s, arrivalJSON{Run: a.Status.Run, Verdict: o.Verdict, Text: o.Text, Reached: a.Reached, Status: a.Status, States: a.States, Data: a.Data}, code)
+	}
+	where := strings.Join(a.States, ", ")
+	switch {
+	case want != "" && a.Reached:
+		fmt.Fprintf(s.out, "run %s is in %s (%s)\n", a.Status.Run, where, a.Status.Status)
+	case want != "":
+		fmt.Fprintf(s.out, "run %s settled (%s, in %s) without entering %s\n", a.Status.Run, a.Status.Status, where, want)
+	default:
+		fmt.Fprintf(s.out, "run %s is %s (in %s)\n", a.Status.Run, a.Status.Status, where)
+	}
+	if a.Status.Error != nil {
+		fmt.Fprintf(s.out, "error: %s %s %s\n", a.Status.Error.Code, a.Status.Error.Path, a.Status.Error.Message)
+	}
+	if len(a.Status.Result) > 0 {
+		fmt.Fprintf(s.out, "result: %s\n", a.Status.Result)
+	}
+	data, err := json.Marshal(a.Data)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(s.out, "data: %s\n", data)
+	if code != exitDone {
+		return exitError{code}
+	}
+	return nil
+}
+
+// checkStateName refuses a state name that run id's workflow revision
+// does not declare, naming the nearest one.
+func checkStateName(ctx context.Context, f *fleet.Fleet, id, name string) error {
+	_, st, err := readRun(ctx, f, id)
+	if err != nil {
+		return nil // checkLive has said what there is to say
+	}
+	wf, err := compiledWorkflows(ctx, f)(st.Workflow, st.Revision)
+	if err != nil {
+		return nil // the wait goes on without the check
+	}
+	names := mapNames(wf.Chart.States())
+	if slices.Contains(names, name) {
+		return nil
+	}
+	msg := fmt.Sprintf("workflow %s (revision %s) of run %s has no state %q", st.Workflow, st.Revision, id, name)
+	if near := authoring.Nearest(name, names); near != "" {
+		msg += fmt.Sprintf(" (did you mean %q?)", near)
+	}
+	return fmt.Errorf("%s; its states: %s", msg, strings.Join(names, ", "))
 }

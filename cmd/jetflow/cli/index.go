@@ -10,6 +10,7 @@ import (
 	"github.com/jetflow/jetflow/client"
 	"github.com/jetflow/jetflow/fleet"
 	"github.com/jetflow/jetflow/runindex"
+	"github.com/jetflow/jetflow/subjects"
 )
 
 // index status|rebuild: the run index `list` reads (docs/OPERATIONS.md).
@@ -43,6 +44,14 @@ func newIndexStatus(s streams) *cobra.Command {
 				}
 				if off != nil {
 					fmt.Fprintf(s.out, "off since %s (dispatcher %s): list reads every run record\n", off.Since, off.By)
+					return nil
+				}
+				shape, err := client.ReadIndexShape(ctx, f.JS, f.Names)
+				if err != nil {
+					return err
+				}
+				if shape != 0 && shape != subjects.IndexShape {
+					fmt.Fprintf(s.out, "of shape %d, not %d: list reads every run record until a dispatcher of this version starts, which rebuilds it\n", shape, subjects.IndexShape)
 					return nil
 				}
 				p, err := runindex.ReadProgress(ctx, f.JS, f.Names)

@@ -137,6 +137,8 @@ type bulkOp struct {
 	dryRun, yes, detach bool
 	operation, reason   string
 	conn                *connConfig
+	// revision is the revision a migration moves runs to.
+	revision string
 	// cmd and args are the verb's, for the audit entry.
 	cmd  *cobra.Command
 	args []string
@@ -199,7 +201,7 @@ func (b *bulkOp) run(ctx context.Context, s streams, f wire.RunFilter) error {
 	if !b.yes {
 		return fmt.Errorf("nothing submitted: add --yes to submit the bulk %s (or --dry-run to only count)", b.operation)
 	}
-	j, err := fl.Client.SubmitJob(ctx, client.JobSpec{Operation: b.operation, Reason: b.reason, Filter: f, By: operatorIdentity(b.cmd)})
+	j, err := fl.Client.SubmitJob(ctx, client.JobSpec{Operation: b.operation, Reason: b.reason, Filter: f, By: operatorIdentity(b.cmd), Revision: b.revision})
 	e := wire.AuditEntry{Action: "jobs-create", Filter: &f, Reason: b.reason, Detail: b.operation}
 	if j != nil {
 		e.Job = j.ID

@@ -65,6 +65,7 @@ var commands = []func(streams) *cobra.Command{
 	newAudit,
 	newBench, newBenchAgent,
 	newCancel,
+	newCheckRevision,
 	newConsole,
 	newDemo,
 	newDeploy,
@@ -73,6 +74,7 @@ var commands = []func(streams) *cobra.Command{
 	newGraph,
 	newHistory,
 	newList,
+	newMigrate,
 	newRedrive,
 	newReplay,
 	newReset,
@@ -87,4 +89,5 @@ var commands = []func(streams) *cobra.Command{
 	newTask,
 	newJobs,
 	newIndex,
+	newSchedule,
 }

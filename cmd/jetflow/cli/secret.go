@@ -97,5 +97,8 @@ func hintStart(err error) error {
 	if errors.Is(err, provision.ErrUnsafeInputStream) {
 		return fmt.Errorf("%w\n(with the command: stop every dispatcher, then start one with --provision --migrate-inputs, or serve with --migrate-inputs)", err)
 	}
+	if errors.Is(err, provision.ErrPartitions) {
+		return fmt.Errorf("%w\n(with the command: leave --partitions unset to keep the stream's; to partition an unpartitioned stream, stop every dispatcher, then start one with --provision --migrate-partitions, or serve with --migrate-partitions)", err)
+	}
 	return err
 }

@@ -193,3 +193,40 @@ func TestHintStartNamesTheMigrationFlag(t *testing.T) {
 		t.Fatalf("hint %v: want the error kept and --migrate-inputs named", err)
 	}
 }
+
+func TestPartitionsConfig(t *testing.T) {
+	cases := []struct {
+		name         string
+		env          map[string]string
+		args         []string
+		partitions   int
+		migrateParts bool
+	}{
+		{name: "default"},
+		{name: "flags", args: []string{"--partitions", "8", "--migrate-partitions"}, partitions: 8, migrateParts: true},
+		{name: "variables", env: map[string]string{"JETFLOW_PARTITIONS": "-1", "JETFLOW_MIGRATE_PARTITIONS": "true"}, partitions: -1, migrateParts: true},
+		{name: "flag wins", env: map[string]string{"JETFLOW_PARTITIONS": "4"}, args: []string{"--partitions", "32"}, partitions: 32},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Setenv("JETFLOW_PARTITIONS", c.env["JETFLOW_PARTITIONS"])
+			t.Setenv("JETFLOW_MIGRATE_PARTITIONS", c.env["JETFLOW_MIGRATE_PARTITIONS"])
+			var svc serviceConfig
+			cmd := &cobra.Command{Use: "x"}
+			svc.addFlags(cmd)
+			if err := cmd.ParseFlags(c.args); err != nil {
+				t.Fatal(err)
+			}
+			if err := svc.resolve(); err != nil || svc.Partitions != c.partitions || svc.MigrateParts != c.migrateParts {
+				t.Fatalf("Partitions %d, MigrateParts %v, %v; want %d, %v", svc.Partitions, svc.MigrateParts, err, c.partitions, c.migrateParts)
+			}
+		})
+	}
+}
+
+func TestHintStartNamesThePartitionFlag(t *testing.T) {
+	err := hintStart(fmt.Errorf("provisioning: %w", provision.ErrPartitions))
+	if !errors.Is(err, provision.ErrPartitions) || !strings.Contains(err.Error(), "--migrate-partitions") {
+		t.Fatalf("hint %v: want the error kept and --migrate-partitions named", err)
+	}
+}

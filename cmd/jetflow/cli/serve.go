@@ -137,6 +137,8 @@ type serviceConfig struct {
 	DrainTimeout  time.Duration `env:"JETFLOW_DRAIN_TIMEOUT" flag:"drain-timeout"`
 	AckWait       time.Duration `env:"JETFLOW_ACK_WAIT" flag:"ack-wait"`
 	MigrateInputs bool          `env:"JETFLOW_MIGRATE_INPUTS" flag:"migrate-inputs"`
+	Partitions    int           `env:"JETFLOW_PARTITIONS" flag:"partitions"`
+	MigrateParts  bool          `env:"JETFLOW_MIGRATE_PARTITIONS" flag:"migrate-partitions"`
 	Retention     string        `env:"JETFLOW_RETENTION" flag:"retention"`
 	Archive       bool          `env:"JETFLOW_ARCHIVE" flag:"archive"`
 	ArchiveMaxAge time.Duration `env:"JETFLOW_ARCHIVE_MAX_AGE" flag:"archive-max-age"`
@@ -188,6 +190,8 @@ func (c *serviceConfig) addFlags(cmd *cobra.Command) {
 	fs.DurationVar(&c.DrainTimeout, "drain-timeout", 30*time.Second, "on Ctrl-C, how long steps in flight may take to finish before they are handed back for redelivery (env JETFLOW_DRAIN_TIMEOUT)")
 	fs.DurationVar(&c.AckWait, "ack-wait", dispatcher.DefaultAckWait, "how long an input a dispatcher took waits for its acknowledgement before another dispatcher gets it: the recovery time after a dispatcher is killed; at least 1s; shared by all dispatchers, the last started sets it (env JETFLOW_ACK_WAIT)")
 	fs.BoolVar(&c.MigrateInputs, "migrate-inputs", false, "with provisioning: move an input stream made by an older jetflow, which allows schedules and roll-ups, to the safe layout (pending timers and unconsumed inputs move, consumed history is dropped); stop every other dispatcher first (env JETFLOW_MIGRATE_INPUTS)")
+	fs.IntVar(&c.Partitions, "partitions", 0, "with provisioning: how many partitions a new input stream routes run inputs to by run id, each consumed by one dispatcher at a time; 0 means 16, -1 none; fixed once the stream exists (env JETFLOW_PARTITIONS)")
+	fs.BoolVar(&c.MigrateParts, "migrate-partitions", false, "with provisioning: partition an unpartitioned input stream in place (--partitions of them, 16 if 0); history stays, inputs stored before are finished by the shared consumer; stop every other dispatcher first and restart them after (env JETFLOW_MIGRATE_PARTITIONS)")
 	fs.StringVar(&c.Retention, "retention", dispatcher.DefaultRetention.String(), "how long a settled run (done, failed, cancelled) is kept before its record, history and schedules are removed; off keeps settled runs for ever; a deployment's policy may set its own (env JETFLOW_RETENTION)")
 	fs.BoolVar(&c.Archive, "archive", false, "write a settled run's record and history to the archive (Object Store bucket <prefix>_archive) before retention removes it; status, history and replay read it there; a deployment's policy may say otherwise (env JETFLOW_ARCHIVE)")
 	fs.DurationVar(&c.ArchiveMaxAge, "archive-max-age", provision.DefaultArchiveMaxAge, "with provisioning: how long the archive keeps an archived run (env JETFLOW_ARCHIVE_MAX_AGE)")
@@ -326,8 +330,9 @@ func runService(ctx context.Context, s streams, verb string, conn *connConfig, s
 	f, err := conn.open(ctx, openOptions{
 		Embedded:         emb,
 		Provision:        svc.Provision,
-		ProvisionOptions: provision.ProvisionOptions{Replicas: svc.Replicas, MaxAge: svc.HistoryMaxAge, ArchiveMaxAge: svc.ArchiveMaxAge, AuditMaxAge: svc.AuditMaxAge},
+		ProvisionOptions: provision.ProvisionOptions{Replicas: svc.Replicas, MaxAge: svc.HistoryMaxAge, ArchiveMaxAge: svc.ArchiveMaxAge, AuditMaxAge: svc.AuditMaxAge, Partitions: svc.Partitions},
 		MigrateInputs:    svc.MigrateInputs,
+		MigrateParts:     svc.MigrateParts,
 		Dispatcher: &dispatcher.Config{
 			Concurrency: svc.Concurrency, AckWait: svc.AckWait, Tokens: svc.signer, Retention: svc.retention, Archive: svc.Archive,
 			Index: runindex.Config{Off: !svc.Index}, TracerProvider: tp,

@@ -11,6 +11,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/jetflow/jetflow/client"
+	"github.com/jetflow/jetflow/engine/run"
+	"github.com/jetflow/jetflow/fleet"
 	"github.com/jetflow/jetflow/kvstore"
 	"github.com/jetflow/jetflow/registry"
 	"github.com/jetflow/jetflow/subjects"
@@ -28,7 +30,7 @@ const (
 
 func newStart(s streams) *cobra.Command {
 	var conn connConfig
-	var id, input string
+	var id, input, eventType, payload, eventID string
 	var wait bool
 	cmd := &cobra.Command{
 		Use:   "start NAME",
@@ -39,9 +41,13 @@ func newStart(s streams) *cobra.Command {
 			"when the run is done, 1 when it failed and 2 when it was cancelled or terminated (a paused run\n" +
 			"is followed on until it is resumed and ends). When the run has not moved for 5s, it names on\n" +
 			"standard error each task in flight that no worker is pulling, with its waiting invocations\n" +
-			"and how long ago a worker last took one.",
+			"and how long ago a worker last took one.\n\n" +
+			"With --event TYPE (and --payload) the start carries an event that the run takes in the same\n" +
+			"step as its start, so that nothing sees the run without it (signal with start); when run --id\n" +
+			"exists and has not ended, the event alone goes to it (exit 1 if it has ended).",
 		Example: "  jetflow start order --input '{\"sku\":\"KB-42\",\"qty\":1,\"customer\":\"ada\"}' --wait\n" +
-			"  jetflow start order --id order-1001 --input @order.json",
+			"  jetflow start order --id order-1001 --input @order.json\n" +
+			"  jetflow start order --id order-1001 --event payment --payload '{\"amount\":59.98}'",
 		Args: namedArgs("NAME"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			name := args[0]
@@ -57,7 +63,20 @@ func newStart(s streams) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return start(cmd.Context(), s, &conn, name, id, in, wait)
+			var ev *startEvent
+			switch {
+			case eventType != "":
+				if err := subjects.CheckEventType(eventType); err != nil {
+					return fmt.Errorf("--event: %w", err)
+				}
+				ev = &startEvent{typ: eventType, id: eventID}
+				if ev.payload, err = jsonArg(s, "--payload", payload); err != nil {
+					return err
+				}
+			case payload != "" || eventID != "":
+				return fmt.Errorf("--payload and --event-id describe the event a start carries: give --event TYPE too")
+			}
+			return start(cmd.Context(), s, &conn, name, id, in, ev, wait)
 		},
 	}
 	addConnFlags(cmd, &conn)
@@ -65,10 +84,19 @@ func newStart(s streams) *cobra.Command {
 	f.StringVar(&id, "id", "", "the run id: letters, digits, '_' and '-' (default: NAME-<UTC date>-<time>-<random>)")
 	f.StringVar(&input, "input", "", "the run input: JSON text, @FILE, or @- for standard input (default null)")
 	f.BoolVar(&wait, "wait", false, "follow the run until it ends; exit 0 done, 1 failed, 2 cancelled or terminated")
+	f.StringVar(&eventType, "event", "", "deliver an event of `TYPE` in the start's step (to run --id alone if it exists and has not ended)")
+	f.StringVar(&payload, "payload", "", "with --event: the event's payload: JSON text, @FILE, or @- for standard input (default none)")
+	f.StringVar(&eventID, "event-id", "", "with --event: de-duplicates the start and its event, as event --id does")
 	return cmd
 }
 
-func start(ctx context.Context, s streams, conn *connConfig, name, id string, input json.RawMessage, wait bool) error {
+// startEvent is the event start --event delivers with the start.
+type startEvent struct {
+	typ, id string
+	payload json.RawMessage
+}
+
+func start(ctx context.Context, s streams, conn *connConfig, name, id string, input json.RawMessage, ev *startEvent, wait bool) error {
 	f, stop, err := dialFleet(ctx, s, conn)
 	if err != nil {
 		return err
@@ -81,7 +109,17 @@ func start(ctx context.Context, s streams, conn *connConfig, name, id string, in
 		return err
 	}
 	if st, err := f.Client.Status(ctx, id); err == nil {
-		return fmt.Errorf("--id: run %q already exists (it is %s); choose another id", id, st.Status)
+		if ev == nil {
+			return fmt.Errorf("--id: run %q already exists (it is %s); choose another id", id, st.Status)
+		}
+		if run.Status(st.Status).Terminal() {
+			fmt.Fprintf(s.err, "run %s already exists and is %s: it would refuse event %s\n", id, st.Status, ev.typ)
+			return exitError{exitFailed}
+		}
+		if st.Workflow != name {
+			return fmt.Errorf("--id: run %q exists and runs workflow %s, not %s", id, st.Workflow, name)
+		}
+		fmt.Fprintf(s.err, "run %s already exists (it is %s): the event goes to it alone\n", id, st.Status)
 	} else if !errors.Is(err, kvstore.ErrRunNotFound) {
 		return err
 	}
@@ -93,7 +131,7 @@ func start(ctx context.Context, s streams, conn *connConfig, name, id string, in
 		}
 		defer func() { _ = w.Stop() }()
 	}
-	if err := f.Client.StartRun(ctx, name, id, input); err != nil {
+	if err := publishStart(ctx, f, name, id, input, ev); err != nil {
 		return err
 	}
 	fmt.Fprintln(s.out, id)
@@ -151,4 +189,17 @@ func newRunID(workflow string) string {
 		workflow = workflow[:64]
 	}
 	return workflow + "-" + time.Now().UTC().Format("20060102-150405") + "-" + string(b)
+}
+
+// publishStart publishes run id's start, carrying ev when not nil.
+func publishStart(ctx context.Context, f *fleet.Fleet, name, id string, input json.RawMessage, ev *startEvent) error {
+	if ev == nil {
+		return f.Client.StartRun(ctx, name, id, input)
+	}
+	var payload any
+	if len(ev.payload) > 0 {
+		payload = ev.payload
+	}
+	_, err := f.Client.StartWithEvent(ctx, name, id, input, ev.typ, payload, ev.id)
+	return err
 }

@@ -169,7 +169,10 @@ func newStatus(s streams) *cobra.Command {
 // never outlasts a mistyped id.
 func waitToEnd(ctx context.Context, s streams, f *fleet.Fleet, id string) (*wire.Status, error) {
 	if _, err := f.Client.Status(ctx, id); err != nil {
-		return nil, nil //nolint:nilerr // the read that follows reports it
+		if _, stored := startedAt(ctx, f, id); !errors.Is(err, kvstore.ErrRunNotFound) || !stored {
+			return nil, nil //nolint:nilerr // the read that follows reports it
+		}
+		// Started, not yet taken up by a dispatcher: wait for it too.
 	}
 	final, err := f.Client.Wait(ctx, id)
 	if err != nil && ctx.Err() != nil {
@@ -272,7 +275,7 @@ func startedAt(ctx context.Context, f *fleet.Fleet, id string) (time.Time, bool)
 	if err != nil {
 		return time.Time{}, false
 	}
-	m, err := stream.GetLastMsgForSubject(ctx, f.Names.Start(id))
+	m, err := kvstore.LastStart(ctx, stream, f.Names, id)
 	if err != nil {
 		return time.Time{}, false
 	}

@@ -39,6 +39,7 @@ import (
 	"github.com/jetflow/jetflow/fleet"
 	"github.com/jetflow/jetflow/integration/compat/fixture"
 	"github.com/jetflow/jetflow/policy"
+	"github.com/jetflow/jetflow/provision"
 	"github.com/jetflow/jetflow/wire"
 	"github.com/jetflow/jetflow/worker"
 )
@@ -78,7 +79,10 @@ func generate(release, out string) error {
 
 	srv, err := fleet.Start(ctx, fleet.Config{
 		Embedded: embedded.Config{Listen: "127.0.0.1:-1", DataDir: data, Logger: log},
-		Logger:   log,
+		// Unpartitioned, as every store made before partitions: the
+		// phases below count the shared consumer's deliveries.
+		Provision: provision.ProvisionOptions{Partitions: -1},
+		Logger:    log,
 	})
 	if err != nil {
 		return err
