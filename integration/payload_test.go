@@ -13,8 +13,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/jetflow/jetflow/dispatcher"
-	"github.com/jetflow/jetflow/kvstore"
-	"github.com/jetflow/jetflow/natstest"
+		"github.com/jetflow/jetflow/natstest"
 	"github.com/jetflow/jetflow/payload"
 	"github.com/jetflow/jetflow/runrecord"
 	"github.com/jetflow/jetflow/subjects"
@@ -44,19 +43,22 @@ func (e *env) objects(t testing.TB, runID string) []string {
 	return out
 }
 
-// TestFiftyMegabytesByReference: a 50 MB run input reaches a Go worker
-// and its 50 MB result reaches the run's status, through the payload
-// bucket: the input, the invocation, the result and the run record travel
-// by reference, the run bucket holds a small stub, and replay rebuilds the
-// run exactly from the references.
-func TestFiftyMegabytesByReference(t *testing.T) {
-	t.Parallel()
-	e := setup(t, options{timeout: 6 * time.Minute})
-	blob := strings.Repeat("0123456789abcdef", 50<<20/16)
-	e.start(t, "blob", "big", map[string]any{"blob": blob})
-	st := e.wait(t, "big", 5*time.Minute)
+// largeRun runs a blob run of a size-byte input through a Go worker that
+// returns a result one byte longer, and checks what crossed: the input
+// reached the worker whole, the result reached the run's status whole,
+// the start, invocation, result and the record's values went through the
+// payload bucket, the run bucket holds a small record whose large values
+// are references, and replay rebuilds the run exactly. It returns the
+// time from start to the end of the run.
+func largeRun(t *testing.T, e *env, runID string, size int) time.Duration {
+	t.Helper()
+	blob := strings.Repeat("0123456789abcdef", size/16)
+	began := time.Now()
+	e.start(t, "blob", runID, map[string]any{"blob": blob})
+	st := e.wait(t, runID, 5*time.Minute)
+	took := time.Since(began)
 	if st.Status != wire.StatusDone {
-		t.Fatalf("run big ended %+v", st.Error)
+		t.Fatalf("run %s ended %+v", runID, st.Error)
 	}
 	var out struct {
 		Blob string
@@ -68,27 +70,71 @@ func TestFiftyMegabytesByReference(t *testing.T) {
 	if out.Got != len(blob) || out.Blob != blob+"!" {
 		t.Fatalf("the worker got %d bytes of input (want %d) and the result holds %d bytes (want %d)", out.Got, len(blob), len(out.Blob), len(blob)+1)
 	}
-	kinds := map[string]bool{}
-	for _, name := range e.objects(t, "big") {
-		kinds[strings.Split(name, "/")[1]] = true
+	kinds := map[string]int{}
+	for _, name := range e.objects(t, runID) {
+		kinds[strings.Split(name, "/")[1]]++
 	}
-	for _, k := range []string{payload.KindStart, payload.KindInvoke, payload.KindResult, payload.KindRecord} {
-		if !kinds[k] {
-			t.Errorf("no %s object of run big in the payload bucket (it has %v)", k, kinds)
+	for _, k := range []string{payload.KindStart, payload.KindInvoke, payload.KindResult} {
+		if kinds[k] == 0 {
+			t.Errorf("no %s object of run %s in the payload bucket (it has %v)", k, runID, kinds)
 		}
+	}
+	// The record's values: the input and the result, each once however
+	// many records and copies held them.
+	if kinds[payload.KindValue] != 2 {
+		t.Errorf("%d value objects of run %s, want 2 (the input and the result): %v", kinds[payload.KindValue], runID, e.objects(t, runID))
 	}
 	kv, err := e.f.JS.KeyValue(e.ctx, e.names.RunBucket())
 	if err != nil {
 		t.Fatal(err)
 	}
-	raw, err := kv.Get(e.ctx, "big")
+	raw, err := kv.Get(e.ctx, runID)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !kvstore.IsStub(raw.Value()) || len(raw.Value()) > 1024 {
-		t.Errorf("the run bucket holds %d bytes for run big, want a stub: %.200s", len(raw.Value()), raw.Value())
+	if !payload.HasRefs(raw.Value()) || len(raw.Value()) > 64<<10 {
+		t.Errorf("the run bucket holds %d bytes for run %s, want a small record with references: %.300s", len(raw.Value()), runID, raw.Value())
 	}
-	checkReplay(t, e, "big")
+	checkReplay(t, e, runID)
+	return took
+}
+
+// TestLargeInputAndResultByReference: a 4 MB run input reaches a Go
+// worker and its 4 MB result reaches the run's status, by reference
+// (largeRun); the 50 MB case is in payload_norace_test.go.
+func TestLargeInputAndResultByReference(t *testing.T) {
+	t.Parallel()
+	e := setup(t, options{timeout: 6 * time.Minute})
+	largeRun(t, e, "big4", 4<<20)
+}
+
+// TestExecPayloadsByReference: a 3 MB input reaches a program served by
+// worker exec, and the program's 3 MB answer (the request it read) comes
+// back by reference.
+func TestExecPayloadsByReference(t *testing.T) {
+	t.Parallel()
+	e := setup(t, options{timeout: 6 * time.Minute})
+	blob := strings.Repeat("e", 3<<20)
+	e.start(t, "blobexec", "ex", map[string]any{"blob": blob})
+	st := e.wait(t, "ex", 5*time.Minute)
+	if st.Status != wire.StatusDone {
+		t.Fatalf("run ex ended %s: %+v", st.Status, st.Error)
+	}
+	var out struct {
+		Run   string
+		Input struct{ Blob string }
+	}
+	if err := json.Unmarshal(st.Result, &out); err != nil || out.Run != "ex" || out.Input.Blob != blob {
+		t.Fatalf("the program answered for run %q with %d bytes of blob (%v), want run ex and %d bytes", out.Run, len(out.Input.Blob), err, len(blob))
+	}
+	kinds := map[string]int{}
+	for _, name := range e.objects(t, "ex") {
+		kinds[strings.Split(name, "/")[1]]++
+	}
+	if kinds[payload.KindInvoke] == 0 || kinds[payload.KindResult] == 0 {
+		t.Errorf("objects of run ex: %v, want an invocation and a result", e.objects(t, "ex"))
+	}
+	checkReplay(t, e, "ex")
 }
 
 // TestEventByReference: an event whose payload is larger than the

@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"github.com/jetflow/jetflow/worker"
+	"github.com/jetflow/jetflow/worker/exec"
 )
 
 // taskLog records every invocation the workers run, so that a test can
@@ -102,6 +103,16 @@ func (l *taskLog) unhold(runID string) { close(l.releaseChan(runID)) }
 // by reference.
 var hugeOutput = strings.Repeat("x", 2<<20)
 
+// catHandler is "cat" served by worker exec: the program writes back the
+// request it read on stdin.
+var catHandler = func() worker.Handler {
+	h, err := exec.Handler([]string{"cat"}, exec.Options{})
+	if err != nil {
+		panic(err)
+	}
+	return h
+}()
+
 // handlers are the tasks every test's workers serve, all at version "1".
 func (l *taskLog) handlers() map[string]worker.Handler {
 	number := func(f func(float64) float64) worker.Handler {
@@ -149,6 +160,9 @@ func (l *taskLog) handlers() map[string]worker.Handler {
 			}
 		},
 		"huge": func(context.Context, worker.Invocation) (any, error) { return hugeOutput, nil },
+		// The program of worker exec that answers with the request it
+		// read (payloads by reference through exec).
+		"cat": catHandler,
 		"grow": func(_ context.Context, inv worker.Invocation) (any, error) {
 			var in struct{ Blob string }
 			if err := inv.DecodeInput(&in); err != nil {

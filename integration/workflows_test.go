@@ -115,6 +115,11 @@ var workflows = map[string]string{
 		"a":{"work":{"task":"grow","version":"1"},"then":"done"},
 		"done":{"final":true}}}`,
 
+	// a program of worker exec that answers with its request.
+	"blobexec": `{"$workflow":"0.2","revision":"blobexec/1","initial":"a","states":{
+		"a":{"work":{"task":"cat","version":"1"},"then":"done"},
+		"done":{"final":true}}}`,
+
 	// a task whose output exceeds the server's max payload.
 	"huge": `{"$workflow":"0.2","revision":"huge/1","initial":"a","states":{
 		"a":{"work":{"task":"huge","version":"1"},"then":"done","catch":"refused"},

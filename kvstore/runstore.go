@@ -10,7 +10,6 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/jetflow/jetflow/payload"
 	"github.com/jetflow/jetflow/subjects"
 )
 
@@ -22,7 +21,7 @@ type RunStore struct {
 	// oneRevision: the bucket keeps one revision per key (TakesKeyTTLs
 	// found out), so a tombstone needs no roll-up to replace the record.
 	oneRevision atomic.Bool
-	// spill, when set, keeps large records in the payload bucket
+	// spill, when set, keeps large record values in the payload bucket
 	// (spill.go).
 	spill atomic.Pointer[spill]
 }
@@ -65,25 +64,18 @@ func (s *RunStore) Get(ctx context.Context, runID string, opts ...ReadOption) ([
 	if err := subjects.CheckRunID(runID); err != nil {
 		return nil, 0, fmt.Errorf("kvstore: get run: %w", err)
 	}
-	for tries := 1; ; tries++ {
-		e, err := s.b.Get(ctx, runID, collectRead(opts).leader)
-		if errors.Is(err, ErrNoKey) {
-			return nil, 0, fmt.Errorf("kvstore: run %q in bucket %q: %w", runID, s.b.name, ErrRunNotFound)
-		}
-		if err != nil {
-			return nil, 0, fmt.Errorf("kvstore: get run %q from bucket %q: %w", runID, s.b.name, err)
-		}
-		data, err := s.in(ctx, runID, e.Data)
-		if errors.Is(err, payload.ErrMissing) && tries < 3 {
-			// The record moved on and its writer deleted the object the
-			// stub read named: read the key again.
-			continue
-		}
-		if err != nil {
-			return nil, 0, err
-		}
-		return data, e.Revision, nil
+	e, err := s.b.Get(ctx, runID, collectRead(opts).leader)
+	if errors.Is(err, ErrNoKey) {
+		return nil, 0, fmt.Errorf("kvstore: run %q in bucket %q: %w", runID, s.b.name, ErrRunNotFound)
 	}
+	if err != nil {
+		return nil, 0, fmt.Errorf("kvstore: get run %q from bucket %q: %w", runID, s.b.name, err)
+	}
+	data, err := s.in(ctx, runID, e.Data)
+	if err != nil {
+		return nil, 0, err
+	}
+	return data, e.Revision, nil
 }
 
 // GetEntry is Get with the time the revision was stored, the time a
@@ -112,16 +104,13 @@ func (s *RunStore) Create(ctx context.Context, runID string, data []byte) (uint6
 	if err := subjects.CheckRunID(runID); err != nil {
 		return 0, fmt.Errorf("kvstore: create run: %w", err)
 	}
-	data, spilled, err := s.out(ctx, runID, data)
+	data, took, err := s.out(ctx, runID, data)
 	if err != nil {
 		return 0, err
 	}
+	ctx, cancel := extend(ctx, took)
+	defer cancel()
 	rev, err := s.b.kv.Create(ctx, runID, data)
-	if err == nil {
-		// (After a failure the object stays: its name is its content's,
-		// which the stored record may share. Retention removes it.)
-		s.written(ctx, runID, spilled)
-	}
 	if errors.Is(err, jetstream.ErrKeyExists) {
 		return 0, fmt.Errorf("kvstore: create run %q in bucket %q: %w", runID, s.b.name, ErrRunExists)
 	}
@@ -145,18 +134,12 @@ func (s *RunStore) Update(ctx context.Context, runID string, data []byte, lastRe
 	if err := subjects.CheckRunID(runID); err != nil {
 		return 0, fmt.Errorf("kvstore: update run: %w", err)
 	}
-	data, spilled, err := s.out(ctx, runID, data)
+	data, took, err := s.out(ctx, runID, data)
 	if err != nil {
 		return 0, err
 	}
-	rev, err := s.update(ctx, runID, data, lastRevision)
-	if err == nil {
-		s.written(ctx, runID, spilled)
-	}
-	return rev, err
-}
-
-func (s *RunStore) update(ctx context.Context, runID string, data []byte, lastRevision uint64) (uint64, error) {
+	ctx, cancel := extend(ctx, took)
+	defer cancel()
 	rev, err := s.b.kv.Update(ctx, runID, data, lastRevision)
 	if err == nil {
 		return rev, nil
@@ -219,15 +202,6 @@ func (s *RunStore) List(ctx context.Context, keep func(Entry) bool) ([]Entry, er
 	var out []Entry
 	err := s.b.Scan(ctx, jetstream.AllKeys, func(e jetstream.KeyValueEntry) {
 		en := Entry{RunID: e.Key(), Data: e.Value(), Revision: e.Revision(), Updated: e.Created()}
-		if IsStub(en.Data) {
-			data, err := s.in(ctx, en.RunID, en.Data)
-			if err != nil {
-				// A record whose object is unreadable is listed with
-				// its stub, which decoding then refuses by name.
-				data = en.Data
-			}
-			en.Data = data
-		}
 		if keep == nil || keep(en) {
 			out = append(out, en)
 		}

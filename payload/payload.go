@@ -119,7 +119,6 @@ const (
 	KindEvent  = "event"
 	KindInvoke = "invoke"
 	KindResult = "result"
-	KindRecord = "record"
 	KindStatus = "status"
 )
 
@@ -236,8 +235,7 @@ func (s *Store) Resolve(ctx context.Context, ref Ref) ([]byte, error) {
 }
 
 // ResolveOwn is Resolve without Config.MaxBytes, for what jetflow itself
-// wrote (a run record kept by reference, whose size follows the values
-// the run holds).
+// wrote (a value of a run record, which may gather several inputs).
 func (s *Store) ResolveOwn(ctx context.Context, ref Ref) ([]byte, error) {
 	return s.resolve(ctx, ref, 1<<62)
 }

@@ -16,7 +16,6 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/jetflow/jetflow/kvstore"
-	"github.com/jetflow/jetflow/payload"
 	"github.com/jetflow/jetflow/registry"
 	"github.com/jetflow/jetflow/subjects"
 	"github.com/jetflow/jetflow/wire"
@@ -42,16 +41,13 @@ type change struct {
 }
 
 type writer struct {
-	// payloads reads large records (readStub); payloadsMu guards it.
-	payloadsMu sync.Mutex
-	payloads   *payload.Store
-	js         jetstream.JetStream
-	cfg        Config
-	names      subjects.Names
-	index      jetstream.Stream
-	search     SearchFunc
-	log        *slog.Logger
-	heads      *headCache
+	js     jetstream.JetStream
+	cfg    Config
+	names  subjects.Names
+	index  jetstream.Stream
+	search SearchFunc
+	log    *slog.Logger
+	heads  *headCache
 	// purgeAPI is the index stream's purge request subject; discard the
 	// inbox its replies go to, unread.
 	purgeAPI, discard string
@@ -175,23 +171,6 @@ func RegistrySearch(reg registry.Reader, timeout time.Duration) SearchFunc {
 	}
 }
 
-// readStub reads the record a stub of the run bucket stands for from the
-// payload bucket, bound on first use.
-func (w *writer) readStub(ctx context.Context, run string, data []byte) ([]byte, error) {
-	w.payloadsMu.Lock()
-	ps := w.payloads
-	if ps == nil {
-		var err error
-		if ps, err = payload.Open(ctx, w.js, payload.Config{Names: w.names}); err != nil {
-			w.payloadsMu.Unlock()
-			return nil, err
-		}
-		w.payloads = ps
-	}
-	w.payloadsMu.Unlock()
-	return kvstore.ReadStub(ctx, ps, run, data)
-}
-
 // handle indexes one change of the run bucket and acknowledges it, or
 // hands it back for a later delivery.
 func (w *writer) handle(ctx context.Context, m jetstream.Msg) {
@@ -207,18 +186,6 @@ func (w *writer) handle(ctx context.Context, m jetstream.Msg) {
 		log.Warn("runindex: a run bucket key that is no run id; not indexed", slog.Any("error", err))
 		_ = m.Ack()
 		return
-	}
-	if kvstore.IsStub(c.data) {
-		// A large record, kept in the payload bucket.
-		data, err := w.readStub(ctx, run, c.data)
-		if err != nil {
-			if ctx.Err() == nil {
-				log.Warn("runindex: a large record could not be read; will retry", slog.Any("error", err))
-			}
-			_ = m.NakWithDelay(time.Second)
-			return
-		}
-		c.data = data
 	}
 	err = w.index1(ctx, c)
 	var bad *unindexable
