@@ -79,10 +79,11 @@ func largeRun(t *testing.T, e *env, runID string, size int) time.Duration {
 			t.Errorf("no %s object of run %s in the payload bucket (it has %v)", k, runID, kinds)
 		}
 	}
-	// The record's values: the input and the result, each once however
-	// many records and copies held them.
-	if kinds[payload.KindValue] != 2 {
-		t.Errorf("%d value objects of run %s, want 2 (the input and the result): %v", kinds[payload.KindValue], runID, e.objects(t, runID))
+	// The record's values: a few distinct ones (the input, the result),
+	// each once however many saves and copies held them, never one per
+	// save of the record.
+	if n := kinds[payload.KindValue]; n < 2 || n > 3 {
+		t.Errorf("%d value objects of run %s, want the input, the result and at most one more: %v", n, runID, e.objects(t, runID))
 	}
 	kv, err := e.f.JS.KeyValue(e.ctx, e.names.RunBucket())
 	if err != nil {
@@ -95,7 +96,7 @@ func largeRun(t *testing.T, e *env, runID string, size int) time.Duration {
 	if !payload.HasRefs(raw.Value()) || len(raw.Value()) > 64<<10 {
 		t.Errorf("the run bucket holds %d bytes for run %s, want a small record with references: %.300s", len(raw.Value()), runID, raw.Value())
 	}
-	checkReplay(t, e, runID)
+	checkReplayWithin(t, e, runID, 3*time.Minute)
 	return took
 }
 
@@ -134,7 +135,7 @@ func TestExecPayloadsByReference(t *testing.T) {
 	if kinds[payload.KindInvoke] == 0 || kinds[payload.KindResult] == 0 {
 		t.Errorf("objects of run ex: %v, want an invocation and a result", e.objects(t, "ex"))
 	}
-	checkReplay(t, e, "ex")
+	checkReplayWithin(t, e, "ex", 3*time.Minute)
 }
 
 // TestEventByReference: an event whose payload is larger than the
@@ -161,7 +162,7 @@ func TestEventByReference(t *testing.T) {
 	if events != 1 {
 		t.Errorf("objects of run ev: %v, want one event", e.objects(t, "ev"))
 	}
-	checkReplay(t, e, "ev")
+	checkReplayWithin(t, e, "ev", 3*time.Minute)
 }
 
 // TestBadReferenceIsRefusedVisibly: an event naming a missing object, or
