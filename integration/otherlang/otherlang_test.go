@@ -273,11 +273,15 @@ func TestNodeWorkerPayloadsByReference(t *testing.T) {
 	if err := json.Unmarshal(st.Result, &out); st.Status != wire.StatusDone || err != nil || out.Tracking != tracking {
 		t.Fatalf("big-parcel ended %s with a tracking number of %d bytes (%v), want done with %d", st.Status, len(out.Tracking), err, len(tracking))
 	}
-	obs, err := f.JS.ObjectStore(ctx, f.Names.PayloadBucket())
+	// The listing gets a bound of its own: on a loaded machine the run
+	// may have used most of ctx's.
+	lctx, lcancel := context.WithTimeout(context.Background(), time.Minute)
+	defer lcancel()
+	obs, err := f.JS.ObjectStore(lctx, f.Names.PayloadBucket())
 	if err != nil {
 		t.Fatal(err)
 	}
-	infos, err := obs.List(ctx)
+	infos, err := obs.List(lctx)
 	if err != nil {
 		t.Fatal(err)
 	}
