@@ -14,9 +14,9 @@ import (
 // path with 4 MB under it.
 func TestFiftyMegabytesByReference(t *testing.T) {
 	t.Parallel()
-	e := setup(t, options{timeout: 6 * time.Minute})
+	e := setup(t, options{timeout: 20 * time.Minute})
 	const size = 50 << 20
-	took := largeRun(t, e, "big50", size)
+	took := largeRun(t, e, "big50", size, 15*time.Minute)
 	// In and out: the input crossed to the worker and the result back.
 	t.Logf("50 MB input and 50 MB result in %v: %.1f MB/s end to end", took.Round(time.Millisecond), 2*float64(size)/(1<<20)/took.Seconds())
 }

@@ -13,7 +13,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/jetflow/jetflow/dispatcher"
-		"github.com/jetflow/jetflow/natstest"
+	"github.com/jetflow/jetflow/natstest"
 	"github.com/jetflow/jetflow/payload"
 	"github.com/jetflow/jetflow/runrecord"
 	"github.com/jetflow/jetflow/subjects"
@@ -50,12 +50,12 @@ func (e *env) objects(t testing.TB, runID string) []string {
 // payload bucket, the run bucket holds a small record whose large values
 // are references, and replay rebuilds the run exactly. It returns the
 // time from start to the end of the run.
-func largeRun(t *testing.T, e *env, runID string, size int) time.Duration {
+func largeRun(t *testing.T, e *env, runID string, size int, within time.Duration) time.Duration {
 	t.Helper()
 	blob := strings.Repeat("0123456789abcdef", size/16)
 	began := time.Now()
 	e.start(t, "blob", runID, map[string]any{"blob": blob})
-	st := e.wait(t, runID, 5*time.Minute)
+	st := e.wait(t, runID, within)
 	took := time.Since(began)
 	if st.Status != wire.StatusDone {
 		t.Fatalf("run %s ended %+v", runID, st.Error)
@@ -106,7 +106,7 @@ func largeRun(t *testing.T, e *env, runID string, size int) time.Duration {
 func TestLargeInputAndResultByReference(t *testing.T) {
 	t.Parallel()
 	e := setup(t, options{timeout: 6 * time.Minute})
-	largeRun(t, e, "big4", 4<<20)
+	largeRun(t, e, "big4", 4<<20, 5*time.Minute)
 }
 
 // TestExecPayloadsByReference: a 3 MB input reaches a program served by
