@@ -140,3 +140,12 @@ func deadlineOf(w *wire.Invocation) time.Time {
 // attempt: the deadline is in the dispatchers' stream time, which may run
 // ahead of the worker's clock.
 const deadlineSkew = 2 * time.Second
+
+// ParseInvocation decodes and checks an invocation message body delivered
+// by the consumer of task version task/version, as this SDK does before
+// running a handler: the errors it returns are the reasons to terminate the
+// message with (PROTOCOL.md section 5.3). Programs that hand invocations
+// on to workers of their own, such as the HTTP gateway, check them with it.
+func ParseInvocation(body []byte, names subjects.Names, task, version string) (*wire.Invocation, error) {
+	return parseInvocation(body, names, task, version)
+}

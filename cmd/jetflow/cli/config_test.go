@@ -127,7 +127,7 @@ func TestJobRetentionFlag(t *testing.T) {
 func TestServiceFlagsHaveVariables(t *testing.T) {
 	t.Parallel()
 	bound := map[string]string{} // variable → flag, from the env and flag tags
-	for _, cfg := range []any{connConfig{}, embedConfig{}, serviceConfig{}, secretConfig{}, consoleSettings{}, consoleAddr{}, execConfig{}} {
+	for _, cfg := range []any{connConfig{}, embedConfig{}, serviceConfig{}, secretConfig{}, consoleSettings{}, consoleAddr{}, execConfig{}, gatewaySettings{}} {
 		typ := reflect.TypeOf(cfg)
 		for i := range typ.NumField() {
 			if key := typ.Field(i).Tag.Get("env"); key != "" {

@@ -64,11 +64,12 @@ type deployReport struct {
 
 func newDeploy(s streams) *cobra.Command {
 	var (
-		conn       connConfig
-		asJSON     bool
-		policyFile string
-		check      bool
-		chk        revisionCheck
+		conn        connConfig
+		asJSON      bool
+		policyFile  string
+		triggerFile string
+		check       bool
+		chk         revisionCheck
 	)
 	cmd := &cobra.Command{
 		Use:   "deploy NAME FILE [--policy POLICY.json] [--check [--runs N|--since D] [--allow-divergence]]",
@@ -144,9 +145,16 @@ func newDeploy(s streams) *cobra.Command {
 					return err
 				}
 			}
+			triggers, err := readTriggers(s, triggerFile, name, f)
+			if err != nil {
+				return err
+			}
 			ctx, cancel := context.WithTimeout(ctx, conn.Timeout)
 			defer cancel()
 			d, err := f.DeployWith(ctx, name, data, fleet.DeployOptions{Policy: pol})
+			if err == nil && triggers != nil {
+				err = storeTriggers(ctx, s, f, name, triggers, asJSON)
+			}
 			e := wire.AuditEntry{Action: "deploy", Workflow: name}
 			if err == nil {
 				e.Detail = "revision " + d.Revision
@@ -168,6 +176,7 @@ func newDeploy(s streams) *cobra.Command {
 	}
 	addConnFlags(cmd, &conn)
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the deployment, or the document's error, as JSON")
+	cmd.Flags().StringVar(&triggerFile, "triggers", "", "the workflow's trigger file (JSON; docs/TRIGGERS.md): subjects and webhooks that start its runs or send them events; it replaces the workflow's triggers, and an empty file removes them")
 	cmd.Flags().StringVar(&policyFile, "policy", "", "the tasks' retry and timeout policy file (JSON; - for standard input)")
 	cmd.Flags().BoolVar(&check, "check", false, "first replay recent runs under the document (check-revision) and deploy only if none diverges")
 	chk.addFlags(cmd)

@@ -45,6 +45,7 @@ func newDispatcher(s streams) *cobra.Command {
 	addConnFlags(cmd, &conn)
 	svc.addFlags(cmd)
 	addConsoleFlags(cmd) // the console mounted on the HTTP endpoint (console.go)
+	addGatewayFlags(cmd) // the HTTP/JSON gateway mounted there too (gateway.go)
 	cmd.Flags().BoolVar(&svc.Provision, "provision", false, "create or update the streams and buckets at start (env JETFLOW_PROVISION)")
 	return cmd
 }

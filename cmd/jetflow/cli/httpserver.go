@@ -22,10 +22,10 @@ import (
 const defaultHTTP = "127.0.0.1:7070"
 
 // httpMounts add handlers to the HTTP endpoint of serve and dispatcher:
-// the console (console.go). Each is called once with the running fleet,
+// the console (console.go) and the gateway (gateway.go). Each is called once with the running fleet,
 // before the endpoint answers. Patterns must not clash with /healthz,
 // /readyz and /metrics.
-var httpMounts = []func(f *fleet.Fleet, mux *http.ServeMux){mountConsole}
+var httpMounts = []func(f *fleet.Fleet, mux *http.ServeMux){mountConsole, mountGateway}
 
 // Service phases, as the health endpoints report them.
 const (

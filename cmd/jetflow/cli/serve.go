@@ -86,6 +86,7 @@ func newServe(s streams) *cobra.Command {
 	addConnFlags(cmd, &conn)
 	svc.addFlags(cmd)
 	addConsoleFlags(cmd) // the console mounted on the HTTP endpoint (console.go)
+	addGatewayFlags(cmd) // the HTTP/JSON gateway mounted there too (gateway.go)
 	fs := cmd.Flags()
 	fs.Lookup("nats").Usage = "join this NATS deployment, URL(s) comma-separated, instead of embedding a server (env JETFLOW_NATS_URL)"
 	fs.StringVar(&emb.Listen, "listen", embedded.DefaultListen, "client address of the embedded nats-server; port -1 picks a free one (env JETFLOW_LISTEN)")
@@ -301,6 +302,10 @@ func runService(ctx context.Context, s streams, verb string, conn *connConfig, s
 			return hintDataDir(err)
 		}
 	}
+	// The gateway it mounts: refused before anything starts.
+	if _, err := gatewayGrants(svc.HTTP); err != nil {
+		return err
+	}
 	var ep *httpEndpoint
 	if svc.HTTP != "" && svc.HTTP != "off" {
 		// The console it mounts: refused before anything starts.
@@ -351,6 +356,15 @@ func runService(ctx context.Context, s streams, verb string, conn *connConfig, s
 		log.Warn("joined a NATS cluster with --replicas 1: one node's loss loses runs; use --replicas 3",
 			slog.String("cluster", f.Conn.ConnectedClusterName()))
 	}
+	// Subject triggers (trigger.go): every dispatcher shares their consumers.
+	triggers, err := startTriggers(ctx, f, log)
+	if err != nil {
+		_ = stopBounded(ctx, f)
+		if ep != nil {
+			_ = ep.shutdown(context.Background())
+		}
+		return err
+	}
 	h := &health{f: f}
 	h.phase.Store(phaseRunning)
 	// The URLs come last: a script may stop reading at the one it needs.
@@ -374,7 +388,7 @@ func runService(ctx context.Context, s streams, verb string, conn *connConfig, s
 	h.phase.Store(phaseDraining)
 	stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), svc.DrainTimeout)
 	defer cancel()
-	err = stopBounded(stopCtx, f)
+	err = errors.Join(triggers.Stop(stopCtx), stopBounded(stopCtx, f))
 	if ep != nil {
 		err = errors.Join(err, ep.shutdown(stopCtx))
 	}

@@ -1,0 +1,174 @@
+package trigger_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"go.uber.org/goleak"
+
+	"github.com/jetflow/jetflow/dispatcher"
+	"github.com/jetflow/jetflow/embedded"
+	"github.com/jetflow/jetflow/fleet"
+	"github.com/jetflow/jetflow/natstest"
+	"github.com/jetflow/jetflow/runrecord"
+	"github.com/jetflow/jetflow/subjects"
+	"github.com/jetflow/jetflow/trigger"
+)
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m, natstest.IgnoreServerLeaks()...)
+}
+
+// orderFlow waits for a "paid" event after its start, then ends with it.
+const orderFlow = `{"$workflow":"0.2","revision":"o1","initial":"wait","states":{
+ "wait":{"on":[{"event":"paid","to":"done"}]},
+ "done":{"final":true}}}`
+
+const triggers = `{
+ "orders":   {"subject": "shop.orders.*", "key": "$.data.order"},
+ "payments": {"subject": "shop.payments", "action": "event", "event": "paid", "run": {"$concat": ["orders-", "$.data.order"]}, "input": "$.data"}
+}`
+
+func quiet() *slog.Logger { return slog.New(slog.DiscardHandler) }
+
+func startFleet(t *testing.T, dir string) *fleet.Fleet {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	f, err := fleet.Start(ctx, fleet.Config{
+		Embedded:   embedded.Config{Listen: "127.0.0.1:-1", DataDir: dir},
+		Dispatcher: &dispatcher.Config{},
+		Logger:     quiet(),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+func stop(t *testing.T, fn func(context.Context) error) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := fn(ctx); err != nil {
+		t.Error(err)
+	}
+}
+
+// A message on an application subject starts one run however often it is
+// published (its key picks the run id), and a message on another picks
+// the run its query names and delivers an event to it; messages published
+// while no runner runs wait in the trigger's stream.
+func TestSubjectTriggersStartOnceAndCorrelate(t *testing.T) {
+	t.Parallel()
+	f := startFleet(t, t.TempDir())
+	defer stop(t, f.Stop)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	if _, err := f.Deploy(ctx, "orders", []byte(orderFlow)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := trigger.Store(ctx, f.JS, f.Names, "orders", []byte(triggers)); err != nil {
+		t.Fatal(err)
+	}
+	r := trigger.NewRunner(trigger.Config{JS: f.JS, Names: f.Names, Client: f.Client, Logger: quiet()})
+	if err := r.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// The stream exists once the runner bound it; then publish with core
+	// NATS, as an application that knows nothing of jetflow does.
+	natstest.WaitFor(t, 2*time.Minute, "the trigger streams", func() error {
+		for _, name := range []string{"orders", "payments"} {
+			if _, err := f.JS.Stream(ctx, f.Names.TriggerStream(name)); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	for range 3 { // a redelivered or repeated order
+		if err := f.Conn.Publish("shop.orders.eu", []byte(`{"order":"A1","total":5}`)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	natstest.WaitFor(t, 2*time.Minute, "run orders-A1 to wait", func() error {
+		st, err := f.Client.Status(ctx, "orders-A1")
+		if err != nil {
+			return err
+		}
+		if st.Status != "waiting" {
+			return fmt.Errorf("status %s", st.Status)
+		}
+		return nil
+	})
+	// Stop the runner: a payment published now waits in its stream.
+	stop(t, r.Stop)
+	msg := nats.NewMsg("shop.payments")
+	msg.Data = []byte(`{"order":"A1","amount":5}`)
+	msg.Header.Set("Nats-Msg-Id", "pay-1")
+	if err := f.Conn.PublishMsg(msg); err != nil {
+		t.Fatal(err)
+	}
+	r = trigger.NewRunner(trigger.Config{JS: f.JS, Names: f.Names, Client: f.Client, Logger: quiet()})
+	if err := r.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer stop(t, r.Stop)
+	st, err := f.Client.Wait(ctx, "orders-A1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Status != "done" {
+		t.Fatalf("after the payment: %+v", st)
+	}
+	// One run: the repeats were rejected on it as second starts.
+	data, _, err := f.Runs.Get(ctx, "orders-A1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec, err := runrecord.Decode(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	starts := 0
+	for _, rj := range rec.Rejected {
+		if rj.Kind == "start" {
+			starts++
+		}
+	}
+	if starts != 2 {
+		t.Fatalf("the run rejected %d repeated starts, want 2: %+v", starts, rec.Rejected)
+	}
+}
+
+func TestParseNamesTheMemberAtFault(t *testing.T) {
+	t.Parallel()
+	names := subjects.Must("")
+	for _, c := range []struct{ file, pointer string }{
+		{`[]`, ""},
+		{`{}`, ""},
+		{`{"a.b": {"subject": "x"}}`, "/a.b"},
+		{`{"t": {}}`, "/t"},
+		{`{"t": {"subject": "x", "sujbect": "y"}}`, "/t"},
+		{`{"t": {"subject": "jetflow.in.x.start"}}`, "/t/subject"},
+		{`{"t": {"subject": "$JS.API.>"}}`, "/t/subject"},
+		{`{"t": {"subject": "a..b"}}`, "/t/subject"},
+		{`{"t": {"subject": "a.>.b"}}`, "/t/subject"},
+		{`{"t": {"subject": "a", "action": "stop"}}`, "/t/action"},
+		{`{"t": {"subject": "a", "action": "event", "run": "$.data.id"}}`, "/t/event"},
+		{`{"t": {"subject": "a", "action": "event", "event": "go"}}`, "/t/run"},
+		{`{"t": {"subject": "a", "event": "go"}}`, "/t/event"},
+		{`{"t": {"subject": "a", "input": {"$nope": 1}}}`, "/t/input"},
+		{`{"t": {"webhook": {}}}`, "/t/webhook/secretEnv"},
+		{`{"t": {"subject": "a", "webhook": {"secretEnv": "S"}}}`, "/t/webhook"},
+	} {
+		_, err := trigger.Parse([]byte(c.file), "w", names)
+		var pe *trigger.PathError
+		if !errors.As(err, &pe) || pe.Pointer != c.pointer {
+			t.Errorf("Parse(%s): %v, want a refusal at %q", c.file, err, c.pointer)
+		}
+	}
+}
