@@ -190,11 +190,13 @@ func (s *Store) Threshold() int {
 const chunkSize = 256 << 10
 
 // patience returns ctx with at least the time moving size bytes may take
-// on a busy server: 5 s and a second per MiB. A caller's shorter
+// on a busy server: 30 s and two seconds per MiB (5 s and one per MiB
+// was not enough on a machine at ten times its cores' load, where every
+// retry then timed out again). A caller's shorter
 // deadline is stretched to it (an operation timeout sized for small
 // messages would fail every large one); a cancellation still ends it.
 func patience(ctx context.Context, size int64) (context.Context, context.CancelFunc) {
-	need := 5*time.Second + time.Duration(size>>20)*time.Second
+	need := 30*time.Second + time.Duration(size>>20)*2*time.Second
 	if dl, ok := ctx.Deadline(); !ok || time.Until(dl) >= need {
 		return ctx, func() {}
 	}
