@@ -17,6 +17,7 @@ import (
 
 	"github.com/jetflow/jetflow/engine/run"
 	"github.com/jetflow/jetflow/kvstore"
+	"github.com/jetflow/jetflow/payload"
 	"github.com/jetflow/jetflow/runrecord"
 	"github.com/jetflow/jetflow/step"
 	"github.com/jetflow/jetflow/subjects"
@@ -57,6 +58,12 @@ type Config struct {
 	// can answer a filter's Where; runindex.RegistrySearch reads them from
 	// the deployments. Default nil: a scan refuses Where.
 	Search SearchFunc
+	// PayloadThreshold is the largest start or event body published
+	// inline; a larger one is put in the payload bucket and travels by
+	// reference (docs/PROTOCOL.md 2.4), and run records kept there are
+	// read back. Default: payload.DefaultThreshold (512 KiB). Without
+	// the payload bucket every body goes inline, up to MaxPayload.
+	PayloadThreshold int
 }
 
 // WithDefaults returns a copy of c with every unset field at its default.
@@ -84,11 +91,13 @@ type RunStore interface {
 
 // Client publishes run inputs and reads run records.
 type Client struct {
-	js    jetstream.JetStream
-	cfg   Config
-	names subjects.Names
-	store RunStore
-	jobs  jobs
+	js jetstream.JetStream
+	// payloads is nil when the payload bucket is not provisioned.
+	payloads *payload.Store
+	cfg      Config
+	names    subjects.Names
+	store    RunStore
+	jobs     jobs
 }
 
 // New returns a client. Without cfg.Store it binds the run bucket, which
@@ -99,10 +108,18 @@ func New(ctx context.Context, js jetstream.JetStream, cfg Config) (*Client, erro
 	}
 	cfg = cfg.WithDefaults()
 	c := &Client{js: js, cfg: cfg, names: cfg.Names, store: cfg.Store}
+	ps, err := payload.Open(ctx, js, payload.Config{Names: cfg.Names, Threshold: cfg.PayloadThreshold})
+	if err != nil && !errors.Is(err, payload.ErrNoBucket) {
+		return nil, fmt.Errorf("client: %w", err)
+	}
+	c.payloads = ps
 	if c.store == nil {
 		rs, err := kvstore.OpenRunStore(ctx, js, cfg.Names)
 		if err != nil {
 			return nil, fmt.Errorf("client: %w", err)
+		}
+		if ps != nil {
+			rs.WithPayloads(ps)
 		}
 		c.store = rs
 	}
@@ -253,15 +270,24 @@ func (c *Client) publishSeq(ctx context.Context, subject, msgID string, body any
 	if err != nil {
 		return 0, fmt.Errorf("client: encode %s: %w", subject, err)
 	}
+	m := nats.NewMsg(subject)
+	m.Data = data
+	if runID, kind, _, err := c.names.ParseInput(subject); err == nil && (kind == subjects.KindStart || kind == subjects.KindEvent) {
+		if _, err := c.payloads.Send(ctx, m, runID, kind); err != nil {
+			return 0, fmt.Errorf("client: publish %s by reference: %w", subject, err)
+		}
+	}
 	limit, source := c.cfg.MaxPayload, "client.Config.MaxPayload"
 	if limit <= 0 {
 		limit, source = int(c.js.Conn().MaxPayload()), "the server's max_payload"
 	}
-	if limit > 0 && len(data) > limit {
-		return 0, fmt.Errorf("client: publish %s: %w: the body is %d bytes, more than the %d bytes allowed by %s", subject, ErrTooLarge, len(data), limit, source)
+	if limit > 0 && len(m.Data) > limit {
+		hint := ""
+		if c.payloads == nil {
+			hint = fmt.Sprintf(" (the payload bucket %q that would carry it by reference is not provisioned)", c.names.PayloadBucket())
+		}
+		return 0, fmt.Errorf("client: publish %s: %w: the body is %d bytes, more than the %d bytes allowed by %s%s", subject, ErrTooLarge, len(data), limit, source, hint)
 	}
-	m := nats.NewMsg(subject)
-	m.Data = data
 	// nats.go retries this same message (same id) while the stream has no
 	// responders; the id makes those retries harmless.
 	m.Header.Set(wire.HeaderMsgID, msgID)
@@ -364,6 +390,9 @@ func nextTerminal(ctx context.Context, sub *nats.Subscription, d time.Duration) 
 				return nil, nil
 			}
 			return nil, fmt.Errorf("client: wait: %w", err)
+		}
+		if m.Header.Get(wire.HeaderPayload) != "" {
+			return nil, nil // too large to announce inline: read the record
 		}
 		var st wire.Status
 		if json.Unmarshal(m.Data, &st) == nil && run.Status(st.Status).Terminal() {

@@ -127,6 +127,15 @@ type Config struct {
 	// default max_payload).
 	MaxInputBytes int
 
+	// PayloadThreshold is the largest invocation, status announcement or
+	// run record the dispatcher sends or stores inline; a larger one goes
+	// to the payload bucket by reference (docs/PROTOCOL.md 2.4). Default:
+	// payload.DefaultThreshold (512 KiB).
+	PayloadThreshold int
+	// MaxPayloadBytes is the largest body a reference may name; a larger
+	// one is refused. Default: payload.DefaultMaxBytes (256 MiB).
+	MaxPayloadBytes int64
+
 	// Retention is how long a settled run (done, failed, cancelled) is
 	// kept before it is removed: its record replaced by a tombstone that
 	// lives as long again (at least step.MinTombstone), its history and

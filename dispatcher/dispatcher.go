@@ -15,6 +15,7 @@ import (
 	"github.com/jetflow/jetflow/client"
 	"github.com/jetflow/jetflow/kvstore"
 	"github.com/jetflow/jetflow/lifecycle"
+	"github.com/jetflow/jetflow/payload"
 	"github.com/jetflow/jetflow/provision"
 	"github.com/jetflow/jetflow/registry"
 	"github.com/jetflow/jetflow/runindex"
@@ -32,6 +33,9 @@ type Dispatcher struct {
 	js       jetstream.JetStream
 	pub      publisher
 	store    RunStore
+	// payloads is the payload bucket (nil when it is not provisioned:
+	// every reference is then refused).
+	payloads *payload.Store
 	loader   loader
 	log      *slog.Logger
 	m        *metrics
@@ -176,12 +180,25 @@ func (d *Dispatcher) start(ctx context.Context) (lifecycle.Run, error) {
 		}
 	}
 	d.settings = d.cfg.Settings()
+	if d.payloads == nil {
+		ps, err := payload.Open(ctx, d.js, payload.Config{Names: names, Threshold: d.cfg.PayloadThreshold, MaxBytes: d.cfg.MaxPayloadBytes})
+		switch {
+		case errors.Is(err, payload.ErrNoBucket):
+			d.log.Warn("dispatcher: no payload bucket: payloads by reference are refused and large messages fail (provision again)", slog.Any("error", err))
+		case err != nil:
+			return nil, fmt.Errorf("dispatcher: %w", err)
+		}
+		d.payloads, d.pub.payloads = ps, ps
+	}
 	if d.store == nil {
 		rs, err := kvstore.OpenRunStore(ctx, d.js, names)
 		if err != nil {
 			return nil, fmt.Errorf("dispatcher: %w", err)
 		}
 		d.store = rs
+	}
+	if rs, ok := d.store.(*kvstore.RunStore); ok && d.payloads != nil {
+		rs.WithPayloads(d.payloads)
 	}
 	// A partitioned stream's consumers are taken as this dispatcher
 	// comes to own their partitions (partitions.go).

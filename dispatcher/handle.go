@@ -11,9 +11,11 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/jetflow/jetflow/payload"
 	"github.com/jetflow/jetflow/registry"
 	"github.com/jetflow/jetflow/step"
 	"github.com/jetflow/jetflow/subjects"
+	"github.com/jetflow/jetflow/wire"
 )
 
 // hookPoint names a crash point a test can stop a step at.
@@ -73,7 +75,15 @@ func (d *Dispatcher) handle(ctx context.Context, m jetstream.Msg, stray bool) {
 	// Logs carry ids, sizes and reasons, never payloads; reasons and
 	// subjects are bounded because hostile inputs choose them.
 	size := slog.Int("bytes", len(m.Data()))
-	in, err := step.Parse(d.settings, m.Subject(), m.Headers(), m.Data())
+	in, err := d.parse(ctx, m)
+	if err != nil && in == nil && !errors.Is(err, step.ErrMalformed) {
+		// The payload bucket could not be read: not the input's fault.
+		d.log.Warn("dispatcher: reading an input's payload failed, will retry", slog.String("subject", truncate(m.Subject(), maxLogged)),
+			slog.Uint64("stream_seq", meta.Sequence.Stream), slog.Any("error", err))
+		d.m.messages.WithLabelValues(kindOf(d, m.Subject()), outcomeRetry).Inc()
+		_ = m.NakWithDelay(d.retryDelay(meta.NumDelivered))
+		return
+	}
 	if err != nil && in == nil {
 		log := d.log
 		if runID, kind, _, perr := d.cfg.Names.ParseInput(m.Subject()); perr == nil && subjects.CheckRunID(runID) == nil {
@@ -149,6 +159,29 @@ func (d *Dispatcher) handle(ctx context.Context, m jetstream.Msg, stray bool) {
 	}
 	d.m.messages.WithLabelValues(in.Kind, outcome).Inc()
 	d.m.step.WithLabelValues(in.Kind).Observe(time.Since(began).Seconds())
+}
+
+// parse reads an input, resolving a body that came by reference
+// (docs/PROTOCOL.md 2.4). A bad reference (missing object, digest or size
+// mismatch) is malformed, as step.Parse's refusals are: a run records it
+// where status and history show it. Any other failure to read the bucket
+// is returned alone, without an input, for a redelivery.
+func (d *Dispatcher) parse(ctx context.Context, m jetstream.Msg) (*step.Input, error) {
+	data := m.Data()
+	if m.Headers().Get(wire.HeaderPayload) != "" {
+		// (The read may outlast OpTimeout by a time sized to the body.)
+		rctx, cancel := context.WithTimeout(ctx, d.cfg.OpTimeout)
+		body, _, err := d.payloads.Body(rctx, m.Headers(), data)
+		cancel()
+		if errors.Is(err, payload.ErrBadRef) || errors.Is(err, payload.ErrNoBucket) {
+			return step.Refuse(d.settings, m.Subject(), err)
+		}
+		if err != nil {
+			return nil, err
+		}
+		data = body
+	}
+	return step.Parse(d.settings, m.Subject(), m.Headers(), data)
 }
 
 // abandon hands back an input no step took up, because the dispatcher is

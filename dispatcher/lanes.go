@@ -7,6 +7,7 @@ import (
 
 	"github.com/jetflow/jetflow/step"
 	"github.com/jetflow/jetflow/subjects"
+	"github.com/jetflow/jetflow/wire"
 )
 
 // Every input reaches the dispatchers through one consumer, in stream
@@ -110,6 +111,9 @@ func (d *Dispatcher) isStray(key string, m jetstream.Msg) bool {
 	}
 	if _, ok := d.cache.get(key); ok {
 		return false
+	}
+	if kind == subjects.KindResult && m.Headers().Get(wire.HeaderPayload) != "" {
+		return false // by reference: read once, by the step
 	}
 	if kind == subjects.KindResult {
 		in, err := step.Parse(d.settings, m.Subject(), m.Headers(), m.Data())

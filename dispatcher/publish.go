@@ -4,11 +4,13 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/jetflow/jetflow/payload"
 	"github.com/jetflow/jetflow/runrecord"
 	"github.com/jetflow/jetflow/step"
 	"github.com/jetflow/jetflow/subjects"
@@ -44,6 +46,26 @@ type publisher struct {
 	// limit applies the task versions' rate limits (limit.go); nil
 	// applies none.
 	limit *limiter
+	// payloads takes invocations and announcements larger than its
+	// threshold (nil: every message goes inline).
+	payloads *payload.Store
+}
+
+// byRef sends m by reference when it is larger than the payload
+// threshold (payload.Store.Send: the object is named for its content, so
+// that a repeat of the publish writes nothing new).
+func (p publisher) byRef(ctx context.Context, m *nats.Msg, kind string) error {
+	if p.payloads == nil || len(m.Data) <= p.payloads.Threshold() {
+		return nil
+	}
+	runID := m.Header.Get(wire.HeaderRunID)
+	if runID == "" {
+		runID = strings.TrimPrefix(m.Subject, p.names.Status(""))
+	}
+	if _, err := p.payloads.Send(ctx, m, runID, kind); err != nil {
+		return fmt.Errorf("publish %s by reference: %w", m.Subject, err)
+	}
+	return nil
 }
 
 // invocationTTLMargin is how long past its deadline an invocation stays
@@ -73,6 +95,9 @@ func (p publisher) publish(ctx context.Context, out []runrecord.Outgoing) error 
 			case runrecord.OutTimer:
 				legacyTimer(p.names, m)
 			case runrecord.OutInvoke:
+				if err := p.byRef(ctx, m, payload.KindInvoke); err != nil {
+					return err
+				}
 				p.expire(m)
 				if p.traced {
 					tracing.Inject(ctx, m.Header)
@@ -118,7 +143,11 @@ func (p publisher) publish(ctx context.Context, out []runrecord.Outgoing) error 
 	}
 	for _, o := range out {
 		if o.Kind == runrecord.OutStatus {
-			if err := p.nc.PublishMsg(step.Msg(o)); err != nil {
+			m := step.Msg(o)
+			if err := p.byRef(ctx, m, payload.KindStatus); err != nil {
+				return err
+			}
+			if err := p.nc.PublishMsg(m); err != nil {
 				return fmt.Errorf("announce %s: %w", o.Subject, err)
 			}
 		}

@@ -229,6 +229,15 @@ func (d *Dispatcher) purgeRemoved(ctx context.Context, runID string, timers, tim
 			return fmt.Errorf("purge the history of removed run %s from %s: %w", runID, d.cfg.Names.InputStream(), err)
 		}
 	}
+	if n, err := d.payloads.RemoveRun(ctx, runID); err != nil {
+		d.m.removalFailures.Inc()
+		return fmt.Errorf("remove the payloads of removed run %s from %s: %w", runID, d.cfg.Names.PayloadBucket(), err)
+	} else if n > 0 {
+		d.log.Info("dispatcher: payloads of removed run deleted", slog.String("run_id", runID), slog.Int("objects", n))
+	}
+	if rs, ok := d.store.(*kvstore.RunStore); ok {
+		rs.Forget(runID)
+	}
 	// Its timers' schedules, then what it left on its own subjects: fired
 	// timers and the fired removal (kept for days otherwise, in case the
 	// input stream's source lagged) and its removal schedule.

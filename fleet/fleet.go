@@ -21,6 +21,7 @@ import (
 	"github.com/jetflow/jetflow/dispatcher"
 	"github.com/jetflow/jetflow/embedded"
 	"github.com/jetflow/jetflow/kvstore"
+	"github.com/jetflow/jetflow/payload"
 	"github.com/jetflow/jetflow/provision"
 	"github.com/jetflow/jetflow/registry"
 	"github.com/jetflow/jetflow/runindex"
@@ -64,6 +65,11 @@ type Config struct {
 	// token.ErrDisagree when the deployment's dispatchers use another
 	// (token.Claim); without, the dispatcher loads the bucket's secret.
 	Dispatcher *dispatcher.Config
+	// PayloadThreshold is the largest body the fleet's client,
+	// dispatcher and run store send or store inline; a larger one goes to
+	// the payload bucket by reference. Default: the dispatcher's
+	// PayloadThreshold, else payload.DefaultThreshold (512 KiB).
+	PayloadThreshold int
 	// TaskPolicy is applied to every task consumer a deploy creates; a
 	// deployment's policy overrides its StartToClose per task version.
 	TaskPolicy provision.TaskPolicy
@@ -152,14 +158,29 @@ func (f *Fleet) start(ctx context.Context) error {
 	if f.Runs, err = kvstore.OpenRunStore(ctx, js, f.Names); err != nil {
 		return fmt.Errorf("opening the run store: %w", err)
 	}
+	pc := payload.Config{Names: f.Names, Threshold: cfg.PayloadThreshold}
+	if cfg.Dispatcher != nil {
+		if cfg.Dispatcher.PayloadThreshold != 0 {
+			pc.Threshold = cfg.Dispatcher.PayloadThreshold
+		}
+		pc.MaxBytes = cfg.Dispatcher.MaxPayloadBytes
+	}
+	if ps, err := payload.Open(ctx, js, pc); err == nil {
+		f.Runs.WithPayloads(ps)
+	} else if !errors.Is(err, payload.ErrNoBucket) {
+		return fmt.Errorf("opening the payload bucket: %w", err)
+	}
 	// Search lets a scan (list --scan, a bulk count) answer --where.
 	search := runindex.RegistrySearch(f.Registry, 5*time.Second)
-	if f.Client, err = client.New(ctx, js, client.Config{Names: f.Names, Store: f.Runs, Search: search}); err != nil {
+	if f.Client, err = client.New(ctx, js, client.Config{Names: f.Names, Store: f.Runs, Search: search, PayloadThreshold: pc.Threshold}); err != nil {
 		return err
 	}
 	if cfg.Dispatcher != nil {
 		dc := *cfg.Dispatcher
 		dc.Names = f.Names
+		if dc.PayloadThreshold == 0 {
+			dc.PayloadThreshold = cfg.PayloadThreshold
+		}
 		if dc.Logger == nil {
 			dc.Logger = cfg.Logger
 		}

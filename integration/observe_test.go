@@ -143,7 +143,8 @@ func (e *env) diagnose(t testing.TB, runID string) {
 	defer cancel()
 	rec := e.record(t, runID)
 	data, _ := json.Marshal(rec)
-	t.Logf("record of %s: %s", runID, data)
+	// (A record holding large payloads would flood the log.)
+	t.Logf("record of %s (%d bytes): %.8192s", runID, len(data), data)
 	if oc, err := e.f.JS.OrderedConsumer(ctx, e.names.InputStream(), jetstream.OrderedConsumerConfig{FilterSubjects: []string{e.names.RunInputs(runID)}}); err == nil {
 		if batch, err := oc.FetchNoWait(100); err == nil {
 			for m := range batch.Messages() {

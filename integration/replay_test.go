@@ -13,7 +13,14 @@ import (
 // for the runs it drives.
 func checkReplay(t testing.TB, e *env, runID string) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(e.ctx, 30*time.Second)
+	checkReplayWithin(t, e, runID, 30*time.Second)
+}
+
+// checkReplayWithin is checkReplay with a bound of its own, for runs whose
+// history holds large payloads to read back.
+func checkReplayWithin(t testing.TB, e *env, runID string, d time.Duration) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(e.ctx, d)
 	defer cancel()
 	rep, err := replay.Check(ctx, replay.Source{
 		JS: e.f.JS, Names: e.names, Registry: e.f.Registry, Runs: e.f.Runs,

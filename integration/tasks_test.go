@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"github.com/jetflow/jetflow/worker"
+	"github.com/jetflow/jetflow/worker/exec"
 )
 
 // taskLog records every invocation the workers run, so that a test can
@@ -98,8 +99,19 @@ func (l *taskLog) releaseChan(runID string) chan struct{} {
 // unhold lets the hold task of runID return.
 func (l *taskLog) unhold(runID string) { close(l.releaseChan(runID)) }
 
-// hugeOutput exceeds the embedded server's 1 MiB max payload.
+// hugeOutput exceeds the embedded server's 1 MiB max payload: it travels
+// by reference.
 var hugeOutput = strings.Repeat("x", 2<<20)
+
+// catHandler is "cat" served by worker exec: the program writes back the
+// request it read on stdin.
+var catHandler = func() worker.Handler {
+	h, err := exec.Handler([]string{"cat"}, exec.Options{})
+	if err != nil {
+		panic(err)
+	}
+	return h
+}()
 
 // handlers are the tasks every test's workers serve, all at version "1".
 func (l *taskLog) handlers() map[string]worker.Handler {
@@ -148,6 +160,16 @@ func (l *taskLog) handlers() map[string]worker.Handler {
 			}
 		},
 		"huge": func(context.Context, worker.Invocation) (any, error) { return hugeOutput, nil },
+		// The program of worker exec that answers with the request it
+		// read (payloads by reference through exec).
+		"cat": catHandler,
+		"grow": func(_ context.Context, inv worker.Invocation) (any, error) {
+			var in struct{ Blob string }
+			if err := inv.DecodeInput(&in); err != nil {
+				return nil, err
+			}
+			return map[string]any{"blob": in.Blob + "!", "got": len(in.Blob)}, nil
+		},
 	}
 }
 

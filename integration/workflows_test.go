@@ -109,6 +109,17 @@ var workflows = map[string]string{
 		"wait":{"on":[{"event":"again","to":"inc"},{"event":"stop","to":"done"}]},
 		"done":{"final":true}}}`,
 
+	// a task that echoes a large input back, larger (payloads by
+	// reference).
+	"blob": `{"$workflow":"0.2","revision":"blob/1","initial":"a","states":{
+		"a":{"work":{"task":"grow","version":"1"},"then":"done"},
+		"done":{"final":true}}}`,
+
+	// a program of worker exec that answers with its request.
+	"blobexec": `{"$workflow":"0.2","revision":"blobexec/1","initial":"a","states":{
+		"a":{"work":{"task":"cat","version":"1"},"then":"done"},
+		"done":{"final":true}}}`,
+
 	// a task whose output exceeds the server's max payload.
 	"huge": `{"$workflow":"0.2","revision":"huge/1","initial":"a","states":{
 		"a":{"work":{"task":"huge","version":"1"},"then":"done","catch":"refused"},

@@ -21,6 +21,9 @@ type RunStore struct {
 	// oneRevision: the bucket keeps one revision per key (TakesKeyTTLs
 	// found out), so a tombstone needs no roll-up to replace the record.
 	oneRevision atomic.Bool
+	// spill, when set, keeps large record values in the payload bucket
+	// (spill.go).
+	spill atomic.Pointer[spill]
 }
 
 // OpenRunStore binds the run bucket of names (it must be provisioned).
@@ -68,7 +71,11 @@ func (s *RunStore) Get(ctx context.Context, runID string, opts ...ReadOption) ([
 	if err != nil {
 		return nil, 0, fmt.Errorf("kvstore: get run %q from bucket %q: %w", runID, s.b.name, err)
 	}
-	return e.Data, e.Revision, nil
+	data, err := s.in(ctx, runID, e.Data)
+	if err != nil {
+		return nil, 0, err
+	}
+	return data, e.Revision, nil
 }
 
 // GetEntry is Get with the time the revision was stored, the time a
@@ -84,7 +91,11 @@ func (s *RunStore) GetEntry(ctx context.Context, runID string) (Entry, error) {
 	if err != nil {
 		return Entry{}, fmt.Errorf("kvstore: get run %q from bucket %q: %w", runID, s.b.name, err)
 	}
-	return Entry{RunID: runID, Data: e.Data, Revision: e.Revision, Updated: e.Created}, nil
+	data, err := s.in(ctx, runID, e.Data)
+	if err != nil {
+		return Entry{}, err
+	}
+	return Entry{RunID: runID, Data: data, Revision: e.Revision, Updated: e.Created}, nil
 }
 
 // Create stores a new run's state and returns its revision. A run already
@@ -93,6 +104,12 @@ func (s *RunStore) Create(ctx context.Context, runID string, data []byte) (uint6
 	if err := subjects.CheckRunID(runID); err != nil {
 		return 0, fmt.Errorf("kvstore: create run: %w", err)
 	}
+	data, took, err := s.out(ctx, runID, data)
+	if err != nil {
+		return 0, err
+	}
+	ctx, cancel := extend(ctx, took)
+	defer cancel()
 	rev, err := s.b.kv.Create(ctx, runID, data)
 	if errors.Is(err, jetstream.ErrKeyExists) {
 		return 0, fmt.Errorf("kvstore: create run %q in bucket %q: %w", runID, s.b.name, ErrRunExists)
@@ -117,6 +134,12 @@ func (s *RunStore) Update(ctx context.Context, runID string, data []byte, lastRe
 	if err := subjects.CheckRunID(runID); err != nil {
 		return 0, fmt.Errorf("kvstore: update run: %w", err)
 	}
+	data, took, err := s.out(ctx, runID, data)
+	if err != nil {
+		return 0, err
+	}
+	ctx, cancel := extend(ctx, took)
+	defer cancel()
 	rev, err := s.b.kv.Update(ctx, runID, data, lastRevision)
 	if err == nil {
 		return rev, nil

@@ -90,6 +90,7 @@ var rules = []rule{
 	},
 	{"subjects", true, []string{mod}, "subject names depend on nothing of ours"},
 	{"wire", true, []string{mod}, "the wire format depends on nothing of ours"},
+	{"payload", true, []string{mod + "engine/", mod + "kvstore", mod + "step", mod + "runrecord", mod + "client", mod + "worker", mod + "dispatcher"}, "payloads by reference depend on the names and the wire alone: the worker SDK links them"},
 	{"clock", true, []string{mod}, "the clock depends on nothing of ours: the worker SDK links it"},
 	{"lifecycle", true, []string{mod}, "the lifecycle contract depends on nothing of ours: the worker SDK links it"},
 	{"tracing", true, []string{mod, "go.opentelemetry.io/otel/sdk", "go.opentelemetry.io/otel/exporters/"}, "the trace ids and carrier depend on nothing of ours and on the OpenTelemetry API alone: the worker SDK links them"},
@@ -122,8 +123,9 @@ func TestImportRules(t *testing.T) {
 // names and the wire format it speaks, the two leaves every long-lived
 // service shares (each depends on nothing of ours), the task consumer's
 // definition, which depends on the names alone, and the trace context
-// (the OpenTelemetry API, never its SDK).
-var workerDeps = []string{mod + "subjects", mod + "wire", mod + "clock", mod + "lifecycle", mod + "taskconsumer", mod + "tracing"}
+// (the OpenTelemetry API, never its SDK), and payloads by reference
+// (the names, the wire and the Object Store).
+var workerDeps = []string{mod + "subjects", mod + "wire", mod + "clock", mod + "lifecycle", mod + "taskconsumer", mod + "tracing", mod + "payload"}
 
 // TestWorkerNeedsOnlySubjectsAndWire: a worker program links the SDK and
 // nothing else of ours but the leaves in workerDeps.

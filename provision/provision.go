@@ -300,6 +300,21 @@ func ArchiveBucketConfig(names subjects.Names, opts ProvisionOptions) jetstream.
 	}
 }
 
+// PayloadBucketConfig is the Object Store bucket of payloads that travel
+// by reference (package payload): clients and workers write the bodies of
+// their large messages, dispatchers those of large invocations and run
+// records. It has no TTL: a payload lives as long as its run, and
+// retention removes it with the run.
+func PayloadBucketConfig(names subjects.Names, opts ProvisionOptions) jetstream.ObjectStoreConfig {
+	opts = opts.withDefaults()
+	return jetstream.ObjectStoreConfig{
+		Bucket:      names.PayloadBucket(),
+		Description: "jetflow payloads by reference: large run inputs, events, invocations, results and run records",
+		Storage:     opts.Storage,
+		Replicas:    opts.Replicas,
+	}
+}
+
 // TombstoneMarkerTTL is how long the run bucket keeps the marker a
 // tombstone leaves when it expires (watchers see the key go).
 const TombstoneMarkerTTL = time.Minute
@@ -411,16 +426,17 @@ func provision(ctx context.Context, js jetstream.JetStream, names subjects.Names
 			return fmt.Errorf("provision: provision bucket %q: %w", cfg.Bucket, err)
 		}
 	}
-	archive := ArchiveBucketConfig(names, opts)
-	err = ensure(ctx, opts.RetryFor, func(ctx context.Context) error {
-		_, err := js.CreateObjectStore(ctx, archive)
-		if errors.Is(err, jetstream.ErrBucketExists) {
-			_, err = js.UpdateObjectStore(ctx, archive)
+	for _, cfg := range []jetstream.ObjectStoreConfig{ArchiveBucketConfig(names, opts), PayloadBucketConfig(names, opts)} {
+		err = ensure(ctx, opts.RetryFor, func(ctx context.Context) error {
+			_, err := js.CreateObjectStore(ctx, cfg)
+			if errors.Is(err, jetstream.ErrBucketExists) {
+				_, err = js.UpdateObjectStore(ctx, cfg)
+			}
+			return err
+		})
+		if err != nil {
+			return fmt.Errorf("provision: provision object store %q: %w", cfg.Bucket, err)
 		}
-		return err
-	})
-	if err != nil {
-		return fmt.Errorf("provision: provision object store %q: %w", archive.Bucket, err)
 	}
 	return nil
 }

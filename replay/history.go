@@ -20,7 +20,12 @@ type Message struct {
 	Time    time.Time
 	Subject string
 	Header  nats.Header
-	Data    []byte
+	// Data is the body: for a message that travelled by reference, the
+	// object it names (resolvePayloads).
+	Data []byte
+	// PayloadErr is why the object a message by reference names could not
+	// be read (it wraps payload.ErrBadRef): the dispatcher refused it.
+	PayloadErr error
 }
 
 // readWait bounds the wait for the next history message: the history is
@@ -84,7 +89,7 @@ func ReadHistory(ctx context.Context, js jetstream.JetStream, names subjects.Nam
 			// Retention may have removed what was left since we looked.
 			last, err := stream.GetLastMsgForSubject(ctx, filter)
 			if errors.Is(err, jetstream.ErrMsgNotFound) || err == nil && last.Sequence <= seen {
-				return out, nil
+				return out, resolvePayloads(ctx, js, names, out)
 			}
 			if time.Since(active) < readWait {
 				continue
@@ -104,7 +109,7 @@ func ReadHistory(ctx context.Context, js jetstream.JetStream, names subjects.Nam
 			Subject: m.Subject(), Header: m.Headers(), Data: m.Data(),
 		})
 		if seen >= last.Sequence || meta.NumPending == 0 {
-			return out, nil
+			return out, resolvePayloads(ctx, js, names, out)
 		}
 	}
 }

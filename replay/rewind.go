@@ -129,5 +129,5 @@ func readRange(ctx context.Context, js jetstream.JetStream, names subjects.Names
 		out = append(out, Message{Seq: m.Sequence, Time: m.Time, Subject: m.Subject, Header: m.Header, Data: m.Data})
 		seq = m.Sequence + 1
 	}
-	return out, nil
+	return out, resolvePayloads(ctx, js, names, out)
 }

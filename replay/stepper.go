@@ -46,7 +46,13 @@ func NewStepper(reg registry.Reader, s step.Settings, opts run.Options) (*Steppe
 // the line holds for it, as the dispatcher that applied it rebuilt it
 // (Rewind): step from the start with the run each step returns.
 func (r *Stepper) Step(ctx context.Context, cur step.Run, m Message, startRevision string) (step.Run, step.Outcome, string, error) {
-	in, err := step.Parse(r.settings, m.Subject, m.Header, m.Data)
+	var in *step.Input
+	var err error
+	if m.PayloadErr != nil {
+		in, err = step.Refuse(r.settings, m.Subject, m.PayloadErr)
+	} else {
+		in, err = step.Parse(r.settings, m.Subject, m.Header, m.Data)
+	}
 	if err != nil && (in == nil || cur.Record == nil) {
 		return cur, step.Malformed, err.Error(), nil
 	}

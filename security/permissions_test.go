@@ -142,6 +142,11 @@ func (r *roles) serve(t *testing.T, c *conn, task string) {
 		t.Fatal(err)
 	}
 	if err := w.Register(task, "1", func(_ context.Context, inv worker.Invocation) (any, error) {
+		if inv.Run == "big1" {
+			// Larger than the payload threshold: the result travels by
+			// reference.
+			return map[string]any{"by": task, "pad": strings.Repeat(task, 200<<10)}, nil
+		}
 		return map[string]any{"by": task}, nil
 	}); err != nil {
 		t.Fatal(err)
@@ -279,6 +284,30 @@ func TestPermissionMatrix(t *testing.T) {
 		if st, err := app.Wait(ctx, id); err != nil || st.Status != wire.StatusDone {
 			t.Fatalf("%s ended %+v, %v", id, st, err)
 		}
+	}
+	// Payloads by reference: the application's large start, the event
+	// source's large event, the workers' large results (and so the large
+	// invocation of task-b and the run record) all go through the payload
+	// bucket, each with the rights of its role.
+	pad := strings.Repeat("x", 700<<10)
+	if err := app.StartRun(ctx, "two", "big1", map[string]any{"pad": pad}); err != nil {
+		t.Fatal(err)
+	}
+	natstest.WaitFor(t, 30*time.Second, "big1 waits for its event", func() error {
+		st, err := observer.Status(ctx, "big1")
+		if err != nil {
+			return err
+		}
+		if st.Status != wire.StatusWaiting {
+			return errors.New(st.Status)
+		}
+		return nil
+	})
+	if err := events.SendEvent(ctx, "big1", "go", map[string]any{"pad": pad}); err != nil {
+		t.Fatal(err)
+	}
+	if st, err := app.Wait(ctx, "big1"); err != nil || st.Status != wire.StatusDone || st.State != "/states/done" {
+		t.Fatalf("big1 ended %+v, %v", st, err)
 	}
 	// A bulk cancel submitted by the operator, carried out by the
 	// dispatcher: the job bucket, the run scan and the cancel it publishes.

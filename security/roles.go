@@ -112,7 +112,7 @@ func Dispatcher(n subjects.Names, user string) Permissions {
 		api("CONSUMER.CREATE", kvStream(wfs), "*", n.KVKey(wfs, "name.>")), api("CONSUMER.DELETE", kvStream(wfs), "*"),
 		n.FlowControl(kvStream(wfs)),
 	}
-	return join(Permissions{Publish: pub, Subscribe: []string{inbox(user), n.DispatcherHeartbeats()}}, bulkJobs(n), archiveWrite(n), runIndex(n), scheduleRunner(n), rateLimits(n), childRuns(n))
+	return join(Permissions{Publish: pub, Subscribe: []string{inbox(user), n.DispatcherHeartbeats()}}, bulkJobs(n), archiveWrite(n), runIndex(n), scheduleRunner(n), rateLimits(n), childRuns(n), payloadAll(n))
 }
 
 // rateLimits is what a dispatcher needs to keep the task versions' rate
@@ -169,6 +169,34 @@ func Scheduler(n subjects.Names) Permissions {
 		n.API("STREAM.INFO", st), n.API("DIRECT.GET", st, ">"), n.API("STREAM.MSG.GET", st), n.API("STREAM.PURGE", st),
 		n.ScheduleDef("*"), n.ScheduleTrigger("*"),
 	}}
+}
+
+// payloadRead is what resolving a payload by reference needs
+// (docs/PROTOCOL.md 2.4): the bucket's stream info, and direct gets of an
+// object's info (the last message on its meta subject) and of its chunks
+// (the next message on its chunk subject). No consumer: a consumer's
+// creator chooses where the server delivers its messages, which could be
+// a run-input subject, and the chunks are whatever their writer wrote.
+func payloadRead(n subjects.Names) Permissions {
+	obj := n.ObjectStream(n.PayloadBucket())
+	return Permissions{Publish: []string{n.API("STREAM.INFO", obj), n.API("DIRECT.GET", obj), n.API("DIRECT.GET", obj, ">")}}
+}
+
+// payloadWrite is what sending a payload by reference needs: publishing
+// an object's chunks and its info, after a look at whether it is there.
+func payloadWrite(n subjects.Names) Permissions {
+	return join(payloadRead(n), Permissions{Publish: []string{n.ObjectSubjects(n.PayloadBucket())}})
+}
+
+// payloadAll is a dispatcher's: reading and writing, and deleting a
+// removed run's objects (a purge of their chunks, and a listing of the
+// bucket through an ordered consumer of its infos).
+func payloadAll(n subjects.Names) Permissions {
+	obj := n.ObjectStream(n.PayloadBucket())
+	return join(payloadWrite(n), Permissions{Publish: []string{
+		n.API("STREAM.PURGE", obj), n.API("STREAM.MSG.GET", obj),
+		n.API("CONSUMER.CREATE", obj), n.API("CONSUMER.CREATE", obj, ">"), n.API("CONSUMER.DELETE", obj, ">"), n.FlowControl(obj),
+	}})
 }
 
 // archiveWrite is what a dispatcher needs to archive a run before
@@ -249,13 +277,13 @@ func Worker(n subjects.Names, user, task, version string) (Permissions, error) {
 		return Permissions{}, err
 	}
 	ts, c := n.TaskStream(), n.TaskConsumer(task, version)
-	return Permissions{
+	return join(Permissions{
 		Publish: []string{
 			n.API("CONSUMER.INFO", ts, c), n.API("CONSUMER.MSG.NEXT", ts, c), n.Ack(ts, c),
 			n.Result("*"),
 		},
 		Subscribe: []string{inbox(user)},
-	}, nil
+	}, payloadWrite(n)), nil
 }
 
 // Publisher input kinds a Publisher may be given.
@@ -277,12 +305,13 @@ var publisherKinds = []string{
 // (provision.InputStreamConfig).
 func Publisher(n subjects.Names, user string, kinds ...string) (Permissions, error) {
 	pub := []string{n.API("STREAM.INFO", n.KVStream(n.RunBucket()))}
+	large := false
 	for _, k := range kinds {
 		switch k {
 		case subjects.KindStart:
-			pub = append(pub, n.Start("*"))
+			pub, large = append(pub, n.Start("*")), true
 		case subjects.KindEvent:
-			pub = append(pub, n.Event("*", "*"))
+			pub, large = append(pub, n.Event("*", "*")), true
 		case subjects.KindCancel:
 			pub = append(pub, n.Cancel("*"))
 		case subjects.KindPause:
@@ -299,7 +328,12 @@ func Publisher(n subjects.Names, user string, kinds ...string) (Permissions, err
 			return Permissions{}, fmt.Errorf("security: a publisher may publish %v, not %q", publisherKinds, k)
 		}
 	}
-	return Permissions{Publish: pub, Subscribe: []string{inbox(user)}}, nil
+	p := Permissions{Publish: pub, Subscribe: []string{inbox(user)}}
+	if large {
+		// Large run inputs and events travel by reference.
+		p = join(p, payloadWrite(n))
+	}
+	return p, nil
 }
 
 // Observer may read run records (direct gets, as client.Status and
@@ -312,7 +346,7 @@ func Observer(n subjects.Names, user string) Permissions {
 	return join(Permissions{
 		Publish:   kvRead(n, n.RunBucket(), ">"),
 		Subscribe: []string{n.StatusAll(), inbox(user)},
-	}, Permissions{Publish: indexRead(n)})
+	}, Permissions{Publish: indexRead(n)}, payloadRead(n))
 }
 
 // Watcher adds to Observer what a watch or listing of the run bucket

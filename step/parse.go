@@ -44,6 +44,8 @@ type Input struct {
 	redriveTo string
 	// resetTo is the input sequence a reset takes its run back to.
 	resetTo uint64
+	// limits bound the JSON of its body.
+	limits value.Limits
 	// startEvent is the event a start carries (startevent.go).
 	startEvent *run.Event
 	// migrate is the migration's body (kind migrate only).
@@ -62,7 +64,7 @@ type Input struct {
 func Parse(s Settings, subject string, header nats.Header, data []byte) (*Input, error) {
 	var in *Input
 	var err error
-	if len(data) > s.MaxInputBytes {
+	if len(data) > s.MaxInputBytes && header.Get(wire.HeaderPayload) == "" {
 		err = malformed("input of %d bytes is larger than the dispatcher's limit of %d bytes (Config.MaxInputBytes)", len(data), s.MaxInputBytes)
 	} else {
 		in, err = parseInput(s.Names, subject, header, data)
@@ -71,6 +73,15 @@ func Parse(s Settings, subject string, header nats.Header, data []byte) (*Input,
 		return addressed(s.Names, subject, err), err
 	}
 	return in, nil
+}
+
+// Refuse returns the input that carries err, why an input's body could
+// not be read (a bad payload reference, docs/PROTOCOL.md 2.4), to its run,
+// as Parse does for a malformed input: nil when the subject names no run
+// or names a start. The error wraps ErrMalformed and err.
+func Refuse(s Settings, subject string, err error) (*Input, error) {
+	err = fmt.Errorf("%w: %w", ErrMalformed, err)
+	return addressed(s.Names, subject, err), err
 }
 
 // Check returns why a dispatcher would terminate an input as malformed,
@@ -118,7 +129,12 @@ func parseInput(names subjects.Names, subject string, header nats.Header, data [
 	if err := subjects.CheckRunID(runID); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrMalformed, err)
 	}
-	in := &Input{RunID: runID, Kind: kind, msg: run.Message{RunID: runID}}
+	in := &Input{RunID: runID, Kind: kind, msg: run.Message{RunID: runID}, limits: bodyLimits}
+	if header.Get(wire.HeaderPayload) != "" {
+		// A body that came by reference was bounded by its reader
+		// (payload.Config.MaxBytes).
+		in.limits.MaxBytes = max(bodyLimits.MaxBytes, len(data))
+	}
 	switch kind {
 	case subjects.KindStart:
 		err = in.parseStart(data)
@@ -159,13 +175,13 @@ func parseInput(names subjects.Names, subject string, header nats.Header, data [
 
 func (in *Input) parseStart(data []byte) error {
 	var body wire.Start
-	if err := strictJSON(data, &body); err != nil {
+	if err := strictJSONIn(data, &body, in.limits); err != nil {
 		return malformed("start body: %v", err)
 	}
 	if err := subjects.CheckWorkflowName(body.Workflow); err != nil {
 		return fmt.Errorf("%w: start body: %w", ErrMalformed, err)
 	}
-	v, err := optionalValue(body.Input)
+	v, err := optionalValueIn(body.Input, in.limits)
 	if err != nil {
 		return malformed("start input: %v", err)
 	}
@@ -175,7 +191,7 @@ func (in *Input) parseStart(data []byte) error {
 		if err := subjects.CheckEventType(e.Type); err != nil {
 			return fmt.Errorf("%w: start body: event type: %w", ErrMalformed, err)
 		}
-		p, err := optionalValue(e.Payload)
+		p, err := optionalValueIn(e.Payload, in.limits)
 		if err != nil {
 			return malformed("start event payload: %v", err)
 		}
@@ -188,7 +204,7 @@ func (in *Input) parseEvent(eventType string, data []byte) error {
 	if err := subjects.CheckEventType(eventType); err != nil {
 		return fmt.Errorf("%w: %w", ErrMalformed, err)
 	}
-	v, err := optionalValue(data)
+	v, err := optionalValueIn(data, in.limits)
 	if err != nil {
 		return malformed("event payload: %v", err)
 	}
@@ -200,7 +216,7 @@ func (in *Input) parseEvent(eventType string, data []byte) error {
 
 func (in *Input) parseResult(data []byte) error {
 	var body wire.Result
-	if err := strictJSON(data, &body); err != nil {
+	if err := strictJSONIn(data, &body, in.limits); err != nil {
 		return malformed("result body: %v", err)
 	}
 	if body.Activation == "" {
@@ -225,7 +241,7 @@ func (in *Input) parseResult(data []byte) error {
 	if body.Error != nil {
 		res.Error = &run.TaskError{Message: body.Error.Message, Code: body.Error.Code, NonRetryable: body.Error.NonRetryable, RetryAfterMs: body.Error.RetryAfterMs}
 	} else {
-		v, err := optionalValue(body.Output)
+		v, err := optionalValueIn(body.Output, in.limits)
 		if err != nil {
 			return malformed("result output: %v", err)
 		}
@@ -306,9 +322,11 @@ func (in *Input) parseExpire(data []byte) error {
 // values stay raw here and go through value.Decode, which bounds depth;
 // encoding/json itself refuses nesting past 10000 without recursing
 // further.)
-func strictJSON(data []byte, v any) error {
-	if len(data) > bodyLimits.MaxBytes {
-		return fmt.Errorf("%w: %d bytes, limit %d", value.ErrTooLarge, len(data), bodyLimits.MaxBytes)
+func strictJSON(data []byte, v any) error { return strictJSONIn(data, v, bodyLimits) }
+
+func strictJSONIn(data []byte, v any, limits value.Limits) error {
+	if len(data) > limits.MaxBytes {
+		return fmt.Errorf("%w: %d bytes, limit %d", value.ErrTooLarge, len(data), limits.MaxBytes)
 	}
 	if t := bytes.TrimLeft(data, " \t\r\n"); len(t) == 0 || t[0] != '{' {
 		return errors.New("expected a JSON object")
@@ -317,11 +335,11 @@ func strictJSON(data []byte, v any) error {
 }
 
 // optionalValue decodes a JSON value; absent or empty means null.
-func optionalValue(raw []byte) (any, error) {
+func optionalValueIn(raw []byte, limits value.Limits) (any, error) {
 	if len(bytes.TrimSpace(raw)) == 0 {
 		return nil, nil
 	}
-	return value.Decode(raw, bodyLimits)
+	return value.Decode(raw, limits)
 }
 
 // Refused is why an input addressed to a run cannot apply (it wraps

@@ -285,6 +285,11 @@ func (n Names) ParseInput(subject string) (runID, kind, eventType string, err er
 // with an archive: one object per run id.
 func (n Names) ArchiveBucket() string { return n.prefix + "_archive" }
 
+// PayloadBucket is the Object Store bucket of payloads that travel by
+// reference: run inputs, events, task invocations and results, and run
+// records larger than the payload threshold (docs/PROTOCOL.md, 2.4).
+func (n Names) PayloadBucket() string { return n.prefix + "_payloads" }
+
 // JobBucket is the KV bucket of bulk jobs (package bulk), keyed by job id.
 func (n Names) JobBucket() string { return n.prefix + "_jobs" }
 

@@ -18,6 +18,17 @@ const (
 	// HeaderDeadline is a timer's logical deadline, or an invocation's
 	// attempt deadline, in Unix milliseconds.
 	HeaderDeadline = "Jetflow-Deadline"
+
+	// HeaderPayload, HeaderPayloadSize and HeaderPayloadDigest are set
+	// together on a message whose body travels by reference: the body is
+	// empty and the real one is object HeaderPayload of the payload
+	// bucket, HeaderPayloadSize bytes long, with the digest
+	// HeaderPayloadDigest ("SHA-256=" and the padded base64url encoding
+	// of its SHA-256, the form of the Object Store's own digest).
+	// docs/PROTOCOL.md 2.4; package payload reads and writes them.
+	HeaderPayload       = "Jetflow-Payload"
+	HeaderPayloadSize   = "Jetflow-Payload-Size"
+	HeaderPayloadDigest = "Jetflow-Payload-Digest"
 )
 
 // Start is the body of a run's start message.

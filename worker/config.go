@@ -53,6 +53,13 @@ type Config struct {
 	// with backoff while the worker runs. Default: 5s.
 	PublishTimeout time.Duration
 
+	// PayloadThreshold is the largest result body published inline; a
+	// larger one is put in the payload bucket and travels by reference
+	// (docs/PROTOCOL.md 2.4). Invocations that came by reference are read
+	// from the bucket whatever this is. Default: payload.DefaultThreshold
+	// (512 KiB).
+	PayloadThreshold int
+
 	// CreateConsumers makes the worker create a missing task consumer with
 	// ConsumerPolicy instead of waiting for a deployment to create it.
 	// Meant for tests and development. Default: false.

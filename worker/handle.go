@@ -16,6 +16,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/jetflow/jetflow/clock"
+	"github.com/jetflow/jetflow/payload"
 	"github.com/jetflow/jetflow/tracing"
 	"github.com/jetflow/jetflow/wire"
 )
@@ -32,7 +33,24 @@ func (w *Worker) handle(rs *runState, r *registration, m jetstream.Msg, p *pace,
 	if md, err := m.Metadata(); err == nil {
 		delivery, seq = md.NumDelivered, md.Sequence.Stream
 	}
-	wi, err := parseInvocation(m.Data(), w.cfg.Names, r.task, r.version)
+	data, permanent, err := w.invocationBody(rs.work, m.Headers(), m.Data())
+	if err != nil && !permanent {
+		log.Warn("reading an invocation from the payload bucket failed; handed back", "subject", m.Subject(), "stream_seq", seq,
+			"run_id", m.Headers().Get(wire.HeaderRunID), "error", err)
+		w.handBack(m, log)
+		return
+	}
+	if err != nil {
+		// Its token is in the body: no result can answer it, and the
+		// dispatchers fail the attempt at its deadline (TASK_TIMEOUT).
+		log.Error("terminating an invocation whose payload reference is bad", "subject", m.Subject(), "stream_seq", seq,
+			"run_id", m.Headers().Get(wire.HeaderRunID), "reason", err.Error())
+		if err := m.TermWithReason(err.Error()); err != nil {
+			log.Error("terminating an invocation failed", "subject", m.Subject(), "stream_seq", seq, "error", err)
+		}
+		return
+	}
+	wi, err := parseInvocation(data, w.cfg.Names, r.task, r.version)
 	if err != nil {
 		log.Error("terminating a malformed invocation", "subject", m.Subject(), "stream_seq", seq,
 			"run_id", m.Headers().Get(wire.HeaderRunID), "reason", err.Error())
@@ -86,7 +104,7 @@ func (w *Worker) handle(rs *runState, r *registration, m jetstream.Msg, p *pace,
 	}
 
 	body, msgID := w.result(wi, out, herr, log)
-	err = w.publish(rs.work, ctx, wi.Reply, msgID, body)
+	err = w.publish(rs.work, ctx, wi, msgID, body)
 	if tooLarge(err) {
 		// The input stream caps its message size below the server's max
 		// payload; no retry can fit this output.
@@ -95,7 +113,7 @@ func (w *Worker) handle(rs *runState, r *registration, m jetstream.Msg, p *pace,
 			Message:      fmt.Sprintf("task result of %d bytes exceeds the maximum message size of stream %q (store large data elsewhere and return a reference)", len(body), w.cfg.Names.InputStream()),
 			NonRetryable: true,
 		})
-		err = w.publish(rs.work, ctx, wi.Reply, msgID, body)
+		err = w.publish(rs.work, ctx, wi, msgID, body)
 	}
 	if err != nil {
 		log.Error("publishing the task result failed; invocation handed back", "reply", wi.Reply, "error", err)
@@ -147,6 +165,11 @@ func (w *Worker) result(wi *wire.Invocation, out json.RawMessage, herr error, lo
 		return encodeResult(wi, nil, WireError(herr)), msgID
 	}
 	body := encodeResult(wi, out, nil)
+	if len(body) > w.threshold() {
+		if _, err := w.payloadStore(context.Background()); err == nil {
+			return body, msgID // by reference (publish)
+		}
+	}
 	// Leave room for the headers.
 	maxPayload := w.js.Conn().MaxPayload()
 	if limit := maxPayload - int64(len(msgID)) - 256; int64(len(body)) > limit {
@@ -193,11 +216,30 @@ func ResultMsgID(tok string) string {
 //
 // When tracing, the result carries the attempt's span, the span of
 // attempt (tracing.Inject).
-func (w *Worker) publish(work, attempt context.Context, subject, msgID string, body []byte) error {
-	msg := nats.NewMsg(subject)
+//
+// A body larger than Config.PayloadThreshold goes to the payload bucket
+// first and travels by reference (docs/PROTOCOL.md 2.4).
+func (w *Worker) publish(work, attempt context.Context, wi *wire.Invocation, msgID string, body []byte) error {
+	msg := nats.NewMsg(wi.Reply)
 	msg.Data = body
 	if w.tracer != nil {
 		tracing.Inject(attempt, msg.Header)
+	}
+	if len(body) > w.threshold() {
+		if s, err := w.payloadStore(work); err == nil {
+			put := func() error {
+				ctx, cancel := context.WithTimeout(context.WithoutCancel(work), w.cfg.PublishTimeout) // stretched for the size (payload.Store.Put)
+				defer cancel()
+				_, err := s.Send(ctx, msg, wi.Run, payload.KindResult)
+				return err
+			}
+			b := newBackoff(50*time.Millisecond, 5*time.Second)
+			b.MaxElapsedTime = publishPatience
+			b.Clock = w.cfg.Clock
+			if err := backoff.RetryNotifyWithTimer(put, backoff.WithContext(b, work), nil, &clock.RetryTimer{Clock: w.cfg.Clock}); err != nil {
+				return err
+			}
+		}
 	}
 	b := newBackoff(50*time.Millisecond, 5*time.Second)
 	b.MaxElapsedTime = publishPatience

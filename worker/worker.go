@@ -30,6 +30,8 @@ type Worker struct {
 	log *slog.Logger
 	// tracer is nil unless Config.TracerProvider is set (trace.go).
 	tracer trace.Tracer
+	// payloads is the payload bucket, bound on first use (payload.go).
+	payloads payloadBucket
 
 	// life is the Start/Stop state; its runs are *runState.
 	life lifecycle.Machine

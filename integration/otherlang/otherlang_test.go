@@ -242,3 +242,59 @@ func results(t *testing.T, ctx context.Context, f *fleet.Fleet, runID string) ma
 	}
 	return st.Context.Results
 }
+
+// TestNodeWorkerPayloadsByReference: the Node.js worker resolves an
+// invocation that came by reference (a 3 MB input) and publishes its 3 MB
+// result by reference, as docs/PROTOCOL.md 2.4 says, with no consumer of
+// the payload bucket.
+func TestNodeWorkerPayloadsByReference(t *testing.T) {
+	node := requireNode(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	dir := filepath.Join(repoRoot(t), "examples", "workers", "node")
+	f := startFleet(t, ctx, provision.TaskPolicy{})
+	const notifyOnly = `{"$workflow":"0.2","revision":"n1","initial":"notify","states":{
+ "notify":{"work":{"task":"notify","version":"1"},"then":"done"},"done":{"final":true}}}`
+	if _, err := f.Deploy(ctx, "notify-only", []byte(notifyOnly)); err != nil {
+		t.Fatal(err)
+	}
+	w := start(t, "node worker", dir, []string{"JETFLOW_NATS_URL=" + f.URL(), "JETFLOW_TASKS=notify@1"}, node, "worker.js")
+	tracking := strings.Repeat("T", 3<<20)
+	if err := f.Client.StartRun(ctx, "notify-only", "big-parcel", map[string]any{"tracking": tracking}); err != nil {
+		t.Fatal(err)
+	}
+	wctx, wcancel := context.WithTimeout(ctx, 3*time.Minute)
+	defer wcancel()
+	st, err := f.Client.Wait(wctx, "big-parcel")
+	if err != nil {
+		t.Fatalf("big-parcel did not end: %v\n%s", err, w.out.String())
+	}
+	var out struct{ Tracking string }
+	if err := json.Unmarshal(st.Result, &out); st.Status != wire.StatusDone || err != nil || out.Tracking != tracking {
+		t.Fatalf("big-parcel ended %s with a tracking number of %d bytes (%v), want done with %d", st.Status, len(out.Tracking), err, len(tracking))
+	}
+	// The listing gets a bound of its own: on a loaded machine the run
+	// may have used most of ctx's.
+	lctx, lcancel := context.WithTimeout(context.Background(), time.Minute)
+	defer lcancel()
+	obs, err := f.JS.ObjectStore(lctx, f.Names.PayloadBucket())
+	if err != nil {
+		t.Fatal(err)
+	}
+	infos, err := obs.List(lctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kinds := map[string]bool{}
+	for _, i := range infos {
+		if parts := strings.Split(i.Name, "/"); parts[0] == "big-parcel" {
+			kinds[parts[1]] = true
+		}
+	}
+	if !kinds["invoke"] || !kinds["result"] {
+		t.Errorf("objects of big-parcel: %v, want an invocation and a result", kinds)
+	}
+	if err := w.stop(t, 30*time.Second); err != nil {
+		t.Errorf("node worker after SIGTERM: %v, want exit status 0", err)
+	}
+}

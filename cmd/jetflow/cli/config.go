@@ -22,6 +22,7 @@ import (
 	"github.com/jetflow/jetflow/embedded"
 	"github.com/jetflow/jetflow/fleet"
 	"github.com/jetflow/jetflow/kvstore"
+	"github.com/jetflow/jetflow/payload"
 	"github.com/jetflow/jetflow/provision"
 	"github.com/jetflow/jetflow/subjects"
 )
@@ -48,6 +49,9 @@ type connConfig struct {
 	Inbox    string        `env:"JETFLOW_INBOX_PREFIX" flag:"inbox-prefix"`
 	Prefix   string        `env:"JETFLOW_PREFIX" flag:"prefix"`
 	Timeout  time.Duration `env:"JETFLOW_TIMEOUT" flag:"timeout"`
+	// PayloadThreshold: a body larger than this travels by reference
+	// through the payload bucket (docs/PROTOCOL.md 2.4).
+	PayloadThreshold int `env:"JETFLOW_PAYLOAD_THRESHOLD" flag:"payload-threshold"`
 
 	flags    *pflag.FlagSet
 	resolved bool
@@ -94,6 +98,7 @@ func addConnFlags(cmd *cobra.Command, c *connConfig) {
 	fs.StringVar(&c.Inbox, "inbox-prefix", "", "subject prefix of this client's reply inboxes instead of _INBOX, e.g. _INBOX_<user> for a NATS user allowed to subscribe only there (docs/SECURITY.md; env JETFLOW_INBOX_PREFIX)")
 	fs.StringVar(&c.Prefix, "prefix", subjects.DefaultPrefix, "names the deployment's subjects, streams and buckets (env JETFLOW_PREFIX)")
 	fs.DurationVar(&c.Timeout, "timeout", defaultTimeout, "bounds connecting to NATS and each request (env JETFLOW_TIMEOUT)")
+	fs.IntVar(&c.PayloadThreshold, "payload-threshold", payload.DefaultThreshold, "bytes: a run input, event, invocation, task result or run record larger than this is stored in the Object Store bucket <prefix>_payloads and travels by reference (docs/PROTOCOL.md 2.4); keep it below the server's max_payload (env JETFLOW_PAYLOAD_THRESHOLD)")
 }
 
 // resolve applies the environment to the fields whose flag was not given
@@ -246,17 +251,18 @@ func (c *connConfig) open(ctx context.Context, opts openOptions) (*fleet.Fleet, 
 		return nil, err
 	}
 	cfg := fleet.Config{
-		URL:           c.URL,
-		NATSOptions:   nopts,
-		Prefix:        c.Prefix,
-		Provision:     opts.ProvisionOptions,
-		SkipProvision: !opts.Provision,
-		MigrateInputs: opts.MigrateInputs,
-		MigrateParts:  opts.MigrateParts,
-		Dispatcher:    opts.Dispatcher,
-		TaskPolicy:    opts.TaskPolicy,
-		Registerer:    opts.Registerer,
-		Logger:        opts.Logger,
+		URL:              c.URL,
+		NATSOptions:      nopts,
+		Prefix:           c.Prefix,
+		Provision:        opts.ProvisionOptions,
+		SkipProvision:    !opts.Provision,
+		MigrateInputs:    opts.MigrateInputs,
+		MigrateParts:     opts.MigrateParts,
+		Dispatcher:       opts.Dispatcher,
+		PayloadThreshold: c.PayloadThreshold,
+		TaskPolicy:       opts.TaskPolicy,
+		Registerer:       opts.Registerer,
+		Logger:           opts.Logger,
 	}
 	if cfg.URL == "" {
 		if opts.Embedded != nil {

@@ -119,6 +119,7 @@ func serveExec(ctx context.Context, s streams, conn *connConfig, task, version s
 	}
 	defer stop()
 	cfg.Names, cfg.Logger, cfg.TracerProvider = f.Names, log, tp
+	cfg.PayloadThreshold = conn.PayloadThreshold
 	w, err := worker.New(f.JS, cfg)
 	if err != nil {
 		return err

@@ -14,12 +14,14 @@
 //   JETFLOW_GRACE_MS              how long a shutdown waits for running tasks (default 10000)
 //   JETFLOW_READY_FILE            a file written once every consumer is bound (for health checks)
 //   JETFLOW_SIMULATED_WORK_MS     every task first sleeps this long, to watch heartbeats and draining (default 0)
+//   JETFLOW_PAYLOAD_THRESHOLD     a result larger than this many bytes travels by reference (default 524288; PROTOCOL.md 2.4)
 
 import { createHash, randomBytes } from "node:crypto";
 import { writeFileSync } from "node:fs";
 import process from "node:process";
 import { connect, headers } from "@nats-io/transport-node";
-import { jetstream, JetStreamApiError } from "@nats-io/jetstream";
+import { jetstream, jetstreamManager, JetStreamApiError } from "@nats-io/jetstream";
+import { BadReference, Payloads } from "./payload.js";
 import { tasks, TaskError } from "./tasks.js";
 
 // Section 2.1: names are refused, never escaped.
@@ -88,6 +90,7 @@ function readConfig() {
     graceMs: intEnv("JETFLOW_GRACE_MS", 10000, 0),
     readyFile: process.env.JETFLOW_READY_FILE || "",
     workMs: intEnv("JETFLOW_SIMULATED_WORK_MS", 0, 0),
+    payloadThreshold: intEnv("JETFLOW_PAYLOAD_THRESHOLD", 512 * 1024, 1),
   };
 }
 
@@ -191,10 +194,11 @@ function resultBody(envelope, result) {
 }
 
 class Worker {
-  constructor(cfg, nc, js) {
+  constructor(cfg, nc, js, jsm) {
     this.cfg = cfg;
     this.nc = nc;
     this.js = js;
+    this.payloads = new Payloads(cfg.prefix, js, jsm, cfg.payloadThreshold);
     this.stopping = false;
     this.running = new Set(); // one entry per invocation being handled
     this.aborts = new Set(); // cancels the handlers still running at the end of a shutdown
@@ -291,8 +295,23 @@ class Worker {
 
   async handle(m, task, version, handler, ackWaitMs) {
     let inv;
+    let data;
     try {
-      inv = parseInvocation(m.string(), this.cfg.prefix, task, version);
+      // Section 2.4: an invocation by reference is read from the bucket.
+      data = await this.payloads.body(m);
+    } catch (err) {
+      if (err instanceof BadReference) {
+        // Its token is in the body: no result can answer it.
+        log("error", "terminating an invocation whose payload reference is bad", { subject: m.subject, stream_seq: m.seq, reason: err.message });
+        m.term(err.message);
+      } else {
+        log("warn", "reading an invocation from the payload bucket failed; handed back", { subject: m.subject, stream_seq: m.seq, error: String(err) });
+        m.nak(this.cfg.pullMs + 1000);
+      }
+      return;
+    }
+    try {
+      inv = parseInvocation(new TextDecoder().decode(data), this.cfg.prefix, task, version);
     } catch (err) {
       // Section 5.7: terminate, log, keep serving; never run it.
       log("error", "terminating a malformed invocation", { subject: m.subject, stream_seq: m.seq, reason: err.message });
@@ -375,15 +394,25 @@ class Worker {
         ...envelope,
         error: { message: `task result of ${body.length} bytes exceeds the maximum message size (store large data elsewhere and return a reference)`, nonRetryable: true },
       });
+    // Section 2.4: a result above the threshold goes by reference.
+    let ref = null;
+    try {
+      const sent = await this.payloads.send(inv.run, "result", body);
+      if (sent.hdrs) ({ body, hdrs: ref } = sent);
+    } catch (err) {
+      log("warn", "storing a large result in the payload bucket failed; invocation handed back", { ...attrs, error: String(err) });
+      return false;
+    }
     const maxPayload = this.nc.info?.max_payload ?? 1 << 20;
-    if (Buffer.byteLength(body) > maxPayload - msgID.length - 256) body = tooLarge();
+    if (!ref && Buffer.byteLength(body) > maxPayload - msgID.length - 256) body = tooLarge();
     let delay = 50;
     const deadline = Date.now() + 60000;
     for (;;) {
       try {
         const opts = { msgID, expect: { streamName: `${this.cfg.prefix}_inputs` }, timeout: 5000 };
+        if (ref) opts.headers = ref;
         if (trace) {
-          opts.headers = headers();
+          opts.headers = opts.headers || headers();
           opts.headers.set("traceparent", trace.traceparent);
           if (trace.tracestate) opts.headers.set("tracestate", trace.tracestate);
         }
@@ -450,7 +479,7 @@ async function main() {
       else if (s.type === "reconnect") log("info", "reconnected to NATS", { server: s.server });
     }
   })().catch(() => {});
-  const w = new Worker(cfg, nc, jetstream(nc));
+  const w = new Worker(cfg, nc, jetstream(nc), await jetstreamManager(nc, { checkAPI: false }));
   const loops = cfg.serve.map((s) => w.serve(s));
 
   let signals = 0;

@@ -1,0 +1,142 @@
+package payload_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"go.uber.org/goleak"
+
+	"github.com/jetflow/jetflow/natstest"
+	"github.com/jetflow/jetflow/payload"
+	"github.com/jetflow/jetflow/provision"
+	"github.com/jetflow/jetflow/subjects"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m, natstest.IgnoreServerLeaks()...) }
+
+func setup(t testing.TB, cfg payload.Config) (*payload.Store, jetstream.JetStream) {
+	t.Helper()
+	s := natstest.Server(t)
+	js := natstest.JetStream(t, natstest.Conn(t, s))
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	names := subjects.Must("")
+	if _, err := js.CreateObjectStore(ctx, provision.PayloadBucketConfig(names, provision.ProvisionOptions{})); err != nil {
+		t.Fatal(err)
+	}
+	cfg.Names = names
+	ps, err := payload.Open(ctx, js, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ps, js
+}
+
+// TestSendAndBody: a body over the threshold leaves as a reference and
+// comes back whole; one at the threshold stays inline.
+func TestSendAndBody(t *testing.T) {
+	t.Parallel()
+	ps, _ := setup(t, payload.Config{Threshold: 1024})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	small := nats.NewMsg("x")
+	small.Data = bytes.Repeat([]byte("s"), 1024)
+	if sent, err := ps.Send(ctx, small, "r1", payload.KindEvent); err != nil || sent || len(small.Data) != 1024 {
+		t.Fatalf("a body at the threshold: sent %v, err %v", sent, err)
+	}
+	big := nats.NewMsg("x")
+	body := bytes.Repeat([]byte("b"), 3<<20)
+	big.Data = bytes.Clone(body)
+	if sent, err := ps.Send(ctx, big, "r1", payload.KindEvent); err != nil || !sent || len(big.Data) != 0 {
+		t.Fatalf("a body over the threshold: sent %v, err %v, data %d bytes", sent, err, len(big.Data))
+	}
+	got, ref, err := ps.Body(ctx, big.Header, big.Data)
+	if err != nil || !bytes.Equal(got, body) || ref == nil || ref.Size != int64(len(body)) {
+		t.Fatalf("Body: %d bytes, ref %+v, err %v", len(got), ref, err)
+	}
+	if n, err := ps.RemoveRun(ctx, "r2"); err != nil || n != 0 {
+		t.Fatalf("RemoveRun(r2) = %d, %v; want nothing of r1 removed", n, err)
+	}
+	if n, err := ps.RemoveRun(ctx, "r1"); err != nil || n != 1 {
+		t.Fatalf("RemoveRun(r1) = %d, %v; want 1", n, err)
+	}
+	if _, _, err := ps.Body(ctx, big.Header, nil); !errors.Is(err, payload.ErrMissing) {
+		t.Fatalf("Body after removal: %v, want ErrMissing", err)
+	}
+}
+
+// TestBadReferences: every way a reference can be wrong is refused with
+// an error wrapping ErrBadRef that names the object.
+func TestBadReferences(t *testing.T) {
+	t.Parallel()
+	ps, js := setup(t, payload.Config{MaxBytes: 1 << 20})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	body := []byte(`{"a":1}`)
+	ref, err := ps.Put(ctx, "r/event/ok", body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	obs, err := js.ObjectStore(ctx, subjects.Must("").PayloadBucket())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := obs.PutBytes(ctx, "r/event/other", []byte(`{"a":2}`)); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name   string
+		header nats.Header
+		data   []byte
+		want   error
+	}{
+		{"missing", hdr(payload.Ref{Name: "r/event/none", Size: ref.Size, Digest: ref.Digest}), nil, payload.ErrMissing},
+		{"other content", hdr(payload.Ref{Name: "r/event/other", Size: ref.Size, Digest: ref.Digest}), nil, payload.ErrDigest},
+		{"wrong size", hdr(payload.Ref{Name: "r/event/ok", Size: ref.Size + 1, Digest: ref.Digest}), nil, payload.ErrDigest},
+		{"oversize", hdr(payload.Ref{Name: "r/event/ok", Size: 2 << 20, Digest: ref.Digest}), nil, payload.ErrOversize},
+		{"body too", hdr(ref), []byte(`{}`), payload.ErrBadRef},
+		{"no size", nats.Header{payload.HeaderName: {"r/event/ok"}, payload.HeaderDigest: {ref.Digest}}, nil, payload.ErrBadRef},
+		{"bad digest form", nats.Header{payload.HeaderName: {"r/event/ok"}, payload.HeaderSize: {"7"}, payload.HeaderDigest: {"md5=x"}}, nil, payload.ErrBadRef},
+	} {
+		_, _, err := ps.Body(ctx, c.header, c.data)
+		if !errors.Is(err, c.want) || !errors.Is(err, payload.ErrBadRef) {
+			t.Errorf("%s: %v, want %v", c.name, err, c.want)
+		}
+	}
+	if got, _, err := ps.Body(ctx, hdr(ref), nil); err != nil || !bytes.Equal(got, body) {
+		t.Errorf("the good reference: %s, %v", got, err)
+	}
+}
+
+func hdr(r payload.Ref) nats.Header {
+	h := nats.Header{}
+	r.Set(h)
+	return h
+}
+
+// BenchmarkRoundTrip50MB puts a 50 MB body in the payload bucket and
+// reads it back with its checks, as a client and a dispatcher do: the
+// bytes per second it reports are one leg of a payload's journey.
+func BenchmarkRoundTrip50MB(b *testing.B) {
+	ps, _ := setup(b, payload.Config{})
+	ctx := context.Background()
+	body := bytes.Repeat([]byte("0123456789abcdef"), 50<<20/16)
+	b.SetBytes(int64(len(body)))
+	b.ResetTimer()
+	for i := range b.N {
+		m := nats.NewMsg("x")
+		m.Data = body
+		body[0] = byte(i) // a new object each round
+		if _, err := ps.Send(ctx, m, "bench", payload.KindStart); err != nil {
+			b.Fatal(err)
+		}
+		if _, _, err := ps.Body(ctx, m.Header, nil); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
