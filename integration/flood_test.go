@@ -32,7 +32,8 @@ import (
 // The test logs that figure too.
 func TestFloodOfStrayInputs(t *testing.T) {
 	t.Parallel()
-	e := setup(t, options{dispatchers: none})
+	// The waits below bound each phase; the deployment outlives them all.
+	e := setup(t, options{dispatchers: none, timeout: 15 * time.Minute})
 	d := e.spawnDispatcher(t, "", 0, productionEnv+"=1")
 	terms := e.countTerminations(t)
 
