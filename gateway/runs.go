@@ -180,13 +180,8 @@ func (g *Gateway) result(w http.ResponseWriter, r *http.Request) {
 		writeError(w, e)
 		return
 	}
-	if _, e := g.authorize(r, actRead); e != nil {
-		writeError(w, e)
-		return
-	}
-	id, e := runParam(r)
-	if e != nil {
-		writeError(w, e)
+	id, ok := g.runRequest(w, r, actRead)
+	if !ok {
 		return
 	}
 	g.waitFor(w, r, id, wait)
@@ -226,6 +221,21 @@ func (g *Gateway) waitFor(w http.ResponseWriter, r *http.Request, id string, wai
 	writeError(w, e)
 }
 
+// runRequest authorizes act and reads the request's run id; when either
+// fails it has answered the request.
+func (g *Gateway) runRequest(w http.ResponseWriter, r *http.Request, act action) (string, bool) {
+	if _, e := g.authorize(r, act); e != nil {
+		writeError(w, e)
+		return "", false
+	}
+	id, e := runParam(r)
+	if e != nil {
+		writeError(w, e)
+		return "", false
+	}
+	return id, true
+}
+
 func runParam(r *http.Request) (string, *Error) {
 	id := r.PathValue("run")
 	if err := subjects.CheckRunID(id); err != nil {
@@ -236,13 +246,8 @@ func runParam(r *http.Request) (string, *Error) {
 
 // status is GET /api/v1/runs/{run}.
 func (g *Gateway) status(w http.ResponseWriter, r *http.Request) {
-	if _, e := g.authorize(r, actRead); e != nil {
-		writeError(w, e)
-		return
-	}
-	id, e := runParam(r)
-	if e != nil {
-		writeError(w, e)
+	id, ok := g.runRequest(w, r, actRead)
+	if !ok {
 		return
 	}
 	ctx, cancel := opContext(r)
@@ -307,13 +312,8 @@ type Sent struct {
 // event is POST /api/v1/runs/{run}/events/{type}[?id=ID&beforeStart=true];
 // the body is the payload, an empty body the payload null.
 func (g *Gateway) event(w http.ResponseWriter, r *http.Request) {
-	if _, e := g.authorize(r, actEvent); e != nil {
-		writeError(w, e)
-		return
-	}
-	id, e := runParam(r)
-	if e != nil {
-		writeError(w, e)
+	id, ok := g.runRequest(w, r, actEvent)
+	if !ok {
 		return
 	}
 	typ := r.PathValue("type")
@@ -360,13 +360,8 @@ type CancelRequest struct {
 
 // cancel is POST /api/v1/runs/{run}/cancel.
 func (g *Gateway) cancel(w http.ResponseWriter, r *http.Request) {
-	if _, e := g.authorize(r, actCancel); e != nil {
-		writeError(w, e)
-		return
-	}
-	id, e := runParam(r)
-	if e != nil {
-		writeError(w, e)
+	id, ok := g.runRequest(w, r, actCancel)
+	if !ok {
 		return
 	}
 	var req CancelRequest
