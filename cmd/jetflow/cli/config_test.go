@@ -10,6 +10,8 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+
+	"github.com/jetflow/jetflow/payload"
 )
 
 // TestConnConfigPrecedence: a flag given wins over its variable, which
@@ -40,6 +42,7 @@ func TestConnConfigPrecedence(t *testing.T) {
 		{name: "negative timeout", args: []string{"--timeout", "-1s"}, wantErr: "--timeout (JETFLOW_TIMEOUT) must be positive, got -1s"},
 		{name: "two kinds of credentials", args: []string{"--user", "u", "--nkey", "config_test.go"}, wantErr: "--creds, --nkey and --user"},
 		{name: "key without cert", args: []string{"--tls-key", "config_test.go"}, wantErr: "--tls-cert and --tls-key"},
+		{name: "payload threshold from env", env: map[string]string{"JETFLOW_PAYLOAD_THRESHOLD": "1000"}, want: connConfig{Prefix: "jetflow", Timeout: defaultTimeout, PayloadThreshold: 1000}},
 		{name: "inbox prefix", args: []string{"--inbox-prefix", "_INBOX_jf"}, want: connConfig{Prefix: "jetflow", Timeout: defaultTimeout, Inbox: "_INBOX_jf"}},
 		{name: "inbox prefix from env", env: map[string]string{"JETFLOW_INBOX_PREFIX": "tenant.a._INBOX"}, want: connConfig{Prefix: "jetflow", Timeout: defaultTimeout, Inbox: "tenant.a._INBOX"}},
 		{name: "inbox prefix wildcard", args: []string{"--inbox-prefix", "_INBOX.>"}, wantErr: `--inbox-prefix (JETFLOW_INBOX_PREFIX) "_INBOX.>": it has the wildcard '>'`},
@@ -51,7 +54,7 @@ func TestConnConfigPrecedence(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			for _, k := range []string{"JETFLOW_NATS_URL", "JETFLOW_PREFIX", "JETFLOW_TIMEOUT", "JETFLOW_NATS_USER", "JETFLOW_NATS_PASSWORD", "JETFLOW_INBOX_PREFIX"} {
+			for _, k := range []string{"JETFLOW_NATS_URL", "JETFLOW_PREFIX", "JETFLOW_TIMEOUT", "JETFLOW_NATS_USER", "JETFLOW_NATS_PASSWORD", "JETFLOW_INBOX_PREFIX", "JETFLOW_PAYLOAD_THRESHOLD"} {
 				t.Setenv(k, c.env[k])
 			}
 			var conn connConfig
@@ -72,6 +75,9 @@ func TestConnConfigPrecedence(t *testing.T) {
 			}
 			got := conn
 			got.flags, got.resolved, got.refused = nil, false, nil
+			if c.want.PayloadThreshold == 0 {
+				c.want.PayloadThreshold = payload.DefaultThreshold
+			}
 			if got != c.want {
 				t.Errorf("got %+v\nwant %+v", got, c.want)
 			}
