@@ -28,10 +28,19 @@ func TestOversizedPayloadsRefusedAtTheEdge(t *testing.T) {
 	ctx := testCtx(t, 2*time.Minute)
 	// Events kept for a wait may fill the record here (the default bound,
 	// run.DefaultMaxBufferedBytes, keeps it well below).
+	// A payload threshold above any message NATS takes: nothing travels
+	// or is kept by reference (a deployment's large inputs otherwise go
+	// through the payload bucket: integration/payload_test.go), so the
+	// edge's own limits are what this test meets.
+	const inline = 8 << 20
 	f, err := fleet.Start(ctx, fleet.Config{
-		Embedded:   embedded.Config{Listen: "127.0.0.1:-1", Logger: quiet()},
-		Dispatcher: &dispatcher.Config{Logger: quiet(), MaxInputBytes: 700 << 10, RunOptions: run.Options{MaxBufferedBytes: 4 << 20}},
-		Logger:     quiet(),
+		Embedded: embedded.Config{Listen: "127.0.0.1:-1", Logger: quiet()},
+		Dispatcher: &dispatcher.Config{
+			Logger: quiet(), MaxInputBytes: 700 << 10, RunOptions: run.Options{MaxBufferedBytes: 4 << 20},
+			PayloadThreshold: inline,
+		},
+		PayloadThreshold: inline,
+		Logger:           quiet(),
 	})
 	if err != nil {
 		t.Fatal(err)
