@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -172,23 +171,9 @@ func TestChildFanOut(t *testing.T) {
 		t.Parallel()
 		e := setup(t, options{dispatchers: none, workers: 2})
 		e.deployChildren(t)
-		crashed := make(chan struct{})
-		var once sync.Once
-		d := e.addDispatcher(dispatcher.Config{AckWait: crashAckWait, CrashHook: func(p, runID, kind string) error {
-			var err error
-			if p == dispatcher.CrashAfterSave && runID == "p" && kind == subjects.KindStart {
-				once.Do(func() { close(crashed); err = errors.New("simulated kill") })
-			}
-			return err
-		}})
-		e.start(t, "fan100", "p", 21)
-		select {
-		case <-crashed:
-		case <-time.After(time.Minute):
-			t.Fatal("the crash point was never reached")
-		}
-		stopWithin(t, "crashed dispatcher", d.Stop)
-		e.addDispatcher(dispatcher.Config{AckWait: crashAckWait})
+		e.crashOnce(t, func(p, runID, kind string) bool {
+			return p == dispatcher.CrashAfterSave && runID == "p" && kind == subjects.KindStart
+		}, func() { e.start(t, "fan100", "p", 21) })
 		check(t, e)
 	})
 	t.Run("process", func(t *testing.T) {
@@ -214,23 +199,9 @@ func TestChildChain(t *testing.T) {
 	t.Parallel()
 	e := setup(t, options{dispatchers: none})
 	e.deployChildren(t)
-	crashed := make(chan struct{})
-	var once sync.Once
-	d := e.addDispatcher(dispatcher.Config{AckWait: crashAckWait, CrashHook: func(p, runID, kind string) error {
-		var err error
-		if p == dispatcher.CrashAfterSave && kind == subjects.KindResult && strings.HasPrefix(runID, "t--") && strings.Count(runID, "--") == 1 {
-			once.Do(func() { close(crashed); err = errors.New("simulated kill") })
-		}
-		return err
-	}})
-	e.start(t, "top", "t", 21)
-	select {
-	case <-crashed:
-	case <-time.After(time.Minute):
-		t.Fatal("the crash point was never reached")
-	}
-	stopWithin(t, "crashed dispatcher", d.Stop)
-	e.addDispatcher(dispatcher.Config{AckWait: crashAckWait})
+	e.crashOnce(t, func(p, runID, kind string) bool {
+		return p == dispatcher.CrashAfterSave && kind == subjects.KindResult && strings.HasPrefix(runID, "t--") && strings.Count(runID, "--") == 1
+	}, func() { e.start(t, "top", "t", 21) })
 	st := e.wait(t, "t", time.Minute)
 	if st.Status != wire.StatusDone || string(st.Result) != "42" {
 		t.Fatalf("top: %+v, want done with 42", st)

@@ -49,25 +49,35 @@ func TestCrashWindows(t *testing.T) {
 	t.Run("in process", func(t *testing.T) {
 		t.Parallel()
 		e := setup(t, options{dispatchers: none})
-		crashed := make(chan struct{})
-		var once sync.Once
-		d := e.addDispatcher(dispatcher.Config{AckWait: crashAckWait, CrashHook: func(p, _, kind string) error {
-			var err error
-			if p == dispatcher.CrashAfterSave && kind == subjects.KindResult {
-				once.Do(func() { close(crashed); err = errors.New("simulated kill") })
-			}
-			return err
-		}})
-		e.start(t, "one", "c", 21)
-		select {
-		case <-crashed:
-		case <-time.After(30 * time.Second):
-			t.Fatal("the crash point was never reached")
-		}
-		stopWithin(t, "crashed dispatcher", d.Stop)
-		e.addDispatcher(dispatcher.Config{AckWait: crashAckWait})
+		e.crashOnce(t, func(p, _, kind string) bool {
+			return p == dispatcher.CrashAfterSave && kind == subjects.KindResult
+		}, func() { e.start(t, "one", "c", 21) })
 		checkSurvivor(t, e, subjects.KindResult)
 	})
+}
+
+// crashOnce runs start beside an in-process dispatcher whose step fails
+// (as a kill would leave it) the first time at matches, stops that
+// dispatcher, and starts a fresh one in its place.
+func (e *env) crashOnce(t *testing.T, at func(point, runID, kind string) bool, start func()) {
+	t.Helper()
+	crashed := make(chan struct{})
+	var once sync.Once
+	d := e.addDispatcher(dispatcher.Config{AckWait: crashAckWait, CrashHook: func(p, runID, kind string) error {
+		var err error
+		if at(p, runID, kind) {
+			once.Do(func() { close(crashed); err = errors.New("simulated kill") })
+		}
+		return err
+	}})
+	start()
+	select {
+	case <-crashed:
+	case <-time.After(time.Minute):
+		t.Fatal("the crash point was never reached")
+	}
+	stopWithin(t, "crashed dispatcher", d.Stop)
+	e.addDispatcher(dispatcher.Config{AckWait: crashAckWait})
 }
 
 // checkSurvivor checks that run "c" of workflow "one" ended right after a
