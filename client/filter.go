@@ -42,6 +42,8 @@ type Matcher struct {
 	// the first message stored at or after T.
 	beforeSeq, afterSeq uint64
 	bound               bool
+	// runs is f.Runs as a set (nil: every run id passes).
+	runs map[string]bool
 }
 
 // CompileFilter checks every field of f and compiles its query; each
@@ -70,6 +72,18 @@ func CompileFilter(f wire.RunFilter) (*Matcher, error) {
 	for _, name := range whereNames(f.Where) {
 		if err := subjects.CheckSearchName(name); err != nil {
 			return nil, fmt.Errorf("%w: where %s=%s: %w", ErrBadFilter, name, f.Where[name], err)
+		}
+	}
+	if len(f.Runs) > wire.MaxFilterRuns {
+		return nil, fmt.Errorf("%w: run: %d run ids, more than the %d a filter may name (name fewer, or select the runs by the other fields)", ErrBadFilter, len(f.Runs), wire.MaxFilterRuns)
+	}
+	if len(f.Runs) > 0 {
+		m.runs = make(map[string]bool, len(f.Runs))
+		for _, id := range f.Runs {
+			if err := subjects.CheckRunID(id); err != nil {
+				return bad("run", err)
+			}
+			m.runs[id] = true
 		}
 	}
 	if len(f.Match) > 0 {
@@ -192,7 +206,8 @@ func (m *Matcher) Match(r *Run) (bool, error) {
 		return false, errors.New("client: filter: call Bind before Match: the filter has start-time bounds")
 	}
 	switch {
-	case f.Workflow != "" && r.Status.Workflow != f.Workflow,
+	case !m.named(r.ID),
+		f.Workflow != "" && r.Status.Workflow != f.Workflow,
 		f.Revision != "" && r.Status.Revision != f.Revision,
 		f.Status != "" && r.Status.Status != f.Status,
 		f.State != "" && !inState(r.State.Control.Active, f.State),
@@ -214,6 +229,10 @@ func (m *Matcher) Match(r *Run) (bool, error) {
 	}
 	return ok, nil
 }
+
+// named reports whether the filter's run ids admit run id (any id does
+// when the filter names none).
+func (m *Matcher) named(id string) bool { return m.runs == nil || m.runs[id] }
 
 // inState: a state given as its id ("/states/a/flow/states/b") or as
 // the CLI shows it ("a/b").

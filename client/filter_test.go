@@ -60,6 +60,9 @@ func TestFilterMatches(t *testing.T) {
 		{"started before its own start", wire.RunFilter{StartedBefore: "2026-12-01T10:00:00Z"}, 10, 0, false},
 		{"started at or after", wire.RunFilter{StartedAfter: "2026-12-01T10:00:00Z"}, 0, 10, true},
 		{"started after a later time", wire.RunFilter{StartedAfter: "2026-12-01T10:00:00Z"}, 0, 11, false},
+		{"named", wire.RunFilter{Runs: []string{"o-0", "o-1"}}, 0, 0, true},
+		{"not named", wire.RunFilter{Runs: []string{"o-0", "o-10"}}, 0, 0, false},
+		{"named, other workflow", wire.RunFilter{Workflow: "refund", Runs: []string{"o-1"}}, 0, 0, false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
@@ -88,6 +91,8 @@ func TestFilterRefusals(t *testing.T) {
 		{wire.RunFilter{StartedAfter: "2026-13-01T00:00:00Z"}, "started-after: "},
 		{wire.RunFilter{Match: json.RawMessage(`{"$eq":[1]}`)}, "match: JQ"},
 		{wire.RunFilter{Match: json.RawMessage(`{`)}, "match: not JSON"},
+		{wire.RunFilter{Runs: []string{"o-1", "o.2"}}, "run: invalid name: run id \"o.2\""},
+		{wire.RunFilter{Runs: make([]string, wire.MaxFilterRuns+1)}, "run: 5001 run ids, more than the 5000 a filter may name"},
 	} {
 		_, err := CompileFilter(c.f)
 		if !errors.Is(err, ErrBadFilter) || !strings.Contains(err.Error(), c.want) {

@@ -476,12 +476,13 @@ func (q *indexQuery) read(ctx context.Context, lo, hi uint64, fn func(hit)) erro
 }
 
 // cheap is whether the entry passes what the subject filter did not
-// check and the entry tells: revision, state, start times, the other
+// check and the entry tells: the run ids named, revision, state, start times, the other
 // search attributes, a removed run (only listed when asked for).
 func (q *indexQuery) cheap(e *wire.IndexEntry) bool {
 	f, m := q.m.f, q.m
 	switch {
 	case e.Status == wire.StatusRemoved && q.status != wire.StatusRemoved,
+		!m.named(e.Run),
 		f.Revision != "" && e.Revision != f.Revision,
 		f.State != "" && !inState(activeOf(e), f.State),
 		!m.before.IsZero() && e.StartSeq >= m.beforeSeq,

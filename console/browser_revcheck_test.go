@@ -49,7 +49,7 @@ func TestBrowserCheckRevision(t *testing.T) {
 	do("ask to migrate the runs that are the same",
 		chromedp.Click(chromedp.CSS(`#check-migrate`)),
 		chromedp.WaitVisible(chromedp.CSS(`#confirm-cmd`)))
-	if cmd := text(`#confirm-cmd`); !strings.HasPrefix(cmd, "jetflow migrate --to order-2 --workflow order --yes --nats ") {
+	if cmd := text(`#confirm-cmd`); !strings.HasPrefix(cmd, "jetflow migrate --to order-2 --workflow order --run o-wait-1,o-wait-2 --yes --nats ") {
 		t.Errorf("migrate command %q", cmd)
 	}
 	do("submit the job and follow it to its end",
@@ -64,7 +64,7 @@ func TestBrowserCheckRevision(t *testing.T) {
 	}
 	br.shot("console-migrate-job.png")
 	// The page is redrawn at each change of the job: read it once it ended.
-	if cmd := text(`#job-cmd`); !strings.HasPrefix(cmd, "jetflow migrate --to order-2 --workflow order") {
+	if cmd := text(`#job-cmd`); !strings.HasPrefix(cmd, "jetflow migrate --to order-2 --workflow order --run o-wait-1,o-wait-2 --yes") {
 		t.Errorf("job command %q", cmd)
 	}
 	if to := text(`#job-to`); to != "order-2" {

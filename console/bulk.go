@@ -99,7 +99,7 @@ func (c *Console) checkBulk(w http.ResponseWriter, r *http.Request) (*bulkReques
 
 func isEmptyFilter(f wire.RunFilter) bool {
 	return f.Workflow == "" && f.Revision == "" && f.Status == "" && f.State == "" &&
-		f.StartedBefore == "" && f.StartedAfter == "" && len(f.Match) == 0
+		f.StartedBefore == "" && f.StartedAfter == "" && len(f.Match) == 0 && len(f.Where) == 0 && len(f.Runs) == 0
 }
 
 // resolveTime reads an RFC 3339 time, or a duration meaning that long
@@ -139,6 +139,7 @@ func (c *Console) bulkCommand(op, to, reason string, f wire.RunFilter) string {
 	for _, name := range slices.Sorted(maps.Keys(f.Where)) {
 		flag("where", name+"="+f.Where[name])
 	}
+	flag("run", strings.Join(f.Runs, ","))
 	flag("reason", reason)
 	args = append(args, "--yes")
 	if fl := c.connFlags(); fl != "" {

@@ -1,8 +1,10 @@
 package console
 
 import (
+	"context"
 	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -51,6 +53,13 @@ type checkView struct {
 	// bulk job that moves the waiting and running runs found the same.
 	Command string `json:"command"`
 	Migrate string `json:"migrate"`
+	// MigrateNote says why Migrate is empty when runs may move.
+	MigrateNote string `json:"migrateNote,omitempty"`
+	// Move names the runs the migration moves, by id: those found the
+	// same that are waiting or running on a revision deployed before the
+	// checked one. The migrate job names exactly these (its filter's
+	// runs), so a run found diverging is never offered the move.
+	Move []string `json:"move"`
 }
 
 type checkRun struct {
@@ -92,6 +101,11 @@ func (c *Console) apiCheckRevision(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ctx := r.Context()
+	older, err := c.olderRevisions(ctx, name, rev)
+	if err != nil {
+		writeError(w, statusOf(err), err.Error())
+		return
+	}
 	l, err := registry.NewLoader(c.cfg.Registry, c.cfg.RunOptions, 0)
 	if err != nil {
 		writeError(w, http.StatusInternalServerError, err.Error())
@@ -125,7 +139,7 @@ func (c *Console) apiCheckRevision(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadGateway, err.Error())
 		return
 	}
-	v := checkView{Workflow: name, Revision: to.Revision, Status: status, Limit: limit, Runs: make([]checkRun, 0, len(checks))}
+	v := checkView{Workflow: name, Revision: to.Revision, Status: status, Limit: limit, Runs: make([]checkRun, 0, len(checks)), Move: []string{}}
 	v.Summary.Millis = time.Since(began).Milliseconds()
 	for _, k := range checks {
 		k.Proof = "" // a migration's, which the job computes again
@@ -134,8 +148,15 @@ func (c *Console) apiCheckRevision(w http.ResponseWriter, r *http.Request) {
 		switch k.Verdict {
 		case replay.CheckSame:
 			v.Summary.Same++
-			if k.Status == wire.StatusWaiting || k.Status == wire.StatusRunning {
+			switch {
+			case k.Status != wire.StatusWaiting && k.Status != wire.StatusRunning:
+			case k.Revision == v.Revision:
+				text += ", on this revision already"
+			case !older[k.Revision]:
+				text += ", on a revision deployed after this one: not moved back"
+			default:
 				v.Summary.Movable++
+				v.Move = append(v.Move, k.Run)
 			}
 		case replay.CheckDiverges:
 			v.Summary.Diverges++
@@ -154,8 +175,56 @@ func (c *Console) apiCheckRevision(w http.ResponseWriter, r *http.Request) {
 		args = append(args, "--status", status)
 	}
 	v.Command = c.cmdLine(args...)
-	v.Migrate = c.bulkCommand(client.OpMigrate, v.Revision, "", filter)
+	slices.Sort(v.Move) // in run id order, as the job takes them
+	v.Migrate = c.bulkCommand(client.OpMigrate, v.Revision, "", wire.RunFilter{Workflow: name, Runs: v.Move})
+	if len(v.Move) > wire.MaxFilterRuns {
+		v.Migrate = ""
+		v.MigrateNote = fmt.Sprintf("%d runs may move, more than the %d one job names: check fewer runs, or migrate them with jetflow migrate --to %s --workflow %s --status waiting --yes (each run is checked again and those that diverge refuse)",
+			len(v.Move), wire.MaxFilterRuns, v.Revision, name)
+	}
 	writeJSON(w, http.StatusOK, v)
+}
+
+// olderRevisions is the set of the revisions of workflow name deployed
+// before revision rev (a run on one of them may move onto rev).
+func (c *Console) olderRevisions(ctx context.Context, name, rev string) (map[string]bool, error) {
+	list, err := c.cfg.Registry.List(ctx)
+	if err != nil {
+		return nil, err
+	}
+	older := map[string]bool{}
+	for _, wf := range list {
+		if wf.Name != name {
+			continue
+		}
+		for _, rv := range wf.Revisions {
+			if rv.Revision == rev {
+				return older, nil
+			}
+			older[rv.Revision] = true
+		}
+	}
+	return map[string]bool{}, nil // not deployed: the load that follows says so
+}
+
+// checkRevisions are the revisions the workflow page offers to check,
+// newest first: those deployed after the oldest revision that waiting or
+// running runs are on (active counts them by revision), the only ones
+// runs may move onto; when no run is waiting or running, those deployed
+// after the first (settled runs can still be checked against them).
+func checkRevisions(revs []registry.RevisionRef, active map[string]int) []string {
+	from := 0 // the position of the oldest revision with active runs
+	for i, rv := range revs {
+		if active[rv.Revision] > 0 {
+			from = i
+			break
+		}
+	}
+	out := []string{}
+	for i := len(revs) - 1; i > from; i-- {
+		out = append(out, revs[i].Revision)
+	}
+	return out
 }
 
 func pluralS(n int) string {

@@ -63,9 +63,10 @@ type checkJSON struct {
 		}
 	} `json:"runs"`
 	Summary struct{ Checked, Same, Diverges, Fails, Movable int }
-	Text    string `json:"text"`
-	Command string `json:"command"`
-	Migrate string `json:"migrate"`
+	Text    string   `json:"text"`
+	Command string   `json:"command"`
+	Migrate string   `json:"migrate"`
+	Move    []string `json:"move"`
 }
 
 func (k checkJSON) verdicts() map[string]string {
@@ -115,8 +116,16 @@ func TestCheckRevision(t *testing.T) {
 	if !strings.HasPrefix(k.Command, "jetflow check-revision order FILE --runs 10 --nats ") {
 		t.Errorf("command %q", k.Command)
 	}
-	if !strings.HasPrefix(k.Migrate, "jetflow migrate --to order-2 --workflow order --yes --nats ") {
+	if !strings.HasPrefix(k.Migrate, "jetflow migrate --to order-2 --workflow order --run o-wait-1,o-wait-2 --yes --nats ") {
 		t.Errorf("migrate command %q", k.Migrate)
+	}
+	if strings.Join(k.Move, ",") != "o-wait-1,o-wait-2" {
+		t.Errorf("the runs to move %q", k.Move)
+	}
+	// The runs on order-1 may move onto both later revisions, newest first.
+	var wf struct{ CheckRevisions []string }
+	if status, _ := b.get(t, "/api/workflows/order", &wf); status != http.StatusOK || strings.Join(wf.CheckRevisions, ",") != "order-2,order-1b" {
+		t.Errorf("the revisions offered to check: %d %q", status, wf.CheckRevisions)
 	}
 	// Only the waiting runs: all the same.
 	k = checkJSON{}
@@ -196,6 +205,15 @@ func TestMigrateBulkAction(t *testing.T) {
 	if st, err := b.f.Client.Status(ctx, "o-paid"); err != nil || st.Revision != "order-1" {
 		t.Errorf("the settled run: %+v %v", st, err)
 	}
+	// Every waiting run is on the newest revision now: the workflow's page
+	// offers no revision to check, where it offered order-2 and order-1b.
+	natstest.WaitFor(t, 2*time.Minute, "no revision offered to check", func() error {
+		var wf struct{ CheckRevisions []string }
+		if status, _ := b.get(t, "/api/workflows/order", &wf); status != http.StatusOK || len(wf.CheckRevisions) != 0 {
+			return fmt.Errorf("the revisions offered to check: %d %q", status, wf.CheckRevisions)
+		}
+		return nil
+	})
 	p := (&front{c: b.c, url: b.url}).auditEntries(t, nil, "")
 	found := false
 	for _, e := range p.Entries {
@@ -208,5 +226,83 @@ func TestMigrateBulkAction(t *testing.T) {
 	}
 	if !found {
 		t.Errorf("no audit entry of job %s in %+v", j.ID, p.Entries)
+	}
+}
+
+// TestMigrateNamesTheRunsFoundTheSame: the migration the check offers is
+// a job over exactly the runs it found the same. Under order-q, which
+// rejects orders of more than 5, the waiting order of 9 diverges: the
+// job names the two others only, so it is never offered the move (a job
+// over the check's filter matched it too, and it refused).
+func TestMigrateNamesTheRunsFoundTheSame(t *testing.T) {
+	b := setup(t, setupOptions{actions: true})
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	b.startOrder(t, "o-small-1")
+	b.startOrder(t, "o-small-2")
+	if err := b.f.Client.StartRun(ctx, "order", "o-big", map[string]any{"sku": "KB-42", "qty": 9, "customer": "ada"}); err != nil {
+		t.Fatal(err)
+	}
+	b.waitStatus(t, "o-big", "waiting")
+	doc, err := os.ReadFile(filepath.Join("..", "examples", "order.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := bytes.Replace(doc, []byte(`"revision": "order-1"`), []byte(`"revision": "order-q"`), 1)
+	q = bytes.Replace(q, []byte(`{"guard": {"$not": "$.context.data.inStock"}, "to": "rejected"},`),
+		[]byte(`{"guard": {"$gt": ["$.context.data.order.qty", 5]}, "to": "rejected"}, {"guard": {"$not": "$.context.data.inStock"}, "to": "rejected"},`), 1)
+	if bytes.Count(q, []byte("order.qty")) != 1 {
+		t.Fatal("examples/order.json changed: order-q adds no guard on the quantity")
+	}
+	if _, err := b.f.Deploy(ctx, "order", q); err != nil {
+		t.Fatal(err)
+	}
+
+	var k checkJSON
+	if status, raw := b.get(t, "/api/workflows/order/check?revision=order-q", &k); status != http.StatusOK {
+		t.Fatalf("check order-q: %d %s", status, raw)
+	}
+	v := k.verdicts()
+	if v["o-small-1"] != "same" || v["o-small-2"] != "same" || v["o-big"] != "diverges" || k.Summary.Movable != 2 {
+		t.Fatalf("check order-q: %+v %+v", k.Summary, k.Runs)
+	}
+	if strings.Join(k.Move, ",") != "o-small-1,o-small-2" || !strings.HasPrefix(k.Migrate, "jetflow migrate --to order-q --workflow order --run o-small-1,o-small-2 --yes ") {
+		t.Fatalf("the migration offered: %q, %q", k.Move, k.Migrate)
+	}
+
+	// What the page's migrate button sends: the workflow and the runs.
+	var n bulkCountView
+	body, _ := json.Marshal(map[string]any{"operation": "migrate", "revision": "order-q", "filter": map[string]any{"workflow": "order", "runs": k.Move}})
+	if status := b.postJSON(t, "/api/bulk/count", string(body), &n); status != http.StatusOK || n.Matched != 2 || n.Eligible != 2 || n.Command != k.Migrate {
+		t.Fatalf("count: %d %+v", status, n)
+	}
+	var j jobJSON
+	submit, _ := json.Marshal(map[string]any{"operation": "migrate", "revision": "order-q", "filter": n.Filter})
+	if status := b.postJSON(t, "/api/jobs", string(submit), &j); status != http.StatusCreated {
+		t.Fatalf("submit: %d %+v", status, j)
+	}
+	natstest.WaitFor(t, 2*time.Minute, "job "+j.ID+" to be done", func() error {
+		if status, raw := b.get(t, "/api/jobs/"+j.ID, &j); status != http.StatusOK {
+			return fmt.Errorf("GET job: %d %s", status, raw)
+		}
+		if j.State != wire.JobDone {
+			return fmt.Errorf("job is %s (%d/%d)", j.State, j.Sent, j.Matched)
+		}
+		return nil
+	})
+	if j.Matched != 2 || j.Sent != 2 || j.Skipped+j.Errors != 0 {
+		t.Errorf("the job handled %d runs (sent %d, skipped %d, errors %d); want the 2 the check found the same", j.Matched, j.Sent, j.Skipped, j.Errors)
+	}
+	for _, id := range []string{"o-small-1", "o-small-2"} {
+		natstest.WaitFor(t, 2*time.Minute, id+" on order-q", func() error {
+			st, err := b.f.Client.Status(ctx, id)
+			if err == nil && st.Revision != "order-q" {
+				return fmt.Errorf("%s is on %s", id, st.Revision)
+			}
+			return err
+		})
+	}
+	if st, err := b.f.Client.Status(ctx, "o-big"); err != nil || st.Revision != "order-1" || st.Status != wire.StatusWaiting {
+		t.Errorf("the diverging run: %+v %v", st, err)
 	}
 }

@@ -126,6 +126,9 @@ type workflowView struct {
 	Chart      string      `json:"chart"`
 	WorkStates []workState `json:"workStates"`
 	Document   rawJSON     `json:"document"`
+	// CheckRevisions are the revisions the revision check offers, newest
+	// first (checkRevisions).
+	CheckRevisions []string `json:"checkRevisions"`
 }
 
 // workState is a work state offered for its DAG.
@@ -164,9 +167,11 @@ func (c *Console) apiWorkflow(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	v := workflowView{Revision: def.dep.Revision, Deployed: def.dep.Deployed.UnixMilli(), Document: rawJSON(def.dep.Doc)}
+	v.CheckRevisions = []string{}
 	for _, wf := range list {
 		if wf.Name == name {
 			v.workflowItem = c.workflowItem(wf)
+			v.CheckRevisions = checkRevisions(wf.Revisions, c.idx.activeRuns(name))
 		}
 	}
 	d := graph.Statechart(def.wf, nil)

@@ -26,7 +26,16 @@ type RunFilter struct {
 	// (declared in its deployment's policy, "$run"."search") named by
 	// each key equals the value.
 	Where map[string]string `json:"where,omitempty"`
+	// Runs, when not empty, admits only the runs with these ids (at most
+	// MaxFilterRuns): a job over runs named one by one, such as those a
+	// revision check found the same. The other fields still apply.
+	Runs []string `json:"runs,omitempty"`
 }
+
+// MaxFilterRuns bounds RunFilter.Runs, so that a job's record (which
+// holds its filter) stays well under a message's 1 MiB at the longest
+// run ids (128 bytes).
+const MaxFilterRuns = 5000
 
 // Job states.
 const (

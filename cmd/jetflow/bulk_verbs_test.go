@@ -66,6 +66,8 @@ func TestListFiltersSortsAndPages(t *testing.T) {
 		{[]string{"--status", "waiting", "--sort", "start"}, "l-4 l-3 l-2 l-1 l-0"},
 		{[]string{"--sort", "update", "--limit", "1"}, "l-done"},
 		{[]string{"--revision", "g0"}, ""},
+		{[]string{"--run", "l-1,l-3", "--run", "l-done", "--status", "waiting"}, "l-1 l-3"},
+		{[]string{"--run", "l-4,l-nosuch", "--sort", "start"}, "l-4"},
 	} {
 		if got, _ := list(c.args...); got != c.want {
 			t.Errorf("list %v: %q, want %q", c.args, got, c.want)
@@ -96,6 +98,7 @@ func TestListFiltersSortsAndPages(t *testing.T) {
 		{"list", "--started-before", "yesterday"},
 		{"list", "--sort", "size"},
 		{"list", "--cursor", "zzz"},
+		{"list", "--run", "l.1"},
 	} {
 		if _, errOut, exit := verb(t, f, c...); exit != 2 || errOut == "" {
 			t.Errorf("%v: exit %d, %q; want refused", c, exit, errOut)

@@ -61,12 +61,12 @@ func TestRedriveVerb(t *testing.T) {
 	}
 	// A redrive that fails again names the state and task it failed in.
 	stdout, errOut, exit := verb(t, f, "redrive", "mend-1", "--reason", "too soon", "--wait")
-	if exit != 1 || !strings.HasSuffix(stdout, "failed in /states/a\nerror JF2006 /nodes/task task mend@1 in state a failed: not yet\n") {
+	if exit != 1 || !strings.HasSuffix(stdout, "failed in a\nerror JF2006 /nodes/task task mend@1 in state a failed: not yet\n") {
 		t.Fatalf("redrive --wait failing again: exit %d, stdout %q, stderr %q", exit, stdout, errOut)
 	}
 	fixed.Store(true)
 	stdout, errOut, exit = verb(t, f, "redrive", "mend-1", "--reason", "fixed", "--to-revision", "latest", "--wait")
-	if exit != 0 || !strings.HasPrefix(stdout, "run mend-1 redriven (input ") || !strings.HasSuffix(stdout, "done in /states/b\nresult \"mended\"\n") {
+	if exit != 0 || !strings.HasPrefix(stdout, "run mend-1 redriven (input ") || !strings.HasSuffix(stdout, "done in b\nresult \"mended\"\n") {
 		t.Fatalf("redrive --wait: exit %d, stdout %q, stderr %q", exit, stdout, errOut)
 	}
 	if _, errOut, exit := verb(t, f, "redrive", "mend-1"); exit == 0 || !strings.Contains(errOut, "run mend-1 is done: only a failed run can be redriven") {

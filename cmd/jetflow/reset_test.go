@@ -65,7 +65,7 @@ func TestResetVerb(t *testing.T) {
 	}
 	stdout, errOut, exit := verb(t, f, "reset", "tw-1", "--to-state", "b", "--reason", "rerun b", "--wait")
 	if exit != 0 || !strings.Contains(stdout, "--to-state b is input 2 (the same as: jetflow reset tw-1 --to 2)") ||
-		!strings.Contains(stdout, "run tw-1 reset to its state after input 2") || !strings.HasSuffix(stdout, "done in /states/c\nresult \"second-2\"\n") {
+		!strings.Contains(stdout, "run tw-1 reset to its state after input 2") || !strings.HasSuffix(stdout, "done in c\nresult \"second-2\"\n") {
 		t.Fatalf("reset --to-state b --wait: exit %d, stdout %q, stderr %q", exit, stdout, errOut)
 	}
 	if stdout, _, exit := verb(t, f, "status", "tw-1"); exit != 0 || !strings.Contains(stdout, "resets    1\n") {

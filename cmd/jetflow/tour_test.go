@@ -81,7 +81,7 @@ var tourOutputs = map[string][]string{
 	"list --workflow order":  {"order-1", "order-2"},
 	"terminate order-5":      {"order-5"},
 	"status order-6 --wait":  {"status    failed", "state     fulfil/ship", "has not verified the address of customer zoe"},
-	"redrive order-6 --wait": {"run order-6 redriven", "done in /states/done"},
+	"redrive order-6 --wait": {"run order-6 redriven (input ", "done in done\n"},
 	"reset order-6":          {"--to-state fulfil/ship is input", "run order-6 reset to its state after input"},
 	"cancel --workflow order --started-after 1h --yes": {"runs match", "done"},
 }

@@ -4,9 +4,9 @@
 
 // filterText is a job's filter as the command's flags read.
 function filterText(f) {
-  const names = { workflow: 'workflow', revision: 'revision', status: 'status', state: 'state', startedBefore: 'started-before', startedAfter: 'started-after', match: 'match' };
+  const names = { workflow: 'workflow', revision: 'revision', status: 'status', state: 'state', startedBefore: 'started-before', startedAfter: 'started-after', match: 'match', runs: 'run' };
   return Object.entries(names).filter(([k]) => f && f[k] !== undefined && f[k] !== '')
-    .map(([k, flag]) => flag + ' ' + (typeof f[k] === 'string' ? f[k] : JSON.stringify(f[k]))).join(', ');
+    .map(([k, flag]) => flag + ' ' + (typeof f[k] === 'string' ? f[k] : Array.isArray(f[k]) ? f[k].join(',') : JSON.stringify(f[k]))).join(', ');
 }
 
 function jobProgress(j) {

@@ -6,10 +6,16 @@
 'use strict';
 
 // checkPanel builds the panel for workflow name; revisions are the
-// workflow's deployed revisions, and newest the one chosen first.
-function checkPanel(name, revisions, newest) {
+// revisions a check may move runs onto, newest first (those deployed
+// after the oldest revision its waiting and running runs are on).
+function checkPanel(name, revisions) {
+  if (!revisions.length) {
+    return h('section', { class: 'panel', id: 'check' },
+      h('h2', {}, 'Check a revision'),
+      h('p', { class: 'muted', id: 'check-none' }, 'No revision of this workflow was deployed after the one its waiting and running runs are on: deploy a new revision (jetflow deploy --check) to check them against it.'));
+  }
   const rev = h('select', { id: 'check-revision', 'aria-label': 'Revision to check' },
-    revisions.map(r => h('option', { value: r.revision, selected: r.revision === newest }, r.revision)));
+    revisions.map((r, i) => h('option', { value: r, selected: i === 0 }, r)));
   const runs = h('input', { id: 'check-runs-limit', type: 'number', min: 1, max: 10000, value: '1000', 'aria-label': 'Runs to check' });
   const status = h('select', { id: 'check-status', 'aria-label': 'Status' },
     h('option', { value: '' }, 'any status'), ['waiting', 'running', 'paused', 'done', 'failed', 'cancelled'].map(s => h('option', { value: s }, s)));
@@ -50,14 +56,17 @@ function checkPanel(name, revisions, newest) {
 // and moves only those whose history is the same; the others refuse it.
 function migrateButton(name, v, box, out) {
   if (!v.summary.movable) return null;
+  if (!v.migrate) return h('p', { class: 'muted', id: 'check-migrate-note' }, v.migrateNote);
   const b = h('button', { type: 'button', id: 'check-migrate', disabled: !ACTIONS, title: ACTIONS ? '' : 'read-only console: start it with --console-actions' },
     'Migrate the runs that are the same (' + v.summary.movable + ') to ' + v.revision);
   b.addEventListener('click', async () => {
-    const body = { operation: 'migrate', revision: v.revision, reason: '', filter: { workflow: name, status: v.status || '' } };
+    // The job names exactly the runs the check found the same: a run
+    // that diverges is not offered the move.
+    const body = { operation: 'migrate', revision: v.revision, reason: '', filter: { workflow: name, runs: v.move } };
     let n;
     try { n = await post('/bulk/count', body); } catch (e) { fill(box, errorBox(e)); return; }
     confirmStep(box, 'Submit a bulk migrate of the ' + n.eligible + ' waiting or running run' + (n.eligible === 1 ? '' : 's') + ' of ' + name +
-      ' to revision ' + v.revision + '? Each is checked again against its own history: those that are the same move, the others refuse it and stay.',
+      ' the check found the same to revision ' + v.revision + '? Each is checked again against its own history when the job reaches it: one that took another input meanwhile and no longer is the same refuses it and stays.',
     n.command, 'Submit job', async () => {
       try {
         const j = await post('/jobs', { operation: 'migrate', revision: v.revision, reason: '', filter: n.filter });

@@ -54,7 +54,7 @@ async function workflowPage(main, name) {
       h('span', { class: 'muted' }, ' deployed ' + fmtTime(r.deployed) + ', '),
       link('/?workflow=' + encodeURIComponent(name), h('span', { class: 'active-count', dataset: { revision: r.revision } }, String(r.active)), ' active')])));
   drawHead(v);
-  fill(check, checkPanel(name, v.revisions || [], v.latest));
+  fill(check, checkPanel(name, v.checkRevisions || []));
   fill(chart, svgNode(v.chart));
   const show = async state => {
     try {

@@ -189,10 +189,13 @@ func TestRawPullOnTheWire(t *testing.T) {
 	rc := dialRaw(t, f.URL())
 	rc.send("SUB _INBOX.raw.pull 7\r\n")
 	const next = "$JS.API.CONSUMER.MSG.NEXT.jetflow_tasks.task_ship_1"
-	rc.pub(next, "_INBOX.raw.pull", `{"batch":1,"expires":1000000}`) // 1 ms: long over when the second pull ends
+	// 1 s: time for a loaded server to fill it (a pull of 1 ms can expire
+	// before the server's delivery loop runs, and end with a 408 instead),
+	// and long over when the second pull ends.
+	rc.pub(next, "_INBOX.raw.pull", `{"batch":1,"expires":1000000000}`)
 	inv := rc.next()
 	if inv.Subject != "jetflow.task.ship.1" || inv.Sid != "7" || !strings.HasPrefix(inv.Reply, "$JS.ACK.jetflow_tasks.task_ship_1.") {
-		t.Fatalf("the invocation came as subject %q sid %s reply %q; want the task subject on the pull's sid with the ack subject as reply", inv.Subject, inv.Sid, inv.Reply)
+		t.Fatalf("the invocation came as subject %q sid %s reply %q header %q; want the task subject on the pull's sid with the ack subject as reply", inv.Subject, inv.Sid, inv.Reply, inv.Header)
 	}
 	var body struct{ Run, Node string }
 	if err := json.Unmarshal([]byte(inv.Data), &body); err != nil || body.Run != "raw-1" || body.Node != "task" {
@@ -202,9 +205,9 @@ func TestRawPullOnTheWire(t *testing.T) {
 		t.Errorf("the filled pull still waits on the server (%d waiting)", waiting)
 	}
 	// A second pull, with nothing left to deliver, ends with 408 when it
-	// expires (100 ms); the first expired long before. Were a filled
-	// pull to end with a status too, it would come first.
-	rc.pub(next, "_INBOX.raw.pull", `{"batch":1,"expires":100000000}`)
+	// expires (5 s); the first expired 4 s before. Were a filled pull to
+	// end with a status too, it would come first.
+	rc.pub(next, "_INBOX.raw.pull", `{"batch":1,"expires":5000000000}`)
 	end := rc.next()
 	if end.Sid != "7" || end.status() != "408" || end.Subject != "_INBOX.raw.pull" {
 		t.Errorf("after the filled pull came %+v; want the second pull's 408 on the inbox itself", end)

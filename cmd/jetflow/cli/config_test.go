@@ -133,7 +133,7 @@ func TestJobRetentionFlag(t *testing.T) {
 func TestServiceFlagsHaveVariables(t *testing.T) {
 	t.Parallel()
 	bound := map[string]string{} // variable → flag, from the env and flag tags
-	for _, cfg := range []any{connConfig{}, embedConfig{}, serviceConfig{}, secretConfig{}, consoleSettings{}, consoleAddr{}, execConfig{}, gatewaySettings{}} {
+	for _, cfg := range []any{connConfig{}, embedConfig{}, serviceConfig{}, secretConfig{}, consoleSettings{}, consoleAddr{}, execConfig{}, gatewaySettings{}, demoWorkersConfig{}} {
 		typ := reflect.TypeOf(cfg)
 		for i := range typ.NumField() {
 			if key := typ.Field(i).Tag.Get("env"); key != "" {
@@ -143,7 +143,7 @@ func TestServiceFlagsHaveVariables(t *testing.T) {
 	}
 	named := regexp.MustCompile(`env (JETFLOW_[A-Z_]+)\)`)
 	root := newRoot(streams{in: strings.NewReader(""), out: io.Discard, err: io.Discard})
-	for _, path := range [][]string{{"serve"}, {"dispatcher"}, {"worker", "exec"}} {
+	for _, path := range [][]string{{"serve"}, {"dispatcher"}, {"worker", "exec"}, {"demo", "workers"}} {
 		cmd, _, err := root.Find(path)
 		if err != nil {
 			t.Fatal(err)

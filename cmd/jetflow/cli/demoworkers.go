@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"strings"
 	"time"
@@ -11,9 +12,14 @@ import (
 	"github.com/jetflow/jetflow/worker"
 )
 
+// demoWorkersConfig is what demo workers reads besides the connection.
+type demoWorkersConfig struct {
+	Drain time.Duration `env:"JETFLOW_DRAIN_TIMEOUT" flag:"drain-timeout"`
+}
+
 func newDemoWorkers(s streams) *cobra.Command {
 	var conn connConfig
-	var drain time.Duration
+	var c demoWorkersConfig
 	cmd := &cobra.Command{
 		Use:   "workers",
 		Short: "Serve the five tasks of examples/order.json with the demo's Go workers",
@@ -28,11 +34,17 @@ func newDemoWorkers(s streams) *cobra.Command {
 		Example: "  jetflow deploy order examples/order.json && jetflow demo workers",
 		Args:    namedArgs(),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return demoWorkers(cmd.Context(), s, &conn, drain)
+			if err := applyEnv(cmd.Flags(), &c); err != nil {
+				return err
+			}
+			if c.Drain <= 0 {
+				return fmt.Errorf("--drain-timeout (JETFLOW_DRAIN_TIMEOUT) must be positive, got %s", c.Drain)
+			}
+			return demoWorkers(cmd.Context(), s, &conn, c.Drain)
 		},
 	}
 	addConnFlags(cmd, &conn)
-	cmd.Flags().DurationVar(&drain, "drain-timeout", 30*time.Second, "how long Ctrl-C waits for running handlers")
+	cmd.Flags().DurationVar(&c.Drain, "drain-timeout", 30*time.Second, "how long Ctrl-C waits for running handlers (env JETFLOW_DRAIN_TIMEOUT)")
 	return cmd
 }
 

@@ -16,6 +16,7 @@ import (
 type runFilter struct {
 	workflow, revision, status, before, after, state, match string
 	where                                                   []string
+	runs                                                    []string
 }
 
 // addFlags declares the filter flags on cmd.
@@ -29,17 +30,18 @@ func (r *runFilter) addFlags(cmd *cobra.Command) {
 	f.StringVar(&r.state, "state", "", "only runs whose active state is this one (its name as status prints it, or its id)")
 	f.StringVar(&r.match, "match", "", "only runs for which this Jaren JSON Query over {\"input\",\"data\"} is true (JSON, @FILE or @-)")
 	f.StringArrayVar(&r.where, "where", nil, "only runs whose search attribute NAME (declared in the policy's \"$run\".\"search\") is VALUE (NAME=VALUE; repeat to AND)")
+	f.StringSliceVar(&r.runs, "run", nil, fmt.Sprintf("only these runs, by id (RUN,RUN,...; repeat to add more; at most %d), such as those a revision check found the same", wire.MaxFilterRuns))
 }
 
 // set reports whether any filter flag was given.
 func (r *runFilter) set() bool {
-	return len(r.where) > 0 || r.workflow != "" || r.revision != "" || r.status != "" || r.before != "" || r.after != "" || r.state != "" || r.match != ""
+	return len(r.where) > 0 || len(r.runs) > 0 || r.workflow != "" || r.revision != "" || r.status != "" || r.before != "" || r.after != "" || r.state != "" || r.match != ""
 }
 
 // build checks the flags and returns the filter, without a server: a bad
 // --match query is refused here with its JQ code and JSON Pointer.
 func (r *runFilter) build(s streams, now time.Time) (wire.RunFilter, error) {
-	f := wire.RunFilter{Workflow: r.workflow, Revision: r.revision, Status: r.status, State: r.state}
+	f := wire.RunFilter{Workflow: r.workflow, Revision: r.revision, Status: r.status, State: r.state, Runs: r.runs}
 	var err error
 	if f.StartedBefore, err = timeFlag("--started-before", r.before, now); err != nil {
 		return f, err

@@ -99,7 +99,7 @@ func redrive(ctx context.Context, s streams, f *fleet.Fleet, conn connConfig, id
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(s.out, "run %s redriven (input %d): %s in %s\n", id, seq, after.Status, after.State)
+	fmt.Fprintf(s.out, "run %s redriven (input %d): %s in %s\n", id, seq, after.Status, stateName(after.State))
 	if !wait {
 		return nil
 	}
@@ -157,6 +157,6 @@ func followToEnd(ctx context.Context, s streams, f *fleet.Fleet, id string) erro
 			}
 		}
 	}
-	fmt.Fprintf(s.out, "%s in %s%s\n", final.Status, final.State, outcome)
+	fmt.Fprintf(s.out, "%s in %s%s\n", final.Status, stateName(final.State), outcome)
 	return exitError{exitCode(final)}
 }
