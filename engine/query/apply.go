@@ -1,6 +1,7 @@
 package query
 
 import (
+	"slices"
 	"strconv"
 	"strings"
 
@@ -243,6 +244,18 @@ func (w *locWalk) add(v any, s Seg) {
 	w.vals, w.rel = append(w.vals, v), append(w.rel, path)
 }
 
+// reserve makes room for n more results, which a wildcard or a slice
+// knows before it adds them one by one: the result lists and the slab
+// grow once instead of doubling their way up from nothing.
+func (w *locWalk) reserve(n int) {
+	if w.visit != nil || n <= 0 {
+		return
+	}
+	w.vals = slices.Grow(w.vals, n)
+	w.rel = slices.Grow(w.rel, n)
+	w.slab = slices.Grow(w.slab, n*(len(w.stack)+1))
+}
+
 func (w *locWalk) descend(v any) {
 	w.apply(v)
 	switch x := v.(type) {
@@ -295,15 +308,18 @@ func (w *locWalk) apply(v any) {
 			}
 			lower, upper := s.Bounds(len(arr))
 			if s.Step() > 0 {
+				w.reserve((upper - lower + s.Step() - 1) / s.Step())
 				for i := lower; i < upper; i += s.Step() {
 					w.add(arr[i], Seg{Index: i})
 				}
 			} else {
+				w.reserve((upper - lower - s.Step() - 1) / -s.Step())
 				for i := upper; lower < i; i += s.Step() {
 					w.add(arr[i], Seg{Index: i})
 				}
 			}
 		case spec.WildcardSelector:
+			w.reserve(len(arr) + len(obj))
 			for i, e := range arr {
 				w.add(e, Seg{Index: i})
 			}

@@ -101,9 +101,9 @@ func (c *compiler) exprKind(v any, path string, sc *scope, depth int) getter {
 	case nil, bool, float64:
 		return literal(x)
 	case []any:
-		return c.array(x, path, sc, depth)
+		return folded(x, c.array(x, path, sc, depth))
 	case map[string]any:
-		return c.object(x, path, sc, depth)
+		return folded(x, c.object(x, path, sc, depth))
 	}
 	fail(fault.JQ0003, "a query document cannot contain a "+describeGo(v), path)
 	return nil

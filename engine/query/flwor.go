@@ -456,8 +456,15 @@ func (fc *flworCompiler) stream(sink stage, live []int) stage {
 	for i := len(fc.lets) - 1; i >= 0; i-- {
 		emit = letClause(fc.lets[i], emit)
 	}
+	// a lone $for of a phrase that returns what it collects, in the
+	// order it collects it, knows how many tuples it passes on at most
+	// ($let and $where bind or drop, never add): it sizes the collector
+	reserve := 0
+	if fc.groupKeys == nil && fc.specs == nil && fc.foldSlot < 0 && len(fc.fors) == 1 {
+		reserve = fc.c.lim.SequenceItems + 1
+	}
 	for i := len(fc.fors) - 1; i >= 0; i-- {
-		emit = forClause(fc.fors[i], emit)
+		emit = forClause(fc.fors[i], emit, reserve)
 	}
 	return emit
 }
@@ -614,7 +621,13 @@ func (c *compiler) orderSpec(s any, sp string, sc *scope, depth int) orderSpec {
 }
 
 // forClause iterates a $for source with D4 array unpacking.
-func forClause(b forBinding, next stage) stage {
+// forClause binds each tuple in turn. With reserve, it is the only
+// clause in front of the sink: it sizes the collector's items for the
+// tuples it binds (each item of its source, an array's members one by
+// one), at most reserve, so that a $return of one item each fills it
+// without growing it; a $where that drops most tuples leaves 16 bytes of
+// room for each.
+func forClause(b forBinding, next stage, reserve int) stage {
 	if b.window != nil {
 		return windowClause(b, next)
 	}
@@ -634,6 +647,17 @@ func forClause(b forBinding, next stage) stage {
 	}
 	return func(f *frame, out *collector) {
 		v := b.get(f)
+		if reserve > 0 && cap(out.items) == 0 {
+			n := 0
+			for _, item := range itemsOf(v) {
+				if arr, ok := item.([]any); ok {
+					n += len(arr)
+				} else {
+					n++
+				}
+			}
+			out.items = make([]any, 0, min(n, reserve))
+		}
 		pos := 0
 		emit := func(item any) {
 			f.slots[b.slot] = item
