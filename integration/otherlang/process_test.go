@@ -23,11 +23,14 @@ func requireNode(t *testing.T) string {
 	t.Helper()
 	node, err := exec.LookPath("node")
 	if err != nil {
-		t.Skipf("node is not installed (install Node.js >= 18, then run %q)", nodeInstall)
+		t.Skipf("node is not installed (install Node.js 18.19 or later, then run %q)", nodeInstall)
 	}
-	deps := filepath.Join(repoRoot(t), "examples", "workers", "node", "node_modules", "@nats-io", "jetstream")
-	if _, err := os.Stat(deps); err != nil {
-		t.Skipf("the Node worker's dependencies are not installed (run %q)", nodeInstall)
+	// A node_modules installed before the worker took up OpenTelemetry
+	// lacks its packages: skip, saying so, rather than fail to start.
+	for _, dep := range []string{"@nats-io/jetstream", "@opentelemetry/sdk-trace-base", "@opentelemetry/exporter-trace-otlp-proto"} {
+		if _, err := os.Stat(filepath.Join(repoRoot(t), "examples", "workers", "node", "node_modules", filepath.FromSlash(dep))); err != nil {
+			t.Skipf("the Node worker's dependencies are not installed: no %s (run %q)", dep, nodeInstall)
+		}
 	}
 	return node
 }

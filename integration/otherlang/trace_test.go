@@ -1,15 +1,21 @@
 package otherlang
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"os"
+	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 
 	"github.com/jetflow/jetflow/dispatcher"
 	"github.com/jetflow/jetflow/embedded"
@@ -24,15 +30,18 @@ import (
 
 // TestOtherWorkersContinueTheTrace runs a run whose first task is served
 // by the Node.js worker and whose second by `jetflow worker exec`, with a
-// dispatcher tracing to a real OTLP receiver. Each worker must continue
-// the traceparent its invocation carried: the Node worker (which exports
-// no spans) as a child span id that its result's traceparent carries
-// back; the exec worker as an exported attempt span, the child of the
-// dispatcher step that invoked it, handed to the program as TRACEPARENT
-// and carried back on the result.
+// dispatcher and both workers tracing to a real OTLP receiver through the
+// OTEL_* variables. Each worker must continue the traceparent its
+// invocation carried as an exported attempt span, the child of the
+// dispatcher step that invoked it, whose traceparent the result carries
+// back: the Node worker with OpenTelemetry's JS SDK (a failed attempt an
+// error span with its code; its batch held back until the SIGTERM drain
+// flushes it), the exec worker handing its span to the program as
+// TRACEPARENT.
 func TestOtherWorkersContinueTheTrace(t *testing.T) {
 	node := requireNode(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	// Generous: two runs, four processes and a build on a loaded machine.
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	root := repoRoot(t)
 	bin := buildJetflow(t, ctx)
@@ -66,8 +75,10 @@ func TestOtherWorkersContinueTheTrace(t *testing.T) {
 	if _, err := f.Deploy(ctx, "traced", []byte(doc)); err != nil {
 		t.Fatal(err)
 	}
+	// The Node worker's batch waits ten minutes: its spans can only reach
+	// the receiver through the flush of its shutdown.
 	nodeWorker := start(t, "node worker", filepath.Join(root, "examples", "workers", "node"),
-		[]string{"JETFLOW_NATS_URL=" + f.URL(), "JETFLOW_TASKS=ship@1", "JETFLOW_PULL_EXPIRES_MS=1000"}, node, "worker.js")
+		[]string{"JETFLOW_NATS_URL=" + f.URL(), "JETFLOW_TASKS=ship@1", "JETFLOW_PULL_EXPIRES_MS=1000", "OTEL_BSP_SCHEDULE_DELAY=600000"}, node, "worker.js")
 	echo := start(t, "exec worker trace-echo", t.TempDir(), nil,
 		bin, "worker", "exec", "--nats", f.URL(), "--task", "trace-echo@1", "--", "sh", "-c", `printf '{"traceparent":"%s"}' "$TRACEPARENT"`)
 
@@ -77,6 +88,14 @@ func TestOtherWorkersContinueTheTrace(t *testing.T) {
 	}
 	if st, err := f.Client.Wait(ctx, runID); err != nil || st.Status != wire.StatusDone {
 		t.Fatalf("%s ended %+v, %v; want done", runID, st, err)
+	}
+	// Without an order, tasks.js's ship fails for good with BAD_INPUT.
+	const lostID = "parcel-lost"
+	if err := f.Client.StartRun(ctx, "traced", lostID, map[string]any{"note": "no order"}); err != nil {
+		t.Fatal(err)
+	}
+	if st, err := f.Client.Wait(ctx, lostID); err != nil || st.Status != wire.StatusFailed {
+		t.Fatalf("%s ended %+v, %v; want failed", lostID, st, err)
 	}
 	traceID := tracing.RunTraceID(f.Names.Prefix(), runID).String()
 	rootSpan := tracing.RunRoot(f.Names.Prefix(), runID).SpanID().String()
@@ -129,6 +148,49 @@ func TestOtherWorkersContinueTheTrace(t *testing.T) {
 			t.Errorf("%s after SIGTERM: %v, want exit status 0", p.name, err)
 		}
 	}
+
+	// Node, after its drain: the attempt span its result named, the child
+	// of the start, with the Go SDK's attributes.
+	nodeAttempt := func(run string) (otlptest.Span, error) {
+		for _, s := range recv.Of(run) {
+			if s.Name == tracing.SpanAttempt && s.Attrs["jetflow.task"] == "ship" {
+				return s, nil
+			}
+		}
+		return otlptest.Span{}, fmt.Errorf("no attempt span of ship in %s yet", run)
+	}
+	var shipSpan, lostSpan otlptest.Span
+	natstest.WaitFor(t, 30*time.Second, "the node worker's attempt spans reach the receiver", func() (err error) {
+		if shipSpan, err = nodeAttempt(runID); err != nil {
+			return err
+		}
+		lostSpan, err = nodeAttempt(lostID)
+		return err
+	})
+	wantAttrs := map[string]string{
+		"jetflow.run_id": runID, "jetflow.task": "ship", "jetflow.task.version": "1", "jetflow.attempt": "1",
+		"jetflow.input.delivery": "1", "jetflow.state": "/states/ship",
+	}
+	if shipSpan.TraceID != traceID || shipSpan.SpanID != sid || shipSpan.ParentID != rootSpan ||
+		shipSpan.Service != "jetflow-worker-node" || shipSpan.Kind != tracepb.Span_SPAN_KIND_CONSUMER || shipSpan.Error {
+		t.Errorf("node attempt span %+v; want span %s of trace %s, child of the start %s, from service jetflow-worker-node, a consumer, no error",
+			shipSpan, sid, traceID, rootSpan)
+	}
+	for k, v := range wantAttrs {
+		if got := shipSpan.Attrs[k]; got != v {
+			t.Errorf("node attempt span: %s = %q, want %q", k, got, v)
+		}
+	}
+	lostTrace := tracing.RunTraceID(f.Names.Prefix(), lostID).String()
+	lostRoot := tracing.RunRoot(f.Names.Prefix(), lostID).SpanID().String()
+	if lostSpan.TraceID != lostTrace || lostSpan.ParentID != lostRoot || !lostSpan.Error ||
+		lostSpan.Attrs["jetflow.error.code"] != "BAD_INPUT" || lostSpan.Attrs["jetflow.non_retryable"] != "true" {
+		t.Errorf("node attempt span of %s %+v; want an error with jetflow.error.code BAD_INPUT, non-retryable, the child of %s in trace %s",
+			lostID, lostSpan, lostRoot, lostTrace)
+	}
+	if got, want := resultTraceparents(t, ctx, f, lostID)["/states/ship"], fmt.Sprintf("00-%s-%s-01", lostTrace, lostSpan.SpanID); got != want {
+		t.Errorf("%s: ship's result carries traceparent %q, want its attempt span's %q", lostID, got, want)
+	}
 }
 
 // resultTraceparents reads a run's result messages from the input stream
@@ -172,4 +234,59 @@ func parseTraceparent(v string) (traceID, spanID string, ok bool) {
 		return "", "", false
 	}
 	return parts[1], parts[2], true
+}
+
+// TestNodeTracingTurnsOnAsGoDoes asks the Node worker's tracing.js and
+// tracing/provider.Enabled about the same OTEL_* settings: both must turn
+// tracing on and off alike, and refuse the same settings.
+func TestNodeTracingTurnsOnAsGoDoes(t *testing.T) {
+	node := requireNode(t)
+	dir := filepath.Join(repoRoot(t), "examples", "workers", "node")
+	var inherited []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "OTEL_") {
+			inherited = append(inherited, kv)
+		}
+	}
+	cases := []map[string]string{
+		{},
+		{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://c:4318"},
+		{"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "http://c:4318/v1/traces"},
+		{"OTEL_TRACES_EXPORTER": "otlp"},
+		{"OTEL_TRACES_EXPORTER": "none", "OTEL_EXPORTER_OTLP_ENDPOINT": "http://c:4318"},
+		{"OTEL_SDK_DISABLED": "TRUE", "OTEL_TRACES_EXPORTER": "otlp"},
+		{"OTEL_SDK_DISABLED": "false", "OTEL_EXPORTER_OTLP_ENDPOINT": "http://c:4318"},
+		{"OTEL_TRACES_EXPORTER": "zipkin"},
+		{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://c:4317", "OTEL_EXPORTER_OTLP_PROTOCOL": "grpc"},
+		{"OTEL_TRACES_EXPORTER": "otlp", "OTEL_EXPORTER_OTLP_PROTOCOL": "grpc", "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL": "http/protobuf"},
+		{"OTEL_EXPORTER_OTLP_PROTOCOL": "grpc"},
+		{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://c:4318", "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL": "http/json"},
+	}
+	for _, env := range cases {
+		on, goErr := provider.Enabled(func(k string) string { return env[k] })
+		want := fmt.Sprint(on)
+		if goErr != nil {
+			want = goErr.Error()
+		}
+		cmd := exec.Command(node, "tracing.js")
+		cmd.Dir = dir
+		cmd.Env = slices.Clone(inherited)
+		for k, v := range env {
+			cmd.Env = append(cmd.Env, k+"="+v)
+		}
+		var stdout, stderr bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		err := cmd.Run()
+		got := strings.TrimSpace(stdout.String())
+		if err != nil {
+			got = strings.TrimSpace(stderr.String())
+			if ee := (*exec.ExitError)(nil); !errors.As(err, &ee) || ee.ExitCode() != 2 {
+				t.Errorf("%v: node tracing.js: %v, want exit status 0 or 2\n%s", env, err, stderr.String())
+				continue
+			}
+		}
+		if got != want {
+			t.Errorf("%v: the Node worker says %q, the Go side %q", env, got, want)
+		}
+	}
 }

@@ -15,6 +15,7 @@
 //   JETFLOW_READY_FILE            a file written once every consumer is bound (for health checks)
 //   JETFLOW_SIMULATED_WORK_MS     every task first sleeps this long, to watch heartbeats and draining (default 0)
 //   JETFLOW_PAYLOAD_THRESHOLD     a result larger than this many bytes travels by reference (default 524288; PROTOCOL.md 2.4)
+//   OTEL_*                        traces: one span per task attempt, off unless these ask for it (tracing.js, README.md)
 
 import { createHash, randomBytes } from "node:crypto";
 import { writeFileSync } from "node:fs";
@@ -23,6 +24,7 @@ import { connect, headers } from "@nats-io/transport-node";
 import { jetstream, jetstreamManager, JetStreamApiError } from "@nats-io/jetstream";
 import { BadReference, Payloads } from "./payload.js";
 import { tasks, TaskError } from "./tasks.js";
+import { startTracing } from "./tracing.js";
 
 // Section 2.1: names are refused, never escaped.
 const TOKEN = /^[A-Za-z0-9_-]{1,128}$/;
@@ -94,12 +96,13 @@ function readConfig() {
   };
 }
 
-// W3C trace context (https://www.w3.org/TR/trace-context/), by hand: this
-// worker depends on no OpenTelemetry package and exports no spans. An
-// attempt continues the trace of the invocation's traceparent header as a
-// child span with an id of its own; the result carries that traceparent
-// back, so the dispatcher links its step to the attempt, and the handler
-// gets it (args.traceparent) to pass to whatever it calls.
+// W3C trace context (https://www.w3.org/TR/trace-context/). An attempt
+// continues the trace of the invocation's traceparent header as a child
+// span; the result carries that span's traceparent back, so the
+// dispatcher links its step to the attempt, and the handler gets it
+// (args.traceparent) to pass to whatever it calls. With tracing on
+// (tracing.js) the child is an exported OpenTelemetry span; off, it is
+// only an id, made here by hand, and nothing is exported.
 const TRACEPARENT = /^00-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})$/;
 const ZEROS = /^0+$/;
 
@@ -194,8 +197,9 @@ function resultBody(envelope, result) {
 }
 
 class Worker {
-  constructor(cfg, nc, js, jsm) {
+  constructor(cfg, nc, js, jsm, tracing) {
     this.cfg = cfg;
+    this.tracing = tracing; // null when tracing is off
     this.nc = nc;
     this.js = js;
     this.payloads = new Payloads(cfg.prefix, js, jsm, cfg.payloadThreshold);
@@ -318,10 +322,17 @@ class Worker {
       m.term(err.message);
       return;
     }
-    const trace = childTrace(m.headers?.get("traceparent"), m.headers?.get("tracestate"));
+    const delivery = m.info.deliveryCount;
+    const trace = this.tracing
+      ? this.tracing.startAttempt(m.headers, inv, delivery)
+      : childTrace(m.headers?.get("traceparent"), m.headers?.get("tracestate"));
+    // Ends the attempt's span (with tracing on): failure is the run's
+    // {error, thrown}, handedBack why the invocation was given back.
+    const endSpan = (failure, handedBack) => {
+      if (trace?.span) this.tracing.endAttempt(trace.span, failure, handedBack);
+    };
     const attrs = { run_id: inv.run, task, version, activation: inv.activation, node: inv.node, attempt: inv.attempt };
     if (trace) Object.assign(attrs, { trace_id: trace.traceId, span_id: trace.spanId, parent_span_id: trace.parentId });
-    const delivery = m.info.deliveryCount;
     if (delivery > 1) log("info", "invocation redelivered", { ...attrs, delivery });
 
     // Section 5.5: +WPI every ack_wait/3 until the result is out.
@@ -341,13 +352,17 @@ class Worker {
       if (result === null) {
         // Section 5.8: we cancelled it ourselves; give it back, no result.
         log("info", "shutdown cancelled the task; invocation handed back", attrs);
+        endSpan(null, "worker stopped");
         m.nak(this.cfg.pullMs + 1000);
         return;
       }
+      const failure = result.error !== undefined ? result : null;
       if (!(await this.publishResult(inv, result, attrs, trace))) {
+        endSpan(failure, "result not published");
         m.nak(this.cfg.pullMs + 1000);
         return;
       }
+      endSpan(failure, "");
       clearInterval(heartbeat);
       // Section 5.7: +ACK only after the PubAck, as a request.
       try {
@@ -367,6 +382,9 @@ class Worker {
   async run(inv, delivery, handler, signal, attrs, trace) {
     const args = { ...inv, delivery, idempotencyKey: JSON.stringify([inv.activation, inv.node]), signal }; // section 5.4
     if (trace) args.traceparent = trace.traceparent;
+    // With tracing on: the OpenTelemetry context holding the attempt's
+    // span, to start the spans of what the task does as its children.
+    if (trace?.context) args.otelContext = trace.context;
     const work = this.cfg.workMs > 0 ? simulateWork(this.cfg.workMs, signal) : Promise.resolve();
     const call = work.then(() => handler(args));
     call.catch(() => {}); // a handler failing after its abort must not crash the process
@@ -379,7 +397,7 @@ class Worker {
       if (signal.aborted) return null;
       const error = wireError(err);
       log("warn", "task failed", { ...attrs, error: error.message });
-      return { error };
+      return { error, thrown: err };
     }
   }
 
@@ -461,6 +479,16 @@ async function main() {
     log("error", `configuration: ${err.message}`);
     process.exit(2);
   }
+  // Tracing is decided before connecting: a setting it refuses is a
+  // configuration error, like the one above.
+  let tracing;
+  try {
+    tracing = await startTracing(process.env, log);
+  } catch (err) {
+    log("error", `configuration: ${err.message}`);
+    process.exit(2);
+  }
+  if (tracing) log("info", "tracing task attempts over OTLP/HTTP", { endpoint: process.env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT || process.env.OTEL_EXPORTER_OTLP_ENDPOINT || "default" });
   log("info", "connecting", { servers: cfg.servers });
   // Keep trying until a server answers: in a deployment the worker may
   // start before NATS does.
@@ -479,7 +507,7 @@ async function main() {
       else if (s.type === "reconnect") log("info", "reconnected to NATS", { server: s.server });
     }
   })().catch(() => {});
-  const w = new Worker(cfg, nc, jetstream(nc), await jetstreamManager(nc, { checkAPI: false }));
+  const w = new Worker(cfg, nc, jetstream(nc), await jetstreamManager(nc, { checkAPI: false }), tracing);
   const loops = cfg.serve.map((s) => w.serve(s));
 
   let signals = 0;
@@ -508,6 +536,8 @@ async function main() {
     log("warn", "could not drain the connection; closing it", { error: String(err) });
     await nc.close().catch(() => {});
   }
+  // The attempt spans still in the batch go out now, for at most 5 s.
+  if (tracing && !(await tracing.shutdown())) log("warn", "exporting the last spans timed out; they are lost");
   log("info", "stopped");
   process.exit(0);
 }
