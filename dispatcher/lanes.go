@@ -136,7 +136,12 @@ func (d *Dispatcher) stepLoop(strayOnly bool) {
 				q, d.ready[0], d.ready = d.ready[0], nil, d.ready[1:]
 				break
 			}
-			if strayOnly && len(d.stray) > 0 {
+			// Ready is empty (or this goroutine serves stray only): a
+			// stray input is next. Without this, ready's goroutines
+			// would idle while stray's few work through a lane of
+			// thousands, such as the events waking parked runs that the
+			// cache has long evicted.
+			if len(d.stray) > 0 {
 				q, d.stray[0], d.stray = d.stray[0], nil, d.stray[1:]
 				break
 			}
