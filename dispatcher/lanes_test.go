@@ -3,6 +3,7 @@ package dispatcher
 import (
 	"context"
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -34,49 +35,54 @@ func (b *bundle) parkRuns(t *testing.T, prefix string, n int) []string {
 	return ids
 }
 
-// When no input of a known run waits, every step goroutine serves the
-// stray lane: the events waking parked runs are stepped Concurrency at a
-// time, not by the few goroutines that serve stray alone. Each event's
-// step is held after its save until Concurrency of them are held at once,
-// which only happens if that many goroutines work the stray lane.
+// When no input of a known run waits, every step goroutine but those
+// kept for ready serves the stray lane: the events waking parked runs are
+// stepped at nearly full concurrency, not by the few goroutines that
+// serve stray alone. Each event's step is held after its save until that
+// many are held at once.
 func TestStrayLaneUsesEveryStepGoroutineWhenReadyIsEmpty(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	const concurrency = 8
-	if strayWorkers(concurrency) >= concurrency {
-		t.Fatalf("strayWorkers(%d) = %d: the test needs fewer stray-only goroutines than Concurrency", concurrency, strayWorkers(concurrency))
+	want := concurrency - readyWorkers(concurrency) + strayWorkers(concurrency)
+	if want <= 2*strayWorkers(concurrency) {
+		t.Fatalf("%d stray steps at once would not tell the lanes apart", want)
 	}
-	ids := b.parkRuns(t, "parked", concurrency)
+	ids := b.parkRuns(t, "parked", want)
 
 	var held atomic.Int64
 	all := make(chan struct{})
-	// release lets held steps go when the test fails, before the
-	// dispatcher is stopped.
+	// release lets the held steps go: once the test has seen them all
+	// held, or when it fails, before the dispatcher is stopped.
 	release := make(chan struct{})
 	cfg := Config{Concurrency: concurrency}
 	cfg.hooks = &hooks{at: func(p hookPoint, _, kind string) error {
 		if p != hookAfterSave || kind != subjects.KindEvent {
 			return nil
 		}
-		if held.Add(1) == concurrency {
+		if held.Add(1) == int64(want) {
 			close(all)
 		}
-		select {
-		case <-all:
-		case <-release:
-		}
+		<-release
 		return nil
 	}}
 	b.dispatcher(t, cfg)
-	t.Cleanup(func() { close(release) })
+	var once sync.Once
+	open := func() { once.Do(func() { close(release) }) }
+	t.Cleanup(open)
 	for _, id := range ids {
 		b.publish(t, b.names.Event(id, "wake"), "up", "")
 	}
 	select {
 	case <-all:
 	case <-time.After(2 * time.Minute):
-		t.Fatalf("%d of %d stray events stepped at once after two minutes: the stray lane is served by fewer goroutines than Concurrency", held.Load(), concurrency)
+		t.Fatalf("%d of %d stray events stepped at once after two minutes: the stray lane is served by too few goroutines", held.Load(), want)
 	}
+	// With the stray lane's goroutines all busy, a start still goes
+	// through on those kept for ready.
+	b.start(t, "known", map[string]any{"done": true})
+	b.waitStatus(t, "known", wire.StatusDone, 2*time.Minute)
+	open()
 	for _, id := range ids {
 		b.waitStatus(t, id, wire.StatusDone, 2*time.Minute)
 	}
