@@ -178,7 +178,7 @@ func (d *Dispatcher) stepLoop(service laneService) {
 		if handBack || d.ctx.Err() != nil {
 			d.abandon(m)
 		} else {
-			d.handle(d.ctx, m, q.stray)
+			d.handle(d.ctx, m)
 		}
 		d.qmu.Lock()
 		d.queued -= len(m.Data()) + len(m.Subject())

@@ -8,6 +8,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/jetflow/jetflow/natstest"
 	"github.com/jetflow/jetflow/subjects"
 	"github.com/jetflow/jetflow/wire"
 )
@@ -85,5 +89,64 @@ func TestStrayLaneUsesEveryStepGoroutineWhenReadyIsEmpty(t *testing.T) {
 	open()
 	for _, id := range ids {
 		b.waitStatus(t, id, wire.StatusDone, 2*time.Minute)
+	}
+}
+
+// An event that wakes a run this process does not hold costs one read,
+// the run's record: nothing reads the input stream for the run's start
+// first, a read that only tells something about runs that do not exist.
+func TestStrayEventOfAnExistingRunReadsNoStart(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ids := b.parkRuns(t, "asleep", 20)
+
+	// Every read of a stream's messages is a request on its API subject,
+	// which a subscriber sees too.
+	var reads atomic.Int64
+	stream := b.names.InputStream()
+	for _, api := range []string{"STREAM.MSG.GET", "DIRECT.GET"} {
+		sub, err := b.nc.Subscribe(b.names.API(api, stream)+".>", func(*nats.Msg) { reads.Add(1) })
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = sub.Unsubscribe() })
+		sub2, err := b.nc.Subscribe(b.names.API(api, stream), func(*nats.Msg) { reads.Add(1) })
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = sub2.Unsubscribe() })
+	}
+	if err := b.nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	d := b.dispatcher(t, Config{})
+	for _, id := range ids {
+		b.publish(t, b.names.Event(id, "wake"), "up", "")
+	}
+	for _, id := range ids {
+		b.waitStatus(t, id, wire.StatusDone, 2*time.Minute)
+	}
+	if err := b.nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	woken := reads.Load()
+	// A run that does not exist is still refused after reading the
+	// stream for its start, and that read is seen here: the count above
+	// is not blind.
+	b.publish(t, b.names.Event("nobody", "wake"), "up", "")
+	natstest.WaitFor(t, 2*time.Minute, "the event of no run refused", func() error {
+		if n := testutil.ToFloat64(d.m.messages.WithLabelValues("event", outcomeUnknownRun)); n != 1 {
+			return fmt.Errorf("%v events of no run refused", n)
+		}
+		return nil
+	})
+	if err := b.nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if woken != 0 {
+		t.Errorf("%d reads of the input stream for %d events of existing runs, want 0", woken, len(ids))
+	}
+	if reads.Load() == woken {
+		t.Error("no read of the input stream seen for the event of no run: the count is blind")
 	}
 }
