@@ -135,7 +135,9 @@ type Config struct {
 	Dir string
 	// CPUProfile, when set, is a file prefix: each setup writes a CPU
 	// profile of every process (this one included) during its saturation
-	// phases, named <prefix>-<setup>-<role>.pprof.
+	// phases, named <prefix>-<setup>-<role>.pprof, and the parked scenario
+	// a heap profile of each once its runs are parked, named
+	// <prefix>-<setup>-parked-heap-<role>.pprof.
 	CPUProfile string
 	// Progress receives one line per phase. Default: io.Discard.
 	Progress io.Writer

@@ -102,6 +102,7 @@ func (r *runner) parked(ctx context.Context, w workload) (ScenarioReport, error)
 		p.HeapParkedMB = float64(m.HeapInuse) / (1 << 20)
 	}
 	r.progress("%s: %d parked at %.0f/s; %.0f KV bytes per run, %.1f MB resident", w.scenario, n, p.ParkPerSec, p.KVBytesPerRun, p.RSSParkedMB)
+	r.heapProfiles(string(w.scenario))
 
 	r.progress("%s: sending %d events", w.scenario, n)
 	wait = watch(string(run.StatusDone))
