@@ -116,7 +116,8 @@ type Config struct {
 	// RawOps caps each raw JetStream measurement. Default 20,000 (200 in
 	// Short mode); each is also capped at Duration.
 	RawOps int
-	// RunTimeout is how long one run may take before the bench fails.
+	// RunTimeout is how long one run may take before the bench fails
+	// (in the parked scenario: how long no parked run may end or park).
 	// Default 60s.
 	RunTimeout time.Duration
 	// WorkerConcurrency is each worker's concurrency. Default 64.
