@@ -150,3 +150,43 @@ func TestStrayEventOfAnExistingRunReadsNoStart(t *testing.T) {
 		t.Error("no read of the input stream seen for the event of no run: the count is blind")
 	}
 }
+
+// A dispatcher holding every partition holds at most MaxAckPending
+// inputs unacknowledged in all: the partitions' consumers share it, they
+// do not each get the whole (which let one process take in P times more
+// inputs than it could step within AckWait, all redelivered meanwhile).
+func TestPartitionsShareMaxAckPending(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	p := b.partitions()
+	if p < 2 {
+		t.Fatalf("%d partitions: the test needs several", p)
+	}
+	const window = 1024
+	b.dispatcher(t, Config{MaxAckPending: window})
+	natstest.WaitFor(t, 2*time.Minute, "every partition's consumer", func() error {
+		in, err := b.js.Stream(testCtx(t), b.names.InputStream())
+		if err != nil {
+			return err
+		}
+		n, sum := 0, 0
+		for name := range in.ConsumerNames(testCtx(t)).Name() {
+			if !b.names.IsDispatcherConsumer(name) {
+				continue
+			}
+			c, err := b.js.Consumer(testCtx(t), b.names.InputStream(), name)
+			if err != nil {
+				return err
+			}
+			n++
+			sum += c.CachedInfo().Config.MaxAckPending
+		}
+		if n < p {
+			return fmt.Errorf("%d of %d partition consumers", n, p)
+		}
+		if sum > window {
+			t.Fatalf("the %d partition consumers allow %d unacknowledged inputs in all, more than MaxAckPending %d", n, sum, window)
+		}
+		return nil
+	})
+}
