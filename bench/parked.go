@@ -59,7 +59,7 @@ func (r *runner) parked(ctx context.Context, w workload) (ScenarioReport, error)
 		}
 		r.drv.hook.Store(&hook)
 		return func(what string) ([]time.Duration, error) {
-			began := time.Now()
+			began, checked := time.Now(), false
 			tick := time.NewTicker(time.Second)
 			defer tick.Stop()
 			last, moved := count.Load(), time.Now()
@@ -72,10 +72,31 @@ func (r *runner) parked(ctx context.Context, w workload) (ScenarioReport, error)
 				case now := <-tick.C:
 					if c := count.Load(); c != last {
 						last, moved = c, now
-					} else if now.Sub(moved) >= stall {
-						return nil, fmt.Errorf("bench: parked: %d of %d runs %s after %s, none for the last %s",
-							c, n, what, now.Sub(began).Round(time.Second), stall)
+						continue
+					} else if now.Sub(moved) < stall {
+						continue
 					}
+					// An announcement is a hint (a loaded bench can miss
+					// a few); the record is the truth. Read the records
+					// of the runs not heard from, once.
+					if !checked {
+						checked = true
+						for i := range n {
+							if seen[i].Load() {
+								continue
+							}
+							st, err := r.drv.cl.Status(ctx, idOf(i))
+							if err == nil && st.Status == want {
+								hook(idOf(i), announcement{status: want, at: now})
+							}
+						}
+						if count.Load() != last {
+							last, moved = count.Load(), now
+							continue
+						}
+					}
+					return nil, fmt.Errorf("bench: parked: %d of %d runs %s after %s, none for the last %s",
+						count.Load(), n, what, now.Sub(began).Round(time.Second), stall)
 				}
 			}
 		}
