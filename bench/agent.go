@@ -60,7 +60,7 @@ type stats struct {
 // AgentMain runs one helper process of a Processes or Cluster setup (the
 // hidden `jetflow bench-agent` verb). It starts its role, writes a ready
 // line on stdout, answers commands read from stdin ("stats", "profile
-// FILE", "profile-stop"), and stops when stdin ends or ctx is done.
+// FILE", "profile-stop", "heap FILE"), and stops when stdin ends or ctx is done.
 // gogcSet is whether the process's GOGC environment variable is set: a
 // dispatcher then leaves the collector alone (dispatcher.TuneGC).
 func AgentMain(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer, gogcSet bool) error {
@@ -167,6 +167,8 @@ func AgentMain(ctx context.Context, args []string, stdin io.Reader, stdout io.Wr
 			if profile, err = startProfile(profile, arg); err != nil {
 				reply.Error = err.Error()
 			}
+		case "heap":
+			reply.Error = errString(writeHeapProfile(arg))
 		case "profile-stop":
 			if profile != nil {
 				pprof.StopCPUProfile()
@@ -220,6 +222,21 @@ func startProfile(cur *os.File, path string) (*os.File, error) {
 		return nil, err
 	}
 	return f, nil
+}
+
+// writeHeapProfile writes this process's heap profile (after a
+// collection, so that it shows what is live) to path.
+func writeHeapProfile(path string) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	runtime.GC()
+	if err := pprof.Lookup("heap").WriteTo(f, 0); err != nil {
+		_ = f.Close()
+		return err
+	}
+	return f.Close()
 }
 
 // ownStats reads this process's heap, its dispatcher's counters and the

@@ -116,7 +116,8 @@ type Config struct {
 	// RawOps caps each raw JetStream measurement. Default 20,000 (200 in
 	// Short mode); each is also capped at Duration.
 	RawOps int
-	// RunTimeout is how long one run may take before the bench fails.
+	// RunTimeout is how long one run may take before the bench fails
+	// (in the parked scenario: how long no parked run may end or park).
 	// Default 60s.
 	RunTimeout time.Duration
 	// WorkerConcurrency is each worker's concurrency. Default 64.
@@ -135,7 +136,9 @@ type Config struct {
 	Dir string
 	// CPUProfile, when set, is a file prefix: each setup writes a CPU
 	// profile of every process (this one included) during its saturation
-	// phases, named <prefix>-<setup>-<role>.pprof.
+	// phases, named <prefix>-<setup>-<role>.pprof, and the parked scenario
+	// a heap profile of each once its runs are parked, named
+	// <prefix>-<setup>-parked-heap-<role>.pprof.
 	CPUProfile string
 	// Progress receives one line per phase. Default: io.Discard.
 	Progress io.Writer

@@ -32,7 +32,11 @@ func (r *runner) parked(ctx context.Context, w workload) (ScenarioReport, error)
 		return i
 	}
 	sent := make([]atomic.Int64, n)
-	patience := r.cfg.RunTimeout + time.Duration(n)*time.Millisecond
+	// The runs may take as long as they need while they keep ending: the
+	// bench gives up when none has for RunTimeout (a deadline sized to
+	// the count failed large counts on a loaded machine that was still
+	// making progress, and measured nothing).
+	stall := r.cfg.RunTimeout
 	defer r.drv.hook.Store(nil)
 	// watch counts the runs that announce status want, and returns the
 	// function that waits for all of them and their latencies from sent.
@@ -55,13 +59,45 @@ func (r *runner) parked(ctx context.Context, w workload) (ScenarioReport, error)
 		}
 		r.drv.hook.Store(&hook)
 		return func(what string) ([]time.Duration, error) {
-			select {
-			case <-all:
-				return lat, nil
-			case <-ctx.Done():
-				return nil, context.Cause(ctx)
-			case <-time.After(patience):
-				return nil, fmt.Errorf("bench: parked: %d of %d runs %s after %s", count.Load(), n, what, patience)
+			began, checked := time.Now(), false
+			tick := time.NewTicker(time.Second)
+			defer tick.Stop()
+			last, moved := count.Load(), time.Now()
+			for {
+				select {
+				case <-all:
+					return lat, nil
+				case <-ctx.Done():
+					return nil, context.Cause(ctx)
+				case now := <-tick.C:
+					if c := count.Load(); c != last {
+						last, moved = c, now
+						continue
+					} else if now.Sub(moved) < stall {
+						continue
+					}
+					// An announcement is a hint (a loaded bench can miss
+					// a few); the record is the truth. Read the records
+					// of the runs not heard from, once.
+					if !checked {
+						checked = true
+						for i := range n {
+							if seen[i].Load() {
+								continue
+							}
+							st, err := r.drv.cl.Status(ctx, idOf(i))
+							if err == nil && st.Status == want {
+								hook(idOf(i), announcement{status: want, at: now})
+							}
+						}
+						if count.Load() != last {
+							last, moved = count.Load(), now
+							continue
+						}
+					}
+					return nil, fmt.Errorf("bench: parked: %d of %d runs %s after %s, none for the last %s",
+						count.Load(), n, what, now.Sub(began).Round(time.Second), stall)
+				}
 			}
 		}
 	}
@@ -102,6 +138,7 @@ func (r *runner) parked(ctx context.Context, w workload) (ScenarioReport, error)
 		p.HeapParkedMB = float64(m.HeapInuse) / (1 << 20)
 	}
 	r.progress("%s: %d parked at %.0f/s; %.0f KV bytes per run, %.1f MB resident", w.scenario, n, p.ParkPerSec, p.KVBytesPerRun, p.RSSParkedMB)
+	r.heapProfiles(string(w.scenario))
 
 	r.progress("%s: sending %d events", w.scenario, n)
 	wait = watch(string(run.StatusDone))

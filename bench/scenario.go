@@ -140,6 +140,29 @@ func (r *runner) peak(use map[string][]procUsage) (float64, string) {
 
 func mb(b int64) float64 { return float64(b) / (1 << 20) }
 
+// heapProfiles writes a heap profile of every process when CPU profiles
+// are asked for, named as they are with "-heap" after the scenario.
+func (r *runner) heapProfiles(scenario string) {
+	prefix := r.cfg.CPUProfile
+	if prefix == "" {
+		return
+	}
+	setup := strings.ReplaceAll(strings.ReplaceAll(r.dep.setup.Name(), " ", "-"), "=", "")
+	path := func(role string) string { return fmt.Sprintf("%s-%s-%s-heap-%s.pprof", prefix, setup, scenario, role) }
+	if err := writeHeapProfile(path(roleBench)); err != nil {
+		r.progress("no heap profile of this process: %v", err)
+	}
+	for _, p := range r.dep.procs {
+		file, err := filepath.Abs(path(p.role + "-" + p.name))
+		if err == nil {
+			_, err = p.call("heap " + file)
+		}
+		if err != nil {
+			r.progress("no heap profile of %s %s: %v", p.role, p.name, err)
+		}
+	}
+}
+
 // profile starts a CPU profile of every process when asked to, and returns
 // the function that stops them.
 func (r *runner) profile(scenario string) func() {

@@ -73,7 +73,8 @@ type Dispatcher struct {
 	ready     []*runQueue // runs this process knows, starts, timers, signed results
 	stray     []*runQueue // inputs of runs this process does not know
 	queued    int         // bytes of the messages in the queues
-	readyCond *sync.Cond  // on qmu: a lane grew, or stepsDone was set
+	readyCond *sync.Cond  // on qmu: ready grew, or stepsDone was set
+	bothCond  *sync.Cond  // on qmu: a lane grew, or stepsDone was set
 	strayCond *sync.Cond  // on qmu: stray grew, or stepsDone was set
 	stepsDone bool
 	wg        sync.WaitGroup
@@ -143,6 +144,7 @@ func newDispatcher(js jetstream.JetStream, store RunStore, l loader, cfg Config)
 		d.pub.traced = true
 	}
 	d.readyCond = sync.NewCond(&d.qmu)
+	d.bothCond = sync.NewCond(&d.qmu)
 	d.strayCond = sync.NewCond(&d.qmu)
 	return d, nil
 }
@@ -252,11 +254,15 @@ func (d *Dispatcher) start(ctx context.Context) (lifecycle.Run, error) {
 	if d.ret.on {
 		d.ret.batched = d.startReaper(timers)
 	}
-	for range d.cfg.Concurrency {
-		d.steps.Go(func() { d.stepLoop(false) })
+	for i := range d.cfg.Concurrency {
+		service := serveBoth
+		if i < readyWorkers(d.cfg.Concurrency) {
+			service = serveReady
+		}
+		d.steps.Go(func() { d.stepLoop(service) })
 	}
 	for range strayWorkers(d.cfg.Concurrency) {
-		d.steps.Go(func() { d.stepLoop(true) })
+		d.steps.Go(func() { d.stepLoop(serveStray) })
 	}
 	d.crashed.Store(false)
 	d.qmu.Lock()

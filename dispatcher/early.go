@@ -135,46 +135,6 @@ func withRefusal(reason string, in *step.Input) string {
 	return reason
 }
 
-// strayWithoutStart returns why a stray input (of a run this process does
-// not know) is refused before its run is even read: the input stream,
-// which keeps every start while it keeps history for ever, holds no
-// start for the run before it. "" means read the run as usual. removed
-// says the run was removed by retention (the reason is its tombstone's).
-func (d *Dispatcher) strayWithoutStart(ctx context.Context, meta *jetstream.MsgMetadata, in *step.Input) (reason string, removed bool) {
-	if info := d.inputs.CachedInfo(); info == nil || info.Config.MaxAge != 0 {
-		return "", false // trimmed history: a live run's start may be gone
-	}
-	seq, err := d.startSeq(ctx, in.RunID)
-	switch {
-	case err != nil:
-		return "", false
-	case seq == 0 && d.ret.on && !d.ret.keepHistory:
-		// Retention purges a removed run's start: one read of its record
-		// tells a removed run (the tombstone's reason) from one never
-		// started.
-		return d.removedOrNeverStarted(ctx, in)
-	case seq == 0:
-		return withRefusal(fmt.Sprintf("no run %s: the input stream holds no start for it", in.RunID), in), false
-	case seq > meta.Sequence.Stream:
-		return withRefusal(fmt.Sprintf("no run %s when this input came: its start (stream sequence %d) came after it", in.RunID, seq), in), false
-	}
-	return "", false
-}
-
-// removedOrNeverStarted is why a stray input whose run has no start in
-// the stream is refused: its run was removed (the tombstone says when),
-// or never started; "" when a record is there after all.
-func (d *Dispatcher) removedOrNeverStarted(ctx context.Context, in *step.Input) (string, bool) {
-	_, found, err := d.load(ctx, in.RunID, false, false)
-	if re, ok := removedRun(err); ok {
-		return re.Error(), true
-	}
-	if err == nil && !found {
-		return withRefusal(fmt.Sprintf("no run %s: the input stream holds no start for it", in.RunID), in), false
-	}
-	return "", false // a record after all, or a failed read: read it as usual
-}
-
 // startSeq is the stream sequence of the run's first start, 0 if the
 // input stream holds none. The first, not the last: a client that retries
 // a start call can store a second start after the run's first inputs. It

@@ -57,7 +57,7 @@ func (d *Dispatcher) hook(p hookPoint, in *step.Input) error {
 
 // handle takes one input from receipt to acknowledgement. Whatever the
 // input holds, it returns after acking, terminating or handing it back.
-func (d *Dispatcher) handle(ctx context.Context, m jetstream.Msg, stray bool) {
+func (d *Dispatcher) handle(ctx context.Context, m jetstream.Msg) {
 	if d.crashed.Load() {
 		return
 	}
@@ -96,17 +96,6 @@ func (d *Dispatcher) handle(ctx context.Context, m jetstream.Msg, stray bool) {
 		return
 	}
 	log := d.log.With(slog.String("run_id", in.RunID), slog.String("kind", in.Kind), slog.Uint64("stream_seq", meta.Sequence.Stream), size)
-	if stray && in.Kind != subjects.KindStart {
-		if reason, removed := d.strayWithoutStart(ctx, meta, in); removed {
-			d.refuseRemoved(m, errors.New(reason), log)
-			d.m.messages.WithLabelValues(in.Kind, outcomeRemovedRun).Inc()
-			return
-		} else if reason != "" {
-			outcome := d.refuseNoRun(m, in, log, reason)
-			d.m.messages.WithLabelValues(in.Kind, outcome).Inc()
-			return
-		}
-	}
 	now := float64(meta.Timestamp.UnixMilli())
 	outcome, err := d.step(d.withDelivery(ctx, meta.NumDelivered, m.Headers()), in, meta.Sequence.Stream, now, log)
 	var deferred *deferredError

@@ -23,12 +23,28 @@ import (
 //   - stray: events, cancels and unsigned results of runs this process
 //     does not know, which are often for no run at all.
 //
-// Every step goroutine serves ready first; a few serve only stray, so
-// that stray inputs make progress however busy ready is, and ready
-// inputs overtake them however many there are.
+// Most step goroutines serve ready first and stray when ready is empty,
+// so that the events waking runs parked long enough to leave the cache
+// are stepped at full concurrency when nothing else waits. A few serve
+// only stray, so that stray inputs make progress however busy ready is,
+// and a quarter serve only ready, so that an input of a known run never
+// waits for a stray step to end, however many stray inputs there are.
 
 // strayWorkers is how many step goroutines serve only the stray lane.
 func strayWorkers(concurrency int) int { return max(1, concurrency/8) }
+
+// readyWorkers is how many of the Concurrency step goroutines serve only
+// the ready lane; the others serve stray too when ready is empty.
+func readyWorkers(concurrency int) int { return max(1, concurrency/4) }
+
+// laneService is which lanes a step goroutine serves.
+type laneService int
+
+const (
+	serveBoth  laneService = iota // ready first, stray when ready is empty
+	serveReady                    // ready only
+	serveStray                    // stray only
+)
 
 // pullBatch is how many inputs one pull asks for.
 func pullBatch(cfg Config) int { return min(cfg.MaxAckPending, max(4*cfg.Concurrency, 2048)) }
@@ -87,14 +103,16 @@ func (d *Dispatcher) receive(m jetstream.Msg) {
 
 // enqueue puts q at the tail of its lane; qmu is held.
 func (d *Dispatcher) enqueue(q *runQueue) {
+	// One goroutine that serves only q's lane wakes, and one that serves
+	// both: whichever finds q first takes it, the other waits again.
 	if q.stray {
 		d.stray = append(d.stray, q)
 		d.strayCond.Signal()
 	} else {
 		d.ready = append(d.ready, q)
+		d.readyCond.Signal()
 	}
-	// Every step goroutine serves ready, and stray when ready is empty.
-	d.readyCond.Signal()
+	d.bothCond.Signal()
 }
 
 // isStray reports whether a message of a run with no queue here belongs
@@ -124,29 +142,32 @@ func (d *Dispatcher) isStray(key string, m jetstream.Msg) bool {
 
 // stepLoop is one step goroutine: it handles the first message of the
 // queue at the head of its lane, then puts the queue back at the tail if
-// it has more, until Stop has drained every queue. strayOnly goroutines
-// serve the stray lane; the others serve ready first, then stray.
-func (d *Dispatcher) stepLoop(strayOnly bool) {
+// it has more, until Stop has drained every queue, from the lanes
+// service names.
+func (d *Dispatcher) stepLoop(service laneService) {
 	d.qmu.Lock()
 	defer d.qmu.Unlock()
 	for {
 		var q *runQueue
 		for {
-			if !strayOnly && len(d.ready) > 0 {
+			if service != serveStray && len(d.ready) > 0 {
 				q, d.ready[0], d.ready = d.ready[0], nil, d.ready[1:]
 				break
 			}
-			if strayOnly && len(d.stray) > 0 {
+			if service != serveReady && len(d.stray) > 0 {
 				q, d.stray[0], d.stray = d.stray[0], nil, d.stray[1:]
 				break
 			}
 			if d.stepsDone {
 				return
 			}
-			if strayOnly {
-				d.strayCond.Wait()
-			} else {
+			switch service {
+			case serveReady:
 				d.readyCond.Wait()
+			case serveStray:
+				d.strayCond.Wait()
+			default:
+				d.bothCond.Wait()
 			}
 		}
 		m := q.msgs[0]
@@ -157,7 +178,7 @@ func (d *Dispatcher) stepLoop(strayOnly bool) {
 		if handBack || d.ctx.Err() != nil {
 			d.abandon(m)
 		} else {
-			d.handle(d.ctx, m, q.stray)
+			d.handle(d.ctx, m)
 		}
 		d.qmu.Lock()
 		d.queued -= len(m.Data()) + len(m.Subject())
@@ -181,6 +202,7 @@ func (d *Dispatcher) stopSteps() {
 	d.qmu.Lock()
 	d.stepsDone = true
 	d.readyCond.Broadcast()
+	d.bothCond.Broadcast()
 	d.strayCond.Broadcast()
 	d.qmu.Unlock()
 	d.steps.Wait()

@@ -94,8 +94,8 @@ func TestFloodOfStrayInputs(t *testing.T) {
 	flooded := e.goodRuns(t, "flooded", good)
 	during := terms.count()
 	// A liveness bound, not a speed target: each stray input costs two
-	// reads (its start, and whether retention removed its run), and the
-	// drain rate is logged below.
+	// reads (its record, then the stream for its start), and the drain
+	// rate is logged below.
 	natstest.WaitFor(t, 5*time.Minute, "every stray input terminated", func() error {
 		if n := terms.count(); n < stray {
 			return fmt.Errorf("%d of %d terminated", n, stray)

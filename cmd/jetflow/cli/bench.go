@@ -91,7 +91,7 @@ is complete.`,
 	fl.StringVar(&f.cfg.Dir, "dir", "", "directory for the servers' stores (default: a temporary one)")
 	fl.StringVar(&f.jsonOut, "json", "", "write the JSON report to this file")
 	fl.StringVar(&f.doc, "doc", "", "replace the generated section of this markdown file (docs/PERFORMANCE.md) with the report and its command")
-	fl.StringVar(&f.profile, "cpuprofile", "", "write CPU profiles of every process during each saturation phase, named PREFIX-<setup>-<scenario>-<role>.pprof")
+	fl.StringVar(&f.profile, "cpuprofile", "", "write CPU profiles of every process during each saturation phase, named PREFIX-<setup>-<scenario>-<role>.pprof, and in the parked scenario a heap profile of each once its runs are parked, PREFIX-<setup>-parked-heap-<role>.pprof")
 	fl.StringVar(&f.from, "from", "", "measure nothing: render the JSON report in this file (its targets evaluated afresh)")
 	fl.BoolVar(&f.quiet, "quiet", false, "print no progress")
 	fl.BoolVar(&f.checkTargets, "check-targets", false, "exit 1 when a target is not met")
