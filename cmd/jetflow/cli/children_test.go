@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/jetflow/jetflow/client"
+	"github.com/jetflow/jetflow/fleet"
+	"github.com/jetflow/jetflow/registry"
 	"github.com/jetflow/jetflow/wire"
 )
 
@@ -36,5 +38,31 @@ func TestPrintFamily(t *testing.T) {
 	}
 	if p := parentLink(&wire.Parent{Run: "up", Token: "secret"}); p.Token != "" {
 		t.Error("status shows the parent attempt's token")
+	}
+}
+
+// TestPrintDeploymentChildren: deploy prints a bound task version as a
+// child workflow, without a subject or consumer for workers.
+func TestPrintDeploymentChildren(t *testing.T) {
+	t.Parallel()
+	hold := registry.TaskRef{Task: "hold", Version: "1"}
+	d := fleet.Deployed{
+		Deployment: registry.Deployment{Name: "bound", Document: registry.Document{Revision: "bound/1", Tasks: []registry.TaskRef{hold}}},
+		Children:   []fleet.ChildTask{{TaskRef: hold, Workflow: "one"}},
+	}
+	var buf bytes.Buffer
+	if err := printDeployment(streams{out: &buf, err: &buf}, nil, d, nil, false); err != nil {
+		t.Fatal(err)
+	}
+	want := "task hold@1 runs as a child workflow: each invocation starts a run of one (detached (cascade false)); no worker serves it, no consumer\ntasks for workers: none\n"
+	if !strings.HasSuffix(buf.String(), want) {
+		t.Errorf("deploy printed:\n%s\nwant it to end with:\n%s", buf.String(), want)
+	}
+	buf.Reset()
+	if err := printDeployment(streams{out: &buf, err: &buf}, nil, d, nil, true); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(buf.String(), `"tasks": []`) || !strings.Contains(buf.String(), `"workflow": "one"`) {
+		t.Errorf("deploy --json printed:\n%s\nwant no tasks and hold@1 among the children", buf.String())
 	}
 }
