@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/jetflow/jetflow/client"
 	"github.com/jetflow/jetflow/fleet"
@@ -35,6 +36,17 @@ func TestPrintFamily(t *testing.T) {
 	if len(lines) != 4 || !strings.Contains(lines[1], "t--task-1-aa  middle  node task attempt 1  done") ||
 		!strings.Contains(lines[2], "  leaf  one") || !strings.Contains(lines[3], "running, detached") {
 		t.Errorf("--tree:\n%s", buf.String())
+	}
+	buf.Reset()
+	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	gone := []client.ChildNode{
+		{Child: wire.Child{Run: "k1", Workflow: "one", Node: "task", Attempt: 1}, Status: client.ChildRemoved, RemovedAt: float64(at.UnixMilli())},
+		{Child: wire.Child{Run: "k2", Workflow: "one", Node: "task", Attempt: 2}, Status: client.ChildRemoved},
+	}
+	printFamily(streams{out: &buf}, nil, gone, true)
+	if !strings.Contains(buf.String(), "k1  one  node task attempt 1  removed by retention at 2026-01-02T03:04:05.000Z") ||
+		!strings.Contains(buf.String(), "k2  one  node task attempt 2  removed by retention\n") {
+		t.Errorf("--tree of removed children:\n%s", buf.String())
 	}
 	if p := parentLink(&wire.Parent{Run: "up", Token: "secret"}); p.Token != "" {
 		t.Error("status shows the parent attempt's token")
