@@ -55,7 +55,7 @@ func TestChildKeptUntilParentSettles(t *testing.T) {
 	var re *runrecord.RemovedError
 	natstest.WaitFor(t, 2*time.Minute, "the child removed after its parent settled", func() error {
 		if _, err := e.f.Client.Status(e.ctx, kid); !errors.As(err, &re) {
-			return fmt.Errorf("status: %v", err)
+			return fmt.Errorf("status: %w", err)
 		}
 		return nil
 	})
