@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"log/slog"
 	"strings"
 	"testing"
@@ -66,7 +65,7 @@ func payloadBenchFleet(b *testing.B, threshold int) *fleet.Fleet {
 	b.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	b.Cleanup(cancel)
-	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	quiet := slog.New(slog.DiscardHandler)
 	dc := dispatcherConfig(dispatcher.Config{})
 	dc.Logger = quiet
 	f, err := fleet.Start(ctx, fleet.Config{
