@@ -47,10 +47,15 @@ const (
 	// ConsoleIndex has a fresh console index many runs and serves every
 	// page of them.
 	ConsoleIndex Scenario = "console-index"
+	// LargePayload runs one-task runs whose input and result are each
+	// Config.PayloadSize bytes (by reference, through the payload bucket),
+	// one at a time, beside the same runs with a body inline below the
+	// threshold, and reports MB/s end to end.
+	LargePayload Scenario = "large-payload"
 )
 
 // AllScenarios lists every scenario in the order they run.
-var AllScenarios = []Scenario{OneTask, FanOut, Event, Loop, Parked, Timers, ConsoleIndex}
+var AllScenarios = []Scenario{OneTask, FanOut, Event, Loop, Parked, Timers, ConsoleIndex, LargePayload}
 
 // Setup is one deployment and the scenarios measured on it.
 type Setup struct {
@@ -113,6 +118,12 @@ type Config struct {
 	// ConsoleRuns is how many runs the console-index scenario indexes.
 	// Default 100,000 (300 in Short mode).
 	ConsoleRuns int
+	// PayloadSize is the size in bytes of the large-payload scenario's
+	// input and of its result, each. Default 16 MiB (1 MiB in Short mode).
+	PayloadSize int
+	// PayloadRuns is how many runs of each size the large-payload
+	// scenario measures. Default 10 (2 in Short mode).
+	PayloadRuns int
 	// RawOps caps each raw JetStream measurement. Default 20,000 (200 in
 	// Short mode); each is also capped at Duration.
 	RawOps int
@@ -183,6 +194,8 @@ func (c Config) WithDefaults() Config {
 	pick(&c.ParkedRuns, 100_000, 100)
 	pick(&c.TimerRuns, 10_000, 50)
 	pick(&c.ConsoleRuns, 100_000, 300)
+	pick(&c.PayloadSize, 16<<20, 1<<20)
+	pick(&c.PayloadRuns, 10, 2)
 	pick(&c.RawOps, 20_000, 200)
 	pick(&c.WorkerConcurrency, 64, 64)
 	if c.Duration == 0 {
@@ -233,7 +246,7 @@ func (c Config) validate() error {
 	}
 	positive := map[string]int{
 		"Runs": c.Runs, "Window": c.Window, "SerialRuns": c.SerialRuns, "ParkedRuns": c.ParkedRuns,
-		"TimerRuns": c.TimerRuns, "ConsoleRuns": c.ConsoleRuns, "RawOps": c.RawOps, "WorkerConcurrency": c.WorkerConcurrency,
+		"TimerRuns": c.TimerRuns, "ConsoleRuns": c.ConsoleRuns, "PayloadSize": c.PayloadSize, "PayloadRuns": c.PayloadRuns, "RawOps": c.RawOps, "WorkerConcurrency": c.WorkerConcurrency,
 	}
 	for _, k := range slices.Sorted(maps.Keys(positive)) {
 		if positive[k] < 1 {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/jetflow/jetflow/client"
 	"github.com/jetflow/jetflow/engine/run"
+	"github.com/jetflow/jetflow/payload"
 	"github.com/jetflow/jetflow/subjects"
 )
 
@@ -61,7 +62,14 @@ func newDriver(ctx context.Context, url string, names subjects.Names, timeout ti
 	}
 	statusPrefix := names.Status("")
 	if d.sub, err = nc.Subscribe(names.StatusAll(), func(m *nats.Msg) {
-		d.announced(strings.TrimPrefix(m.Subject, statusPrefix), m.Data)
+		runID := strings.TrimPrefix(m.Subject, statusPrefix)
+		if _, ref, _ := payload.RefOf(m.Header); ref {
+			// A status too large to announce inline (a large result)
+			// travels by reference: read the run's status instead.
+			go d.announceRead(runID)
+			return
+		}
+		d.announced(runID, m.Data)
 	}); err != nil {
 		return fail(err)
 	}
@@ -76,6 +84,22 @@ func newDriver(ctx context.Context, url string, names subjects.Names, timeout ti
 }
 
 func (d *driver) close() { d.nc.Close() }
+
+// announceRead reads the status of a run whose announcement came by
+// reference and announces it.
+func (d *driver) announceRead(runID string) {
+	ctx, cancel := context.WithTimeout(context.Background(), d.timeout)
+	defer cancel()
+	st, err := d.cl.Status(ctx, runID)
+	if err != nil {
+		return // the waiter falls back to reading it at its timeout
+	}
+	data, err := json.Marshal(st)
+	if err != nil {
+		return
+	}
+	d.announced(runID, data)
+}
 
 func (d *driver) announced(runID string, data []byte) {
 	a := announcement{status: statusOf(data), at: time.Now(), body: data}

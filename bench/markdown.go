@@ -108,6 +108,7 @@ func (r *Report) Markdown(w io.Writer) error {
 			})
 		})
 
+	payloadSection(&b, r)
 	b.WriteString("### Console index\n\n")
 	table(&b, []string{"setup", "runs", "B/record", "stored in s", "indexed in s", "indexed/s", "pages", "all pages in s", "a page p50/p90/p99 ms", "complete"},
 		func(row func(...string)) {
@@ -160,7 +161,7 @@ func (r *Report) each(fn func(SetupReport, ScenarioReport)) {
 // eachRun is each without console-index, which runs no runs.
 func (r *Report) eachRun(fn func(SetupReport, ScenarioReport)) {
 	r.each(func(s SetupReport, sc ScenarioReport) {
-		if sc.Console == nil {
+		if sc.Console == nil && sc.Payload == nil {
 			fn(s, sc)
 		}
 	})
@@ -205,3 +206,19 @@ func roles(m map[string]float64) string {
 
 func f0(v float64) string { return fmt.Sprintf("%.0f", v) }
 func f2(v float64) string { return fmt.Sprintf("%.2f", v) }
+
+// payloadSection is the large-payload scenario's table, when it ran.
+func payloadSection(b *strings.Builder, r *Report) {
+	if _, sc := r.find(LargePayload, func(SetupReport) bool { return true }); sc == nil {
+		return
+	}
+	b.WriteString("### Large payloads\n\nOne-task runs one at a time whose input and result are each the size given; MB/s is both bodies over the start-to-done time.\n\n")
+	table(b, []string{"setup", "size", "travels", "runs", "MB/s", "p50/p90/p99 ms"}, func(row func(...string)) {
+		r.each(func(s SetupReport, sc ScenarioReport) {
+			if p := sc.Payload; p != nil {
+				row(s.Setup, fmt.Sprint(p.ByRef.Size), "by reference", fmt.Sprint(p.ByRef.Runs), f2(p.ByRef.MBPerSec), lat(p.ByRef.Latency))
+				row(s.Setup, fmt.Sprint(p.Inline.Size), "inline", fmt.Sprint(p.Inline.Runs), f2(p.Inline.MBPerSec), lat(p.Inline.Latency))
+			}
+		})
+	})
+}

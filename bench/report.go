@@ -32,6 +32,7 @@ type ReportConfig struct {
 	ParkedRuns        int     `json:"parked_runs"`
 	TimerRuns         int     `json:"timer_runs,omitempty"`
 	ConsoleRuns       int     `json:"console_runs,omitempty"`
+	PayloadSize       int     `json:"payload_size,omitempty"`
 	RawOps            int     `json:"raw_ops"`
 	WorkerConcurrency int     `json:"worker_concurrency"`
 }
@@ -115,6 +116,9 @@ type ScenarioReport struct {
 	// Console is the console-index scenario's; it runs no runs, and the
 	// fields above are zero.
 	Console *ConsoleReport `json:"console,omitempty"`
+	// Payload is the large-payload scenario's; the fields above but Runs
+	// are zero.
+	Payload *PayloadReport `json:"payload,omitempty"`
 }
 
 // Ops are the durable operations and stored bytes of one run, counted on
@@ -218,6 +222,12 @@ func (r *Report) Check() error {
 				}
 				if bad(c.IndexSeconds) || bad(c.StoreSeconds) || c.Walk.N == 0 {
 					errs = append(errs, fmt.Errorf("%s: no timings (store %g s, index %g s, %d pages)", where, c.StoreSeconds, c.IndexSeconds, c.Walk.N))
+				}
+				continue
+			}
+			if p := sc.Payload; p != nil {
+				if p.ByRef.Runs == 0 || p.Inline.Runs == 0 || bad(p.ByRef.MBPerSec) || bad(p.Inline.MBPerSec) {
+					errs = append(errs, fmt.Errorf("%s: no throughput (%+v)", where, *p))
 				}
 				continue
 			}

@@ -28,7 +28,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		},
 		Config: ReportConfig{
 			Runs: cfg.Runs, DurationSeconds: cfg.Duration.Seconds(), Window: cfg.Window, SerialRuns: cfg.SerialRuns,
-			Warmup: cfg.Warmup, ParkedRuns: cfg.ParkedRuns, TimerRuns: cfg.TimerRuns, ConsoleRuns: cfg.ConsoleRuns,
+			Warmup: cfg.Warmup, ParkedRuns: cfg.ParkedRuns, TimerRuns: cfg.TimerRuns, ConsoleRuns: cfg.ConsoleRuns, PayloadSize: cfg.PayloadSize,
 			RawOps: cfg.RawOps, WorkerConcurrency: cfg.WorkerConcurrency,
 		},
 	}
@@ -94,6 +94,8 @@ func runSetup(ctx context.Context, cfg Config, s Setup, dir string) (rep SetupRe
 			sr, err = r.timers(ctx, w)
 		case ConsoleIndex:
 			sr, err = r.consoleIndex(ctx)
+		case LargePayload:
+			sr, err = r.largePayload(ctx, w)
 		default:
 			sr, err = r.scenario(ctx, w)
 		}

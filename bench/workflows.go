@@ -60,6 +60,10 @@ var workloads = map[Scenario]workload{
 	// The timers scenario deploys one workflow per delay, named
 	// <workflow>-<ms> (timerDoc).
 	Timers: {scenario: Timers, workflow: "bench-timer", code: "tm"},
+	// The large-payload scenario sets the input of each run (largePayload).
+	LargePayload: {scenario: LargePayload, workflow: "bench-large", code: "lp", doc: `{"$workflow":"0.2","revision":"bench-1","initial":"work","states":{
+ "work":{"work":{"task":"echo","version":"1"},"then":"done"},
+ "done":{"final":true}}}`},
 }
 
 // waitDoc waits for one event; the event and parked scenarios run it.

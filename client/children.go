@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/jetflow/jetflow/engine/run"
 	"github.com/jetflow/jetflow/kvstore"
 	"github.com/jetflow/jetflow/runrecord"
 	"github.com/jetflow/jetflow/step"
@@ -19,7 +20,8 @@ const (
 	// ChildStarting: the child's start is published, no dispatcher has
 	// taken it up yet.
 	ChildStarting = "starting"
-	// ChildRemoved: retention removed the child's record.
+	// ChildRemoved: retention removed the child's record (after its
+	// parent settled: a child is kept until then).
 	ChildRemoved = "removed"
 )
 
@@ -28,6 +30,10 @@ type ChildNode struct {
 	wire.Child
 	// Status is the child's status, or ChildStarting or ChildRemoved.
 	Status string `json:"status"`
+	// RemovedAt is when retention removed the child (Unix milliseconds),
+	// while its tombstone lasts; 0 otherwise, and for a child removed so
+	// long ago that its tombstone expired too.
+	RemovedAt float64 `json:"removedAt,omitempty"`
 	// Children are the child's own children, when Tree read that deep.
 	Children []ChildNode `json:"children,omitempty"`
 }
@@ -50,13 +56,18 @@ func ReadTree(ctx context.Context, runs RunStore, rec *runrecord.Record, depth i
 		data, _, err := runs.Get(ctx, ch.Run)
 		switch {
 		case errors.Is(err, kvstore.ErrRunNotFound):
+			// A child is kept until its parent settles: no record under a
+			// settled parent is a child removed and its tombstone gone.
 			n.Status = ChildStarting
+			if ps := rec.Status; ps != nil && run.Status(ps.Status).Terminal() {
+				n.Status = ChildRemoved
+			}
 		case err != nil:
 			return nil, fmt.Errorf("client: child %s of the run: %w", ch.Run, err)
 		default:
 			kid, err := runrecord.Decode(data)
-			if errors.Is(err, runrecord.ErrRemoved) {
-				n.Status = ChildRemoved
+			if re := (*runrecord.RemovedError)(nil); errors.As(err, &re) {
+				n.Status, n.RemovedAt = ChildRemoved, re.Removed.At
 				break
 			}
 			if err != nil {

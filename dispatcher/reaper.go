@@ -399,6 +399,9 @@ func (d *Dispatcher) removeDue(ctx context.Context, due wire.Due, last *jetstrea
 	if later, err := d.deferRemoval(ctx, due, last, log); later || err != nil {
 		return false, err
 	}
+	if later, err := d.deferChild(ctx, due, log); later || err != nil {
+		return false, err
+	}
 	rev, timers := due.Rev, due.Timers
 	if due.Archive {
 		// The archive needs the record and the history: read them, judge

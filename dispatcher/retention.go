@@ -37,11 +37,17 @@ var errRemoved = errors.New("run removed")
 type deferredError struct {
 	run   string
 	until time.Time
+	// why is the reason, when not a redrive or reset (a child's parent
+	// that has not settled).
+	why string
 }
 
 func (e *deferredError) Error() string {
-	return fmt.Sprintf("removal of run %s deferred until %s: a redrive or reset of the run came after its settlement",
-		e.run, e.until.UTC().Format(time.RFC3339Nano))
+	why := e.why
+	if why == "" {
+		why = "a redrive or reset of the run came after its settlement"
+	}
+	return fmt.Sprintf("removal of run %s deferred until %s: %s", e.run, e.until.UTC().Format(time.RFC3339Nano), why)
 }
 
 // tombstoner is a RunStore that can replace a record by a tombstone with
@@ -126,7 +132,7 @@ func (d *Dispatcher) removals(ctx context.Context, runID string, c cached) (out 
 		out, bucket, err := d.dueEntry(runID, wire.Due{
 			Run: runID, Workflow: s.Workflow, Revision: s.Revision, Status: s.Status, Settled: s.Time,
 			Retention: float64(keep.Milliseconds()), Rev: c.rev, Timers: rec.PurgesTimers(),
-			Archive: d.archiveOf(ctx, s.Workflow, s.Revision), Seq: lastApplied(rec),
+			Archive: d.archiveOf(ctx, s.Workflow, s.Revision), Seq: lastApplied(rec), Parent: parentOf(rec),
 		}, due)
 		if err != nil {
 			return nil, 0
@@ -172,6 +178,17 @@ func (d *Dispatcher) remove(ctx context.Context, in *step.Input, cur cached, rem
 		log.Info("dispatcher: removal deferred: a redrive or reset of the run came after its settlement",
 			slog.Uint64("input_seq", last[in.RunID].Sequence), slog.Time("until", until))
 		return "", &deferredError{run: in.RunID, until: until}
+	}
+	if p := parentOf(cur.rec); p != "" {
+		wait, err := d.parentUnsettled(ctx, p)
+		if err != nil {
+			return "", err
+		}
+		if wait != "" {
+			until := d.cfg.Clock.Now().Add(childRecheck(time.Duration(removed.Until-removed.At) * time.Millisecond))
+			log.Info("dispatcher: removal deferred: the child's parent has not settled", slog.String("parent", p), slog.Time("until", until))
+			return "", &deferredError{run: in.RunID, until: until, why: wait}
+		}
 	}
 	r := *removed
 	r.HistoryKept = d.ret.keepHistory

@@ -35,6 +35,21 @@ type Deployed struct {
 	// that this deploy replaced, a policy entry that names no task of the
 	// workflow (a typo, or a file shared by several workflows).
 	Notes []string
+	// Children are the task versions the policy binds to a workflow
+	// (docs/CHILDREN.md), in the order of Tasks: invoking one starts a
+	// child run, no worker pulls it, so the deploy makes no consumer for
+	// it.
+	Children []ChildTask
+}
+
+// ChildTask is a task version of a deployment that runs as a child
+// workflow.
+type ChildTask struct {
+	registry.TaskRef
+	// Workflow is the workflow its child runs run.
+	Workflow string
+	// Cascade says whether the parent's operations reach the child.
+	Cascade bool
 }
 
 // Deploy validates and stores a workflow document under name, and creates
@@ -57,7 +72,23 @@ func (f *Fleet) DeployWith(ctx context.Context, name string, doc []byte, opts De
 		return out, err
 	}
 	out.Notes = unusedEntries(d)
+	bound := d.Policy.Children()
 	for _, t := range d.Tasks {
+		if b, ok := bound[t.Task+"@"+t.Version]; ok {
+			// No worker will ever pull a bound version's invocations: no
+			// consumer. One an earlier deploy made is left (another
+			// workflow may invoke the version unbound), and said.
+			out.Children = append(out.Children, ChildTask{TaskRef: t, Workflow: b.Workflow, Cascade: b.Cascade})
+			_, cfg, err := f.taskConsumerConfig(ctx, t)
+			if err != nil {
+				return out, err
+			}
+			if cfg != nil {
+				out.Notes = append(out.Notes, fmt.Sprintf("task %s@%s runs as a child workflow (%s) in workflow %q revision %q, but its consumer %s exists (an earlier deploy made it): it stays for the workflows that invoke %s@%s unbound",
+					t.Task, t.Version, b.Workflow, d.Name, d.Revision, f.Names.TaskConsumer(t.Task, t.Version), t.Task, t.Version))
+			}
+			continue
+		}
 		tp := f.cfg.TaskPolicy
 		if stc := d.Policy.StartToClose(t.Task, t.Version); stc > 0 {
 			tp.StartToClose = stc

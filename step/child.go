@@ -55,9 +55,9 @@ func bindChildren(s Settings, def *Definition, runID string, effects []run.Effec
 		if !ok {
 			continue
 		}
-		input, err := rawJSON(inv.Input)
+		input, err := childInput(inv)
 		if err != nil {
-			return nil, fmt.Errorf("effect %q: task input: %w", e.ID, err)
+			return nil, fmt.Errorf("effect %q: %w", e.ID, err)
 		}
 		child := ChildID(runID, inv.Activation, inv.Node, inv.Attempt)
 		body, err := json.Marshal(wire.Start{Workflow: b.Workflow, Input: input, Parent: &wire.Parent{
@@ -77,6 +77,25 @@ func bindChildren(s Settings, def *Definition, runID string, effects []run.Effec
 		})
 	}
 	return links, nil
+}
+
+// childInput is the input of the child run an invocation starts: what
+// the node's `with` resolved to, when it declares one that resolved to a
+// value (the arguments a worker's handler reads from the invocation's
+// with), else the node's input, as a worker's handler gets it.
+func childInput(inv *run.Invoke) (json.RawMessage, error) {
+	if inv.HasWith {
+		with, err := rawJSON(inv.With)
+		if err != nil {
+			return nil, fmt.Errorf("task with: %w", err)
+		}
+		return with, nil
+	}
+	input, err := rawJSON(inv.Input)
+	if err != nil {
+		return nil, fmt.Errorf("task input: %w", err)
+	}
+	return input, nil
 }
 
 // checkParent refuses a start whose parent link does not carry its

@@ -181,3 +181,65 @@ func TestChildID(t *testing.T) {
 		t.Errorf("ChildID of a node that is no token %q", odd)
 	}
 }
+
+// TestChildInputIsWith: a DAG node bound to a workflow starts its child
+// with what the node's `with` resolved to, the arguments a worker's
+// handler gets for the same node unbound; a node with no `with` passes
+// its input, as a worker gets it.
+func TestChildInputIsWith(t *testing.T) {
+	t.Parallel()
+	doc := `{"$workflow":"0.2","revision":"d/1","initial":"a","states":{
+		"a":{"work":{"dag":{"$dag":"0.1","nodes":{"in":{"kind":"input"},
+			"w":{"kind":"task","run":"sub","version":"1","with":{"n":"$.order.qty","who":"$.customer"}},
+			"p":{"kind":"task","run":"sub","version":"2"},
+			"join":{"kind":"query","query":{"w":"$.w","p":"$.p"}},"out":{"kind":"output"}},
+		"edges":[{"from":"in","to":"w"},{"from":"in","to":"p"},{"from":"w","to":"join","port":"w"},
+			{"from":"p","to":"join","port":"p"},{"from":"join","to":"out"}]}},"then":"done"},
+		"done":{"final":true}}}`
+	wf, err := workflow.CompileJSON([]byte(doc), workflow.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defs := func(bound map[string]ChildBinding) Definitions {
+		return DefinitionsFunc(func(name, _ string) (*Definition, error) {
+			return &Definition{Name: "d", Revision: "d/1", Program: Engine{Workflow: wf}, Children: bound}, nil
+		})
+	}
+	s := Settings{Tokens: testSigner}.WithDefaults()
+	start := `{"workflow":"d","input":{"order":{"qty":3},"customer":"ada"}}`
+
+	// What workers get, unbound: the with of node w, the input of node p.
+	worker := stepOK(t, s, Run{}, s.Names.Start("r"), start, 1, defs(nil))
+	got := map[string]wire.Invocation{}
+	for _, o := range worker.Record.Outbox {
+		if o.Kind == runrecord.OutInvoke {
+			var inv wire.Invocation
+			if err := json.Unmarshal(o.Data, &inv); err != nil {
+				t.Fatal(err)
+			}
+			got[inv.Node] = inv
+		}
+	}
+	if len(got) != 2 || got["w"].With == nil || got["p"].With != nil {
+		t.Fatalf("invocations %+v, want w with a with and p without", got)
+	}
+
+	bound := map[string]ChildBinding{"sub@1": {Workflow: "kid", Cascade: true}, "sub@2": {Workflow: "kid", Cascade: true}}
+	parent := stepOK(t, s, Run{}, s.Names.Start("r"), start, 1, defs(bound))
+	for _, c := range parent.Record.Children {
+		var body wire.Start
+		if err := json.Unmarshal(outgoing(t, parent.Record, s.Names.Start(c.Run)).Data, &body); err != nil {
+			t.Fatal(err)
+		}
+		want := got[c.Node].With
+		if c.Node == "p" {
+			want = got[c.Node].Input
+		}
+		if string(body.Input) != string(want) {
+			t.Errorf("child of node %s starts with input %s, want %s (what a worker gets)", c.Node, body.Input, want)
+		}
+	}
+	if len(parent.Record.Children) != 2 {
+		t.Fatalf("children %+v, want two", parent.Record.Children)
+	}
+}

@@ -83,6 +83,10 @@ type Due struct {
 	// last it applied): a later input of the run defers its removal.
 	// 0 in entries of earlier releases.
 	Seq uint64 `json:"seq,omitempty"`
+	// Parent is the run's parent when it is a child run
+	// (docs/CHILDREN.md): its removal waits until the parent has settled.
+	// Empty in entries of earlier releases.
+	Parent string `json:"parent,omitempty"`
 }
 
 // Archived is a run removed by retention as the archive keeps it (one

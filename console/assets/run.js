@@ -254,6 +254,7 @@ async function runPage(main, id) {
     if (v.parent || (v.children || []).length) {
       const tree = kids => h('ul', {}, kids.map(k => h('li', {},
         link('/runs/' + encodeURIComponent(k.run), k.run), ' ', statusBadge(k.status),
+        k.status === 'removed' ? h('span', { class: 'muted' }, ' by retention' + (k.removedAt ? ' at ' + fmtTime(k.removedAt) : '')) : null,
         h('span', { class: 'muted' }, ' ' + k.workflow + ', node ' + k.node + ', attempt ' + k.attempt + (k.detached ? ', detached' : '')),
         (k.children || []).length ? tree(k.children) : null)));
       parts.push(h('section', { class: 'panel', id: 'family' }, h('h2', {}, 'Parent and children'),

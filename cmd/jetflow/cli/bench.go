@@ -49,15 +49,18 @@ those operations allow.
 Scenarios: one-task, fan-out (a DAG of 3 tasks joined into a fourth), event
 (a wait for an event sent right after the start), loop-10, parked (many runs
 parked in a wait, then all woken), timers (10,000 runs asleep on timers due
-at one instant: how late each leaves its wait) and console-index (a fresh
-console indexes 100,000 stored runs and serves every page of them).
+at one instant: how late each leaves its wait), console-index (a fresh
+console indexes 100,000 stored runs and serves every page of them) and
+large-payload (one-task runs one at a time whose input and result are each
+--payload-size bytes, by reference through the payload bucket, beside runs
+of 256 KiB inline: MB/s end to end).
 
 Setups: single (everything in this process), processes (a server, N
 dispatchers and M workers as processes, N from --dispatchers) and cluster (3
 servers, 3 replicas). Unless --scenarios is given, single runs every
 scenario, the processes setups one-task, fan-out (where a run's parallel
 results meet) and event, the first also parked, and cluster one-task.
-timers and console-index run in single only: the processes setups are there
+timers, console-index and large-payload run in single only: the processes setups are there
 to compare dispatcher counts on throughput, the timers target is judged in
 one process like the other one-process targets, and the console reads the
 run bucket, not the dispatchers. Name them in --scenarios to run them on
@@ -78,13 +81,15 @@ is complete.`,
 	fl.StringVar(&f.dispatchers, "dispatchers", "1,2,4", "dispatcher processes of each processes setup")
 	fl.StringVar(&f.durability, "durability", "default,fsync", "how the servers sync their stores, comma-separated: default (every 2m), fsync (every write, as serve --fsync), or an fsync interval such as 100ms (serve --sync-interval); each one but default adds one setup per mode, one-task only unless --scenarios")
 	fl.IntVar(&f.workers, "workers", 1, "worker processes of the processes and cluster setups")
-	fl.StringVar(&f.scenarios, "scenarios", "", "scenarios for every setup, comma-separated (one-task, fan-out, event, loop-10, parked, timers, console-index; all); default per setup, see above")
+	fl.StringVar(&f.scenarios, "scenarios", "", "scenarios for every setup, comma-separated (one-task, fan-out, event, loop-10, parked, timers, console-index, large-payload; all); default per setup, see above")
 	fl.IntVar(&f.cfg.Runs, "runs", 0, "cap on the runs of each saturation phase (default 50000)")
 	fl.DurationVar(&f.cfg.Duration, "duration", 0, "cap on each saturation phase (default 10s)")
 	fl.IntVar(&f.cfg.Window, "window", 0, "runs in flight at saturation (default 256)")
 	fl.IntVar(&f.cfg.SerialRuns, "serial-runs", 0, "cap on the runs measured one at a time (default 2000)")
 	fl.IntVar(&f.cfg.Warmup, "warmup", 0, "unmeasured runs before each measurement (default 1000)")
 	fl.IntVar(&f.cfg.ParkedRuns, "parked", 0, "runs the parked scenario parks (default 100000)")
+	fl.IntVar(&f.cfg.PayloadSize, "payload-size", 0, "bytes of each input and of each result of the large-payload scenario (default 16 MiB, above the payload threshold: by reference)")
+	fl.IntVar(&f.cfg.PayloadRuns, "payload-runs", 0, "runs of each size the large-payload scenario measures (default 10)")
 	fl.IntVar(&f.cfg.RawOps, "raw-ops", 0, "cap on each raw JetStream measurement (default 20000)")
 	fl.IntVar(&f.cfg.WorkerConcurrency, "worker-concurrency", 0, "concurrency of each worker (default 64)")
 	fl.IntVar(&f.cfg.DispatcherConcurrency, "dispatcher-concurrency", 0, "concurrency of each dispatcher (default: the dispatcher's)")

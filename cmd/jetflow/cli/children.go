@@ -5,6 +5,7 @@ import (
 	"sort"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/jetflow/jetflow/client"
 	"github.com/jetflow/jetflow/runrecord"
@@ -39,7 +40,14 @@ func childRows(row func(k, v string), nodes []client.ChildNode, depth int) {
 		if n.Detached {
 			detached = ", detached"
 		}
-		row("", fmt.Sprintf("%s%s  %s  node %s attempt %d  %s%s", strings.Repeat("  ", depth), n.Run, n.Workflow, n.Node, n.Attempt, n.Status, detached))
+		status := n.Status
+		if n.Status == client.ChildRemoved {
+			status = "removed by retention"
+			if n.RemovedAt > 0 {
+				status += " at " + humanTime(time.UnixMilli(int64(n.RemovedAt)))
+			}
+		}
+		row("", fmt.Sprintf("%s%s  %s  node %s attempt %d  %s%s", strings.Repeat("  ", depth), n.Run, n.Workflow, n.Node, n.Attempt, status, detached))
 		childRows(row, n.Children, depth+1)
 	}
 }

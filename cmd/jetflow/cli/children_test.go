@@ -4,8 +4,11 @@ import (
 	"bytes"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/jetflow/jetflow/client"
+	"github.com/jetflow/jetflow/fleet"
+	"github.com/jetflow/jetflow/registry"
 	"github.com/jetflow/jetflow/wire"
 )
 
@@ -34,7 +37,44 @@ func TestPrintFamily(t *testing.T) {
 		!strings.Contains(lines[2], "  leaf  one") || !strings.Contains(lines[3], "running, detached") {
 		t.Errorf("--tree:\n%s", buf.String())
 	}
+	buf.Reset()
+	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	gone := []client.ChildNode{
+		{Child: wire.Child{Run: "k1", Workflow: "one", Node: "task", Attempt: 1}, Status: client.ChildRemoved, RemovedAt: float64(at.UnixMilli())},
+		{Child: wire.Child{Run: "k2", Workflow: "one", Node: "task", Attempt: 2}, Status: client.ChildRemoved},
+	}
+	printFamily(streams{out: &buf}, nil, gone, true)
+	if !strings.Contains(buf.String(), "k1  one  node task attempt 1  removed by retention at 2026-01-02T03:04:05.000Z") ||
+		!strings.Contains(buf.String(), "k2  one  node task attempt 2  removed by retention\n") {
+		t.Errorf("--tree of removed children:\n%s", buf.String())
+	}
 	if p := parentLink(&wire.Parent{Run: "up", Token: "secret"}); p.Token != "" {
 		t.Error("status shows the parent attempt's token")
+	}
+}
+
+// TestPrintDeploymentChildren: deploy prints a bound task version as a
+// child workflow, without a subject or consumer for workers.
+func TestPrintDeploymentChildren(t *testing.T) {
+	t.Parallel()
+	hold := registry.TaskRef{Task: "hold", Version: "1"}
+	d := fleet.Deployed{
+		Deployment: registry.Deployment{Name: "bound", Document: registry.Document{Revision: "bound/1", Tasks: []registry.TaskRef{hold}}},
+		Children:   []fleet.ChildTask{{TaskRef: hold, Workflow: "one"}},
+	}
+	var buf bytes.Buffer
+	if err := printDeployment(streams{out: &buf, err: &buf}, nil, d, nil, false); err != nil {
+		t.Fatal(err)
+	}
+	want := "task hold@1 runs as a child workflow: each invocation starts a run of one (detached (cascade false)); no worker serves it, no consumer\ntasks for workers: none\n"
+	if !strings.HasSuffix(buf.String(), want) {
+		t.Errorf("deploy printed:\n%s\nwant it to end with:\n%s", buf.String(), want)
+	}
+	buf.Reset()
+	if err := printDeployment(streams{out: &buf, err: &buf}, nil, d, nil, true); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(buf.String(), `"tasks": []`) || !strings.Contains(buf.String(), `"workflow": "one"`) {
+		t.Errorf("deploy --json printed:\n%s\nwant no tasks and hold@1 among the children", buf.String())
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -66,6 +67,18 @@ type deployReport struct {
 	// Dropped are the tasks unsettled runs of older revisions may still
 	// invoke that this revision does not use.
 	Dropped []droppedTask `json:"dropped,omitempty"`
+	// Children are the task versions the policy binds to a workflow: they
+	// run as child runs, have no consumer and are not in Tasks.
+	Children []deployedChild `json:"children,omitempty"`
+}
+
+// deployedChild is a task version that runs as a child workflow
+// (docs/CHILDREN.md).
+type deployedChild struct {
+	Task     string `json:"task"`
+	Version  string `json:"version"`
+	Workflow string `json:"workflow"`
+	Cascade  bool   `json:"cascade"`
 }
 
 func newDeploy(s streams) *cobra.Command {
@@ -83,7 +96,9 @@ func newDeploy(s streams) *cobra.Command {
 		Long: "deploy validates a jaren-workflow 0.2 document (FILE, or - for standard input) as the\n" +
 			"engine will run it, stores it as NAME's latest revision and creates the durable consumer\n" +
 			"of every task it invokes. It prints the revision, the document's hash and, for each task,\n" +
-			"the subject and consumer its workers serve. Runs stay pinned to the revision they started on:\n" +
+			"the subject and consumer its workers serve. A task version the policy's \"$children\" binds\n" +
+			"to a workflow runs as a child workflow (docs/CHILDREN.md): no worker serves it, so deploy\n" +
+			"makes no consumer for it and prints the workflow it starts instead. Runs stay pinned to the revision they started on:\n" +
 			"for each task that runs of an older revision, not settled yet, may still invoke and this\n" +
 			"revision does not use, a warning on standard error names the revision, the task and how many\n" +
 			"such runs there are (--json: dropped [{revision, task, runs}]), so that its workers keep\n" +
@@ -258,7 +273,13 @@ func docRevision(data []byte) string {
 
 func printDeployment(s streams, f *fleet.Fleet, d fleet.Deployed, dropped []droppedTask, asJSON bool) error {
 	r := deployReport{Name: d.Name, Revision: d.Revision, Hash: d.Hash, Deployed: d.Deployed.UTC(), Policy: d.Policy, Tasks: []deployedTask{}, Notes: d.Notes, Dropped: dropped}
+	for _, c := range d.Children {
+		r.Children = append(r.Children, deployedChild{Task: c.Task, Version: c.Version, Workflow: c.Workflow, Cascade: c.Cascade})
+	}
 	for _, t := range d.Tasks {
+		if slices.ContainsFunc(d.Children, func(c fleet.ChildTask) bool { return c.TaskRef == t }) {
+			continue
+		}
 		rp := d.Policy.Retry(t.Task, t.Version)
 		stc := d.Policy.StartToClose(t.Task, t.Version)
 		if stc == 0 {
@@ -299,8 +320,19 @@ func printDeployment(s streams, f *fleet.Fleet, d fleet.Deployed, dropped []drop
 	for _, t := range r.Dropped {
 		fmt.Fprintf(s.err, "warning: %s\n", t.Text(r.Name, r.Revision))
 	}
+	for _, c := range r.Children {
+		how := "the parent's cancel, terminate, pause and resume reach it"
+		if !c.Cascade {
+			how = "detached (cascade false)"
+		}
+		fmt.Fprintf(s.out, "task %s@%s runs as a child workflow: each invocation starts a run of %s (%s); no worker serves it, no consumer\n", c.Task, c.Version, c.Workflow, how)
+	}
 	if len(r.Tasks) == 0 {
-		fmt.Fprintln(s.out, "tasks: none")
+		if len(r.Children) == 0 {
+			fmt.Fprintln(s.out, "tasks: none")
+		} else {
+			fmt.Fprintln(s.out, "tasks for workers: none")
+		}
 		return nil
 	}
 	fmt.Fprintf(s.out, "workers serve these tasks (consumers on stream %s):\n", f.Names.TaskStream())
