@@ -61,14 +61,25 @@ var ErrUndecided = errors.New("start published, not decided yet")
 // refusal is an error wrapping ErrStartRefused that names the key and the
 // active run; a context that ends first, ErrUndecided.
 func (c *Client) StartDecided(ctx context.Context, workflow, runID string, input any, opts ...StartOption) (StartOutcome, error) {
-	_, before, err := startctl.Decision(ctx, c.js, c.names, runID)
-	if err != nil && !errors.Is(err, startctl.ErrNoDecision) {
-		return StartOutcome{}, fmt.Errorf("client: start %s: %w", runID, err)
+	before, err := c.DecisionMark(ctx, runID)
+	if err != nil {
+		return StartOutcome{}, err
 	}
 	if err := c.StartRun(ctx, workflow, runID, input, opts...); err != nil {
 		return StartOutcome{}, err
 	}
-	return c.awaitDecision(ctx, runID, before)
+	return c.AwaitStart(ctx, runID, before)
+}
+
+// DecisionMark is the mark AwaitStart needs, read before publishing a
+// start by other means (StartWithEvent): a decision kept from an earlier
+// start of the same run id is not taken for this one's.
+func (c *Client) DecisionMark(ctx context.Context, runID string) (uint64, error) {
+	_, rev, err := startctl.Decision(ctx, c.js, c.names, runID)
+	if err != nil && !errors.Is(err, startctl.ErrNoDecision) {
+		return 0, fmt.Errorf("client: start %s: %w", runID, err)
+	}
+	return rev, nil
 }
 
 // StartDecision reads what was decided on runID's start: ok is false when
@@ -81,9 +92,10 @@ func (c *Client) StartDecision(ctx context.Context, runID string) (wire.StartDec
 	return d, err == nil, err
 }
 
-// awaitDecision polls the run's record and its start decision (newer
-// than revision before) until one of them says what happened.
-func (c *Client) awaitDecision(ctx context.Context, runID string, before uint64) (StartOutcome, error) {
+// AwaitStart waits for the dispatchers' decision on runID's start, as
+// StartDecided does, polling the run's record and its start decision
+// (newer than the mark before, from DecisionMark).
+func (c *Client) AwaitStart(ctx context.Context, runID string, before uint64) (StartOutcome, error) {
 	delay := 10 * time.Millisecond
 	for {
 		_, err := c.Status(ctx, runID)
