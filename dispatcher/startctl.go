@@ -18,10 +18,6 @@ import (
 	"github.com/jetflow/jetflow/wire"
 )
 
-// headerHeldSeq is the input stream sequence of the start a debounce
-// hold carries: a redelivered older start never replaces a later one's.
-const headerHeldSeq = "Jetflow-Held-Seq"
-
 // controlStart applies a start's idempotency key, singleton key and
 // debounce (package startctl) before the start may create its run. It
 // returns the outcome and true when the start must not be stepped (it is
@@ -109,11 +105,12 @@ func (d *Dispatcher) singletonBusy(ctx context.Context, in *step.Input, m jetstr
 
 // holdDebounced publishes the start's hold on its debounce key's
 // schedule subject, replacing the hold of an earlier start of the burst,
-// unless a later start already holds it (a redelivery of an older one,
-// or a later start another dispatcher took first). The publish expects
-// the subject's last sequence it read, so of two dispatchers holding
-// starts of one key at once, the later start's hold stands. The run it
-// replaces is told so.
+// unless a later start (by input sequence) was marked first (a
+// redelivery of an older one, or a later start another dispatcher took
+// first: startctl.MarkDebounced). The publish expects the subject's last
+// sequence it read, so of two dispatchers holding starts of one key at
+// once, the later start's hold stands: the earlier one's publish fails
+// and finds the later mark. The run it replaces is told so.
 func (d *Dispatcher) holdDebounced(ctx context.Context, in *step.Input, m jetstream.Msg, seq uint64, now float64, due time.Time, log *slog.Logger) error {
 	key := in.Start.Debounce.Key
 	subject := d.cfg.Names.DebounceHold(startctl.Digest(key))
@@ -127,13 +124,17 @@ func (d *Dispatcher) holdDebounced(ctx context.Context, in *step.Input, m jetstr
 		var last uint64
 		if prev != nil {
 			last = prev.Sequence
-			prevSeq, _ := strconv.ParseUint(prev.Header.Get(headerHeldSeq), 10, 64)
 			prevRun = prev.Header.Get(wire.HeaderRunID)
-			if prevSeq > seq {
-				// A later start holds the key: this one is replaced already.
-				log.Info("dispatcher: debounced start already replaced", slog.String("by_run", prevRun))
-				return d.ctl.Record(ctx, in.RunID, wire.StartDecision{Outcome: wire.StartOutcomeReplaced, Run: prevRun, Key: key, At: float64(due.UnixMilli())})
-			}
+		}
+		later, err := d.ctl.MarkDebounced(ctx, key, seq, in.RunID)
+		if err != nil {
+			return err
+		}
+		if later != "" {
+			// A later start of the burst came first: this one is
+			// replaced already (or its burst fired without it).
+			log.Info("dispatcher: debounced start already replaced", slog.String("by_run", later))
+			return d.ctl.Record(ctx, in.RunID, wire.StartDecision{Outcome: wire.StartOutcomeReplaced, Run: later, Key: key, At: now})
 		}
 		if !recorded {
 			// Before the hold: a later start that replaces it says so
@@ -144,7 +145,6 @@ func (d *Dispatcher) holdDebounced(ctx context.Context, in *step.Input, m jetstr
 			recorded = true
 		}
 		h := startctl.Hold(d.cfg.Names, subject, in.RunID, wire.HeldDebounce, m, due)
-		h.Header.Set(headerHeldSeq, strconv.FormatUint(seq, 10))
 		h.Header.Set(jetstream.ExpectedLastSubjSeqHeader, strconv.FormatUint(last, 10))
 		_, err = d.js.PublishMsg(ctx, h)
 		var ae *jetstream.APIError

@@ -107,15 +107,15 @@ func TestSingletonQueueStartsWhenTheActiveRunSettlesAcrossADispatcherChange(t *t
 		t.Fatalf("decision %+v: want queued behind q-1", d)
 	}
 	e.noRecord(t, "q-2")
+	// The dispatcher that queued it is replaced while q-1 is active: the
+	// queued start is the server's to keep, and looks again (1 s, then
+	// 2 s, …) with whichever dispatcher runs.
+	stopWithin(t, "dispatcher", e.dispatchers[0].Stop)
+	e.addDispatcher(dispatcher.Config{})
 	if err := e.f.Client.SendEvent(e.ctx, "q-1", "never", nil); err != nil {
 		t.Fatal(err)
 	}
 	e.wait(t, "q-1", time.Minute)
-	// No dispatcher for a while: the queued start is the server's to
-	// keep, and the next dispatcher starts it.
-	stopWithin(t, "dispatcher", e.dispatchers[0].Stop)
-	e.noRecord(t, "q-2")
-	e.addDispatcher(dispatcher.Config{})
 	e.waitStatus(t, "q-2", wire.StatusWaiting, time.Minute)
 	if _, ok, err := e.f.Client.StartDecision(e.ctx, "q-2"); err != nil || ok {
 		t.Fatalf("decision on q-2 once started: kept %v, %v; want none", ok, err)

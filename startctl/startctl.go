@@ -152,6 +152,51 @@ func (s *Store) ReleaseIdempotency(ctx context.Context, key, id string) error {
 	return err
 }
 
+// MarkDebounced records that the start at input stream sequence seq, of
+// run id, is the latest of debounce key's burst, and returns "" — or,
+// when a later start (by sequence) was marked already, that start's run:
+// this one is replaced. The mark outlives the hold's fire (for the
+// window), so a start taken late, after its burst fired, starts nothing.
+func (s *Store) MarkDebounced(ctx context.Context, key string, seq uint64, id string) (string, error) {
+	kv, err := s.keyBucket(ctx)
+	if err != nil {
+		return "", err
+	}
+	k := subjects.DebounceMarkKey(Digest(key))
+	val := []byte(strconv.FormatUint(seq, 10) + " " + id)
+	for {
+		e, err := kv.Get(ctx, k)
+		if errors.Is(err, jetstream.ErrKeyNotFound) {
+			if _, err := kv.Create(ctx, k, val); errors.Is(err, jetstream.ErrKeyExists) {
+				continue
+			} else if err != nil {
+				return "", fmt.Errorf("debounce key %q: %w", key, err)
+			}
+			return "", nil
+		}
+		if err != nil {
+			return "", fmt.Errorf("debounce key %q: %w", key, err)
+		}
+		var at uint64
+		var run string
+		if _, err := fmt.Sscanf(string(e.Value()), "%d %s", &at, &run); err != nil {
+			return "", fmt.Errorf("debounce key %q: mark %q: %w", key, e.Value(), err)
+		}
+		switch {
+		case at > seq:
+			return run, nil
+		case at == seq:
+			return "", nil
+		}
+		if _, err := kv.Update(ctx, k, val, e.Revision()); errors.Is(err, jetstream.ErrKeyRevisionMismatch) || errors.Is(err, jetstream.ErrKeyExists) {
+			continue
+		} else if err != nil {
+			return "", fmt.Errorf("debounce key %q: %w", key, err)
+		}
+		return "", nil
+	}
+}
+
 // RunState is what a singleton claim needs to know of its holder.
 type RunState int
 

@@ -14,6 +14,10 @@ func (n Names) SingletonBucket() string { return n.prefix + "_singletons" }
 // start key bucket (a digest has no '.', so the two never meet).
 func StartDecisionKey(runID string) string { return "run." + runID }
 
+// DebounceMarkKey is the key, in the start key bucket, of the latest
+// start (its input sequence and run) of a debounce key (digest, hex).
+func DebounceMarkKey(digest string) string { return "debounce." + digest }
+
 // StartDecisions matches every start decision in the start key bucket.
 func StartDecisions() string { return "run.*" }
 
