@@ -259,6 +259,39 @@ func TestPermissionMatrix(t *testing.T) {
 	if err != nil || page.Scanned || len(page.Runs) != 2 || page.Runs[0].Status.Run != "t1" || page.Runs[1].Status.Run != "p1" {
 		t.Fatalf("the observer's listing of done runs by start: %+v, %v", page, err)
 	}
+	// Start controls (docs/STARTS.md): the dispatcher decides them with
+	// its own rights (the key buckets, a debounced start's hold in the
+	// timer stream, a queued one's), the application reads its answers
+	// with its own, and so does the observer.
+	if _, err := app.StartDecided(ctx, "timed", "k1", nil, client.WithIdempotencyKey("k")); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := app.StartDecided(ctx, "timed", "k2", nil, client.WithIdempotencyKey("k")); err != nil || out.Run != "k1" {
+		t.Fatalf("a repeated idempotency key: %+v, %v", out, err)
+	}
+	if d, ok, err := observer.StartDecision(ctx, "k2"); err != nil || !ok || d.Run != "k1" {
+		t.Fatalf("the observer reads the decision on k2: %+v %v %v", d, ok, err)
+	}
+	if out, err := app.StartDecided(ctx, "timed", "d1", nil, client.WithDebounce("d", 200*time.Millisecond)); err != nil || out.Decision == nil || out.Decision.Outcome != wire.StartOutcomeDebounced {
+		t.Fatalf("a debounced start: %+v, %v", out, err)
+	}
+	for _, id := range []string{"s1", "s2"} {
+		if _, err := app.StartDecided(ctx, "timed", id, nil, client.WithSingleton("s", wire.SingletonQueue)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, id := range []string{"d1", "s1", "s2"} {
+		natstest.WaitFor(t, 30*time.Second, id+" is done", func() error {
+			st, err := observer.Status(ctx, id)
+			if err != nil {
+				return err
+			}
+			if st.Status != wire.StatusDone {
+				return errors.New(st.Status)
+			}
+			return nil
+		})
+	}
 	// Two runs at once of the rate-limited task-a: the second's
 	// invocation is held back a second by a schedule the dispatcher
 	// publishes, and released by the server.

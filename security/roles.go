@@ -112,7 +112,29 @@ func Dispatcher(n subjects.Names, user string) Permissions {
 		api("CONSUMER.CREATE", kvStream(wfs), "*", n.KVKey(wfs, "name.>")), api("CONSUMER.DELETE", kvStream(wfs), "*"),
 		n.FlowControl(kvStream(wfs)),
 	}
-	return join(Permissions{Publish: pub, Subscribe: []string{inbox(user), n.DispatcherHeartbeats()}}, bulkJobs(n), archiveWrite(n), runIndex(n), scheduleRunner(n), rateLimits(n), childRuns(n), payloadAll(n))
+	return join(Permissions{Publish: pub, Subscribe: []string{inbox(user), n.DispatcherHeartbeats()}}, bulkJobs(n), archiveWrite(n), runIndex(n), scheduleRunner(n), rateLimits(n), childRuns(n), payloadAll(n), startControls(n))
+}
+
+// startControls is what a dispatcher needs to decide starts'
+// idempotency, singleton and debounce keys (package startctl,
+// docs/STARTS.md): reading and writing the start key and singleton
+// buckets (compare-and-swap), and reading the last hold of a debounce key
+// in the timer stream (its schedules are inside ScheduleAll, already
+// granted).
+func startControls(n subjects.Names) Permissions {
+	var pub []string
+	for _, b := range []string{n.StartKeyBucket(), n.SingletonBucket()} {
+		kv := n.KVStream(b)
+		pub = append(pub, n.API("STREAM.INFO", kv), n.API("DIRECT.GET", kv, ">"), n.API("STREAM.MSG.GET", kv), n.KVKeys(b))
+	}
+	return Permissions{Publish: append(pub, n.API("STREAM.MSG.GET", n.TimerStream()))}
+}
+
+// startDecisions lets a client read the decisions on starts that did
+// not start their run (client.StartDecided, status): direct gets of the
+// start key bucket's run.* keys, never the keys' own entries.
+func startDecisions(n subjects.Names) []string {
+	return kvRead(n, n.StartKeyBucket(), subjects.StartDecisions())
 }
 
 // rateLimits is what a dispatcher needs to keep the task versions' rate
@@ -310,6 +332,8 @@ func Publisher(n subjects.Names, user string, kinds ...string) (Permissions, err
 		switch k {
 		case subjects.KindStart:
 			pub, large = append(pub, n.Start("*")), true
+			// The decision on a start with controls (docs/STARTS.md).
+			pub = append(pub, startDecisions(n)...)
 		case subjects.KindEvent:
 			pub, large = append(pub, n.Event("*", "*")), true
 		case subjects.KindCancel:
@@ -346,7 +370,7 @@ func Observer(n subjects.Names, user string) Permissions {
 	return join(Permissions{
 		Publish:   kvRead(n, n.RunBucket(), ">"),
 		Subscribe: []string{n.StatusAll(), inbox(user)},
-	}, Permissions{Publish: indexRead(n)}, payloadRead(n))
+	}, Permissions{Publish: indexRead(n)}, payloadRead(n), Permissions{Publish: startDecisions(n)})
 }
 
 // Watcher adds to Observer what a watch or listing of the run bucket

@@ -14,6 +14,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/jetflow/jetflow/provision"
 	"github.com/jetflow/jetflow/subjects"
 	"github.com/jetflow/jetflow/wire"
 )
@@ -21,7 +22,7 @@ import (
 // Window is the idempotency window: how long a start's idempotency key,
 // and the decision on a start that did not start its run, are kept (the
 // start key bucket's TTL, set when it is created).
-const Window = 24 * time.Hour
+const Window = provision.StartKeyWindow
 
 // SingletonGrace is how long a singleton claim whose run has no record
 // still holds the key: its start is on its way. Past it, the run is taken
@@ -55,22 +56,6 @@ func New(js jetstream.JetStream, names subjects.Names) *Store {
 	return &Store{js: js, names: names}
 }
 
-// StartKeyConfig and SingletonConfig are the buckets' configurations.
-func StartKeyConfig(names subjects.Names, replicas int, storage jetstream.StorageType) jetstream.KeyValueConfig {
-	return jetstream.KeyValueConfig{
-		Bucket: names.StartKeyBucket(), TTL: Window, History: 1, Replicas: replicas, Storage: storage,
-		Description: "jetflow start idempotency keys and decisions on starts (24 h)",
-	}
-}
-
-// SingletonConfig is the singleton bucket's configuration.
-func SingletonConfig(names subjects.Names, replicas int, storage jetstream.StorageType) jetstream.KeyValueConfig {
-	return jetstream.KeyValueConfig{
-		Bucket: names.SingletonBucket(), History: 1, Replicas: replicas, Storage: storage,
-		Description: "jetflow singleton keys: the run holding each",
-	}
-}
-
 func (s *Store) bind(ctx context.Context, which *jetstream.KeyValue, cfg jetstream.KeyValueConfig) (jetstream.KeyValue, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -92,11 +77,11 @@ func (s *Store) bind(ctx context.Context, which *jetstream.KeyValue, cfg jetstre
 }
 
 func (s *Store) keyBucket(ctx context.Context) (jetstream.KeyValue, error) {
-	return s.bind(ctx, &s.keys, StartKeyConfig(s.names, 1, jetstream.FileStorage))
+	return s.bind(ctx, &s.keys, provision.StartKeyBucketConfig(s.names, provision.ProvisionOptions{}))
 }
 
 func (s *Store) singletonBucket(ctx context.Context) (jetstream.KeyValue, error) {
-	return s.bind(ctx, &s.single, SingletonConfig(s.names, 1, jetstream.FileStorage))
+	return s.bind(ctx, &s.single, provision.SingletonBucketConfig(s.names, provision.ProvisionOptions{}))
 }
 
 // ClaimIdempotency records that key starts run id. When the key was
