@@ -29,7 +29,10 @@ func (d *Dispatcher) controlStart(ctx context.Context, in *step.Input, m jetstre
 	s, ctl := in.Start, d.ctl
 	at := time.UnixMilli(int64(now))
 	if db := s.Debounce; db != nil && in.Held != wire.HeldDebounce {
-		due := at.Add(time.Duration(db.Ms * float64(time.Millisecond)))
+		// From the start's stream time, or from now when this dispatcher
+		// takes it later: a hold due already would fire before the later
+		// starts of its burst, waiting in the stream behind it, replace it.
+		due := laterOf(at, d.cfg.Clock.Now()).Add(time.Duration(db.Ms * float64(time.Millisecond)))
 		if err := d.holdDebounced(ctx, in, m, seq, now, due, log); err != nil {
 			return "", false, err
 		}
@@ -66,6 +69,13 @@ func (d *Dispatcher) controlStart(ctx context.Context, in *step.Input, m jetstre
 	return "", false, nil
 }
 
+func laterOf(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}
+
 // singletonBusy refuses or queues a start whose singleton key another
 // active run holds.
 func (d *Dispatcher) singletonBusy(ctx context.Context, in *step.Input, m jetstream.Msg, holder string, at time.Time, log *slog.Logger) (string, bool, error) {
@@ -76,7 +86,7 @@ func (d *Dispatcher) singletonBusy(ctx context.Context, in *step.Input, m jetstr
 		if in.Held == wire.HeldSingleton {
 			round = in.HeldRound + 1
 		}
-		due := at.Add(startctl.QueueDelay(round))
+		due := laterOf(at, d.cfg.Clock.Now()).Add(startctl.QueueDelay(round))
 		h := startctl.Hold(d.cfg.Names, d.cfg.Names.SingletonHold(startctl.Digest(g.Key), in.RunID), in.RunID, wire.HeldSingleton, m, due)
 		h.Header.Set(wire.HeaderHeldRound, strconv.Itoa(round))
 		if _, err := d.js.PublishMsg(ctx, h); err != nil {

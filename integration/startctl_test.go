@@ -120,6 +120,9 @@ func TestSingletonQueueStartsWhenTheActiveRunSettlesAcrossADispatcherChange(t *t
 	if _, ok, err := e.f.Client.StartDecision(e.ctx, "q-2"); err != nil || ok {
 		t.Fatalf("decision on q-2 once started: kept %v, %v; want none", ok, err)
 	}
+	// Its history holds the queued start and the looks that found q-1
+	// active: replay follows the one that started it.
+	checkReplay(t, e, "q-2")
 }
 
 func TestDebounceRunsTheLastStartOfABurstAcrossADispatcherChange(t *testing.T) {
@@ -142,6 +145,7 @@ func TestDebounceRunsTheLastStartOfABurstAcrossADispatcherChange(t *testing.T) {
 		e.noRecord(t, id)
 		e.decision(t, id, wire.StartOutcomeReplaced)
 	}
+	checkReplay(t, e, "deb-3")
 	// The run started D after the last start of the burst.
 	if started := e.record(t, "deb-3").Status.Time; started < float64(last.UnixMilli())+1500 {
 		t.Fatalf("deb-3 started at %v, less than 1.5 s after its start at %v", started, last.UnixMilli())
