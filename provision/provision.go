@@ -299,6 +299,19 @@ func SingletonBucketConfig(names subjects.Names, opts ProvisionOptions) jetstrea
 	}
 }
 
+// TriggerBucketConfig is the KV bucket of deployed triggers, one trigger
+// file per workflow (package trigger): the operator's deploy writes it,
+// the dispatchers' trigger runners read and watch it.
+func TriggerBucketConfig(names subjects.Names, opts ProvisionOptions) jetstream.KeyValueConfig {
+	opts = opts.withDefaults()
+	return jetstream.KeyValueConfig{
+		Bucket:      names.TriggerBucket(),
+		Description: "jetflow triggers, one trigger file per workflow",
+		Storage:     opts.Storage,
+		Replicas:    opts.Replicas,
+	}
+}
+
 // RunBucketConfig is the KV bucket of run state, one key per run id.
 // Per-key TTLs are on (LimitMarkerTTL) for the tombstones of runs removed
 // by retention, which expire; only dispatchers write the bucket.
@@ -448,7 +461,7 @@ func provision(ctx context.Context, js jetstream.JetStream, names subjects.Names
 		}
 	}
 	for _, cfg := range []jetstream.KeyValueConfig{RunBucketConfig(names, opts), WorkflowBucketConfig(names, opts), JobBucketConfig(names, opts), LimitsBucketConfig(names, opts),
-		StartKeyBucketConfig(names, opts), SingletonBucketConfig(names, opts),
+		StartKeyBucketConfig(names, opts), SingletonBucketConfig(names, opts), TriggerBucketConfig(names, opts),
 	} {
 		err := ensure(ctx, opts.RetryFor, func(ctx context.Context) error {
 			_, err := js.CreateKeyValue(ctx, cfg)

@@ -28,6 +28,7 @@ import (
 	"github.com/jetflow/jetflow/schedule"
 	"github.com/jetflow/jetflow/subjects"
 	"github.com/jetflow/jetflow/token"
+	"github.com/jetflow/jetflow/trigger"
 	"github.com/jetflow/jetflow/wire"
 	"github.com/jetflow/jetflow/worker"
 )
@@ -67,7 +68,7 @@ type roles struct {
 
 func startRoles(t *testing.T) *roles {
 	t.Helper()
-	r := &roles{deployment: secured(t, twoTaskRefs)}
+	r := &roles{deployment: secured(t, twoTaskRefs, "ticks")}
 	ctx := testCtx(t, 60*time.Second)
 	r.op = r.connect(t, UserOperator)
 	of := r.fleet(t, r.op, nil)
@@ -793,5 +794,48 @@ func TestEmbeddedDefaultIsLoopback(t *testing.T) {
 	a, ok := srv.NATS().Addr().(*net.TCPAddr)
 	if !ok || !a.IP.IsLoopback() {
 		t.Fatalf("an embedded server with Listen %q bound %v", ":0", srv.NATS().Addr())
+	}
+}
+
+// TestDispatcherRunsTriggersWithItsRole: the generated dispatcher user,
+// granted its deployment's trigger "ticks", follows the trigger bucket,
+// makes the trigger's stream and consumer and starts a run per message;
+// a trigger it was not granted is refused.
+func TestDispatcherRunsTriggersWithItsRole(t *testing.T) {
+	r := startRoles(t)
+	ctx := testCtx(t, 60*time.Second)
+	if _, err := trigger.Store(ctx, r.op.js, r.names, "timed", []byte(`{"ticks":{"subject":"app.ticks","key":"$.data.id"},"tocks":{"subject":"app.tocks","key":"$.data.id"}}`)); err != nil {
+		t.Fatal(err)
+	}
+	dc := r.client(t, r.disp)
+	tr := trigger.NewRunner(trigger.Config{JS: r.disp.js, Names: r.names, Client: dc, Logger: quiet()})
+	if err := tr.Start(ctx); err != nil {
+		t.Fatalf("the trigger runner as the dispatcher: %v", err)
+	}
+	t.Cleanup(func() {
+		sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = tr.Stop(sctx)
+	})
+	natstest.WaitFor(t, 30*time.Second, "the ticks stream", func() error {
+		_, err := r.op.js.Stream(ctx, r.names.TriggerStream("ticks"))
+		return err
+	})
+	if err := r.op.Publish("app.ticks", []byte(`{"id":"1"}`)); err != nil {
+		t.Fatal(err)
+	}
+	observer := r.client(t, r.observer)
+	natstest.WaitFor(t, 30*time.Second, "ticks-1 is done", func() error {
+		st, err := observer.Status(ctx, "ticks-1")
+		if err != nil {
+			return err
+		}
+		if st.Status != wire.StatusDone {
+			return errors.New(st.Status)
+		}
+		return nil
+	})
+	if _, err := r.op.js.Stream(ctx, r.names.TriggerStream("tocks")); !errors.Is(err, jetstream.ErrStreamNotFound) {
+		t.Fatalf("the stream of a trigger the dispatcher was not granted: %v", err)
 	}
 }
