@@ -460,7 +460,8 @@ func provision(ctx context.Context, js jetstream.JetStream, names subjects.Names
 			return fmt.Errorf("provision: provision stream %q (subjects %v): %w", cfg.Name, cfg.Subjects, err)
 		}
 	}
-	for _, cfg := range []jetstream.KeyValueConfig{RunBucketConfig(names, opts), WorkflowBucketConfig(names, opts), JobBucketConfig(names, opts), LimitsBucketConfig(names, opts),
+	for _, cfg := range []jetstream.KeyValueConfig{
+		RunBucketConfig(names, opts), WorkflowBucketConfig(names, opts), JobBucketConfig(names, opts), LimitsBucketConfig(names, opts),
 		StartKeyBucketConfig(names, opts), SingletonBucketConfig(names, opts), TriggerBucketConfig(names, opts),
 	} {
 		err := ensure(ctx, opts.RetryFor, func(ctx context.Context) error {
