@@ -156,6 +156,9 @@ func (c *Client) StartRun(ctx context.Context, workflow, runID string, input any
 	for _, o := range opts {
 		o(&body)
 	}
+	if err := body.CheckControls(); err != nil {
+		return fmt.Errorf("client: start %s: %w", runID, err)
+	}
 	return c.publish(ctx, c.names.Start(runID), msgID(subjects.KindStart, runID, ""), body)
 }
 
@@ -188,6 +191,9 @@ func (c *Client) StartWithEvent(ctx context.Context, workflow, runID string, inp
 	body := wire.Start{Workflow: workflow, Input: in, Event: ev}
 	for _, o := range opts {
 		o(&body)
+	}
+	if err := body.CheckControls(); err != nil {
+		return 0, fmt.Errorf("client: start %s: %w", runID, err)
 	}
 	key := ""
 	if eventID != "" {

@@ -20,6 +20,7 @@ import (
 	"github.com/jetflow/jetflow/registry"
 	"github.com/jetflow/jetflow/runindex"
 	"github.com/jetflow/jetflow/schedule"
+	"github.com/jetflow/jetflow/startctl"
 	"github.com/jetflow/jetflow/step"
 	"github.com/jetflow/jetflow/token"
 	"github.com/jetflow/jetflow/tracing"
@@ -37,9 +38,11 @@ type Dispatcher struct {
 	// every reference is then refused).
 	payloads *payload.Store
 	loader   loader
-	log      *slog.Logger
-	m        *metrics
-	cache    *recordCache
+	// ctl decides starts' idempotency, singleton and debounce keys.
+	ctl   *startctl.Store
+	log   *slog.Logger
+	m     *metrics
+	cache *recordCache
 	// tracer is nil when tracing is off (Config.TracerProvider).
 	tracer trace.Tracer
 
@@ -135,7 +138,7 @@ func newDispatcher(js jetstream.JetStream, store RunStore, l loader, cfg Config)
 		cfg: cfg, settings: cfg.Settings(), js: js, pub: publisher{
 			js: js, nc: js.Conn(), names: cfg.Names, now: cfg.Clock.Now,
 			limit: &limiter{js: js, names: cfg.Names, now: cfg.Clock.Now, log: cfg.Logger},
-		}, store: store, loader: l,
+		}, store: store, loader: l, ctl: startctl.New(js, cfg.Names),
 		log: cfg.Logger, m: m, cache: newRecordCache(cfg.CacheSize),
 		queues: make(map[string]*runQueue), life: lifecycle.Machine{Name: "dispatcher"},
 	}

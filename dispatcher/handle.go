@@ -13,6 +13,7 @@ import (
 
 	"github.com/jetflow/jetflow/payload"
 	"github.com/jetflow/jetflow/registry"
+	"github.com/jetflow/jetflow/startctl"
 	"github.com/jetflow/jetflow/step"
 	"github.com/jetflow/jetflow/subjects"
 	"github.com/jetflow/jetflow/wire"
@@ -97,6 +98,25 @@ func (d *Dispatcher) handle(ctx context.Context, m jetstream.Msg) {
 	}
 	log := d.log.With(slog.String("run_id", in.RunID), slog.String("kind", in.Kind), slog.Uint64("stream_seq", meta.Sequence.Stream), size)
 	now := float64(meta.Timestamp.UnixMilli())
+	if in.Kind == subjects.KindStart && startctl.Controlled(in.Start) {
+		outcome, done, err := d.controlStart(ctx, in, m, meta.Sequence.Stream, now, log)
+		if err != nil && context.Cause(ctx) == nil {
+			log.Warn("dispatcher: start controls failed, the start will be redelivered", slog.Any("error", err))
+			_ = m.NakWithDelay(d.retryDelay(meta.NumDelivered))
+			d.m.messages.WithLabelValues(in.Kind, outcomeRetry).Inc()
+			return
+		}
+		if err != nil {
+			_ = m.Nak()
+			d.m.messages.WithLabelValues(in.Kind, outcomeAbandoned).Inc()
+			return
+		}
+		if done {
+			_ = m.Ack()
+			d.m.messages.WithLabelValues(in.Kind, outcome).Inc()
+			return
+		}
+	}
 	outcome, err := d.step(d.withDelivery(ctx, meta.NumDelivered, m.Headers()), in, meta.Sequence.Stream, now, log)
 	var deferred *deferredError
 	switch {

@@ -20,6 +20,9 @@ const (
 	outcomePostponed       = "postponed"        // a deadline fire of a paused task: postponed, handed back
 	outcomeRemoved         = "removed"          // a removal by retention carried out: acked
 	outcomeRemovedRun      = "removed_run"      // an input of a run removed by retention: terminated
+	outcomeStartHeld       = "start_held"       // a debounced start, or one queued behind a singleton: held in the timer stream, acked
+	outcomeStartDuplicate  = "start_duplicate"  // a start whose idempotency key started another run: recorded, acked
+	outcomeStartRefused    = "start_refused"    // a start the active run of its singleton key refused: recorded, acked
 	outcomeDeferred        = "deferred"         // a removal input before a late redrive or reset: handed back until it is taken
 )
 

@@ -53,10 +53,6 @@ type Config struct {
 	// environment; this package does not). Default nil: webhooks answer
 	// HOOK_UNCONFIGURED.
 	Secret func(variable string) string
-	// IdempotencyWindow is how long a start's idempotency key is kept
-	// (the TTL of the key bucket, fixed when the first gateway creates
-	// it). Default 24h.
-	IdempotencyWindow time.Duration
 	// Logger receives what the gateway refuses and fails. Default
 	// slog.Default().
 	Logger *slog.Logger
@@ -74,9 +70,6 @@ func (c Config) WithDefaults() Config {
 		c.TakeWait = 20 * time.Second
 	}
 	c.TakeWait = min(c.TakeWait, c.MaxWait)
-	if c.IdempotencyWindow <= 0 {
-		c.IdempotencyWindow = 24 * time.Hour
-	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
@@ -108,7 +101,6 @@ type Gateway struct {
 
 	mu        sync.Mutex
 	consumers map[string]jetstream.Consumer
-	keys      startKeys
 }
 
 // New returns a gateway; Mount puts it on a mux.

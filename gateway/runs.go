@@ -33,17 +33,21 @@ type StartRequest struct {
 	Input json.RawMessage `json:"input,omitempty"`
 	// Event is delivered in the start's own step (signal with start).
 	Event *StartEvent `json:"event,omitempty"`
-	// IdempotencyKey makes the start safe to repeat within the gateway's
-	// idempotency window: a start with a key seen before starts nothing
-	// new and answers the run the first one started. Also read from the
-	// Idempotency-Key header.
+	// IdempotencyKey makes the start safe to repeat within the
+	// idempotency window (24 h): a start with a key seen before starts
+	// nothing new and answers the run the first one started. Also read
+	// from the Idempotency-Key header.
 	IdempotencyKey string `json:"idempotencyKey,omitempty"`
-	// Singleton refuses the start (409 SINGLETON_ACTIVE) while another run
-	// started with the same singleton key has not settled.
+	// Singleton allows one active (not settled) run per key: while
+	// another run started with it has not settled, the start is refused
+	// (409 SINGLETON_ACTIVE), or with SingletonMode "queue" held until
+	// that run settles.
 	Singleton string `json:"singleton,omitempty"`
-
-	replay    bool // the idempotency key named an earlier start's run
-	published bool // and that run exists: nothing to publish
+	// SingletonMode is "refuse" (the default) or "queue".
+	SingletonMode string `json:"singletonMode,omitempty"`
+	// Debounce holds the start for debounce.ms: a later start with the
+	// same debounce.key within it replaces this one.
+	Debounce *wire.Debounce `json:"debounce,omitempty"`
 }
 
 // StartEvent is a start's event.
@@ -63,6 +67,15 @@ type Started struct {
 	// Duplicate says the idempotency key named an earlier start: Run is
 	// its run, and nothing new was started.
 	Duplicate bool `json:"duplicate,omitempty"`
+	// Decision is what the dispatchers decided on a start with controls
+	// that did not start its run at once: duplicate, queued, debounced,
+	// replaced, or pending when none decided within the request's time.
+	Decision string `json:"decision,omitempty"`
+	// Because is the run a queued start waits for (the singleton key's
+	// active run), or the later run that replaced a debounced one.
+	Because string `json:"because,omitempty"`
+	// Due is when a debounced start starts, Unix milliseconds.
+	Due float64 `json:"due,omitempty"`
 }
 
 func newRunID() string { return "run-" + strings.ToLower(rand.Text()[:16]) }
@@ -94,10 +107,12 @@ func (g *Gateway) start(w http.ResponseWriter, r *http.Request) {
 		writeError(w, e)
 		return
 	}
-	if g.startControls(w, r, &req) {
+	opts, e := startOptions(&req)
+	if e != nil {
+		writeError(w, e)
 		return
 	}
-	var opts []client.StartOption
+	controlled := len(opts) > 0
 	if req.Revision != "" {
 		opts = append(opts, client.WithRevision(req.Revision))
 	}
@@ -107,10 +122,16 @@ func (g *Gateway) start(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx, cancel := opContext(r)
 	defer cancel()
-	var seq uint64
+	var mark uint64
 	var err error
+	if controlled {
+		if mark, err = g.client.DecisionMark(ctx, req.ID); err != nil {
+			g.natsError(w, r, "start "+req.ID, err)
+			return
+		}
+	}
+	var seq uint64
 	switch {
-	case req.published:
 	case req.Event != nil:
 		var payload any
 		if req.Event.Payload != nil {
@@ -124,11 +145,15 @@ func (g *Gateway) start(w http.ResponseWriter, r *http.Request) {
 		g.natsError(w, r, "start "+req.ID, err)
 		return
 	}
-	if wait == 0 {
-		writeJSON(w, http.StatusAccepted, Started{Run: req.ID, Workflow: req.Workflow, Seq: seq, Duplicate: req.replay})
+	ans := Started{Run: req.ID, Workflow: req.Workflow, Seq: seq}
+	if controlled && g.awaitStart(ctx, w, r, &req, mark, &ans) {
 		return
 	}
-	g.waitFor(w, r, req.ID, wait)
+	if wait == 0 || ans.Decision == "replaced" {
+		writeJSON(w, http.StatusAccepted, ans)
+		return
+	}
+	g.waitFor(w, r, ans.Run, wait)
 }
 
 // checkStart checks a start's members, naming the one at fault, and fills

@@ -2,18 +2,12 @@ package gateway
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"net/http"
-	"sync"
-	"time"
-
-	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/jetflow/jetflow/client"
-	"github.com/jetflow/jetflow/engine/run"
+	"github.com/jetflow/jetflow/wire"
 )
 
 // Codes of refused starts.
@@ -21,151 +15,71 @@ const (
 	CodeSingletonActive = "SINGLETON_ACTIVE" // 409: another run holds the start's singleton key
 )
 
-// startKeys are the gateway's KV buckets of start controls, bound once.
-type startKeys struct {
-	mu           sync.Mutex
-	idem, single jetstream.KeyValue
-}
-
-func keyDigest(k string) string {
-	sum := sha256.Sum256([]byte(k))
-	return hex.EncodeToString(sum[:])
-}
-
-// bucket binds (creating if missing) one of the start control buckets.
-func (g *Gateway) bucket(ctx context.Context, which *jetstream.KeyValue, name string, ttl time.Duration) (jetstream.KeyValue, error) {
-	g.keys.mu.Lock()
-	defer g.keys.mu.Unlock()
-	if *which != nil {
-		return *which, nil
-	}
-	kv, err := g.js.KeyValue(ctx, name)
-	if errors.Is(err, jetstream.ErrBucketNotFound) {
-		kv, err = g.js.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: name, TTL: ttl, Description: "jetflow gateway start controls"})
-		if errors.Is(err, jetstream.ErrBucketExists) {
-			kv, err = g.js.KeyValue(ctx, name)
-		}
-	}
-	if err != nil {
-		return nil, fmt.Errorf("bucket %s: %w", name, err)
-	}
-	*which = kv
-	return kv, nil
-}
-
-// claimIdempotency records that key starts run id; when the key was
-// claimed within the window, it returns the run it named instead (and
-// true). kv.Create is the compare-and-swap: of two starts with one key at
-// once, one claims it and the other answers its run.
-func (g *Gateway) claimIdempotency(ctx context.Context, key, id string) (string, bool, error) {
-	kv, err := g.bucket(ctx, &g.keys.idem, g.names.StartKeyBucket(), g.cfg.IdempotencyWindow)
-	if err != nil {
-		return "", false, err
-	}
-	_, err = kv.Create(ctx, keyDigest(key), []byte(id))
-	if err == nil {
-		return id, false, nil
-	}
-	if !errors.Is(err, jetstream.ErrKeyExists) {
-		return "", false, err
-	}
-	e, err := kv.Get(ctx, keyDigest(key))
-	if err != nil {
-		return "", false, err
-	}
-	return string(e.Value()), true, nil
-}
-
-// claimSingleton makes run id the holder of singleton key: refused, naming
-// the holder, while the holder has not settled. A holder with no record
-// is taken to have failed to start once its claim is older than
-// singletonGrace (its gateway died between the claim and the start).
-func (g *Gateway) claimSingleton(ctx context.Context, key, id string) (string, error) {
-	kv, err := g.bucket(ctx, &g.keys.single, g.names.SingletonBucket(), 0)
-	if err != nil {
-		return "", err
-	}
-	k := keyDigest(key)
-	for {
-		e, err := kv.Get(ctx, k)
-		if errors.Is(err, jetstream.ErrKeyNotFound) {
-			if _, err := kv.Create(ctx, k, []byte(id)); errors.Is(err, jetstream.ErrKeyExists) {
-				continue // lost the race: look at the winner
-			} else if err != nil {
-				return "", err
-			}
-			return "", nil
-		}
-		if err != nil {
-			return "", err
-		}
-		holder := string(e.Value())
-		if holder == id {
-			return "", nil
-		}
-		st, err := g.client.Status(ctx, holder)
-		switch {
-		case err == nil && !run.Status(st.Status).Terminal():
-			return holder, nil
-		case errors.Is(err, client.ErrRunNotFound) && time.Since(e.Created()) < singletonGrace:
-			return holder, nil
-		case err != nil && !errors.Is(err, client.ErrRunNotFound):
-			return "", err
-		}
-		if _, err := kv.Update(ctx, k, []byte(id), e.Revision()); errors.Is(err, jetstream.ErrKeyRevisionMismatch) || errors.Is(err, jetstream.ErrKeyExists) {
-			continue
-		} else if err != nil {
-			return "", err
-		}
-		return "", nil
-	}
-}
-
-// singletonGrace is how long a singleton claim whose run has no record
-// still holds the key: the start is on its way.
-const singletonGrace = time.Minute
-
-// startControls applies a start's idempotency and singleton keys: it
-// answers (and returns true) when the start must not be published.
-func (g *Gateway) startControls(w http.ResponseWriter, r *http.Request, req *StartRequest) bool {
-	ctx, cancel := opContext(r)
-	defer cancel()
+// startOptions maps a start request's controls to the client's options,
+// which the dispatchers decide on as they do for every start
+// (docs/STARTS.md); a control they would refuse is answered here, naming
+// its member.
+func startOptions(req *StartRequest) ([]client.StartOption, *Error) {
+	var opts []client.StartOption
+	var body wire.Start
 	if req.IdempotencyKey != "" {
-		prev, dup, err := g.claimIdempotency(ctx, req.IdempotencyKey, req.ID)
-		if err != nil {
-			g.natsError(w, r, "idempotency key", err)
-			return true
-		}
-		if dup {
-			req.ID = prev
-			req.replay = true
-		}
+		opts = append(opts, client.WithIdempotencyKey(req.IdempotencyKey))
 	}
 	if req.Singleton != "" {
-		holder, err := g.claimSingleton(ctx, req.Singleton, req.ID)
-		if err != nil {
-			g.natsError(w, r, "singleton key", err)
-			return true
-		}
-		if holder != "" {
-			if req.IdempotencyKey != "" && !req.replay {
-				// Refused: the key did not start anything, and a retry
-				// should be judged again.
-				_ = g.keys.idem.Delete(ctx, keyDigest(req.IdempotencyKey))
-			}
-			writeError(w, &Error{
-				Status: http.StatusConflict, Code: CodeSingletonActive, Run: holder, Pointer: "/singleton",
-				Message: fmt.Sprintf("run %s holds singleton key %q and has not settled: this start is refused (retry once it settles)", holder, req.Singleton),
-			})
-			return true
-		}
+		opts = append(opts, client.WithSingleton(req.Singleton, req.SingletonMode))
+	} else if req.SingletonMode != "" {
+		return nil, invalid("/singletonMode", "singletonMode says what to do while a run of the singleton key is active: give singleton (the key) too")
 	}
-	if req.replay {
-		// The first start may not have reached the stream (its gateway
-		// died after the claim): publish it again only then.
-		if _, err := g.client.Status(ctx, req.ID); err == nil {
-			req.published = true
+	if req.Debounce != nil {
+		opts = append(opts, func(s *wire.Start) { s.Debounce = req.Debounce })
+	}
+	for _, o := range opts {
+		o(&body)
+	}
+	if err := body.CheckControls(); err != nil {
+		return nil, invalid(controlPointer(req), err.Error())
+	}
+	return opts, nil
+}
+
+// controlPointer is the member a refused control is most likely in.
+func controlPointer(req *StartRequest) string {
+	switch {
+	case req.Debounce != nil:
+		return "/debounce"
+	case req.Singleton != "" || req.SingletonMode != "":
+		return "/singleton"
+	}
+	return "/idempotencyKey"
+}
+
+// awaitStart waits for the dispatchers' decision on a start with
+// controls and fills in the answer; it answers (and returns true) a
+// refusal or a failure.
+func (g *Gateway) awaitStart(ctx context.Context, w http.ResponseWriter, r *http.Request, req *StartRequest, mark uint64, ans *Started) bool {
+	out, err := g.client.AwaitStart(ctx, req.ID, mark)
+	switch {
+	case errors.Is(err, client.ErrStartRefused):
+		writeError(w, &Error{
+			Status: http.StatusConflict, Code: CodeSingletonActive, Run: out.Decision.Run, Pointer: "/singleton",
+			Message: fmt.Sprintf("run %s holds singleton key %q and has not settled: this start is refused (retry once it settles, or set singletonMode queue)", out.Decision.Run, req.Singleton),
+		})
+		return true
+	case errors.Is(err, client.ErrUndecided):
+		ans.Decision = "pending"
+		return false
+	case err != nil:
+		g.natsError(w, r, "start "+req.ID, err)
+		return true
+	}
+	ans.Run = out.Run
+	if d := out.Decision; d != nil {
+		ans.Decision = d.Outcome
+		ans.Duplicate = d.Outcome == wire.StartOutcomeDuplicate
+		if d.Outcome != wire.StartOutcomeDuplicate {
+			ans.Because = d.Run
 		}
+		ans.Due = d.Due
 	}
 	return false
 }

@@ -36,7 +36,7 @@ func TestIdempotencyKeyStartsOnce(t *testing.T) {
 		}
 		return nil
 	})
-	// A later repeat publishes nothing: the run records no second start.
+	// A later repeat starts nothing: its own id has no run.
 	d := b.call(t, http.MethodPost, "runs", appToken, `{"workflow":"wait","idempotencyKey":"order-77","id":"another"}`).must(t, http.StatusAccepted)
 	if d.body["run"] != run || d.body["duplicate"] != true {
 		t.Fatalf("a later repeat: %s", d.raw)
@@ -82,4 +82,42 @@ func TestSingletonRefusesASecondActiveRun(t *testing.T) {
 	b.call(t, http.MethodPost, "runs/"+holder+"/cancel", appToken, "").must(t, http.StatusAccepted)
 	b.call(t, http.MethodGet, "runs/"+holder+"/result?wait=2m", appToken, "").must(t, http.StatusOK)
 	b.call(t, http.MethodPost, "runs", appToken, `{"workflow":"wait","id":"s-4","singleton":"customer-ada"}`).must(t, http.StatusAccepted)
+}
+
+// A queued start waits for the active run of its key and starts once it
+// settles; of a debounced burst only the last start runs.
+func TestSingletonQueueAndDebounce(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.call(t, http.MethodPost, "runs", appToken, `{"workflow":"wait","id":"q-1","singleton":"acct","singletonMode":"queue"}`).must(t, http.StatusAccepted)
+	q := b.call(t, http.MethodPost, "runs", appToken, `{"workflow":"wait","id":"q-2","singleton":"acct","singletonMode":"queue"}`).must(t, http.StatusAccepted)
+	if q.body["run"] != "q-2" || q.body["decision"] != "queued" || q.body["because"] != "q-1" {
+		t.Fatalf("the queued start: %s", q.raw)
+	}
+	b.call(t, http.MethodPost, "runs/q-1/cancel", appToken, "").must(t, http.StatusAccepted)
+	natstest.WaitFor(t, 2*time.Minute, "the queued run to wait", func() error {
+		if s := b.call(t, http.MethodGet, "runs/q-2", observerToken, ""); s.body["status"] != "waiting" {
+			return fmt.Errorf("%s", s.raw)
+		}
+		return nil
+	})
+	for _, id := range []string{"d-1", "d-2"} {
+		d := b.call(t, http.MethodPost, "runs", appToken, `{"workflow":"wait","id":"`+id+`","debounce":{"key":"doc","ms":500}}`).must(t, http.StatusAccepted)
+		if d.body["decision"] != "debounced" || d.body["due"] == nil {
+			t.Fatalf("debounced start %s: %s", id, d.raw)
+		}
+	}
+	natstest.WaitFor(t, 2*time.Minute, "the last debounced run to wait", func() error {
+		if s := b.call(t, http.MethodGet, "runs/d-2", observerToken, ""); s.body["status"] != "waiting" {
+			return fmt.Errorf("%s", s.raw)
+		}
+		return nil
+	})
+	if s := b.call(t, http.MethodGet, "runs/d-1", observerToken, ""); s.code != http.StatusNotFound {
+		t.Fatalf("the replaced start ran: %s", s.raw)
+	}
+	e := b.call(t, http.MethodPost, "runs", appToken, `{"workflow":"wait","debounce":{"key":"doc","ms":0}}`).must(t, http.StatusBadRequest)
+	if e.errField("pointer") != "/debounce" {
+		t.Fatalf("a debounce without a delay: %s", e.raw)
+	}
 }

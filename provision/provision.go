@@ -266,6 +266,52 @@ func LimitsBucketConfig(names subjects.Names, opts ProvisionOptions) jetstream.K
 	}
 }
 
+// StartKeyWindow is the idempotency window of starts: the TTL of the
+// start key bucket (startctl.Window).
+const StartKeyWindow = 24 * time.Hour
+
+// StartKeyBucketConfig is the KV bucket of start idempotency keys, the
+// debounce keys' latest starts and the decisions on starts that did not
+// start their run (package startctl), each kept StartKeyWindow. Only
+// dispatchers write it; clients read the decisions.
+func StartKeyBucketConfig(names subjects.Names, opts ProvisionOptions) jetstream.KeyValueConfig {
+	opts = opts.withDefaults()
+	return jetstream.KeyValueConfig{
+		Bucket:      names.StartKeyBucket(),
+		Description: "jetflow start idempotency keys, debounce marks and decisions on starts (24 h)",
+		History:     1,
+		TTL:         StartKeyWindow,
+		Storage:     opts.Storage,
+		Replicas:    opts.Replicas,
+	}
+}
+
+// SingletonBucketConfig is the KV bucket of singleton keys, one key per
+// singleton key naming the run that holds it; only dispatchers write it.
+func SingletonBucketConfig(names subjects.Names, opts ProvisionOptions) jetstream.KeyValueConfig {
+	opts = opts.withDefaults()
+	return jetstream.KeyValueConfig{
+		Bucket:      names.SingletonBucket(),
+		Description: "jetflow singleton keys: the run holding each",
+		History:     1,
+		Storage:     opts.Storage,
+		Replicas:    opts.Replicas,
+	}
+}
+
+// TriggerBucketConfig is the KV bucket of deployed triggers, one trigger
+// file per workflow (package trigger): the operator's deploy writes it,
+// the dispatchers' trigger runners read and watch it.
+func TriggerBucketConfig(names subjects.Names, opts ProvisionOptions) jetstream.KeyValueConfig {
+	opts = opts.withDefaults()
+	return jetstream.KeyValueConfig{
+		Bucket:      names.TriggerBucket(),
+		Description: "jetflow triggers, one trigger file per workflow",
+		Storage:     opts.Storage,
+		Replicas:    opts.Replicas,
+	}
+}
+
 // RunBucketConfig is the KV bucket of run state, one key per run id.
 // Per-key TTLs are on (LimitMarkerTTL) for the tombstones of runs removed
 // by retention, which expire; only dispatchers write the bucket.
@@ -414,7 +460,10 @@ func provision(ctx context.Context, js jetstream.JetStream, names subjects.Names
 			return fmt.Errorf("provision: provision stream %q (subjects %v): %w", cfg.Name, cfg.Subjects, err)
 		}
 	}
-	for _, cfg := range []jetstream.KeyValueConfig{RunBucketConfig(names, opts), WorkflowBucketConfig(names, opts), JobBucketConfig(names, opts), LimitsBucketConfig(names, opts)} {
+	for _, cfg := range []jetstream.KeyValueConfig{
+		RunBucketConfig(names, opts), WorkflowBucketConfig(names, opts), JobBucketConfig(names, opts), LimitsBucketConfig(names, opts),
+		StartKeyBucketConfig(names, opts), SingletonBucketConfig(names, opts), TriggerBucketConfig(names, opts),
+	} {
 		err := ensure(ctx, opts.RetryFor, func(ctx context.Context) error {
 			_, err := js.CreateKeyValue(ctx, cfg)
 			if errors.Is(err, jetstream.ErrBucketExists) {

@@ -86,8 +86,9 @@ const (
 // of each task version, an application that starts runs, sends events,
 // cancels and reads their outcome, an event source that only sends
 // events, an observer and an operator. Each public nkey is read from the
-// variable NKeyVar(name).
-func DeploymentUsers(n subjects.Names, tasks []registry.TaskRef) ([]User, error) {
+// variable NKeyVar(name). The dispatchers may run the subject triggers
+// named (TriggerRunner).
+func DeploymentUsers(n subjects.Names, tasks []registry.TaskRef, triggers ...string) ([]User, error) {
 	app, err := Publisher(n, UserApp, subjects.KindStart, subjects.KindEvent, subjects.KindCancel)
 	if err != nil {
 		return nil, err
@@ -96,8 +97,16 @@ func DeploymentUsers(n subjects.Names, tasks []registry.TaskRef) ([]User, error)
 	if err != nil {
 		return nil, err
 	}
+	disp := Dispatcher(n, UserDispatcher)
+	if len(triggers) > 0 {
+		tr, err := TriggerRunner(n, triggers...)
+		if err != nil {
+			return nil, err
+		}
+		disp = join(disp, tr)
+	}
 	users := []User{
-		{Name: UserDispatcher, About: "dispatchers: consume run inputs, keep run records, publish invocations, timers and status", Permissions: Dispatcher(n, UserDispatcher)},
+		{Name: UserDispatcher, About: "dispatchers: consume run inputs, keep run records, publish invocations, timers and status", Permissions: disp},
 	}
 	seen := map[string]string{NKeyVar(UserDispatcher): UserDispatcher}
 	for _, t := range tasks {

@@ -28,6 +28,7 @@ import (
 	"github.com/jetflow/jetflow/schedule"
 	"github.com/jetflow/jetflow/subjects"
 	"github.com/jetflow/jetflow/token"
+	"github.com/jetflow/jetflow/trigger"
 	"github.com/jetflow/jetflow/wire"
 	"github.com/jetflow/jetflow/worker"
 )
@@ -67,7 +68,7 @@ type roles struct {
 
 func startRoles(t *testing.T) *roles {
 	t.Helper()
-	r := &roles{deployment: secured(t, twoTaskRefs)}
+	r := &roles{deployment: secured(t, twoTaskRefs, "ticks")}
 	ctx := testCtx(t, 60*time.Second)
 	r.op = r.connect(t, UserOperator)
 	of := r.fleet(t, r.op, nil)
@@ -258,6 +259,39 @@ func TestPermissionMatrix(t *testing.T) {
 	page, err = observer.ListRuns(ctx, client.ListOptions{Filter: wire.RunFilter{Status: wire.StatusDone}, Sort: client.SortStart})
 	if err != nil || page.Scanned || len(page.Runs) != 2 || page.Runs[0].Status.Run != "t1" || page.Runs[1].Status.Run != "p1" {
 		t.Fatalf("the observer's listing of done runs by start: %+v, %v", page, err)
+	}
+	// Start controls (docs/STARTS.md): the dispatcher decides them with
+	// its own rights (the key buckets, a debounced start's hold in the
+	// timer stream, a queued one's), the application reads its answers
+	// with its own, and so does the observer.
+	if _, err := app.StartDecided(ctx, "timed", "k1", nil, client.WithIdempotencyKey("k")); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := app.StartDecided(ctx, "timed", "k2", nil, client.WithIdempotencyKey("k")); err != nil || out.Run != "k1" {
+		t.Fatalf("a repeated idempotency key: %+v, %v", out, err)
+	}
+	if d, ok, err := observer.StartDecision(ctx, "k2"); err != nil || !ok || d.Run != "k1" {
+		t.Fatalf("the observer reads the decision on k2: %+v %v %v", d, ok, err)
+	}
+	if out, err := app.StartDecided(ctx, "timed", "d1", nil, client.WithDebounce("d", 200*time.Millisecond)); err != nil || out.Decision == nil || out.Decision.Outcome != wire.StartOutcomeDebounced {
+		t.Fatalf("a debounced start: %+v, %v", out, err)
+	}
+	for _, id := range []string{"s1", "s2"} {
+		if _, err := app.StartDecided(ctx, "timed", id, nil, client.WithSingleton("s", wire.SingletonQueue)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, id := range []string{"d1", "s1", "s2"} {
+		natstest.WaitFor(t, 30*time.Second, id+" is done", func() error {
+			st, err := observer.Status(ctx, id)
+			if err != nil {
+				return err
+			}
+			if st.Status != wire.StatusDone {
+				return errors.New(st.Status)
+			}
+			return nil
+		})
 	}
 	// Two runs at once of the rate-limited task-a: the second's
 	// invocation is held back a second by a schedule the dispatcher
@@ -760,5 +794,48 @@ func TestEmbeddedDefaultIsLoopback(t *testing.T) {
 	a, ok := srv.NATS().Addr().(*net.TCPAddr)
 	if !ok || !a.IP.IsLoopback() {
 		t.Fatalf("an embedded server with Listen %q bound %v", ":0", srv.NATS().Addr())
+	}
+}
+
+// TestDispatcherRunsTriggersWithItsRole: the generated dispatcher user,
+// granted its deployment's trigger "ticks", follows the trigger bucket,
+// makes the trigger's stream and consumer and starts a run per message;
+// a trigger it was not granted is refused.
+func TestDispatcherRunsTriggersWithItsRole(t *testing.T) {
+	r := startRoles(t)
+	ctx := testCtx(t, 60*time.Second)
+	if _, err := trigger.Store(ctx, r.op.js, r.names, "timed", []byte(`{"ticks":{"subject":"app.ticks","key":"$.data.id"},"tocks":{"subject":"app.tocks","key":"$.data.id"}}`)); err != nil {
+		t.Fatal(err)
+	}
+	dc := r.client(t, r.disp)
+	tr := trigger.NewRunner(trigger.Config{JS: r.disp.js, Names: r.names, Client: dc, Logger: quiet()})
+	if err := tr.Start(ctx); err != nil {
+		t.Fatalf("the trigger runner as the dispatcher: %v", err)
+	}
+	t.Cleanup(func() {
+		sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = tr.Stop(sctx)
+	})
+	natstest.WaitFor(t, 30*time.Second, "the ticks stream", func() error {
+		_, err := r.op.js.Stream(ctx, r.names.TriggerStream("ticks"))
+		return err
+	})
+	if err := r.op.Publish("app.ticks", []byte(`{"id":"1"}`)); err != nil {
+		t.Fatal(err)
+	}
+	observer := r.client(t, r.observer)
+	natstest.WaitFor(t, 30*time.Second, "ticks-1 is done", func() error {
+		st, err := observer.Status(ctx, "ticks-1")
+		if err != nil {
+			return err
+		}
+		if st.Status != wire.StatusDone {
+			return errors.New(st.Status)
+		}
+		return nil
+	})
+	if _, err := r.op.js.Stream(ctx, r.names.TriggerStream("tocks")); !errors.Is(err, jetstream.ErrStreamNotFound) {
+		t.Fatalf("the stream of a trigger the dispatcher was not granted: %v", err)
 	}
 }

@@ -112,7 +112,66 @@ func Dispatcher(n subjects.Names, user string) Permissions {
 		api("CONSUMER.CREATE", kvStream(wfs), "*", n.KVKey(wfs, "name.>")), api("CONSUMER.DELETE", kvStream(wfs), "*"),
 		n.FlowControl(kvStream(wfs)),
 	}
-	return join(Permissions{Publish: pub, Subscribe: []string{inbox(user), n.DispatcherHeartbeats()}}, bulkJobs(n), archiveWrite(n), runIndex(n), scheduleRunner(n), rateLimits(n), childRuns(n), payloadAll(n))
+	return join(Permissions{Publish: pub, Subscribe: []string{inbox(user), n.DispatcherHeartbeats()}}, bulkJobs(n), archiveWrite(n), runIndex(n), scheduleRunner(n), rateLimits(n), childRuns(n), payloadAll(n), startControls(n), triggerBucket(n))
+}
+
+// triggerBucket is what a dispatcher's trigger runner needs to follow the
+// deployed triggers (package trigger): reading the trigger bucket and
+// watching it (an ordered consumer of its keys). Running a subject
+// trigger needs TriggerRunner too, which names the triggers.
+func triggerBucket(n subjects.Names) Permissions {
+	b := n.TriggerBucket()
+	kv := n.KVStream(b)
+	return Permissions{Publish: append(kvRead(n, b, ">"),
+		n.API("STREAM.MSG.GET", kv), n.API("CONSUMER.CREATE", kv, "*", n.KVKeys(b)), n.API("CONSUMER.DELETE", kv, "*"), n.FlowControl(kv),
+	)}
+}
+
+// TriggerRunner is what a dispatcher needs, with Dispatcher, to run the
+// subject triggers named (docs/TRIGGERS.md): make sure of each one's
+// stream (over the trigger's application subject) and durable consumer,
+// take and acknowledge its messages, and send the events event triggers
+// deliver. A stream's name is one token of the server's API subjects, so
+// no wildcard can grant "every trigger's stream": the generated
+// configuration names the deployment's triggers (DeploymentUsers), and a
+// trigger deployed later needs its grant before a dispatcher can run it
+// (until then the dispatcher logs the refusal and runs the others).
+func TriggerRunner(n subjects.Names, triggers ...string) (Permissions, error) {
+	pub := []string{n.Event("*", "*")}
+	for _, name := range triggers {
+		if err := subjects.CheckTriggerName(name); err != nil {
+			return Permissions{}, fmt.Errorf("security: %w", err)
+		}
+		st, c := n.TriggerStream(name), n.TriggerConsumer()
+		pub = append(pub,
+			n.API("STREAM.INFO", st), n.API("STREAM.CREATE", st), n.API("STREAM.UPDATE", st),
+			n.API("CONSUMER.CREATE", st, c), n.API("CONSUMER.DURABLE.CREATE", st, c), n.API("CONSUMER.INFO", st, c),
+			n.API("CONSUMER.MSG.NEXT", st, c), n.Ack(st, c),
+		)
+	}
+	return Permissions{Publish: pub}, nil
+}
+
+// startControls is what a dispatcher needs to decide starts'
+// idempotency, singleton and debounce keys (package startctl,
+// docs/STARTS.md): reading and writing the start key and singleton
+// buckets (compare-and-swap), and reading the last hold of a debounce key
+// in the timer stream (its schedules are inside ScheduleAll, already
+// granted).
+func startControls(n subjects.Names) Permissions {
+	var pub []string
+	for _, b := range []string{n.StartKeyBucket(), n.SingletonBucket()} {
+		kv := n.KVStream(b)
+		pub = append(pub, n.API("STREAM.INFO", kv), n.API("DIRECT.GET", kv, ">"), n.API("STREAM.MSG.GET", kv), n.KVKeys(b))
+	}
+	return Permissions{Publish: append(pub, n.API("STREAM.MSG.GET", n.TimerStream()))}
+}
+
+// startDecisions lets a client read the decisions on starts that did
+// not start their run (client.StartDecided, status): direct gets of the
+// start key bucket's run.* keys, never the keys' own entries.
+func startDecisions(n subjects.Names) []string {
+	return kvRead(n, n.StartKeyBucket(), subjects.StartDecisions())
 }
 
 // rateLimits is what a dispatcher needs to keep the task versions' rate
@@ -310,6 +369,8 @@ func Publisher(n subjects.Names, user string, kinds ...string) (Permissions, err
 		switch k {
 		case subjects.KindStart:
 			pub, large = append(pub, n.Start("*")), true
+			// The decision on a start with controls (docs/STARTS.md).
+			pub = append(pub, startDecisions(n)...)
 		case subjects.KindEvent:
 			pub, large = append(pub, n.Event("*", "*")), true
 		case subjects.KindCancel:
@@ -346,7 +407,7 @@ func Observer(n subjects.Names, user string) Permissions {
 	return join(Permissions{
 		Publish:   kvRead(n, n.RunBucket(), ">"),
 		Subscribe: []string{n.StatusAll(), inbox(user)},
-	}, Permissions{Publish: indexRead(n)}, payloadRead(n))
+	}, Permissions{Publish: indexRead(n)}, payloadRead(n), Permissions{Publish: startDecisions(n)})
 }
 
 // Watcher adds to Observer what a watch or listing of the run bucket

@@ -121,10 +121,10 @@ type deployment struct {
 // secured starts a server from the rendered configuration of a
 // deployment serving tasks. Each user's public nkey and the TLS files are
 // given as variables ahead of the configuration, as the environment would.
-func secured(t *testing.T, tasks []registry.TaskRef) *deployment {
+func secured(t *testing.T, tasks []registry.TaskRef, triggers ...string) *deployment {
 	t.Helper()
 	d := &deployment{names: subjects.Must(""), keys: map[string]nkeys.KeyPair{}, pki: newPKI(t)}
-	users, err := DeploymentUsers(d.names, tasks)
+	users, err := DeploymentUsers(d.names, tasks, triggers...)
 	if err != nil {
 		t.Fatal(err)
 	}

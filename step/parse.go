@@ -50,6 +50,11 @@ type Input struct {
 	startEvent *run.Event
 	// migrate is the migration's body (kind migrate only).
 	migrate *wire.Migrate
+	// Held says the start came back from the timer stream, held there
+	// for this reason (wire.HeaderHeld); HeldRound is how often a queued
+	// start looked before.
+	Held      string
+	HeldRound int
 	// refused is why an input addressed to a run cannot apply (it wraps
 	// ErrMalformed); msg is then empty. A run that exists records the
 	// refusal; without one the input is terminated.
@@ -143,7 +148,13 @@ func parseInput(names subjects.Names, subject string, header nats.Header, data [
 	case subjects.KindResult:
 		err = in.parseResult(data)
 	case subjects.KindTimer:
-		if header.Get(wire.HeaderExpire) != "" {
+		if why := header.Get(wire.HeaderHeld); why != "" {
+			// A held start (debounced, or queued behind a singleton)
+			// comes back through the timers' source (startctl).
+			in.Kind, in.Held = subjects.KindStart, why
+			in.HeldRound, _ = strconv.Atoi(header.Get(wire.HeaderHeldRound))
+			err = in.parseStart(data)
+		} else if header.Get(wire.HeaderExpire) != "" {
 			// A removal comes in through the timers' source.
 			in.Kind = subjects.KindExpire
 			err = in.parseExpire(data)
@@ -179,6 +190,9 @@ func (in *Input) parseStart(data []byte) error {
 		return malformed("start body: %v", err)
 	}
 	if err := subjects.CheckWorkflowName(body.Workflow); err != nil {
+		return fmt.Errorf("%w: start body: %w", ErrMalformed, err)
+	}
+	if err := body.CheckControls(); err != nil {
 		return fmt.Errorf("%w: start body: %w", ErrMalformed, err)
 	}
 	v, err := optionalValueIn(body.Input, in.limits)

@@ -9,6 +9,7 @@ import (
 	"fmt"
 
 	"github.com/jetflow/jetflow/client"
+	"github.com/jetflow/jetflow/engine/query"
 	"github.com/jetflow/jetflow/engine/value"
 	"github.com/jetflow/jetflow/subjects"
 )
@@ -72,7 +73,11 @@ func Apply(ctx context.Context, c *client.Client, s *Spec, m Message) (Outcome, 
 	}
 	if s.Action == ActionStart {
 		run := runID(s.Name, key)
-		if err := c.StartRun(ctx, s.Workflow, run, input); err != nil {
+		opts, err := s.startOptions(view, key)
+		if err != nil {
+			return Outcome{}, err
+		}
+		if err := c.StartRun(ctx, s.Workflow, run, input, opts...); err != nil {
 			return Outcome{}, err
 		}
 		return Outcome{Action: ActionStart, Run: run, Key: key}, nil
@@ -92,6 +97,48 @@ func Apply(ctx context.Context, c *client.Client, s *Spec, m Message) (Outcome, 
 		return Outcome{}, err
 	}
 	return Outcome{Action: ActionEvent, Run: run, Event: s.Event, Key: key}, nil
+}
+
+// startOptions are a start's controls (docs/STARTS.md): the message's
+// idempotency key, scoped to the trigger, and the singleton and debounce
+// keys its queries give.
+func (s *Spec) startOptions(view any, key string) ([]client.StartOption, error) {
+	opts := []client.StartOption{client.WithIdempotencyKey("trigger/" + s.Name + "/" + key)}
+	if s.singleton != nil {
+		k, err := s.queryKey(s.singleton, view, "singleton key")
+		if err != nil {
+			return nil, err
+		}
+		opts = append(opts, client.WithSingleton(k, s.Singleton.Mode))
+	}
+	if s.debounce != nil {
+		k, err := s.queryKey(s.debounce, view, "debounce key")
+		if err != nil {
+			return nil, err
+		}
+		opts = append(opts, client.WithDebounce(k, s.debounceDelay))
+	}
+	return opts, nil
+}
+
+// queryKey is the key q gives for the message: a string as it is, any
+// other value as its canonical JSON text.
+func (s *Spec) queryKey(q *query.Query, view any, what string) (string, error) {
+	v, ok, err := q.Eval(view, nil)
+	switch {
+	case err != nil:
+		return "", fmt.Errorf("%w: trigger %s: %s: %w", ErrPermanent, s.Name, what, err)
+	case !ok || v == nil || v == "":
+		return "", fmt.Errorf("%w: trigger %s: %s: the query gives no key for this message", ErrPermanent, s.Name, what)
+	}
+	if str, ok := v.(string); ok {
+		return str, nil
+	}
+	text, err := value.Canonical(v)
+	if err != nil {
+		return "", fmt.Errorf("%w: trigger %s: %s: %w", ErrPermanent, s.Name, what, err)
+	}
+	return text, nil
 }
 
 // keyOf is the message's idempotency key.

@@ -12,6 +12,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/jetflow/jetflow/client"
+	"github.com/jetflow/jetflow/provision"
 	"github.com/jetflow/jetflow/subjects"
 )
 
@@ -54,7 +55,7 @@ func Store(ctx context.Context, js jetstream.JetStream, names subjects.Names, wo
 func bucket(ctx context.Context, js jetstream.JetStream, names subjects.Names, create bool) (jetstream.KeyValue, error) {
 	kv, err := js.KeyValue(ctx, names.TriggerBucket())
 	if errors.Is(err, jetstream.ErrBucketNotFound) && create {
-		kv, err = js.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: names.TriggerBucket(), Description: "jetflow triggers, one trigger file per workflow"})
+		kv, err = js.CreateKeyValue(ctx, provision.TriggerBucketConfig(names, provision.ProvisionOptions{}))
 	}
 	if err != nil {
 		return nil, fmt.Errorf("trigger: bucket %s: %w", names.TriggerBucket(), err)

@@ -12,10 +12,12 @@ import (
 	"io"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/jetflow/jetflow/engine/query"
 	"github.com/jetflow/jetflow/engine/value"
 	"github.com/jetflow/jetflow/subjects"
+	"github.com/jetflow/jetflow/wire"
 )
 
 // Actions a trigger takes.
@@ -51,8 +53,32 @@ type Spec struct {
 	// "$.headers['Nats-Msg-Id']" for a subject and the body's SHA-256 for a
 	// webhook, so that a redelivered message starts once.
 	Key json.RawMessage `json:"key,omitempty"`
+	// Singleton, for a start trigger, allows one active run per key
+	// (docs/STARTS.md): its key is a query over the message.
+	Singleton *SingletonSpec `json:"singleton,omitempty"`
+	// Debounce, for a start trigger, holds each start for a delay; a
+	// later message with the same key within it replaces it.
+	Debounce *DebounceSpec `json:"debounce,omitempty"`
 
-	input, run, key *query.Query
+	input, run, key, singleton, debounce *query.Query
+	debounceDelay                        time.Duration
+}
+
+// SingletonSpec is a start trigger's singleton key.
+type SingletonSpec struct {
+	// Key is the query whose value (a string, or JSON text of any other
+	// value) is the singleton key. Required.
+	Key json.RawMessage `json:"key"`
+	// Mode is "refuse" (the default) or "queue".
+	Mode string `json:"mode,omitempty"`
+}
+
+// DebounceSpec is a start trigger's debounce.
+type DebounceSpec struct {
+	// Key is the query whose value is the debounce key. Required.
+	Key json.RawMessage `json:"key"`
+	// Delay is a Go duration ("5s"), at most 24h. Required.
+	Delay string `json:"delay"`
 }
 
 // Webhook is how a webhook trigger checks its caller.
@@ -98,7 +124,7 @@ func Parse(data []byte, workflow string, names subjects.Names) ([]*Spec, error) 
 		dec := json.NewDecoder(bytes.NewReader(raw[name]))
 		dec.DisallowUnknownFields()
 		if err := dec.Decode(s); err != nil {
-			return nil, &PathError{ptr, "not a trigger (members: subject, webhook, action, event, input, run, key): " + err.Error()}
+			return nil, &PathError{ptr, "not a trigger (members: subject, webhook, action, event, input, run, key, singleton, debounce): " + err.Error()}
 		}
 		if _, err := dec.Token(); err != io.EOF {
 			return nil, &PathError{ptr, "more than one JSON value"}
@@ -166,6 +192,38 @@ func (s *Spec) check(ptr string, names subjects.Names) error {
 	}
 	if s.key, err = compile(s.Key, defKey, ptr+"/key"); err != nil {
 		return err
+	}
+	return s.checkControls(ptr)
+}
+
+// checkControls compiles a start trigger's singleton and debounce.
+func (s *Spec) checkControls(ptr string) error {
+	if (s.Singleton != nil || s.Debounce != nil) && s.Action != ActionStart {
+		return &PathError{ptr, "only a start trigger has singleton or debounce"}
+	}
+	var err error
+	if g := s.Singleton; g != nil {
+		if len(g.Key) == 0 {
+			return &PathError{ptr + "/singleton/key", "a singleton needs key: a query over the message whose value is the singleton key"}
+		}
+		if s.singleton, err = compile(g.Key, "", ptr+"/singleton/key"); err != nil {
+			return err
+		}
+		if g.Mode != "" && g.Mode != wire.SingletonRefuse && g.Mode != wire.SingletonQueue {
+			return &PathError{ptr + "/singleton/mode", fmt.Sprintf("%q is not refuse or queue", g.Mode)}
+		}
+	}
+	if d := s.Debounce; d != nil {
+		if len(d.Key) == 0 {
+			return &PathError{ptr + "/debounce/key", "a debounce needs key: a query over the message whose value is the debounce key"}
+		}
+		if s.debounce, err = compile(d.Key, "", ptr+"/debounce/key"); err != nil {
+			return err
+		}
+		s.debounceDelay, err = time.ParseDuration(d.Delay)
+		if err != nil || s.debounceDelay <= 0 || s.debounceDelay > wire.MaxDebounce {
+			return &PathError{ptr + "/debounce/delay", fmt.Sprintf("%q is not a delay between 0 and 24h, such as \"5s\"", d.Delay)}
+		}
 	}
 	return nil
 }

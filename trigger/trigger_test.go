@@ -18,6 +18,7 @@ import (
 	"github.com/jetflow/jetflow/runrecord"
 	"github.com/jetflow/jetflow/subjects"
 	"github.com/jetflow/jetflow/trigger"
+	"github.com/jetflow/jetflow/wire"
 )
 
 func TestMain(m *testing.M) {
@@ -164,6 +165,11 @@ func TestParseNamesTheMemberAtFault(t *testing.T) {
 		{`{"t": {"subject": "a", "input": {"$nope": 1}}}`, "/t/input"},
 		{`{"t": {"webhook": {}}}`, "/t/webhook/secretEnv"},
 		{`{"t": {"subject": "a", "webhook": {"secretEnv": "S"}}}`, "/t/webhook"},
+		{`{"t": {"subject": "a", "singleton": {}}}`, "/t/singleton/key"},
+		{`{"t": {"subject": "a", "singleton": {"key": "$.data.c", "mode": "wait"}}}`, "/t/singleton/mode"},
+		{`{"t": {"subject": "a", "debounce": {"key": "$.data.c"}}}`, "/t/debounce/delay"},
+		{`{"t": {"subject": "a", "debounce": {"key": "$.data.c", "delay": "25h"}}}`, "/t/debounce/delay"},
+		{`{"t": {"subject": "a", "action": "event", "event": "go", "run": "$.data.id", "debounce": {"key": "$.data.c", "delay": "1s"}}}`, "/t"},
 	} {
 		_, err := trigger.Parse([]byte(c.file), "w", names)
 		var pe *trigger.PathError
@@ -171,4 +177,82 @@ func TestParseNamesTheMemberAtFault(t *testing.T) {
 			t.Errorf("Parse(%s): %v, want a refusal at %q", c.file, err, c.pointer)
 		}
 	}
+}
+
+const controlled = `{
+ "jobs":  {"subject": "shop.jobs", "key": "$.data.job", "singleton": {"key": "$.data.customer"}},
+ "edits": {"subject": "shop.edits", "key": "$.data.rev", "debounce": {"key": "$.data.doc", "delay": "1s"}}
+}`
+
+// A trigger's singleton key refuses a second active run of one customer,
+// naming the first; its debounce runs only the last message of a burst.
+func TestTriggerSingletonAndDebounce(t *testing.T) {
+	t.Parallel()
+	f := startFleet(t, t.TempDir())
+	defer stop(t, f.Stop)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	if _, err := f.Deploy(ctx, "orders", []byte(orderFlow)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := trigger.Store(ctx, f.JS, f.Names, "orders", []byte(controlled)); err != nil {
+		t.Fatal(err)
+	}
+	r := trigger.NewRunner(trigger.Config{JS: f.JS, Names: f.Names, Client: f.Client, Logger: quiet()})
+	if err := r.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer stop(t, r.Stop)
+	natstest.WaitFor(t, 2*time.Minute, "the trigger streams", func() error {
+		for _, name := range []string{"jobs", "edits"} {
+			if _, err := f.JS.Stream(ctx, f.Names.TriggerStream(name)); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	waiting := func(run string) {
+		t.Helper()
+		natstest.WaitFor(t, 2*time.Minute, "run "+run+" to wait", func() error {
+			st, err := f.Client.Status(ctx, run)
+			if err != nil {
+				return err
+			}
+			if st.Status != "waiting" {
+				return fmt.Errorf("status %s", st.Status)
+			}
+			return nil
+		})
+	}
+	decided := func(run, outcome, about string) {
+		t.Helper()
+		natstest.WaitFor(t, 2*time.Minute, "decision on "+run, func() error {
+			d, ok, err := f.Client.StartDecision(ctx, run)
+			if err != nil {
+				return err
+			}
+			if !ok || d.Outcome != outcome || about != "" && d.Run != about {
+				return fmt.Errorf("decision %+v (kept %v)", d, ok)
+			}
+			return nil
+		})
+	}
+	if err := f.Conn.Publish("shop.jobs", []byte(`{"job":"J1","customer":"ada"}`)); err != nil {
+		t.Fatal(err)
+	}
+	waiting("jobs-J1")
+	if err := f.Conn.Publish("shop.jobs", []byte(`{"job":"J2","customer":"ada"}`)); err != nil {
+		t.Fatal(err)
+	}
+	decided("jobs-J2", wire.StartOutcomeRefused, "jobs-J1")
+	for _, rev := range []string{"1", "2", "3"} {
+		if err := f.Conn.Publish("shop.edits", []byte(`{"rev":"`+rev+`","doc":"readme"}`)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waiting("edits-3")
+	// Replaced by a later start of the burst (which one depends on the
+	// order the dispatchers took them in).
+	decided("edits-1", wire.StartOutcomeReplaced, "")
+	decided("edits-2", wire.StartOutcomeReplaced, "edits-3")
 }

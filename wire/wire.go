@@ -46,6 +46,15 @@ type Start struct {
 	// Parent, when present, makes the run a child run of a parent's task
 	// attempt (child.go); only dispatchers publish it.
 	Parent *Parent `json:"parent,omitempty"`
+	// IdempotencyKey, when set, makes the start count once within the
+	// idempotency window (24 h): a later start with the same key starts
+	// nothing and is answered with the first one's run (startctl.go).
+	IdempotencyKey string `json:"idempotencyKey,omitempty"`
+	// Singleton, when set, allows one active run per key.
+	Singleton *Singleton `json:"singleton,omitempty"`
+	// Debounce, when set, holds the start back; a later start with the
+	// same key within the delay replaces it.
+	Debounce *Debounce `json:"debounce,omitempty"`
 }
 
 // StartEvent is the event a start carries.

@@ -32,6 +32,7 @@ func newStart(s streams) *cobra.Command {
 	var conn connConfig
 	var id, input, eventType, payload, eventID string
 	var wait bool
+	var ctl startControls
 	cmd := &cobra.Command{
 		Use:   "start NAME",
 		Short: "Start a run of a deployed workflow and print its id",
@@ -44,10 +45,24 @@ func newStart(s streams) *cobra.Command {
 			"and how long ago a worker last took one.\n\n" +
 			"With --event TYPE (and --payload) the start carries an event that the run takes in the same\n" +
 			"step as its start, so that nothing sees the run without it (signal with start); when run --id\n" +
-			"exists and has not ended, the event alone goes to it (exit 1 if it has ended).",
+			"exists and has not ended, the event alone goes to it (exit 1 if it has ended).\n\n" +
+			"Start controls (docs/STARTS.md), decided by the dispatchers for every start however it\n" +
+			"comes; start then waits (up to --timeout) for the decision and says it on standard error:\n" +
+			"  --idempotency-key K    a start with a key seen in the last 24 h starts nothing: start\n" +
+			"                         prints the run the key started first\n" +
+			"  --singleton-key K      at most one active (not settled) run per key: while another is\n" +
+			"                         active the start is refused (exit 1, naming that run), or with\n" +
+			"                         --singleton queue held until it settles (a message schedule the\n" +
+			"                         server keeps, looked at again every 1-15 s)\n" +
+			"  --debounce-key K --debounce D\n" +
+			"                         the start is held for D; a later start with the key within D\n" +
+			"                         replaces it, so only the last start of a burst runs, D after it",
 		Example: "  jetflow start order --input '{\"sku\":\"KB-42\",\"qty\":1,\"customer\":\"ada\"}' --wait\n" +
 			"  jetflow start order --id order-1001 --input @order.json\n" +
-			"  jetflow start order --id order-1001 --event payment --payload '{\"amount\":59.98}'",
+			"  jetflow start order --id order-1001 --event payment --payload '{\"amount\":59.98}'\n" +
+			"  jetflow start order --idempotency-key cart-77 --input @order.json\n" +
+			"  jetflow start reindex --singleton-key tenant-4 --singleton queue\n" +
+			"  jetflow start rebuild --debounce-key doc-9 --debounce 5s",
 		Args: namedArgs("NAME"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			name := args[0]
@@ -76,6 +91,13 @@ func newStart(s streams) *cobra.Command {
 			case payload != "" || eventID != "":
 				return fmt.Errorf("--payload and --event-id describe the event a start carries: give --event TYPE too")
 			}
+			opts, err := ctl.options()
+			if err != nil {
+				return err
+			}
+			if len(opts) > 0 {
+				return startControlled(cmd.Context(), s, &conn, name, id, in, ev, wait, opts)
+			}
 			return start(cmd.Context(), s, &conn, name, id, in, ev, wait)
 		},
 	}
@@ -87,6 +109,7 @@ func newStart(s streams) *cobra.Command {
 	f.StringVar(&eventType, "event", "", "deliver an event of `TYPE` in the start's step (to run --id alone if it exists and has not ended)")
 	f.StringVar(&payload, "payload", "", "with --event: the event's payload: JSON text, @FILE, or @- for standard input (default none)")
 	f.StringVar(&eventID, "event-id", "", "with --event: de-duplicates the start and its event, as event --id does")
+	ctl.flags(f)
 	return cmd
 }
 
@@ -138,6 +161,12 @@ func start(ctx context.Context, s streams, conn *connConfig, name, id string, in
 	if !wait {
 		return nil
 	}
+	return follow(ctx, s, f, id, w)
+}
+
+// follow shows run id's progress from w until it ends; its error is the
+// exit status.
+func follow(ctx context.Context, s streams, f *fleet.Fleet, id string, w *client.RunWatch) error {
 	v := newView(s.out)
 	noRecord := time.AfterFunc(noRecordHint, func() {
 		fmt.Fprintf(s.err, "no dispatcher has taken up run %s after %s: is `jetflow serve` or `jetflow dispatcher` running with prefix %q?\n", id, noRecordHint, f.Names.Prefix())
@@ -192,14 +221,14 @@ func newRunID(workflow string) string {
 }
 
 // publishStart publishes run id's start, carrying ev when not nil.
-func publishStart(ctx context.Context, f *fleet.Fleet, name, id string, input json.RawMessage, ev *startEvent) error {
+func publishStart(ctx context.Context, f *fleet.Fleet, name, id string, input json.RawMessage, ev *startEvent, opts ...client.StartOption) error {
 	if ev == nil {
-		return f.Client.StartRun(ctx, name, id, input)
+		return f.Client.StartRun(ctx, name, id, input, opts...)
 	}
 	var payload any
 	if len(ev.payload) > 0 {
 		payload = ev.payload
 	}
-	_, err := f.Client.StartWithEvent(ctx, name, id, input, ev.typ, payload, ev.id)
+	_, err := f.Client.StartWithEvent(ctx, name, id, input, ev.typ, payload, ev.id, opts...)
 	return err
 }

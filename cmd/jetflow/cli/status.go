@@ -70,6 +70,9 @@ func newStatus(s streams) *cobra.Command {
 			"state, the tasks in flight, the timers it has armed (when each fires and how long until\n" +
 			"then), its result or error, and when it started and when its record last changed (as list\n" +
 			"shows it). Every time is RFC 3339 in UTC with milliseconds, then how far from now.\n" +
+			"A run id with no record whose start the dispatchers kept from starting (a duplicate\n" +
+			"idempotency key, a refused, queued or debounced start, docs/STARTS.md) shows that decision\n" +
+			"and the key and run it names (--json: {run, start}); exit 1 unless it is still to start.\n" +
 			"It also lists the most recent inputs the run refused (rejected, or events it ignored),\n" +
 			"each with its stream sequence, kind and reason; `jetflow history RUN` shows every input.\n" +
 			"With --json it prints one object: run, workflow, revision, status, state, result, error,\n" +
@@ -124,6 +127,9 @@ func newStatus(s streams) *cobra.Command {
 					return printRemoved(s, removed.Removed, asJSON)
 				}
 				if errors.Is(err, kvstore.ErrRunNotFound) {
+					if d, ok, derr := f.Client.StartDecision(ctx, id); derr == nil && ok {
+						return printDecision(s, id, d, asJSON)
+					}
 					return fmt.Errorf("run %s not found (with prefix %q)", id, f.Names.Prefix())
 				} else if err != nil {
 					return err
