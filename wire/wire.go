@@ -46,7 +46,18 @@ type Start struct {
 	// Parent, when present, makes the run a child run of a parent's task
 	// attempt (child.go); only dispatchers publish it.
 	Parent *Parent `json:"parent,omitempty"`
+	// Priority, from MinPriority to MaxPriority, is the run's priority:
+	// its task invocations inherit it where their task version's policy
+	// queues them (docs/POLICY.md#priority-and-fairness). Absent: the
+	// policy's priority, else 0.
+	Priority *int `json:"priority,omitempty"`
 }
+
+// The range of a priority; higher is delivered first.
+const (
+	MinPriority = 0
+	MaxPriority = 9
+)
 
 // StartEvent is the event a start carries.
 type StartEvent struct {
