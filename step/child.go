@@ -228,6 +228,19 @@ func (in *Input) parent(prev *runrecord.Record) *wire.Parent {
 	return nil
 }
 
+// priority is the priority the start of the run the input steps gave:
+// its record's, or the start's when it creates the run; nil for none.
+func (in *Input) priority(prev *runrecord.Record) *int {
+	if prev != nil {
+		return prev.Priority
+	}
+	if in.Start != nil && in.Start.Priority != nil {
+		p := min(max(*in.Start.Priority, wire.MinPriority), wire.MaxPriority)
+		return &p
+	}
+	return nil
+}
+
 // statusID is the id of an outbox's last status announcement.
 func statusID(out []runrecord.Outgoing) string {
 	for i := len(out) - 1; i >= 0; i-- {
