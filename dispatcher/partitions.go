@@ -66,7 +66,7 @@ type partitionSet struct {
 	let     []jetstream.ConsumeContext // let go of, still draining
 	ending  bool
 
-	gen     uint64 // counts the changes of held
+	gen uint64 // counts the changes of held
 
 	wake   chan struct{} // a member joined or left
 	quit   chan struct{} // Drain or Stop

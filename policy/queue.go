@@ -42,6 +42,20 @@ func (p *Policy) Queue(task, version string) (q Queue, ok bool) {
 	return q, true
 }
 
+// Queues reports whether some entry of p sets priority, priorityFrom or
+// key, so that some task version may be queued.
+func (p *Policy) Queues() bool {
+	if p == nil {
+		return false
+	}
+	for _, r := range p.rules {
+		if r.Priority != nil || r.PriorityFrom != "" || r.Key != "" {
+			return true
+		}
+	}
+	return false
+}
+
 // Of is the priority and the key (empty: none) of an invocation of a run
 // whose input is input and whose start gave the priority started (nil:
 // none). A query that fails or gives no usable value falls back: the
