@@ -93,3 +93,86 @@ func TestPriorityPassesTheBacklog(t *testing.T) {
 	}
 	t.Logf("served in order: %v; the high run started after %d, was delivered %d-th", got, before, at+1)
 }
+
+// TestFairnessAcrossKeys: one tenant's thirty runs wait; runs of three
+// other tenants started after them are served round robin with it, each
+// within a few deliveries, not after the thirty; and maxPerKey 1 keeps
+// the big tenant to one attempt in flight although the task version
+// allows three.
+func TestFairnessAcrossKeys(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	f := startFleet(t, ctx)
+	if _, err := f.DeployWith(ctx, "fair", catching("fair", "v1"),
+		DeployOptions{Policy: mustPolicy(t, `{"fair@1":{"key":"$.input.tenant","maxPerKey":1,"maxConcurrency":3}}`)}); err != nil {
+		t.Fatal(err)
+	}
+	var order served
+	var mu sync.Mutex
+	running := map[string]int{}
+	most := map[string]int{}
+	startWorker(t, ctx, f.JS, f, map[string]worker.Handler{
+		"fair": func(ctx context.Context, inv worker.Invocation) (any, error) {
+			var in struct{ Tenant string }
+			if err := inv.DecodeInput(&in); err != nil {
+				return nil, err
+			}
+			order.add(inv.Run)
+			mu.Lock()
+			running[in.Tenant]++
+			most[in.Tenant] = max(most[in.Tenant], running[in.Tenant])
+			mu.Unlock()
+			defer func() { mu.Lock(); running[in.Tenant]--; mu.Unlock() }()
+			select {
+			case <-time.After(200 * time.Millisecond):
+				return "ok", nil
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+		},
+	})
+	const big = 30
+	for i := range big {
+		if err := f.Client.StartRun(ctx, "fair", fmt.Sprintf("big-%d", i), map[string]any{"tenant": "big"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	deadline := time.Now().Add(2 * time.Minute)
+	for len(order.list()) < 1 {
+		if time.Now().After(deadline) {
+			t.Fatal("the worker got nothing")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	before := len(order.list())
+	small := []string{"a", "b", "c"}
+	for _, tenant := range small {
+		if err := f.Client.StartRun(ctx, "fair", "small-"+tenant, map[string]any{"tenant": tenant}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range big {
+		if st, err := f.Client.Wait(ctx, fmt.Sprintf("big-%d", i)); err != nil || st.Status != wire.StatusDone {
+			t.Fatalf("run big-%d: %+v, %v", i, st, err)
+		}
+	}
+	got := order.list()
+	for _, tenant := range small {
+		at := slices.Index(got, "small-"+tenant)
+		if at < 0 {
+			t.Fatalf("small-%s never served: %v", tenant, got)
+		}
+		// Round robin over four keys, the big one limited to one
+		// attempt at a time: each small run is among the next few.
+		if at-before > 4 {
+			t.Errorf("small-%s served %d deliveries after it started (served %v)", tenant, at-before, got)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if most["big"] > 1 {
+		t.Errorf("the big tenant had %d attempts in flight at once, above maxPerKey 1", most["big"])
+	}
+	t.Logf("served in order: %v; the small runs started after %d", got, before)
+}
