@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/jetflow/jetflow/client"
+	"github.com/jetflow/jetflow/natstest"
 	"github.com/jetflow/jetflow/wire"
 	"github.com/jetflow/jetflow/worker"
 )
@@ -175,4 +176,46 @@ func TestFairnessAcrossKeys(t *testing.T) {
 		t.Errorf("the big tenant had %d attempts in flight at once, above maxPerKey 1", most["big"])
 	}
 	t.Logf("served in order: %v; the small runs started after %d", got, before)
+}
+
+// TestQueuedAttemptStillTimesOut: with no worker, the first run's
+// invocation fills the task subject's backlog and the second's waits in
+// the queue; each attempt still fails at its deadline with TASK_TIMEOUT,
+// is retried (queued again), and the runs end caught. The queue keeps
+// nothing once the deadlines passed: the expired invocations are deleted
+// rather than moved, or expire.
+func TestQueuedAttemptStillTimesOut(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	f := startFleet(t, ctx)
+	if _, err := f.DeployWith(ctx, "stuck", catching("stuck", "v1"),
+		DeployOptions{Policy: mustPolicy(t, `{"stuck@1":{"priority":3,"maxConcurrency":1,"attemptTimeout":"2s","maxAttempts":2,"initialInterval":"100ms"}}`)}); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{"first", "second"} {
+		if err := f.Client.StartRun(ctx, "stuck", id, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, id := range []string{"first", "second"} {
+		st, err := f.Client.Wait(ctx, id)
+		if err != nil || st.Status != wire.StatusDone || st.State != "/states/caught" {
+			t.Fatalf("run %s: %+v, %v; want caught after its attempts timed out", id, st, err)
+		}
+	}
+	qs, err := f.JS.Stream(ctx, f.Names.QueueStream())
+	if err != nil {
+		t.Fatal(err)
+	}
+	natstest.WaitFor(t, 2*time.Minute, "an empty queue after four queued attempts", func() error {
+		info, err := qs.Info(ctx)
+		if err != nil {
+			return err
+		}
+		if info.State.LastSeq < 4 || info.State.Msgs != 0 {
+			return fmt.Errorf("queue stream: %d queued in all, %d left", info.State.LastSeq, info.State.Msgs)
+		}
+		return nil
+	})
 }
