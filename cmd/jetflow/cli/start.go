@@ -32,6 +32,7 @@ func newStart(s streams) *cobra.Command {
 	var conn connConfig
 	var id, input, eventType, payload, eventID string
 	var wait bool
+	var priority int
 	cmd := &cobra.Command{
 		Use:   "start NAME",
 		Short: "Start a run of a deployed workflow and print its id",
@@ -44,10 +45,14 @@ func newStart(s streams) *cobra.Command {
 			"and how long ago a worker last took one.\n\n" +
 			"With --event TYPE (and --payload) the start carries an event that the run takes in the same\n" +
 			"step as its start, so that nothing sees the run without it (signal with start); when run --id\n" +
-			"exists and has not ended, the event alone goes to it (exit 1 if it has ended).",
+			"exists and has not ended, the event alone goes to it (exit 1 if it has ended).\n\n" +
+			"With --priority N (0 to 9) the run's task invocations go before those of lower priority\n" +
+			"wherever their task version's policy queues them (docs/POLICY.md, \"Priority and fairness\");\n" +
+			"without it they take the priority the policy gives.",
 		Example: "  jetflow start order --input '{\"sku\":\"KB-42\",\"qty\":1,\"customer\":\"ada\"}' --wait\n" +
 			"  jetflow start order --id order-1001 --input @order.json\n" +
-			"  jetflow start order --id order-1001 --event payment --payload '{\"amount\":59.98}'",
+			"  jetflow start order --id order-1001 --event payment --payload '{\"amount\":59.98}'\n" +
+			"  jetflow start order --priority 9 --input @urgent.json",
 		Args: namedArgs("NAME"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			name := args[0]
@@ -76,7 +81,14 @@ func newStart(s streams) *cobra.Command {
 			case payload != "" || eventID != "":
 				return fmt.Errorf("--payload and --event-id describe the event a start carries: give --event TYPE too")
 			}
-			return start(cmd.Context(), s, &conn, name, id, in, ev, wait)
+			var opts []client.StartOption
+			if cmd.Flags().Changed("priority") {
+				if priority < wire.MinPriority || priority > wire.MaxPriority {
+					return fmt.Errorf("--priority: %d is outside %d to %d", priority, wire.MinPriority, wire.MaxPriority)
+				}
+				opts = append(opts, client.WithPriority(priority))
+			}
+			return start(cmd.Context(), s, &conn, name, id, in, ev, wait, opts...)
 		},
 	}
 	addConnFlags(cmd, &conn)
@@ -86,6 +98,7 @@ func newStart(s streams) *cobra.Command {
 	f.BoolVar(&wait, "wait", false, "follow the run until it ends; exit 0 done, 1 failed, 2 cancelled or terminated")
 	f.StringVar(&eventType, "event", "", "deliver an event of `TYPE` in the start's step (to run --id alone if it exists and has not ended)")
 	f.StringVar(&payload, "payload", "", "with --event: the event's payload: JSON text, @FILE, or @- for standard input (default none)")
+	f.IntVar(&priority, "priority", 0, "the run's priority, 0 to 9, where its task versions' policy queues invocations (default: the policy's)")
 	f.StringVar(&eventID, "event-id", "", "with --event: de-duplicates the start and its event, as event --id does")
 	return cmd
 }
@@ -96,7 +109,7 @@ type startEvent struct {
 	payload json.RawMessage
 }
 
-func start(ctx context.Context, s streams, conn *connConfig, name, id string, input json.RawMessage, ev *startEvent, wait bool) error {
+func start(ctx context.Context, s streams, conn *connConfig, name, id string, input json.RawMessage, ev *startEvent, wait bool, opts ...client.StartOption) error {
 	f, stop, err := dialFleet(ctx, s, conn)
 	if err != nil {
 		return err
@@ -131,7 +144,7 @@ func start(ctx context.Context, s streams, conn *connConfig, name, id string, in
 		}
 		defer func() { _ = w.Stop() }()
 	}
-	if err := publishStart(ctx, f, name, id, input, ev); err != nil {
+	if err := publishStart(ctx, f, name, id, input, ev, opts...); err != nil {
 		return err
 	}
 	fmt.Fprintln(s.out, id)
@@ -192,14 +205,14 @@ func newRunID(workflow string) string {
 }
 
 // publishStart publishes run id's start, carrying ev when not nil.
-func publishStart(ctx context.Context, f *fleet.Fleet, name, id string, input json.RawMessage, ev *startEvent) error {
+func publishStart(ctx context.Context, f *fleet.Fleet, name, id string, input json.RawMessage, ev *startEvent, opts ...client.StartOption) error {
 	if ev == nil {
-		return f.Client.StartRun(ctx, name, id, input)
+		return f.Client.StartRun(ctx, name, id, input, opts...)
 	}
 	var payload any
 	if len(ev.payload) > 0 {
 		payload = ev.payload
 	}
-	_, err := f.Client.StartWithEvent(ctx, name, id, input, ev.typ, payload, ev.id)
+	_, err := f.Client.StartWithEvent(ctx, name, id, input, ev.typ, payload, ev.id, opts...)
 	return err
 }
