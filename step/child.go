@@ -40,8 +40,9 @@ func ChildID(parent, activation, node string, attempt int) string {
 
 // bindChildren replaces in out, rendered from effects one for one, the
 // invocation of every task version def binds to a workflow by the start
-// of a child run, and returns the links to the children it starts.
-func bindChildren(s Settings, def *Definition, runID string, effects []run.Effect, out []runrecord.Outgoing) ([]wire.Child, error) {
+// of a child run, and returns the links to the children it starts. A
+// child inherits the parent run's priority (nil: none).
+func bindChildren(s Settings, def *Definition, runID string, priority *int, effects []run.Effect, out []runrecord.Outgoing) ([]wire.Child, error) {
 	if len(def.Children) == 0 {
 		return nil, nil
 	}
@@ -63,7 +64,7 @@ func bindChildren(s Settings, def *Definition, runID string, effects []run.Effec
 		body, err := json.Marshal(wire.Start{Workflow: b.Workflow, Input: input, Parent: &wire.Parent{
 			Run: runID, Activation: inv.Activation, Node: inv.Node, Task: inv.Task, Version: inv.Version, Attempt: inv.Attempt,
 			Token: s.Tokens.Sign(runID, inv.Activation, inv.Node, inv.Attempt),
-		}})
+		}, Priority: priority})
 		if err != nil {
 			return nil, err
 		}

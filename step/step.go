@@ -235,7 +235,8 @@ func commit(s Settings, def *Definition, in *Input, seq uint64, now float64, cur
 	if err != nil {
 		return failed(err)
 	}
-	links, err := bindChildren(s, def, in.RunID, effects, out)
+	started := in.priority(prev)
+	links, err := bindChildren(s, def, in.RunID, started, effects, out)
 	if err != nil {
 		return failed(err)
 	}
@@ -248,7 +249,6 @@ func commit(s Settings, def *Definition, in *Input, seq uint64, now float64, cur
 		return failed(err)
 	}
 	out = append(out, cascaded...)
-	started := in.priority(prev)
 	queue(s.Names, def, next, started, out)
 	if len(links) > 0 {
 		children = append(slices.Clip(children), links...)
