@@ -122,9 +122,16 @@ type taskQueue struct {
 	n          int
 	inflight   map[string][]uint64
 	cons       jetstream.Consumer
+	// seen holds the queue sequences this view took in, so that a
+	// message a stopped view delivered late is not taken twice.
+	seen map[uint64]bool
 }
 
 func (t *taskQueue) push(q *queued) {
+	if t.seen[q.seq] {
+		return
+	}
+	t.seen[q.seq] = true
 	t.levels[q.priority].push(q)
 	t.n++
 }
@@ -284,7 +291,7 @@ func (a *admitter) received(m jetstream.Msg) {
 	tv := task + "." + vtok
 	tq := a.tqs[tv]
 	if tq == nil {
-		tq = &taskQueue{task: task, vtok: vtok, inflight: map[string][]uint64{}}
+		tq = &taskQueue{task: task, vtok: vtok, inflight: map[string][]uint64{}, seen: map[uint64]bool{}}
 		a.tqs[tv] = tq
 	}
 	tq.push(q)
@@ -364,6 +371,7 @@ func (a *admitter) admit(tq *taskQueue) error {
 		}
 		if q != nil {
 			tq.n--
+			delete(tq.seen, q.seq)
 		}
 		a.mu.Unlock()
 		if q == nil {
