@@ -468,10 +468,21 @@ func (a *admitter) move(ctx context.Context, tq *taskQueue, q *queued) error {
 			}
 		}
 	}
-	if err := a.queue.DeleteMsg(ctx, q.seq); err != nil && !errors.Is(err, jetstream.ErrMsgNotFound) {
+	if err := a.queue.DeleteMsg(ctx, q.seq); err != nil && !gone(err) {
 		// Moved already: a later view moves it again, and the task
 		// stream drops the repeat within its duplicate window.
 		a.d.log.Warn("dispatcher: deleting an admitted invocation from the queue", slog.Uint64("queue_seq", q.seq), slog.Any("error", err))
 	}
 	return nil
+}
+
+// errDeleteFailed is the server's refusal of a message delete (10057),
+// which it also gives for a message already gone.
+const errDeleteFailed jetstream.ErrorCode = 10057
+
+// gone reports whether a delete failed because the message is no longer
+// there: another admitter moved it during a handover, or it expired.
+func gone(err error) bool {
+	var ae *jetstream.APIError
+	return errors.Is(err, jetstream.ErrMsgNotFound) || errors.As(err, &ae) && ae.ErrorCode == errDeleteFailed
 }
