@@ -122,6 +122,8 @@ type taskQueue struct {
 	n          int
 	inflight   map[string][]uint64
 	cons       jetstream.Consumer
+	// idleUntil: the task consumer was missing; ask again then.
+	idleUntil time.Time
 	// seen holds the queue sequences this view took in, so that a
 	// message a stopped view delivered late is not taken twice.
 	seen map[uint64]bool
@@ -332,9 +334,14 @@ func (a *admitter) admit(tq *taskQueue) error {
 	ctx, cancel := context.WithTimeout(a.ctx, a.d.cfg.OpTimeout)
 	defer cancel()
 	if tq.cons == nil {
+		if a.d.cfg.Clock.Now().Before(tq.idleUntil) {
+			return nil
+		}
 		c, err := a.d.js.Consumer(ctx, names.TaskStream(), names.TaskConsumer(tq.task, tq.vtok))
 		if errors.Is(err, jetstream.ErrConsumerNotFound) {
-			return nil // not deployed yet: nobody would take them
+			// Not deployed (yet): nobody would take them.
+			tq.idleUntil = a.d.cfg.Clock.Now().Add(queueIdle)
+			return nil
 		}
 		if err != nil {
 			return err
