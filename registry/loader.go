@@ -216,7 +216,14 @@ func queueOf(p *policy.Policy) step.QueueFunc {
 	if !p.Queues() {
 		return nil
 	}
-	return p.Queue
+	return func(task, version string, input any, started *int) (int, string, int, bool) {
+		q, ok := p.Queue(task, version)
+		if !ok {
+			return 0, "", 0, false
+		}
+		priority, key := q.Of(input, started)
+		return priority, key, q.MaxPerKey, true
+	}
 }
 
 func childBindings(p *policy.Policy) map[string]step.ChildBinding {

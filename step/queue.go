@@ -7,7 +7,6 @@ import (
 	"strconv"
 
 	"github.com/jetflow/jetflow/engine/run"
-	"github.com/jetflow/jetflow/policy"
 	"github.com/jetflow/jetflow/runrecord"
 	"github.com/jetflow/jetflow/subjects"
 	"github.com/jetflow/jetflow/wire"
@@ -32,11 +31,10 @@ func queue(names subjects.Names, def *Definition, next *run.State, started *int,
 		if json.Unmarshal(o.Data, &inv) != nil {
 			continue
 		}
-		q, ok := def.Queue(inv.Task, inv.Version)
+		priority, key, maxPerKey, ok := def.Queue(inv.Task, inv.Version, next.Context.Input, started)
 		if !ok {
 			continue
 		}
-		priority, key := q.Of(next.Context.Input, started)
 		o.Subject = names.Queue(inv.Task, inv.Version, priority, KeyToken(key))
 		h := make(map[string]string, len(o.Header)+2)
 		for k, v := range o.Header {
@@ -45,8 +43,8 @@ func queue(names subjects.Names, def *Definition, next *run.State, started *int,
 		if key != "" {
 			h[wire.HeaderKey] = key
 		}
-		if q.MaxPerKey > 0 {
-			h[wire.HeaderKeyLimit] = strconv.Itoa(q.MaxPerKey)
+		if maxPerKey > 0 {
+			h[wire.HeaderKeyLimit] = strconv.Itoa(maxPerKey)
 		}
 		o.Header = h
 	}
@@ -62,5 +60,10 @@ func KeyToken(key string) string {
 	return hex.EncodeToString(sum[:8])
 }
 
-// QueueFunc is what Definition.Queue holds: a policy's Queue method.
-type QueueFunc func(task, version string) (policy.Queue, bool)
+// QueueFunc is what Definition.Queue holds: whether the deployment's
+// policy queues the task version (ok), and if so the priority and key of
+// an invocation of a run whose input is input and whose start gave the
+// priority started (nil: none), and the key's maxPerKey (0: none). The
+// registry makes it from the policy (policy.Queue), which the step does
+// not import: clients link the step.
+type QueueFunc func(task, version string, input any, started *int) (priority int, key string, maxPerKey int, ok bool)

@@ -29,7 +29,14 @@ func queueSetup(t *testing.T) (Settings, Definitions) {
 	_, kids := childSetup(t, true)
 	defs := DefinitionsFunc(func(name, rev string) (*Definition, error) {
 		if name == "q" {
-			return &Definition{Name: "q", Revision: "q/1", Program: Engine{Workflow: q}, Queue: pol.Queue}, nil
+			return &Definition{Name: "q", Revision: "q/1", Program: Engine{Workflow: q}, Queue: func(task, version string, input any, started *int) (int, string, int, bool) {
+				rule, ok := pol.Queue(task, version)
+				if !ok {
+					return 0, "", 0, false
+				}
+				priority, key := rule.Of(input, started)
+				return priority, key, rule.MaxPerKey, true
+			}}, nil
 		}
 		if name == "p" || name == "kid" {
 			return kids.Definition(name, rev)
