@@ -370,11 +370,15 @@ func (a *admitter) admit(tq *taskQueue) error {
 		return nil
 	}
 	a.settle(ctx, tq, info.AckFloor.Stream)
-	for range n {
+	now := a.d.cfg.Clock.Now()
+	var batch, dropped []*queued
+	taken := map[string]int{} // by key, in this batch
+	blocked := func(key string, l int) bool { return l > 0 && len(tq.inflight[key])+taken[key] >= l }
+	for len(batch) < n {
 		a.mu.Lock()
 		var q *queued
 		for p := wire.MaxPriority; p >= 0 && q == nil; p-- {
-			q = tq.levels[p].pop(func(key string, l int) bool { return l > 0 && len(tq.inflight[key]) >= l })
+			q = tq.levels[p].pop(blocked)
 		}
 		if q != nil {
 			tq.n--
@@ -382,15 +386,26 @@ func (a *admitter) admit(tq *taskQueue) error {
 		}
 		a.mu.Unlock()
 		if q == nil {
-			return nil // every key with work waiting is at its limit
+			break // none waits, or every key with work waiting is at its limit
 		}
-		if err := a.move(ctx, tq, q); err != nil {
-			a.mu.Lock()
-			a.built = false // read the queue again: q is still there
-			a.mu.Unlock()
-			return err
+		if !q.deadline.IsZero() && !now.Before(q.deadline) {
+			// Its attempt failed at the deadline; its TTL removes it
+			// from the queue, else a delete.
+			if q.header.Get(wire.HeaderTTL) == "" {
+				dropped = append(dropped, q)
+			}
+			continue
 		}
+		batch = append(batch, q)
+		taken[q.key]++
 	}
+	if err := a.move(ctx, tq, batch); err != nil {
+		a.mu.Lock()
+		a.built = false // read the queue again: what was not moved is still there
+		a.mu.Unlock()
+		return err
+	}
+	a.remove(ctx, append(batch, dropped...))
 	return nil
 }
 
@@ -440,12 +455,17 @@ func (a *admitter) settle(ctx context.Context, tq *taskQueue, ackFloor uint64) {
 	}
 }
 
-// move publishes q on its task subject, unless its deadline passed,
-// then deletes it from the queue.
-func (a *admitter) move(ctx context.Context, tq *taskQueue, q *queued) error {
-	names := a.d.cfg.Names
-	if q.deadline.IsZero() || a.d.cfg.Clock.Now().Before(q.deadline) {
-		m := nats.NewMsg(names.Task(tq.task, tq.vtok))
+// move publishes the batch on its task subject, all at once, and
+// records what each key has in flight.
+func (a *admitter) move(ctx context.Context, tq *taskQueue, batch []*queued) error {
+	type sent struct {
+		q     *queued
+		f     jetstream.PubAckFuture
+		count bool // in flight for its key
+	}
+	var out []sent
+	for _, q := range batch {
+		m := nats.NewMsg(a.d.cfg.Names.Task(tq.task, tq.vtok))
 		m.Data = q.data
 		for k, v := range q.header {
 			m.Header[k] = slices.Clone(v)
@@ -463,24 +483,53 @@ func (a *admitter) move(ctx context.Context, tq *taskQueue, q *queued) error {
 			direct = held == m
 			m = held
 		}
-		if m != nil {
-			ack, err := a.d.js.PublishMsg(ctx, m)
-			if err != nil {
-				return a.d.pub.publishError(m.Subject, err)
-			}
-			if direct && q.key != "" {
+		if m == nil {
+			continue // its rate-limit slot comes after its deadline
+		}
+		f, err := a.d.js.PublishMsgAsync(m)
+		if err != nil {
+			return a.d.pub.publishError(m.Subject, err)
+		}
+		out = append(out, sent{q, f, direct && q.key != ""})
+	}
+	for _, s := range out {
+		select {
+		case ack := <-s.f.Ok():
+			if s.count {
 				a.mu.Lock()
-				tq.inflight[q.key] = append(tq.inflight[q.key], ack.Sequence)
+				tq.inflight[s.q.key] = append(tq.inflight[s.q.key], ack.Sequence)
 				a.mu.Unlock()
 			}
+		case err := <-s.f.Err():
+			return a.d.pub.publishError(s.f.Msg().Subject, err)
+		case <-ctx.Done():
+			return context.Cause(ctx)
 		}
 	}
-	if err := a.queue.DeleteMsg(ctx, q.seq); err != nil && !gone(err) {
-		// Moved already: a later view moves it again, and the task
-		// stream drops the repeat within its duplicate window.
-		a.d.log.Warn("dispatcher: deleting an admitted invocation from the queue", slog.Uint64("queue_seq", q.seq), slog.Any("error", err))
-	}
 	return nil
+}
+
+// remove deletes moved (or expired) invocations from the queue, a few
+// requests at a time. One it fails to delete is moved again by a later
+// view, and the task stream drops the repeat within its duplicate window.
+func (a *admitter) remove(ctx context.Context, qs []*queued) {
+	const parallel = 8
+	var wg sync.WaitGroup
+	next := make(chan uint64)
+	for range min(parallel, len(qs)) {
+		wg.Go(func() {
+			for seq := range next {
+				if err := a.queue.DeleteMsg(ctx, seq); err != nil && !gone(err) {
+					a.d.log.Warn("dispatcher: deleting an admitted invocation from the queue", slog.Uint64("queue_seq", seq), slog.Any("error", err))
+				}
+			}
+		})
+	}
+	for _, q := range qs {
+		next <- q.seq
+	}
+	close(next)
+	wg.Wait()
 }
 
 // errDeleteFailed is the server's refusal of a message delete (10057),
