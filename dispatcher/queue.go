@@ -38,8 +38,9 @@ import (
 // move (a crash between the move and the delete, a handover) stores
 // nothing new within the duplicate window, and the run's compare-and-swap
 // and token apply a result once after it. An invocation whose attempt's
-// deadline passed while it waited is deleted, not moved: the attempt
-// fails at its deadline with TASK_TIMEOUT, and the retry is queued anew.
+// deadline passed while it waited is not moved (its TTL removes it from
+// the queue): the attempt fails at its deadline with TASK_TIMEOUT, and
+// the retry is queued anew.
 
 // QueueBacklog is how many admitted invocations of a task version may
 // wait undelivered on its task subject: besides what idle workers ask
