@@ -97,7 +97,7 @@ func TestPriorityPassesTheBacklog(t *testing.T) {
 		case errors.Is(err, jetstream.ErrMsgNotFound) && slices.Contains(order.list(), "high"):
 			return nil // moved before it was seen; count from its start
 		}
-		return fmt.Errorf("not queued yet: %v", err)
+		return fmt.Errorf("not queued yet: %w", err)
 	})
 	for i := range low {
 		if st, err := f.Client.Wait(ctx, fmt.Sprintf("low-%d", i)); err != nil || st.Status != wire.StatusDone {
