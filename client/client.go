@@ -132,6 +132,16 @@ type StartOption func(*wire.Start)
 // WithRevision pins the run to a deployed revision instead of the latest.
 func WithRevision(rev string) StartOption { return func(s *wire.Start) { s.Revision = rev } }
 
+// WithPriority gives the run a priority from wire.MinPriority (0) to
+// wire.MaxPriority (9): its task invocations inherit it where their task
+// version's policy queues them, and higher priority work is delivered
+// first (docs/POLICY.md#priority-and-fairness). A priority outside the
+// range is taken as the nearest end of it.
+func WithPriority(p int) StartOption {
+	p = min(max(p, wire.MinPriority), wire.MaxPriority)
+	return func(s *wire.Start) { s.Priority = &p }
+}
+
 // StartRun starts run runID of the deployed workflow with input (any value
 // encoding/json marshals; json.RawMessage is sent as is). Starting a run
 // id that already has a run does nothing to that run: the dispatcher

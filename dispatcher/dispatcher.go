@@ -55,6 +55,7 @@ type Dispatcher struct {
 	// unpartitioned (partitions.go).
 	partitions int
 	parts      *partitionSet // this run's share of the partitions, nil when unpartitioned
+	adm        *admitter     // admission of queued invocations (queue.go), nil without a queue stream
 	ret        retention     // what removal by retention can do here
 	reap       reaper        // batched removal (reaper.go)
 
@@ -292,6 +293,7 @@ func (d *Dispatcher) start(ctx context.Context) (lifecycle.Run, error) {
 	d.jobs.Start()
 	d.index.Start()
 	d.sched.Start()
+	d.adm = d.startAdmission(ctx)
 	return &cycle{d: d, cc: cc, halt: make(chan struct{}), done: make(chan struct{})}, nil
 }
 
@@ -329,6 +331,7 @@ func (c *cycle) Ending() bool { return false }
 // window, most of them stray in a flood).
 func (d *Dispatcher) windDown(c *cycle) {
 	defer close(c.done)
+	d.adm.stop()
 	d.jobs.Stop()
 	d.sched.Stop()
 	d.stopReaper()

@@ -66,6 +66,8 @@ type partitionSet struct {
 	let     []jetstream.ConsumeContext // let go of, still draining
 	ending  bool
 
+	gen uint64 // counts the changes of held
+
 	wake   chan struct{} // a member joined or left
 	quit   chan struct{} // Drain or Stop
 	loop   sync.WaitGroup
@@ -208,6 +210,18 @@ func (ps *partitionSet) owned() []int {
 	return out
 }
 
+// holding reports which partitions this member holds now, and a number
+// that changes whenever that set changes.
+func (ps *partitionSet) holding() (held map[int]bool, gen uint64) {
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	held = make(map[int]bool, len(ps.held))
+	for p := range ps.held {
+		held[p] = true
+	}
+	return held, ps.gen
+}
+
 // share is which of partitions the member self owns among the members
 // ids (self among them): member i of d, in id order, owns p when
 // p mod d = i.
@@ -282,6 +296,7 @@ func (ps *partitionSet) rebalance() {
 	taking.Wait()
 	if changed {
 		ps.mu.Lock()
+		ps.gen++
 		owned := ps.owned()
 		ps.mu.Unlock()
 		ps.d.log.Info("dispatcher: partitions owned", slog.Any("partitions", owned), slog.Int("dispatchers", len(ids)), slog.String("member", ps.self.ID))

@@ -2,6 +2,7 @@ package dispatcher
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -120,14 +121,14 @@ func (p publisher) publish(ctx context.Context, out []runrecord.Outgoing) error 
 	case 0:
 	case 1:
 		if _, err := p.js.PublishMsg(ctx, js[0]); err != nil {
-			return fmt.Errorf("publish %s: %w", js[0].Subject, err)
+			return p.publishError(js[0].Subject, err)
 		}
 	default:
 		futures := make([]jetstream.PubAckFuture, 0, len(js))
 		for _, m := range js {
 			f, err := p.js.PublishMsgAsync(m)
 			if err != nil {
-				return fmt.Errorf("publish %s: %w", m.Subject, err)
+				return p.publishError(m.Subject, err)
 			}
 			futures = append(futures, f)
 		}
@@ -135,7 +136,7 @@ func (p publisher) publish(ctx context.Context, out []runrecord.Outgoing) error 
 			select {
 			case <-f.Ok():
 			case err := <-f.Err():
-				return fmt.Errorf("publish %s: %w", f.Msg().Subject, err)
+				return p.publishError(f.Msg().Subject, err)
 			case <-ctx.Done():
 				return fmt.Errorf("publish %s: %w", f.Msg().Subject, context.Cause(ctx))
 			}
@@ -153,4 +154,14 @@ func (p publisher) publish(ctx context.Context, out []runrecord.Outgoing) error 
 		}
 	}
 	return nil
+}
+
+// publishError says what failed to publish, and what to do when the
+// stream of a queued invocation is missing: a deployment provisioned
+// before queues, whose task policy asks for priority or a key.
+func (p publisher) publishError(subject string, err error) error {
+	if _, _, _, _, queued := p.names.ParseQueue(subject); queued && errors.Is(err, jetstream.ErrNoStreamResponse) {
+		return fmt.Errorf("publish %s: the queue stream %q is not provisioned, and the task version's policy sets priority, priorityFrom or key: provision again (a dispatcher started with --provision, or provision.Provision) or remove them from the policy: %w", subject, p.names.QueueStream(), err)
+	}
+	return fmt.Errorf("publish %s: %w", subject, err)
 }

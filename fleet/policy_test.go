@@ -30,7 +30,7 @@ func catching(task, revision string) []byte {
  "ok":{"final":true},"caught":{"final":true}}}`, revision, task)
 }
 
-func mustPolicy(t *testing.T, s string) *policy.Policy {
+func mustPolicy(t testing.TB, s string) *policy.Policy {
 	t.Helper()
 	p, err := policy.Parse([]byte(s))
 	if err != nil {
@@ -60,7 +60,7 @@ func (a *attempts) of(run string) []int {
 	return slices.Clone(a.got[run])
 }
 
-func startFleet(t *testing.T, ctx context.Context) *Fleet {
+func startFleet(t testing.TB, ctx context.Context) *Fleet {
 	t.Helper()
 	quiet := slog.New(slog.DiscardHandler)
 	f, err := Start(ctx, Config{
@@ -75,7 +75,7 @@ func startFleet(t *testing.T, ctx context.Context) *Fleet {
 	return f
 }
 
-func startWorker(t *testing.T, ctx context.Context, js jetstream.JetStream, f *Fleet, handlers map[string]worker.Handler) {
+func startWorker(t testing.TB, ctx context.Context, js jetstream.JetStream, f *Fleet, handlers map[string]worker.Handler) {
 	t.Helper()
 	w, err := worker.New(js, worker.Config{Names: f.Names, PollWait: 200 * time.Millisecond, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {

@@ -64,6 +64,7 @@ func TestErrorsNameWhatIsWrong(t *testing.T) {
 		{"workflow not a string", http.MethodPost, "runs", `{"workflow":7}`, 400, "INVALID", "/workflow"},
 		{"bad run id", http.MethodPost, "runs", `{"workflow":"wait","id":"a.b"}`, 400, "INVALID", "/id"},
 		{"bad event type", http.MethodPost, "runs", `{"workflow":"wait","event":{"type":"a b"}}`, 400, "INVALID", "/event/type"},
+		{"priority out of range", http.MethodPost, "runs", `{"workflow":"wait","priority":10}`, 400, "INVALID", "/priority"},
 		{"not JSON", http.MethodPost, "runs", `{"workflow":`, 400, "INVALID", "/"},
 		{"not an object", http.MethodPost, "runs", `[1]`, 400, "INVALID", "/"},
 		{"workflow not deployed", http.MethodPost, "runs", `{"workflow":"nope"}`, 404, "WORKFLOW_UNKNOWN", "/workflow"},

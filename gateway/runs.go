@@ -31,6 +31,10 @@ type StartRequest struct {
 	Revision string `json:"revision,omitempty"`
 	// Input is the run input; absent is null.
 	Input json.RawMessage `json:"input,omitempty"`
+	// Priority, 0 to 9, is the run's priority, which its task
+	// invocations inherit where their task version's policy queues them
+	// (docs/POLICY.md#priority-and-fairness); absent: the policy's.
+	Priority *int `json:"priority,omitempty"`
 	// Event is delivered in the start's own step (signal with start).
 	Event *StartEvent `json:"event,omitempty"`
 	// IdempotencyKey makes the start safe to repeat within the
@@ -116,6 +120,9 @@ func (g *Gateway) start(w http.ResponseWriter, r *http.Request) {
 	if req.Revision != "" {
 		opts = append(opts, client.WithRevision(req.Revision))
 	}
+	if req.Priority != nil {
+		opts = append(opts, client.WithPriority(*req.Priority))
+	}
 	input := req.Input
 	if input == nil {
 		input = json.RawMessage("null")
@@ -174,6 +181,9 @@ func (g *Gateway) checkStart(ctx context.Context, req *StartRequest) *Error {
 		if err := subjects.CheckEventType(req.Event.Type); err != nil {
 			return invalid("/event/type", err.Error())
 		}
+	}
+	if req.Priority != nil && (*req.Priority < wire.MinPriority || *req.Priority > wire.MaxPriority) {
+		return invalid("/priority", fmt.Sprintf("priority must be an integer from %d to %d, not %d", wire.MinPriority, wire.MaxPriority, *req.Priority))
 	}
 	if g.cfg.Registry == nil {
 		return nil

@@ -12,6 +12,7 @@ import (
 
 	"github.com/jetflow/jetflow/engine/value"
 	"github.com/jetflow/jetflow/subjects"
+	"github.com/jetflow/jetflow/wire"
 )
 
 // Limits of a policy file (docs/POLICY.md lists them).
@@ -32,6 +33,7 @@ const (
 	minRate         = 0.001
 	maxRate         = 100000
 	maxBurst        = 100000
+	maxPerKey       = 100000
 )
 
 // Field names of a rule.
@@ -47,12 +49,17 @@ const (
 	fieldMaxConcurrency    = "maxConcurrency"
 	fieldRatePerSecond     = "ratePerSecond"
 	fieldRateBurst         = "rateBurst"
+	fieldPriority          = "priority"
+	fieldPriorityFrom      = "priorityFrom"
+	fieldKey               = "key"
+	fieldMaxPerKey         = "maxPerKey"
 )
 
 var fieldList = strings.Join([]string{
 	fieldMaxAttempts, fieldInitialInterval, fieldMaxInterval,
 	fieldMultiplier, fieldNonRetryableCodes, fieldStartToClose, fieldAttemptTimeout, fieldScheduleToClose,
 	fieldMaxConcurrency, fieldRatePerSecond, fieldRateBurst,
+	fieldPriority, fieldPriorityFrom, fieldKey, fieldMaxPerKey,
 }, ", ")
 
 // ErrInvalid is wrapped by every refusal of a policy file.
@@ -290,6 +297,16 @@ func (r *Rule) set(field string, v any, ptr string) error {
 		r.RatePerSecond, err = number(v, ptr, minRate, maxRate)
 	case fieldRateBurst:
 		r.RateBurst, err = integer(v, ptr, 1, maxBurst)
+	case fieldPriority:
+		var n int
+		n, err = integer(v, ptr, wire.MinPriority, wire.MaxPriority)
+		r.Priority = &n
+	case fieldPriorityFrom:
+		r.PriorityFrom, err = queryDoc(v, ptr)
+	case fieldKey:
+		r.Key, err = queryDoc(v, ptr)
+	case fieldMaxPerKey:
+		r.MaxPerKey, err = integer(v, ptr, 1, maxPerKey)
 	default:
 		err = errAt(ptr, "%q is not a policy field (fields: %s)", field, fieldList)
 	}
@@ -395,6 +412,9 @@ func (p *Policy) checkResolved() error {
 		ptr := "/" + value.EncodePointerSegment(key)
 		if r.InitialInterval > r.MaxInterval {
 			return errAt(ptr, "the resolved initialInterval %s is longer than the resolved maxInterval %s (set both, here or in the entries this one inherits from)", r.InitialInterval, r.MaxInterval)
+		}
+		if p.rules[key].MaxPerKey != 0 && r.Key == "" {
+			return errAt(ptr+"/"+fieldMaxPerKey, "a per-key limit needs a key: set key (a query over the run input, such as \"$.input.customer\") here or in the entries this one inherits from")
 		}
 		if p.rules[key].RateBurst != 0 && r.RatePerSecond == 0 {
 			return errAt(ptr+"/"+fieldRateBurst, "a burst needs a rate: set ratePerSecond here or in the entries this one inherits from")

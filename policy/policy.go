@@ -51,6 +51,22 @@ type Rule struct {
 	// RateBurst is how many attempts may start at once above
 	// RatePerSecond after a quiet spell. Default: 1.
 	RateBurst int
+	// Priority, 0 to 9, queues the task version's invocations by
+	// priority (docs/POLICY.md#priority-and-fairness): the priority of an
+	// invocation whose run's start gave none and PriorityFrom gives none.
+	// nil: unset.
+	Priority *int
+	// PriorityFrom is a query over {"input": run input} whose integer
+	// value, 0 to 9, is the priority of an invocation whose run's start
+	// gave none; canonical JSON of the query document, "" unset.
+	PriorityFrom string
+	// Key is a query over {"input": run input} whose value is the
+	// invocation's fairness key: waiting invocations are served round
+	// robin across keys. Canonical JSON of the query document, "" unset.
+	Key string
+	// MaxPerKey caps the attempts of one key in flight; it needs Key.
+	// Default: none.
+	MaxPerKey int
 }
 
 // DefaultAttemptTimeout is Rule.AttemptTimeout's default: no deployment
@@ -171,6 +187,18 @@ func (r Rule) inherit(parent Rule) Rule {
 	}
 	if r.RateBurst == 0 {
 		r.RateBurst = parent.RateBurst
+	}
+	if r.Priority == nil {
+		r.Priority = parent.Priority
+	}
+	if r.PriorityFrom == "" {
+		r.PriorityFrom = parent.PriorityFrom
+	}
+	if r.Key == "" {
+		r.Key = parent.Key
+	}
+	if r.MaxPerKey == 0 {
+		r.MaxPerKey = parent.MaxPerKey
 	}
 	return r
 }
@@ -323,6 +351,18 @@ func (r Rule) tree() map[string]any {
 	}
 	if r.RateBurst != 0 {
 		m[fieldRateBurst] = float64(r.RateBurst)
+	}
+	if r.Priority != nil {
+		m[fieldPriority] = float64(*r.Priority)
+	}
+	if r.PriorityFrom != "" {
+		m[fieldPriorityFrom] = mustDecode(r.PriorityFrom)
+	}
+	if r.Key != "" {
+		m[fieldKey] = mustDecode(r.Key)
+	}
+	if r.MaxPerKey != 0 {
+		m[fieldMaxPerKey] = float64(r.MaxPerKey)
 	}
 	return m
 }

@@ -35,6 +35,11 @@ var valid = []struct{ name, in, canon string }{
 		`{"*":{"startToClose":"2m0s"},"ship":{"maxAttempts":1},"ship@2.0+b":{"multiplier":1}}`,
 	},
 	{"no codes", `{"t":{"nonRetryableCodes":[]}}`, `{"t":{"nonRetryableCodes":[]}}`},
+	{
+		"priority and fairness", `{"charge@1":{"priority":2,"priorityFrom":"$.input.tier","key":"$.input.customer","maxPerKey":3}}`,
+		`{"charge@1":{"key":"$.input.customer","maxPerKey":3,"priority":2,"priorityFrom":"$.input.tier"}}`,
+	},
+	{"priority zero", `{"t":{"priority":0}}`, `{"t":{"priority":0}}`},
 	{"durations normalised", `{"t":{"initialInterval":"1000ms","maxInterval":"1h0m0s"}}`, `{"t":{"initialInterval":"1s","maxInterval":"1h0m0s"}}`},
 	{"integral float", `{"t":{"maxAttempts":2.0}}`, `{"t":{"maxAttempts":2}}`},
 	{
@@ -111,6 +116,13 @@ func TestParseRefusesWithPointer(t *testing.T) {
 		{"burst fraction", `{"t":{"ratePerSecond":1,"rateBurst":1.5}}`, "/t/rateBurst", "integer from 1"},
 		{"burst without a rate", `{"t":{"rateBurst":5}}`, "/t/rateBurst", "a burst needs a rate"},
 		{"wildcard below default initial", `{"*":{"maxInterval":"500ms"}}`, "/*", "resolved initialInterval 1s"},
+		{"priority too high", `{"t":{"priority":10}}`, "/t/priority", "integer from 0 to 9"},
+		{"priority fraction", `{"t":{"priority":1.5}}`, "/t/priority", "integer from 0 to 9"},
+		{"key a number", `{"t":{"key":7}}`, "/t/key", "must be a query over the run input"},
+		{"key not a query", `{"t":{"key":{"$nope":1}}}`, "/t/key", "not a query"},
+		{"priority from not a query", `{"t":{"priorityFrom":{"$nope":[]}}}`, "/t/priorityFrom", "not a query"},
+		{"per-key limit zero", `{"t":{"key":"$.input.c","maxPerKey":0}}`, "/t/maxPerKey", "integer from 1"},
+		{"per-key limit without a key", `{"t":{"maxPerKey":2}}`, "/t/maxPerKey", "needs a key"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -187,7 +199,7 @@ func FuzzParse(f *testing.F) {
 	for _, c := range valid {
 		f.Add([]byte(c.in))
 	}
-	for _, s := range []string{`[]`, `{"t":{"maxAttempts":0}}`, `{"*":{"maxInterval":"500ms"}}`, `{"a@b@c":{}}`, `{"t":{"nonRetryableCodes":[1]}}`, `{"$run":{"search":{"customer":"/input/customer","n":"/data/a~1b"}}}`, `{"$run":{"search":{"a.b":"/x"}}}`} {
+	for _, s := range []string{`[]`, `{"t":{"maxAttempts":0}}`, `{"*":{"maxInterval":"500ms"}}`, `{"a@b@c":{}}`, `{"t":{"nonRetryableCodes":[1]}}`, `{"$run":{"search":{"customer":"/input/customer","n":"/data/a~1b"}}}`, `{"$run":{"search":{"a.b":"/x"}}}`, `{"t":{"maxPerKey":2}}`, `{"t":{"priority":10}}`, `{"t":{"key":7}}`, `{"t":{"key":{"$nope":1}}}`} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
@@ -285,5 +297,40 @@ func TestLimitsResolve(t *testing.T) {
 	var none *policy.Policy
 	if got := none.Limits("ship", "1"); got != (policy.Limits{}) {
 		t.Errorf("no policy: %+v", got)
+	}
+}
+
+func TestQueueResolvesPriorityAndKey(t *testing.T) {
+	t.Parallel()
+	p, err := policy.Parse([]byte(`{"*":{"priority":1},"charge":{"priorityFrom":"$.input.tier","key":"$.input.customer","maxPerKey":2},"plain@1":{}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := (*policy.Policy)(nil).Queue("t", "1"); ok {
+		t.Fatal("an empty policy queues")
+	}
+	q, ok := p.Queue("charge", "1")
+	if !ok || q.MaxPerKey != 2 {
+		t.Fatalf("Queue(charge@1) = %+v, %v", q, ok)
+	}
+	cases := []struct {
+		input    any
+		started  *int
+		priority int
+		key      string
+	}{
+		{map[string]any{"tier": 7.0, "customer": "ada"}, nil, 7, "ada"},
+		{map[string]any{"tier": 7.0, "customer": "ada"}, new(3), 3, "ada"},
+		{map[string]any{"tier": 12.0, "customer": 5.0}, nil, 1, "5"},
+		{map[string]any{"tier": "high"}, nil, 1, ""},
+		{nil, nil, 1, ""},
+	}
+	for _, c := range cases {
+		if prio, key := q.Of(c.input, c.started); prio != c.priority || key != c.key {
+			t.Errorf("Of(%v, %v) = %d %q, want %d %q", c.input, c.started, prio, key, c.priority, c.key)
+		}
+	}
+	if q, ok := p.Queue("plain", "1"); !ok || q.Priority != 1 || q.Key != nil {
+		t.Fatalf("Queue(plain@1) inherits the default priority: %+v, %v", q, ok)
 	}
 }

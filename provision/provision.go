@@ -251,6 +251,30 @@ func TaskStreamConfig(names subjects.Names, opts ProvisionOptions) jetstream.Str
 	}
 }
 
+// QueueStreamConfig is the queue stream: invocations of the task versions
+// whose policy gives them a priority or a fairness key wait here until a
+// dispatcher admits them onto the task subject, in their order, and
+// deletes them (docs/POLICY.md#priority-and-fairness). Limits retention:
+// the admitting dispatcher reads the whole queue, in any order, and
+// deletes what it moved. Queued invocations expire, as on the task
+// stream, a little after their attempt's deadline. Only dispatchers use
+// it.
+func QueueStreamConfig(names subjects.Names, opts ProvisionOptions) jetstream.StreamConfig {
+	opts = opts.withDefaults()
+	return jetstream.StreamConfig{
+		Name:        names.QueueStream(),
+		Description: "jetflow task invocations queued by priority and fairness key (dispatchers only)",
+		Subjects:    []string{names.QueueAll()},
+		Retention:   jetstream.LimitsPolicy,
+		Discard:     jetstream.DiscardOld,
+		AllowMsgTTL: true,
+		MaxMsgSize:  maxMsgSize(opts.MaxMsgSize),
+		Storage:     opts.Storage,
+		Replicas:    opts.Replicas,
+		Duplicates:  opts.DuplicateWindow,
+	}
+}
+
 // LimitsBucketConfig is the KV bucket of the task versions' rate limit
 // state: one key per rate-limited task version, the theoretical arrival
 // time of its next invocation, which the dispatchers move forward with
@@ -448,7 +472,7 @@ func provision(ctx context.Context, js jetstream.JetStream, names subjects.Names
 	// KeepsDeniedPurge, from the read above.
 	input.DenyPurge = existing != nil && existing.CachedInfo().Config.DenyPurge
 	// The timer stream first: the input stream sources from it.
-	for _, cfg := range []jetstream.StreamConfig{TimerStreamConfig(names, opts), input, TaskStreamConfig(names, opts), IndexStreamConfig(names, opts), AuditStreamConfig(names, opts), ScheduleStreamConfig(names, opts)} {
+	for _, cfg := range []jetstream.StreamConfig{TimerStreamConfig(names, opts), input, TaskStreamConfig(names, opts), IndexStreamConfig(names, opts), AuditStreamConfig(names, opts), ScheduleStreamConfig(names, opts), QueueStreamConfig(names, opts)} {
 		err := ensure(ctx, opts.RetryFor, func(ctx context.Context) error {
 			_, err := js.CreateStream(ctx, cfg)
 			if errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {

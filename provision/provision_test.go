@@ -102,7 +102,7 @@ func TestProvisionIdempotentAndConcurrent(t *testing.T) {
 		t.Fatal(lister.Err())
 	}
 	slices.Sort(got)
-	want := []string{"KV_" + names.RunBucket(), "KV_" + names.WorkflowBucket(), names.InputStream(), names.TimerStream(), names.TaskStream(), "KV_" + names.JobBucket(), names.ObjectStream(names.ArchiveBucket()), names.IndexStream(), names.AuditStream(), names.ScheduleStream(), "KV_" + names.LimitsBucket(), "KV_" + names.StartKeyBucket(), "KV_" + names.SingletonBucket(), "KV_" + names.TriggerBucket(), names.ObjectStream(names.PayloadBucket())}
+	want := []string{"KV_" + names.RunBucket(), "KV_" + names.WorkflowBucket(), names.InputStream(), names.TimerStream(), names.TaskStream(), "KV_" + names.JobBucket(), names.ObjectStream(names.ArchiveBucket()), names.IndexStream(), names.AuditStream(), names.ScheduleStream(), "KV_" + names.LimitsBucket(), "KV_" + names.StartKeyBucket(), "KV_" + names.SingletonBucket(), "KV_" + names.TriggerBucket(), names.ObjectStream(names.PayloadBucket()), names.QueueStream()}
 	slices.Sort(want)
 	if !slices.Equal(got, want) {
 		t.Fatalf("streams = %v, want %v", got, want)

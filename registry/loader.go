@@ -170,6 +170,7 @@ func (l *Loader) Load(ctx context.Context, name, revision string) (*step.Definit
 		Name: name, Revision: dep.Revision, Program: step.Engine{Workflow: wf, Options: l.runOptions(dep)},
 		Retention: dep.Policy.Retention(), Archive: dep.Policy.Archive(),
 		Children: childBindings(dep.Policy),
+		Queue:    queueOf(dep.Policy),
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -209,6 +210,22 @@ func putBounded[V any](m map[string]V, k string, v V, limit int) {
 }
 
 // childBindings are a policy's child bindings as the step reads them.
+// queueOf is the deployment's queue rule, nil when its policy queues no
+// task version.
+func queueOf(p *policy.Policy) step.QueueFunc {
+	if !p.Queues() {
+		return nil
+	}
+	return func(task, version string, input any, started *int) (int, string, int, bool) {
+		q, ok := p.Queue(task, version)
+		if !ok {
+			return 0, "", 0, false
+		}
+		priority, key := q.Of(input, started)
+		return priority, key, q.MaxPerKey, true
+	}
+}
+
 func childBindings(p *policy.Policy) map[string]step.ChildBinding {
 	ch := p.Children()
 	if len(ch) == 0 {

@@ -89,6 +89,11 @@ func parseRecord(data []byte) (*Record, bool) {
 			return nil, false
 		}
 	}
+	if p.next("priority") {
+		if raw, ok = p.value(); !ok || json.Unmarshal(raw, &r.Priority) != nil {
+			return nil, false
+		}
+	}
 	if !p.byte('}') {
 		return nil, false
 	}

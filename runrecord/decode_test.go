@@ -54,6 +54,7 @@ func sampleRecords() map[string]*Record {
 			Timers:       true,
 			DeadlineOnly: true,
 			Armed:        map[string]int64{"d": 12, "r1": 4},
+			Priority:     new(9),
 		},
 		"escaped strings": {State: state, Outbox: []Outgoing{{ID: "<x>", Kind: "é", Subject: "s", Data: json.RawMessage(`1`)}}},
 	}

@@ -114,6 +114,10 @@ func appendRecord(b []byte, r *Record) ([]byte, error) {
 		b = append(b, `,"children":`...)
 		b = append(b, s...)
 	}
+	if r.Priority != nil {
+		b = append(b, `,"priority":`...)
+		b = strconv.AppendInt(b, int64(*r.Priority), 10)
+	}
 	return append(b, '}'), nil
 }
 

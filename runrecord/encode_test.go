@@ -41,6 +41,7 @@ func TestRecordEncodeIsEncodingJSON(t *testing.T) {
 		Timers:       true,
 		DeadlineOnly: true,
 		Armed:        map[string]int64{"t3": 9, "d": 12, "<~é>": -1},
+		Priority:     new(7),
 	}
 	cases := map[string]*Record{
 		"state only":   {State: state},

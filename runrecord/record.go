@@ -57,6 +57,11 @@ type Record struct {
 	// Children are the child runs the run started, one per task attempt
 	// of a node bound to a workflow, in the order started.
 	Children []wire.Child `json:"children,omitempty"`
+	// Priority is the priority the run's start gave (wire.Start.Priority),
+	// which its task invocations inherit where their task version's
+	// policy queues them (docs/POLICY.md#priority-and-fairness); nil when
+	// the start gave none.
+	Priority *int `json:"priority,omitempty"`
 
 	// statusJSON is Status encoded, when known: the step that announced
 	// the status encoded it for the announcement already.
@@ -150,7 +155,7 @@ func (r *Record) Next(seq uint64, maxApplied int) *Record {
 	if r == nil {
 		return &Record{Applied: []uint64{seq}, Order: Order{{seq, seq}}}
 	}
-	n := &Record{Status: r.Status, statusJSON: r.statusJSON, Rejected: r.Rejected, Ignored: r.Ignored, Timers: r.Timers, DeadlineOnly: r.DeadlineOnly, Parent: r.Parent, Children: r.Children}
+	n := &Record{Status: r.Status, statusJSON: r.statusJSON, Rejected: r.Rejected, Ignored: r.Ignored, Timers: r.Timers, DeadlineOnly: r.DeadlineOnly, Parent: r.Parent, Children: r.Children, Priority: r.Priority}
 	n.Applied = AppendBounded(r.Applied, seq, maxApplied)
 	n.Order = r.Order.Add(seq)
 	return n

@@ -73,8 +73,10 @@ func startRoles(t *testing.T) *roles {
 	r.op = r.connect(t, UserOperator)
 	of := r.fleet(t, r.op, nil)
 	// task-a is rate limited, so that the dispatcher holds invocations
-	// back (dispatcher/limit.go) as its own user.
-	paced, err := policy.Parse([]byte(`{"task-a@1":{"ratePerSecond":1,"rateBurst":1}}`))
+	// back (dispatcher/limit.go) as its own user; task-b is queued by
+	// priority and key, so that it admits them from the queue stream
+	// (dispatcher/queue.go) as its own user.
+	paced, err := policy.Parse([]byte(`{"task-a@1":{"ratePerSecond":1,"rateBurst":1},"task-b@1":{"priority":1,"key":"$.input.n","maxPerKey":4}}`))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -606,6 +608,10 @@ func TestPermissionMatrix(t *testing.T) {
 		{r.workerA, "schedule a timer", n.Schedule("p1", "t9"), jsPublish(r.workerA, n.Schedule("p1", "t9"))},
 		{r.observer, "cancel timers", "$JS.API.STREAM.PURGE." + n.TimerStream(), request(r.observer, "$JS.API.STREAM.PURGE."+n.TimerStream())},
 		{r.disp, "fire a timer itself", n.Fired("p1"), jsPublish(r.disp, n.Fired("p1"))},
+		// Only dispatchers queue invocations and admit them.
+		{r.workerA, "queue an invocation", n.Queue("task-b", "1", 9, subjects.NoKey), jsPublish(r.workerA, n.Queue("task-b", "1", 9, subjects.NoKey))},
+		{r.app, "queue an invocation", n.Queue("task-b", "1", 9, subjects.NoKey), jsPublish(r.app, n.Queue("task-b", "1", 9, subjects.NoKey))},
+		{r.observer, "delete a queued invocation", "$JS.API.STREAM.MSG.DELETE." + n.QueueStream(), request(r.observer, "$JS.API.STREAM.MSG.DELETE."+n.QueueStream())},
 		// Batched removal: only dispatchers publish due entries and bucket
 		// schedules, and a bucket fires only by its schedule.
 		{r.disp, "fire a bucket of removals itself", n.ReapFire(1), jsPublish(r.disp, n.ReapFire(1))},

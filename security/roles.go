@@ -112,7 +112,7 @@ func Dispatcher(n subjects.Names, user string) Permissions {
 		api("CONSUMER.CREATE", kvStream(wfs), "*", n.KVKey(wfs, "name.>")), api("CONSUMER.DELETE", kvStream(wfs), "*"),
 		n.FlowControl(kvStream(wfs)),
 	}
-	return join(Permissions{Publish: pub, Subscribe: []string{inbox(user), n.DispatcherHeartbeats()}}, bulkJobs(n), archiveWrite(n), runIndex(n), scheduleRunner(n), rateLimits(n), childRuns(n), payloadAll(n), startControls(n), triggerBucket(n))
+	return join(Permissions{Publish: pub, Subscribe: []string{inbox(user), n.DispatcherHeartbeats()}}, bulkJobs(n), archiveWrite(n), runIndex(n), scheduleRunner(n), rateLimits(n), queueAdmission(n), childRuns(n), payloadAll(n), startControls(n), triggerBucket(n))
 }
 
 // triggerBucket is what a dispatcher's trigger runner needs to follow the
@@ -172,6 +172,21 @@ func startControls(n subjects.Names) Permissions {
 // start key bucket's run.* keys, never the keys' own entries.
 func startDecisions(n subjects.Names) []string {
 	return kvRead(n, n.StartKeyBucket(), subjects.StartDecisions())
+}
+
+// queueAdmission is what a dispatcher needs for queued invocations
+// (dispatcher/queue.go): publishing them to the queue stream, reading
+// the whole queue with an ordered consumer, deleting what it moved onto
+// the task subjects, and reading whether a moved invocation is still in
+// the task stream (a key's attempts in flight). No other role has any
+// right on the queue stream.
+func queueAdmission(n subjects.Names) Permissions {
+	q := n.QueueStream()
+	return Permissions{Publish: []string{
+		n.QueueAll(), n.API("STREAM.INFO", q), n.API("STREAM.MSG.DELETE", q),
+		n.API("CONSUMER.CREATE", q, "*", n.QueueAll()), n.API("CONSUMER.DELETE", q, "*"), n.API("CONSUMER.MSG.NEXT", q, "*"),
+		n.API("STREAM.MSG.GET", n.TaskStream()),
+	}}
 }
 
 // rateLimits is what a dispatcher needs to keep the task versions' rate

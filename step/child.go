@@ -40,8 +40,9 @@ func ChildID(parent, activation, node string, attempt int) string {
 
 // bindChildren replaces in out, rendered from effects one for one, the
 // invocation of every task version def binds to a workflow by the start
-// of a child run, and returns the links to the children it starts.
-func bindChildren(s Settings, def *Definition, runID string, effects []run.Effect, out []runrecord.Outgoing) ([]wire.Child, error) {
+// of a child run, and returns the links to the children it starts. A
+// child inherits the parent run's priority (nil: none).
+func bindChildren(s Settings, def *Definition, runID string, priority *int, effects []run.Effect, out []runrecord.Outgoing) ([]wire.Child, error) {
 	if len(def.Children) == 0 {
 		return nil, nil
 	}
@@ -63,7 +64,7 @@ func bindChildren(s Settings, def *Definition, runID string, effects []run.Effec
 		body, err := json.Marshal(wire.Start{Workflow: b.Workflow, Input: input, Parent: &wire.Parent{
 			Run: runID, Activation: inv.Activation, Node: inv.Node, Task: inv.Task, Version: inv.Version, Attempt: inv.Attempt,
 			Token: s.Tokens.Sign(runID, inv.Activation, inv.Node, inv.Attempt),
-		}})
+		}, Priority: priority})
 		if err != nil {
 			return nil, err
 		}
@@ -243,6 +244,19 @@ func (in *Input) parent(prev *runrecord.Record) *wire.Parent {
 	}
 	if in.Start != nil {
 		return in.Start.Parent
+	}
+	return nil
+}
+
+// priority is the priority the start of the run the input steps gave:
+// its record's, or the start's when it creates the run; nil for none.
+func (in *Input) priority(prev *runrecord.Record) *int {
+	if prev != nil {
+		return prev.Priority
+	}
+	if in.Start != nil && in.Start.Priority != nil {
+		p := min(max(*in.Start.Priority, wire.MinPriority), wire.MaxPriority)
+		return &p
 	}
 	return nil
 }

@@ -29,6 +29,11 @@ type Definition struct {
 	// invocation (child.go). It shapes records: every dispatcher and
 	// replay of the revision reads it from the deployment's policy.
 	Children map[string]ChildBinding
+	// Queue says which task versions' invocations wait in the queue
+	// stream, with what priority and key (queue.go); nil queues none. It
+	// shapes records: every dispatcher and replay of the revision reads
+	// it from the deployment's policy.
+	Queue QueueFunc
 }
 
 // Engine is the reducer (run.Apply) over one compiled workflow with the

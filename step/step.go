@@ -235,7 +235,8 @@ func commit(s Settings, def *Definition, in *Input, seq uint64, now float64, cur
 	if err != nil {
 		return failed(err)
 	}
-	links, err := bindChildren(s, def, in.RunID, effects, out)
+	started := in.priority(prev)
+	links, err := bindChildren(s, def, in.RunID, started, effects, out)
 	if err != nil {
 		return failed(err)
 	}
@@ -248,6 +249,7 @@ func commit(s Settings, def *Definition, in *Input, seq uint64, now float64, cur
 		return failed(err)
 	}
 	out = append(out, cascaded...)
+	queue(s.Names, def, next, started, out)
 	if len(links) > 0 {
 		children = append(slices.Clip(children), links...)
 	}
@@ -270,7 +272,7 @@ func commit(s Settings, def *Definition, in *Input, seq uint64, now float64, cur
 	out, armed = placeTimers(s.Names, in.RunID, armed, cur.State, next, out)
 	rec := prev.Next(seq, s.AppliedHistory)
 	rec.State, rec.Outbox, rec.Armed = state, out, armed
-	rec.Parent, rec.Children = parent, children
+	rec.Parent, rec.Children, rec.Priority = parent, children, started
 	purge := rec.PurgesTimers() || armsTimer(out)
 	rec.Timers = rec.Timers || purge || len(armed) > 0
 	rec.DeadlineOnly = rec.Timers && !purge

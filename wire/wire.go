@@ -55,7 +55,18 @@ type Start struct {
 	// Debounce, when set, holds the start back; a later start with the
 	// same key within the delay replaces it.
 	Debounce *Debounce `json:"debounce,omitempty"`
+	// Priority, from MinPriority to MaxPriority, is the run's priority:
+	// its task invocations inherit it where their task version's policy
+	// queues them (docs/POLICY.md#priority-and-fairness). Absent: the
+	// policy's priority, else 0.
+	Priority *int `json:"priority,omitempty"`
 }
+
+// The range of a priority; higher is delivered first.
+const (
+	MinPriority = 0
+	MaxPriority = 9
+)
 
 // StartEvent is the event a start carries.
 type StartEvent struct {

@@ -132,6 +132,19 @@ func TestStartPrintsRunID(t *testing.T) {
 	if exit == 0 || !strings.Contains(errOut, `workflow "nowhere" is not deployed`) {
 		t.Errorf("start of an unknown workflow: exit %d, %q", exit, errOut)
 	}
+	// A priority travels in the start and the run keeps it.
+	if out, errOut, exit := verb(t, f, "start", "gate", "--id", "urgent-1", "--priority", "7"); exit != 0 || out != "urgent-1\n" {
+		t.Fatalf("start --priority 7: exit %d, %q, %q", exit, out, errOut)
+	}
+	waitStatus(t, f, "urgent-1", wire.StatusDone)
+	ctx, cancel := context.WithTimeout(context.Background(), verbBound)
+	defer cancel()
+	if rec, err := f.Client.Record(ctx, "urgent-1"); err != nil || rec.Priority == nil || *rec.Priority != 7 {
+		t.Errorf("the record of a run started with --priority 7: %+v, %v", rec, err)
+	}
+	if _, errOut, exit := verb(t, f, "start", "gate", "--priority", "12"); exit == 0 || !strings.Contains(errOut, "--priority: 12 is outside 0 to 9") {
+		t.Errorf("start --priority 12: exit %d, %q", exit, errOut)
+	}
 }
 
 // TestStartWaitExitStatus follows runs to each end: done exits 0, failed

@@ -37,9 +37,16 @@ func malformedResult(kind string) bool { return kind == misEmpty || kind == misN
 // six attempts with short backoffs, so that a misbehaved attempt costs a
 // run little. fail keeps the defaults (three attempts from 1 s), which the
 // catch workflow's two retries rely on; nobody is the stuck canary's task
-// (stranded_test.go), whose one attempt must outlast the check.
+// (stranded_test.go), whose one attempt must outlast the check. square is
+// queued by priority and key (docs/POLICY.md#priority-and-fairness), so
+// that its invocations go through the queue stream and a dispatcher's
+// admission, which moves with the partitions when dispatchers die: its
+// attempts get 15 s, since a queued attempt also waits out a failover of
+// its admitter (three partition heartbeats and a view rebuild), which 4 s
+// attempts did not always survive six times in a row.
 const harnessPolicy = `{
 	"*":      {"attemptTimeout": "4s", "maxAttempts": 6, "initialInterval": "100ms", "maxInterval": "1s"},
+	"square": {"priority": 2, "priorityFrom": "$.input.n", "key": "$.input.n", "attemptTimeout": "15s"},
 	"fail":   {"maxAttempts": 3, "initialInterval": "1s", "maxInterval": "1m"},
 	"nobody": {"attemptTimeout": "30m", "maxAttempts": 1}
 }`

@@ -33,6 +33,7 @@ func newStart(s streams) *cobra.Command {
 	var id, input, eventType, payload, eventID string
 	var wait bool
 	var ctl startControls
+	var priority int
 	cmd := &cobra.Command{
 		Use:   "start NAME",
 		Short: "Start a run of a deployed workflow and print its id",
@@ -56,13 +57,17 @@ func newStart(s streams) *cobra.Command {
 			"                         server keeps, looked at again every 1-15 s)\n" +
 			"  --debounce-key K --debounce D\n" +
 			"                         the start is held for D; a later start with the key within D\n" +
-			"                         replaces it, so only the last start of a burst runs, D after it",
+			"                         replaces it, so only the last start of a burst runs, D after it\n\n" +
+			"With --priority N (0 to 9) the run's task invocations go before those of lower priority\n" +
+			"wherever their task version's policy queues them (docs/POLICY.md, \"Priority and fairness\");\n" +
+			"without it they take the priority the policy gives.",
 		Example: "  jetflow start order --input '{\"sku\":\"KB-42\",\"qty\":1,\"customer\":\"ada\"}' --wait\n" +
 			"  jetflow start order --id order-1001 --input @order.json\n" +
 			"  jetflow start order --id order-1001 --event payment --payload '{\"amount\":59.98}'\n" +
 			"  jetflow start order --idempotency-key cart-77 --input @order.json\n" +
 			"  jetflow start reindex --singleton-key tenant-4 --singleton queue\n" +
-			"  jetflow start rebuild --debounce-key doc-9 --debounce 5s",
+			"  jetflow start rebuild --debounce-key doc-9 --debounce 5s\n" +
+			"  jetflow start order --priority 9 --input @urgent.json",
 		Args: namedArgs("NAME"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			name := args[0]
@@ -95,10 +100,17 @@ func newStart(s streams) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if len(opts) > 0 {
-				return startControlled(cmd.Context(), s, &conn, name, id, in, ev, wait, opts)
+			var prio []client.StartOption
+			if cmd.Flags().Changed("priority") {
+				if priority < wire.MinPriority || priority > wire.MaxPriority {
+					return fmt.Errorf("--priority: %d is outside %d to %d", priority, wire.MinPriority, wire.MaxPriority)
+				}
+				prio = append(prio, client.WithPriority(priority))
 			}
-			return start(cmd.Context(), s, &conn, name, id, in, ev, wait)
+			if len(opts) > 0 {
+				return startControlled(cmd.Context(), s, &conn, name, id, in, ev, wait, append(opts, prio...))
+			}
+			return start(cmd.Context(), s, &conn, name, id, in, ev, wait, prio...)
 		},
 	}
 	addConnFlags(cmd, &conn)
@@ -108,6 +120,7 @@ func newStart(s streams) *cobra.Command {
 	f.BoolVar(&wait, "wait", false, "follow the run until it ends; exit 0 done, 1 failed, 2 cancelled or terminated")
 	f.StringVar(&eventType, "event", "", "deliver an event of `TYPE` in the start's step (to run --id alone if it exists and has not ended)")
 	f.StringVar(&payload, "payload", "", "with --event: the event's payload: JSON text, @FILE, or @- for standard input (default none)")
+	f.IntVar(&priority, "priority", 0, "the run's priority, 0 to 9, where its task versions' policy queues invocations (default: the policy's)")
 	f.StringVar(&eventID, "event-id", "", "with --event: de-duplicates the start and its event, as event --id does")
 	ctl.flags(f)
 	return cmd
@@ -119,7 +132,7 @@ type startEvent struct {
 	payload json.RawMessage
 }
 
-func start(ctx context.Context, s streams, conn *connConfig, name, id string, input json.RawMessage, ev *startEvent, wait bool) error {
+func start(ctx context.Context, s streams, conn *connConfig, name, id string, input json.RawMessage, ev *startEvent, wait bool, opts ...client.StartOption) error {
 	f, stop, err := dialFleet(ctx, s, conn)
 	if err != nil {
 		return err
@@ -154,7 +167,7 @@ func start(ctx context.Context, s streams, conn *connConfig, name, id string, in
 		}
 		defer func() { _ = w.Stop() }()
 	}
-	if err := publishStart(ctx, f, name, id, input, ev); err != nil {
+	if err := publishStart(ctx, f, name, id, input, ev, opts...); err != nil {
 		return err
 	}
 	fmt.Fprintln(s.out, id)
