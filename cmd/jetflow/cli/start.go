@@ -133,17 +133,11 @@ type startEvent struct {
 }
 
 func start(ctx context.Context, s streams, conn *connConfig, name, id string, input json.RawMessage, ev *startEvent, wait bool, opts ...client.StartOption) error {
-	f, stop, err := dialFleet(ctx, s, conn)
+	f, stop, err := dialDeployed(ctx, s, conn, name)
 	if err != nil {
 		return err
 	}
 	defer stop()
-	if _, err := f.Registry.Get(ctx, name); err != nil {
-		if errors.Is(err, registry.ErrWorkflowNotFound) {
-			return fmt.Errorf("workflow %q is not deployed (deploy it first: jetflow deploy)", name)
-		}
-		return err
-	}
 	if st, err := f.Client.Status(ctx, id); err == nil {
 		if ev == nil {
 			return fmt.Errorf("--id: run %q already exists (it is %s); choose another id", id, st.Status)
@@ -244,4 +238,21 @@ func publishStart(ctx context.Context, f *fleet.Fleet, name, id string, input js
 	}
 	_, err := f.Client.StartWithEvent(ctx, name, id, input, ev.typ, payload, ev.id, opts...)
 	return err
+}
+
+// dialDeployed opens the fleet for a start of workflow name, refusing a
+// workflow that is not deployed before anything is published.
+func dialDeployed(ctx context.Context, s streams, conn *connConfig, name string) (*fleet.Fleet, func(), error) {
+	f, stop, err := dialFleet(ctx, s, conn)
+	if err != nil {
+		return nil, nil, err
+	}
+	if _, err := f.Registry.Get(ctx, name); err != nil {
+		stop()
+		if errors.Is(err, registry.ErrWorkflowNotFound) {
+			return nil, nil, fmt.Errorf("workflow %q is not deployed (deploy it first: jetflow deploy)", name)
+		}
+		return nil, nil, err
+	}
+	return f, stop, nil
 }

@@ -10,7 +10,6 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/jetflow/jetflow/client"
-	"github.com/jetflow/jetflow/registry"
 	"github.com/jetflow/jetflow/wire"
 )
 
@@ -72,17 +71,11 @@ func (c *startControls) options() ([]client.StartOption, error) {
 // prints is the one that answers the start (for a duplicate, the run the
 // idempotency key started first). With wait it follows that run.
 func startControlled(ctx context.Context, s streams, conn *connConfig, name, id string, input json.RawMessage, ev *startEvent, wait bool, opts []client.StartOption) error {
-	f, stop, err := dialFleet(ctx, s, conn)
+	f, stop, err := dialDeployed(ctx, s, conn, name)
 	if err != nil {
 		return err
 	}
 	defer stop()
-	if _, err := f.Registry.Get(ctx, name); err != nil {
-		if errors.Is(err, registry.ErrWorkflowNotFound) {
-			return fmt.Errorf("workflow %q is not deployed (deploy it first: jetflow deploy)", name)
-		}
-		return err
-	}
 	before, err := f.Client.DecisionMark(ctx, id)
 	if err != nil {
 		return err
