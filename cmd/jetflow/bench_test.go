@@ -40,7 +40,7 @@ func TestBenchShort(t *testing.T) {
 	if err := json.Unmarshal(data, &rep); err != nil {
 		t.Fatal(err)
 	}
-	if len(rep.Setups) != 3 || len(rep.Setups[0].Scenarios) != 7 || !strings.Contains(rep.Command, "--short=true") {
+	if len(rep.Setups) != 3 || len(rep.Setups[0].Scenarios) != 8 || !strings.Contains(rep.Command, "--short=true") {
 		t.Errorf("report: %s", data)
 	}
 	// Each durability but the default measures one-task on a setup of its own.
