@@ -274,9 +274,10 @@ func (r *Runner) act(ctx context.Context, store *Store, name, kind string, m jet
 		log.Warn("schedule: fire without a next time dropped (not made by a repeating schedule)", slog.Any("error", err))
 		return nil
 	}
-	slot := info.Spec.Slot(next)
+	due := info.Spec.Slot(next)
+	slot := info.Spec.Align(due, info.armedAt())
 	armed := info.armedAt().Add(-time.Second)
-	if slot.Before(armed) {
+	if due.Before(armed) {
 		log.Info("schedule: fire from before the schedule was last armed dropped", slog.Time("slot", slot))
 		return nil
 	}
@@ -291,7 +292,7 @@ func (r *Runner) act(ctx context.Context, store *Store, name, kind string, m jet
 	// Late: taken after the next fire was due, or more than LateAfter
 	// after its time (no dispatcher was running, or the server made it
 	// late, having been down itself).
-	if late := !now.Before(next) || now.Sub(slot) > r.cfg.LateAfter; late {
+	if late := !now.Before(next) || now.Sub(due) > r.cfg.LateAfter; late {
 		switch info.Def.CatchUp {
 		case wire.CatchUpNone:
 			return r.skip(octx, store, name, slot, fmt.Sprintf("catch-up none: the fire for %s was taken late, at %s", slot.Format(time.RFC3339), now.Format(time.RFC3339)), log)

@@ -103,6 +103,24 @@ func (s Spec) Slot(next time.Time) time.Time {
 	return s.prev(next)
 }
 
+// Align is the fire time a fire due at due stands for: for an interval,
+// the latest time of the schedule's grid (armed, on whole seconds, plus
+// whole intervals) at or before due. The server counts an interval from
+// the fire it made, so one it made late (it was down) shifts its later
+// fires off the grid; aligning keeps every run's fire time on it, so the
+// runs of one schedule stay whole intervals apart and a catch-up does not
+// add a time between two of them. A cron time is its own.
+func (s Spec) Align(due, armed time.Time) time.Time {
+	if s.cron != nil {
+		return due
+	}
+	base := armed.UTC().Round(time.Second)
+	if due.Before(base) {
+		return due
+	}
+	return base.Add(due.Sub(base) / s.every * s.every)
+}
+
 // prev is the latest cron time before t.
 func (s Spec) prev(t time.Time) time.Time {
 	for _, w := range []time.Duration{2 * time.Minute, 2 * time.Hour, 50 * time.Hour, 63 * 24 * time.Hour, 800 * 24 * time.Hour, 6 * 366 * 24 * time.Hour} {

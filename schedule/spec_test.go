@@ -114,6 +114,17 @@ func TestEveryTimes(t *testing.T) {
 	if slot := s.Slot(mustTime(t, "2026-12-02T10:05:30Z")); !slot.Equal(mustTime(t, "2026-12-02T10:05:00Z")) {
 		t.Errorf("slot %s", slot)
 	}
+	// A fire the server made late, after which it counts from that fire:
+	// its runs stay on the grid armed at 10:00:00.
+	for _, c := range []struct{ due, want string }{
+		{"2026-12-02T10:05:30Z", "2026-12-02T10:05:30Z"},
+		{"2026-12-02T10:05:47Z", "2026-12-02T10:05:30Z"},
+		{"2026-12-02T10:06:17Z", "2026-12-02T10:06:00Z"},
+	} {
+		if got := s.Align(mustTime(t, c.due), armed); !got.Equal(mustTime(t, c.want)) {
+			t.Errorf("fire due %s stands for %s, want %s", c.due, got, c.want)
+		}
+	}
 	if s.Header() != "@every 30s" {
 		t.Errorf("header %q", s.Header())
 	}
