@@ -304,23 +304,12 @@ func (ps *partitionSet) rebalance() {
 	}
 }
 
-// partitionAckPending is each partition consumer's MaxAckPending: its
-// share of Config.MaxAckPending, so that a dispatcher holding every
-// partition holds no more unacknowledged inputs than that in all (with
-// the whole of it on each, 16 partitions let one process take 16 times
-// as many in hand, more than it could step within AckWait, and the
-// server redelivered them all while they waited). Never below
-// Concurrency, so that every step goroutine can have an input.
-func partitionAckPending(cfg Config, partitions int) int {
-	return max(cfg.Concurrency, cfg.MaxAckPending/max(1, partitions))
-}
-
 // take starts consuming partition p; mu is held.
 func (ps *partitionSet) take(p int) (jetstream.ConsumeContext, error) {
 	d := ps.d
 	ctx, cancel := context.WithTimeout(d.ctx, d.cfg.OpTimeout)
 	defer cancel()
-	cfg := provision.PartitionConsumerConfig(d.cfg.Names, p, d.cfg.AckWait, partitionAckPending(d.cfg, ps.partitions))
+	cfg := provision.PartitionConsumerConfig(d.cfg.Names, p, d.cfg.AckWait, d.cfg.MaxAckPending)
 	cons, err := d.js.CreateOrUpdateConsumer(ctx, d.cfg.Names.InputStream(), cfg)
 	if err != nil {
 		return nil, fmt.Errorf("create consumer %q: %w", cfg.Durable, err)
