@@ -30,7 +30,13 @@ const (
 // deployLonely deploys lonelyDoc under name with livenessPolicy.
 func (e *env) deployLonely(t *testing.T, name string) {
 	t.Helper()
-	p, err := policy.Parse([]byte(livenessPolicy))
+	e.deployLonelyWith(t, name, livenessPolicy)
+}
+
+// deployLonelyWith deploys lonelyDoc under name with the policy pol.
+func (e *env) deployLonelyWith(t *testing.T, name, pol string) {
+	t.Helper()
+	p, err := policy.Parse([]byte(pol))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -189,7 +195,12 @@ func TestMisbehavingWorkersEndAtTheDeadline(t *testing.T) {
 func TestSettledRunLeavesNoDeadline(t *testing.T) {
 	t.Parallel()
 	e := setup(t, options{workers: none})
-	e.deployLonely(t, "quick")
+	// An attempt deadline far beyond the run's few milliseconds, so the
+	// purge that follows the settling save cannot lose to the fire even
+	// on a loaded machine; 1 s did, once.
+	const deadline = 8 * time.Second
+	e.deployLonelyWith(t, "quick", `{"*":{"attemptTimeout":"8s","maxAttempts":2,"initialInterval":"50ms","startToClose":"8s"}}`)
+	started := time.Now()
 	e.rawWorker(t, func(m jetstream.Msg, inv wire.Invocation) {
 		e.result(t, inv, map[string]any{"output": 1})
 		_ = m.DoubleAck(e.ctx)
@@ -217,9 +228,9 @@ func TestSettledRunLeavesNoDeadline(t *testing.T) {
 		}
 		return nil
 	})
-	// Past the 1 s deadline, no fire reached the run (read where the
-	// input stream stores it).
-	time.Sleep(2 * time.Second)
+	// Past the deadline, no fire reached the run (read where the input
+	// stream stores it).
+	time.Sleep(time.Until(started.Add(deadline + 2*time.Second)))
 	in, err := e.f.JS.Stream(e.ctx, e.names.InputStream())
 	if err != nil {
 		t.Fatal(err)
