@@ -70,16 +70,7 @@ func TestSubjectTriggersStartOnceAndCorrelate(t *testing.T) {
 	defer stop(t, f.Stop)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	if _, err := f.Deploy(ctx, "orders", []byte(orderFlow)); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := trigger.Store(ctx, f.JS, f.Names, "orders", []byte(triggers)); err != nil {
-		t.Fatal(err)
-	}
-	r := trigger.NewRunner(trigger.Config{JS: f.JS, Names: f.Names, Client: f.Client, Logger: quiet()})
-	if err := r.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
+	r := runOrderTriggers(ctx, t, f, triggers)
 	// The stream exists once the runner bound it; then publish with core
 	// NATS, as an application that knows nothing of jetflow does.
 	natstest.WaitFor(t, 2*time.Minute, "the trigger streams", func() error {
@@ -192,16 +183,7 @@ func TestTriggerSingletonAndDebounce(t *testing.T) {
 	defer stop(t, f.Stop)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	if _, err := f.Deploy(ctx, "orders", []byte(orderFlow)); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := trigger.Store(ctx, f.JS, f.Names, "orders", []byte(controlled)); err != nil {
-		t.Fatal(err)
-	}
-	r := trigger.NewRunner(trigger.Config{JS: f.JS, Names: f.Names, Client: f.Client, Logger: quiet()})
-	if err := r.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
+	r := runOrderTriggers(ctx, t, f, controlled)
 	defer stop(t, r.Stop)
 	natstest.WaitFor(t, 2*time.Minute, "the trigger streams", func() error {
 		for _, name := range []string{"jobs", "edits"} {
@@ -255,4 +237,21 @@ func TestTriggerSingletonAndDebounce(t *testing.T) {
 	// order the dispatchers took them in).
 	decided("edits-1", wire.StartOutcomeReplaced, "")
 	decided("edits-2", wire.StartOutcomeReplaced, "edits-3")
+}
+
+// runOrderTriggers deploys the order workflow with the trigger file
+// triggers and starts a runner of them; the caller stops it.
+func runOrderTriggers(ctx context.Context, t *testing.T, f *fleet.Fleet, triggers string) *trigger.Runner {
+	t.Helper()
+	if _, err := f.Deploy(ctx, "orders", []byte(orderFlow)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := trigger.Store(ctx, f.JS, f.Names, "orders", []byte(triggers)); err != nil {
+		t.Fatal(err)
+	}
+	r := trigger.NewRunner(trigger.Config{JS: f.JS, Names: f.Names, Client: f.Client, Logger: quiet()})
+	if err := r.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return r
 }
