@@ -180,14 +180,29 @@ func TestServerRestartMidRun(t *testing.T) {
 			e.start(t, wf, id, map[string]any{"n": i})
 		}
 	}
+	// Every nap run's start applied, its timer armed. (Waiting for each
+	// to show "waiting" in turn failed on a loaded machine: a nap looked
+	// at late had fired already and was done.)
+	natstest.WaitFor(t, 30*time.Second, "every nap run started", func() error {
+		for i := range each {
+			if id := fmt.Sprintf("nap-%d", i); e.record(t, id) == nil {
+				return fmt.Errorf("run %s has no record", id)
+			}
+		}
+		return nil
+	})
+	waiting := 0
 	for i := range each {
-		e.waitStatus(t, fmt.Sprintf("nap-%d", i), wire.StatusWaiting, 30*time.Second)
+		if st, err := e.f.Client.Status(e.ctx, fmt.Sprintf("nap-%d", i)); err == nil && st.Status == wire.StatusWaiting {
+			waiting++
+		}
 	}
 	ctx, cancel := context.WithTimeout(e.ctx, 30*time.Second)
 	defer cancel()
 	if err := e.f.Server.Stop(ctx); err != nil {
 		t.Fatal(err)
 	}
+	t.Logf("stopped the server with %d of %d nap runs waiting on their timer", waiting, each)
 	// Down past every nap timer's deadline: they must fire on restart.
 	time.Sleep(time.Until(all[len(all)-1].at.Add(2 * time.Second)))
 	if err := e.f.Server.Start(ctx); err != nil {
