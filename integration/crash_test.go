@@ -160,8 +160,10 @@ func TestKillDispatcherMidRun(t *testing.T) {
 // flight and redelivered only after the consumer's AckWait (found by this
 // test: with the defaults, 1 minute for a task and 30 s for a run
 // input), so both are short here. A task whose acknowledgement is lost to
-// the outage runs again on redelivery (at least once); its result is
-// still applied once.
+// the outage runs again on redelivery (at least once), and one whose
+// invocation a dispatcher publishes again after the restart runs again on
+// a first delivery (taskLog.repeated); a timer may fire again
+// (repeatsRefused). Each result and each fire is still applied once.
 func TestServerRestartMidRun(t *testing.T) {
 	t.Parallel()
 	const each = 10
