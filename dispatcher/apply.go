@@ -210,7 +210,7 @@ func (d *Dispatcher) load(ctx context.Context, runID string, afterConflict, star
 	if err != nil {
 		return cached{}, false, fmt.Errorf("%w: run %s: %w", step.ErrPermanent, runID, err)
 	}
-	return cached{rec: rec, rev: rev}, true, nil
+	return cached{rec: rec, rev: rev, published: d.cache.publishedAt(runID, rev, rec)}, true, nil
 }
 
 // save writes rec by compare-and-swap against rev (create when !exists).
@@ -237,8 +237,9 @@ func (d *Dispatcher) save(ctx context.Context, runID string, rec *runrecord.Reco
 	}
 	if err != nil {
 		// A write that timed out may have been stored or not: read the
-		// record again next time rather than trust the cache.
-		d.cache.drop(runID)
+		// record again next time rather than trust the cache, but
+		// remember which outbox was published (recordCache.publishedAt).
+		d.cache.doubt(runID)
 		return cached{}, err
 	}
 	c := cached{rec: rec, rev: next, st: st}

@@ -2,6 +2,7 @@ package integration
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"sync"
@@ -11,6 +12,7 @@ import (
 	"github.com/jetflow/jetflow/dispatcher"
 	"github.com/jetflow/jetflow/natstest"
 	"github.com/jetflow/jetflow/provision"
+	"github.com/jetflow/jetflow/replay"
 	"github.com/jetflow/jetflow/subjects"
 	"github.com/jetflow/jetflow/wire"
 )
@@ -158,8 +160,10 @@ func TestKillDispatcherMidRun(t *testing.T) {
 // flight and redelivered only after the consumer's AckWait (found by this
 // test: with the defaults, 1 minute for a task and 30 s for a run
 // input), so both are short here. A task whose acknowledgement is lost to
-// the outage runs again on redelivery (at least once); its result is
-// still applied once.
+// the outage runs again on redelivery (at least once), and one whose
+// invocation a dispatcher publishes again after the restart runs again on
+// a first delivery (taskLog.repeated); a timer may fire again
+// (repeatsRefused). Each result and each fire is still applied once.
 func TestServerRestartMidRun(t *testing.T) {
 	t.Parallel()
 	const each = 10
@@ -180,16 +184,32 @@ func TestServerRestartMidRun(t *testing.T) {
 			e.start(t, wf, id, map[string]any{"n": i})
 		}
 	}
+	// Every nap run's start applied, its timer armed. (Waiting for each
+	// to show "waiting" in turn failed on a loaded machine: a nap looked
+	// at late had fired already and was done.)
+	natstest.WaitFor(t, 30*time.Second, "every nap run started", func() error {
+		for i := range each {
+			if id := fmt.Sprintf("nap-%d", i); e.record(t, id) == nil {
+				return fmt.Errorf("run %s has no record", id)
+			}
+		}
+		return nil
+	})
+	waiting := 0
 	for i := range each {
-		e.waitStatus(t, fmt.Sprintf("nap-%d", i), wire.StatusWaiting, 30*time.Second)
+		if st, err := e.f.Client.Status(e.ctx, fmt.Sprintf("nap-%d", i)); err == nil && st.Status == wire.StatusWaiting {
+			waiting++
+		}
 	}
 	ctx, cancel := context.WithTimeout(e.ctx, 30*time.Second)
 	defer cancel()
 	if err := e.f.Server.Stop(ctx); err != nil {
 		t.Fatal(err)
 	}
+	t.Logf("stopped the server with %d of %d nap runs waiting on their timer", waiting, each)
 	// Down past every nap timer's deadline: they must fire on restart.
 	time.Sleep(time.Until(all[len(all)-1].at.Add(2 * time.Second)))
+	e.restarted = time.Now()
 	if err := e.f.Server.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -215,7 +235,70 @@ func TestServerRestartMidRun(t *testing.T) {
 			t.Errorf("run %s: status %+v, want done with %s", r.id, st, want)
 			continue
 		}
-		e.checkRecord(t, r.id, 0)
+		e.checkRecord(t, r.id, repeatsRefused(t, e, r.id))
 		checkReplay(t, e, r.id)
 	}
+	t.Logf("%d task attempts ran again after the restart on a first delivery", e.tasks.copiesAfter(e.restarted))
+}
+
+// repeatsRefused checks that a run's history holds no task result
+// applied twice for one attempt and no refused input but repeats, and
+// returns how many repeats it refused. After a server restart a timer can
+// fire again (the server fires a schedule at least once, and a dispatcher
+// that publishes the run's outbox again stores the schedule anew once the
+// restarted server has forgotten the message id of the one that fired),
+// and a task attempt can run again (docs/RELIABILITY.md): the run refuses
+// the second fire (no longer armed, or the run is done), and the second
+// result unless the stream drops it as a duplicate.
+func repeatsRefused(t *testing.T, e *env, runID string) int {
+	t.Helper()
+	fired := map[wire.Timer]bool{}
+	results := map[attemptKey]bool{}
+	repeats := 0
+	for _, m := range e.annotated(t, runID) {
+		_, kind, _, err := e.names.ParseInput(m.Subject)
+		if err != nil {
+			t.Fatalf("run %s: input seq %d: %v", runID, m.Seq, err)
+		}
+		applied, refused := m.Verdict == replay.VerdictApplied, m.Verdict == replay.VerdictRejected
+		switch kind {
+		case subjects.KindTimer:
+			var tm wire.Timer
+			if err := json.Unmarshal(m.Data, &tm); err != nil {
+				t.Fatalf("run %s: timer seq %d: %v", runID, m.Seq, err)
+			}
+			switch {
+			case applied:
+				fired[tm] = true
+			case refused && fired[tm]:
+				repeats++
+			case refused:
+				t.Errorf("run %s: timer fire seq %d %+v refused (%s), and not as the repeat of an applied fire", runID, m.Seq, tm, m.Reason)
+			}
+		case subjects.KindResult:
+			var res wire.Result
+			if err := json.Unmarshal(m.Data, &res); err != nil {
+				t.Fatalf("run %s: result seq %d: %v", runID, m.Seq, err)
+			}
+			k := attemptKey{runID, res.Activation, res.Node, res.Attempt}
+			switch {
+			case applied && results[k]:
+				t.Errorf("run %s: a result of attempt %d of %s %s applied twice (seq %d)", runID, res.Attempt, res.Activation, res.Node, m.Seq)
+			case applied:
+				results[k] = true
+			case refused && results[k]:
+				repeats++
+			case refused:
+				t.Errorf("run %s: result seq %d of attempt %d refused (%s), and not as the repeat of an applied result", runID, m.Seq, res.Attempt, m.Reason)
+			}
+		default:
+			if refused {
+				t.Errorf("run %s: %s input seq %d refused: %s", runID, kind, m.Seq, m.Reason)
+			}
+		}
+	}
+	if repeats > 0 {
+		t.Logf("run %s: %d repeated inputs refused", runID, repeats)
+	}
+	return repeats
 }

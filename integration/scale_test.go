@@ -91,7 +91,7 @@ func TestScale(t *testing.T) {
 	// Exactly once: one invocation stored and run per run, and the
 	// dispatchers applied each start and each result once.
 	e.consumerSettled(t, 30*time.Second)
-	if r := e.tasks.repeated("", false); len(r) > 0 {
+	if r := e.tasks.repeated("", false, time.Time{}); len(r) > 0 {
 		t.Errorf("task attempts run more than once: %v", r[:min(len(r), 10)])
 	}
 	if got := e.tasks.total(); got != tasks {

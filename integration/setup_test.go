@@ -75,6 +75,10 @@ type env struct {
 	// dispatchers are the fleets of the in-process dispatchers.
 	dispatchers []*fleet.Fleet
 	workers     []*worker.Worker
+	// restarted is when the test started the stopped server again (zero
+	// when it never did): taskLog.repeated allows one copy of an
+	// invocation after it.
+	restarted time.Time
 }
 
 // retryPolicy is every task's retry policy in these tests: three attempts
@@ -306,7 +310,7 @@ func (e *env) checkRecord(t testing.TB, runID string, rejected int) *runrecord.R
 	if len(rec.Rejected) != rejected {
 		t.Errorf("run %s: %d rejections %+v, want %d", runID, len(rec.Rejected), rec.Rejected, rejected)
 	}
-	if r := e.tasks.repeated(runID, e.opts.redeliveries); len(r) > 0 {
+	if r := e.tasks.repeated(runID, e.opts.redeliveries, e.restarted); len(r) > 0 {
 		t.Errorf("run %s: task attempts repeated: %v", runID, r)
 	}
 	return rec

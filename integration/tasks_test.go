@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/jetflow/jetflow/worker"
 	"github.com/jetflow/jetflow/worker/exec"
@@ -16,10 +17,16 @@ import (
 // task until the test releases it.
 type taskLog struct {
 	mu    sync.Mutex
-	byRun map[string][]worker.Invocation
+	byRun map[string][]execution
 	// held receives the run id of every hold invocation that started.
 	held    chan string
 	release map[string]chan struct{}
+}
+
+// execution is one invocation a worker ran, and when its handler began.
+type execution struct {
+	inv worker.Invocation
+	at  time.Time
 }
 
 // attemptKey names one attempt of one task execution.
@@ -30,7 +37,7 @@ type attemptKey struct {
 
 func newTaskLog() *taskLog {
 	return &taskLog{
-		byRun: map[string][]worker.Invocation{},
+		byRun: map[string][]execution{},
 		held:  make(chan string, 64), release: map[string]chan struct{}{},
 	}
 }
@@ -38,40 +45,88 @@ func newTaskLog() *taskLog {
 func (l *taskLog) record(inv worker.Invocation) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.byRun[inv.Run] = append(l.byRun[inv.Run], inv)
+	l.byRun[inv.Run] = append(l.byRun[inv.Run], execution{inv, time.Now()})
 }
 
 // invocations returns the invocations of one run in the order they ran.
 func (l *taskLog) invocations(runID string) []worker.Invocation {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return append([]worker.Invocation(nil), l.byRun[runID]...)
+	var out []worker.Invocation
+	for _, x := range l.byRun[runID] {
+		out = append(out, x.inv)
+	}
+	return out
 }
 
 // repeated returns every attempt of runID (all runs when empty) that ran
 // more than once. With redelivered, an attempt may run again on a NATS
 // redelivery (its acknowledgement was lost), but never twice on a first
-// delivery: that would be an invocation published twice.
-func (l *taskLog) repeated(runID string, redelivered bool) []string {
+// delivery: that would be an invocation published twice. After a server
+// restart (restarted, when not zero) one more first delivery is allowed,
+// after the restart, of an attempt that ran before it: a dispatcher that
+// publishes a run's outbox again (docs/RELIABILITY.md) stores a second
+// copy of an invocation the worker had acknowledged, since the restarted
+// server remembers only the message ids of what it still stores.
+func (l *taskLog) repeated(runID string, redelivered bool, restarted time.Time) []string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	first := map[attemptKey]int{}
-	for run, invs := range l.byRun {
-		for _, inv := range invs {
+	type runs struct{ before, after int }
+	first := map[attemptKey]runs{}
+	for run, xs := range l.byRun {
+		for _, x := range xs {
 			if runID == "" || run == runID {
-				if inv.Delivery <= 1 || !redelivered {
-					first[attemptKey{inv.Run, inv.Activation, inv.Node, inv.Attempt}]++
+				if x.inv.Delivery <= 1 || !redelivered {
+					k := attemptKey{x.inv.Run, x.inv.Activation, x.inv.Node, x.inv.Attempt}
+					n := first[k]
+					if !restarted.IsZero() && x.at.After(restarted) {
+						n.after++
+					} else {
+						n.before++
+					}
+					first[k] = n
 				}
 			}
 		}
 	}
 	var out []string
 	for k, n := range first {
-		if n != 1 {
-			out = append(out, fmt.Sprintf("%+v ran %d times", k, n))
+		switch {
+		case restarted.IsZero() && n.before != 1:
+			out = append(out, fmt.Sprintf("%+v ran %d times", k, n.before))
+		case !restarted.IsZero() && (n.before > 1 || n.after > 1):
+			out = append(out, fmt.Sprintf("%+v ran %d times before the restart and %d times after it", k, n.before, n.after))
 		}
 	}
 	return out
+}
+
+// copiesAfter counts the first deliveries after restarted of attempts
+// that had run before it: invocations published again (repeated allows
+// them).
+func (l *taskLog) copiesAfter(restarted time.Time) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	before := map[attemptKey]bool{}
+	var after []attemptKey
+	for _, xs := range l.byRun {
+		for _, x := range xs {
+			k := attemptKey{x.inv.Run, x.inv.Activation, x.inv.Node, x.inv.Attempt}
+			switch {
+			case !x.at.After(restarted):
+				before[k] = true
+			case x.inv.Delivery <= 1:
+				after = append(after, k)
+			}
+		}
+	}
+	n := 0
+	for _, k := range after {
+		if before[k] {
+			n++
+		}
+	}
+	return n
 }
 
 // total is how many invocations ran, with repeats.
@@ -79,8 +134,8 @@ func (l *taskLog) total() int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	n := 0
-	for _, invs := range l.byRun {
-		n += len(invs)
+	for _, xs := range l.byRun {
+		n += len(xs)
 	}
 	return n
 }
