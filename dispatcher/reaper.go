@@ -299,15 +299,16 @@ func (d *Dispatcher) reapEntries(ctx context.Context, bucket int64, log *slog.Lo
 		errs    []error
 	)
 	type job struct {
-		due  wire.Due
-		last *jetstream.RawStreamMsg
+		due      wire.Due
+		last     *jetstream.RawStreamMsg
+		payloads *payloadListing
 	}
 	work := make(chan job)
 	var wg sync.WaitGroup
 	for range reapWorkers {
 		wg.Go(func() {
 			for j := range work {
-				ok, err := d.removeDue(ctx, j.due, j.last, at, log)
+				ok, err := d.removeDue(ctx, j.due, j.last, j.payloads, at, log)
 				mu.Lock()
 				if err != nil {
 					errs = append(errs, err)
@@ -329,8 +330,13 @@ func (d *Dispatcher) reapEntries(ctx context.Context, bucket int64, log *slog.Lo
 		if err != nil {
 			return err
 		}
+		// Their payload objects, for the whole batch too.
+		pl, err := d.listPayloads(ctx)
+		if err != nil {
+			return err
+		}
 		for _, due := range dues {
-			work <- job{due, last[due.Run]}
+			work <- job{due, last[due.Run], pl}
 		}
 		return nil
 	})
@@ -378,10 +384,10 @@ func (d *Dispatcher) eachDue(ctx context.Context, oc jetstream.Consumer, f func(
 }
 
 // removeDue removes the run of one due entry, whose latest redrive or
-// reset is last (nil: none): false when there is nothing to remove (it
-// was removed, or revived or settled again since) or its removal was
-// deferred.
-func (d *Dispatcher) removeDue(ctx context.Context, due wire.Due, last *jetstream.RawStreamMsg, at float64, log *slog.Logger) (bool, error) {
+// reset is last (nil: none) and whose payload objects pl lists: false
+// when there is nothing to remove (it was removed, or revived or settled
+// again since) or its removal was deferred.
+func (d *Dispatcher) removeDue(ctx context.Context, due wire.Due, last *jetstream.RawStreamMsg, pl *payloadListing, at float64, log *slog.Logger) (bool, error) {
 	ts, ok := d.store.(tombstoner)
 	if !ok {
 		return false, kvstore.ErrNoKeyTTL
@@ -445,7 +451,7 @@ func (d *Dispatcher) removeDue(ctx context.Context, due wire.Due, last *jetstrea
 	if err := d.hook(hookAfterTombstone, &step.Input{RunID: due.Run, Kind: subjects.KindExpire}); err != nil {
 		return false, err
 	}
-	if err := d.purgeRemoved(ctx, due.Run, timers, timers); err != nil {
+	if err := d.purgeRemoved(ctx, due.Run, timers, timers, pl); err != nil {
 		return false, err
 	}
 	d.m.removed.WithLabelValues(r.Status).Inc()
@@ -460,7 +466,7 @@ func (d *Dispatcher) removeDue(ctx context.Context, due wire.Due, last *jetstrea
 func (d *Dispatcher) current(ctx context.Context, due wire.Due, log *slog.Logger) (cached, bool, error) {
 	c, found, err := d.load(ctx, due.Run, true, false)
 	if _, removed := removedRun(err); removed {
-		return cached{}, false, d.purgeRemoved(ctx, due.Run, true, true)
+		return cached{}, false, d.purgeRemoved(ctx, due.Run, true, true, nil)
 	}
 	if err != nil || !found {
 		return cached{}, false, err

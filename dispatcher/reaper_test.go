@@ -2,6 +2,7 @@ package dispatcher
 
 import (
 	"encoding/json"
+	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -12,6 +13,7 @@ import (
 	"github.com/jetflow/jetflow/client"
 	"github.com/jetflow/jetflow/kvstore"
 	"github.com/jetflow/jetflow/natstest"
+	"github.com/jetflow/jetflow/payload"
 	"github.com/jetflow/jetflow/provision"
 	"github.com/jetflow/jetflow/runrecord"
 	"github.com/jetflow/jetflow/subjects"
@@ -251,5 +253,100 @@ func TestSweepRemovesRunsSettledBeforeRetention(t *testing.T) {
 	}
 	if st := b.record(t, "waiting"); st == nil || st.Status == nil || st.Status.Status != wire.StatusWaiting {
 		t.Errorf("the waiting run: %+v", st)
+	}
+}
+
+// TestBatchedRemovalIsOnTimeAndKeepsWaitingRuns: of runs started
+// together, the settled ones are removed no earlier than their retention
+// and no later than the stated slack after it (docs/OPERATIONS.md: the
+// bucket a run falls in ends at most one width after its due time, or
+// three widths after it settled when its retention is shorter than two;
+// then the bucket's fire reaches a dispatcher), with their history and
+// payload objects; the waiting ones, as old and in the same buckets, are
+// kept whole with theirs.
+func TestBatchedRemovalIsOnTimeAndKeepsWaitingRuns(t *testing.T) {
+	t.Parallel()
+	const (
+		retention = 2 * time.Second
+		width     = time.Second
+		// delivery bounds how long a bucket's fire takes to reach a
+		// dispatcher and be started on, on a loaded machine under -race.
+		delivery = 5 * time.Second
+	)
+	b := setup(t).withEngine(t, map[string]string{"forever": waitsForever})
+	d := b.dispatcher(t, Config{Retention: retention, RemovalBucket: width})
+	ctx := testCtx(t)
+	// Its own client: what its puts leave running ends with the test.
+	pjs := natstest.JetStream(t, natstest.Conn(t, b.srv))
+	t.Cleanup(pjs.CleanupPublisher)
+	ps, err := payload.Open(ctx, pjs, payload.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var settled, waiting []string
+	settledAt := map[string]time.Time{}
+	for i := range 16 {
+		id := fmt.Sprintf("batch-%d", i)
+		b.publish(t, b.names.Start(id), wire.Start{Workflow: "forever"}, "start/"+id)
+		b.waitStatus(t, id, wire.StatusWaiting, 10*time.Second)
+		if _, err := ps.Put(ctx, id+"/event/1", []byte("a body sent by reference")); err != nil {
+			t.Fatal(err)
+		}
+		if i%2 == 0 {
+			settled = append(settled, id)
+			b.publish(t, b.names.Event(id, "x"), nil, "")
+			at := b.waitStatus(t, id, wire.StatusDone, 10*time.Second).Status.Time
+			settledAt[id] = time.UnixMilli(int64(at))
+		} else {
+			waiting = append(waiting, id)
+		}
+	}
+	objects := func() map[string]bool {
+		t.Helper()
+		byRun, err := ps.ByRun(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := map[string]bool{}
+		for run := range byRun {
+			out[run] = true
+		}
+		return out
+	}
+	last := time.Time{}
+	for _, id := range settled {
+		r := b.tombstone(t, id, 30*time.Second)
+		removedAt := time.UnixMilli(int64(r.At))
+		bucketEnd := settledAt[id].Add(max(retention, 2*width)).Add(width)
+		if removedAt.Before(settledAt[id].Add(retention)) || removedAt.After(bucketEnd.Add(delivery)) {
+			t.Errorf("run %s settled at %s, removed at %s: want within [%s, %s]", id,
+				settledAt[id].Format(time.StampMilli), removedAt.Format(time.StampMilli),
+				settledAt[id].Add(retention).Format(time.StampMilli), bucketEnd.Add(delivery).Format(time.StampMilli))
+		}
+		if bucketEnd.After(last) {
+			last = bucketEnd
+		}
+	}
+	b.consumerSettled(t, 10*time.Second)
+	natstest.WaitFor(t, 10*time.Second, "the settled runs' history and payloads removed", func() error {
+		objs := objects()
+		for _, id := range settled {
+			if n := b.historyOf(t, id); n != 0 || objs[id] {
+				return errorf("run %s: %d messages of history, payload left %v", id, n, objs[id])
+			}
+		}
+		return nil
+	})
+	// Every bucket the waiting runs could have fallen in is done.
+	<-time.After(time.Until(last.Add(2 * width)))
+	objs := objects()
+	for _, id := range waiting {
+		rec := b.record(t, id)
+		if rec.Status.Status != wire.StatusWaiting || b.historyOf(t, id) != 1 || !objs[id] {
+			t.Errorf("waiting run %s: status %s, %d messages of history, payload kept %v", id, rec.Status.Status, b.historyOf(t, id), objs[id])
+		}
+	}
+	if got := testutil.ToFloat64(d.m.removed.WithLabelValues(wire.StatusDone)); got != float64(len(settled)) {
+		t.Errorf("runs_removed_total{status=done} = %v, want %d", got, len(settled))
 	}
 }

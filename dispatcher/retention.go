@@ -13,6 +13,7 @@ import (
 
 	"github.com/jetflow/jetflow/engine/run"
 	"github.com/jetflow/jetflow/kvstore"
+	"github.com/jetflow/jetflow/payload"
 	"github.com/jetflow/jetflow/runrecord"
 	"github.com/jetflow/jetflow/step"
 	"github.com/jetflow/jetflow/subjects"
@@ -222,7 +223,7 @@ func (d *Dispatcher) remove(ctx context.Context, in *step.Input, cur cached, rem
 	}
 	// A run that never armed a timer (but its attempts' deadline, which
 	// settling disarms) has no timer schedule to purge.
-	if err := d.purgeRemoved(ctx, in.RunID, cur.rec.PurgesTimers(), true); err != nil {
+	if err := d.purgeRemoved(ctx, in.RunID, cur.rec.PurgesTimers(), true, nil); err != nil {
 		return "", err
 	}
 	d.m.removed.WithLabelValues(r.Status).Inc()
@@ -235,9 +236,11 @@ func (d *Dispatcher) remove(ctx context.Context, in *step.Input, cur cached, rem
 // denies purges) and what it has in the timer stream: its fired timers
 // and removal schedule (timerMsgs; a batched removal leaves none but
 // fired timers, which only a run that armed timers has) and its timers'
-// schedules (timers). Purges are idempotent: a redelivered removal meets
-// the tombstone and purges again.
-func (d *Dispatcher) purgeRemoved(ctx context.Context, runID string, timers, timerMsgs bool) error {
+// schedules (timers), and its payload objects: those listing names (a
+// bucket of removals lists the payload bucket once per batch), or, with
+// no listing, those a listing made for this run alone finds. Purges are
+// idempotent: a redelivered removal meets the tombstone and purges again.
+func (d *Dispatcher) purgeRemoved(ctx context.Context, runID string, timers, timerMsgs bool, listing *payloadListing) error {
 	ctx, cancel := context.WithTimeout(ctx, d.cfg.OpTimeout)
 	defer cancel()
 	if !d.ret.keepHistory {
@@ -246,7 +249,7 @@ func (d *Dispatcher) purgeRemoved(ctx context.Context, runID string, timers, tim
 			return fmt.Errorf("purge the history of removed run %s from %s: %w", runID, d.cfg.Names.InputStream(), err)
 		}
 	}
-	if n, err := d.payloads.RemoveRun(ctx, runID); err != nil {
+	if n, err := listing.remove(ctx, d.payloads, runID); err != nil {
 		d.m.removalFailures.Inc()
 		return fmt.Errorf("remove the payloads of removed run %s from %s: %w", runID, d.cfg.Names.PayloadBucket(), err)
 	} else if n > 0 {
@@ -274,6 +277,33 @@ func (d *Dispatcher) purgeRemoved(ctx context.Context, runID string, timers, tim
 	return nil
 }
 
+// payloadListing is the payload bucket's objects by run, listed once
+// for a batch of removals instead of once per run (a look at the bucket's
+// size was a stream info request per removed run).
+type payloadListing struct {
+	byRun map[string][]string
+}
+
+// listPayloads lists the payload bucket for a batch of removals.
+func (d *Dispatcher) listPayloads(ctx context.Context) (*payloadListing, error) {
+	ctx, cancel := context.WithTimeout(ctx, d.cfg.OpTimeout)
+	defer cancel()
+	byRun, err := d.payloads.ByRun(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("list the payloads of runs due for removal: %w", err)
+	}
+	return &payloadListing{byRun: byRun}, nil
+}
+
+// remove deletes runID's payload objects: those l lists, or, when l is
+// nil, those the bucket holds now.
+func (l *payloadListing) remove(ctx context.Context, ps *payload.Store, runID string) (int, error) {
+	if l == nil {
+		return ps.RemoveRun(ctx, runID)
+	}
+	return ps.DeleteAll(ctx, l.byRun[runID])
+}
+
 // removedRun returns the tombstone error in err, if any.
 func removedRun(err error) (*runrecord.RemovedError, bool) {
 	var re *runrecord.RemovedError
@@ -290,7 +320,7 @@ func (d *Dispatcher) onRemoved(ctx context.Context, in *step.Input, re *runrecor
 	}
 	// The record is gone: purge its timers' schedules whether or not it
 	// armed any.
-	if err := d.purgeRemoved(ctx, in.RunID, true, true); err != nil {
+	if err := d.purgeRemoved(ctx, in.RunID, true, true, nil); err != nil {
 		return "", err
 	}
 	log.Info("dispatcher: removal finished after a redelivery")

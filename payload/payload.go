@@ -367,32 +367,51 @@ func (s *Store) Delete(ctx context.Context, name string) error {
 // deleted. It lists the bucket (one read of its object infos), after a
 // look at the bucket's size that makes it free while the bucket is empty.
 func (s *Store) RemoveRun(ctx context.Context, runID string) (int, error) {
+	byRun, err := s.ByRun(ctx)
+	if err != nil {
+		return 0, err
+	}
+	return s.DeleteAll(ctx, byRun[runID])
+}
+
+// ByRun lists the bucket's objects by the run they belong to (the part
+// of the name before its first "/"): one look at the bucket's size, and
+// one read of its object infos unless it is empty (nil then). Removing
+// many runs, one listing serves them all.
+func (s *Store) ByRun(ctx context.Context) (map[string][]string, error) {
 	if s == nil {
-		return 0, nil
+		return nil, nil
 	}
 	st, err := s.obs.Status(ctx)
 	if err != nil {
-		return 0, fmt.Errorf("payload: status of bucket %q: %w", s.cfg.Names.PayloadBucket(), err)
+		return nil, fmt.Errorf("payload: status of bucket %q: %w", s.cfg.Names.PayloadBucket(), err)
 	}
 	if st.Size() == 0 {
-		return 0, nil
+		return nil, nil
 	}
 	infos, err := s.obs.List(ctx)
 	if errors.Is(err, jetstream.ErrNoObjectsFound) {
-		return 0, nil
+		return nil, nil
 	}
 	if err != nil {
-		return 0, fmt.Errorf("payload: list bucket %q: %w", s.cfg.Names.PayloadBucket(), err)
+		return nil, fmt.Errorf("payload: list bucket %q: %w", s.cfg.Names.PayloadBucket(), err)
 	}
-	n := 0
+	out := map[string][]string{}
 	for _, info := range infos {
-		if !strings.HasPrefix(info.Name, runID+"/") {
-			continue
+		if run, _, ok := strings.Cut(info.Name, "/"); ok && run != "" {
+			out[run] = append(out[run], info.Name)
 		}
-		if err := s.Delete(ctx, info.Name); err != nil {
-			return n, err
-		}
-		n++
 	}
-	return n, nil
+	return out, nil
+}
+
+// DeleteAll deletes the named objects (those ByRun lists for a run) and
+// returns how many it deleted before the first failure.
+func (s *Store) DeleteAll(ctx context.Context, names []string) (int, error) {
+	for i, name := range names {
+		if err := s.Delete(ctx, name); err != nil {
+			return i, err
+		}
+	}
+	return len(names), nil
 }

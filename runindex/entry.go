@@ -18,13 +18,15 @@ type SearchFunc = client.SearchFunc
 
 // Build is a run's index entry, from its record (or tombstone) as the run
 // bucket stored it at revision rev and time updated. A tombstone gives a
-// StatusRemoved entry without search attributes.
+// StatusRemoved entry without search attributes that expires with the
+// tombstone (Expires).
 func Build(runID string, data []byte, rev uint64, updated time.Time, search SearchFunc) (*wire.IndexEntry, error) {
 	e := &wire.IndexEntry{Run: runID, RecordRev: rev, Updated: updated.UnixNano()}
 	r, err := client.Decode(runID, data)
 	var removed *runrecord.RemovedError
 	if errors.As(err, &removed) {
 		e.Workflow, e.Revision, e.Status, e.Time = removed.Removed.Workflow, removed.Removed.Revision, wire.StatusRemoved, removed.Removed.At
+		e.Expires = int64(removed.Removed.Until)
 		return e, nil
 	}
 	if err != nil {
@@ -48,7 +50,7 @@ func Build(runID string, data []byte, rev uint64, updated time.Time, search Sear
 func Head(e *wire.IndexEntry, rev uint64) *wire.IndexHead {
 	h := &wire.IndexHead{RecordRev: rev, Shape: subjects.IndexShape}
 	if e != nil {
-		h.Workflow, h.Status, h.StartSeq, h.Search = e.Workflow, e.Status, e.StartSeq, e.Search
+		h.Workflow, h.Status, h.StartSeq, h.Search, h.Expires = e.Workflow, e.Status, e.StartSeq, e.Search, e.Expires
 	}
 	return h
 }

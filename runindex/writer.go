@@ -26,6 +26,11 @@ import (
 // and is skipped, instead of indexing the run again.
 const deletedHeadTTL = time.Hour
 
+// minEntryTTL is the shortest TTL a removed run's entries are given; a
+// tombstone closer than that to its expiry has its entries purged by the
+// deletion that follows, as every other run's are.
+const minEntryTTL = 5 * time.Second
+
 // maxRaces bounds the retries of one change against other indexers
 // writing the same run; past it the change is delivered again.
 const maxRaces = 8
@@ -256,11 +261,14 @@ func (w *writer) index1(ctx context.Context, c change) error {
 			if e, err = Build(c.run, c.data, c.rev, c.at, w.search); err != nil {
 				return &unindexable{err}
 			}
+			if e.Expires != 0 && time.UnixMilli(e.Expires).Before(w.cfg.Clock.Now().Add(minEntryTTL)) {
+				e.Expires = 0 // about to expire: purged as any other
+			}
 		}
 		hd := Head(e, c.rev)
 		seq, err := w.write(ctx, c, e, hd, headSeq)
 		if err == nil {
-			if head != nil {
+			if head != nil && !w.expireOnTheirOwn(head) {
 				for _, s := range Subjects(w.names, c.run, head) {
 					mine[s] = true
 				}
@@ -290,6 +298,29 @@ func (w *writer) index1(ctx context.Context, c change) error {
 		}
 	}
 	return fmt.Errorf("runindex: run %s: lost %d races to index it in a row", c.run, maxRaces)
+}
+
+// entryTTL is the TTL of e's messages: a removed run's entries expire
+// with its tombstone (their Expires, unless index1 found the tombstone
+// about to expire), which saves the purges of the deletion that follows;
+// 0 (no TTL) for every other entry.
+func (w *writer) entryTTL(e *wire.IndexEntry) time.Duration {
+	if e == nil || e.Status != wire.StatusRemoved || e.Expires == 0 {
+		return 0
+	}
+	ttl := time.UnixMilli(e.Expires).Sub(w.cfg.Clock.Now()).Round(time.Second) + time.Second
+	return max(ttl, time.Second)
+}
+
+// expireOnTheirOwn says whether the entries head names expire by their
+// TTL soon enough not to be purged: a removed run's, due to expire before
+// a deleted head written now would (a reader ignores them meanwhile: the
+// head names a later revision).
+func (w *writer) expireOnTheirOwn(head *wire.IndexHead) bool {
+	if head.Status != wire.StatusRemoved || head.Expires == 0 {
+		return false
+	}
+	return time.UnixMilli(head.Expires).Before(w.cfg.Clock.Now().Add(deletedHeadTTL / 2))
 }
 
 // head is the run's head and its sequence (0 and nil when none), read
@@ -324,8 +355,12 @@ func (w *writer) write(ctx context.Context, c change, e *wire.IndexEntry, hd *wi
 		if err != nil {
 			return 0, err
 		}
+		var opts []jetstream.PublishOpt
+		if ttl := w.entryTTL(e); ttl > 0 {
+			opts = append(opts, jetstream.WithMsgTTL(ttl))
+		}
 		for _, s := range Subjects(w.names, c.run, hd) {
-			f, err := w.js.PublishAsync(s, body)
+			f, err := w.js.PublishAsync(s, body, opts...)
 			if err != nil {
 				return 0, fmt.Errorf("runindex: index run %s on %q: %w", c.run, s, err)
 			}

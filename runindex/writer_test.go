@@ -3,11 +3,14 @@ package runindex
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/jetflow/jetflow/client"
 	"github.com/jetflow/jetflow/natstest"
@@ -122,4 +125,111 @@ func TestWriterKeepsTheLatestRevision(t *testing.T) {
 	if got := listed(); got != "" {
 		t.Errorf("after the deletion: %q", got)
 	}
+}
+
+// TestRemovedEntriesExpireWithTheTombstone: a removed run's entries carry
+// a TTL that ends with its tombstone, so that the deletion that follows
+// has nothing to purge; a reader ignores them once the run is deleted,
+// and the stream drops them on time. A tombstone about to expire has its
+// entries purged by the deletion, as before.
+func TestRemovedEntriesExpireWithTheTombstone(t *testing.T) {
+	t.Parallel()
+	srv := natstest.Server(t)
+	js := natstest.JetStream(t, natstest.Conn(t, srv))
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	names := subjects.Must("")
+	if err := provision.Provision(ctx, js, names, provision.ProvisionOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := markShape(ctx, js, names); err != nil {
+		t.Fatal(err)
+	}
+	none := func(string, string) (map[string]string, error) { return nil, nil }
+	w, err := newWriter(ctx, js, Config{Search: none, Logger: slog.New(slog.DiscardHandler)}.WithDefaults())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(w.close)
+	index, err := js.Stream(ctx, names.IndexStream())
+	if err != nil {
+		t.Fatal(err)
+	}
+	entries := func(run string) map[string]string {
+		t.Helper()
+		info, err := index.Info(ctx, jetstream.WithSubjectFilter(names.IndexAll()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := map[string]string{}
+		for s := range info.State.Subjects {
+			if !strings.HasSuffix(s, "."+run) || strings.Contains(s, ".idx.h.") {
+				continue
+			}
+			m, err := index.GetLastMsgForSubject(ctx, s)
+			if errors.Is(err, jetstream.ErrMsgNotFound) {
+				continue // expired since the listing
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			out[s] = m.Header.Get(jetstream.MsgTTLHeader)
+		}
+		return out
+	}
+	until := time.Now().Add(8 * time.Second)
+	tomb := fmt.Appendf(nil, `{"removed":{"run":"r1","at":1,"workflow":"wf","revision":"1","status":"done","settled":1,"until":%d}}`, until.UnixMilli())
+	soon := fmt.Appendf(nil, `{"removed":{"run":"r2","at":1,"workflow":"wf","revision":"1","status":"done","settled":1,"until":%d}}`, time.Now().Add(time.Second).UnixMilli())
+	if err := w.index1(ctx, change{run: "r1", data: tomb, rev: 10, at: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.index1(ctx, change{run: "r2", data: soon, rev: 11, at: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	got := entries("r1")
+	if len(got) != 2 {
+		t.Fatalf("entries of the removed run: %v, want its two", got)
+	}
+	for s, ttl := range got {
+		if d, err := time.ParseDuration(ttl); err != nil || d < 7*time.Second || d > 10*time.Second {
+			t.Errorf("entry %s has TTL %q, want the tombstone's remaining 8 s (+1 s)", s, ttl)
+		}
+	}
+	for s, ttl := range entries("r2") {
+		if ttl != "" {
+			t.Errorf("entry %s of a tombstone about to expire has TTL %q, want none (purged by the deletion)", s, ttl)
+		}
+	}
+	// The tombstones expire: the deletions purge r2's entries and leave
+	// r1's to their TTL.
+	for i, run := range []string{"r1", "r2"} {
+		if err := w.index1(ctx, change{run: run, deleted: true, rev: uint64(20 + i)}); err != nil { //nolint:gosec // a small index
+			t.Fatal(err)
+		}
+	}
+	c, err := client.New(ctx, js, client.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, err := c.ListRuns(ctx, client.ListOptions{Filter: wire.RunFilter{Status: wire.StatusRemoved}, Wait: -1})
+	if err != nil || len(page.Runs) != 0 {
+		t.Fatalf("after the deletions: %d runs listed (%v), want none", len(page.Runs), err)
+	}
+	natstest.WaitFor(t, 5*time.Second, "r2's entries purged by its deletion", func() error {
+		if left := entries("r2"); len(left) > 0 {
+			return fmt.Errorf("left: %v", left)
+		}
+		return nil
+	})
+	// r1's deletion was indexed first: had it sent purges, the server
+	// would have done them before r2's.
+	if left := entries("r1"); len(left) != 2 {
+		t.Errorf("r1's entries after its deletion: %v, want both left to their TTL (no purge)", left)
+	}
+	natstest.WaitFor(t, 20*time.Second, "r1's entries expired", func() error {
+		if left := entries("r1"); len(left) > 0 {
+			return fmt.Errorf("left: %v", left)
+		}
+		return nil
+	})
 }

@@ -31,6 +31,9 @@ type IndexEntry struct {
 	RecordRev uint64 `json:"x"`
 	// Search holds the run's search attributes (name to value).
 	Search map[string]string `json:"f,omitempty"`
+	// Expires is, for a removed run's entry, when it expires by its own
+	// TTL with the tombstone (Unix milliseconds); 0 when it is purged.
+	Expires int64 `json:"e,omitempty"`
 }
 
 // IndexHead is the body of a run's head in the run index: the record
@@ -46,6 +49,10 @@ type IndexHead struct {
 	// Shape is the index shape its entries' subjects have
 	// (subjects.IndexShape); 0 for shape 1, before it was written.
 	Shape int `json:"k,omitempty"`
+	// Expires is IndexEntry.Expires of its entries: a removed run's
+	// entries that expire on their own, which the deletion that follows
+	// the tombstone's expiry need not purge.
+	Expires int64 `json:"e,omitempty"`
 }
 
 // IndexShapeMark is the body of the run index's shape mark: the shape
