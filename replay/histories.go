@@ -47,7 +47,7 @@ func ReadHistories(ctx context.Context, js jetstream.JetStream, names subjects.N
 		// which costs the same however many other messages the stream
 		// holds, where a pass does not.
 		for id := range want {
-			msgs, err := readHistory(ctx, js, names, id)
+			msgs, err := readHistory(ctx, js, names, id, nil)
 			if err != nil {
 				return nil, err
 			}

@@ -55,7 +55,7 @@ const readWait = 30 * time.Second
 // read by the walk, whose cost grows with the messages between
 // (docs/PERFORMANCE.md, "Cost as work grows").
 func ReadHistory(ctx context.Context, js jetstream.JetStream, names subjects.Names, runID string) ([]Message, error) {
-	out, err := readHistory(ctx, js, names, runID)
+	out, err := readHistory(ctx, js, names, runID, nil)
 	if err != nil || len(out) == 0 {
 		return nil, err
 	}
@@ -63,7 +63,8 @@ func ReadHistory(ctx context.Context, js jetstream.JetStream, names subjects.Nam
 }
 
 // readHistory is ReadHistory without reading the objects of messages
-// that travelled by reference. It reads
+// that travelled by reference; rec is the run's record when the caller
+// holds it (nil: read it when needed). It reads
 //
 //  1. which literal subjects the run has, how many messages each holds
 //     and the stream's last sequence: STREAM.INFO with a subject filter,
@@ -81,7 +82,7 @@ func ReadHistory(ctx context.Context, js jetstream.JetStream, names subjects.Nam
 // Direct gets may be answered by a replica that lags the leader: a
 // subject short of its count is read by step 4, which finishes through
 // the leader. Messages stored after step 1 are left out.
-func readHistory(ctx context.Context, js jetstream.JetStream, names subjects.Names, runID string) ([]Message, error) {
+func readHistory(ctx context.Context, js jetstream.JetStream, names subjects.Names, runID string, rec *runrecord.Record) ([]Message, error) {
 	if err := subjects.CheckRunID(runID); err != nil {
 		return nil, err
 	}
@@ -114,7 +115,10 @@ func readHistory(ctx context.Context, js jetstream.JetStream, names subjects.Nam
 		many = many || n > 2
 	}
 	if many {
-		if seqs := h.unread(recordSeqs(ctx, js, names, runID)); len(seqs) > 0 {
+		if rec == nil {
+			rec = readRecord(ctx, js, names, runID)
+		}
+		if seqs := h.unread(recordSeqs(rec)); len(seqs) > 0 {
 			gctx, cancel := context.WithTimeout(ctx, readWait)
 			err := kvstore.DirectSeqs(gctx, js, streamName, seqs, h.add)
 			cancel()
@@ -169,14 +173,11 @@ func (h *runReading) unread(seqs []uint64) []uint64 {
 	})
 }
 
-// recordSeqs returns the input sequences the run's record names: those
-// it applied (its last step.DefaultAppliedHistory by default), refused
-// and ignored, and the bounds of its apply order. They are hints, checked
-// against the subjects and counts of the stream: nil when the record
-// cannot be read (none, a tombstone, one kept by reference).
-func recordSeqs(ctx context.Context, js jetstream.JetStream, names subjects.Names, runID string) []uint64 {
-	// A direct get of the key's last value by the subject of the request
-	// (as a KV read makes it), which the roles that read records may send.
+// readRecord returns the run's record, or nil when it cannot be read
+// (none, a tombstone, one kept by reference): a direct get of the key's
+// last value by the subject of the request (as a KV read makes it),
+// which the roles that read records may send.
+func readRecord(ctx context.Context, js jetstream.JetStream, names subjects.Names, runID string) *runrecord.Record {
 	bucket := names.RunBucket()
 	api := subjects.APIPrefix(js.Options().Domain) + "DIRECT.GET." + names.KVStream(bucket) + "." + names.KVKey(bucket, runID)
 	gctx, cancel := context.WithTimeout(ctx, readWait)
@@ -187,6 +188,17 @@ func recordSeqs(ctx context.Context, js jetstream.JetStream, names subjects.Name
 	}
 	rec, err := runrecord.Decode(reply.Data)
 	if err != nil {
+		return nil
+	}
+	return rec
+}
+
+// recordSeqs returns the input sequences rec names: those the run
+// applied (its last step.DefaultAppliedHistory by default), refused and
+// ignored, and the bounds of its apply order. They are hints, checked
+// against the subjects and counts of the stream (nil rec: none).
+func recordSeqs(rec *runrecord.Record) []uint64 {
+	if rec == nil {
 		return nil
 	}
 	seqs := slices.Clone(rec.Applied)
