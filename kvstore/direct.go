@@ -35,6 +35,23 @@ func DirectBatch(ctx context.Context, js jetstream.JetStream, stream, filter str
 	return n, nil
 }
 
+// DirectNext returns the first message on subject (a literal subject or
+// a pattern) at or after sequence seq in stream with a direct get,
+// answered by any replica (so it may lag the leader); the error wraps
+// ErrNoKey when there is none. Unlike a batch of one, the server counts
+// nothing for it.
+func DirectNext(ctx context.Context, js jetstream.JetStream, stream string, seq uint64, subject string) (*jetstream.RawStreamMsg, error) {
+	var got *jetstream.RawStreamMsg
+	req := fmt.Appendf(nil, `{"seq":%d,"next_by_subj":%q}`, max(seq, 1), subject)
+	if _, err := direct(ctx, js, stream, req, true, func(m *jetstream.RawStreamMsg) { got = m }); err != nil {
+		return nil, fmt.Errorf("direct get of %q in stream %q from %d: %w", subject, stream, seq, err)
+	}
+	if got == nil {
+		return nil, fmt.Errorf("direct get of %q in stream %q from %d: %w", subject, stream, seq, ErrNoKey)
+	}
+	return got, nil
+}
+
 // DirectLast returns the last message on subject (literal) in stream
 // with a direct get, answered by any replica (so it may lag the leader);
 // the error wraps ErrNoKey when there is none.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -11,12 +12,17 @@ import (
 	"github.com/jetflow/jetflow/subjects"
 )
 
+// fewRuns is the most runs ReadHistories reads one by one rather than in
+// one pass.
+const fewRuns = 64
+
 // ReadHistories returns the histories of the runs in want, read in one
 // pass over the input stream from sequence from up to its last message
 // when the read began: an ordered consumer (no acknowledgements, nothing
 // the dispatchers' durable consumer sees) pulling large batches, so that
 // thousands of runs cost one consumer rather than one each. Runs with no
 // message get no entry. from 0 reads from the stream's first message.
+// Up to fewRuns runs are read one by one, each by its own subjects.
 func ReadHistories(ctx context.Context, js jetstream.JetStream, names subjects.Names, from uint64, want map[string]bool) (map[string][]Message, error) {
 	out := make(map[string][]Message, len(want))
 	if len(want) == 0 {
@@ -36,20 +42,28 @@ func ReadHistories(ctx context.Context, js jetstream.JetStream, names subjects.N
 	if info.State.Msgs == 0 || from > last {
 		return out, nil
 	}
+	if len(want) <= fewRuns {
+		// A few runs: each one's history by its subjects (readHistory),
+		// which costs the same however many other messages the stream
+		// holds, where a pass does not.
+		for id := range want {
+			msgs, err := readHistory(ctx, js, names, id, nil)
+			if err != nil {
+				return nil, err
+			}
+			msgs = slices.DeleteFunc(msgs, func(m Message) bool { return m.Seq < from || m.Seq > last })
+			if len(msgs) > 0 {
+				out[id] = msgs
+			}
+		}
+		return out, nil
+	}
 	cfg := jetstream.OrderedConsumerConfig{
 		FilterSubjects:    []string{names.InputAll()},
 		DeliverPolicy:     jetstream.DeliverByStartSequencePolicy,
 		OptStartSeq:       from,
 		MaxResetAttempts:  maxResets,
 		InactiveThreshold: 30 * time.Second,
-	}
-	if len(want) <= 64 {
-		// A few runs: the server filters, so that their messages alone
-		// cross the wire.
-		cfg.FilterSubjects = cfg.FilterSubjects[:0]
-		for id := range want {
-			cfg.FilterSubjects = append(cfg.FilterSubjects, names.RunInputs(id))
-		}
 	}
 	cons, err := js.OrderedConsumer(ctx, streamName, cfg)
 	if err != nil {
@@ -100,4 +114,38 @@ func ReadHistories(ctx context.Context, js jetstream.JetStream, names subjects.N
 			return out, nil
 		}
 	}
+}
+
+// deleteConsumer removes the ordered consumer a read used. Stopping it
+// does not: the server would keep it for its inactive threshold, and a
+// burst of reads (a replay of every run) would reach the server's limit
+// of consumers per stream, after which no consumer of the input stream
+// can be created at all.
+func deleteConsumer(js jetstream.JetStream, stream string, cons jetstream.Consumer) {
+	ci := cons.CachedInfo()
+	if ci == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_ = js.DeleteConsumer(ctx, stream, ci.Name)
+}
+
+// maxResets bounds the attempts to recreate the ordered consumer after
+// a failure (about 40 s with nats.go's backoff and request timeouts).
+const maxResets = 3
+
+// idleWait is how long one wait for the next message lasts before the
+// reader checks whether anything is left to read.
+const idleWait = 2 * time.Second
+
+// next returns the next message, or idle when none came within idleWait.
+func next(ctx context.Context, it jetstream.MessagesContext) (jetstream.Msg, bool, error) {
+	nctx, cancel := context.WithTimeout(ctx, idleWait)
+	defer cancel()
+	m, err := it.Next(jetstream.NextContext(nctx))
+	if err != nil && ctx.Err() == nil && nctx.Err() != nil {
+		return nil, true, nil
+	}
+	return m, false, err
 }

@@ -1,14 +1,20 @@
 package replay
 
 import (
+	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/jetflow/jetflow/kvstore"
+	"github.com/jetflow/jetflow/runrecord"
 	"github.com/jetflow/jetflow/subjects"
 )
 
@@ -28,122 +34,301 @@ type Message struct {
 	PayloadErr error
 }
 
-// readWait bounds the wait for the next history message: the history is
+// readWait bounds each request of a history read: the history is
 // already stored, so a long wait means the server is gone.
 const readWait = 30 * time.Second
 
 // ReadHistory returns the messages on names.RunInputs(runID) in stream
-// order (nil when there are none). It reads them with an ordered
-// consumer, up to the run's last message when the read began.
+// order (nil when there are none), as many on each of the run's subjects
+// as the stream held when the read began.
+//
+// nats-server's file store indexes each literal subject by its first and
+// last message block; a wildcard filter (an ordered consumer of
+// RunInputs, as before) makes it visit every block from the run's first
+// message on, and a message between a subject's first and last is found
+// only by walking the blocks and scanning the messages between it and
+// the one before. So the read asks that index instead (readHistory), and
+// reads by sequence what the index cannot locate. Its cost then does not
+// grow with other runs' messages, as long as each of the run's subjects
+// holds at most two messages or its record names the others (its last
+// step.DefaultAppliedHistory inputs by default); what neither locates is
+// read by the walk, whose cost grows with the messages between
+// (docs/PERFORMANCE.md, "Cost as work grows").
 func ReadHistory(ctx context.Context, js jetstream.JetStream, names subjects.Names, runID string) ([]Message, error) {
+	out, err := readHistory(ctx, js, names, runID, nil)
+	if err != nil || len(out) == 0 {
+		return nil, err
+	}
+	return out, resolvePayloads(ctx, js, names, out)
+}
+
+// readHistory is ReadHistory without reading the objects of messages
+// that travelled by reference; rec is the run's record when the caller
+// holds it (nil: read it when needed). It reads
+//
+//  1. which literal subjects the run has, how many messages each holds
+//     and the stream's last sequence: STREAM.INFO with a subject filter,
+//     answered from the per-subject index;
+//  2. each subject's first message (a direct get of the next message on
+//     it from sequence 1, which the index places) and last (a direct
+//     get of its last);
+//  3. where a subject holds more than two, the sequences the run's record
+//     names (the inputs it applied, refused or ignored), with pipelined
+//     direct gets by sequence;
+//  4. and only for a subject still short of its count, its messages one
+//     after the other (readSubject), up to the count, so that nothing is
+//     searched past its last one.
+//
+// Direct gets may be answered by a replica that lags the leader: a
+// subject short of its count is read by step 4, which finishes through
+// the leader. Messages stored after step 1 are left out.
+func readHistory(ctx context.Context, js jetstream.JetStream, names subjects.Names, runID string, rec *runrecord.Record) ([]Message, error) {
 	if err := subjects.CheckRunID(runID); err != nil {
 		return nil, err
 	}
 	streamName, filter := names.InputStream(), names.RunInputs(runID)
-	stream, err := js.Stream(ctx, streamName)
-	if err != nil {
-		return nil, fmt.Errorf("replay: bind input stream %q (is it provisioned?): %w", streamName, err)
+	counts, last, err := subjectCounts(ctx, js, streamName, filter)
+	if err != nil || len(counts) == 0 {
+		return nil, err
 	}
-	last, err := stream.GetLastMsgForSubject(ctx, filter)
-	if errors.Is(err, jetstream.ErrMsgNotFound) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("replay: last message on %s in stream %q: %w", filter, streamName, err)
-	}
-	cons, err := js.OrderedConsumer(ctx, streamName, jetstream.OrderedConsumerConfig{
-		FilterSubjects: []string{filter},
-		DeliverPolicy:  jetstream.DeliverAllPolicy,
-		// Recreating the consumer ignores ctx and by default retries
-		// forever; a bounded number of tries returns the error instead.
-		MaxResetAttempts: maxResets,
-		// A consumer left behind (its delete below failed) goes soon:
-		// nats-server allows 1000 consumers per stream by default.
-		InactiveThreshold: 30 * time.Second,
-	})
-	if err != nil {
-		return nil, fmt.Errorf("replay: read %s from stream %q: %w", filter, streamName, err)
-	}
-	// nats.go notices missing heartbeats only within one Next call, so
-	// they must be due well within idleWait: in a cluster the first pull
-	// to a fresh consumer can be lost (its interest has not reached the
-	// client's server yet), and only a missed heartbeat makes the ordered
-	// consumer pull again.
-	it, err := cons.Messages(jetstream.PullMaxMessages(256), jetstream.PullHeartbeat(idleWait/4))
-	if err != nil {
-		return nil, fmt.Errorf("replay: read %s from stream %q: %w", filter, streamName, err)
-	}
-	defer func() {
-		it.Stop()
-		deleteConsumer(js, streamName, cons)
-	}()
-	if ci := cons.CachedInfo(); ci != nil && ci.NumPending == 0 {
-		return nil, nil // removed since we looked
-	}
-	var out []Message
-	var seen uint64
-	active := time.Now()
-	for {
-		m, idle, err := next(ctx, it)
-		if idle {
-			// Retention may have removed what was left since we looked.
-			last, err := stream.GetLastMsgForSubject(ctx, filter)
-			if errors.Is(err, jetstream.ErrMsgNotFound) || err == nil && last.Sequence <= seen {
-				return out, resolvePayloads(ctx, js, names, out)
+	h := runReading{counts: counts, last: last, found: map[uint64]Message{}, per: map[string]uint64{}}
+	many := false
+	for subj, n := range counts {
+		gctx, cancel := context.WithTimeout(ctx, readWait)
+		m, err := kvstore.DirectNext(gctx, js, streamName, 1, subj)
+		if err == nil {
+			h.add(m)
+			if n > 1 {
+				m, err = kvstore.DirectLast(gctx, js, streamName, subj)
+				if err == nil {
+					h.add(m)
+				}
 			}
-			if time.Since(active) < readWait {
-				continue
+		}
+		if errors.Is(err, kvstore.ErrNoKey) {
+			err = nil // removed since: step 4 finds out
+		}
+		cancel()
+		if err != nil {
+			return nil, fmt.Errorf("replay: read %s from stream %q: %w", subj, streamName, err)
+		}
+		many = many || n > 2
+	}
+	if many {
+		if rec == nil {
+			rec = readRecord(ctx, js, names, runID)
+		}
+		if seqs := h.unread(recordSeqs(rec)); len(seqs) > 0 {
+			gctx, cancel := context.WithTimeout(ctx, readWait)
+			err := kvstore.DirectSeqs(gctx, js, streamName, seqs, h.add)
+			cancel()
+			if err != nil {
+				return nil, fmt.Errorf("replay: read %s from stream %q: %w", filter, streamName, err)
 			}
-			return nil, fmt.Errorf("replay: read %s from stream %q: no message for %s after %d", filter, streamName, readWait, len(out))
-		}
-		if err != nil {
-			return nil, fmt.Errorf("replay: read %s from stream %q after %d messages: %w", filter, streamName, len(out), err)
-		}
-		meta, err := m.Metadata()
-		if err != nil {
-			return nil, fmt.Errorf("replay: message on %s without metadata: %w", m.Subject(), err)
-		}
-		active, seen = time.Now(), meta.Sequence.Stream
-		out = append(out, Message{
-			Seq: meta.Sequence.Stream, Time: meta.Timestamp,
-			Subject: m.Subject(), Header: m.Headers(), Data: m.Data(),
-		})
-		if seen >= last.Sequence || meta.NumPending == 0 {
-			return out, resolvePayloads(ctx, js, names, out)
 		}
 	}
+	for _, subj := range slices.Sorted(maps.Keys(counts)) {
+		if h.per[subj] < counts[subj] {
+			if err := readSubject(ctx, js, streamName, subj, counts[subj], h.add); err != nil {
+				return nil, err
+			}
+		}
+	}
+	out := slices.SortedFunc(maps.Values(h.found), func(a, b Message) int { return cmp.Compare(a.Seq, b.Seq) })
+	return out, nil
 }
 
-// deleteConsumer removes the ordered consumer a read used. Stopping it
-// does not: the server would keep it for its inactive threshold, and a
-// burst of reads (a replay of every run) would reach the server's limit
-// of consumers per stream, after which no consumer of the input stream
-// can be created at all.
-func deleteConsumer(js jetstream.JetStream, stream string, cons jetstream.Consumer) {
-	ci := cons.CachedInfo()
-	if ci == nil {
+// runReading collects one run's messages as a read finds them.
+type runReading struct {
+	// counts are the messages on each of the run's subjects, and last
+	// the stream's last sequence, when the read began.
+	counts map[string]uint64
+	last   uint64
+	found  map[uint64]Message
+	// per counts the messages found on each subject.
+	per map[string]uint64
+}
+
+// add keeps m if it is one of the run's messages the read is after and
+// was not found before.
+func (h *runReading) add(m *jetstream.RawStreamMsg) {
+	if m.Sequence > h.last || h.counts[m.Subject] == 0 {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	_ = js.DeleteConsumer(ctx, stream, ci.Name)
+	if _, ok := h.found[m.Sequence]; ok {
+		return
+	}
+	h.found[m.Sequence] = historyMessage(m)
+	h.per[m.Subject]++
 }
 
-// maxResets bounds the attempts to recreate the ordered consumer after
-// a failure (about 40 s with nats.go's backoff and request timeouts).
-const maxResets = 3
+// unread returns the sequences of seqs up to the read's last that have
+// not been found, sorted, without repeats.
+func (h *runReading) unread(seqs []uint64) []uint64 {
+	slices.Sort(seqs)
+	seqs = slices.Compact(seqs)
+	return slices.DeleteFunc(seqs, func(s uint64) bool {
+		_, ok := h.found[s]
+		return ok || s == 0 || s > h.last
+	})
+}
 
-// idleWait is how long one wait for the next message lasts before the
-// reader checks whether anything is left to read.
-const idleWait = 2 * time.Second
-
-// next returns the next message, or idle when none came within idleWait.
-func next(ctx context.Context, it jetstream.MessagesContext) (jetstream.Msg, bool, error) {
-	nctx, cancel := context.WithTimeout(ctx, idleWait)
+// readRecord returns the run's record, or nil when it cannot be read
+// (none, a tombstone, one kept by reference): a direct get of the key's
+// last value by the subject of the request (as a KV read makes it),
+// which the roles that read records may send.
+func readRecord(ctx context.Context, js jetstream.JetStream, names subjects.Names, runID string) *runrecord.Record {
+	bucket := names.RunBucket()
+	api := subjects.APIPrefix(js.Options().Domain) + "DIRECT.GET." + names.KVStream(bucket) + "." + names.KVKey(bucket, runID)
+	gctx, cancel := context.WithTimeout(ctx, readWait)
 	defer cancel()
-	m, err := it.Next(jetstream.NextContext(nctx))
-	if err != nil && ctx.Err() == nil && nctx.Err() != nil {
-		return nil, true, nil
+	reply, err := js.Conn().RequestWithContext(gctx, api, nil)
+	if err != nil || reply.Header.Get("Status") != "" {
+		return nil
 	}
-	return m, false, err
+	rec, err := runrecord.Decode(reply.Data)
+	if err != nil {
+		return nil
+	}
+	return rec
+}
+
+// recordSeqs returns the input sequences rec names: those the run
+// applied (its last step.DefaultAppliedHistory by default), refused and
+// ignored, and the bounds of its apply order. They are hints, checked
+// against the subjects and counts of the stream (nil rec: none).
+func recordSeqs(rec *runrecord.Record) []uint64 {
+	if rec == nil {
+		return nil
+	}
+	seqs := slices.Clone(rec.Applied)
+	for _, r := range rec.Rejected {
+		seqs = append(seqs, r.Seq)
+	}
+	for _, r := range rec.Ignored {
+		seqs = append(seqs, r.Seq)
+	}
+	for _, sp := range rec.Order {
+		seqs = append(seqs, sp.From, sp.To)
+	}
+	return seqs
+}
+
+// maxBatch bounds one batched direct get; the server also ends a batch
+// at its max_pending bytes, after which the read asks again.
+const maxBatch = 1024
+
+// readSubject reads the first n messages on subject (literal), one after
+// the other, and calls add with each: batched direct gets, then reads
+// through the stream leader for any that a lagging replica did not have.
+func readSubject(ctx context.Context, js jetstream.JetStream, stream, subject string, n uint64, add func(*jetstream.RawStreamMsg)) error {
+	var seq, got uint64
+	each := func(m *jetstream.RawStreamMsg) {
+		if got < n {
+			add(m)
+			seq, got = m.Sequence, got+1
+		}
+	}
+	for got < n {
+		gctx, cancel := context.WithTimeout(ctx, readWait)
+		read, err := kvstore.DirectBatch(gctx, js, stream, subject, seq+1, int(min(n-got, maxBatch)), each)
+		cancel()
+		if err != nil {
+			return fmt.Errorf("replay: read %s from stream %q after %d of its messages: %w", subject, stream, got, err)
+		}
+		if read == 0 {
+			break
+		}
+	}
+	// A replica behind the leader, or retention since the count: ask the
+	// leader for what is left.
+	for got < n {
+		gctx, cancel := context.WithTimeout(ctx, readWait)
+		m, err := kvstore.NextOnSubject(gctx, js, stream, seq+1, subject)
+		cancel()
+		if errors.Is(err, kvstore.ErrNoKey) {
+			break
+		}
+		if err != nil {
+			return fmt.Errorf("replay: read %s from stream %q after %d of its messages: %w", subject, stream, got, err)
+		}
+		each(m)
+	}
+	return nil
+}
+
+// directHeaders are the headers a direct get adds to a stored message.
+var directHeaders = []string{
+	jetstream.StreamHeader, jetstream.SubjectHeader, jetstream.SequenceHeader, jetstream.TimeStampHeaer,
+	"Nats-Num-Pending", "Nats-Last-Sequence",
+}
+
+// historyMessage is a stored message as a history holds it: its own
+// headers (nil when none), its time in the local zone as a consumer's
+// metadata gives it.
+func historyMessage(m *jetstream.RawStreamMsg) Message {
+	h := m.Header
+	for _, k := range directHeaders {
+		delete(h, k)
+	}
+	if len(h) == 0 {
+		h = nil
+	}
+	return Message{Seq: m.Sequence, Time: time.Unix(0, m.Time.UnixNano()), Subject: m.Subject, Header: h, Data: m.Data}
+}
+
+// subjectCounts returns the literal subjects that filter matches in
+// stream, each with how many messages it holds: STREAM.INFO with a
+// subject filter, which the server answers from its per-subject index
+// (so at a cost that grows with the matching subjects only), page by
+// page; and the stream's last sequence when it answered the first page.
+func subjectCounts(ctx context.Context, js jetstream.JetStream, stream, filter string) (map[string]uint64, uint64, error) {
+	api := subjects.APIPrefix(js.Options().Domain) + "STREAM.INFO." + stream
+	out := map[string]uint64{}
+	var last uint64
+	for offset := 0; ; {
+		req, err := json.Marshal(map[string]any{"subjects_filter": filter, "offset": offset})
+		if err != nil {
+			return nil, 0, err
+		}
+		rctx, cancel := context.WithTimeout(ctx, readWait)
+		reply, err := js.Conn().RequestWithContext(rctx, api, req)
+		cancel()
+		if err != nil {
+			return nil, 0, fmt.Errorf("replay: subjects of %s in stream %q: %w", filter, stream, err)
+		}
+		var resp struct {
+			Total  int `json:"total"`
+			Offset int `json:"offset"`
+			Limit  int `json:"limit"`
+			State  struct {
+				LastSeq  uint64            `json:"last_seq"`
+				Subjects map[string]uint64 `json:"subjects"`
+			} `json:"state"`
+			Error *struct {
+				Code        int    `json:"code"`
+				ErrCode     int    `json:"err_code"`
+				Description string `json:"description"`
+			} `json:"error"`
+		}
+		if err := json.Unmarshal(reply.Data, &resp); err != nil {
+			return nil, 0, fmt.Errorf("replay: subjects of %s in stream %q: bad reply: %w", filter, stream, err)
+		}
+		if resp.Error != nil {
+			if resp.Error.ErrCode == int(jetstream.JSErrCodeStreamNotFound) {
+				return nil, 0, fmt.Errorf("replay: bind input stream %q (is it provisioned?): %w", stream, jetstream.ErrStreamNotFound)
+			}
+			return nil, 0, fmt.Errorf("replay: subjects of %s in stream %q: %s (%d)", filter, stream, resp.Error.Description, resp.Error.ErrCode)
+		}
+		if offset == 0 {
+			last = resp.State.LastSeq
+		}
+		for s, n := range resp.State.Subjects {
+			out[s] = n
+		}
+		offset += len(resp.State.Subjects)
+		if len(resp.State.Subjects) == 0 || offset >= resp.Total {
+			return out, last, nil
+		}
+	}
 }

@@ -62,8 +62,8 @@ func Migration(ctx context.Context, js jetstream.JetStream, s step.Settings, run
 	for _, sp := range rec.Order {
 		from, upto = min(from, sp.From), max(upto, sp.To)
 	}
-	// One leader read per input, as a reset's rewind reads: no consumer.
-	msgs, err := readRange(ctx, js, s.Names, runID, from, upto)
+	// Its history as a reset's rewind reads it: no consumer.
+	msgs, err := readRange(ctx, js, s.Names, rec, runID, from, upto)
 	if err != nil {
 		return wire.Migrate{}, RunCheck{}, err
 	}

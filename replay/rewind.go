@@ -5,12 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/jetflow/jetflow/engine/run"
-	"github.com/jetflow/jetflow/kvstore"
+	"github.com/jetflow/jetflow/runrecord"
 	"github.com/jetflow/jetflow/step"
 	"github.com/jetflow/jetflow/subjects"
 )
@@ -51,7 +50,7 @@ func Rewind(ctx context.Context, js jetstream.JetStream, s step.Settings, defs s
 	for _, sp := range rec.Order {
 		from, upto = min(from, sp.From), max(upto, sp.To)
 	}
-	msgs, err := readRange(ctx, js, s.Names, runID, from, upto)
+	msgs, err := readRange(ctx, js, s.Names, rec, runID, from, upto)
 	if err != nil {
 		return nil, err
 	}
@@ -103,31 +102,15 @@ func trimmedFrom(msgs []Message, start uint64, applied []uint64) string {
 	return ""
 }
 
-// getWait bounds one read of a history message.
-const getWait = 10 * time.Second
-
 // readRange returns the run's messages with sequences from..to, in
-// stream order, one read through the stream leader each (the next
-// message on the run's subjects): the read a dispatcher may already make
-// (STREAM.MSG.GET on the input stream), with no consumer to create.
-func readRange(ctx context.Context, js jetstream.JetStream, names subjects.Names, runID string, from, to uint64) ([]Message, error) {
-	name, filter := names.InputStream(), names.RunInputs(runID)
-	var out []Message
-	for seq := from; seq <= to; {
-		gctx, cancel := context.WithTimeout(ctx, getWait)
-		m, err := kvstore.NextOnSubject(gctx, js, name, seq, filter)
-		cancel()
-		if errors.Is(err, kvstore.ErrNoKey) {
-			break
-		}
-		if err != nil {
-			return nil, fmt.Errorf("replay: read %s from stream %q at seq %d: %w", filter, name, seq, err)
-		}
-		if m.Sequence > to {
-			break
-		}
-		out = append(out, Message{Seq: m.Sequence, Time: m.Time, Subject: m.Subject, Header: m.Header, Data: m.Data})
-		seq = m.Sequence + 1
+// stream order: its history (readHistory, with the record in hand),
+// whose counts come from the stream leader, so that it holds every
+// input the dispatchers applied.
+func readRange(ctx context.Context, js jetstream.JetStream, names subjects.Names, rec *runrecord.Record, runID string, from, to uint64) ([]Message, error) {
+	msgs, err := readHistory(ctx, js, names, runID, rec)
+	if err != nil {
+		return nil, err
 	}
+	out := slices.DeleteFunc(msgs, func(m Message) bool { return m.Seq < from || m.Seq > to })
 	return out, resolvePayloads(ctx, js, names, out)
 }

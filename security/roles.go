@@ -274,9 +274,11 @@ func payloadAll(n subjects.Names) Permissions {
 }
 
 // archiveWrite is what a dispatcher needs to archive a run before
-// retention removes it (dispatcher/reaper.go): read the run's history
-// (an ordered consumer on its input subjects) and write one object of
-// the archive bucket, replacing an earlier one (a purge of its chunks).
+// retention removes it (dispatcher/reaper.go): consumers on run-input
+// subjects (the run's history is read by its subjects, replay.ReadHistory,
+// with the dispatcher's STREAM.INFO and DIRECT.GET of the input stream)
+// and write one object of the archive bucket, replacing an earlier one
+// (a purge of its chunks).
 func archiveWrite(n subjects.Names) Permissions {
 	in, obj := n.InputStream(), n.ObjectStream(n.ArchiveBucket())
 	return Permissions{Publish: []string{
