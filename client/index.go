@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"time"
 
@@ -270,6 +271,17 @@ func (q *indexQuery) newest(ctx context.Context, sort string, top uint64, after 
 				want = (need*3*covered/2 + found*size - 1) / (found * size)
 			}
 			if left <= fewPerFilter && (found == 0 || left <= 2*need || want > maxSpan) {
+				// The subjects of what is left, from the server's memory,
+				// then only the entries the page needs; failing that
+				// (too many, or no answer), every entry left at once.
+				if subs, err := q.c.indexSubjects(ctx, q.pattern(sort, 0, true), maxRest); err == nil {
+					return out, q.rest(ctx, subs, hi, past, take, func() int {
+						if limit == 0 {
+							return kvstore.MaxDirectLasts
+						}
+						return max(0, limit+1-len(out))
+					})
+				}
 				got, _, err := q.lasts(ctx, []string{q.pattern(sort, 0, true)}, past)
 				if err == nil {
 					return out, take(got)
@@ -310,6 +322,121 @@ func (q *indexQuery) newest(ctx context.Context, sort string, top uint64, after 
 		}
 	}
 	return out, nil
+}
+
+// maxRest is how many subjects rest takes from the server's subject
+// index; more, and the listing goes on reading buckets.
+const maxRest = 4 * kvstore.MaxDirectLasts
+
+// rest reads the entries on subs (the subjects of the query's entries
+// in one order, from indexSubjects) in buckets hi and below, newest
+// bucket first, passing each read's entries that pass keep to take,
+// until need says the page holds enough (0) or none is left. It reads
+// only the entries of the buckets the page still needs, whole buckets at
+// a time (their order within a bucket is known once read). So a page of
+// a sparse filter loads the blocks that hold its own entries, not those
+// of every entry of the filter: a block read cold costs a load of
+// megabytes (twice: the server builds the block's subject index, drops
+// the block, then loads it again for the messages), and the entries of
+// a rare search attribute lie one in a block.
+func (q *indexQuery) rest(ctx context.Context, subs []string, hi uint64, keep func(*wire.IndexEntry) bool, take func([]hit) error, need func() int) error {
+	type entry struct {
+		bucket  uint64
+		subject string
+	}
+	list := make([]entry, 0, len(subs))
+	for _, s := range subs {
+		b, ok := q.c.names.IndexSubjectBucket(s)
+		if !ok || b > hi {
+			continue
+		}
+		list = append(list, entry{b, s})
+	}
+	slices.SortFunc(list, func(a, b entry) int {
+		if c := cmp.Compare(b.bucket, a.bucket); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.subject, b.subject)
+	})
+	for len(list) > 0 {
+		n := need()
+		if n <= 0 {
+			return nil
+		}
+		// n subjects, then the rest of the last one's bucket; when that
+		// is more than one read names, the whole buckets that fit in it.
+		i := min(n, len(list))
+		for i < len(list) && list[i].bucket == list[i-1].bucket {
+			i++
+		}
+		if i > kvstore.MaxDirectLasts {
+			i = kvstore.MaxDirectLasts
+			for i > 1 && list[i].bucket == list[i-1].bucket {
+				i--
+			}
+			if i == 1 { // no bucket holds that many entries of an order
+				i = kvstore.MaxDirectLasts
+			}
+		}
+		names := make([]string, i)
+		for j, e := range list[:i] {
+			names[j] = e.subject
+		}
+		list = list[i:]
+		got, _, err := q.lasts(ctx, names, keep)
+		if err != nil {
+			return err
+		}
+		if err := take(got); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// streamSubjects is the part of a stream info reply that rest reads.
+type streamSubjects struct {
+	Error *struct {
+		Code        int    `json:"code"`
+		Description string `json:"description"`
+	} `json:"error"`
+	State struct {
+		Subjects map[string]uint64 `json:"subjects"`
+	} `json:"state"`
+	// Total is how many subjects the filter matched.
+	Total int `json:"total"`
+}
+
+// indexSubjects returns the subjects of the index stream that filter
+// matches, from one stream info request: the server answers it from its
+// subject index, in memory. More than most is kvstore.ErrTooManyResults.
+func (c *Client) indexSubjects(ctx context.Context, filter string, most int) ([]string, error) {
+	o := c.js.Options()
+	if _, ok := ctx.Deadline(); !ok && o.DefaultTimeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, o.DefaultTimeout)
+		defer cancel()
+	}
+	req, err := json.Marshal(map[string]string{"subjects_filter": filter})
+	if err != nil {
+		return nil, err
+	}
+	stream := c.names.IndexStream()
+	m, err := c.js.Conn().RequestWithContext(ctx, subjects.APIPrefix(o.Domain)+"STREAM.INFO."+stream, req)
+	if err != nil {
+		return nil, fmt.Errorf("client: list runs: the subjects %q of stream %q: %w", filter, stream, err)
+	}
+	var info streamSubjects
+	if err := json.Unmarshal(m.Data, &info); err != nil {
+		return nil, fmt.Errorf("client: list runs: the subjects %q of stream %q: %w", filter, stream, err)
+	}
+	if info.Error != nil {
+		return nil, fmt.Errorf("client: list runs: the subjects %q of stream %q: %s (code %d)", filter, stream, info.Error.Description, info.Error.Code)
+	}
+	if n := max(info.Total, len(info.State.Subjects)); n > most {
+		return nil, fmt.Errorf("%w: %d subjects match %q", kvstore.ErrTooManyResults, n, filter)
+	}
+	return slices.Collect(maps.Keys(info.State.Subjects)), nil
 }
 
 // lasts reads the last entry of every subject that patterns match (each

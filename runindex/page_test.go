@@ -105,3 +105,68 @@ func firstDiff(got, want []string) string {
 	}
 	return "none"
 }
+
+// TestSparsePageReadsItsOwnEntries lists a search attribute value that
+// few runs have, none of them lately, so that the first page finds none
+// in the newest buckets and turns to what is left: it reads about the
+// entries it lists, not every entry of the value. A cold page loads one
+// block per entry it reads, and a rare value's entries lie one in a
+// block, so reading them all cost a load of every block of the index.
+func TestSparsePageReadsItsOwnEntries(t *testing.T) {
+	t.Parallel()
+	const n, limit = 2000, 10
+	// Runs 7, 17, … up to 1,737 are the rare customer's: 174 runs, the
+	// last 262 revisions none.
+	rare := func(i int) bool { return i%10 == 7 && i < n-256 }
+	rec := func(i int) []byte {
+		if rare(i) {
+			return runRecord(i, "rare")
+		}
+		return runRecord(i, fmt.Sprintf("c-%d", i))
+	}
+	srv := natstest.Server(t)
+	nc := natstest.Conn(t, srv)
+	js := natstest.JetStream(t, nc)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	names := subjects.Must("")
+	if err := provision.Provision(ctx, js, names, provision.ProvisionOptions{Storage: jetstream.FileStorage}); err != nil {
+		t.Fatal(err)
+	}
+	storeRuns(ctx, t, js, names, n, rec)
+	fillInputs(ctx, t, js, names, n)
+	writeIndex(ctx, t, js, names, n, rec)
+	c, err := client.New(ctx, js, client.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want []string
+	for i := n - 1; i >= 0; i-- {
+		if rare(i) {
+			want = append(want, fmt.Sprintf("s-%07d", i))
+		}
+	}
+	var got []string
+	cursor := ""
+	for pages := 0; pages <= len(want); pages++ {
+		before := nc.Stats().InMsgs
+		page, err := c.ListRuns(ctx, client.ListOptions{Filter: wire.RunFilter{Where: map[string]string{"customer": "rare"}}, Sort: client.SortUpdate, Limit: limit, Cursor: cursor, Wait: -1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The replies of the first page: the marks, the entries and heads
+		// of about a page, a few answers and ends of batches.
+		if read := nc.Stats().InMsgs - before; pages == 0 && read >= uint64(len(want)/2) {
+			t.Errorf("the first page read %d messages for %d runs; the value has %d entries: it read them all", read, limit, len(want))
+		}
+		for _, r := range page.Runs {
+			got = append(got, r.Status.Run)
+		}
+		if cursor = page.Next; cursor == "" {
+			break
+		}
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("pages hold %d runs, want %d; first differences: %s", len(got), len(want), firstDiff(got, want))
+	}
+}

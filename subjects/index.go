@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"fmt"
 	"strconv"
+	"strings"
 )
 
 // The run index (package runindex writes it, client.ListRuns reads it):
@@ -129,6 +130,25 @@ func (n Names) IndexRuns() []string {
 func (n Names) IndexShapeMark() string { return n.prefix + ".idx.shape" }
 
 func bucketToken(b uint64) string { return strconv.FormatUint(b, 36) }
+
+// IndexSubjectBucket is the bucket an entry subject of the order by
+// update or by start, or of a search attribute (IndexEntry, IndexStart,
+// IndexAttr), names. False when subject is none of those.
+func (n Names) IndexSubjectBucket(subject string) (uint64, bool) {
+	rest, ok := strings.CutPrefix(subject, n.prefix+".idx.")
+	if !ok {
+		return 0, false
+	}
+	tokens := strings.Split(rest, ".")
+	switch {
+	case len(tokens) == 5 && (tokens[0] == "u" || tokens[0] == "s"),
+		len(tokens) == 7 && tokens[0] == "v":
+	default:
+		return 0, false
+	}
+	b, err := strconv.ParseUint(tokens[len(tokens)-2], 36, 64)
+	return b, err == nil
+}
 
 // IndexHead is the subject of a run's head: the record revision indexed
 // and the subjects of the run's entries, so that an update finds them.

@@ -48,3 +48,22 @@ func TestCheckSearchName(t *testing.T) {
 		}
 	}
 }
+
+func TestIndexSubjectBucket(t *testing.T) {
+	t.Parallel()
+	n := Must("")
+	for _, s := range []string{
+		n.IndexEntry("wf", "done", 1<<20+5, "r-1"),
+		n.IndexStart("wf", "done", 1<<20+63, "r-1"),
+		n.IndexAttr("customer", "c 42", "wf", "done", 1<<20, "r-1"),
+	} {
+		if b, ok := n.IndexSubjectBucket(s); !ok || b != 1<<(20-IndexBucketBits) {
+			t.Errorf("IndexSubjectBucket(%q) = %d, %v; want %d", s, b, ok, 1<<(20-IndexBucketBits))
+		}
+	}
+	for _, s := range []string{"", "run", n.IndexHead("r-1"), n.IndexEntryV1("wf", "done", "r-1"), n.IndexShapeMark(), "other.idx.u.wf.done.1.r-1", n.IndexAll()} {
+		if b, ok := n.IndexSubjectBucket(s); ok {
+			t.Errorf("IndexSubjectBucket(%q) = %d, true; want none", s, b)
+		}
+	}
+}
