@@ -73,8 +73,10 @@ func FuzzEncodeInvocation(f *testing.F) {
 		if err != nil {
 			t.Skip()
 		}
-		checkInvocation(t, wire.Invocation{Run: run, Activation: activation, State: run + node, Node: node, Task: "t", Version: "1",
-			Attempt: attempt, Input: raw, With: raw, Token: activation, Reply: run, Deadline: deadline})
+		checkInvocation(t, wire.Invocation{
+			Run: run, Activation: activation, State: run + node, Node: node, Task: "t", Version: "1",
+			Attempt: attempt, Input: raw, With: raw, Token: activation, Reply: run, Deadline: deadline,
+		})
 	})
 }
 
