@@ -14,6 +14,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/jetflow/jetflow/embedded"
+	"github.com/jetflow/jetflow/engine/run"
 	"github.com/jetflow/jetflow/kvstore"
 	"github.com/jetflow/jetflow/natstest"
 	"github.com/jetflow/jetflow/provision"
@@ -23,7 +24,10 @@ import (
 	"github.com/jetflow/jetflow/wire"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m, natstest.IgnoreServerLeaks()...) }
+func TestMain(m *testing.M) {
+	run.VerifyEncoding()
+	goleak.VerifyTestMain(m, natstest.IgnoreServerLeaks()...)
+}
 
 func testCtx(t testing.TB) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)

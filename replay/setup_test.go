@@ -25,7 +25,10 @@ import (
 	"github.com/jetflow/jetflow/worker"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m, natstest.IgnoreServerLeaks()...) }
+func TestMain(m *testing.M) {
+	run.VerifyEncoding()
+	goleak.VerifyTestMain(m, natstest.IgnoreServerLeaks()...)
+}
 
 // bound bounds every wait of these tests.
 const bound = 60 * time.Second

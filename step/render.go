@@ -85,7 +85,7 @@ func renderInvoke(names subjects.Names, tokens *token.Signer, runID, msgID strin
 			return runrecord.Outgoing{}, fmt.Errorf("task with: %w", err)
 		}
 	}
-	data, err := json.Marshal(body)
+	data, err := encodeInvocation(&body)
 	if err != nil {
 		return runrecord.Outgoing{}, err
 	}

@@ -48,3 +48,33 @@ func BenchmarkLifecycleStored(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkEncode compares Encode with encoding/json (encodeReflect) on
+// the state a one-task run's start leaves and on fullState.
+//
+//	go test ./engine/run -run '^$' -bench Encode -benchmem
+func BenchmarkEncode(b *testing.B) {
+	wf := compile(b, oneTask)
+	started, _, err := Apply(wf, nil, Message{Kind: KindStart, RunID: "r1", Input: map[string]any{"sku": "KB-42", "qty": 2.0}, Time: 1}, Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, s := range []struct {
+		name string
+		st   *State
+	}{{"one-task-started", started}, {"full", fullState(map[string]any{"a": []any{1.0, "x"}})}} {
+		for _, e := range []struct {
+			name   string
+			encode func(*State) ([]byte, error)
+		}{{"hand", Encode}, {"encoding-json", encodeReflect}} {
+			b.Run("state="+s.name+"/encoder="+e.name, func(b *testing.B) {
+				b.ReportAllocs()
+				for b.Loop() {
+					if _, err := e.encode(s.st); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		}
+	}
+}

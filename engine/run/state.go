@@ -191,8 +191,21 @@ type timerJSON struct {
 	Token      int64   `json:"token"`
 }
 
-// Encode returns the stored form of a state.
+// Encode returns the stored form of a state: what encodeReflect
+// returns, written by hand (appendState).
 func Encode(st *State) ([]byte, error) {
+	if b, ok := appendState(make([]byte, 0, 1024), st); ok {
+		if checkEncoding.Load() {
+			verifyEncoded(st, b)
+		}
+		return b, nil
+	}
+	return encodeReflect(st)
+}
+
+// encodeReflect is the stored form as encoding/json writes it, the
+// definition appendState follows byte for byte.
+func encodeReflect(st *State) ([]byte, error) {
 	c := controlJSON{Active: st.Control.Active, History: st.Control.History, Serial: st.Control.Serial, Time: st.Control.Time}
 	if c.History == nil {
 		c.History = map[string][]string{}

@@ -1,0 +1,115 @@
+package run
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"math"
+	"os"
+	"testing"
+
+	"github.com/jetflow/jetflow/engine/statechart"
+)
+
+// TestMain checks every state the tests encode against encoding/json
+// (VerifyEncoding), unless benchmarks run, which measure Encode alone.
+func TestMain(m *testing.M) {
+	flag.Parse()
+	if flag.Lookup("test.bench").Value.String() == "" {
+		VerifyEncoding()
+	}
+	os.Exit(m.Run())
+}
+
+// fullState sets every member of a state, the rare ones included, with
+// values that need escaping, so that Encode is compared with
+// encodeReflect on each.
+func fullState(v any) *State {
+	ev := Event{Type: "pay<>&\u2028", Payload: v, HasPayload: true}
+	return &State{
+		Workflow: "w\"f", Revision: "r/1", RunID: "r\x00é\xff", Status: StatusWaiting,
+		Error:      &Failure{Code: "JF1", Path: "/states/a", Message: "m<x>", Unlocated: true},
+		Generation: 7,
+		Context: Context{
+			Input: v, Data: map[string]any{"b": []any{1.5, "x", nil, true}, "a": v}, Event: &ev,
+			Results: map[string]any{"z": v, "a": 1e21, "m": 1e-7, "n": math.Copysign(0, -1)}, Visits: map[string]any{"s": 2.0},
+		},
+		Pending: &Pending{State: "/states/a", Visit: 2, Input: v, Values: map[string]any{"k": v}, Identity: map[string]any{"i": "x"}, Result: v, HasResult: true},
+		Work: &Work{
+			Activation: `["r","/states/a",2]`, Values: map[string]any{"n": v},
+			Running: map[string]*Attempt{
+				"b": {
+					Attempt: 2, Waiting: true, RetryAt: 12.5, Deferred: 1, Deadline: 99, Scheduled: 3,
+					Paused: &Paused{Since: 1, Was: StatusRunning, Reason: "r"}, Held: []Held{{Kind: KindEvent, Time: 4, Event: &ev}},
+					Terminated: &Termination{Time: 5, Reason: "t"},
+				},
+				"a": {Attempt: 1}, "nil": nil,
+			},
+			Retries: map[string]string{"t2": "b", "t1": "a<"}, Base: 4,
+		},
+		Buffered: []Event{ev, {Type: "bare"}},
+		Seq:      9, Retries: 3, Deadline: 1733200000123.5,
+		Paused:     &Paused{Since: 1, Was: StatusRunning, Reason: "why", Operator: "op"},
+		Held:       []Held{{Kind: KindEvent, Time: 4, Event: &ev}},
+		Terminated: &Termination{Time: 5, Reason: "done", Operator: "op"},
+		Kept:       map[string]any{"k": v}, Redrives: 1, Resets: 2, AttemptFloor: 3, StartRevision: "r/0",
+		Control: statechart.State{
+			Active: []string{"/states/a", "<b>"}, History: map[string][]string{"h": {"x"}, "g": nil},
+			Timers: []statechart.Timer{{Transition: 1, At: 1e-9, Token: 5}}, Serial: 5, Time: 1733200000000,
+		},
+	}
+}
+
+func TestEncodeIsEncodingJSON(t *testing.T) {
+	t.Parallel()
+	values := []any{
+		nil, true, 0.0, -1.25, 1e300, 5e-324, "s<>&\u2029\x7f\xc3",
+		[]any{},
+		map[string]any{},
+		[]any{map[string]any{"é": nil, "a": []any{}}},
+		map[string]string{"go": "value"},
+		int64(3),
+	}
+	states := []*State{{RunID: "r", Control: statechart.State{Active: []string{"a"}}}}
+	for _, v := range values {
+		states = append(states, fullState(v))
+	}
+	for i, st := range states {
+		want, err := encodeReflect(st)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := Encode(st)
+		if err != nil || !bytes.Equal(got, want) {
+			t.Errorf("state %d: Encode wrote\n%s\nwant\n%s (%v)", i, got, want, err)
+		}
+	}
+}
+
+func TestEncodeRefusesWhatEncodingJSONRefuses(t *testing.T) {
+	t.Parallel()
+	for _, v := range []any{math.NaN(), math.Inf(1), []any{math.Inf(-1)}, map[string]any{"x": math.NaN()}} {
+		if _, err := Encode(fullState(v)); err == nil {
+			t.Errorf("Encode of a state holding %v: no error", v)
+		}
+	}
+}
+
+func FuzzEncode(f *testing.F) {
+	f.Add([]byte(`{"a":[1,2.5e-8,"x<y"],"b":null,"c":{"d":true}}`), 1.5, "wait")
+	f.Add([]byte(`"\u2028\ud800"`), 1e21, "")
+	f.Fuzz(func(t *testing.T, doc []byte, num float64, s string) {
+		var v any
+		if json.Unmarshal(doc, &v) != nil {
+			return
+		}
+		st := fullState(v)
+		st.Deadline, st.Control.Time, st.RunID, st.Control.Active = num, num, s, []string{s}
+		st.Context.Results[s] = num
+		want, wantErr := encodeReflect(st)
+		got, err := Encode(st)
+		if (err != nil) != (wantErr != nil) || !bytes.Equal(got, want) {
+			t.Fatalf("Encode wrote\n%s (%v)\nwant\n%s (%v)", got, err, want, wantErr)
+		}
+	})
+}
