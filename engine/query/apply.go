@@ -54,6 +54,10 @@ type Seg struct {
 func (q *Query) Hosted(b *Budget, h Host, data any) (one any, many []any, n int, err error) {
 	f := q.newFrame(data, b, h, h.External)
 	v, err := q.hostedRun(f, b)
+	if err == nil && f.built {
+		// objects leave a body as maps, as they leave any evaluation
+		v = plainItems(v)
+	}
 	*f = frame{}
 	framePool.Put(f)
 	if err != nil {
@@ -281,17 +285,31 @@ func (w *locWalk) descend(v any) {
 			w.descend(x[k])
 			w.stack = w.stack[:len(w.stack)-1]
 		}
+	case *value.Object:
+		for i := range x.Len() {
+			k, e := x.At(i)
+			w.stack = append(w.stack, Seg{Name: k, Index: -1})
+			w.descend(e)
+			w.stack = w.stack[:len(w.stack)-1]
+		}
 	}
 }
 
 func (w *locWalk) apply(v any) {
 	w.looked++
 	arr, isArr := v.([]any)
-	obj, isObj := v.(map[string]any)
+	_, isObj := value.Len(v)
+	var keys []string // the object's keys, once a selector walks them
+	walkKeys := func() []string {
+		if isObj && keys == nil {
+			keys, _ = value.Ordered(v)
+		}
+		return keys
+	}
 	for _, sel := range w.sels {
 		switch s := sel.(type) {
 		case spec.Name:
-			if e, ok := obj[string(s)]; isObj && ok {
+			if e, ok := value.Member(v, string(s)); isObj && ok {
 				w.add(e, Seg{Name: string(s), Index: -1})
 			}
 		case spec.Index:
@@ -319,14 +337,13 @@ func (w *locWalk) apply(v any) {
 				}
 			}
 		case spec.WildcardSelector:
-			w.reserve(len(arr) + len(obj))
+			w.reserve(len(arr) + len(walkKeys()))
 			for i, e := range arr {
 				w.add(e, Seg{Index: i})
 			}
-			if isObj {
-				for _, k := range value.Keys(obj) {
-					w.add(obj[k], Seg{Name: k, Index: -1})
-				}
+			for _, k := range keys {
+				e, _ := value.Member(v, k)
+				w.add(e, Seg{Name: k, Index: -1})
 			}
 		case *existFilter:
 			for i, e := range arr {
@@ -334,24 +351,20 @@ func (w *locWalk) apply(v any) {
 					w.add(e, Seg{Index: i})
 				}
 			}
-			if isObj {
-				for _, k := range value.Keys(obj) {
-					if s.holds(obj[k], w.root) {
-						w.add(obj[k], Seg{Name: k, Index: -1})
-					}
+			for _, k := range walkKeys() {
+				if e, _ := value.Member(v, k); s.holds(e, w.root) {
+					w.add(e, Seg{Name: k, Index: -1})
 				}
 			}
 		case *spec.FilterSelector:
 			for i, e := range arr {
-				if s.Eval(e, w.root) {
+				if s.Eval(value.Plain(e), w.root) {
 					w.add(e, Seg{Index: i})
 				}
 			}
-			if isObj {
-				for _, k := range value.Keys(obj) {
-					if s.Eval(obj[k], w.root) {
-						w.add(obj[k], Seg{Name: k, Index: -1})
-					}
+			for _, k := range walkKeys() {
+				if e, _ := value.Member(v, k); s.Eval(value.Plain(e), w.root) {
+					w.add(e, Seg{Name: k, Index: -1})
 				}
 			}
 		}

@@ -26,6 +26,12 @@ type Options struct {
 	// Apply makes $apply an operator: set by the JSLT stylesheet compiler
 	// for rule bodies only.
 	Apply *ApplyOperator
+	// Written is the member order of the document's objects as written
+	// (value.DecodeWritten), for a document the reference reads as
+	// written: its object constructors build members in that order and
+	// its $for, $let, $some and $every bind in it. Nil: Keys order, the
+	// order of a canonicalized document (workflows and DAGs).
+	Written value.Written
 }
 
 // Limits bound what one evaluation may spend (QUERY-FORMAT §8.12). The
@@ -87,7 +93,10 @@ type Query struct {
 // literal, per the format.
 func Compile(doc any, opts Options) (q *Query, err error) {
 	lim := opts.Limits.withDefaults()
-	c := &compiler{nextSlot: 1, extSlots: map[string]int{}, lim: lim, hardDepth: lim.Depth * 4, apply: opts.Apply}
+	c := &compiler{
+		nextSlot: 1, extSlots: map[string]int{}, lim: lim, hardDepth: lim.Depth * 4, apply: opts.Apply,
+		written: opts.Written,
+	}
 	defer func() {
 		if r := recover(); r != nil {
 			ce, ok := r.(compileError)
@@ -165,7 +174,12 @@ func (q *Query) evaluate(data any, ext map[string]any, b *Budget) (v any, err er
 			v, err = nil, re.err
 		}
 	}()
-	return q.root(f), nil
+	v = q.root(f)
+	if f.built {
+		// the boundary: outside the evaluator every object is a map
+		v = plainItems(v)
+	}
+	return v, nil
 }
 
 // framePool recycles evaluation frames, so that a guard over a small
