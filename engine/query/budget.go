@@ -61,6 +61,15 @@ func (e Evaluator) Eval(data any, ext map[string]any) (any, bool, error) {
 	return e.q.eval(data, ext, e.b)
 }
 
+// EvalOrdered is Eval whose result keeps the objects the query built at
+// run time as *value.Object, in the member order the reference's objects
+// have, rather than as maps. It is for a value that only leaves the engine
+// as JSON text (value.JSText), such as a task's with: code that reads the
+// result as data must use Eval, or value.Plain it.
+func (e Evaluator) EvalOrdered(data any, ext map[string]any) (any, bool, error) {
+	return e.q.evalAs(data, ext, e.b, true)
+}
+
 // Items is Query.Items charged to the budget.
 func (e Evaluator) Items(data any, ext map[string]any) ([]any, error) {
 	return e.q.items(data, ext, e.b)

@@ -151,6 +151,12 @@ func jsonText(v any) string {
 // budget replaces the step and byte limits, and is charged what the
 // evaluation spent, whether it succeeded or not.
 func (q *Query) evaluate(data any, ext map[string]any, b *Budget) (v any, err error) {
+	return q.evaluateAs(data, ext, b, false)
+}
+
+// evaluateAs is evaluate; ordered keeps the *value.Objects the evaluation
+// built in its result instead of making them maps.
+func (q *Query) evaluateAs(data any, ext map[string]any, b *Budget, ordered bool) (v any, err error) {
 	f := q.newFrame(data, b, nil, func(name string) (any, bool) {
 		x, ok := ext[name]
 		return x, ok
@@ -175,7 +181,7 @@ func (q *Query) evaluate(data any, ext map[string]any, b *Budget) (v any, err er
 		}
 	}()
 	v = q.root(f)
-	if f.built {
+	if f.built && !ordered {
 		// the boundary: outside the evaluator every object is a map
 		v = plainItems(v)
 	}
@@ -203,7 +209,11 @@ func (q *Query) Eval(data any, ext map[string]any) (result any, ok bool, err err
 }
 
 func (q *Query) eval(data any, ext map[string]any, b *Budget) (result any, ok bool, err error) {
-	v, err := q.evaluate(data, ext, b)
+	return q.evalAs(data, ext, b, false)
+}
+
+func (q *Query) evalAs(data any, ext map[string]any, b *Budget, ordered bool) (result any, ok bool, err error) {
+	v, err := q.evaluateAs(data, ext, b, ordered)
 	if err != nil {
 		return nil, false, err
 	}
