@@ -39,6 +39,9 @@ type Host interface {
 	// fromRoot; rel is nil for location-less items. Its error is
 	// returned unchanged from the body's evaluation.
 	Apply(items []any, rel [][]Seg, fromRoot bool, mode string) ([]any, *fault.Error)
+	// Built reports whether a body of the transformation has returned an
+	// object built at run time (a *value.Object, see Hosted).
+	Built() bool
 }
 
 // Seg is one step of a location: a member name, or an array index
@@ -50,29 +53,29 @@ type Seg struct {
 
 // Hosted evaluates a rule body for h, charging b (the query's own limits
 // when nil), and returns its result sequence: n items, the one in one
-// when n is 1, all of them in many when n is 2 or more.
-func (q *Query) Hosted(b *Budget, h Host, data any) (one any, many []any, n int, err error) {
+// when n is 1, all of them in many when n is 2 or more. Objects the body
+// built keep their order as *value.Object (built is then true), so that
+// the body that applied it walks them as the reference does; the
+// transformation makes its own result plain (value.Plain).
+func (q *Query) Hosted(b *Budget, h Host, data any) (one any, many []any, n int, built bool, err error) {
 	f := q.newFrame(data, b, h, h.External)
 	v, err := q.hostedRun(f, b)
-	if err == nil && f.built {
-		// objects leave a body as maps, as they leave any evaluation
-		v = plainItems(v)
-	}
+	built = f.built
 	*f = frame{}
 	framePool.Put(f)
 	if err != nil {
-		return nil, nil, 0, err
+		return nil, nil, 0, false, err
 	}
 	switch x := v.(type) {
 	case emptySeq:
-		return nil, nil, 0, nil
+		return nil, nil, 0, false, nil
 	case *multi:
 		if err := q.checkResult(x.len()); err != nil {
-			return nil, nil, 0, err
+			return nil, nil, 0, false, err
 		}
-		return nil, x.items(), x.len(), nil
+		return nil, x.items(), x.len(), built, nil
 	}
-	return v, nil, 1, nil
+	return v, nil, 1, built, nil
 }
 
 func (q *Query) hostedRun(f *frame, b *Budget) (v any, err error) {
@@ -149,7 +152,14 @@ func applied(f *frame, h Host, items []any, rel [][]Seg, fromRoot bool, mode str
 	if b != nil {
 		b.steps, b.bytes = b.stepLimit()-f.stepsLeft, b.byteLimit()-f.bytesLeft
 	}
+	if f.built {
+		// the items become the input of other bodies, which read maps
+		items = plainList(items)
+	}
 	out, err := h.Apply(items, rel, fromRoot, mode)
+	if h.Built() {
+		f.built = true // what the bodies built may be among out
+	}
 	if b != nil {
 		f.stepsLeft, f.bytesLeft = b.stepLimit()-b.steps, b.byteLimit()-b.bytes
 	}

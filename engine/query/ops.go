@@ -151,6 +151,15 @@ func plainItems(v any) any {
 		return value.Plain(v)
 	}
 	items := m.items()
+	if out := plainList(items); &out[0] != &items[0] {
+		return seqOf(out)
+	}
+	return v
+}
+
+// plainList is value.Plain over each item; items itself when none holds
+// an object.
+func plainList(items []any) []any {
 	var out []any
 	for i, x := range items {
 		if out == nil && value.HasObject(x) {
@@ -161,9 +170,9 @@ func plainItems(v any) any {
 		}
 	}
 	if out == nil {
-		return v
+		return items
 	}
-	return seqOf(out)
+	return out
 }
 
 // ---- §8.2 sequences, §8.3 conditional, §8.4 comparisons, §8.6 logic
