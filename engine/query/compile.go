@@ -26,6 +26,11 @@ type frame struct {
 	// built is set once the evaluation makes a *value.Object; until then
 	// no value it holds can contain one (its inputs never do)
 	built bool
+	// keep makes $map and $from-entries build *value.Objects: set when
+	// the query can walk what it built or its result keeps their order
+	// (EvalOrdered, a JSLT body); otherwise their order cannot show and
+	// they build maps
+	keep bool
 }
 
 // unbound marks an external the caller did not bind.
@@ -40,7 +45,10 @@ type scope struct {
 
 // compiler holds the state of one compilation.
 type compiler struct {
-	written   value.Written
+	written value.Written
+	// observes is set once the query can walk an object it built in
+	// member order ($entries, a wildcard over a variable)
+	observes  bool
 	nextSlot  int
 	extSlots  map[string]int
 	extNames  []string
@@ -155,6 +163,11 @@ func (c *compiler) str(s, path string, sc *scope) getter {
 		return varGetter(slot, external, name, path)
 	}
 	p := parsePath("$"+rest, s, path)
+	if p.steps == nil {
+		// a wildcard, descendant or filter over a variable walks what it
+		// holds, which may be an object the query built
+		c.observes = true
+	}
 	return p.getter(slot, external, name, path)
 }
 
@@ -362,13 +375,39 @@ func isVocabulary(k string) bool {
 	return ok || otherKnown[k]
 }
 
+// pair is one [key, value] entry of a $map.
+type pair struct {
+	key, val         getter
+	keyPath, valPath string
+}
+
+// mapPairs builds a $map as a map, for an evaluation where its member
+// order cannot show.
+func mapPairs(f *frame, pairs []pair, opPath string) any {
+	out := make(map[string]any, len(pairs))
+	for _, p := range pairs {
+		kv := p.key(f)
+		k, ok := kv.(string)
+		if !ok {
+			throw(fault.JQ2004, "a $map key must evaluate to a single string, got "+describe(kv), p.keyPath)
+		}
+		v := p.val(f)
+		switch x := v.(type) {
+		case emptySeq:
+			continue
+		case *multi:
+			throw(fault.JQ2001, "member '"+k+"' evaluated to "+strconv.Itoa(x.len())+
+				" items; an object member takes exactly one", p.valPath)
+		}
+		out[k] = v
+	}
+	f.chargeObject(len(out), opPath)
+	return out
+}
+
 // mapConstructor compiles {"$map": [[key, value], ...]} (§3.5.2).
 func (c *compiler) mapConstructor(arg any, opPath string, sc *scope, depth int) getter {
 	list := requireArray("$map", arg, 0, -1, opPath)
-	type pair struct {
-		key, val         getter
-		keyPath, valPath string
-	}
 	pairs := make([]pair, len(list))
 	for i, e := range list {
 		ep := idx(opPath, i)
@@ -379,6 +418,9 @@ func (c *compiler) mapConstructor(arg any, opPath string, sc *scope, depth int) 
 		pairs[i] = pair{c.expr(kv[0], ep+"/0", sc, depth+1), c.expr(kv[1], ep+"/1", sc, depth+1), ep + "/0", ep + "/1"}
 	}
 	return func(f *frame) any {
+		if !f.keep {
+			return mapPairs(f, pairs, opPath)
+		}
 		out := value.NewObject(len(pairs))
 		f.built = true
 		for _, p := range pairs {

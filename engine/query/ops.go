@@ -59,6 +59,8 @@ func (c *compiler) operator(key string, val any, path string, sc *scope, depth i
 		return literal(v)
 	case "$map":
 		return c.mapConstructor(val, opPath, sc, depth)
+	case "$entries":
+		c.observes = true
 	case "$call":
 		list, ok := val.([]any)
 		if !ok || len(list) < 1 {

@@ -312,6 +312,9 @@ func init() {
 		g := a[0].get
 		return func(f *frame) any {
 			items := itemsOf(g(f))
+			if !f.keep {
+				return entriesMap(f, items, opPath)
+			}
 			out := value.NewObject(len(items))
 			f.built = true
 			for _, item := range items {
@@ -330,6 +333,26 @@ func init() {
 			return out
 		}
 	})
+}
+
+// entriesMap builds $from-entries as a map, for an evaluation where its
+// member order cannot show.
+func entriesMap(f *frame, items []any, opPath string) any {
+	out := make(map[string]any, len(items))
+	for _, item := range items {
+		key, _ := value.Member(item, "key")
+		k, ok := key.(string)
+		if !ok {
+			continue
+		}
+		v, ok := value.Member(item, "value")
+		if !ok {
+			v = nil
+		}
+		out[k] = v
+	}
+	f.chargeObject(len(out), opPath)
+	return out
 }
 
 func rangeBound(v any, path string) float64 {

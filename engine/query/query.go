@@ -87,6 +87,8 @@ type Query struct {
 	externals []string
 	extSlots  []int
 	lim       Limits
+	// keep: evaluations build order-keeping objects (see frame.keep)
+	keep bool
 }
 
 // Compile compiles a query document. A bare string is an RFC 9535 path or a
@@ -132,7 +134,7 @@ func Compile(doc any, opts Options) (q *Query, err error) {
 	for _, check := range c.late {
 		check()
 	}
-	q = &Query{doc: doc, root: root, frameSize: c.nextSlot, externals: c.extNames, lim: lim}
+	q = &Query{doc: doc, root: root, frameSize: c.nextSlot, externals: c.extNames, lim: lim, keep: c.observes || opts.Apply != nil}
 	for _, n := range c.extNames {
 		q.extSlots = append(q.extSlots, c.extSlots[n])
 	}
@@ -161,6 +163,7 @@ func (q *Query) evaluateAs(data any, ext map[string]any, b *Budget, ordered bool
 		x, ok := ext[name]
 		return x, ok
 	})
+	f.keep = f.keep || ordered
 	defer func() {
 		if b != nil {
 			b.steps, b.bytes = b.stepLimit()-f.stepsLeft, b.byteLimit()-f.bytesLeft
@@ -283,7 +286,7 @@ func (q *Query) Doc() any { return q.doc }
 // external variable as external gives it, unbound when it does not.
 func (q *Query) newFrame(data any, b *Budget, h Host, external func(string) (any, bool)) *frame {
 	f := framePool.Get().(*frame)
-	*f = frame{stepsLeft: q.lim.Steps, bytesLeft: q.lim.Bytes, lim: &q.lim, host: h}
+	*f = frame{stepsLeft: q.lim.Steps, bytesLeft: q.lim.Bytes, lim: &q.lim, host: h, keep: q.keep}
 	if b != nil {
 		f.budget = b
 		f.stepsLeft, f.bytesLeft = b.stepLimit()-b.steps, b.byteLimit()-b.bytes

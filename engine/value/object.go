@@ -11,8 +11,9 @@ package value
 // Keys order (one parsed from canonical JSON); the two are equal as JSON
 // data when their members are.
 //
-// Names and values live in two slices, so building an object allocates
-// them once; lookups scan the names, and an index is built once the
+// Names and values live in two slices, whose first inlineMembers
+// entries are part of the object itself, so building a small object
+// allocates once; lookups scan the names, and an index is built once the
 // object has more than indexAfter members.
 type Object struct {
 	names []string
@@ -20,13 +21,25 @@ type Object struct {
 	// ints counts the array-index keys, which lead names.
 	ints  int
 	index map[string]int
+	// the storage of a small object's names and values
+	inNames [inlineMembers]string
+	inVals  [inlineMembers]any
 }
 
-const indexAfter = 16
+const (
+	indexAfter    = 16
+	inlineMembers = 4
+)
 
 // NewObject returns an empty object with room for n members.
 func NewObject(n int) *Object {
-	return &Object{names: make([]string, 0, n), vals: make([]any, 0, n)}
+	o := &Object{}
+	if n <= inlineMembers {
+		o.names, o.vals = o.inNames[:0], o.inVals[:0]
+	} else {
+		o.names, o.vals = make([]string, 0, n), make([]any, 0, n)
+	}
+	return o
 }
 
 // Len returns the number of members.

@@ -24,7 +24,8 @@ func Clone(v any) any {
 		}
 		return m
 	case *Object:
-		o := &Object{names: append([]string(nil), t.names...), vals: make([]any, len(t.vals)), ints: t.ints}
+		o := NewObject(t.Len())
+		o.names, o.vals, o.ints = append(o.names, t.names...), o.vals[:t.Len()], t.ints
 		for i, x := range t.vals {
 			o.vals[i] = Clone(x)
 		}
