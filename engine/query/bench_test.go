@@ -179,7 +179,8 @@ func BenchmarkBuiltObject(b *testing.B) {
 	data := map[string]any{"a": 1.0, "b": "two"}
 	pairs := []any{[]any{"zeta", "$.a"}, []any{"alpha", "$.b"}, []any{"mid", 1.0}}
 	entries := []any{
-		map[string]any{"key": "zeta", "value": "$.a"}, map[string]any{"key": "alpha", "value": "$.b"},
+		map[string]any{"key": "zeta", "value": "$.a"},
+		map[string]any{"key": "alpha", "value": "$.b"},
 		map[string]any{"key": "mid", "value": 1.0},
 	}
 	for _, bc := range []struct {

@@ -4,7 +4,9 @@
 //
 // A value is what encoding/json produces into an interface: nil, bool,
 // float64, string, []any or map[string]any. Numbers are float64 because
-// the reference's are.
+// the reference's are. Inside the query evaluator (and in a task's with
+// on its way to the handler's text) an object built at run time may also
+// be an *Object, which keeps its member order; Plain makes it a map.
 package value
 
 import (
