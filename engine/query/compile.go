@@ -31,6 +31,8 @@ type frame struct {
 	// (EvalOrdered, a JSLT body); otherwise their order cannot show and
 	// they build maps
 	keep bool
+	// holding: the input may hold *value.Objects (Evaluator.Holding)
+	holding bool
 }
 
 // unbound marks an external the caller did not bind.

@@ -126,6 +126,9 @@ func (p *jsonPath) getter(slot int, external bool, name, docPath string) getter 
 	return func(f *frame) any {
 		b := base(f)
 		root := f.slots[0]
+		if f.holding {
+			root = value.Plain(root) // filters read '$' as maps
+		}
 		switch x := b.(type) {
 		case emptySeq:
 			return empty

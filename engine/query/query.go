@@ -149,21 +149,32 @@ func jsonText(v any) string {
 	return s
 }
 
-// evaluate runs the closure tree and recovers runtime faults. A non-nil
-// budget replaces the step and byte limits, and is charged what the
-// evaluation spent, whether it succeeded or not.
-func (q *Query) evaluate(data any, ext map[string]any, b *Budget) (v any, err error) {
-	return q.evaluateAs(data, ext, b, false)
-}
+// evalMode says what an evaluation's data and result may hold.
+type evalMode uint8
 
-// evaluateAs is evaluate; ordered keeps the *value.Objects the evaluation
-// built in its result instead of making them maps.
-func (q *Query) evaluateAs(data any, ext map[string]any, b *Budget, ordered bool) (v any, err error) {
+const (
+	// keepOrder: the result keeps the *value.Objects the evaluation built
+	// instead of making them maps
+	keepOrder evalMode = 1 << iota
+	// objectsIn: the data may hold *value.Objects
+	objectsIn
+)
+
+// evaluateAs runs the closure tree in a mode and recovers runtime
+// faults. A non-nil budget replaces the step and byte limits, and is
+// charged what the evaluation spent, whether it succeeded or not.
+func (q *Query) evaluateAs(data any, ext map[string]any, b *Budget, mode evalMode) (v any, err error) {
+	ordered := mode&keepOrder != 0
 	f := q.newFrame(data, b, nil, func(name string) (any, bool) {
 		x, ok := ext[name]
 		return x, ok
 	})
 	f.keep = f.keep || ordered
+	if mode&objectsIn != 0 {
+		// as if the evaluation had built them: operands and the result
+		// are made plain, and so is the root filters read
+		f.built, f.holding = true, true
+	}
 	defer func() {
 		if b != nil {
 			b.steps, b.bytes = b.stepLimit()-f.stepsLeft, b.byteLimit()-f.bytesLeft
@@ -212,11 +223,11 @@ func (q *Query) Eval(data any, ext map[string]any) (result any, ok bool, err err
 }
 
 func (q *Query) eval(data any, ext map[string]any, b *Budget) (result any, ok bool, err error) {
-	return q.evalAs(data, ext, b, false)
+	return q.evalAs(data, ext, b, 0)
 }
 
-func (q *Query) evalAs(data any, ext map[string]any, b *Budget, ordered bool) (result any, ok bool, err error) {
-	v, err := q.evaluateAs(data, ext, b, ordered)
+func (q *Query) evalAs(data any, ext map[string]any, b *Budget, mode evalMode) (result any, ok bool, err error) {
+	v, err := q.evaluateAs(data, ext, b, mode)
 	if err != nil {
 		return nil, false, err
 	}
@@ -234,11 +245,11 @@ func (q *Query) evalAs(data any, ext map[string]any, b *Budget, ordered bool) (r
 
 // Items returns the result sequence as a slice (empty for the empty sequence).
 func (q *Query) Items(data any, ext map[string]any) ([]any, error) {
-	return q.items(data, ext, nil)
+	return q.items(data, ext, nil, 0)
 }
 
-func (q *Query) items(data any, ext map[string]any, b *Budget) ([]any, error) {
-	v, err := q.evaluate(data, ext, b)
+func (q *Query) items(data any, ext map[string]any, b *Budget, mode evalMode) ([]any, error) {
+	v, err := q.evaluateAs(data, ext, b, mode)
 	if err != nil {
 		return nil, err
 	}
@@ -255,11 +266,11 @@ func (q *Query) items(data any, ext map[string]any, b *Budget) ([]any, error) {
 // EBV returns the effective boolean value of the result (QUERY-FORMAT §2.2),
 // as the reference's query.ebv(data): JQ2003 for two or more items.
 func (q *Query) EBV(data any, ext map[string]any) (bool, error) {
-	return q.ebv(data, ext, nil)
+	return q.ebv(data, ext, nil, 0)
 }
 
-func (q *Query) ebv(data any, ext map[string]any, b *Budget) (res bool, err error) {
-	v, err := q.evaluate(data, ext, b)
+func (q *Query) ebv(data any, ext map[string]any, b *Budget, mode evalMode) (res bool, err error) {
+	v, err := q.evaluateAs(data, ext, b, mode)
 	if err != nil {
 		return false, err
 	}

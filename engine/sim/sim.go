@@ -196,16 +196,17 @@ func (s *scenario) mock(inv *run.Invoke) *run.TaskResult {
 	}
 	var with any
 	if inv.HasWith {
-		// with keeps the objects its query built in their order, for the
-		// handler's text; a query reads data as maps
-		with = value.Plain(inv.With)
+		// with keeps the objects its query built in their order, as the
+		// reference's handler gets them: the mock's queries read it
+		// through Holding
+		with = inv.With
 	}
 	scope := map[string]any{"with": with, "input": inv.Input}
 	if m.hasError {
 		fails := true
 		if m.errorWhen != nil {
 			var err error
-			if fails, err = m.errorWhen.EBV(scope, nil); err != nil {
+			if fails, err = m.errorWhen.Within(nil).Holding().EBV(scope, nil); err != nil {
 				res.Error = &run.TaskError{Message: err.Error()}
 				return res
 			}
@@ -219,7 +220,7 @@ func (s *scenario) mock(inv *run.Invoke) *run.TaskResult {
 		res.Output = inv.Input
 		return res
 	}
-	out, ok, err := m.output.Eval(scope, nil)
+	out, ok, err := m.output.Within(nil).Holding().Eval(scope, nil)
 	if err != nil {
 		res.Error = &run.TaskError{Message: err.Error()}
 		return res
