@@ -28,7 +28,7 @@ async function observe(raw) {
   checkScenario(raw);
   const scenario = JSON.parse(canonicalizeJson(raw));
   const invocations = [];
-  const tasks = mockTasks(scenario.tasks);
+  const tasks = mockTasks(raw.tasks); // compiled as written, as simulate.mjs does
   for (const [name, entry] of Object.entries(tasks)) {
     const run = typeof entry === 'function' ? entry : entry.run;
     const seen = (props) => {

@@ -4,12 +4,14 @@
 //
 // Object keys of each case's doc, data and externals are re-ordered the
 // way jetflow's JSON model (Go maps, value.Keys) iterates them before the
-// reference sees them, because the reference follows insertion order and
-// the Go engine cannot observe it.
+// reference sees them, as a workflow's canonicalized documents are; a
+// case with "written": true hands the reference its doc as written
+// instead, and jetflow compiles it with the order kept
+// (value.DecodeWritten), as a simulation's mock queries are read.
 //
 // A file is an array of cases or { data, cases } (data shared by cases
 // without their own). A case is { name, doc, data?, externals?, limits?,
-// mode? } where mode is
+// mode?, written? } where mode is
 // "eval" (default; the result of query(data)), "ebv" or "items".
 import { readdirSync, readFileSync, writeFileSync, mkdirSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
@@ -44,7 +46,8 @@ function encode(v) {
 }
 
 function run(c) {
-  const doc = jetflowOrder(c.doc);
+  // a case marked written keeps its doc's member order as written
+  const doc = c.written ? c.doc : jetflowOrder(c.doc);
   const data = jetflowOrder(c.data ?? null);
   const ext = c.externals === undefined ? undefined : jetflowOrder(c.externals);
   const options = c.limits ? { limits: c.limits } : {};

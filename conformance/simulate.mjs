@@ -94,11 +94,13 @@ export async function simulate(raw) {
   // The Go simulator decodes the scenario into maps and iterates their keys
   // in value.Keys order, which is JavaScript's own-key order of a
   // canonicalized object. Canonicalizing here makes the reference see the
-  // same member order in mock queries, payloads and inputs.
+  // same member order in the document, payloads and inputs. Mock queries
+  // are compiled as written, as a handler's query is compiled from the
+  // object its author wrote; the Go simulator keeps their written order.
   let scenario;
   try { scenario = JSON.parse(canonicalizeJson(raw)); }
   catch (err) { refuse(`scenario is not JSON data: ${err.message}`); }
-  const tasks = mockTasks(scenario.tasks);
+  const tasks = mockTasks(raw.tasks);
   let workflow;
   try { workflow = compileWorkflow(scenario.document, { tasks }); }
   catch (err) { return { compileError: coded(err) }; }

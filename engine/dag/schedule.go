@@ -51,7 +51,9 @@ type Invocation struct {
 	Version string // "" when the node declares none
 	// Arg is exactly what the reference passes the handler:
 	// {"with": <with resolved against the input scope, null when absent or
-	// empty>, "input": <the input scope>}.
+	// empty>, "input": <the input scope>}. An object the with query built
+	// at run time is a *value.Object, so that its text keeps the order the
+	// reference's handler sees; value.Plain makes it a map.
 	Arg map[string]any
 }
 
@@ -170,7 +172,9 @@ func (d *DAG) evaluate(nd *node, input any, vals []any, b *query.Budget) (any, *
 	case KindTask:
 		var with any
 		if nd.with != nil {
-			res, ok, err := nd.with.Within(b).Eval(scope, nil)
+			// the handler receives with as text in the reference's order
+			// (objects built at run time in insertion order)
+			res, ok, err := nd.with.Within(b).EvalOrdered(scope, nil)
 			if err != nil {
 				return nil, nil, d.failed(nd, err.Error(), err)
 			}

@@ -24,6 +24,9 @@ type run struct {
 	entries []entry // the current slab entries are cut from
 	locs    []loc   // the current slab locations are cut from
 	hosts   []*host // one per dispatch depth, reused
+	// built is set once a body returns an object built at run time
+	// (*value.Object); the result is then made plain at the end
+	built bool
 }
 
 // loc is a value's location: a list of steps from the root (whose loc has
@@ -247,6 +250,11 @@ func (s *Stylesheet) Transform(b *query.Budget, data any, ext map[string]any) (a
 	if err != nil {
 		return nil, false, err
 	}
+	if r.built {
+		// the result is a node's value: maps, as every value outside the
+		// query evaluator
+		res.one, res.many = value.Plain(res.one), plainList(res.many)
+	}
 	switch res.n {
 	case 0:
 		return nil, false, nil
@@ -362,7 +370,8 @@ func (r *run) fire(rl *rule, v any, l *loc, depth, applies int) (seq, *fault.Err
 	// the bodies it nests run deeper
 	h := r.hosts[depth]
 	h.loc, h.depth, h.applies = l, depth, applies
-	one, many, n, err := rl.body.Hosted(r.b, h, v)
+	one, many, n, built, err := rl.body.Hosted(r.b, h, v)
+	r.built = r.built || built
 	if err == nil {
 		return seq{one, many, n}, nil
 	}
@@ -480,6 +489,9 @@ func (h *host) Located() bool { return h.loc != nil }
 
 func (h *host) Tracking() bool { return h.r.s.needsLoc }
 
+// Built reports whether a body has returned an object built at run time.
+func (h *host) Built() bool { return h.r.built }
+
 func (h *host) Apply(items []any, rel [][]query.Seg, fromRoot bool, name string) ([]any, *fault.Error) {
 	m := h.r.s.modes[name]
 	base := h.loc
@@ -502,4 +514,19 @@ func (h *host) Apply(items []any, rel [][]query.Seg, fromRoot bool, name string)
 		out = res.appendTo(out)
 	}
 	return out, nil
+}
+
+// plainList is value.Plain over each item; items itself when none holds
+// an object.
+func plainList(items []any) []any {
+	for i, x := range items {
+		if value.HasObject(x) {
+			out := append([]any(nil), items[:i]...)
+			for _, y := range items[i:] {
+				out = append(out, value.Plain(y))
+			}
+			return out
+		}
+	}
+	return items
 }

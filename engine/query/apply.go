@@ -39,6 +39,9 @@ type Host interface {
 	// fromRoot; rel is nil for location-less items. Its error is
 	// returned unchanged from the body's evaluation.
 	Apply(items []any, rel [][]Seg, fromRoot bool, mode string) ([]any, *fault.Error)
+	// Built reports whether a body of the transformation has returned an
+	// object built at run time (a *value.Object, see Hosted).
+	Built() bool
 }
 
 // Seg is one step of a location: a member name, or an array index
@@ -50,25 +53,29 @@ type Seg struct {
 
 // Hosted evaluates a rule body for h, charging b (the query's own limits
 // when nil), and returns its result sequence: n items, the one in one
-// when n is 1, all of them in many when n is 2 or more.
-func (q *Query) Hosted(b *Budget, h Host, data any) (one any, many []any, n int, err error) {
+// when n is 1, all of them in many when n is 2 or more. Objects the body
+// built keep their order as *value.Object (built is then true), so that
+// the body that applied it walks them as the reference does; the
+// transformation makes its own result plain (value.Plain).
+func (q *Query) Hosted(b *Budget, h Host, data any) (one any, many []any, n int, built bool, err error) {
 	f := q.newFrame(data, b, h, h.External)
 	v, err := q.hostedRun(f, b)
+	built = f.built
 	*f = frame{}
 	framePool.Put(f)
 	if err != nil {
-		return nil, nil, 0, err
+		return nil, nil, 0, false, err
 	}
 	switch x := v.(type) {
 	case emptySeq:
-		return nil, nil, 0, nil
+		return nil, nil, 0, false, nil
 	case *multi:
 		if err := q.checkResult(x.len()); err != nil {
-			return nil, nil, 0, err
+			return nil, nil, 0, false, err
 		}
-		return nil, x.items(), x.len(), nil
+		return nil, x.items(), x.len(), built, nil
 	}
-	return v, nil, 1, nil
+	return v, nil, 1, built, nil
 }
 
 func (q *Query) hostedRun(f *frame, b *Budget) (v any, err error) {
@@ -145,7 +152,14 @@ func applied(f *frame, h Host, items []any, rel [][]Seg, fromRoot bool, mode str
 	if b != nil {
 		b.steps, b.bytes = b.stepLimit()-f.stepsLeft, b.byteLimit()-f.bytesLeft
 	}
+	if f.built {
+		// the items become the input of other bodies, which read maps
+		items = plainList(items)
+	}
 	out, err := h.Apply(items, rel, fromRoot, mode)
+	if h.Built() {
+		f.built = true // what the bodies built may be among out
+	}
 	if b != nil {
 		f.stepsLeft, f.bytesLeft = b.stepLimit()-b.steps, b.byteLimit()-b.bytes
 	}
@@ -281,17 +295,31 @@ func (w *locWalk) descend(v any) {
 			w.descend(x[k])
 			w.stack = w.stack[:len(w.stack)-1]
 		}
+	case *value.Object:
+		for i := range x.Len() {
+			k, e := x.At(i)
+			w.stack = append(w.stack, Seg{Name: k, Index: -1})
+			w.descend(e)
+			w.stack = w.stack[:len(w.stack)-1]
+		}
 	}
 }
 
 func (w *locWalk) apply(v any) {
 	w.looked++
 	arr, isArr := v.([]any)
-	obj, isObj := v.(map[string]any)
+	_, isObj := value.Len(v)
+	var keys []string // the object's keys, once a selector walks them
+	walkKeys := func() []string {
+		if isObj && keys == nil {
+			keys, _ = value.Ordered(v)
+		}
+		return keys
+	}
 	for _, sel := range w.sels {
 		switch s := sel.(type) {
 		case spec.Name:
-			if e, ok := obj[string(s)]; isObj && ok {
+			if e, ok := value.Member(v, string(s)); isObj && ok {
 				w.add(e, Seg{Name: string(s), Index: -1})
 			}
 		case spec.Index:
@@ -319,14 +347,13 @@ func (w *locWalk) apply(v any) {
 				}
 			}
 		case spec.WildcardSelector:
-			w.reserve(len(arr) + len(obj))
+			w.reserve(len(arr) + len(walkKeys()))
 			for i, e := range arr {
 				w.add(e, Seg{Index: i})
 			}
-			if isObj {
-				for _, k := range value.Keys(obj) {
-					w.add(obj[k], Seg{Name: k, Index: -1})
-				}
+			for _, k := range keys {
+				e, _ := value.Member(v, k)
+				w.add(e, Seg{Name: k, Index: -1})
 			}
 		case *existFilter:
 			for i, e := range arr {
@@ -334,24 +361,20 @@ func (w *locWalk) apply(v any) {
 					w.add(e, Seg{Index: i})
 				}
 			}
-			if isObj {
-				for _, k := range value.Keys(obj) {
-					if s.holds(obj[k], w.root) {
-						w.add(obj[k], Seg{Name: k, Index: -1})
-					}
+			for _, k := range walkKeys() {
+				if e, _ := value.Member(v, k); s.holds(e, w.root) {
+					w.add(e, Seg{Name: k, Index: -1})
 				}
 			}
 		case *spec.FilterSelector:
 			for i, e := range arr {
-				if s.Eval(e, w.root) {
+				if s.Eval(value.Plain(e), w.root) {
 					w.add(e, Seg{Index: i})
 				}
 			}
-			if isObj {
-				for _, k := range value.Keys(obj) {
-					if s.Eval(obj[k], w.root) {
-						w.add(obj[k], Seg{Name: k, Index: -1})
-					}
+			for _, k := range walkKeys() {
+				if e, _ := value.Member(v, k); s.Eval(value.Plain(e), w.root) {
+					w.add(e, Seg{Name: k, Index: -1})
 				}
 			}
 		}

@@ -171,3 +171,45 @@ func cpuTime() int64 {
 	}
 	return ru.Utime.Nano() + ru.Stime.Nano()
 }
+
+// BenchmarkBuiltObject measures queries that build objects at run time:
+// a result built by $map or $from-entries (made a map as it leaves the
+// evaluation), one walked inside the query, and a plain constructor.
+func BenchmarkBuiltObject(b *testing.B) {
+	data := map[string]any{"a": 1.0, "b": "two"}
+	pairs := []any{[]any{"zeta", "$.a"}, []any{"alpha", "$.b"}, []any{"mid", 1.0}}
+	entries := []any{
+		map[string]any{"key": "zeta", "value": "$.a"},
+		map[string]any{"key": "alpha", "value": "$.b"},
+		map[string]any{"key": "mid", "value": 1.0},
+	}
+	for _, bc := range []struct {
+		name string
+		doc  any
+		ebv  bool
+	}{
+		{"map-result", map[string]any{"$map": pairs}, false},
+		{"from-entries-result", map[string]any{"$from-entries": map[string]any{"$seq": entries}}, false},
+		{"map-walked", map[string]any{"$eq": []any{map[string]any{"$count": map[string]any{"$entries": map[string]any{"$map": pairs}}}, 3.0}}, true},
+		{"constructor-result", map[string]any{"zeta": "$.a", "alpha": "$.b", "mid": 1.0}, false},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			q, err := Compile(bc.doc, Options{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			if bc.ebv {
+				benchEBV(b, q, data)
+				return
+			}
+			b.ReportAllocs()
+			start := cpuTime()
+			for b.Loop() {
+				if _, ok, err := q.Eval(data, nil); err != nil || !ok {
+					b.Fatal(ok, err)
+				}
+			}
+			b.ReportMetric(float64(cpuTime()-start)/float64(b.N), "cpu-ns/op")
+		})
+	}
+}

@@ -49,26 +49,43 @@ func (b *Budget) byteLimit() int {
 // query's own limits then apply to each evaluation). It is a small value;
 // making one allocates nothing.
 type Evaluator struct {
-	q *Query
-	b *Budget
+	q    *Query
+	b    *Budget
+	mode evalMode
 }
 
 // Within returns the query's evaluator that charges b.
-func (q *Query) Within(b *Budget) Evaluator { return Evaluator{q, b} }
+func (q *Query) Within(b *Budget) Evaluator { return Evaluator{q: q, b: b} }
+
+// Holding returns the evaluator for data that may hold *value.Object (a
+// task's with as EvalOrdered left it, read by a simulation's mock): the
+// query walks those objects in their order and reads them as maps
+// wherever it reads data, at the cost of converting the operands of
+// order-blind operators.
+func (e Evaluator) Holding() Evaluator { e.mode |= objectsIn; return e }
 
 // Eval is Query.Eval charged to the budget.
 func (e Evaluator) Eval(data any, ext map[string]any) (any, bool, error) {
-	return e.q.eval(data, ext, e.b)
+	return e.q.evalAs(data, ext, e.b, e.mode)
+}
+
+// EvalOrdered is Eval whose result keeps the objects the query built at
+// run time as *value.Object, in the member order the reference's objects
+// have, rather than as maps. It is for a value that only leaves the engine
+// as JSON text (value.JSText), such as a task's with: code that reads the
+// result as data must use Eval, or value.Plain it.
+func (e Evaluator) EvalOrdered(data any, ext map[string]any) (any, bool, error) {
+	return e.q.evalAs(data, ext, e.b, e.mode|keepOrder)
 }
 
 // Items is Query.Items charged to the budget.
 func (e Evaluator) Items(data any, ext map[string]any) ([]any, error) {
-	return e.q.items(data, ext, e.b)
+	return e.q.items(data, ext, e.b, e.mode)
 }
 
 // EBV is Query.EBV charged to the budget.
 func (e Evaluator) EBV(data any, ext map[string]any) (bool, error) {
-	return e.q.ebv(data, ext, e.b)
+	return e.q.ebv(data, ext, e.b, e.mode)
 }
 
 // The account of created values: rough figures of their Go size, enough

@@ -23,6 +23,16 @@ type frame struct {
 	budget               *Budget // nil: the query's own limits
 	host                 Host    // a JSLT rule body's transformation, else nil
 	buf                  [5]any  // slots of small queries, saving an allocation
+	// built is set once the evaluation makes a *value.Object; until then
+	// no value it holds can contain one (its inputs never do)
+	built bool
+	// keep makes $map and $from-entries build *value.Objects: set when
+	// the query can walk what it built or its result keeps their order
+	// (EvalOrdered, a JSLT body); otherwise their order cannot show and
+	// they build maps
+	keep bool
+	// holding: the input may hold *value.Objects (Evaluator.Holding)
+	holding bool
 }
 
 // unbound marks an external the caller did not bind.
@@ -37,6 +47,10 @@ type scope struct {
 
 // compiler holds the state of one compilation.
 type compiler struct {
+	written value.Written
+	// observes is set once the query can walk an object it built in
+	// member order ($entries, a wildcard over a variable)
+	observes  bool
 	nextSlot  int
 	extSlots  map[string]int
 	extNames  []string
@@ -101,8 +115,14 @@ func (c *compiler) exprKind(v any, path string, sc *scope, depth int) getter {
 	case nil, bool, float64:
 		return literal(x)
 	case []any:
+		if c.writtenBelow(path) {
+			return c.array(x, path, sc, depth)
+		}
 		return folded(x, c.array(x, path, sc, depth))
 	case map[string]any:
+		if c.writtenBelow(path) {
+			return c.object(x, path, sc, depth)
+		}
 		return folded(x, c.object(x, path, sc, depth))
 	}
 	fail(fault.JQ0003, "a query document cannot contain a "+describeGo(v), path)
@@ -145,6 +165,11 @@ func (c *compiler) str(s, path string, sc *scope) getter {
 		return varGetter(slot, external, name, path)
 	}
 	p := parsePath("$"+rest, s, path)
+	if p.steps == nil {
+		// a wildcard, descendant or filter over a variable walks what it
+		// holds, which may be an object the query built
+		c.observes = true
+	}
 	return p.getter(slot, external, name, path)
 }
 
@@ -221,7 +246,7 @@ type member struct {
 
 // object compiles Rule 1: a map constructor, or a phrase.
 func (c *compiler) object(obj map[string]any, path string, sc *scope, depth int) getter {
-	keys := value.Keys(obj)
+	keys, asWritten := c.keysOf(obj, path)
 	dollar := 0
 	for _, k := range keys {
 		if strings.HasPrefix(k, "$") {
@@ -233,6 +258,9 @@ func (c *compiler) object(obj map[string]any, path string, sc *scope, depth int)
 		for i, k := range keys {
 			p := ptr(path, k)
 			members[i] = member{k, c.expr(obj[k], p, sc, depth+1), p}
+		}
+		if asWritten {
+			return orderedConstructor(members, path)
 		}
 		return func(f *frame) any {
 			out := make(map[string]any, len(members))
@@ -255,6 +283,55 @@ func (c *compiler) object(obj map[string]any, path string, sc *scope, depth int)
 		fail(fault.JQ0001, "an object cannot mix $-prefixed and plain keys", path)
 	}
 	return c.phrase(obj, keys, path, sc, depth)
+}
+
+// keysOf returns obj's keys in the order the document writes them when
+// it was read as written (asWritten true, an order other than Keys
+// order), else in Keys order.
+func (c *compiler) keysOf(obj map[string]any, path string) (keys []string, asWritten bool) {
+	if ks, ok := c.written[path]; ok && len(ks) == len(obj) {
+		for _, k := range ks {
+			if !has(obj, k) {
+				return value.Keys(obj), false
+			}
+		}
+		return ks, true
+	}
+	return value.Keys(obj), false
+}
+
+// writtenBelow reports whether an object at or below path is written in
+// an order other than Keys order: such a constructor is built at each
+// evaluation, in that order, rather than folded into a map.
+func (c *compiler) writtenBelow(path string) bool {
+	for p := range c.written {
+		if p == path || strings.HasPrefix(p, path+"/") {
+			return true
+		}
+	}
+	return false
+}
+
+// orderedConstructor builds the members into a *value.Object, in the
+// order written.
+func orderedConstructor(members []member, path string) getter {
+	return func(f *frame) any {
+		out := value.NewObject(len(members))
+		f.built = true
+		for _, m := range members {
+			v := m.get(f)
+			switch x := v.(type) {
+			case emptySeq:
+				continue
+			case *multi:
+				throw(fault.JQ2001, "member '"+m.name+"' evaluated to "+strconv.Itoa(x.len())+
+					" items; an object member takes exactly one", m.path)
+			}
+			out.Set(m.name, v)
+		}
+		f.chargeObject(out.Len(), path)
+		return out
+	}
 }
 
 var flworKeys = map[string]bool{
@@ -300,13 +377,39 @@ func isVocabulary(k string) bool {
 	return ok || otherKnown[k]
 }
 
+// pair is one [key, value] entry of a $map.
+type pair struct {
+	key, val         getter
+	keyPath, valPath string
+}
+
+// mapPairs builds a $map as a map, for an evaluation where its member
+// order cannot show.
+func mapPairs(f *frame, pairs []pair, opPath string) any {
+	out := make(map[string]any, len(pairs))
+	for _, p := range pairs {
+		kv := p.key(f)
+		k, ok := kv.(string)
+		if !ok {
+			throw(fault.JQ2004, "a $map key must evaluate to a single string, got "+describe(kv), p.keyPath)
+		}
+		v := p.val(f)
+		switch x := v.(type) {
+		case emptySeq:
+			continue
+		case *multi:
+			throw(fault.JQ2001, "member '"+k+"' evaluated to "+strconv.Itoa(x.len())+
+				" items; an object member takes exactly one", p.valPath)
+		}
+		out[k] = v
+	}
+	f.chargeObject(len(out), opPath)
+	return out
+}
+
 // mapConstructor compiles {"$map": [[key, value], ...]} (§3.5.2).
 func (c *compiler) mapConstructor(arg any, opPath string, sc *scope, depth int) getter {
 	list := requireArray("$map", arg, 0, -1, opPath)
-	type pair struct {
-		key, val         getter
-		keyPath, valPath string
-	}
 	pairs := make([]pair, len(list))
 	for i, e := range list {
 		ep := idx(opPath, i)
@@ -317,7 +420,11 @@ func (c *compiler) mapConstructor(arg any, opPath string, sc *scope, depth int) 
 		pairs[i] = pair{c.expr(kv[0], ep+"/0", sc, depth+1), c.expr(kv[1], ep+"/1", sc, depth+1), ep + "/0", ep + "/1"}
 	}
 	return func(f *frame) any {
-		out := make(map[string]any, len(pairs))
+		if !f.keep {
+			return mapPairs(f, pairs, opPath)
+		}
+		out := value.NewObject(len(pairs))
+		f.built = true
 		for _, p := range pairs {
 			kv := p.key(f)
 			k, ok := kv.(string)
@@ -332,9 +439,9 @@ func (c *compiler) mapConstructor(arg any, opPath string, sc *scope, depth int) 
 				throw(fault.JQ2001, "member '"+k+"' evaluated to "+strconv.Itoa(x.len())+
 					" items; an object member takes exactly one", p.valPath)
 			}
-			out[k] = v
+			out.Set(k, v)
 		}
-		f.chargeObject(len(out), opPath)
+		f.chargeObject(out.Len(), opPath)
 		return out
 	}
 }

@@ -24,6 +24,10 @@ type corpusCase struct {
 	Externals map[string]any `json:"externals"`
 	Limits    *Limits        `json:"limits"`
 	Mode      string         `json:"mode"`
+	// Written compiles the doc as written (member order kept), where the
+	// generator hands the reference the doc unsorted.
+	Written     bool `json:"written"`
+	writtenKeys value.Written
 }
 
 // golden is the reference's outcome for a case.
@@ -80,6 +84,17 @@ func loadCorpus(t testing.TB) []corpusFile {
 			var c corpusCase
 			if err := json.Unmarshal(r, &c); err != nil {
 				t.Fatalf("%s: %v", e.Name(), err)
+			}
+			if c.Written {
+				var raw struct {
+					Doc json.RawMessage `json:"doc"`
+				}
+				_ = json.Unmarshal(r, &raw)
+				doc, w, err := value.DecodeWritten(raw.Doc, value.Limits{})
+				if err != nil {
+					t.Fatalf("%s / %s: %v", e.Name(), c.Name, err)
+				}
+				c.Doc, c.writtenKeys = doc, w
 			}
 			var probe map[string]json.RawMessage
 			_ = json.Unmarshal(r, &probe)
@@ -176,7 +191,7 @@ func show(v any) string {
 
 // runCase returns "" when the Go engine agrees with the golden.
 func runCase(c corpusCase, g golden) string {
-	opts := Options{}
+	opts := Options{Written: c.writtenKeys}
 	if c.Limits != nil {
 		opts.Limits = *c.Limits
 	}

@@ -64,7 +64,9 @@ func bindName(name string, seen map[string]bool, path string) {
 	seen[name] = true
 }
 
-func bindingObject(clause string, v any, path string) (map[string]any, []string) {
+// bindingObject returns the bindings of a $for, $let, $some or $every in
+// the order they bind: as written when the document was read as written.
+func (c *compiler) bindingObject(clause string, v any, path string) (map[string]any, []string) {
 	obj, ok := v.(map[string]any)
 	if !ok {
 		fail(fault.JQ0003, "'"+clause+"' takes an object of variable bindings", path)
@@ -72,7 +74,8 @@ func bindingObject(clause string, v any, path string) (map[string]any, []string)
 	if len(obj) == 0 {
 		fail(fault.JQ0003, "'"+clause+"' requires at least one binding", path)
 	}
-	return obj, value.Keys(obj)
+	keys, _ := c.keysOf(obj, path)
+	return obj, keys
 }
 
 var forBindingKeys = []string{"$in", "$at", "$allowing-empty", "$window", "$size", "$step"}
@@ -196,7 +199,7 @@ func (fc *flworCompiler) compileFold(obj map[string]any) {
 		return
 	}
 	fp := fc.path + "/$fold"
-	fo, names := bindingObject("$fold", obj["$fold"], fp)
+	fo, names := fc.c.bindingObject("$fold", obj["$fold"], fp)
 	if len(names) != 1 {
 		fail(fault.JQ0003, "'$fold' takes exactly one accumulator binding", fp)
 	}
@@ -212,7 +215,7 @@ func (fc *flworCompiler) compileFor(obj map[string]any) {
 		return
 	}
 	fp := fc.path + "/$for"
-	fo, names := bindingObject("$for", obj["$for"], fp)
+	fo, names := fc.c.bindingObject("$for", obj["$for"], fp)
 	for _, name := range names {
 		fc.forLate = append(fc.forLate, fc.c.segment(func() { fc.compileForBinding(name, fo[name], ptr(fp, name)) }))
 	}
@@ -281,7 +284,7 @@ func (fc *flworCompiler) compileLet(obj map[string]any) {
 		return
 	}
 	lp := fc.path + "/$let"
-	lo, names := bindingObject("$let", obj["$let"], lp)
+	lo, names := fc.c.bindingObject("$let", obj["$let"], lp)
 	for _, name := range names {
 		bp := ptr(lp, name)
 		bindName(name, fc.seen, bp)
@@ -333,7 +336,7 @@ func (fc *flworCompiler) compileGroupBy(obj map[string]any) {
 		return
 	}
 	gp := fc.path + "/$groupby"
-	gobj, names := bindingObject("$groupby", obj["$groupby"], gp)
+	gobj, names := fc.c.bindingObject("$groupby", obj["$groupby"], gp)
 	for _, name := range names {
 		bp := ptr(gp, name)
 		bindName(name, fc.seen, bp)

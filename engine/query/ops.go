@@ -59,6 +59,8 @@ func (c *compiler) operator(key string, val any, path string, sc *scope, depth i
 		return literal(v)
 	case "$map":
 		return c.mapConstructor(val, opPath, sc, depth)
+	case "$entries":
+		c.observes = true
 	case "$call":
 		list, ok := val.([]any)
 		if !ok || len(list) < 1 {
@@ -109,10 +111,70 @@ func (c *compiler) operator(key string, val any, path string, sc *scope, depth i
 			args[i] = arg{c.expr(v, p, sc, depth+1), p, v}
 		}
 	}
+	if !orderAware[key] {
+		for i := range args {
+			if args[i].get != nil {
+				args[i].get = plainOperand(args[i].get)
+			}
+		}
+	}
 	if e.checked != nil {
 		return e.checked(args, opPath, func(check func()) { c.late = append(c.late, check) })
 	}
 	return e.build(args, opPath)
+}
+
+// orderAware are the operators that read a *value.Object themselves or
+// hand their operands on unchanged, so that an object built in the query
+// keeps its member order through them. Every other operator (the spatial,
+// series, vector and date ones read GeoJSON and rows as maps) gets its
+// operands with each such object made a map.
+var orderAware = setOf("$entries", "$get", "$is-object", "$is-array", "$is-null", "$is-string", "$is-number",
+	"$is-boolean", "$eq", "$ne", "$count", "$seq", "$if", "$coalesce", "$default", "$head", "$tail",
+	"$subsequence", "$reverse", "$distinct", "$sort", "$index-of", "$empty", "$exists", "$and", "$or", "$not",
+	"$boolean", "$string")
+
+// plainOperand makes the objects in an operand maps, if the evaluation
+// built any; inputs never hold one, so otherwise the operand passes as is.
+func plainOperand(g getter) getter {
+	return func(f *frame) any {
+		v := g(f)
+		if f.built {
+			return plainItems(v)
+		}
+		return v
+	}
+}
+
+// plainItems is value.Plain over each item of a sequence.
+func plainItems(v any) any {
+	m, ok := v.(*multi)
+	if !ok {
+		return value.Plain(v)
+	}
+	items := m.items()
+	if out := plainList(items); &out[0] != &items[0] {
+		return seqOf(out)
+	}
+	return v
+}
+
+// plainList is value.Plain over each item; items itself when none holds
+// an object.
+func plainList(items []any) []any {
+	var out []any
+	for i, x := range items {
+		if out == nil && value.HasObject(x) {
+			out = append(make([]any, 0, len(items)), items[:i]...)
+		}
+		if out != nil {
+			out = append(out, value.Plain(x))
+		}
+	}
+	if out == nil {
+		return items
+	}
+	return out
 }
 
 // ---- §8.2 sequences, §8.3 conditional, §8.4 comparisons, §8.6 logic
@@ -306,7 +368,7 @@ func init() {
 	operators["$is-boolean"] = isType(func(v any) bool { _, ok := v.(bool); return ok })
 	operators["$is-null"] = isType(func(v any) bool { return v == nil })
 	operators["$is-array"] = isType(func(v any) bool { _, ok := v.([]any); return ok })
-	operators["$is-object"] = isType(func(v any) bool { _, ok := v.(map[string]any); return ok })
+	operators["$is-object"] = isType(value.IsObject)
 	operators["$string"] = unary(func(a []arg, _ string) getter {
 		g, p := a[0].get, a[0].path
 		return func(f *frame) any {

@@ -272,10 +272,8 @@ func init() {
 			key := a[1].get(f)
 			switch k := key.(type) {
 			case string:
-				if obj, ok := target.(map[string]any); ok {
-					if v, ok := obj[k]; ok {
-						return v
-					}
+				if v, ok := value.Member(target, k); ok {
+					return v
 				}
 			case float64:
 				if arr, ok := target.([]any); ok && k == math.Trunc(k) && !math.IsInf(k, 0) {
@@ -296,13 +294,14 @@ func init() {
 		return func(f *frame) any {
 			var out []any
 			for _, item := range itemsOf(g(f)) {
-				obj, ok := item.(map[string]any)
+				keys, ok := value.Ordered(item)
 				if !ok {
 					continue
 				}
-				for _, k := range value.Keys(obj) {
+				for _, k := range keys {
 					f.chargeObject(2, opPath)
-					out = append(out, map[string]any{"key": k, "value": obj[k]})
+					v, _ := value.Member(item, k)
+					out = append(out, map[string]any{"key": k, "value": v})
 				}
 			}
 			f.allocItems(len(out), opPath)
@@ -312,26 +311,48 @@ func init() {
 	operators["$from-entries"] = unary(func(a []arg, opPath string) getter {
 		g := a[0].get
 		return func(f *frame) any {
-			out := map[string]any{}
-			for _, item := range itemsOf(g(f)) {
-				obj, ok := item.(map[string]any)
+			items := itemsOf(g(f))
+			if !f.keep {
+				return entriesMap(f, items, opPath)
+			}
+			out := value.NewObject(len(items))
+			f.built = true
+			for _, item := range items {
+				key, _ := value.Member(item, "key")
+				k, ok := key.(string)
 				if !ok {
 					continue
 				}
-				k, ok := obj["key"].(string)
-				if !ok {
-					continue
-				}
-				v, ok := obj["value"]
+				v, ok := value.Member(item, "value")
 				if !ok {
 					v = nil
 				}
-				out[k] = v
+				out.Set(k, v)
 			}
-			f.chargeObject(len(out), opPath)
+			f.chargeObject(out.Len(), opPath)
 			return out
 		}
 	})
+}
+
+// entriesMap builds $from-entries as a map, for an evaluation where its
+// member order cannot show.
+func entriesMap(f *frame, items []any, opPath string) any {
+	out := make(map[string]any, len(items))
+	for _, item := range items {
+		key, _ := value.Member(item, "key")
+		k, ok := key.(string)
+		if !ok {
+			continue
+		}
+		v, ok := value.Member(item, "value")
+		if !ok {
+			v = nil
+		}
+		out[k] = v
+	}
+	f.chargeObject(len(out), opPath)
+	return out
 }
 
 func rangeBound(v any, path string) float64 {

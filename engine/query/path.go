@@ -126,6 +126,9 @@ func (p *jsonPath) getter(slot int, external bool, name, docPath string) getter 
 	return func(f *frame) any {
 		b := base(f)
 		root := f.slots[0]
+		if f.holding {
+			root = value.Plain(root) // filters read '$' as maps
+		}
 		switch x := b.(type) {
 		case emptySeq:
 			return empty
@@ -169,11 +172,12 @@ func walkSteps(steps []singular, v any) (any, bool) {
 			v = arr[i]
 			continue
 		}
-		obj, ok := v.(map[string]any)
-		if !ok {
-			return nil, false
+		var ok bool
+		if obj, isMap := v.(map[string]any); isMap {
+			v, ok = obj[s.name]
+		} else {
+			v, ok = value.Member(v, s.name)
 		}
-		v, ok = obj[s.name]
 		if !ok {
 			return nil, false
 		}
@@ -222,6 +226,11 @@ func descend(out []any, v, root any, sels []spec.Selector) []any {
 		for _, k := range value.Keys(x) {
 			out = descend(out, x[k], root, sels)
 		}
+	case *value.Object:
+		for i := range x.Len() {
+			_, e := x.At(i)
+			out = descend(out, e, root, sels)
+		}
 	}
 	return out
 }
@@ -236,6 +245,11 @@ func applySelectors(out []any, v, root any, sels []spec.Selector) []any {
 			case map[string]any:
 				for _, k := range value.Keys(x) {
 					out = append(out, x[k])
+				}
+			case *value.Object:
+				for i := range x.Len() {
+					_, e := x.At(i)
+					out = append(out, e)
 				}
 			}
 		case *existFilter:
@@ -252,27 +266,37 @@ func applySelectors(out []any, v, root any, sels []spec.Selector) []any {
 						out = append(out, x[k])
 					}
 				}
+			case *value.Object:
+				for i := range x.Len() {
+					if _, e := x.At(i); s.holds(e, root) {
+						out = append(out, e)
+					}
+				}
 			}
 		case *spec.FilterSelector:
 			switch x := v.(type) {
 			case []any:
 				for _, e := range x {
-					if s.Eval(e, root) {
+					if s.Eval(value.Plain(e), root) {
 						out = append(out, e)
 					}
 				}
 			case map[string]any:
 				for _, k := range value.Keys(x) {
-					if s.Eval(x[k], root) {
+					if s.Eval(value.Plain(x[k]), root) {
 						out = append(out, x[k])
+					}
+				}
+			case *value.Object:
+				for i := range x.Len() {
+					if _, e := x.At(i); s.Eval(value.Plain(e), root) {
+						out = append(out, e)
 					}
 				}
 			}
 		case spec.Name:
-			if obj, ok := v.(map[string]any); ok {
-				if e, ok := obj[string(s)]; ok {
-					out = append(out, e)
-				}
+			if e, ok := value.Member(v, string(s)); ok {
+				out = append(out, e)
 			}
 		default:
 			if _, ok := v.([]any); ok {

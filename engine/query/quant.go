@@ -10,7 +10,7 @@ func (c *compiler) quantifier(obj map[string]any, path string, sc *scope, depth 
 		clause = "$some"
 	}
 	cp := path + "/" + clause
-	bo, names := bindingObject(clause, obj[clause], cp)
+	bo, names := c.bindingObject(clause, obj[clause], cp)
 	seen := map[string]bool{}
 	type qb struct {
 		slot int

@@ -26,6 +26,12 @@ type Options struct {
 	// Apply makes $apply an operator: set by the JSLT stylesheet compiler
 	// for rule bodies only.
 	Apply *ApplyOperator
+	// Written is the member order of the document's objects as written
+	// (value.DecodeWritten), for a document the reference reads as
+	// written: its object constructors build members in that order and
+	// its $for, $let, $some and $every bind in it. Nil: Keys order, the
+	// order of a canonicalized document (workflows and DAGs).
+	Written value.Written
 }
 
 // Limits bound what one evaluation may spend (QUERY-FORMAT §8.12). The
@@ -81,13 +87,18 @@ type Query struct {
 	externals []string
 	extSlots  []int
 	lim       Limits
+	// keep: evaluations build order-keeping objects (see frame.keep)
+	keep bool
 }
 
 // Compile compiles a query document. A bare string is an RFC 9535 path or a
 // literal, per the format.
 func Compile(doc any, opts Options) (q *Query, err error) {
 	lim := opts.Limits.withDefaults()
-	c := &compiler{nextSlot: 1, extSlots: map[string]int{}, lim: lim, hardDepth: lim.Depth * 4, apply: opts.Apply}
+	c := &compiler{
+		nextSlot: 1, extSlots: map[string]int{}, lim: lim, hardDepth: lim.Depth * 4, apply: opts.Apply,
+		written: opts.Written,
+	}
 	defer func() {
 		if r := recover(); r != nil {
 			ce, ok := r.(compileError)
@@ -123,7 +134,7 @@ func Compile(doc any, opts Options) (q *Query, err error) {
 	for _, check := range c.late {
 		check()
 	}
-	q = &Query{doc: doc, root: root, frameSize: c.nextSlot, externals: c.extNames, lim: lim}
+	q = &Query{doc: doc, root: root, frameSize: c.nextSlot, externals: c.extNames, lim: lim, keep: c.observes || opts.Apply != nil}
 	for _, n := range c.extNames {
 		q.extSlots = append(q.extSlots, c.extSlots[n])
 	}
@@ -138,14 +149,32 @@ func jsonText(v any) string {
 	return s
 }
 
-// evaluate runs the closure tree and recovers runtime faults. A non-nil
-// budget replaces the step and byte limits, and is charged what the
-// evaluation spent, whether it succeeded or not.
-func (q *Query) evaluate(data any, ext map[string]any, b *Budget) (v any, err error) {
+// evalMode says what an evaluation's data and result may hold.
+type evalMode uint8
+
+const (
+	// keepOrder: the result keeps the *value.Objects the evaluation built
+	// instead of making them maps
+	keepOrder evalMode = 1 << iota
+	// objectsIn: the data may hold *value.Objects
+	objectsIn
+)
+
+// evaluateAs runs the closure tree in a mode and recovers runtime
+// faults. A non-nil budget replaces the step and byte limits, and is
+// charged what the evaluation spent, whether it succeeded or not.
+func (q *Query) evaluateAs(data any, ext map[string]any, b *Budget, mode evalMode) (v any, err error) {
+	ordered := mode&keepOrder != 0
 	f := q.newFrame(data, b, nil, func(name string) (any, bool) {
 		x, ok := ext[name]
 		return x, ok
 	})
+	f.keep = f.keep || ordered
+	if mode&objectsIn != 0 {
+		// as if the evaluation had built them: operands and the result
+		// are made plain, and so is the root filters read
+		f.built, f.holding = true, true
+	}
 	defer func() {
 		if b != nil {
 			b.steps, b.bytes = b.stepLimit()-f.stepsLeft, b.byteLimit()-f.bytesLeft
@@ -165,7 +194,12 @@ func (q *Query) evaluate(data any, ext map[string]any, b *Budget) (v any, err er
 			v, err = nil, re.err
 		}
 	}()
-	return q.root(f), nil
+	v = q.root(f)
+	if f.built && !ordered {
+		// the boundary: outside the evaluator every object is a map
+		v = plainItems(v)
+	}
+	return v, nil
 }
 
 // framePool recycles evaluation frames, so that a guard over a small
@@ -189,7 +223,11 @@ func (q *Query) Eval(data any, ext map[string]any) (result any, ok bool, err err
 }
 
 func (q *Query) eval(data any, ext map[string]any, b *Budget) (result any, ok bool, err error) {
-	v, err := q.evaluate(data, ext, b)
+	return q.evalAs(data, ext, b, 0)
+}
+
+func (q *Query) evalAs(data any, ext map[string]any, b *Budget, mode evalMode) (result any, ok bool, err error) {
+	v, err := q.evaluateAs(data, ext, b, mode)
 	if err != nil {
 		return nil, false, err
 	}
@@ -207,11 +245,11 @@ func (q *Query) eval(data any, ext map[string]any, b *Budget) (result any, ok bo
 
 // Items returns the result sequence as a slice (empty for the empty sequence).
 func (q *Query) Items(data any, ext map[string]any) ([]any, error) {
-	return q.items(data, ext, nil)
+	return q.items(data, ext, nil, 0)
 }
 
-func (q *Query) items(data any, ext map[string]any, b *Budget) ([]any, error) {
-	v, err := q.evaluate(data, ext, b)
+func (q *Query) items(data any, ext map[string]any, b *Budget, mode evalMode) ([]any, error) {
+	v, err := q.evaluateAs(data, ext, b, mode)
 	if err != nil {
 		return nil, err
 	}
@@ -228,11 +266,11 @@ func (q *Query) items(data any, ext map[string]any, b *Budget) ([]any, error) {
 // EBV returns the effective boolean value of the result (QUERY-FORMAT §2.2),
 // as the reference's query.ebv(data): JQ2003 for two or more items.
 func (q *Query) EBV(data any, ext map[string]any) (bool, error) {
-	return q.ebv(data, ext, nil)
+	return q.ebv(data, ext, nil, 0)
 }
 
-func (q *Query) ebv(data any, ext map[string]any, b *Budget) (res bool, err error) {
-	v, err := q.evaluate(data, ext, b)
+func (q *Query) ebv(data any, ext map[string]any, b *Budget, mode evalMode) (res bool, err error) {
+	v, err := q.evaluateAs(data, ext, b, mode)
 	if err != nil {
 		return false, err
 	}
@@ -259,7 +297,7 @@ func (q *Query) Doc() any { return q.doc }
 // external variable as external gives it, unbound when it does not.
 func (q *Query) newFrame(data any, b *Budget, h Host, external func(string) (any, bool)) *frame {
 	f := framePool.Get().(*frame)
-	*f = frame{stepsLeft: q.lim.Steps, bytesLeft: q.lim.Bytes, lim: &q.lim, host: h}
+	*f = frame{stepsLeft: q.lim.Steps, bytesLeft: q.lim.Bytes, lim: &q.lim, host: h, keep: q.keep}
 	if b != nil {
 		f.budget = b
 		f.stepsLeft, f.bytesLeft = b.stepLimit()-b.steps, b.byteLimit()-b.bytes

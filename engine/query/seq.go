@@ -253,6 +253,8 @@ func stableKey(b *strings.Builder, v any) {
 			stableKey(b, x[k])
 		}
 		b.WriteByte('}')
+	case *value.Object:
+		stableKey(b, x.Map())
 	default:
 		b.WriteString("?")
 	}

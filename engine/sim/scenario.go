@@ -77,7 +77,7 @@ func isSpace(r rune) bool {
 
 // parse checks the scenario against the contract, as the reference
 // simulator does before running anything.
-func parse(v any) (*scenario, error) {
+func parse(v any, written value.Written) (*scenario, error) {
 	m, ok := v.(map[string]any)
 	if !ok {
 		return nil, refuse("scenario must be an object")
@@ -101,7 +101,7 @@ func parse(v any) (*scenario, error) {
 			return nil, refuse("scenario: tasks must be an object")
 		}
 		for _, name := range value.Keys(tasks) {
-			t, err := parseMock(name, tasks[name])
+			t, err := parseMock(name, tasks[name], written.Under("/tasks/"+value.EncodePointerSegment(name)))
 			if err != nil {
 				return nil, err
 			}
@@ -122,7 +122,7 @@ func parse(v any) (*scenario, error) {
 	return s, nil
 }
 
-func parseMock(name string, raw any) (*mock, error) {
+func parseMock(name string, raw any, written value.Written) (*mock, error) {
 	t, ok := raw.(map[string]any)
 	if !ok {
 		return nil, refuse("tasks/%s: must be an object", name)
@@ -145,7 +145,7 @@ func parseMock(name string, raw any) (*mock, error) {
 	}
 	var err error
 	if doc, present := t["output"]; present {
-		if m.output, err = query.Compile(doc, query.Options{}); err != nil {
+		if m.output, err = query.Compile(doc, query.Options{Written: written.Under("/output")}); err != nil {
 			return nil, refuse("tasks/%s/output: %v", name, err)
 		}
 	}
@@ -153,7 +153,7 @@ func parseMock(name string, raw any) (*mock, error) {
 		if !m.hasError {
 			return nil, refuse("tasks/%s: errorWhen needs error", name)
 		}
-		if m.errorWhen, err = query.Compile(doc, query.Options{}); err != nil {
+		if m.errorWhen, err = query.Compile(doc, query.Options{Written: written.Under("/errorWhen")}); err != nil {
 			return nil, refuse("tasks/%s/errorWhen: %v", name, err)
 		}
 	}

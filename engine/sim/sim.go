@@ -19,15 +19,18 @@ import (
 var ErrScenario = errors.New("invalid scenario")
 
 // Run runs a scenario and returns the output object: {"calls": [...]} or
-// {"compileError": {...}}. The scenario is the decoded JSON.
+// {"compileError": {...}}. The scenario is the decoded JSON; its mock
+// queries are read in Keys order, as canonical text writes them (RunJSON
+// reads them as written).
 func Run(scenario any) (map[string]any, error) {
-	return runObserved(scenario, nil)
+	return runObserved(scenario, nil, nil)
 }
 
-// runObserved is Run, handing observe (when not nil) every invocation
-// before its mock answers it.
-func runObserved(scenario any, observe func(*run.Invoke)) (map[string]any, error) {
-	s, err := parse(scenario)
+// runObserved is Run with the scenario's written member order (nil: Keys
+// order), handing observe (when not nil) every invocation before its mock
+// answers it.
+func runObserved(scenario any, written value.Written, observe func(*run.Invoke)) (map[string]any, error) {
+	s, err := parse(scenario, written)
 	if err != nil {
 		return nil, err
 	}
@@ -67,13 +70,16 @@ func runObserved(scenario any, observe func(*run.Invoke)) (map[string]any, error
 }
 
 // RunJSON runs a scenario given as JSON text and returns the canonical
-// output line.
+// output line. Its mock queries are compiled as written, as the
+// reference compiles a handler's query from the object it is given: a
+// constructor builds its members in the order written and $for and $let
+// bind in it. The document, inputs and events are read canonically.
 func RunJSON(data []byte) (string, error) {
-	v, err := value.Decode(data, value.Limits{})
+	v, written, err := value.DecodeWritten(data, value.Limits{})
 	if err != nil {
 		return "", fmt.Errorf("%w: %w", ErrScenario, err)
 	}
-	out, err := Run(v)
+	out, err := runObserved(v, written, nil)
 	if err != nil {
 		return "", err
 	}
@@ -190,6 +196,9 @@ func (s *scenario) mock(inv *run.Invoke) *run.TaskResult {
 	}
 	var with any
 	if inv.HasWith {
+		// with keeps the objects its query built in their order, as the
+		// reference's handler gets them: the mock's queries read it
+		// through Holding
 		with = inv.With
 	}
 	scope := map[string]any{"with": with, "input": inv.Input}
@@ -197,7 +206,7 @@ func (s *scenario) mock(inv *run.Invoke) *run.TaskResult {
 		fails := true
 		if m.errorWhen != nil {
 			var err error
-			if fails, err = m.errorWhen.EBV(scope, nil); err != nil {
+			if fails, err = m.errorWhen.Within(nil).Holding().EBV(scope, nil); err != nil {
 				res.Error = &run.TaskError{Message: err.Error()}
 				return res
 			}
@@ -211,7 +220,7 @@ func (s *scenario) mock(inv *run.Invoke) *run.TaskResult {
 		res.Output = inv.Input
 		return res
 	}
-	out, ok, err := m.output.Eval(scope, nil)
+	out, ok, err := m.output.Within(nil).Holding().Eval(scope, nil)
 	if err != nil {
 		res.Error = &run.TaskError{Message: err.Error()}
 		return res

@@ -15,7 +15,7 @@ import (
 // UTF-16 code units, strings use JSON.stringify's escapes.
 func Canonical(v any) (string, error) {
 	var b strings.Builder
-	if err := writeJSON(&b, v, "", sortUTF16); err != nil {
+	if err := writeJSON(&b, v, "", true); err != nil {
 		return "", err
 	}
 	return b.String(), nil
@@ -30,7 +30,7 @@ func Canonical(v any) (string, error) {
 // refused, as Canonical refuses them.
 func JSText(v any) (string, error) {
 	var b strings.Builder
-	if err := writeJSON(&b, v, "", SortKeys); err != nil {
+	if err := writeJSON(&b, v, "", false); err != nil {
 		return "", err
 	}
 	return b.String(), nil
@@ -45,9 +45,14 @@ func MustCanonical(v any) string {
 	return s
 }
 
-// writeJSON writes v with each object's members in the order sortKeys
-// puts them.
-func writeJSON(b *strings.Builder, v any, path string, sortKeys func([]string)) error {
+// writeJSON writes v with each object's members sorted by UTF-16 code
+// units when canonical, else in JavaScript's own order (Keys order for a
+// map, an Object's own order).
+func writeJSON(b *strings.Builder, v any, path string, canonical bool) error {
+	sortKeys := SortKeys
+	if canonical {
+		sortKeys = sortUTF16
+	}
 	switch t := v.(type) {
 	case nil:
 		b.WriteString("null")
@@ -69,7 +74,7 @@ func writeJSON(b *strings.Builder, v any, path string, sortKeys func([]string)) 
 			if i > 0 {
 				b.WriteByte(',')
 			}
-			if err := writeJSON(b, x, path+"/"+strconv.Itoa(i), sortKeys); err != nil {
+			if err := writeJSON(b, x, path+"/"+strconv.Itoa(i), canonical); err != nil {
 				return err
 			}
 		}
@@ -87,7 +92,27 @@ func writeJSON(b *strings.Builder, v any, path string, sortKeys func([]string)) 
 			}
 			WriteString(b, k)
 			b.WriteByte(':')
-			if err := writeJSON(b, t[k], path+"/"+EncodePointerSegment(k), sortKeys); err != nil {
+			if err := writeJSON(b, t[k], path+"/"+EncodePointerSegment(k), canonical); err != nil {
+				return err
+			}
+		}
+		b.WriteByte('}')
+	case *Object:
+		// JSText keeps the object's own order; Canonical sorts
+		keys := t.names
+		if canonical {
+			keys = append([]string(nil), keys...)
+			sortKeys(keys)
+		}
+		b.WriteByte('{')
+		for i, k := range keys {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			x, _ := t.Get(k)
+			WriteString(b, k)
+			b.WriteByte(':')
+			if err := writeJSON(b, x, path+"/"+EncodePointerSegment(k), canonical); err != nil {
 				return err
 			}
 		}

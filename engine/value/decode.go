@@ -6,6 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
+	"strconv"
+	"strings"
 )
 
 // Limits bound what Decode accepts, so that a hostile document is refused
@@ -87,4 +90,89 @@ func depth(data []byte) int {
 		}
 	}
 	return maxD
+}
+
+// Written is the member order of a document's objects as written, by the
+// JSON Pointer of each object: JavaScript's own-key order of the object
+// JSON.parse makes of the text (array-index keys ascending by number,
+// then the others in the order they first appear). Only objects whose
+// order differs from Keys order are listed.
+type Written map[string][]string
+
+// Under returns the entries of w inside the value at pointer p, with p
+// taken off their pointers: the order of that value read as its own
+// document. It returns nil when there are none.
+func (w Written) Under(p string) Written {
+	var out Written
+	for k, keys := range w {
+		if k == p || strings.HasPrefix(k, p+"/") {
+			if out == nil {
+				out = Written{}
+			}
+			out[k[len(p):]] = keys
+		}
+	}
+	return out
+}
+
+// DecodeWritten is Decode that also returns the member order the text
+// writes its objects in, for documents the reference reads as written
+// rather than canonicalized (a simulation's mock queries).
+func DecodeWritten(data []byte, lim Limits) (any, Written, error) {
+	v, err := Decode(data, lim)
+	if err != nil {
+		return nil, nil, err
+	}
+	w := Written{}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	if err := writtenOrder(dec, "", w); err != nil {
+		return nil, nil, fmt.Errorf("invalid JSON: %w", err)
+	}
+	return v, w, nil
+}
+
+// writtenOrder reads one value from dec, recording the order of every
+// object in it whose written order is not Keys order.
+func writtenOrder(dec *json.Decoder, path string, w Written) error {
+	tok, err := dec.Token()
+	if err != nil {
+		return err
+	}
+	switch tok {
+	case json.Delim('['):
+		for i := 0; dec.More(); i++ {
+			if err := writtenOrder(dec, path+"/"+strconv.Itoa(i), w); err != nil {
+				return err
+			}
+		}
+		_, err = dec.Token()
+		return err
+	case json.Delim('{'):
+		o := NewObject(0)
+		for dec.More() {
+			kt, err := dec.Token()
+			if err != nil {
+				return err
+			}
+			k, _ := kt.(string)
+			o.Set(k, nil)
+			if err := writtenOrder(dec, path+"/"+EncodePointerSegment(k), w); err != nil {
+				return err
+			}
+		}
+		if _, err := dec.Token(); err != nil {
+			return err
+		}
+		if keys := o.Names(); !slices.Equal(keys, sortedCopy(keys)) {
+			w[path] = keys
+		}
+	}
+	return nil
+}
+
+func sortedCopy(keys []string) []string {
+	s := append([]string(nil), keys...)
+	SortKeys(s)
+	return s
 }

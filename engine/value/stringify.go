@@ -54,6 +54,17 @@ func stringify(b *strings.Builder, v any) {
 			stringify(b, t[k])
 		}
 		b.WriteByte('}')
+	case *Object:
+		b.WriteByte('{')
+		for i, k := range t.names {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			WriteString(b, k)
+			b.WriteByte(':')
+			stringify(b, t.vals[i])
+		}
+		b.WriteByte('}')
 	default:
 		b.WriteString("null")
 	}

@@ -4,7 +4,9 @@
 //
 // A value is what encoding/json produces into an interface: nil, bool,
 // float64, string, []any or map[string]any. Numbers are float64 because
-// the reference's are.
+// the reference's are. Inside the query evaluator (and in a task's with
+// on its way to the handler's text) an object built at run time may also
+// be an *Object, which keeps its member order; Plain makes it a map.
 package value
 
 import (
@@ -23,6 +25,14 @@ func Clone(v any) any {
 			m[k] = Clone(x)
 		}
 		return m
+	case *Object:
+		o := NewObject(t.Len())
+		o.names, o.vals, o.ints = append(o.names, t.names...), o.vals[:t.Len()], t.ints
+		for i, x := range t.vals {
+			o.vals[i] = Clone(x)
+		}
+		o.reindex(0)
+		return o
 	case []any:
 		a := make([]any, len(t))
 		for i, x := range t {
@@ -63,6 +73,9 @@ func Equal(a, b any) bool {
 		}
 		return true
 	case map[string]any:
+		if o, ok := b.(*Object); ok {
+			return equalObject(o, x)
+		}
 		y, ok := b.(map[string]any)
 		if !ok || len(x) != len(y) {
 			return false
@@ -74,8 +87,34 @@ func Equal(a, b any) bool {
 			}
 		}
 		return true
+	case *Object:
+		n, ok := Len(b)
+		if !ok || n != x.Len() {
+			return false
+		}
+		for i, k := range x.names {
+			w, ok := Member(b, k)
+			if !ok || !Equal(x.vals[i], w) {
+				return false
+			}
+		}
+		return true
 	}
 	return false
+}
+
+// equalObject compares an Object with a map as JSON data (order aside).
+func equalObject(o *Object, m map[string]any) bool {
+	if o.Len() != len(m) {
+		return false
+	}
+	for i, k := range o.names {
+		w, ok := m[k]
+		if !ok || !Equal(o.vals[i], w) {
+			return false
+		}
+	}
+	return true
 }
 
 // Keys returns an object's keys in JavaScript's own-property order for an
@@ -156,7 +195,7 @@ func utf16Lead(r rune) rune {
 }
 
 // IsObject reports whether v is a JSON object.
-func IsObject(v any) bool { _, ok := v.(map[string]any); return ok }
+func IsObject(v any) bool { _, ok := Len(v); return ok }
 
 // TypeName returns JavaScript's typeof for a JSON value ("object" for null,
 // arrays and objects).
