@@ -17,36 +17,34 @@ import (
 // dispatcher could take P times that; parking 300,000 runs it held
 // 229,000 starts, 2 GB, all redelivered every 30 s.
 //
-// So each lane (ready and stray, lanes.go) holds at most what it steps in
-// a quarter of AckWait at the rate it stepped lately, never fewer than
+// So the ready lane (lanes.go) holds at most what it steps in a quarter
+// of AckWait at the rate it stepped lately, never fewer than
 // 4 × Concurrency and 64 (enough to keep every step goroutine busy while
-// the rate is measured) nor more than MaxAckPending. An input that finds its
-// lane full waits in the consumer's callback: that partition's consumer
-// stops asking the server for more (nats.go pulls again only once the
-// callback returns), so the server keeps the rest, with no AckWait
-// running, and the other partitions go on.
+// the rate is measured) nor more than MaxAckPending. An input that finds
+// its lane full waits in the consumer's callback: that partition's
+// consumer stops asking the server for more (nats.go pulls again only
+// once the callback returns), so the server keeps the rest, with no
+// AckWait running, and the other partitions go on.
 //
-// The lanes have a bound each, so that inputs of unknown runs (a flood of
-// them, or the events of runs parked long enough to leave the cache) can
-// never take the places of the inputs of runs this process works on:
-// starts, timers, signed results. A flood in a partition makes the inputs
-// behind it in that partition wait for its progress: the stray lane takes
-// in what it steps in a quarter of AckWait, so they wait about that long
-// at most, and are never redelivered. A quarter, not more: the rate
-// is a second old, the pulls' buffers wait too, and a machine can slow
-// down at once. Inputs handed back to wait for their
-// run's start (early.go) are not in hand: they hold a place only in the
-// server's window, whose MaxAckPending each partition consumer keeps
-// whole, and there are at most MaxEarlyInputs of them.
-
-// The bound follows a rate a second old, and a loaded machine can slow
-// down several times over at once (measured: from 35 to 5 steps a second
-// within ten seconds). So an input still in hand half an AckWait after
-// it was received, or last kept, is kept once more: keepInHand tells the
-// server it is in progress, which starts its AckWait again. With the
-// bound in place that is rare, and costs one small message per input
-// kept; a dispatcher killed meanwhile leaves its inputs to come back
-// after AckWait, as before.
+// The stray lane holds up to MaxAckPending whatever its rate, on a budget
+// of its own: stray inputs (a flood of them, or the events of runs parked
+// long enough to leave the cache) never take the ready lane's places, and
+// a flood of up to MaxAckPending of them is taken in at once, so that the
+// inputs of good runs behind it in its partitions do not wait for it to
+// be stepped (a smaller stray bound made them wait for the flood's
+// progress: TestFloodOfStrayInputs). Inputs handed back to wait for
+// their run's start (early.go) are not in hand: they hold a place only
+// in the server's window, whose MaxAckPending each partition consumer
+// keeps whole, and there are at most MaxEarlyInputs of them.
+//
+// What keeps the inputs in hand from being delivered again is
+// keepInHand: an input still in hand half an AckWait after it came, or
+// was last kept, is marked in progress, which starts its AckWait again.
+// Strays waiting behind a flood need it; ready inputs need it when the
+// machine slows down at once, since their bound follows a rate a second
+// old (measured: from 35 to 5 steps a second within ten seconds). One
+// small message per input kept; a dispatcher killed meanwhile leaves its
+// inputs to come back after AckWait, as before.
 
 // Lanes, as indices of intake.lanes.
 const (
@@ -95,7 +93,7 @@ func (in *intake) reset(cfg Config) {
 	for i := range in.lanes {
 		l := &in.lanes[i]
 		l.held, l.peak, l.handled, l.rate = 0, 0, 0, 0
-		l.limit = intakeLimit(cfg, 0)
+		l.limit = intakeLimit(cfg, i, 0)
 		l.top = l.limit
 	}
 	// Wall time, not Config.Clock: the bound follows how fast this
@@ -103,8 +101,12 @@ func (in *intake) reset(cfg Config) {
 	in.sampled, in.kept = time.Now(), 0
 }
 
-// intakeLimit is a lane's bound for a rate of steps per second.
-func intakeLimit(cfg Config, rate float64) int {
+// intakeLimit is a lane's bound for a rate of steps per second: the
+// stray lane's is MaxAckPending whatever the rate.
+func intakeLimit(cfg Config, lane int, rate float64) int {
+	if lane == laneStray {
+		return cfg.MaxAckPending
+	}
 	floor := min(cfg.MaxAckPending, max(64, 4*cfg.Concurrency))
 	return min(cfg.MaxAckPending, max(floor, int(rate*cfg.AckWait.Seconds()/4)))
 }
@@ -156,7 +158,7 @@ func (in *intake) stepped(cfg Config, lane int) {
 				s.rate = (s.rate + r) / 2
 			}
 			s.handled = 0
-			s.limit = intakeLimit(cfg, s.rate)
+			s.limit = intakeLimit(cfg, i, s.rate)
 			s.top = max(s.top, s.limit)
 		}
 		in.sampled = now

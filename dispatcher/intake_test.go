@@ -1,7 +1,6 @@
 package dispatcher
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"sync/atomic"
@@ -28,49 +27,34 @@ func setupPartitions(t *testing.T, p int) *bundle {
 	return b
 }
 
-// parkMany starts n runs that each wait for one event, published without
-// waiting for each acknowledgement, under a dispatcher that then stops.
-func (b *bundle) parkMany(t *testing.T, prefix string, n int) []string {
-	t.Helper()
-	parker := b.dispatcher(t, Config{})
-	ids := make([]string, n)
-	for i := range ids {
-		ids[i] = fmt.Sprintf("%s-%d", prefix, i)
-		b.publishAsync(t, b.names.Start(ids[i]), wire.Start{Workflow: "fake", Input: json.RawMessage(`{"events":1}`)})
-	}
-	for _, id := range ids {
-		b.waitStatus(t, id, wire.StatusWaiting, 2*time.Minute)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	if err := parker.Stop(ctx); err != nil {
-		t.Fatal(err)
-	}
-	return ids
-}
-
-// Waking more parked runs at once than a dispatcher steps within
-// AckWait, it takes in only what it steps in about half of it, so that
-// no input waits in its hands until the server delivers it again: every
-// event is delivered once. Each event's step is slowed to a few
-// milliseconds, as on a loaded machine; the partitions' consumers keep
+// Parking and waking more runs at once than a dispatcher steps within
+// AckWait, nothing is delivered twice: the dispatcher takes in only the
+// starts it steps in about a quarter of AckWait, and keeps alive the
+// events of runs it no longer caches (the stray lane, which takes in up
+// to MaxAckPending) while they wait their turn. Each step is slowed to
+// 10 ms on two goroutines, as on a loaded machine (at most 200 steps a
+// second: 3,000 take 15 s, past AckWait); the partitions' consumers keep
 // the whole MaxAckPending, so only the dispatcher's own bound holds.
-func TestWakingManyParkedRunsRedeliversNothing(t *testing.T) {
+func TestParkingAndWakingManyRunsRedeliversNothing(t *testing.T) {
 	t.Parallel()
 	b := setupPartitions(t, 2)
 	const n = 3000
-	ids := b.parkMany(t, "parked", n)
-
-	// At most 200 steps a second: stepping them all takes 15 s or more,
-	// beyond AckWait.
-	cfg := Config{Concurrency: 2, AckWait: 10 * time.Second}
-	cfg.hooks = &hooks{at: func(p hookPoint, _, kind string) error {
-		if p == hookAfterSave && kind == subjects.KindEvent {
+	cfg := Config{Concurrency: 2, AckWait: 10 * time.Second, CacheSize: 16}
+	cfg.hooks = &hooks{at: func(p hookPoint, _, _ string) error {
+		if p == hookAfterSave {
 			time.Sleep(10 * time.Millisecond) // a slow step, not a wait
 		}
 		return nil
 	}}
 	d := b.dispatcher(t, cfg)
+	ids := make([]string, n)
+	for i := range ids {
+		ids[i] = fmt.Sprintf("parked-%d", i)
+		b.publishAsync(t, b.names.Start(ids[i]), wire.Start{Workflow: "fake", Input: json.RawMessage(`{"events":1}`)})
+	}
+	for _, id := range ids {
+		b.waitStatus(t, id, wire.StatusWaiting, 3*time.Minute)
+	}
 	for _, id := range ids {
 		b.publishAsync(t, b.names.Event(id, "wake"), "up")
 	}
@@ -78,23 +62,21 @@ func TestWakingManyParkedRunsRedeliversNothing(t *testing.T) {
 		b.waitStatus(t, id, wire.StatusDone, 3*time.Minute)
 	}
 	peak, top, kept := d.inHand()
-	t.Logf("stray lane: at most %d inputs in hand, bound at most %d; ready lane %d, %d; %d kept past half an AckWait",
-		peak[laneStray], top[laneStray], peak[laneReady], top[laneReady], kept)
+	t.Logf("ready lane: at most %d inputs in hand, bound at most %d; stray lane %d; %d kept past half an AckWait",
+		peak[laneReady], top[laneReady], peak[laneStray], kept)
 	if got := testutil.ToFloat64(d.m.redelivery); got != 0 {
-		t.Errorf("%.0f inputs delivered again while %d parked runs woke: the dispatcher took in more than it stepped within AckWait", got, n)
+		t.Errorf("%.0f inputs delivered again while %d runs parked and woke: they waited in the dispatcher's hands past AckWait", got, n)
 	}
-	if peak[laneStray] > top[laneStray] || peak[laneStray] >= n {
-		t.Errorf("the stray lane held %d inputs at once, over its bound %d (or all %d)", peak[laneStray], top[laneStray], n)
+	if peak[laneReady] >= n {
+		t.Errorf("the ready lane held all %d starts at once: nothing bounds what the dispatcher takes in", n)
 	}
 }
 
 // A flood of inputs for runs that do not exist, all in one partition,
 // never takes the places of the inputs of the runs the dispatcher works
-// on: a run started in another partition after the flood is done while
-// most of the flood still waits to be terminated (bounded by the flood's
-// progress, not by time), and one started behind it in its partition is
-// done once the flood ahead of it is taken in. No input is delivered
-// twice: the flood waits in the stream, not in the dispatcher's hands.
+// on: runs started after the flood, in its partition and in another, are
+// done while most of the flood still waits to be terminated (bounded by
+// the flood's progress, not by time). No input is delivered twice.
 func TestStrayFloodInOnePartitionTakesNoPlaceOfOtherRuns(t *testing.T) {
 	t.Parallel()
 	b := setupPartitions(t, 2)
@@ -139,7 +121,11 @@ func TestStrayFloodInOnePartitionTakesNoPlaceOfOtherRuns(t *testing.T) {
 		t.Logf("run %s, in another partition, done with %d of %d stray inputs terminated", other, n, flood)
 	}
 	b.waitStatus(t, same, wire.StatusDone, 3*time.Minute)
-	t.Logf("run %s, behind the flood in its partition, done with %d of %d stray inputs terminated", same, terminated.Load(), flood)
+	if n := terminated.Load(); n >= flood/2 {
+		t.Errorf("run %s, behind the flood in its partition, done only after %d of %d stray inputs were terminated: it waited for the flood", same, n, flood)
+	} else {
+		t.Logf("run %s, behind the flood in its partition, done with %d of %d stray inputs terminated", same, n, flood)
+	}
 	natstest.WaitFor(t, 3*time.Minute, "every stray input terminated", func() error {
 		if n := terminated.Load(); n < flood {
 			return fmt.Errorf("%d of %d terminated", n, flood)

@@ -14,7 +14,7 @@ import (
 // order, so an input waits behind every input published before it. To
 // keep a flood of inputs for runs nobody started (or that ended) from
 // delaying everyone else, a dispatcher takes inputs in ahead of stepping
-// them (each lane up to what it steps in a quarter of AckWait, intake.go, and
+// them (each lane up to its own bound, intake.go, and
 // Config.MaxQueuedBytes their bytes) and sorts them into two lanes:
 //
 //   - ready: starts, timers (only dispatchers schedule them), results
