@@ -81,6 +81,8 @@ type Dispatcher struct {
 	bothCond  *sync.Cond  // on qmu: a lane grew, or stepsDone was set
 	strayCond *sync.Cond  // on qmu: stray grew, or stepsDone was set
 	stepsDone bool
+	intake    intake        // what each lane holds in hand, and its bound (intake.go)
+	keepQuit  chan struct{} // ends keepInHand
 	wg        sync.WaitGroup
 	steps     sync.WaitGroup
 
@@ -97,7 +99,7 @@ type Dispatcher struct {
 
 type runQueue struct {
 	key   string
-	msgs  []jetstream.Msg
+	msgs  []heldMsg
 	stray bool // the queue is in the stray lane
 }
 
@@ -150,6 +152,7 @@ func newDispatcher(js jetstream.JetStream, store RunStore, l loader, cfg Config)
 	d.readyCond = sync.NewCond(&d.qmu)
 	d.bothCond = sync.NewCond(&d.qmu)
 	d.strayCond = sync.NewCond(&d.qmu)
+	d.intake.init(&d.qmu, d.cfg)
 	return d, nil
 }
 
@@ -251,6 +254,7 @@ func (d *Dispatcher) start(ctx context.Context) (lifecycle.Run, error) {
 	d.ctx, d.cancel = context.WithCancelCause(context.WithoutCancel(ctx))
 	d.qmu.Lock()
 	d.ready, d.stray, d.queued, d.stepsDone = nil, nil, 0, false
+	d.intake.reset(d.cfg)
 	d.qmu.Unlock()
 	// Steps read these as soon as they run (early.go, apply.go).
 	d.timers, d.inputs, d.partitions = timers, inputs, partitions
@@ -268,6 +272,11 @@ func (d *Dispatcher) start(ctx context.Context) (lifecycle.Run, error) {
 	for range strayWorkers(d.cfg.Concurrency) {
 		d.steps.Go(func() { d.stepLoop(serveStray) })
 	}
+	keepQuit := make(chan struct{})
+	d.qmu.Lock()
+	d.keepQuit = keepQuit
+	d.qmu.Unlock()
+	d.steps.Go(func() { d.keepInHand(keepQuit) })
 	d.crashed.Store(false)
 	d.qmu.Lock()
 	d.closed, d.handBack = false, false
@@ -346,10 +355,12 @@ func (d *Dispatcher) windDown(c *cycle) {
 		// unreachable, so refuse late callbacks instead of waiting for it.
 		d.qmu.Lock()
 		d.closed = true
+		d.intake.wakeAll()
 		d.qmu.Unlock()
 	}
 	d.qmu.Lock()
 	d.handBack = true
+	d.intake.wakeAll()
 	d.qmu.Unlock()
 	drained := make(chan struct{})
 	go func() { d.wg.Wait(); close(drained) }()

@@ -13,8 +13,8 @@ import (
 // Every input reaches the dispatchers through one consumer, in stream
 // order, so an input waits behind every input published before it. To
 // keep a flood of inputs for runs nobody started (or that ended) from
-// delaying everyone else, a dispatcher takes inputs in as fast as the
-// server hands them out (Config.MaxAckPending bounds them, and
+// delaying everyone else, a dispatcher takes inputs in ahead of stepping
+// them (each lane up to its own bound, intake.go, and
 // Config.MaxQueuedBytes their bytes) and sorts them into two lanes:
 //
 //   - ready: starts, timers (only dispatchers schedule them), results
@@ -58,15 +58,40 @@ func pullBytes(maxPayload int64) int { return int(max(16<<20, 2*maxPayload)) }
 const spillDelay = time.Second
 
 // receive queues a message behind the other messages of its run, in the
-// lane its run belongs to.
+// lane its run belongs to, once that lane has a place (intake.go).
 func (d *Dispatcher) receive(m jetstream.Msg) {
 	key := d.cfg.Names.RunToken(m.Subject())
 	size := len(m.Data()) + len(m.Subject())
 	d.qmu.Lock()
-	if d.closed {
-		// Stopped: the input is redelivered after its AckWait.
+	_, known := d.queues[key]
+	stray := false
+	if !known && !d.closed {
 		d.qmu.Unlock()
-		return
+		stray = d.isStray(key, m)
+		d.qmu.Lock()
+	}
+	woken := -1
+	var q *runQueue
+	for {
+		if d.closed {
+			// Stopped: the input is redelivered after its AckWait.
+			d.qmu.Unlock()
+			return
+		}
+		q, known = d.queues[key]
+		lane := laneOf(stray)
+		if known {
+			lane = laneOf(q.stray)
+		}
+		// Handing back, every input goes straight back to the stream.
+		if !d.intake.full(lane) || d.handBack {
+			if woken >= 0 && woken != lane {
+				d.intake.pass(woken)
+			}
+			break
+		}
+		d.intake.wait(lane)
+		woken = lane
 	}
 	if d.queued+size > d.cfg.MaxQueuedBytes && d.queued > 0 {
 		// Full: hand it back rather than grow without bound.
@@ -76,25 +101,14 @@ func (d *Dispatcher) receive(m jetstream.Msg) {
 		return
 	}
 	d.queued += size
-	if q, ok := d.queues[key]; ok {
-		q.msgs = append(q.msgs, m)
+	if known {
+		d.intake.take(laneOf(q.stray))
+		q.msgs = append(q.msgs, heldMsg{m, time.Now()})
 		d.qmu.Unlock()
 		return
 	}
-	d.qmu.Unlock()
-	stray := d.isStray(key, m)
-	d.qmu.Lock()
-	if d.closed {
-		d.queued -= size
-		d.qmu.Unlock()
-		return
-	}
-	if q, ok := d.queues[key]; ok {
-		q.msgs = append(q.msgs, m)
-		d.qmu.Unlock()
-		return
-	}
-	q := &runQueue{key: key, msgs: []jetstream.Msg{m}, stray: stray}
+	d.intake.take(laneOf(stray))
+	q = &runQueue{key: key, msgs: []heldMsg{{m, time.Now()}}, stray: stray}
 	d.queues[key] = q
 	d.wg.Add(1)
 	d.enqueue(q)
@@ -170,8 +184,8 @@ func (d *Dispatcher) stepLoop(service laneService) {
 				d.bothCond.Wait()
 			}
 		}
-		m := q.msgs[0]
-		q.msgs[0] = nil
+		m := q.msgs[0].m
+		q.msgs[0] = heldMsg{}
 		q.msgs = q.msgs[1:]
 		handBack := d.handBack
 		d.qmu.Unlock()
@@ -182,6 +196,7 @@ func (d *Dispatcher) stepLoop(service laneService) {
 		}
 		d.qmu.Lock()
 		d.queued -= len(m.Data()) + len(m.Subject())
+		d.intake.stepped(d.cfg, laneOf(q.stray))
 		if len(q.msgs) == 0 {
 			delete(d.queues, q.key)
 			d.wg.Done()
@@ -191,6 +206,7 @@ func (d *Dispatcher) stepLoop(service laneService) {
 		if q.stray {
 			if _, ok := d.cache.get(q.key); ok {
 				q.stray = false
+				d.intake.moved(len(q.msgs))
 			}
 		}
 		d.enqueue(q)
@@ -201,6 +217,10 @@ func (d *Dispatcher) stepLoop(service laneService) {
 func (d *Dispatcher) stopSteps() {
 	d.qmu.Lock()
 	d.stepsDone = true
+	if d.keepQuit != nil {
+		close(d.keepQuit)
+		d.keepQuit = nil
+	}
 	d.readyCond.Broadcast()
 	d.bothCond.Broadcast()
 	d.strayCond.Broadcast()

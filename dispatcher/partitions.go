@@ -320,7 +320,7 @@ func (ps *partitionSet) take(p int) (jetstream.ConsumeContext, error) {
 // consume pulls a consumer's inputs into the dispatcher's queues.
 func (ps *partitionSet) consume(cons jetstream.Consumer, name string) (jetstream.ConsumeContext, error) {
 	d := ps.d
-	batch := max(256, pullBatch(d.cfg)/ps.partitions)
+	batch := partitionBatch(d.cfg, ps.partitions)
 	cc, err := cons.Consume(d.receive,
 		jetstream.PullMaxMessagesWithBytesLimit(batch, pullBytes(d.js.Conn().MaxPayload())),
 		jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
@@ -330,6 +330,15 @@ func (ps *partitionSet) consume(cons jetstream.Consumer, name string) (jetstream
 		return nil, fmt.Errorf("consume %q: %w", name, err)
 	}
 	return cc, nil
+}
+
+// partitionBatch is how many inputs one pull of a partition asks for.
+// The inputs a pull brings wait in the client's buffer, their AckWait
+// running, while the lanes are full (intake.go), so a partition's pull
+// is about a lane's floor: with P partitions the buffers hold P times
+// it, which the step goroutines work through in well under AckWait.
+func partitionBatch(cfg Config, partitions int) int {
+	return max(16, min(pullBatch(cfg)/partitions, 4*cfg.Concurrency))
 }
 
 // Drain says goodbye, stops pulling and lets the inputs received be
