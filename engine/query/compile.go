@@ -388,23 +388,31 @@ type pair struct {
 func mapPairs(f *frame, pairs []pair, opPath string) any {
 	out := make(map[string]any, len(pairs))
 	for _, p := range pairs {
-		kv := p.key(f)
-		k, ok := kv.(string)
-		if !ok {
-			throw(fault.JQ2004, "a $map key must evaluate to a single string, got "+describe(kv), p.keyPath)
+		if k, v, ok := p.member(f); ok {
+			out[k] = v
 		}
-		v := p.val(f)
-		switch x := v.(type) {
-		case emptySeq:
-			continue
-		case *multi:
-			throw(fault.JQ2001, "member '"+k+"' evaluated to "+strconv.Itoa(x.len())+
-				" items; an object member takes exactly one", p.valPath)
-		}
-		out[k] = v
 	}
 	f.chargeObject(len(out), opPath)
 	return out
+}
+
+// member evaluates the pair's key and value; ok is false when the value
+// is empty, which leaves the member out.
+func (p pair) member(f *frame) (string, any, bool) {
+	kv := p.key(f)
+	k, ok := kv.(string)
+	if !ok {
+		throw(fault.JQ2004, "a $map key must evaluate to a single string, got "+describe(kv), p.keyPath)
+	}
+	v := p.val(f)
+	switch x := v.(type) {
+	case emptySeq:
+		return "", nil, false
+	case *multi:
+		throw(fault.JQ2001, "member '"+k+"' evaluated to "+strconv.Itoa(x.len())+
+			" items; an object member takes exactly one", p.valPath)
+	}
+	return k, v, true
 }
 
 // mapConstructor compiles {"$map": [[key, value], ...]} (§3.5.2).
@@ -426,20 +434,9 @@ func (c *compiler) mapConstructor(arg any, opPath string, sc *scope, depth int) 
 		out := value.NewObject(len(pairs))
 		f.built = true
 		for _, p := range pairs {
-			kv := p.key(f)
-			k, ok := kv.(string)
-			if !ok {
-				throw(fault.JQ2004, "a $map key must evaluate to a single string, got "+describe(kv), p.keyPath)
+			if k, v, ok := p.member(f); ok {
+				out.Set(k, v)
 			}
-			v := p.val(f)
-			switch x := v.(type) {
-			case emptySeq:
-				continue
-			case *multi:
-				throw(fault.JQ2001, "member '"+k+"' evaluated to "+strconv.Itoa(x.len())+
-					" items; an object member takes exactly one", p.valPath)
-			}
-			out.Set(k, v)
 		}
 		f.chargeObject(out.Len(), opPath)
 		return out

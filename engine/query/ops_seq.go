@@ -318,16 +318,9 @@ func init() {
 			out := value.NewObject(len(items))
 			f.built = true
 			for _, item := range items {
-				key, _ := value.Member(item, "key")
-				k, ok := key.(string)
-				if !ok {
-					continue
+				if k, v, ok := entryMember(item); ok {
+					out.Set(k, v)
 				}
-				v, ok := value.Member(item, "value")
-				if !ok {
-					v = nil
-				}
-				out.Set(k, v)
 			}
 			f.chargeObject(out.Len(), opPath)
 			return out
@@ -340,19 +333,27 @@ func init() {
 func entriesMap(f *frame, items []any, opPath string) any {
 	out := make(map[string]any, len(items))
 	for _, item := range items {
-		key, _ := value.Member(item, "key")
-		k, ok := key.(string)
-		if !ok {
-			continue
+		if k, v, ok := entryMember(item); ok {
+			out[k] = v
 		}
-		v, ok := value.Member(item, "value")
-		if !ok {
-			v = nil
-		}
-		out[k] = v
 	}
 	f.chargeObject(len(out), opPath)
 	return out
+}
+
+// entryMember reads one {"key", "value"} entry of $from-entries; an entry
+// whose key is not a string is skipped, a missing value is null.
+func entryMember(item any) (string, any, bool) {
+	key, _ := value.Member(item, "key")
+	k, ok := key.(string)
+	if !ok {
+		return "", nil, false
+	}
+	v, ok := value.Member(item, "value")
+	if !ok {
+		v = nil
+	}
+	return k, v, true
 }
 
 func rangeBound(v any, path string) float64 {
