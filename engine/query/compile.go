@@ -244,6 +244,20 @@ type member struct {
 	path string
 }
 
+// value evaluates the member; ok is false when it is empty, which leaves
+// the member out.
+func (m member) value(f *frame) (any, bool) {
+	v := m.get(f)
+	switch x := v.(type) {
+	case emptySeq:
+		return nil, false
+	case *multi:
+		throw(fault.JQ2001, "member '"+m.name+"' evaluated to "+strconv.Itoa(x.len())+
+			" items; an object member takes exactly one", m.path)
+	}
+	return v, true
+}
+
 // object compiles Rule 1: a map constructor, or a phrase.
 func (c *compiler) object(obj map[string]any, path string, sc *scope, depth int) getter {
 	keys, asWritten := c.keysOf(obj, path)
@@ -265,15 +279,9 @@ func (c *compiler) object(obj map[string]any, path string, sc *scope, depth int)
 		return func(f *frame) any {
 			out := make(map[string]any, len(members))
 			for _, m := range members {
-				v := m.get(f)
-				switch x := v.(type) {
-				case emptySeq:
-					continue
-				case *multi:
-					throw(fault.JQ2001, "member '"+m.name+"' evaluated to "+strconv.Itoa(x.len())+
-						" items; an object member takes exactly one", m.path)
+				if v, ok := m.value(f); ok {
+					out[m.name] = v
 				}
-				out[m.name] = v
 			}
 			f.chargeObject(len(out), path)
 			return out
@@ -319,15 +327,9 @@ func orderedConstructor(members []member, path string) getter {
 		out := value.NewObject(len(members))
 		f.built = true
 		for _, m := range members {
-			v := m.get(f)
-			switch x := v.(type) {
-			case emptySeq:
-				continue
-			case *multi:
-				throw(fault.JQ2001, "member '"+m.name+"' evaluated to "+strconv.Itoa(x.len())+
-					" items; an object member takes exactly one", m.path)
+			if v, ok := m.value(f); ok {
+				out.Set(m.name, v)
 			}
-			out.Set(m.name, v)
 		}
 		f.chargeObject(out.Len(), path)
 		return out
