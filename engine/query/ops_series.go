@@ -509,8 +509,15 @@ func buildAsof(a []arg, opPath string, later func(func())) getter {
 		case 0:
 			return empty
 		case 1:
+			if f.keep {
+				f.built = true
+				return out[0].ordered()
+			}
 			return out[0].record()
 		}
-		return &multi{joins: out}
+		if f.keep {
+			f.built = true
+		}
+		return &multi{joins: out, ordered: f.keep}
 	}
 }

@@ -23,6 +23,9 @@ type multi struct {
 	// counted without building them, and built once when an item is read
 	rows  []bucketRow
 	joins []asofJoin
+	// ordered: the joins are built as *value.Objects in the reference's
+	// order (an evaluation that walks what it builds)
+	ordered bool
 }
 
 // items returns the items, building deferred records on the first read
@@ -53,7 +56,11 @@ func (m *multi) build() []any {
 	}
 	xs := make([]any, len(m.joins))
 	for i := range m.joins {
-		xs[i] = m.joins[i].record()
+		if m.ordered {
+			xs[i] = m.joins[i].ordered()
+		} else {
+			xs[i] = m.joins[i].record()
+		}
 	}
 	m.joins = nil
 	return xs

@@ -8,6 +8,8 @@ import (
 	"sort"
 	"strconv"
 	"sync"
+
+	"github.com/jetflow/jetflow/engine/value"
 )
 
 // The series kernels of QUERY-FORMAT §8.16, written after the
@@ -153,7 +155,7 @@ func (sc *scratch) group(n int) *asofGroup {
 	if cap(g.rows) < n {
 		g.rows, g.at = make([]map[string]any, 0, n), make([]float64, 0, n)
 	}
-	g.rows, g.at, g.groupEnd, g.cursor = g.rows[:0], g.at[:0], g.groupEnd[:0], 0
+	g.rows, g.at, g.groupEnd, g.appended, g.cursor = g.rows[:0], g.at[:0], g.groupEnd[:0], g.appended[:0], 0
 	return g
 }
 
@@ -524,16 +526,24 @@ type asofSpec struct {
 
 // canonicalRow is the row as the reference hands it back: a copy with a
 // numeric at and a value, or the row itself when it already is one.
-func canonicalRow(f *frame, rows []any, s *sample, path string) map[string]any {
+// appended says which of at and value the copy added after the row's own
+// members, where the reference's copy ({...row, at, value}) has them.
+func canonicalRow(f *frame, rows []any, s *sample, path string) (row map[string]any, appended uint8) {
 	src, _ := rows[s.row].(map[string]any)
 	if s.canon {
-		return src
+		return src, 0
 	}
 	if a, ok := src["at"].(float64); ok && a == s.at {
 		w, ok := src["value"]
 		if n, isNum := w.(float64); ok && (w == nil && s.null || isNum && !s.null && n == s.value) {
-			return src
+			return src, 0
 		}
+	}
+	if _, ok := src["at"]; !ok {
+		appended |= appendedAt
+	}
+	if _, ok := src["value"]; !ok {
+		appended |= appendedValue
 	}
 	var v any
 	if !s.null {
@@ -545,6 +555,35 @@ func canonicalRow(f *frame, rows []any, s *sample, path string) map[string]any {
 		out[k] = x
 	}
 	out["at"], out["value"] = s.at, v
+	return out, appended
+}
+
+// what a row's copy added after the row's own members
+const (
+	appendedAt uint8 = 1 << iota
+	appendedValue
+)
+
+// orderedRow is a row of an as-of answer in the reference's member order:
+// the row's own members in their order, then the at and value its copy
+// added. A row that added neither is in map order already.
+func orderedRow(m map[string]any, appended uint8) any {
+	if appended == 0 || m == nil {
+		return m
+	}
+	out := value.NewObject(len(m))
+	for _, k := range value.Keys(m) {
+		if k == "at" && appended&appendedAt != 0 || k == "value" && appended&appendedValue != 0 {
+			continue
+		}
+		out.Set(k, m[k])
+	}
+	if appended&appendedAt != 0 {
+		out.Set("at", m["at"])
+	}
+	if appended&appendedValue != 0 {
+		out.Set("value", m["value"])
+	}
 	return out
 }
 
@@ -584,7 +623,10 @@ func keyOf(v any, present bool) joinKey {
 
 // asofGroup is the right side's rows of one key, with the walk's cursor.
 type asofGroup struct {
-	rows     []map[string]any
+	rows []map[string]any
+	// appended is canonicalRow's answer for each row, kept only when the
+	// evaluation keeps member order
+	appended []uint8
 	at       []float64
 	groupEnd []int
 	cursor   int
@@ -619,7 +661,7 @@ func asof(f *frame, sc *scratch, leftRows, rightRows []any, left, right []sample
 		groups = map[joinKey]*asofGroup{}
 	}
 	for i := range right {
-		row := canonicalRow(f, rightRows, &right[i], path)
+		row, appended := canonicalRow(f, rightRows, &right[i], path)
 		g := all
 		if s.by != nil {
 			k := keyOf(s.by.read(row))
@@ -629,6 +671,9 @@ func asof(f *frame, sc *scratch, leftRows, rightRows []any, left, right []sample
 			}
 		}
 		g.rows = append(g.rows, row)
+		if f.keep {
+			g.appended = append(g.appended, appended)
+		}
 		g.at = append(g.at, right[i].at)
 	}
 	if all != nil {
@@ -639,20 +684,21 @@ func asof(f *frame, sc *scratch, leftRows, rightRows []any, left, right []sample
 	}
 	out := make([]asofJoin, len(left))
 	for i := range left {
-		row := canonicalRow(f, leftRows, &left[i], path)
+		row, appended := canonicalRow(f, leftRows, &left[i], path)
 		g := all
 		if s.by != nil {
 			g = groups[keyOf(s.by.read(row))]
 		}
 		at := left[i].at
 		if g == nil {
-			out[i] = asofJoin{left: row}
+			out[i] = asofJoin{left: row, leftAppended: appended}
 			continue
 		}
 		for g.cursor < len(g.at) && g.at[g.cursor] <= at {
 			g.cursor++
 		}
 		out[i] = pick(row, at, g, s)
+		out[i].leftAppended = appended
 	}
 	return out
 }
@@ -662,6 +708,9 @@ func asof(f *frame, sc *scratch, leftRows, rightRows []any, left, right []sample
 type asofJoin struct {
 	left, right map[string]any
 	distance    float64
+	// what canonicalRow appended to each row's copy, known when the
+	// evaluation keeps member order
+	leftAppended, rightAppended uint8
 }
 
 func (j *asofJoin) record() map[string]any {
@@ -669,6 +718,21 @@ func (j *asofJoin) record() map[string]any {
 		return map[string]any{"left": j.left, "right": nil, "distance": nil}
 	}
 	return map[string]any{"left": j.left, "right": j.right, "distance": j.distance}
+}
+
+// ordered is the answer as the reference builds it, {left, right,
+// distance} in that order, for an evaluation that walks what it builds.
+func (j *asofJoin) ordered() *value.Object {
+	out := value.NewObject(3)
+	out.Set("left", orderedRow(j.left, j.leftAppended))
+	if j.right == nil {
+		out.Set("right", nil)
+		out.Set("distance", nil)
+		return out
+	}
+	out.Set("right", orderedRow(j.right, j.rightAppended))
+	out.Set("distance", j.distance)
+	return out
 }
 
 func pick(row map[string]any, at float64, g *asofGroup, s *asofSpec) asofJoin {
@@ -697,5 +761,9 @@ func pick(row map[string]any, at float64, g *asofGroup, s *asofSpec) asofJoin {
 	if index < 0 || distance > s.tolerance {
 		return asofJoin{left: row}
 	}
-	return asofJoin{left: row, right: g.rows[index], distance: distance}
+	j := asofJoin{left: row, right: g.rows[index], distance: distance}
+	if index < len(g.appended) {
+		j.rightAppended = g.appended[index]
+	}
+	return j
 }
