@@ -650,7 +650,11 @@ func (g *asofGroup) seal() {
 
 // asof joins each left row to the right row current for it, walking one
 // cursor forward per group.
-func asof(f *frame, sc *scratch, leftRows, rightRows []any, left, right []sample, s *asofSpec, path string) []asofJoin {
+//
+// When the evaluation keeps member order, appended holds, for each join,
+// what canonicalRow appended to its left row (the low two bits) and to
+// its right row (the next two); otherwise it is nil.
+func asof(f *frame, sc *scratch, leftRows, rightRows []any, left, right []sample, s *asofSpec, path string) (out []asofJoin, appended []uint8) {
 	var groups map[joinKey]*asofGroup
 	var all *asofGroup
 	if s.by == nil {
@@ -661,7 +665,7 @@ func asof(f *frame, sc *scratch, leftRows, rightRows []any, left, right []sample
 		groups = map[joinKey]*asofGroup{}
 	}
 	for i := range right {
-		row, appended := canonicalRow(f, rightRows, &right[i], path)
+		row, added := canonicalRow(f, rightRows, &right[i], path)
 		g := all
 		if s.by != nil {
 			k := keyOf(s.by.read(row))
@@ -672,7 +676,7 @@ func asof(f *frame, sc *scratch, leftRows, rightRows []any, left, right []sample
 		}
 		g.rows = append(g.rows, row)
 		if f.keep {
-			g.appended = append(g.appended, appended)
+			g.appended = append(g.appended, added)
 		}
 		g.at = append(g.at, right[i].at)
 	}
@@ -682,25 +686,34 @@ func asof(f *frame, sc *scratch, leftRows, rightRows []any, left, right []sample
 	for _, g := range groups {
 		g.seal()
 	}
-	out := make([]asofJoin, len(left))
+	out = make([]asofJoin, len(left))
+	if f.keep {
+		appended = make([]uint8, len(left))
+	}
 	for i := range left {
-		row, appended := canonicalRow(f, leftRows, &left[i], path)
+		row, added := canonicalRow(f, leftRows, &left[i], path)
+		if appended != nil {
+			appended[i] = added
+		}
 		g := all
 		if s.by != nil {
 			g = groups[keyOf(s.by.read(row))]
 		}
 		at := left[i].at
 		if g == nil {
-			out[i] = asofJoin{left: row, leftAppended: appended}
+			out[i] = asofJoin{left: row}
 			continue
 		}
 		for g.cursor < len(g.at) && g.at[g.cursor] <= at {
 			g.cursor++
 		}
-		out[i] = pick(row, at, g, s)
-		out[i].leftAppended = appended
+		var index int
+		out[i], index = pick(row, at, g, s)
+		if appended != nil && index >= 0 {
+			appended[i] |= g.appended[index] << 2
+		}
 	}
-	return out
+	return out, appended
 }
 
 // asofJoin is one {left, right, distance} answer; a nil right has no
@@ -708,9 +721,6 @@ func asof(f *frame, sc *scratch, leftRows, rightRows []any, left, right []sample
 type asofJoin struct {
 	left, right map[string]any
 	distance    float64
-	// what canonicalRow appended to each row's copy, known when the
-	// evaluation keeps member order
-	leftAppended, rightAppended uint8
 }
 
 func (j *asofJoin) record() map[string]any {
@@ -721,21 +731,24 @@ func (j *asofJoin) record() map[string]any {
 }
 
 // ordered is the answer as the reference builds it, {left, right,
-// distance} in that order, for an evaluation that walks what it builds.
-func (j *asofJoin) ordered() *value.Object {
+// distance} in that order, for an evaluation that walks what it builds;
+// appended is asof's record of what the rows' copies added.
+func (j *asofJoin) ordered(appended uint8) *value.Object {
 	out := value.NewObject(3)
-	out.Set("left", orderedRow(j.left, j.leftAppended))
+	out.Set("left", orderedRow(j.left, appended&3))
 	if j.right == nil {
 		out.Set("right", nil)
 		out.Set("distance", nil)
 		return out
 	}
-	out.Set("right", orderedRow(j.right, j.rightAppended))
+	out.Set("right", orderedRow(j.right, appended>>2))
 	out.Set("distance", j.distance)
 	return out
 }
 
-func pick(row map[string]any, at float64, g *asofGroup, s *asofSpec) asofJoin {
+// pick joins a left row to its right row, and says which of the group's
+// rows that is (-1 for none).
+func pick(row map[string]any, at float64, g *asofGroup, s *asofSpec) (asofJoin, int) {
 	back := g.cursor - 1
 	forward := -1
 	switch {
@@ -759,11 +772,7 @@ func pick(row map[string]any, at float64, g *asofGroup, s *asofSpec) asofJoin {
 		index, distance = forward, forwardDistance
 	}
 	if index < 0 || distance > s.tolerance {
-		return asofJoin{left: row}
+		return asofJoin{left: row}, -1
 	}
-	j := asofJoin{left: row, right: g.rows[index], distance: distance}
-	if index < len(g.appended) {
-		j.rightAppended = g.appended[index]
-	}
-	return j
+	return asofJoin{left: row, right: g.rows[index], distance: distance}, index
 }
