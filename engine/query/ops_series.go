@@ -494,11 +494,12 @@ func buildAsof(a []arg, opPath string, later func(func())) getter {
 		left := seriesRows(a[0].get(f), a[0].path)
 		right := seriesRows(a[1].get(f), a[1].path)
 		var out []asofJoin
+		var appended []uint8
 		kernelRun(specPath, func() {
 			sc := borrowScratch()
 			l := canonicalSamples(f, sc, left, s.leftAt, valueMember, specPath)
 			r := canonicalSamples(f, sc, right, s.rightAt, valueMember, specPath)
-			out = asof(f, sc, left, right, l, r, s, specPath)
+			out, appended = asof(f, sc, left, right, l, r, s, specPath)
 			sc.release()
 		})
 		for range out {
@@ -509,7 +510,19 @@ func buildAsof(a []arg, opPath string, later func(func())) getter {
 		case 0:
 			return empty
 		case 1:
+			if f.keep {
+				f.built = true
+				return out[0].ordered(appended[0])
+			}
 			return out[0].record()
+		}
+		if f.keep {
+			f.built = true
+		}
+		if appended != nil {
+			held := new([]uint8)
+			*held = appended
+			return &multi{joins: out, appended: held}
 		}
 		return &multi{joins: out}
 	}

@@ -4,6 +4,7 @@ import (
 	"math"
 
 	"github.com/jetflow/jetflow/engine/fault"
+	"github.com/jetflow/jetflow/engine/value"
 )
 
 // §8.14 spatial. An operand is one item, an array or an object (a bare
@@ -158,6 +159,10 @@ func init() {
 			if !ok {
 				return empty
 			}
+			if f.keep {
+				f.built = true
+				return orderedGeometry(geom)
+			}
 			return geom
 		}
 	})
@@ -181,6 +186,10 @@ func init() {
 			w, s, e, n, ok := geohashDecode(geoStringArg(v, "a geohash cell string", p))
 			if !ok {
 				return empty
+			}
+			if f.keep {
+				f.built = true
+				return orderedGeometry(geohashBounds(w, s, e, n))
 			}
 			return geohashBounds(w, s, e, n)
 		}
@@ -219,4 +228,28 @@ func init() {
 			return simplifyValue(geoArg(v, a[0].path), tol)
 		}
 	})
+}
+
+// orderedGeometry is a geometry the operators build ($geo-parse,
+// $geohash-bounds) as the reference writes it, type first, for an
+// evaluation that walks what it builds: {"type", "coordinates"} or
+// {"type", "geometries"} with each member geometry the same way.
+func orderedGeometry(v any) any {
+	m, ok := v.(map[string]any)
+	if !ok {
+		return v
+	}
+	out := value.NewObject(2)
+	out.Set("type", m["type"])
+	if c, ok := m["coordinates"]; ok {
+		out.Set("coordinates", c)
+		return out
+	}
+	members, _ := m["geometries"].([]any)
+	list := make([]any, len(members))
+	for i, g := range members {
+		list[i] = orderedGeometry(g)
+	}
+	out.Set("geometries", list)
+	return out
 }

@@ -8,6 +8,8 @@ import (
 	"sort"
 	"strconv"
 	"sync"
+
+	"github.com/jetflow/jetflow/engine/value"
 )
 
 // The series kernels of QUERY-FORMAT §8.16, written after the
@@ -153,7 +155,7 @@ func (sc *scratch) group(n int) *asofGroup {
 	if cap(g.rows) < n {
 		g.rows, g.at = make([]map[string]any, 0, n), make([]float64, 0, n)
 	}
-	g.rows, g.at, g.groupEnd, g.cursor = g.rows[:0], g.at[:0], g.groupEnd[:0], 0
+	g.rows, g.at, g.groupEnd, g.appended, g.cursor = g.rows[:0], g.at[:0], g.groupEnd[:0], g.appended[:0], 0
 	return g
 }
 
@@ -524,16 +526,24 @@ type asofSpec struct {
 
 // canonicalRow is the row as the reference hands it back: a copy with a
 // numeric at and a value, or the row itself when it already is one.
-func canonicalRow(f *frame, rows []any, s *sample, path string) map[string]any {
+// appended says which of at and value the copy added after the row's own
+// members, where the reference's copy ({...row, at, value}) has them.
+func canonicalRow(f *frame, rows []any, s *sample, path string) (row map[string]any, appended uint8) {
 	src, _ := rows[s.row].(map[string]any)
 	if s.canon {
-		return src
+		return src, 0
 	}
 	if a, ok := src["at"].(float64); ok && a == s.at {
 		w, ok := src["value"]
 		if n, isNum := w.(float64); ok && (w == nil && s.null || isNum && !s.null && n == s.value) {
-			return src
+			return src, 0
 		}
+	}
+	if _, ok := src["at"]; !ok {
+		appended |= appendedAt
+	}
+	if _, ok := src["value"]; !ok {
+		appended |= appendedValue
 	}
 	var v any
 	if !s.null {
@@ -545,6 +555,35 @@ func canonicalRow(f *frame, rows []any, s *sample, path string) map[string]any {
 		out[k] = x
 	}
 	out["at"], out["value"] = s.at, v
+	return out, appended
+}
+
+// what a row's copy added after the row's own members
+const (
+	appendedAt uint8 = 1 << iota
+	appendedValue
+)
+
+// orderedRow is a row of an as-of answer in the reference's member order:
+// the row's own members in their order, then the at and value its copy
+// added. A row that added neither is in map order already.
+func orderedRow(m map[string]any, appended uint8) any {
+	if appended == 0 || m == nil {
+		return m
+	}
+	out := value.NewObject(len(m))
+	for _, k := range value.Keys(m) {
+		if k == "at" && appended&appendedAt != 0 || k == "value" && appended&appendedValue != 0 {
+			continue
+		}
+		out.Set(k, m[k])
+	}
+	if appended&appendedAt != 0 {
+		out.Set("at", m["at"])
+	}
+	if appended&appendedValue != 0 {
+		out.Set("value", m["value"])
+	}
 	return out
 }
 
@@ -584,7 +623,10 @@ func keyOf(v any, present bool) joinKey {
 
 // asofGroup is the right side's rows of one key, with the walk's cursor.
 type asofGroup struct {
-	rows     []map[string]any
+	rows []map[string]any
+	// appended is canonicalRow's answer for each row, kept only when the
+	// evaluation keeps member order
+	appended []uint8
 	at       []float64
 	groupEnd []int
 	cursor   int
@@ -608,7 +650,11 @@ func (g *asofGroup) seal() {
 
 // asof joins each left row to the right row current for it, walking one
 // cursor forward per group.
-func asof(f *frame, sc *scratch, leftRows, rightRows []any, left, right []sample, s *asofSpec, path string) []asofJoin {
+//
+// When the evaluation keeps member order, appended holds, for each join,
+// what canonicalRow appended to its left row (the low two bits) and to
+// its right row (the next two); otherwise it is nil.
+func asof(f *frame, sc *scratch, leftRows, rightRows []any, left, right []sample, s *asofSpec, path string) (out []asofJoin, appended []uint8) {
 	var groups map[joinKey]*asofGroup
 	var all *asofGroup
 	if s.by == nil {
@@ -619,7 +665,7 @@ func asof(f *frame, sc *scratch, leftRows, rightRows []any, left, right []sample
 		groups = map[joinKey]*asofGroup{}
 	}
 	for i := range right {
-		row := canonicalRow(f, rightRows, &right[i], path)
+		row, added := canonicalRow(f, rightRows, &right[i], path)
 		g := all
 		if s.by != nil {
 			k := keyOf(s.by.read(row))
@@ -629,6 +675,9 @@ func asof(f *frame, sc *scratch, leftRows, rightRows []any, left, right []sample
 			}
 		}
 		g.rows = append(g.rows, row)
+		if f.keep {
+			g.appended = append(g.appended, added)
+		}
 		g.at = append(g.at, right[i].at)
 	}
 	if all != nil {
@@ -637,9 +686,15 @@ func asof(f *frame, sc *scratch, leftRows, rightRows []any, left, right []sample
 	for _, g := range groups {
 		g.seal()
 	}
-	out := make([]asofJoin, len(left))
+	out = make([]asofJoin, len(left))
+	if f.keep {
+		appended = make([]uint8, len(left))
+	}
 	for i := range left {
-		row := canonicalRow(f, leftRows, &left[i], path)
+		row, added := canonicalRow(f, leftRows, &left[i], path)
+		if appended != nil {
+			appended[i] = added
+		}
 		g := all
 		if s.by != nil {
 			g = groups[keyOf(s.by.read(row))]
@@ -652,9 +707,13 @@ func asof(f *frame, sc *scratch, leftRows, rightRows []any, left, right []sample
 		for g.cursor < len(g.at) && g.at[g.cursor] <= at {
 			g.cursor++
 		}
-		out[i] = pick(row, at, g, s)
+		var index int
+		out[i], index = pick(row, at, g, s)
+		if appended != nil && index >= 0 {
+			appended[i] |= g.appended[index] << 2
+		}
 	}
-	return out
+	return out, appended
 }
 
 // asofJoin is one {left, right, distance} answer; a nil right has no
@@ -671,7 +730,25 @@ func (j *asofJoin) record() map[string]any {
 	return map[string]any{"left": j.left, "right": j.right, "distance": j.distance}
 }
 
-func pick(row map[string]any, at float64, g *asofGroup, s *asofSpec) asofJoin {
+// ordered is the answer as the reference builds it, {left, right,
+// distance} in that order, for an evaluation that walks what it builds;
+// appended is asof's record of what the rows' copies added.
+func (j *asofJoin) ordered(appended uint8) *value.Object {
+	out := value.NewObject(3)
+	out.Set("left", orderedRow(j.left, appended&3))
+	if j.right == nil {
+		out.Set("right", nil)
+		out.Set("distance", nil)
+		return out
+	}
+	out.Set("right", orderedRow(j.right, appended>>2))
+	out.Set("distance", j.distance)
+	return out
+}
+
+// pick joins a left row to its right row, and says which of the group's
+// rows that is (-1 for none).
+func pick(row map[string]any, at float64, g *asofGroup, s *asofSpec) (asofJoin, int) {
 	back := g.cursor - 1
 	forward := -1
 	switch {
@@ -695,7 +772,7 @@ func pick(row map[string]any, at float64, g *asofGroup, s *asofSpec) asofJoin {
 		index, distance = forward, forwardDistance
 	}
 	if index < 0 || distance > s.tolerance {
-		return asofJoin{left: row}
+		return asofJoin{left: row}, -1
 	}
-	return asofJoin{left: row, right: g.rows[index], distance: distance}
+	return asofJoin{left: row, right: g.rows[index], distance: distance}, index
 }
