@@ -1,11 +1,13 @@
 package replay_test
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -31,13 +33,17 @@ func TestAnnotateGivesEveryInputItsVerdict(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer nc.Close()
+	// A plain message, as any client may send, but sent as a request so
+	// that the stream's acknowledgement says it is stored before the
+	// history is read (a flush only says the server received it).
 	publish := func(subject string, data []byte) {
 		t.Helper()
-		if err := nc.Publish(subject, data); err != nil {
+		ack, err := nc.Request(subject, data, 30*time.Second)
+		if err != nil {
 			t.Fatal(err)
 		}
-		if err := nc.Flush(); err != nil {
-			t.Fatal(err)
+		if bytes.Contains(ack.Data, []byte(`"error"`)) {
+			t.Fatalf("publish to %s: %s", subject, ack.Data)
 		}
 	}
 
