@@ -30,27 +30,7 @@ func tombstone(r, wf string) []byte {
 // crash left behind: the listing shows the latest revision only.
 func TestWriterKeepsTheLatestRevision(t *testing.T) {
 	t.Parallel()
-	srv := natstest.Server(t)
-	js := natstest.JetStream(t, natstest.Conn(t, srv))
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	names := subjects.Must("")
-	if err := provision.Provision(ctx, js, names, provision.ProvisionOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	if err := markShape(ctx, js, names); err != nil {
-		t.Fatal(err)
-	}
-	none := func(string, string) (map[string]string, error) { return nil, nil }
-	cfg := Config{Search: none, Logger: slog.New(slog.DiscardHandler)}.WithDefaults()
-	newW := func() *writer {
-		w, err := newWriter(ctx, js, cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(w.close)
-		return w
-	}
+	ctx, js, names, newW := provisionedWriters(t, 30*time.Second)
 	a, b := newW(), newW()
 	c, err := client.New(ctx, js, client.Config{})
 	if err != nil {
@@ -134,23 +114,8 @@ func TestWriterKeepsTheLatestRevision(t *testing.T) {
 // entries purged by the deletion, as before.
 func TestRemovedEntriesExpireWithTheTombstone(t *testing.T) {
 	t.Parallel()
-	srv := natstest.Server(t)
-	js := natstest.JetStream(t, natstest.Conn(t, srv))
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	names := subjects.Must("")
-	if err := provision.Provision(ctx, js, names, provision.ProvisionOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	if err := markShape(ctx, js, names); err != nil {
-		t.Fatal(err)
-	}
-	none := func(string, string) (map[string]string, error) { return nil, nil }
-	w, err := newWriter(ctx, js, Config{Search: none, Logger: slog.New(slog.DiscardHandler)}.WithDefaults())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(w.close)
+	ctx, js, names, newW := provisionedWriters(t, time.Minute)
+	w := newW()
 	index, err := js.Stream(ctx, names.IndexStream())
 	if err != nil {
 		t.Fatal(err)
@@ -232,4 +197,31 @@ func TestRemovedEntriesExpireWithTheTombstone(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// provisionedWriters provisions a fresh server in the current index shape
+// and returns a maker of writers on it, without search attributes, each
+// closed when the test ends; ctx ends after timeout.
+func provisionedWriters(t *testing.T, timeout time.Duration) (context.Context, jetstream.JetStream, subjects.Names, func() *writer) {
+	t.Helper()
+	js := natstest.JetStream(t, natstest.Conn(t, natstest.Server(t)))
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	t.Cleanup(cancel)
+	names := subjects.Must("")
+	if err := provision.Provision(ctx, js, names, provision.ProvisionOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := markShape(ctx, js, names); err != nil {
+		t.Fatal(err)
+	}
+	none := func(string, string) (map[string]string, error) { return nil, nil }
+	cfg := Config{Search: none, Logger: slog.New(slog.DiscardHandler)}.WithDefaults()
+	return ctx, js, names, func() *writer {
+		w, err := newWriter(ctx, js, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(w.close)
+		return w
+	}
 }
