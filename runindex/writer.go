@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -36,13 +37,17 @@ const minEntryTTL = 5 * time.Second
 const maxRaces = 8
 
 // change is one state of a run in the run bucket: its record (nil when
-// deleted), the bucket revision and when it was written.
+// deleted), the bucket revision and when it was written, and the
+// revision it was written over by compare-and-swap (prev; 0 for a new
+// record) when it says so (hasPrev).
 type change struct {
 	run     string
 	data    []byte
 	deleted bool
 	rev     uint64
 	at      time.Time
+	prev    uint64
+	hasPrev bool
 }
 
 type writer struct {
@@ -185,7 +190,9 @@ func (w *writer) handle(ctx context.Context, m jetstream.Msg) {
 		return
 	}
 	run := strings.TrimPrefix(m.Subject(), w.names.KVKeyPrefix(w.names.RunBucket()))
-	c := change{run: run, data: m.Data(), rev: meta.Sequence.Stream, at: meta.Timestamp, deleted: isDeletion(m.Headers())}
+	h := m.Headers()
+	c := change{run: run, data: m.Data(), rev: meta.Sequence.Stream, at: meta.Timestamp, deleted: isDeletion(h)}
+	c.prev, c.hasPrev = writtenOver(h)
 	log := w.log.With(slog.String("run_id", run))
 	if err := subjects.CheckRunID(run); err != nil {
 		log.Warn("runindex: a run bucket key that is no run id; not indexed", slog.Any("error", err))
@@ -218,6 +225,35 @@ func isDeletion(h map[string][]string) bool {
 	return get("KV-Operation") != "" || get(jetstream.MarkerReasonHeader) != ""
 }
 
+// writtenOver is the revision a change was written over by
+// compare-and-swap (0: none, a new record), when it was: the server keeps
+// the expectation a message was published with.
+func writtenOver(h map[string][]string) (uint64, bool) {
+	v := h[jetstream.ExpectedLastSubjSeqHeader]
+	if len(v) == 0 {
+		return 0, false
+	}
+	prev, err := strconv.ParseUint(v[0], 10, 64)
+	return prev, err == nil
+}
+
+// stale says a head this process remembers (ok) cannot be the run's
+// current one, so that c must read it before writing: another dispatcher
+// indexed the revision c was written over, or one this process never
+// saw. A run c created has no head yet.
+func stale(c change, known headState, ok bool) bool {
+	switch {
+	case c.rev == 0:
+		return false // read from the bucket just now: forced
+	case c.hasPrev && c.prev == 0:
+		return false
+	case !ok:
+		return true
+	default:
+		return c.hasPrev && (known.head == nil || known.head.RecordRev < c.prev)
+	}
+}
+
 // unindexable is a record the index cannot hold (it cannot be decoded):
 // logged and skipped, not retried.
 type unindexable struct{ err error }
@@ -234,14 +270,23 @@ func (u *unindexable) Unwrap() error { return u.err }
 // by a crash, a lost race or a purge not yet done are never listed.
 //
 // The head's sequence is taken from what this process last wrote, or
-// guessed absent for a run it has not seen (a new run has none); a wrong
-// guess loses the compare-and-swap and reads the head. A writer that
+// guessed absent for a run created by this change. A head this process
+// cannot know to be current (it did not index the revision the change
+// was written over: another dispatcher did) is read first, since a wrong
+// guess costs the entries' publishes as well as the head's. A writer that
 // lost to another dispatcher's later revision may have overwritten its
 // entries with older ones, so it reads the run's current record and
 // writes again.
 func (w *writer) index1(ctx context.Context, c change) error {
 	known, ok := w.heads.get(c.run)
 	fresh := false // known was read from the stream just now
+	if stale(c, known, ok) {
+		cur, curSeq, err := w.head(ctx, c.run)
+		if err != nil {
+			return err
+		}
+		known, ok, fresh = headState{seq: curSeq, head: cur}, true, true
+	}
 	forced := false
 	mine := map[string]bool{} // subjects written by attempts that lost
 	for range maxRaces {

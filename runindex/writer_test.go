@@ -70,8 +70,7 @@ func TestWriterKeepsTheLatestRevision(t *testing.T) {
 	if got := listed(); got != "r1@wf-5" {
 		t.Errorf("after revisions 5 then 3: %q", got)
 	}
-	// Writer b has never seen r1: it guesses no head, loses the
-	// compare-and-swap, reads the head and writes revision 7.
+	// Writer b has never seen r1: it reads the head and writes revision 7.
 	index(b, "wf-7")
 	if got := listed(); got != "r1@wf-7" {
 		t.Errorf("after revision 7 from another writer: %q", got)
@@ -104,6 +103,60 @@ func TestWriterKeepsTheLatestRevision(t *testing.T) {
 	}
 	if got := listed(); got != "" {
 		t.Errorf("after the deletion: %q", got)
+	}
+}
+
+// TestWritersTakingTurnsWasteNoPublishes: when a run's changes reach
+// writers in turn, as they do with several dispatchers, a writer whose
+// head is not the one the change was written over reads the head before
+// writing instead of publishing entries that lose the compare-and-swap.
+// Each change then stores its entries and its head once.
+func TestWritersTakingTurnsWasteNoPublishes(t *testing.T) {
+	t.Parallel()
+	ctx, js, names, newW := provisionedWriters(t, 30*time.Second)
+	a, b := newW(), newW()
+	index, err := js.Stream(ctx, names.IndexStream())
+	if err != nil {
+		t.Fatal(err)
+	}
+	stored := func() uint64 {
+		t.Helper()
+		info, err := index.Info(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return info.State.LastSeq
+	}
+	before := stored()
+	writers := []*writer{a, b, a, b, a}
+	for i, w := range writers {
+		rev := uint64(10 + i) //nolint:gosec // a small index
+		c := change{run: "r1", data: tombstone("r1", fmt.Sprintf("wf-%d", rev)), rev: rev, at: time.Now(), hasPrev: true}
+		if i > 0 {
+			c.prev = rev - 1
+		}
+		if err := w.index1(ctx, c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A tombstone's entry is kept under two subjects, beside the head.
+	if got, want := stored()-before, uint64(3*len(writers)); got != want {
+		t.Errorf("index messages stored for %d changes: %d, want %d (entries and head once each)", len(writers), got, want)
+	}
+	c, err := client.New(ctx, js, client.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, err := c.ListRuns(ctx, client.ListOptions{Filter: wire.RunFilter{Status: wire.StatusRemoved}, Wait: -1})
+	if err != nil || len(page.Runs) != 1 || page.Runs[0].Status.Workflow != "wf-14" {
+		t.Fatalf("listed %+v (%v), want r1 at its latest record, wf-14", page.Runs, err)
+	}
+	// A redelivered earlier change is skipped by either writer.
+	if err := b.index1(ctx, change{run: "r1", data: tombstone("r1", "wf-12"), rev: 12, prev: 11, hasPrev: true}); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := stored()-before, uint64(3*len(writers)); got != want {
+		t.Errorf("a redelivered change stored %d messages", got-want)
 	}
 }
 
@@ -223,5 +276,49 @@ func provisionedWriters(t *testing.T, timeout time.Duration) (context.Context, j
 		}
 		t.Cleanup(w.close)
 		return w
+	}
+}
+
+// TestChangesSayWhatTheyWereWrittenOver: the run bucket's messages keep
+// the compare-and-swap expectation they were written with, which tells
+// the writer a new run from one whose head it must read.
+func TestChangesSayWhatTheyWereWrittenOver(t *testing.T) {
+	t.Parallel()
+	ctx, js, names, _ := provisionedWriters(t, 30*time.Second)
+	kv, err := js.KeyValue(ctx, names.RunBucket())
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, err := kv.Create(ctx, "r1", []byte("1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := kv.Update(ctx, "r1", []byte("2"), first); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := kv.Put(ctx, "r2", []byte("3")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := kv.Create(ctx, "r3", []byte("4")); err != nil {
+		t.Fatal(err)
+	}
+	// The bucket keeps one record a run: r1's first is gone.
+	cons, err := js.OrderedConsumer(ctx, names.KVStream(names.RunBucket()), jetstream.OrderedConsumerConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	type over struct {
+		prev uint64
+		ok   bool
+	}
+	want := []over{{first, true}, {0, false}, {0, true}}
+	for i, w := range want {
+		m, err := cons.Next(jetstream.FetchMaxWait(10 * time.Second))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if prev, ok := writtenOver(m.Headers()); prev != w.prev || ok != w.ok {
+			t.Errorf("change %d: written over (%d, %v), want (%d, %v)", i, prev, ok, w.prev, w.ok)
+		}
 	}
 }
