@@ -124,10 +124,10 @@ func (b *runnerBundle) starts(t *testing.T) map[string]uint64 {
 // failOnce fails the first publish of run's start, as a stream with no
 // leader does ("no response from stream"), or a dispatcher killed between
 // saving the decision and publishing it.
-func failOnce(run string) (func(string) error, *int) {
+func failOnce(run string) (func(context.Context, string) error, *int) {
 	var mu sync.Mutex
 	failed := 0
-	return func(runID string) error {
+	return func(_ context.Context, runID string) error {
 		mu.Lock()
 		defer mu.Unlock()
 		if runID == run && failed == 0 {
@@ -255,7 +255,7 @@ func TestPendingStartStaysUntilItsPublishIsAcknowledged(t *testing.T) {
 	r := b.runner(clk)
 	var mu sync.Mutex
 	down := true
-	r.publishHook = func(string) error {
+	r.publishHook = func(context.Context, string) error {
 		mu.Lock()
 		defer mu.Unlock()
 		if down {
@@ -321,5 +321,97 @@ func TestStateWithoutPendingStartsIsRead(t *testing.T) {
 	}
 	if got := b.starts(t); len(got) != 0 {
 		t.Fatal(fmt.Sprint("starts sent for an old state: ", got))
+	}
+}
+
+// TestStartOfADispatcherKilledBeforePublishingIsSent: a dispatcher saves
+// a fire's start and dies before publishing it, the fire in hand (not
+// handed back: it returns after AckWait). Another dispatcher takes the
+// schedule's next fires meanwhile; the schedule is paused before the
+// fire returns, so that fire starts nothing when it does. The start the
+// first dispatcher decided is published by the other's next fire, once.
+func TestStartOfADispatcherKilledBeforePublishingIsSent(t *testing.T) {
+	t.Parallel()
+	b := setupRunners(t)
+	if _, err := b.store.Create(b.ctx, wire.Schedule{Name: "k", Workflow: "wf", Every: "1s", Overlap: wire.OverlapAllow, CatchUp: wire.CatchUpNone}); err != nil {
+		t.Fatal(err)
+	}
+	quiet := slog.New(slog.DiscardHandler)
+	cfg := Config{Names: b.names, Logger: quiet, AckWait: 2 * time.Second}
+	a := New(b.js, b.c, cfg)
+	held := make(chan string, 1)
+	var once sync.Once
+	a.publishHook = func(ctx context.Context, runID string) error {
+		err := error(nil)
+		once.Do(func() {
+			held <- runID
+			<-ctx.Done() // killed: nothing more happens in this process
+			err = ctx.Err()
+		})
+		return err
+	}
+	a.Start()
+	defer a.Stop()
+	var killed string
+	select {
+	case killed = <-held:
+	case <-b.ctx.Done():
+		t.Fatal("no start decided")
+	}
+	st, _, err := b.store.state(b.ctx, "k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.LastRun != killed || pendingIndex(st, killed) < 0 {
+		t.Fatalf("state %+v: want %s decided and pending", st, killed)
+	}
+	killedSlot, err := time.Parse(time.RFC3339Nano, st.LastSlot)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	other := New(b.js, b.c, cfg)
+	other.Start()
+	defer other.Stop()
+	natstest.WaitFor(t, time.Minute, "a later fire acted on by the other dispatcher", func() error {
+		st, _, err := b.store.state(b.ctx, "k")
+		if err != nil {
+			return err
+		}
+		if last, err := time.Parse(time.RFC3339Nano, st.LastSlot); err != nil || !last.After(killedSlot) {
+			return fmt.Errorf("last fire time %q", st.LastSlot)
+		}
+		return nil
+	})
+	a.Stop()
+	if _, err := b.store.Pause(b.ctx, "k", "test"); err != nil {
+		t.Fatal(err)
+	}
+	natstest.WaitFor(t, time.Minute, "every fire taken and acknowledged (the killed one's returned)", func() error {
+		c, err := b.js.Consumer(b.ctx, b.names.ScheduleStream(), b.names.ScheduleConsumer())
+		if err != nil {
+			return err
+		}
+		ci, err := c.Info(b.ctx)
+		if err != nil {
+			return err
+		}
+		if ci.NumPending+uint64(ci.NumAckPending) > 0 {
+			return fmt.Errorf("%d fires not taken, %d not acknowledged", ci.NumPending, ci.NumAckPending)
+		}
+		return nil
+	})
+	other.Stop()
+	starts := b.starts(t)
+	if starts[killed] != 1 {
+		t.Fatalf("run %s, decided by the killed dispatcher: %d starts, want 1 (all: %v)", killed, starts[killed], starts)
+	}
+	for run, n := range starts {
+		if n != 1 {
+			t.Fatalf("run %s: %d starts, want 1", run, n)
+		}
+	}
+	if st, _, err = b.store.state(b.ctx, "k"); err != nil || len(st.Pending) != 0 {
+		t.Fatalf("state %+v (%v), want no start pending", st, err)
 	}
 }

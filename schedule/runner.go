@@ -112,8 +112,8 @@ type Runner struct {
 	it  jetstream.MessagesContext
 
 	// publishHook, when set (tests only), runs before each start is
-	// published; an error fails the publish.
-	publishHook func(runID string) error
+	// published, with the publish's context; an error fails the publish.
+	publishHook func(ctx context.Context, runID string) error
 }
 
 // New returns a runner; c reads the status of the runs schedules started.
@@ -606,7 +606,7 @@ func (r *Runner) publishStart(ctx context.Context, def wire.Schedule, runID stri
 	m.Data = data
 	m.Header.Set(wire.HeaderMsgID, subjects.KindStart+"/"+runID+"/schedule")
 	if r.publishHook != nil {
-		err = r.publishHook(runID)
+		err = r.publishHook(ctx, runID)
 	}
 	if err == nil {
 		_, err = r.js.PublishMsg(ctx, m)
