@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"maps"
 	"slices"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -121,16 +122,16 @@ func (b *runnerBundle) starts(t *testing.T) map[string]uint64 {
 	return out
 }
 
-// failOnce fails the first publish of run's start, as a stream with no
+// failOnce fails the first publish on subject, as a stream with no
 // leader does ("no response from stream"), or a dispatcher killed between
 // saving the decision and publishing it.
-func failOnce(run string) (func(context.Context, string) error, *int) {
+func failOnce(subject string) (func(context.Context, string) error, *int) {
 	var mu sync.Mutex
 	failed := 0
-	return func(_ context.Context, runID string) error {
+	return func(_ context.Context, subj string) error {
 		mu.Lock()
 		defer mu.Unlock()
-		if runID == run && failed == 0 {
+		if subj == subject && failed == 0 {
 			failed++
 			return errors.New("nats: no response from stream")
 		}
@@ -193,7 +194,7 @@ func TestStartWhosePublishFailedIsSentByTheNextFire(t *testing.T) {
 				}
 			}
 			a, other := b.runner(clk), b.runner(clk)
-			hook, failed := failOnce(runOf(tc.fail))
+			hook, failed := failOnce(b.names.Start(runOf(tc.fail)))
 			a.publishHook, other.publishHook = hook, hook
 
 			first := b.storeFire(t, "m", times[tc.fire1])
@@ -341,9 +342,13 @@ func TestStartOfADispatcherKilledBeforePublishingIsSent(t *testing.T) {
 	a := New(b.js, b.c, cfg)
 	held := make(chan string, 1)
 	var once sync.Once
-	a.publishHook = func(ctx context.Context, runID string) error {
+	a.publishHook = func(ctx context.Context, subject string) error {
 		err := error(nil)
 		once.Do(func() {
+			runID, _, _, perr := b.names.ParseInput(subject)
+			if perr != nil {
+				t.Error(perr)
+			}
 			held <- runID
 			<-ctx.Done() // killed: nothing more happens in this process
 			err = ctx.Err()
@@ -413,5 +418,54 @@ func TestStartOfADispatcherKilledBeforePublishingIsSent(t *testing.T) {
 	}
 	if st, _, err = b.store.state(b.ctx, "k"); err != nil || len(st.Pending) != 0 {
 		t.Fatalf("state %+v (%v), want no start pending", st, err)
+	}
+}
+
+// TestWaitingStartAlwaysHasItsDelayedFire: a buffer-one fire whose start
+// must wait fails to publish the delayed fire that looks again, and comes
+// back (its nak). The start that waits then has its delayed fire stored,
+// and the next fire starts nothing while it waits. A wait saved without
+// its delayed fire would have held back every later fire for good: the
+// fire that came back was dropped as a duplicate of the one that saved
+// the wait.
+func TestWaitingStartAlwaysHasItsDelayedFire(t *testing.T) {
+	t.Parallel()
+	b := setupRunners(t)
+	info, err := b.store.Create(b.ctx, wire.Schedule{Name: "m", Workflow: "wf", Cron: "0 0 0 1 * *", Overlap: wire.OverlapBufferOne, CatchUp: wire.CatchUpOne})
+	if err != nil {
+		t.Fatal(err)
+	}
+	times := info.Next(info.Stored, 4)
+	r := b.runner(clock.NewManual(times[3].Add(24 * time.Hour)))
+	hook, failed := failOnce(b.names.ScheduleJitterAt("m", strconv.FormatInt(times[1].Unix(), 10)))
+	r.publishHook = hook
+	// The first fire's run has no record yet: it has not settled.
+	if err := b.act(r, "m", b.storeFire(t, "m", times[1])); err != nil {
+		t.Fatal(err)
+	}
+	second := b.storeFire(t, "m", times[2])
+	if err := b.act(r, "m", second); err == nil || *failed != 1 {
+		t.Fatalf("the second fire acted on (%v) with its delay's publish failing %d times; want an error", err, *failed)
+	}
+	if err := b.act(r, "m", second); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.act(r, "m", b.storeFire(t, "m", times[3])); err != nil {
+		t.Fatal(err)
+	}
+	st, _, err := b.store.state(b.ctx, "m")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Waiting != times[1].UTC().Format(time.RFC3339Nano) || st.Started != 1 || st.Skipped != 1 {
+		t.Fatalf("state %+v: want the second fire's start waiting, the third's skipped", st)
+	}
+	waiting := times[1]
+	s, err := b.js.Stream(b.ctx, b.names.ScheduleStream())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.GetLastMsgForSubject(b.ctx, b.names.ScheduleJitterAt("m", strconv.FormatInt(waiting.Unix(), 10))); err != nil {
+		t.Fatalf("the start for %s waits (state %+v) without a delayed fire: %v", st.Waiting, st, err)
 	}
 }

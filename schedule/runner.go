@@ -111,9 +111,10 @@ type Runner struct {
 	mu  sync.Mutex // guards it
 	it  jetstream.MessagesContext
 
-	// publishHook, when set (tests only), runs before each start is
-	// published, with the publish's context; an error fails the publish.
-	publishHook func(ctx context.Context, runID string) error
+	// publishHook, when set (tests only), runs before each start and
+	// each delay is published, with the publish's context and the
+	// message's subject; an error fails the publish.
+	publishHook func(ctx context.Context, subject string) error
 }
 
 // New returns a runner; c reads the status of the runs schedules started.
@@ -383,7 +384,7 @@ func (r *Runner) delay(ctx context.Context, store *Store, name string, slot, at 
 	if recheck > 0 {
 		m.Header.Set(headerRecheck, strconv.Itoa(recheck))
 	}
-	if _, err := store.js.PublishMsg(ctx, m); err != nil {
+	if err := r.publish(ctx, m); err != nil {
 		return fmt.Errorf("schedule: delay the fire of %s for %s: %w", name, slot.Format(time.RFC3339), err)
 	}
 	return nil
@@ -479,6 +480,15 @@ func (r *Runner) start(ctx context.Context, store *Store, info *Info, slot time.
 			return r.skip(ctx, store, name, slot, "overlap skip: run "+st.LastRun+" has not settled", log)
 		case busy:
 			// buffer-one: this start waits; a delayed fire looks again.
+			// The delay goes before the wait is saved, so that a waiting
+			// start always has the fire that ends its wait: a wait saved
+			// without it would hold every later fire back for good. A
+			// delay whose wait is not saved (the dispatcher died) is a
+			// fire judged as any other.
+			wait := min(time.Second<<min(recheck, 10), maxRecheck)
+			if err := r.delay(ctx, store, name, slot, r.cfg.Clock.Now().Add(wait), recheck+1); err != nil {
+				return err
+			}
 			if st.Waiting != slotText {
 				st.Waiting = slotText
 				advance(&st, slot)
@@ -489,8 +499,7 @@ func (r *Runner) start(ctx context.Context, store *Store, info *Info, slot time.
 				}
 				log.Info("schedule: start waits for the previous run", slog.String("run_id", runID), slog.String("previous", st.LastRun))
 			}
-			wait := min(time.Second<<min(recheck, 10), maxRecheck)
-			return r.delay(ctx, store, name, slot, r.cfg.Clock.Now().Add(wait), recheck+1)
+			return nil
 		}
 		// An older fire's run (one taken again after a later one) does
 		// not become the last run: overlap judges against the latest.
@@ -605,14 +614,19 @@ func (r *Runner) publishStart(ctx context.Context, def wire.Schedule, runID stri
 	m := nats.NewMsg(r.cfg.Names.Start(runID))
 	m.Data = data
 	m.Header.Set(wire.HeaderMsgID, subjects.KindStart+"/"+runID+"/schedule")
-	if r.publishHook != nil {
-		err = r.publishHook(ctx, runID)
-	}
-	if err == nil {
-		_, err = r.js.PublishMsg(ctx, m)
-	}
-	if err != nil {
+	if err := r.publish(ctx, m); err != nil {
 		return fmt.Errorf("schedule: start run %s: %w", runID, err)
 	}
 	return nil
+}
+
+// publish publishes m to its stream and waits for the acknowledgement.
+func (r *Runner) publish(ctx context.Context, m *nats.Msg) error {
+	if r.publishHook != nil {
+		if err := r.publishHook(ctx, m.Subject); err != nil {
+			return err
+		}
+	}
+	_, err := r.js.PublishMsg(ctx, m)
+	return err
 }
