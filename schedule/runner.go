@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -31,6 +32,12 @@ const MaxCatchUp = 100
 // startGrace is how long a run the schedule started may have no record
 // and still count as unsettled: its start is on its way to a dispatcher.
 const startGrace = time.Minute
+
+// maxPending bounds a schedule's starts decided but not yet acknowledged
+// (wire.ScheduleState.Pending). Every fire sends them before it decides
+// anything, so the list holds about one entry per dispatcher whose
+// publish failed; at the bound a fire decides nothing new and comes back.
+const maxPending = MaxCatchUp
 
 // maxRecheck caps the wait between two looks at the run a buffer-one
 // schedule's waiting start waits for.
@@ -103,6 +110,11 @@ type Runner struct {
 	run lifecycle.Loop
 	mu  sync.Mutex // guards it
 	it  jetstream.MessagesContext
+
+	// publishHook, when set (tests only), runs before each start and
+	// each delay is published, with the publish's context and the
+	// message's subject; an error fails the publish.
+	publishHook func(ctx context.Context, subject string) error
 }
 
 // New returns a runner; c reads the status of the runs schedules started.
@@ -239,6 +251,13 @@ func (r *Runner) act(ctx context.Context, store *Store, name, kind string, m jet
 	if err != nil {
 		return err
 	}
+	// Starts decided earlier whose publish was never acknowledged go
+	// first, whatever this fire turns out to be (paused or late ones
+	// included): a decided start is never forgotten.
+	sent, err := r.resend(octx, store, info, log)
+	if err != nil {
+		return err
+	}
 	now := r.cfg.Clock.Now().UTC()
 	switch kind {
 	case "trigger":
@@ -247,7 +266,7 @@ func (r *Runner) act(ctx context.Context, store *Store, name, kind string, m jet
 			log.Warn("schedule: trigger without a time dropped", slog.Any("error", err))
 			return nil
 		}
-		return r.start(octx, store, info, slot, TriggerRunID(name, slot), wire.OverlapAllow, 0, log)
+		return r.start(octx, store, info, slot, TriggerRunID(name, slot), wire.OverlapAllow, 0, sent, log)
 	case "jitter":
 		if info.Def.Paused {
 			log.Info("schedule: delayed fire of a paused schedule dropped")
@@ -259,7 +278,7 @@ func (r *Runner) act(ctx context.Context, store *Store, name, kind string, m jet
 			return nil
 		}
 		n, _ := strconv.Atoi(m.Headers().Get(headerRecheck))
-		return r.start(octx, store, info, slot, RunID(name, slot), info.Def.Overlap, n, log)
+		return r.start(octx, store, info, slot, RunID(name, slot), info.Def.Overlap, n, sent, log)
 	case "fire":
 	default:
 		log.Warn("schedule: unknown fire subject dropped")
@@ -279,6 +298,13 @@ func (r *Runner) act(ctx context.Context, store *Store, name, kind string, m jet
 	armed := info.armedAt().Add(-time.Second)
 	if due.Before(armed) {
 		log.Info("schedule: fire from before the schedule was last armed dropped", slog.Time("slot", slot))
+		return nil
+	}
+	if sent[RunID(name, slot)] {
+		// This fire came back after its start's publish failed, and
+		// the start has just gone: so did those of any catch-up before
+		// it, decided first.
+		log.Info("schedule: fire whose start was just sent again is done", slog.Time("slot", slot))
 		return nil
 	}
 	if last, err := time.Parse(time.RFC3339Nano, info.State.LastSlot); err == nil {
@@ -326,7 +352,7 @@ func (r *Runner) act(ctx context.Context, store *Store, name, kind string, m jet
 		return r.update(octx, store, name, func(st *wire.ScheduleState) bool { return advance(st, slots[len(slots)-1]) })
 	}
 	for _, s := range slots {
-		if err := r.start(octx, store, info, s, RunID(name, s), info.Def.Overlap, 0, log); err != nil {
+		if err := r.start(octx, store, info, s, RunID(name, s), info.Def.Overlap, 0, sent, log); err != nil {
 			return err
 		}
 	}
@@ -358,7 +384,7 @@ func (r *Runner) delay(ctx context.Context, store *Store, name string, slot, at 
 	if recheck > 0 {
 		m.Header.Set(headerRecheck, strconv.Itoa(recheck))
 	}
-	if _, err := store.js.PublishMsg(ctx, m); err != nil {
+	if err := r.publish(ctx, m); err != nil {
 		return fmt.Errorf("schedule: delay the fire of %s for %s: %w", name, slot.Format(time.RFC3339), err)
 	}
 	return nil
@@ -408,21 +434,30 @@ func (r *Runner) skip(ctx context.Context, store *Store, name string, slot time.
 }
 
 // start starts the run of the fire for slot, judged against the
-// schedule's previous run by overlap. The state is saved before the start
-// is published: a fire that comes back finds its run as the last one and
-// publishes its start again, which the input stream (the start's message
-// id) or the dispatcher (the run exists) drops.
-func (r *Runner) start(ctx context.Context, store *Store, info *Info, slot time.Time, runID, overlap string, recheck int, log *slog.Logger) error {
+// schedule's previous run by overlap. The decision is saved, with the
+// start among the state's pending ones, before the start is published,
+// and the start leaves the pending ones once the input stream
+// acknowledged it. A publish that fails, or a dispatcher that dies before
+// it, leaves the start pending: the next fire of the schedule, on any
+// dispatcher (this one's redelivery included), publishes it again first
+// (resend). A start published twice is dropped by the input stream (the
+// start's message id) or by the dispatcher (the run exists). sent are
+// the runs whose start this fire has just sent again: decided already.
+func (r *Runner) start(ctx context.Context, store *Store, info *Info, slot time.Time, runID, overlap string, recheck int, sent map[string]bool, log *slog.Logger) error {
 	name := info.Def.Name
 	slotText := slot.UTC().Format(time.RFC3339Nano)
+	if sent[runID] {
+		log.Info("schedule: fire of a run whose start was just sent again is done", slog.String("run_id", runID))
+		return nil
+	}
 	for range 20 {
 		st, seq, err := store.state(ctx, name)
 		if err != nil {
 			return err
 		}
-		if st.LastRun == runID {
+		if st.LastRun == runID || pendingIndex(st, runID) >= 0 {
 			log.Info("schedule: fire of a run already started; its start goes again, and is dropped as a duplicate", slog.String("run_id", runID))
-			return r.publishStart(ctx, info.Def, runID)
+			return r.send(ctx, store, info.Def, runID)
 		}
 		if last, err := time.Parse(time.RFC3339Nano, st.LastSlot); err == nil && slot.Before(last) {
 			// An older fire: a duplicate if its run exists.
@@ -445,6 +480,15 @@ func (r *Runner) start(ctx context.Context, store *Store, info *Info, slot time.
 			return r.skip(ctx, store, name, slot, "overlap skip: run "+st.LastRun+" has not settled", log)
 		case busy:
 			// buffer-one: this start waits; a delayed fire looks again.
+			// The delay goes before the wait is saved, so that a waiting
+			// start always has the fire that ends its wait: a wait saved
+			// without it would hold every later fire back for good. A
+			// delay whose wait is not saved (the dispatcher died) is a
+			// fire judged as any other.
+			wait := min(time.Second<<min(recheck, 10), maxRecheck)
+			if err := r.delay(ctx, store, name, slot, r.cfg.Clock.Now().Add(wait), recheck+1); err != nil {
+				return err
+			}
 			if st.Waiting != slotText {
 				st.Waiting = slotText
 				advance(&st, slot)
@@ -455,8 +499,7 @@ func (r *Runner) start(ctx context.Context, store *Store, info *Info, slot time.
 				}
 				log.Info("schedule: start waits for the previous run", slog.String("run_id", runID), slog.String("previous", st.LastRun))
 			}
-			wait := min(time.Second<<min(recheck, 10), maxRecheck)
-			return r.delay(ctx, store, name, slot, r.cfg.Clock.Now().Add(wait), recheck+1)
+			return nil
 		}
 		// An older fire's run (one taken again after a later one) does
 		// not become the last run: overlap judges against the latest.
@@ -464,20 +507,82 @@ func (r *Runner) start(ctx context.Context, store *Store, info *Info, slot time.
 			st.LastRun = runID
 			st.LastStarted = r.cfg.Clock.Now().UTC().Format(time.RFC3339Nano)
 		}
+		if len(st.Pending) >= maxPending {
+			return fmt.Errorf("schedule: %s has %d starts the input stream has not acknowledged (at most %d): this fire comes back once they are sent", name, len(st.Pending), maxPending)
+		}
 		st.Started++
 		if st.Waiting == slotText {
 			st.Waiting = ""
 		}
 		advance(&st, slot)
+		st.Pending = append(st.Pending, wire.PendingStart{Run: runID, Slot: slotText})
 		if err := store.saveState(ctx, name, st, seq); errors.Is(err, ErrConflict) {
 			continue
 		} else if err != nil {
 			return err
 		}
 		log.Info("schedule: run started", slog.String("run_id", runID), slog.Time("slot", slot))
-		return r.publishStart(ctx, info.Def, runID)
+		return r.send(ctx, store, info.Def, runID)
 	}
 	return fmt.Errorf("schedule: state of %s: %w", name, ErrConflict)
+}
+
+// send publishes the start of run runID, decided and saved, and once the
+// input stream acknowledged it takes it off the schedule's pending
+// starts. An error leaves it pending: a later fire sends it again.
+func (r *Runner) send(ctx context.Context, store *Store, def wire.Schedule, runID string) error {
+	if err := r.publishStart(ctx, def, runID); err != nil {
+		return err
+	}
+	return r.update(ctx, store, def.Name, func(st *wire.ScheduleState) bool {
+		return settle(st, map[string]bool{runID: true})
+	})
+}
+
+// resend publishes again, in order, the starts the schedule decided
+// whose publish was never acknowledged (it failed, or the dispatcher
+// died between saving the decision and publishing), then takes them off
+// the pending ones. It returns their run ids; an error leaves those not
+// yet acknowledged pending, and the fire comes back.
+func (r *Runner) resend(ctx context.Context, store *Store, info *Info, log *slog.Logger) (map[string]bool, error) {
+	if len(info.State.Pending) == 0 {
+		return nil, nil
+	}
+	sent := make(map[string]bool, len(info.State.Pending))
+	for _, p := range info.State.Pending {
+		if sent[p.Run] {
+			continue
+		}
+		if err := r.publishStart(ctx, info.Def, p.Run); err != nil {
+			if len(sent) > 0 {
+				err = errors.Join(err, r.update(ctx, store, info.Def.Name, func(st *wire.ScheduleState) bool { return settle(st, sent) }))
+			}
+			return nil, err
+		}
+		sent[p.Run] = true
+		log.Info("schedule: start sent again: its publish was not acknowledged", slog.String("run_id", p.Run), slog.String("slot", p.Slot))
+	}
+	if err := r.update(ctx, store, info.Def.Name, func(st *wire.ScheduleState) bool { return settle(st, sent) }); err != nil {
+		return nil, err
+	}
+	return sent, nil
+}
+
+// settle takes the starts of runs off the state's pending ones,
+// reporting whether any was there.
+func settle(st *wire.ScheduleState, runs map[string]bool) bool {
+	n := len(st.Pending)
+	st.Pending = slices.DeleteFunc(st.Pending, func(p wire.PendingStart) bool { return runs[p.Run] })
+	if len(st.Pending) == 0 {
+		st.Pending = nil
+	}
+	return len(st.Pending) != n
+}
+
+// pendingIndex is the index of run runID among the state's pending
+// starts, or -1.
+func pendingIndex(st wire.ScheduleState, runID string) int {
+	return slices.IndexFunc(st.Pending, func(p wire.PendingStart) bool { return p.Run == runID })
 }
 
 // unsettled reports whether the schedule's last run has yet to settle.
@@ -509,8 +614,19 @@ func (r *Runner) publishStart(ctx context.Context, def wire.Schedule, runID stri
 	m := nats.NewMsg(r.cfg.Names.Start(runID))
 	m.Data = data
 	m.Header.Set(wire.HeaderMsgID, subjects.KindStart+"/"+runID+"/schedule")
-	if _, err := r.js.PublishMsg(ctx, m); err != nil {
+	if err := r.publish(ctx, m); err != nil {
 		return fmt.Errorf("schedule: start run %s: %w", runID, err)
 	}
 	return nil
+}
+
+// publish publishes m to its stream and waits for the acknowledgement.
+func (r *Runner) publish(ctx context.Context, m *nats.Msg) error {
+	if r.publishHook != nil {
+		if err := r.publishHook(ctx, m.Subject); err != nil {
+			return err
+		}
+	}
+	_, err := r.js.PublishMsg(ctx, m)
+	return err
 }

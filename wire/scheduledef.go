@@ -82,4 +82,18 @@ type ScheduleState struct {
 	Started  int    `json:"started"`
 	Skipped  int    `json:"skipped"`
 	LastSkip string `json:"lastSkip,omitempty"`
+	// Pending are the starts decided (counted in Started) whose publish
+	// the input stream has not acknowledged yet, oldest first: every
+	// fire of the schedule, on any dispatcher, publishes them again
+	// before it acts, and an entry leaves only once a publish of its
+	// start was acknowledged. Absent from states stored before it.
+	Pending []PendingStart `json:"pending,omitempty"`
+}
+
+// PendingStart is a run start a schedule decided and whose publish has
+// not been acknowledged: the run's id and the fire time it stands for
+// (RFC 3339; a trigger's time for a trigger's run).
+type PendingStart struct {
+	Run  string `json:"run"`
+	Slot string `json:"slot"`
 }
