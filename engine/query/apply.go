@@ -4,6 +4,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/theory/jsonpath"
 	"github.com/theory/jsonpath/spec"
@@ -136,7 +137,7 @@ func (c *compiler) applyOp(arg any, opPath string, sc *scope, depth int) getter 
 			if fromRoot {
 				base = f.slots[rootSlot]
 			}
-			vals, rel := located.selectLocated(base, f.slots[0], nil)
+			vals, rel := located.selectLocated(base, f.slots[0])
 			f.charge(len(vals), selPath)
 			return applied(f, h, vals, rel, fromRoot, mode)
 		}
@@ -194,26 +195,18 @@ func (c *compiler) locatedSelector(sel any, selPath string, sc *scope) (p *jsonP
 }
 
 // selectLocated is selectInto keeping each result's location relative
-// to cur. With visit, the last segment's results are handed to it (the
-// location valid during the call only) instead of being returned.
-func (p *jsonPath) selectLocated(cur, root any, visit func([]Seg)) ([]any, [][]Seg) {
+// to cur.
+func (p *jsonPath) selectLocated(cur, root any) ([]any, [][]Seg) {
 	var n int
-	return p.selectLocatedCounting(cur, root, visit, &n)
+	return p.selectLocatedCounting(cur, root, &n)
 }
 
 // selectLocatedCounting is selectLocated adding to *looked the values
 // whose selectors it applied.
-func (p *jsonPath) selectLocatedCounting(cur, root any, visit func([]Seg), looked *int) ([]any, [][]Seg) {
+func (p *jsonPath) selectLocatedCounting(cur, root any, looked *int) ([]any, [][]Seg) {
 	vals, rel := []any{cur}, [][]Seg{nil}
-	if len(p.segs) == 0 && visit != nil {
-		visit(nil)
-		return nil, nil
-	}
 	for n, seg := range p.segs {
 		w := locWalk{root: root, sels: p.sels[n]}
-		if n == len(p.segs)-1 {
-			w.visit = visit
-		}
 		for i, v := range vals {
 			if seg.IsDescendant() {
 				w.stack = append(make([]Seg, 0, len(rel[i])+8), rel[i]...)
@@ -240,16 +233,34 @@ type locWalk struct {
 	stack  []Seg
 	vals   []any
 	rel    [][]Seg
-	visit  func([]Seg)
-	buf    []Seg // what visit is handed
 	slab   []Seg // backs the paths in rel, capped so none grows into another
 	looked int   // values the selectors were applied to
+	// depthFirst: the walk is one segment of a walkVisit, which builds a
+	// set of locations, so it lists nothing, takes each value it selects
+	// through the next segment's walk (then) at once, or hands its
+	// location to visit when it is the last, and visits an object's
+	// members in any order (their sort would not show)
+	depthFirst bool
+	then       *locWalk
+	deep       bool // then's segment is a descendant segment
+	visit      func([]Seg)
 }
 
 func (w *locWalk) add(v any, s Seg) {
-	if w.visit != nil {
-		w.buf = append(append(w.buf[:0], w.stack...), s)
-		w.visit(w.buf)
+	if w.depthFirst {
+		// the location is the stack and the step, valid while the walks
+		// after this one run
+		path := append(w.stack, s)
+		if w.then == nil {
+			w.visit(path)
+			return
+		}
+		w.then.stack = path
+		if w.deep {
+			w.then.descend(v)
+		} else {
+			w.then.apply(v)
+		}
 		return
 	}
 	start := len(w.slab)
@@ -262,7 +273,7 @@ func (w *locWalk) add(v any, s Seg) {
 // knows before it adds them one by one: the result lists and the slab
 // grow once instead of doubling their way up from nothing.
 func (w *locWalk) reserve(n int) {
-	if w.visit != nil || n <= 0 {
+	if w.depthFirst || n <= 0 {
 		return
 	}
 	w.vals = slices.Grow(w.vals, n)
@@ -280,7 +291,7 @@ func (w *locWalk) descend(v any) {
 			w.stack = w.stack[:len(w.stack)-1]
 		}
 	case map[string]any:
-		if w.visit != nil {
+		if w.depthFirst {
 			// a pre-pass builds a set: the order it visits members in
 			// cannot show, so it spares the sort
 			for k, e := range x {
@@ -397,7 +408,63 @@ func ParsePath(src string) (*Path, error) {
 // The location is valid during the call only. It returns how many values
 // it looked at, for the caller to charge.
 func (p *Path) Walk(root any, visit func([]Seg)) int {
-	n := 0
-	p.p.selectLocatedCounting(root, root, visit, &n)
-	return n
+	return p.p.walkVisit(root, visit)
+}
+
+// visitScratch is what walkVisit walks with.
+type visitScratch struct {
+	walks [8]locWalk
+	stack [16]Seg
+}
+
+var visitPool = sync.Pool{New: func() any { return new(visitScratch) }}
+
+// release clears the walks walkVisit used (n) and the stack, and
+// returns sp to the pool.
+func (sp *visitScratch) release(n int) {
+	clear(sp.walks[:min(n, len(sp.walks))])
+	clear(sp.stack[:])
+	visitPool.Put(sp)
+}
+
+// walkVisit calls visit with each location selectLocated would list,
+// depth first: each value a segment selects is taken through the
+// segments after it at once, instead of each segment's results being
+// listed before the next one runs. It visits the same locations, in
+// another order (the caller builds a set of them), and returns how many
+// values it applied selectors to, which is what the breadth-first walk
+// applies them to; it lists nothing.
+func (p *jsonPath) walkVisit(root any, visit func([]Seg)) int {
+	if len(p.segs) == 0 {
+		visit(nil)
+		return 0
+	}
+	// the walks point at each other and the stack is handed to visit, so
+	// they live on the heap: recycled for paths of up to eight segments
+	sp := visitPool.Get().(*visitScratch)
+	defer sp.release(len(p.segs))
+	walks := sp.walks[:0]
+	if len(p.segs) > len(sp.walks) {
+		walks = make([]locWalk, 0, len(p.segs))
+	}
+	for n := range p.segs {
+		walks = append(walks, locWalk{root: root, sels: p.sels[n], depthFirst: true})
+	}
+	for n := range len(walks) - 1 {
+		walks[n].then, walks[n].deep = &walks[n+1], p.segs[n+1].IsDescendant()
+	}
+	last := &walks[len(walks)-1]
+	last.visit = visit
+	first := &walks[0]
+	first.stack = sp.stack[:0]
+	if p.segs[0].IsDescendant() {
+		first.descend(root)
+	} else {
+		first.apply(root)
+	}
+	looked := 0
+	for i := range walks {
+		looked += walks[i].looked
+	}
+	return looked
 }

@@ -28,7 +28,7 @@ func TestLocatedWalkGrowsOnce(t *testing.T) {
 	} {
 		t.Run(c.path, func(t *testing.T) {
 			p := parsePath(c.path, c.path, "")
-			vals, rel := p.selectLocated(root, root, nil)
+			vals, rel := p.selectLocated(root, root)
 			want := c.index(len(items))
 			if len(vals) != len(want) || len(rel) != len(want) {
 				t.Fatalf("%d values, %d locations, want %d", len(vals), len(rel), len(want))
@@ -43,7 +43,7 @@ func TestLocatedWalkGrowsOnce(t *testing.T) {
 			}
 			// the starting lists (2), then each segment's three (values,
 			// locations, slab) grown once
-			if n := testing.AllocsPerRun(20, func() { p.selectLocated(root, root, nil) }); n > 8 {
+			if n := testing.AllocsPerRun(20, func() { p.selectLocated(root, root) }); n > 8 {
 				t.Errorf("%v allocations per walk, want at most 8", n)
 			}
 		})
