@@ -228,15 +228,37 @@ func (c *compiler) array(elems []any, path string, sc *scope, depth int) getter 
 	for i, e := range elems {
 		gets[i] = c.expr(e, idx(path, i), sc, depth+1)
 	}
+	if len(gets) > smallArray {
+		return func(f *frame) any {
+			acc := make([]any, 0, len(gets))
+			for _, g := range gets {
+				acc = appendSeq(acc, g(f))
+			}
+			f.charge(len(acc), path)
+			return acc
+		}
+	}
 	return func(f *frame) any {
-		acc := make([]any, 0, len(gets))
-		for _, g := range gets {
-			acc = appendSeq(acc, g(f))
+		// the elements first, so that the array is made at its size (an
+		// element may be a sequence of many items)
+		var buf [smallArray]any
+		n := 0
+		for i, g := range gets {
+			buf[i] = g(f)
+			n += seqLen(buf[i])
+		}
+		acc := make([]any, 0, n)
+		for _, v := range buf[:len(gets)] {
+			acc = appendSeq(acc, v)
 		}
 		f.charge(len(acc), path)
 		return acc
 	}
 }
+
+// smallArray is the number of elements up to which an array constructor
+// holds its elements' values before it makes the array.
+const smallArray = 4
 
 type member struct {
 	name string

@@ -102,3 +102,62 @@ func TestLoneForSizesItsAnswer(t *testing.T) {
 		})
 	}
 }
+
+// TestPathAndArrayMadeOnce checks that a path through a wildcard answers
+// the list its last segment selected, not a copy of it, and that an
+// array constructor makes its array at its size, a sequence element
+// included: each answers in order and allocates what it answers.
+func TestPathAndArrayMadeOnce(t *testing.T) {
+	items := make([]any, 50)
+	for i := range items {
+		items[i] = map[string]any{"n": float64(i)}
+	}
+	data := map[string]any{"a": items}
+	for _, c := range []struct {
+		doc    string
+		want   func() []any
+		allocs float64
+	}{
+		// the selected list and the sequence holding it; before, the list
+		// of "a" and a copy of the selected one besides
+		{`"$.a[*]"`, func() []any { return items }, 2},
+		// the wildcard's list, the names' list made at its size, the
+		// sequence; before, the list of "a" besides, and the names' list
+		// grown by doubling and copied
+		{`"$.a[*].n"`, func() []any {
+			out := make([]any, len(items))
+			for i := range items {
+				out[i] = float64(i)
+			}
+			return out
+		}, 3},
+		// the array of 52 and its box, the path's list and sequence, the
+		// list Items answers; before, the list of "a" and a copy of the
+		// path's list besides, and the array grown from three to 52
+		{`[1, "$.a[*]", 2]`, func() []any { return append(append([]any{1.0}, items...), 2.0) }, 5},
+	} {
+		t.Run(c.doc, func(t *testing.T) {
+			q, err := Compile(mustJSON(t, c.doc), Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := q.Items(data, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := c.want(); c.doc[0] == '[' {
+				if len(got) != 1 || !reflect.DeepEqual(got[0], want) {
+					t.Fatalf("got %v, want [%v]", got, want)
+				}
+			} else if !reflect.DeepEqual(got, want) {
+				t.Fatalf("got %v, want %v", got, want)
+			}
+			if raceEnabled {
+				return // the race detector makes sync.Pool drop items at random
+			}
+			if n := testing.AllocsPerRun(20, func() { _, _ = q.Items(data, nil) }); n > c.allocs {
+				t.Errorf("%v allocations per evaluation, want at most %v", n, c.allocs)
+			}
+		})
+	}
+}
