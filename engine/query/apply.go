@@ -204,16 +204,47 @@ func (p *jsonPath) selectLocated(cur, root any) ([]any, [][]Seg) {
 // selectLocatedCounting is selectLocated adding to *looked the values
 // whose selectors it applied.
 func (p *jsonPath) selectLocatedCounting(cur, root any, looked *int) ([]any, [][]Seg) {
-	vals, rel := []any{cur}, [][]Seg{nil}
-	for n, seg := range p.segs {
+	// the names and indexes the path begins with select one value or
+	// none: they are walked without lists, their steps kept in prefix
+	lead := p.lead
+	if p.steps != nil {
+		lead = p.steps
+	}
+	var prefix []Seg
+	for _, s := range lead {
+		*looked++
+		v, seg, ok := stepLocated(cur, s)
+		if !ok {
+			return nil, nil
+		}
+		cur, prefix = v, append(prefix, seg)
+	}
+	first := len(lead)
+	prefix = prefix[:len(prefix):len(prefix)]
+	if first == len(p.segs) {
+		return []any{cur}, [][]Seg{prefix}
+	}
+	var vals []any
+	var rel [][]Seg
+	for n := first; n < len(p.segs); n++ {
 		w := locWalk{root: root, sels: p.sels[n]}
-		for i, v := range vals {
-			if seg.IsDescendant() {
-				w.stack = append(make([]Seg, 0, len(rel[i])+8), rel[i]...)
-				w.descend(v)
-			} else {
-				w.stack = rel[i]
-				w.apply(v)
+		descendant := p.segs[n].IsDescendant()
+		switch {
+		case n == first && descendant:
+			w.stack = append(make([]Seg, 0, len(prefix)+8), prefix...)
+			w.descend(cur)
+		case n == first:
+			w.stack = prefix
+			w.apply(cur)
+		default:
+			for i, v := range vals {
+				if descendant {
+					w.stack = append(make([]Seg, 0, len(rel[i])+8), rel[i]...)
+					w.descend(v)
+				} else {
+					w.stack = rel[i]
+					w.apply(v)
+				}
 			}
 		}
 		vals, rel = w.vals, w.rel
@@ -223,6 +254,28 @@ func (p *jsonPath) selectLocatedCounting(cur, root any, looked *int) ([]any, [][
 		}
 	}
 	return vals, rel
+}
+
+// stepLocated is one leading name or index of a located walk: the value
+// it selects from v, and its step (a negative index counted from the
+// end), as locWalk.apply selects it.
+func stepLocated(v any, s singular) (any, Seg, bool) {
+	if !s.isIdx {
+		e, ok := value.Member(v, s.name)
+		return e, Seg{Name: s.name, Index: -1}, ok
+	}
+	arr, ok := v.([]any)
+	if !ok {
+		return nil, Seg{}, false
+	}
+	i := s.index
+	if i < 0 {
+		i += len(arr)
+	}
+	if i < 0 || i >= len(arr) {
+		return nil, Seg{}, false
+	}
+	return arr[i], Seg{Index: i}, true
 }
 
 // locWalk applies one segment's selectors, pushing the location of the
