@@ -162,3 +162,48 @@ func TestPathAndArrayMadeOnce(t *testing.T) {
 		})
 	}
 }
+
+// TestShortArraysShareChunks checks that an evaluation that builds many
+// short arrays (a $return of one per tuple) answers each as its own
+// array, capped at its length so that appending to one cannot write into
+// the next, and after the first few cuts them from shared chunks.
+func TestShortArraysShareChunks(t *testing.T) {
+	people := make([]any, 40)
+	for i := range people {
+		people[i] = map[string]any{"name": "p" + strconv.Itoa(i)}
+	}
+	data := map[string]any{"people": people}
+	q, err := Compile(mustJSON(t, `{"$for": {"p": "$.people[*]"}, "$return": ["li", {}, "$p.name"]}`), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := q.Items(data, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != len(people) {
+		t.Fatalf("%d items, want %d", len(got), len(people))
+	}
+	for i, item := range got {
+		arr := item.([]any)
+		want := []any{"li", map[string]any{}, "p" + strconv.Itoa(i)}
+		if !reflect.DeepEqual(arr, want) || cap(arr) != len(arr) {
+			t.Fatalf("item %d: %v (cap %d), want %v at its length", i, arr, cap(arr), want)
+		}
+		_ = append(arr, "x") // must not reach the next array
+	}
+	for i, item := range got {
+		if s := item.([]any)[2]; s != "p"+strconv.Itoa(i) {
+			t.Fatalf("item %d holds %v after the appends", i, s)
+		}
+	}
+	if raceEnabled {
+		return // the race detector makes sync.Pool drop items at random
+	}
+	// 51: the four arrays made on their own, the other 36 cut from two
+	// chunks, each array's box (40), and the path's and the phrase's
+	// lists and sequences; 85 when each array was made on its own
+	if n := testing.AllocsPerRun(20, func() { _, _ = q.Items(data, nil) }); n > 51 {
+		t.Errorf("%v allocations per evaluation, want at most 51", n)
+	}
+}
