@@ -37,8 +37,9 @@ type Host interface {
 	// Apply dispatches each item in mode, in order, and returns the
 	// concatenated results. For located items, rel holds each one's
 	// location relative to the current value, or to the root when
-	// fromRoot; rel is nil for location-less items. Its error is
-	// returned unchanged from the body's evaluation.
+	// fromRoot; rel is nil for location-less items. items and rel are
+	// valid during the call only. Its error is returned unchanged from
+	// the body's evaluation.
 	Apply(items []any, rel [][]Seg, fromRoot bool, mode string) ([]any, *fault.Error)
 	// Built reports whether a body of the transformation has returned an
 	// object built at run time (a *value.Object, see Hosted).
@@ -137,9 +138,15 @@ func (c *compiler) applyOp(arg any, opPath string, sc *scope, depth int) getter 
 			if fromRoot {
 				base = f.slots[rootSlot]
 			}
-			vals, rel := located.selectLocated(base, f.slots[0])
+			// the lists are the host's only while it dispatches: they
+			// are lent, and taken back once it has answered
+			lent := lentPool.Get().(*lentLists)
+			var n int
+			vals, rel := located.selectLocatedCounting(base, f.slots[0], &n, lent)
 			f.charge(len(vals), selPath)
-			return applied(f, h, vals, rel, fromRoot, mode)
+			v := applied(f, h, vals, rel, fromRoot, mode)
+			lent.release(vals, rel)
+			return v
 		}
 		return applied(f, h, itemsOf(get(f)), nil, false, mode)
 	}
@@ -194,16 +201,53 @@ func (c *compiler) locatedSelector(sel any, selPath string, sc *scope) (p *jsonP
 	return parsePath("$"+s[len(m[0]):], s, selPath), true, slot
 }
 
+// lentLists are the lists a located walk answers in, lent to a host for
+// one $apply and recycled after it: the values, their locations, the
+// slab the locations are cut from, and the steps they begin with.
+type lentLists struct {
+	vals   []any
+	rel    [][]Seg
+	slab   []Seg
+	prefix []Seg // the steps of the names and indexes the path begins with
+}
+
+var lentPool = sync.Pool{New: func() any { return new(lentLists) }}
+
+// maxLent is the length past which lists are left to the collector
+// rather than kept for the next $apply.
+const maxLent = 4096
+
+// release takes back the lists the walk answered (vals and rel, which
+// may have grown away from l's own), cleared, and returns l to the pool.
+func (l *lentLists) release(vals []any, rel [][]Seg) {
+	if cap(vals) > maxLent || cap(rel) > maxLent || cap(l.slab) > 4*maxLent {
+		return
+	}
+	clear(vals)
+	clear(rel)
+	clear(l.slab)
+	clear(l.prefix)
+	if cap(vals) >= cap(l.vals) {
+		l.vals = vals[:0]
+	}
+	if cap(rel) >= cap(l.rel) {
+		l.rel = rel[:0]
+	}
+	l.slab, l.prefix = l.slab[:0], l.prefix[:0]
+	lentPool.Put(l)
+}
+
 // selectLocated is selectInto keeping each result's location relative
 // to cur.
 func (p *jsonPath) selectLocated(cur, root any) ([]any, [][]Seg) {
 	var n int
-	return p.selectLocatedCounting(cur, root, &n)
+	return p.selectLocatedCounting(cur, root, &n, nil)
 }
 
 // selectLocatedCounting is selectLocated adding to *looked the values
-// whose selectors it applied.
-func (p *jsonPath) selectLocatedCounting(cur, root any, looked *int) ([]any, [][]Seg) {
+// whose selectors it applied. With lent, the last segment answers in
+// lent's lists (its slab grown in place), which the caller gives back.
+func (p *jsonPath) selectLocatedCounting(cur, root any, looked *int, lent *lentLists) ([]any, [][]Seg) {
 	// the names and indexes the path begins with select one value or
 	// none: they are walked without lists, their steps kept in prefix
 	lead := p.lead
@@ -211,6 +255,9 @@ func (p *jsonPath) selectLocatedCounting(cur, root any, looked *int) ([]any, [][
 		lead = p.steps
 	}
 	var prefix []Seg
+	if lent != nil {
+		prefix = lent.prefix[:0]
+	}
 	for _, s := range lead {
 		*looked++
 		v, seg, ok := stepLocated(cur, s)
@@ -220,14 +267,23 @@ func (p *jsonPath) selectLocatedCounting(cur, root any, looked *int) ([]any, [][
 		cur, prefix = v, append(prefix, seg)
 	}
 	first := len(lead)
+	if lent != nil {
+		lent.prefix = prefix
+	}
 	prefix = prefix[:len(prefix):len(prefix)]
 	if first == len(p.segs) {
+		if lent != nil {
+			return append(lent.vals[:0], cur), append(lent.rel[:0], prefix)
+		}
 		return []any{cur}, [][]Seg{prefix}
 	}
 	var vals []any
 	var rel [][]Seg
 	for n := first; n < len(p.segs); n++ {
 		w := locWalk{root: root, sels: p.sels[n]}
+		if lent != nil && n == len(p.segs)-1 {
+			w.vals, w.rel, w.slab = lent.vals[:0], lent.rel[:0], lent.slab[:0]
+		}
 		descendant := p.segs[n].IsDescendant()
 		switch {
 		case n == first && descendant:
@@ -248,6 +304,9 @@ func (p *jsonPath) selectLocatedCounting(cur, root any, looked *int) ([]any, [][
 			}
 		}
 		vals, rel = w.vals, w.rel
+		if lent != nil && n == len(p.segs)-1 {
+			lent.slab = w.slab
+		}
 		*looked += w.looked
 		if len(vals) == 0 {
 			break

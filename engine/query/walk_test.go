@@ -30,7 +30,7 @@ func TestWalkVisitsWhatTheListedWalkLists(t *testing.T) {
 		t.Run(src, func(t *testing.T) {
 			p := parsePath(src, src, "")
 			listed := 0
-			_, rel := p.selectLocatedCounting(root, root, &listed)
+			_, rel := p.selectLocatedCounting(root, root, &listed, nil)
 			var want []string
 			for _, r := range rel {
 				want = append(want, locString(r))
