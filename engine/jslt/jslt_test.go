@@ -51,6 +51,15 @@ var transformCases = []transformCase{
 	},
 	{name: "self application", sheet: `[{"body":{"$apply":"$"}}]`, input: `1`, code: fault.JT2001, path: ""},
 	{
+		name: "nested located applies", sheet: `{"$jslt":"0.1","rules":[
+			{"match":"$","body":{"s":[{"$apply":["$.sections[*]","s"]}]}},
+			{"mode":"s","match":"$.sections[*]","body":{"id":"$.id","evs":[{"$apply":["$root.events[*]","e"]}]}},
+			{"mode":"e","body":{"at":"$path","v":"$"}}]}`,
+		input: `{"sections":[{"id":"a"},{"id":"b"}],"events":[1,2]}`,
+		want: `{"s":[{"id":"a","evs":[{"at":"$['events'][0]","v":1},{"at":"$['events'][1]","v":2}]},` +
+			`{"id":"b","evs":[{"at":"$['events'][0]","v":1},{"at":"$['events'][1]","v":2}]}]}`,
+	},
+	{
 		name: "modes", sheet: `{"$jslt":"0.1","rules":[{"match":"$","body":[{"$apply":["$.*","m"]}]},{"mode":"m","body":{"$add":["$",1]}}]}`,
 		input: `{"b":2,"a":1}`, want: `[2,3]`,
 	},

@@ -5,6 +5,7 @@ import (
 	"maps"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/jetflow/jetflow/engine/fault"
 	"github.com/jetflow/jetflow/engine/query"
@@ -13,6 +14,11 @@ import (
 
 // run is one transformation: the input root, the parameters, the budget
 // every body charges, and the match pre-pass.
+//
+// Runs are recycled (runPool): the slabs its entries and locations are
+// cut from, and its hosts, serve the next transformation, cleared, so
+// that a transformation of a small input allocates little besides what
+// it answers. Nothing a transformation returns points into a run.
 type run struct {
 	s       *Stylesheet
 	root    any
@@ -21,12 +27,89 @@ type run struct {
 	b       *query.Budget
 	// the pre-pass trie: an entry per selected location and per location
 	// on the way to one, found from its parent by its step
-	entries []entry // the current slab entries are cut from
-	locs    []loc   // the current slab locations are cut from
+	entries slab[entry]
+	locs    slab[loc]
 	hosts   []*host // one per dispatch depth, reused
 	// built is set once a body returns an object built at run time
 	// (*value.Object); the result is then made plain at the end
 	built bool
+	top   loc // the root's location, rootLoc when locations are tracked
+	// the pre-pass: the trie's root, the rule being walked, and markRule
+	// as a func value, kept with the run so that it is made once
+	trie    *entry
+	marking int
+	mark    func([]query.Seg)
+}
+
+// runPool recycles runs. A run whose slabs grew past keepChunks chunks
+// is left to the collector rather than kept.
+var runPool = sync.Pool{New: func() any { return new(run) }}
+
+const keepChunks = 16
+
+// slab hands out values of T by pointer from chunks that never move, and
+// reuses its chunks, cleared, after reset.
+type slab[T any] struct {
+	chunks [][]T
+	cur    int // the chunk being cut from
+}
+
+func (s *slab[T]) next() *T {
+	if len(s.chunks) == 0 {
+		s.chunks = append(s.chunks, make([]T, 0, 4))
+	}
+	c := s.chunks[s.cur]
+	if len(c) == cap(c) {
+		s.cur++
+		if s.cur == len(s.chunks) {
+			s.chunks = append(s.chunks, make([]T, 0, min(2*cap(c)+4, 256)))
+		}
+		c = s.chunks[s.cur]
+	}
+	c = c[:len(c)+1]
+	s.chunks[s.cur] = c
+	return &c[len(c)-1]
+}
+
+// reset clears what was handed out (each through clearOne, which
+// zeroes it) and keeps the chunks for the next run; it reports false
+// when the slab is too large to keep.
+func (s *slab[T]) reset(clearOne func(*T)) bool {
+	for i, c := range s.chunks {
+		if i > s.cur {
+			break
+		}
+		for j := range c {
+			clearOne(&c[j])
+		}
+		s.chunks[i] = c[:0]
+	}
+	s.cur = 0
+	return len(s.chunks) <= keepChunks
+}
+
+// clearEntry zeroes e but keeps its children's lists (emptied) for the
+// entry that takes its place in the next run.
+func clearEntry(e *entry) {
+	clear(e.items)
+	clear(e.names)
+	*e = entry{items: e.items[:0], names: e.names[:0]}
+}
+
+func clearLoc(l *loc) { *l = loc{} }
+
+// release returns r to the pool, cleared.
+func (r *run) release() {
+	keep := r.entries.reset(clearEntry)
+	keep = r.locs.reset(clearLoc) && keep
+	for _, h := range r.hosts {
+		h.loc = nil
+	}
+	hosts, entries, locs, mark := r.hosts, r.entries, r.locs, r.mark
+	*r = run{hosts: hosts, entries: entries, locs: locs, mark: mark}
+	if keep {
+		runPool.Put(r)
+	}
 }
 
 // loc is a value's location: a list of steps from the root (whose loc has
@@ -137,13 +220,7 @@ func (e *entry) has(i int) bool {
 
 func (e *entry) matched() bool { return e.bits != 0 || e.wide != nil }
 
-func (r *run) newEntry() *entry {
-	if len(r.entries) == cap(r.entries) {
-		r.entries = make([]entry, 0, min(2*cap(r.entries)+4, 256))
-	}
-	r.entries = r.entries[:len(r.entries)+1]
-	return &r.entries[len(r.entries)-1]
-}
+func (r *run) newEntry() *entry { return r.entries.next() }
 
 func (r *run) child(e *entry, s query.Seg) *entry {
 	if e == nil {
@@ -219,11 +296,9 @@ func (r *run) childLoc(parent *loc, s query.Seg) *loc {
 	if parent == nil {
 		return nil
 	}
-	if len(r.locs) == cap(r.locs) {
-		r.locs = make([]loc, 0, min(2*cap(r.locs)+4, 256))
-	}
-	r.locs = append(r.locs, loc{parent: parent, seg: s, e: r.child(parent.e, s)})
-	return &r.locs[len(r.locs)-1]
+	l := r.locs.next()
+	*l = loc{parent: parent, seg: s, e: r.child(parent.e, s)}
+	return l
 }
 
 // Transform applies the stylesheet to data (§5.1) and returns the result
@@ -238,13 +313,16 @@ func (s *Stylesheet) Transform(b *query.Budget, data any, ext map[string]any) (a
 	if b == nil {
 		b = &query.Budget{}
 	}
-	r := &run{s: s, root: data, ext: ext, b: b}
+	r := runPool.Get().(*run)
+	defer r.release()
+	r.s, r.root, r.ext, r.b = s, data, ext, b
 	if s.needsLoc {
 		e, err := r.prepass()
 		if err != nil {
 			return nil, false, err
 		}
-		r.rootLoc = &loc{e: e}
+		r.top = loc{e: e}
+		r.rootLoc = &r.top
 	}
 	res, err := r.dispatch(data, r.rootLoc, s.root, 0, 0)
 	if err != nil {
@@ -290,23 +368,30 @@ func (q seq) appendTo(out []any) []any {
 // the walk dispatches does: the walks are bounded with the bodies.
 func (r *run) prepass() (*entry, *fault.Error) {
 	root := r.newEntry()
-	n := len(r.s.rules)
+	if r.mark == nil {
+		r.mark = r.markRule // made once per pooled run
+	}
 	for _, rl := range r.s.rules {
 		if !rl.hasPath {
 			continue
 		}
-		looked := rl.path.Walk(r.root, func(path []query.Seg) {
-			e := root
-			for _, s := range path {
-				e = r.makeChild(e, s)
-			}
-			e.set(rl.index, n)
-		})
+		r.trie, r.marking = root, rl.index
+		looked := rl.path.Walk(r.root, r.mark)
 		if err := r.b.Charge(looked, rl.pathDocPath); err != nil {
 			return nil, err
 		}
 	}
 	return root, nil
+}
+
+// markRule records that the rule being walked (marking) selects path,
+// in the trie below r.trie.
+func (r *run) markRule(path []query.Seg) {
+	e := r.trie
+	for _, s := range path {
+		e = r.makeChild(e, s)
+	}
+	e.set(r.marking, len(r.s.rules))
 }
 
 // dispatch finds and fires the winning rule of m for v (§5.1), or the
@@ -498,7 +583,8 @@ func (h *host) Apply(items []any, rel [][]query.Seg, fromRoot bool, name string)
 	if fromRoot {
 		base = h.r.rootLoc
 	}
-	var out []any
+	// most rules answer one item for each: the list is sized for that
+	out := make([]any, 0, len(items))
 	for i, item := range items {
 		var l *loc
 		if rel != nil {

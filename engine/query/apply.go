@@ -4,6 +4,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/theory/jsonpath"
 	"github.com/theory/jsonpath/spec"
@@ -36,8 +37,9 @@ type Host interface {
 	// Apply dispatches each item in mode, in order, and returns the
 	// concatenated results. For located items, rel holds each one's
 	// location relative to the current value, or to the root when
-	// fromRoot; rel is nil for location-less items. Its error is
-	// returned unchanged from the body's evaluation.
+	// fromRoot; rel is nil for location-less items. items and rel are
+	// valid during the call only. Its error is returned unchanged from
+	// the body's evaluation.
 	Apply(items []any, rel [][]Seg, fromRoot bool, mode string) ([]any, *fault.Error)
 	// Built reports whether a body of the transformation has returned an
 	// object built at run time (a *value.Object, see Hosted).
@@ -136,9 +138,15 @@ func (c *compiler) applyOp(arg any, opPath string, sc *scope, depth int) getter 
 			if fromRoot {
 				base = f.slots[rootSlot]
 			}
-			vals, rel := located.selectLocated(base, f.slots[0], nil)
+			// the lists are the host's only while it dispatches: they
+			// are lent, and taken back once it has answered
+			lent := lentPool.Get().(*lentLists)
+			var n int
+			vals, rel := located.selectLocatedCounting(base, f.slots[0], &n, lent)
 			f.charge(len(vals), selPath)
-			return applied(f, h, vals, rel, fromRoot, mode)
+			v := applied(f, h, vals, rel, fromRoot, mode)
+			lent.release(vals, rel)
+			return v
 		}
 		return applied(f, h, itemsOf(get(f)), nil, false, mode)
 	}
@@ -193,43 +201,140 @@ func (c *compiler) locatedSelector(sel any, selPath string, sc *scope) (p *jsonP
 	return parsePath("$"+s[len(m[0]):], s, selPath), true, slot
 }
 
+// lentLists are the lists a located walk answers in, lent to a host for
+// one $apply and recycled after it: the values, their locations, the
+// slab the locations are cut from, and the steps they begin with.
+type lentLists struct {
+	vals   []any
+	rel    [][]Seg
+	slab   []Seg
+	prefix []Seg // the steps of the names and indexes the path begins with
+}
+
+var lentPool = sync.Pool{New: func() any { return new(lentLists) }}
+
+// maxLent is the length past which lists are left to the collector
+// rather than kept for the next $apply.
+const maxLent = 4096
+
+// release takes back the lists the walk answered (vals and rel, which
+// may have grown away from l's own), cleared, and returns l to the pool.
+func (l *lentLists) release(vals []any, rel [][]Seg) {
+	if cap(vals) > maxLent || cap(rel) > maxLent || cap(l.slab) > 4*maxLent {
+		return
+	}
+	clear(vals)
+	clear(rel)
+	clear(l.slab)
+	clear(l.prefix)
+	if cap(vals) >= cap(l.vals) {
+		l.vals = vals[:0]
+	}
+	if cap(rel) >= cap(l.rel) {
+		l.rel = rel[:0]
+	}
+	l.slab, l.prefix = l.slab[:0], l.prefix[:0]
+	lentPool.Put(l)
+}
+
 // selectLocated is selectInto keeping each result's location relative
-// to cur. With visit, the last segment's results are handed to it (the
-// location valid during the call only) instead of being returned.
-func (p *jsonPath) selectLocated(cur, root any, visit func([]Seg)) ([]any, [][]Seg) {
+// to cur.
+func (p *jsonPath) selectLocated(cur, root any) ([]any, [][]Seg) {
 	var n int
-	return p.selectLocatedCounting(cur, root, visit, &n)
+	return p.selectLocatedCounting(cur, root, &n, nil)
 }
 
 // selectLocatedCounting is selectLocated adding to *looked the values
-// whose selectors it applied.
-func (p *jsonPath) selectLocatedCounting(cur, root any, visit func([]Seg), looked *int) ([]any, [][]Seg) {
-	vals, rel := []any{cur}, [][]Seg{nil}
-	if len(p.segs) == 0 && visit != nil {
-		visit(nil)
-		return nil, nil
+// whose selectors it applied. With lent, the last segment answers in
+// lent's lists (its slab grown in place), which the caller gives back.
+func (p *jsonPath) selectLocatedCounting(cur, root any, looked *int, lent *lentLists) ([]any, [][]Seg) {
+	// the names and indexes the path begins with select one value or
+	// none: they are walked without lists, their steps kept in prefix
+	lead := p.lead
+	if p.steps != nil {
+		lead = p.steps
 	}
-	for n, seg := range p.segs {
-		w := locWalk{root: root, sels: p.sels[n]}
-		if n == len(p.segs)-1 {
-			w.visit = visit
+	var prefix []Seg
+	if lent != nil {
+		prefix = lent.prefix[:0]
+	}
+	for _, s := range lead {
+		*looked++
+		v, seg, ok := stepLocated(cur, s)
+		if !ok {
+			return nil, nil
 		}
-		for i, v := range vals {
-			if seg.IsDescendant() {
-				w.stack = append(make([]Seg, 0, len(rel[i])+8), rel[i]...)
-				w.descend(v)
-			} else {
-				w.stack = rel[i]
-				w.apply(v)
+		cur, prefix = v, append(prefix, seg)
+	}
+	first := len(lead)
+	if lent != nil {
+		lent.prefix = prefix
+	}
+	prefix = prefix[:len(prefix):len(prefix)]
+	if first == len(p.segs) {
+		if lent != nil {
+			return append(lent.vals[:0], cur), append(lent.rel[:0], prefix)
+		}
+		return []any{cur}, [][]Seg{prefix}
+	}
+	var vals []any
+	var rel [][]Seg
+	for n := first; n < len(p.segs); n++ {
+		w := locWalk{root: root, sels: p.sels[n]}
+		if lent != nil && n == len(p.segs)-1 {
+			w.vals, w.rel, w.slab = lent.vals[:0], lent.rel[:0], lent.slab[:0]
+		}
+		descendant := p.segs[n].IsDescendant()
+		switch {
+		case n == first && descendant:
+			w.stack = append(make([]Seg, 0, len(prefix)+8), prefix...)
+			w.descend(cur)
+		case n == first:
+			w.stack = prefix
+			w.apply(cur)
+		default:
+			for i, v := range vals {
+				if descendant {
+					w.stack = append(make([]Seg, 0, len(rel[i])+8), rel[i]...)
+					w.descend(v)
+				} else {
+					w.stack = rel[i]
+					w.apply(v)
+				}
 			}
 		}
 		vals, rel = w.vals, w.rel
+		if lent != nil && n == len(p.segs)-1 {
+			lent.slab = w.slab
+		}
 		*looked += w.looked
 		if len(vals) == 0 {
 			break
 		}
 	}
 	return vals, rel
+}
+
+// stepLocated is one leading name or index of a located walk: the value
+// it selects from v, and its step (a negative index counted from the
+// end), as locWalk.apply selects it.
+func stepLocated(v any, s singular) (any, Seg, bool) {
+	if !s.isIdx {
+		e, ok := value.Member(v, s.name)
+		return e, Seg{Name: s.name, Index: -1}, ok
+	}
+	arr, ok := v.([]any)
+	if !ok {
+		return nil, Seg{}, false
+	}
+	i := s.index
+	if i < 0 {
+		i += len(arr)
+	}
+	if i < 0 || i >= len(arr) {
+		return nil, Seg{}, false
+	}
+	return arr[i], Seg{Index: i}, true
 }
 
 // locWalk applies one segment's selectors, pushing the location of the
@@ -240,16 +345,34 @@ type locWalk struct {
 	stack  []Seg
 	vals   []any
 	rel    [][]Seg
-	visit  func([]Seg)
-	buf    []Seg // what visit is handed
 	slab   []Seg // backs the paths in rel, capped so none grows into another
 	looked int   // values the selectors were applied to
+	// depthFirst: the walk is one segment of a walkVisit, which builds a
+	// set of locations, so it lists nothing, takes each value it selects
+	// through the next segment's walk (then) at once, or hands its
+	// location to visit when it is the last, and visits an object's
+	// members in any order (their sort would not show)
+	depthFirst bool
+	then       *locWalk
+	deep       bool // then's segment is a descendant segment
+	visit      func([]Seg)
 }
 
 func (w *locWalk) add(v any, s Seg) {
-	if w.visit != nil {
-		w.buf = append(append(w.buf[:0], w.stack...), s)
-		w.visit(w.buf)
+	if w.depthFirst {
+		// the location is the stack and the step, valid while the walks
+		// after this one run
+		path := append(w.stack, s)
+		if w.then == nil {
+			w.visit(path)
+			return
+		}
+		w.then.stack = path
+		if w.deep {
+			w.then.descend(v)
+		} else {
+			w.then.apply(v)
+		}
 		return
 	}
 	start := len(w.slab)
@@ -262,7 +385,7 @@ func (w *locWalk) add(v any, s Seg) {
 // knows before it adds them one by one: the result lists and the slab
 // grow once instead of doubling their way up from nothing.
 func (w *locWalk) reserve(n int) {
-	if w.visit != nil || n <= 0 {
+	if w.depthFirst || n <= 0 {
 		return
 	}
 	w.vals = slices.Grow(w.vals, n)
@@ -280,7 +403,7 @@ func (w *locWalk) descend(v any) {
 			w.stack = w.stack[:len(w.stack)-1]
 		}
 	case map[string]any:
-		if w.visit != nil {
+		if w.depthFirst {
 			// a pre-pass builds a set: the order it visits members in
 			// cannot show, so it spares the sort
 			for k, e := range x {
@@ -397,7 +520,63 @@ func ParsePath(src string) (*Path, error) {
 // The location is valid during the call only. It returns how many values
 // it looked at, for the caller to charge.
 func (p *Path) Walk(root any, visit func([]Seg)) int {
-	n := 0
-	p.p.selectLocatedCounting(root, root, visit, &n)
-	return n
+	return p.p.walkVisit(root, visit)
+}
+
+// visitScratch is what walkVisit walks with.
+type visitScratch struct {
+	walks [8]locWalk
+	stack [16]Seg
+}
+
+var visitPool = sync.Pool{New: func() any { return new(visitScratch) }}
+
+// release clears the walks walkVisit used (n) and the stack, and
+// returns sp to the pool.
+func (sp *visitScratch) release(n int) {
+	clear(sp.walks[:min(n, len(sp.walks))])
+	clear(sp.stack[:])
+	visitPool.Put(sp)
+}
+
+// walkVisit calls visit with each location selectLocated would list,
+// depth first: each value a segment selects is taken through the
+// segments after it at once, instead of each segment's results being
+// listed before the next one runs. It visits the same locations, in
+// another order (the caller builds a set of them), and returns how many
+// values it applied selectors to, which is what the breadth-first walk
+// applies them to; it lists nothing.
+func (p *jsonPath) walkVisit(root any, visit func([]Seg)) int {
+	if len(p.segs) == 0 {
+		visit(nil)
+		return 0
+	}
+	// the walks point at each other and the stack is handed to visit, so
+	// they live on the heap: recycled for paths of up to eight segments
+	sp := visitPool.Get().(*visitScratch)
+	defer sp.release(len(p.segs))
+	walks := sp.walks[:0]
+	if len(p.segs) > len(sp.walks) {
+		walks = make([]locWalk, 0, len(p.segs))
+	}
+	for n := range p.segs {
+		walks = append(walks, locWalk{root: root, sels: p.sels[n], depthFirst: true})
+	}
+	for n := range len(walks) - 1 {
+		walks[n].then, walks[n].deep = &walks[n+1], p.segs[n+1].IsDescendant()
+	}
+	last := &walks[len(walks)-1]
+	last.visit = visit
+	first := &walks[0]
+	first.stack = sp.stack[:0]
+	if p.segs[0].IsDescendant() {
+		first.descend(root)
+	} else {
+		first.apply(root)
+	}
+	looked := 0
+	for i := range walks {
+		looked += walks[i].looked
+	}
+	return looked
 }

@@ -33,6 +33,9 @@ type frame struct {
 	keep bool
 	// holding: the input may hold *value.Objects (Evaluator.Holding)
 	holding bool
+	// short arrays cut from chunks (see list)
+	lists int
+	chunk []any
 }
 
 // unbound marks an external the caller did not bind.
@@ -228,15 +231,62 @@ func (c *compiler) array(elems []any, path string, sc *scope, depth int) getter 
 	for i, e := range elems {
 		gets[i] = c.expr(e, idx(path, i), sc, depth+1)
 	}
+	if len(gets) > smallArray {
+		return func(f *frame) any {
+			acc := make([]any, 0, len(gets))
+			for _, g := range gets {
+				acc = appendSeq(acc, g(f))
+			}
+			f.charge(len(acc), path)
+			return acc
+		}
+	}
 	return func(f *frame) any {
-		acc := make([]any, 0, len(gets))
-		for _, g := range gets {
-			acc = appendSeq(acc, g(f))
+		// the elements first, so that the array is made at its size (an
+		// element may be a sequence of many items)
+		var buf [smallArray]any
+		n := 0
+		for i, g := range gets {
+			buf[i] = g(f)
+			n += seqLen(buf[i])
+		}
+		acc := f.list(n)
+		for _, v := range buf[:len(gets)] {
+			acc = appendSeq(acc, v)
 		}
 		f.charge(len(acc), path)
 		return acc
 	}
 }
+
+// smallArray is the number of elements up to which an array constructor
+// holds its elements' values before it makes the array.
+const smallArray = 4
+
+// list returns an empty list with room for n items, for an array the
+// evaluation builds. The first few are made each on its own; after them,
+// an evaluation that keeps building short arrays (a $return of one per
+// tuple) cuts them from chunks of listChunk items, each capped at its
+// length, so that appending to one never reaches the next. A chunk lives
+// as long as any array cut from it.
+func (f *frame) list(n int) []any {
+	if n > smallList || f.lists < ownLists {
+		f.lists++
+		return make([]any, 0, n)
+	}
+	if cap(f.chunk)-len(f.chunk) < n {
+		f.chunk = make([]any, 0, listChunk)
+	}
+	k := len(f.chunk)
+	f.chunk = f.chunk[:k+n]
+	return f.chunk[k : k : k+n]
+}
+
+const (
+	ownLists  = 4  // lists an evaluation makes before it cuts them from chunks
+	smallList = 8  // the longest list cut from a chunk
+	listChunk = 64 // items per chunk
+)
 
 type member struct {
 	name string

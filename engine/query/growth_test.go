@@ -28,7 +28,7 @@ func TestLocatedWalkGrowsOnce(t *testing.T) {
 	} {
 		t.Run(c.path, func(t *testing.T) {
 			p := parsePath(c.path, c.path, "")
-			vals, rel := p.selectLocated(root, root, nil)
+			vals, rel := p.selectLocated(root, root)
 			want := c.index(len(items))
 			if len(vals) != len(want) || len(rel) != len(want) {
 				t.Fatalf("%d values, %d locations, want %d", len(vals), len(rel), len(want))
@@ -41,10 +41,11 @@ func TestLocatedWalkGrowsOnce(t *testing.T) {
 			if raceEnabled {
 				return // the race detector's instrumentation allocates
 			}
-			// the starting lists (2), then each segment's three (values,
-			// locations, slab) grown once
-			if n := testing.AllocsPerRun(20, func() { p.selectLocated(root, root, nil) }); n > 8 {
-				t.Errorf("%v allocations per walk, want at most 8", n)
+			// the step to "a", walked without lists (1), then the last
+			// segment's three (values, locations, slab) grown once; the
+			// starting lists and the lists of "a" made 8, before
+			if n := testing.AllocsPerRun(20, func() { p.selectLocated(root, root) }); n > 4 {
+				t.Errorf("%v allocations per walk, want at most 4", n)
 			}
 		})
 	}
@@ -100,5 +101,109 @@ func TestLoneForSizesItsAnswer(t *testing.T) {
 				t.Errorf("%v allocations per evaluation, want at most %v", n, c.allocs)
 			}
 		})
+	}
+}
+
+// TestPathAndArrayMadeOnce checks that a path through a wildcard answers
+// the list its last segment selected, not a copy of it, and that an
+// array constructor makes its array at its size, a sequence element
+// included: each answers in order and allocates what it answers.
+func TestPathAndArrayMadeOnce(t *testing.T) {
+	items := make([]any, 50)
+	for i := range items {
+		items[i] = map[string]any{"n": float64(i)}
+	}
+	data := map[string]any{"a": items}
+	for _, c := range []struct {
+		doc    string
+		want   func() []any
+		allocs float64
+	}{
+		// the selected list and the sequence holding it; before, the list
+		// of "a" and a copy of the selected one besides
+		{`"$.a[*]"`, func() []any { return items }, 2},
+		// the wildcard's list, the names' list made at its size, the
+		// sequence; before, the list of "a" besides, and the names' list
+		// grown by doubling and copied
+		{`"$.a[*].n"`, func() []any {
+			out := make([]any, len(items))
+			for i := range items {
+				out[i] = float64(i)
+			}
+			return out
+		}, 3},
+		// the array of 52 and its box, the path's list and sequence, the
+		// list Items answers; before, the list of "a" and a copy of the
+		// path's list besides, and the array grown from three to 52
+		{`[1, "$.a[*]", 2]`, func() []any { return append(append([]any{1.0}, items...), 2.0) }, 5},
+	} {
+		t.Run(c.doc, func(t *testing.T) {
+			q, err := Compile(mustJSON(t, c.doc), Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := q.Items(data, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := c.want(); c.doc[0] == '[' {
+				if len(got) != 1 || !reflect.DeepEqual(got[0], want) {
+					t.Fatalf("got %v, want [%v]", got, want)
+				}
+			} else if !reflect.DeepEqual(got, want) {
+				t.Fatalf("got %v, want %v", got, want)
+			}
+			if raceEnabled {
+				return // the race detector makes sync.Pool drop items at random
+			}
+			if n := testing.AllocsPerRun(20, func() { _, _ = q.Items(data, nil) }); n > c.allocs {
+				t.Errorf("%v allocations per evaluation, want at most %v", n, c.allocs)
+			}
+		})
+	}
+}
+
+// TestShortArraysShareChunks checks that an evaluation that builds many
+// short arrays (a $return of one per tuple) answers each as its own
+// array, capped at its length so that appending to one cannot write into
+// the next, and after the first few cuts them from shared chunks.
+func TestShortArraysShareChunks(t *testing.T) {
+	people := make([]any, 40)
+	for i := range people {
+		people[i] = map[string]any{"name": "p" + strconv.Itoa(i)}
+	}
+	data := map[string]any{"people": people}
+	q, err := Compile(mustJSON(t, `{"$for": {"p": "$.people[*]"}, "$return": ["li", {}, "$p.name"]}`), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := q.Items(data, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != len(people) {
+		t.Fatalf("%d items, want %d", len(got), len(people))
+	}
+	for i, item := range got {
+		arr := item.([]any)
+		want := []any{"li", map[string]any{}, "p" + strconv.Itoa(i)}
+		if !reflect.DeepEqual(arr, want) || cap(arr) != len(arr) {
+			t.Fatalf("item %d: %v (cap %d), want %v at its length", i, arr, cap(arr), want)
+		}
+		_ = append(arr, "x") // must not reach the next array
+	}
+	for i, item := range got {
+		if s := item.([]any)[2]; s != "p"+strconv.Itoa(i) {
+			t.Fatalf("item %d holds %v after the appends", i, s)
+		}
+	}
+	if raceEnabled {
+		return // the race detector makes sync.Pool drop items at random
+	}
+	// 51: the four arrays made on their own, the other 36 cut from two
+	// chunks, each array's box (40), and the path's and the phrase's
+	// lists and sequences; 85 when each array was made on its own
+	if n := testing.AllocsPerRun(20, func() { _, _ = q.Items(data, nil) }); n > 51 {
+		t.Errorf("%v allocations per evaluation, want at most 51", n)
 	}
 }

@@ -24,6 +24,9 @@ type jsonPath struct {
 	// steps is non-nil for a singular query (names and indexes only),
 	// which walks without allocating.
 	steps []singular
+	// lead are the names and indexes any other query begins with, walked
+	// the same way before its first list is made
+	lead []singular
 }
 
 type singular struct {
@@ -41,18 +44,31 @@ func parsePath(src, original, docPath string) *jsonPath {
 	for _, seg := range jp.segs {
 		jp.sels = append(jp.sels, fastSelectors(seg.Selectors()))
 	}
-	jp.steps = singularSteps(jp.segs)
+	jp.lead = leadingSteps(jp.segs)
+	if len(jp.lead) == len(jp.segs) {
+		jp.steps, jp.lead = jp.lead, nil
+	}
 	return jp
 }
 
 // singularSteps returns the names and indexes of a singular query, nil
 // for any other (an empty query gives an empty, non-nil list).
 func singularSteps(segs []*spec.Segment) []singular {
+	if steps := leadingSteps(segs); len(steps) == len(segs) {
+		return steps
+	}
+	return nil
+}
+
+// leadingSteps returns the names and indexes segs begin with, up to the
+// first segment that is a descendant one or has another selector or more
+// than one.
+func leadingSteps(segs []*spec.Segment) []singular {
 	steps := make([]singular, 0, len(segs))
 	for _, seg := range segs {
 		sels := seg.Selectors()
 		if seg.IsDescendant() || len(sels) != 1 {
-			return nil
+			return steps
 		}
 		switch s := sels[0].(type) {
 		case spec.Name:
@@ -60,10 +76,23 @@ func singularSteps(segs []*spec.Segment) []singular {
 		case spec.Index:
 			steps = append(steps, singular{index: int(s), isIdx: true})
 		default:
-			return nil
+			return steps
 		}
 	}
 	return steps
+}
+
+// picks reports whether sels selects by name and index only (at most
+// one result per selector).
+func picks(sels []spec.Selector) bool {
+	for _, sel := range sels {
+		switch sel.(type) {
+		case spec.Name, spec.Index:
+		default:
+			return false
+		}
+	}
+	return true
 }
 
 // existFilter is a filter that only asks whether a singular query selects
@@ -192,15 +221,34 @@ func (p *jsonPath) selectInto(acc []any, cur, root any) []any {
 		}
 		return acc
 	}
-	nodes := []any{cur}
-	for n, seg := range p.segs {
+	// the leading names and indexes select one value or none, without a
+	// list; each segment after them makes a list of its own, so the last
+	// one's can be the answer when there is nothing to add it to
+	first := len(p.lead)
+	if first > 0 {
+		v, ok := walkSteps(p.lead, cur)
+		if !ok {
+			return acc
+		}
+		cur = v
+	}
+	var nodes []any
+	for n := first; n < len(p.segs); n++ {
 		var next []any
 		sels := p.sels[n]
-		if seg.IsDescendant() {
+		switch {
+		case n == first && p.segs[n].IsDescendant():
+			next = descend(next, cur, root, sels)
+		case n == first:
+			next = applySelectors(next, cur, root, sels)
+		case p.segs[n].IsDescendant():
 			for _, n := range nodes {
 				next = descend(next, n, root, sels)
 			}
-		} else {
+		default:
+			if picks(sels) {
+				next = make([]any, 0, len(nodes)*len(sels))
+			}
 			for _, n := range nodes {
 				next = applySelectors(next, n, root, sels)
 			}
@@ -209,6 +257,9 @@ func (p *jsonPath) selectInto(acc []any, cur, root any) []any {
 		if len(nodes) == 0 {
 			return acc
 		}
+	}
+	if len(acc) == 0 {
+		return nodes
 	}
 	return append(acc, nodes...)
 }

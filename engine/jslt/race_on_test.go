@@ -1,0 +1,5 @@
+//go:build race
+
+package jslt_test
+
+const raceEnabled = true
