@@ -76,8 +76,8 @@ func ReadHistory(ctx context.Context, js jetstream.JetStream, names subjects.Nam
 //     names (the inputs it applied, refused or ignored), with pipelined
 //     direct gets by sequence;
 //  4. and only for a subject still short of its count, its messages one
-//     after the other (readSubject), up to the count, so that nothing is
-//     searched past its last one.
+//     after the other from its first (walk), until none is missing, so
+//     that nothing is searched past the last one missing.
 //
 // Direct gets may be answered by a replica that lags the leader: a
 // subject short of its count is read by step 4, which finishes through
@@ -91,13 +91,14 @@ func readHistory(ctx context.Context, js jetstream.JetStream, names subjects.Nam
 	if err != nil || len(counts) == 0 {
 		return nil, err
 	}
-	h := runReading{counts: counts, last: last, found: map[uint64]Message{}, per: map[string]uint64{}}
+	h := runReading{counts: counts, last: last, found: map[uint64]Message{}, per: map[string]uint64{}, first: map[string]uint64{}}
 	many := false
 	for subj, n := range counts {
 		gctx, cancel := context.WithTimeout(ctx, readWait)
 		m, err := kvstore.DirectNext(gctx, js, streamName, 1, subj)
 		if err == nil {
 			h.add(m)
+			h.first[subj] = m.Sequence
 			if n > 1 {
 				m, err = kvstore.DirectLast(gctx, js, streamName, subj)
 				if err == nil {
@@ -120,7 +121,7 @@ func readHistory(ctx context.Context, js jetstream.JetStream, names subjects.Nam
 		}
 		if seqs := h.unread(recordSeqs(rec)); len(seqs) > 0 {
 			gctx, cancel := context.WithTimeout(ctx, readWait)
-			err := kvstore.DirectSeqs(gctx, js, streamName, seqs, h.add)
+			err := kvstore.DirectSeqs(gctx, js, streamName, seqs, func(m *jetstream.RawStreamMsg) { h.add(m) })
 			cancel()
 			if err != nil {
 				return nil, fmt.Errorf("replay: read %s from stream %q: %w", filter, streamName, err)
@@ -129,7 +130,7 @@ func readHistory(ctx context.Context, js jetstream.JetStream, names subjects.Nam
 	}
 	for _, subj := range slices.Sorted(maps.Keys(counts)) {
 		if h.per[subj] < counts[subj] {
-			if err := readSubject(ctx, js, streamName, subj, counts[subj], h.add); err != nil {
+			if err := h.walk(ctx, js, streamName, subj); err != nil {
 				return nil, err
 			}
 		}
@@ -147,19 +148,23 @@ type runReading struct {
 	found  map[uint64]Message
 	// per counts the messages found on each subject.
 	per map[string]uint64
+	// first is the sequence of each subject's first message, where the
+	// per-subject index placed it.
+	first map[string]uint64
 }
 
 // add keeps m if it is one of the run's messages the read is after and
-// was not found before.
-func (h *runReading) add(m *jetstream.RawStreamMsg) {
+// was not found before, and reports whether it kept it.
+func (h *runReading) add(m *jetstream.RawStreamMsg) bool {
 	if m.Sequence > h.last || h.counts[m.Subject] == 0 {
-		return
+		return false
 	}
 	if _, ok := h.found[m.Sequence]; ok {
-		return
+		return false
 	}
 	h.found[m.Sequence] = historyMessage(m)
 	h.per[m.Subject]++
+	return true
 }
 
 // unread returns the sequences of seqs up to the read's last that have
@@ -218,23 +223,41 @@ func recordSeqs(rec *runrecord.Record) []uint64 {
 // at its max_pending bytes, after which the read asks again.
 const maxBatch = 1024
 
-// readSubject reads the first n messages on subject (literal), one after
-// the other, and calls add with each: batched direct gets, then reads
-// through the stream leader for any that a lagging replica did not have.
-func readSubject(ctx context.Context, js jetstream.JetStream, stream, subject string, n uint64, add func(*jetstream.RawStreamMsg)) error {
-	var seq, got uint64
+// walk reads subject (literal) message after message from its first,
+// until every message it held when the read began has been found:
+// batched direct gets, then reads through the stream leader for any that
+// a lagging replica did not have. Each batch asks for as many messages
+// as are still missing, so the walk ends at the last one missing rather
+// than at the subject's last: where the record names a run's recent
+// inputs (an event loop past its applied history), only the older ones
+// are walked.
+//
+// The file store finds a subject's next message directly when it is the
+// subject's first in a message block; one after another of the
+// subject's in the same block is found only by scanning every message
+// in between, which is what a walk costs (docs/PERFORMANCE.md).
+func (h *runReading) walk(ctx context.Context, js jetstream.JetStream, stream, subject string) error {
+	// From the subject's first message when the index placed it: the
+	// walk starts after it.
+	seq := h.first[subject]
+	missing := func() uint64 { return h.counts[subject] - h.per[subject] }
+	done := false
 	each := func(m *jetstream.RawStreamMsg) {
-		if got < n {
-			add(m)
-			seq, got = m.Sequence, got+1
+		if done {
+			return
 		}
+		seq = m.Sequence
+		h.add(m)
+		// Past the read's last sequence, or all found: nothing more to
+		// look for.
+		done = m.Sequence >= h.last || missing() == 0
 	}
-	for got < n {
+	for !done {
 		gctx, cancel := context.WithTimeout(ctx, readWait)
-		read, err := kvstore.DirectBatch(gctx, js, stream, subject, seq+1, int(min(n-got, maxBatch)), each)
+		read, err := kvstore.DirectBatch(gctx, js, stream, subject, seq+1, int(min(missing(), maxBatch)), each)
 		cancel()
 		if err != nil {
-			return fmt.Errorf("replay: read %s from stream %q after %d of its messages: %w", subject, stream, got, err)
+			return fmt.Errorf("replay: read %s from stream %q after sequence %d: %w", subject, stream, seq, err)
 		}
 		if read == 0 {
 			break
@@ -242,7 +265,7 @@ func readSubject(ctx context.Context, js jetstream.JetStream, stream, subject st
 	}
 	// A replica behind the leader, or retention since the count: ask the
 	// leader for what is left.
-	for got < n {
+	for !done {
 		gctx, cancel := context.WithTimeout(ctx, readWait)
 		m, err := kvstore.NextOnSubject(gctx, js, stream, seq+1, subject)
 		cancel()
@@ -250,7 +273,7 @@ func readSubject(ctx context.Context, js jetstream.JetStream, stream, subject st
 			break
 		}
 		if err != nil {
-			return fmt.Errorf("replay: read %s from stream %q after %d of its messages: %w", subject, stream, got, err)
+			return fmt.Errorf("replay: read %s from stream %q after sequence %d: %w", subject, stream, seq, err)
 		}
 		each(m)
 	}
