@@ -69,9 +69,9 @@ func ReadHistory(ctx context.Context, js jetstream.JetStream, names subjects.Nam
 //  1. which literal subjects the run has, how many messages each holds
 //     and the stream's last sequence: STREAM.INFO with a subject filter,
 //     answered from the per-subject index;
-//  2. each subject's first message (a direct get of the next message on
-//     it from sequence 1, which the index places) and last (a direct
-//     get of its last);
+//  2. each subject's last message (a direct get of its last) and, where
+//     it holds at most two, its first (a direct get of the next message
+//     on it from sequence 1, which the index places);
 //  3. where a subject holds more than two, the sequences the run's record
 //     names (the inputs it applied, refused or ignored), with pipelined
 //     direct gets by sequence;
@@ -91,19 +91,22 @@ func readHistory(ctx context.Context, js jetstream.JetStream, names subjects.Nam
 	if err != nil || len(counts) == 0 {
 		return nil, err
 	}
-	h := runReading{counts: counts, last: last, found: map[uint64]Message{}, per: map[string]uint64{}, first: map[string]uint64{}}
+	h := runReading{counts: counts, last: last, found: map[uint64]Message{}, per: map[string]uint64{}}
 	many := false
 	for subj, n := range counts {
 		gctx, cancel := context.WithTimeout(ctx, readWait)
-		m, err := kvstore.DirectNext(gctx, js, streamName, 1, subj)
-		if err == nil {
-			h.add(m)
-			h.first[subj] = m.Sequence
-			if n > 1 {
-				m, err = kvstore.DirectLast(gctx, js, streamName, subj)
-				if err == nil {
-					h.add(m)
-				}
+		var m *jetstream.RawStreamMsg
+		var err error
+		if n <= 2 {
+			// Its first; where there are more, the record names it or
+			// the walk, which starts there, reads it.
+			if m, err = kvstore.DirectNext(gctx, js, streamName, 1, subj); err == nil {
+				h.add(m)
+			}
+		}
+		if err == nil && n > 1 {
+			if m, err = kvstore.DirectLast(gctx, js, streamName, subj); err == nil {
+				h.add(m)
 			}
 		}
 		if errors.Is(err, kvstore.ErrNoKey) {
@@ -148,9 +151,6 @@ type runReading struct {
 	found  map[uint64]Message
 	// per counts the messages found on each subject.
 	per map[string]uint64
-	// first is the sequence of each subject's first message, where the
-	// per-subject index placed it.
-	first map[string]uint64
 }
 
 // add keeps m if it is one of the run's messages the read is after and
@@ -232,14 +232,17 @@ const maxBatch = 1024
 // inputs (an event loop past its applied history), only the older ones
 // are walked.
 //
-// The file store finds a subject's next message directly when it is the
-// subject's first in a message block; one after another of the
-// subject's in the same block is found only by scanning every message
-// in between, which is what a walk costs (docs/PERFORMANCE.md).
+// In nats-server's file store a walk from the stream's start costs
+// nothing to reach the subject's first message (the per-subject index
+// places it, and counts the batch's pending messages), where a batch
+// that starts after it has those counted by scanning its message block
+// from there to the block's end. Past the first, the store finds a
+// subject's next message directly when it is the subject's first in a
+// message block; one after another of the subject's in the same block is
+// found only by scanning every message in between, which is what a walk
+// costs (docs/PERFORMANCE.md).
 func (h *runReading) walk(ctx context.Context, js jetstream.JetStream, stream, subject string) error {
-	// From the subject's first message when the index placed it: the
-	// walk starts after it.
-	seq := h.first[subject]
+	var seq uint64
 	missing := func() uint64 { return h.counts[subject] - h.per[subject] }
 	done := false
 	each := func(m *jetstream.RawStreamMsg) {
