@@ -24,7 +24,7 @@ import (
 // historyOthers lists the other messages BenchmarkReadHistoryAmongOthers
 // stores beside the run's, one stream per figure.
 var historyOthers = flag.String("history-others", "10000,100000,1000000",
-	"BenchmarkReadHistoryAmongOthers: comma-separated counts of other messages in the input stream (10000000 takes about 3 minutes and 700 MB to store)")
+	"BenchmarkReadHistoryAmongOthers: comma-separated counts of other messages in the input stream (10000000 takes about 4 minutes and 700 MB to store)")
 
 // BenchmarkReadHistoryAmongOthers reads the 10-message history of one run
 // from an input stream (file storage, 16 partitions) that also holds
@@ -37,7 +37,7 @@ var historyOthers = flag.String("history-others", "10000,100000,1000000",
 // only its last five (record=recent: an event loop longer than the
 // record's applied history), or the run has none (record=none: a
 // tombstone, a record that cannot be read). cpu-ms/op is the process's
-// CPU, the server's included. The million takes about 15 seconds to
+// CPU, the server's included. The million takes 15 to 30 seconds to
 // store; -short skips it.
 //
 //	go test ./replay -run '^$' -bench ReadHistoryAmongOthers -benchtime 50x -benchmem
