@@ -69,15 +69,15 @@ func ReadHistory(ctx context.Context, js jetstream.JetStream, names subjects.Nam
 //  1. which literal subjects the run has, how many messages each holds
 //     and the stream's last sequence: STREAM.INFO with a subject filter,
 //     answered from the per-subject index;
-//  2. each subject's first message (a direct get of the next message on
-//     it from sequence 1, which the index places) and last (a direct
-//     get of its last);
+//  2. each subject's last message (a direct get of its last) and, where
+//     it holds at most two, its first (a direct get of the next message
+//     on it from sequence 1, which the index places);
 //  3. where a subject holds more than two, the sequences the run's record
 //     names (the inputs it applied, refused or ignored), with pipelined
 //     direct gets by sequence;
 //  4. and only for a subject still short of its count, its messages one
-//     after the other (readSubject), up to the count, so that nothing is
-//     searched past its last one.
+//     after the other from its first (walk), until none is missing, so
+//     that nothing is searched past the last one missing.
 //
 // Direct gets may be answered by a replica that lags the leader: a
 // subject short of its count is read by step 4, which finishes through
@@ -95,14 +95,18 @@ func readHistory(ctx context.Context, js jetstream.JetStream, names subjects.Nam
 	many := false
 	for subj, n := range counts {
 		gctx, cancel := context.WithTimeout(ctx, readWait)
-		m, err := kvstore.DirectNext(gctx, js, streamName, 1, subj)
-		if err == nil {
-			h.add(m)
-			if n > 1 {
-				m, err = kvstore.DirectLast(gctx, js, streamName, subj)
-				if err == nil {
-					h.add(m)
-				}
+		var m *jetstream.RawStreamMsg
+		var err error
+		if n <= 2 {
+			// Its first; where there are more, the record names it or
+			// the walk, which starts there, reads it.
+			if m, err = kvstore.DirectNext(gctx, js, streamName, 1, subj); err == nil {
+				h.add(m)
+			}
+		}
+		if err == nil && n > 1 {
+			if m, err = kvstore.DirectLast(gctx, js, streamName, subj); err == nil {
+				h.add(m)
 			}
 		}
 		if errors.Is(err, kvstore.ErrNoKey) {
@@ -120,7 +124,7 @@ func readHistory(ctx context.Context, js jetstream.JetStream, names subjects.Nam
 		}
 		if seqs := h.unread(recordSeqs(rec)); len(seqs) > 0 {
 			gctx, cancel := context.WithTimeout(ctx, readWait)
-			err := kvstore.DirectSeqs(gctx, js, streamName, seqs, h.add)
+			err := kvstore.DirectSeqs(gctx, js, streamName, seqs, func(m *jetstream.RawStreamMsg) { h.add(m) })
 			cancel()
 			if err != nil {
 				return nil, fmt.Errorf("replay: read %s from stream %q: %w", filter, streamName, err)
@@ -129,7 +133,7 @@ func readHistory(ctx context.Context, js jetstream.JetStream, names subjects.Nam
 	}
 	for _, subj := range slices.Sorted(maps.Keys(counts)) {
 		if h.per[subj] < counts[subj] {
-			if err := readSubject(ctx, js, streamName, subj, counts[subj], h.add); err != nil {
+			if err := h.walk(ctx, js, streamName, subj); err != nil {
 				return nil, err
 			}
 		}
@@ -150,16 +154,17 @@ type runReading struct {
 }
 
 // add keeps m if it is one of the run's messages the read is after and
-// was not found before.
-func (h *runReading) add(m *jetstream.RawStreamMsg) {
+// was not found before, and reports whether it kept it.
+func (h *runReading) add(m *jetstream.RawStreamMsg) bool {
 	if m.Sequence > h.last || h.counts[m.Subject] == 0 {
-		return
+		return false
 	}
 	if _, ok := h.found[m.Sequence]; ok {
-		return
+		return false
 	}
 	h.found[m.Sequence] = historyMessage(m)
 	h.per[m.Subject]++
+	return true
 }
 
 // unread returns the sequences of seqs up to the read's last that have
@@ -218,23 +223,44 @@ func recordSeqs(rec *runrecord.Record) []uint64 {
 // at its max_pending bytes, after which the read asks again.
 const maxBatch = 1024
 
-// readSubject reads the first n messages on subject (literal), one after
-// the other, and calls add with each: batched direct gets, then reads
-// through the stream leader for any that a lagging replica did not have.
-func readSubject(ctx context.Context, js jetstream.JetStream, stream, subject string, n uint64, add func(*jetstream.RawStreamMsg)) error {
-	var seq, got uint64
+// walk reads subject (literal) message after message from its first,
+// until every message it held when the read began has been found:
+// batched direct gets, then reads through the stream leader for any that
+// a lagging replica did not have. Each batch asks for as many messages
+// as are still missing, so the walk ends at the last one missing rather
+// than at the subject's last: where the record names a run's recent
+// inputs (an event loop past its applied history), only the older ones
+// are walked.
+//
+// In nats-server's file store a walk from the stream's start costs
+// nothing to reach the subject's first message (the per-subject index
+// places it, and counts the batch's pending messages), where a batch
+// that starts after it has those counted by scanning its message block
+// from there to the block's end. Past the first, the store finds a
+// subject's next message directly when it is the subject's first in a
+// message block; one after another of the subject's in the same block is
+// found only by scanning every message in between, which is what a walk
+// costs (docs/PERFORMANCE.md).
+func (h *runReading) walk(ctx context.Context, js jetstream.JetStream, stream, subject string) error {
+	var seq uint64
+	missing := func() uint64 { return h.counts[subject] - h.per[subject] }
+	done := false
 	each := func(m *jetstream.RawStreamMsg) {
-		if got < n {
-			add(m)
-			seq, got = m.Sequence, got+1
+		if done {
+			return
 		}
+		seq = m.Sequence
+		h.add(m)
+		// Past the read's last sequence, or all found: nothing more to
+		// look for.
+		done = m.Sequence >= h.last || missing() == 0
 	}
-	for got < n {
+	for !done {
 		gctx, cancel := context.WithTimeout(ctx, readWait)
-		read, err := kvstore.DirectBatch(gctx, js, stream, subject, seq+1, int(min(n-got, maxBatch)), each)
+		read, err := kvstore.DirectBatch(gctx, js, stream, subject, seq+1, int(min(missing(), maxBatch)), each)
 		cancel()
 		if err != nil {
-			return fmt.Errorf("replay: read %s from stream %q after %d of its messages: %w", subject, stream, got, err)
+			return fmt.Errorf("replay: read %s from stream %q after sequence %d: %w", subject, stream, seq, err)
 		}
 		if read == 0 {
 			break
@@ -242,7 +268,7 @@ func readSubject(ctx context.Context, js jetstream.JetStream, stream, subject st
 	}
 	// A replica behind the leader, or retention since the count: ask the
 	// leader for what is left.
-	for got < n {
+	for !done {
 		gctx, cancel := context.WithTimeout(ctx, readWait)
 		m, err := kvstore.NextOnSubject(gctx, js, stream, seq+1, subject)
 		cancel()
@@ -250,7 +276,7 @@ func readSubject(ctx context.Context, js jetstream.JetStream, stream, subject st
 			break
 		}
 		if err != nil {
-			return fmt.Errorf("replay: read %s from stream %q after %d of its messages: %w", subject, stream, got, err)
+			return fmt.Errorf("replay: read %s from stream %q after sequence %d: %w", subject, stream, seq, err)
 		}
 		each(m)
 	}

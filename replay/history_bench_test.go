@@ -3,7 +3,10 @@ package replay_test
 import (
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
+	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -18,26 +21,41 @@ import (
 	"github.com/jetflow/jetflow/subjects"
 )
 
+// historyOthers lists the other messages BenchmarkReadHistoryAmongOthers
+// stores beside the run's, one stream per figure.
+var historyOthers = flag.String("history-others", "10000,100000,1000000",
+	"BenchmarkReadHistoryAmongOthers: comma-separated counts of other messages in the input stream (10000000 takes about 4 minutes and 700 MB to store)")
+
 // BenchmarkReadHistoryAmongOthers reads the 10-message history of one run
 // from an input stream (file storage, 16 partitions) that also holds
-// 10,000, 100,000 or 1,000,000 messages of other runs, its own spread
-// evenly among them (a run that lived while the others came and went),
-// all on one subject (ten events of one type, the case the per-subject
-// index locates least): the cost of `jetflow history` and `replay` as
-// the stream grows. With record, the run has a record naming the inputs
-// it applied, as a dispatcher keeps it; without, it has none, and the
-// read walks from the subject's first message to its last. cpu-ms/op is
-// the process's CPU, the server's included. The million takes about a
-// minute to store; -short skips it.
+// 10,000, 100,000 or 1,000,000 messages of other runs (-history-others
+// changes the list), its own spread evenly among them (a run that lived
+// while the others came and went), all on one subject (ten events of one
+// type, the case the per-subject index locates least): the cost of
+// `jetflow history` and `replay` as the stream grows. The run's record
+// names all ten inputs it applied (record=all, as a dispatcher keeps it),
+// only its last five (record=recent: an event loop longer than the
+// record's applied history), or the run has none (record=none: a
+// tombstone, a record that cannot be read). cpu-ms/op is the process's
+// CPU, the server's included. The million takes 15 to 30 seconds to
+// store; -short skips it.
 //
 //	go test ./replay -run '^$' -bench ReadHistoryAmongOthers -benchtime 50x -benchmem
 func BenchmarkReadHistoryAmongOthers(b *testing.B) {
-	for _, others := range []int{10_000, 100_000, 1_000_000} {
+	var counts []int
+	for _, f := range strings.Split(*historyOthers, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 10 {
+			b.Fatalf("-history-others: %q is not a count of at least 10 messages", f)
+		}
+		counts = append(counts, n)
+	}
+	for _, others := range counts {
 		b.Run(fmt.Sprintf("others=%d", others), func(b *testing.B) {
 			if testing.Short() && others > 100_000 {
-				b.Skip("-short: storing a million messages takes about a minute")
+				b.Skip("-short: storing a million messages takes about 15 seconds")
 			}
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
 			defer cancel()
 			srv := natstest.Server(b)
 			js := natstest.JetStream(b, natstest.Conn(b, srv))
@@ -49,8 +67,11 @@ func BenchmarkReadHistoryAmongOthers(b *testing.B) {
 				b.Fatal(err)
 			}
 			seqs := fill(ctx, b, js, names, others)
-			for _, record := range []bool{true, false} {
-				b.Run(fmt.Sprintf("record=%v", record), func(b *testing.B) {
+			for _, record := range []struct {
+				name    string
+				applied []uint64
+			}{{"all", seqs}, {"recent", seqs[len(seqs)/2:]}, {"none", nil}} {
+				b.Run("record="+record.name, func(b *testing.B) {
 					kv, err := js.KeyValue(ctx, names.RunBucket())
 					if err != nil {
 						b.Fatal(err)
@@ -58,8 +79,8 @@ func BenchmarkReadHistoryAmongOthers(b *testing.B) {
 					if err := kv.Purge(ctx, "the-run"); err != nil {
 						b.Fatal(err)
 					}
-					if record {
-						rec := runrecord.Record{State: json.RawMessage(`{}`), Applied: seqs}
+					if record.applied != nil {
+						rec := runrecord.Record{State: json.RawMessage(`{}`), Applied: record.applied}
 						data, err := rec.Encode()
 						if err != nil {
 							b.Fatal(err)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strconv"
 	"testing"
 	"time"
 
@@ -22,9 +23,14 @@ import (
 // whose first input is the stream's first message and whose inputs are
 // spread among those of runs with similar ids, on partitioned and
 // unpartitioned input streams, with no record, a record naming its
-// inputs, and a record naming other runs' inputs: each read must be
-// exactly the run's messages, in stream order, equal to what an ordered
-// consumer of RunInputs delivers.
+// inputs, one naming only its recent inputs (an event loop longer than
+// the record's applied history), one naming some in the middle of a
+// subject, and one naming other runs' inputs: each read must be exactly
+// the run's messages, in stream order, equal to what an ordered consumer
+// of RunInputs delivers. Without a record and with one naming its recent
+// inputs, the read must also receive each of the run's messages once: a
+// walk that starts before what it has found, or goes on past the last
+// message missing, reads some twice.
 func TestReadHistoryReadsOnlyTheRunsMessages(t *testing.T) {
 	for _, partitioned := range []bool{false, true} {
 		t.Run(fmt.Sprintf("partitioned=%v", partitioned), func(t *testing.T) {
@@ -86,13 +92,17 @@ func TestReadHistoryReadsOnlyTheRunsMessages(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			spy := replies(ctx, t, natstest.Conn(t, srv))
 			for _, c := range []struct {
 				name  string
 				hints []uint64
+				once  bool
 			}{
-				{"no record", nil},
-				{"a record naming its inputs", want[1 : len(want)-1]},
-				{"a record naming other runs' inputs", append(slices.Clone(others), 0, 999999, want[4])},
+				{"no record", nil, true},
+				{"a record naming its inputs", want[1 : len(want)-1], false},
+				{"a record naming its recent inputs", want[len(want)/2:], true},
+				{"a record naming some in the middle", want[4:8], false},
+				{"a record naming other runs' inputs", append(slices.Clone(others), 0, 999999, want[4]), false},
 			} {
 				if c.hints == nil {
 					_ = kv.Purge(ctx, run)
@@ -106,9 +116,13 @@ func TestReadHistoryReadsOnlyTheRunsMessages(t *testing.T) {
 						t.Fatal(err)
 					}
 				}
+				spy.reset(t)
 				got, err := replay.ReadHistory(ctx, js, names, run)
 				if err != nil {
 					t.Fatalf("%s: %v", c.name, err)
+				}
+				if received := spy.seqs(t, names, run); c.once && !slices.Equal(received, want) {
+					t.Fatalf("%s: the read received the run's messages at seqs %v, want each of %v once", c.name, received, want)
 				}
 				if s := seqsOf(got); !slices.Equal(s, want) {
 					t.Fatalf("%s: read seqs %v, want %v (the run's own, its start first)", c.name, s, want)
@@ -138,6 +152,62 @@ func TestReadHistoryReadsOnlyTheRunsMessages(t *testing.T) {
 			}
 		})
 	}
+}
+
+// replySpy sees every reply sent to an inbox on its server: the messages
+// a read receives.
+type replySpy struct {
+	nc  *nats.Conn
+	sub *nats.Subscription
+}
+
+func replies(ctx context.Context, t *testing.T, nc *nats.Conn) *replySpy {
+	t.Helper()
+	sub, err := nc.SubscribeSync("_INBOX.>")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := nc.FlushWithContext(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return &replySpy{nc: nc, sub: sub}
+}
+
+// reset forgets what the spy has seen so far.
+func (s *replySpy) reset(t *testing.T) {
+	t.Helper()
+	s.seqs(t, subjects.Names{}, "")
+}
+
+// seqs returns, sorted, the stream sequences of the replies since the
+// last call that carried a stored message of run (one entry each time
+// one was received).
+func (s *replySpy) seqs(t *testing.T, names subjects.Names, run string) []uint64 {
+	t.Helper()
+	if err := s.nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	var out []uint64
+	for {
+		m, err := s.sub.NextMsg(0)
+		if err != nil {
+			break // nothing more pending
+		}
+		subj, seq := m.Header.Get(jetstream.SubjectHeader), m.Header.Get(jetstream.SequenceHeader)
+		if run == "" || subj == "" || seq == "" {
+			continue
+		}
+		if id, _, _, err := names.ParseInput(subj); err != nil || id != run {
+			continue
+		}
+		n, err := strconv.ParseUint(seq, 10, 64)
+		if err != nil {
+			t.Fatalf("reply on %s with sequence %q", subj, seq)
+		}
+		out = append(out, n)
+	}
+	slices.Sort(out)
+	return out
 }
 
 func seqsOf(msgs []replay.Message) []uint64 {
