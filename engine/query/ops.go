@@ -132,7 +132,7 @@ func (c *compiler) operator(key string, val any, path string, sc *scope, depth i
 var orderAware = setOf("$entries", "$get", "$is-object", "$is-array", "$is-null", "$is-string", "$is-number",
 	"$is-boolean", "$eq", "$ne", "$count", "$seq", "$if", "$coalesce", "$default", "$head", "$tail",
 	"$subsequence", "$reverse", "$distinct", "$sort", "$index-of", "$empty", "$exists", "$and", "$or", "$not",
-	"$boolean", "$string")
+	"$boolean", "$string", "$geo-simplify", "$from-entries", "$asof")
 
 // plainOperand makes the objects in an operand maps, if the evaluation
 // built any; inputs never hold one, so otherwise the operand passes as is.

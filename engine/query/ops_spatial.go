@@ -225,7 +225,13 @@ func init() {
 			if !isNum || !(tol >= 0) || math.IsInf(tol, 1) {
 				throw(fault.JQ2001, "a simplification tolerance is a non-negative number of degrees, got "+describe(tv), a[1].path)
 			}
-			return simplifyValue(geoArg(v, a[0].path), tol)
+			// the operand as read, and as held when the query built
+			// objects in it, whose order the answer keeps
+			p := v
+			if f.built {
+				p = plainItems(v)
+			}
+			return simplifyValue(geoArg(p, a[0].path), v, tol)
 		}
 	})
 }
