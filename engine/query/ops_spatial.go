@@ -132,6 +132,12 @@ func init() {
 				return empty
 			}
 			geoArg(v, a[0].path)
+			// a value without a position is empty before the precision
+			// is evaluated, as in the reference
+			lon, lat, ok := representative(v)
+			if !ok {
+				return empty
+			}
 			precision := 9
 			if len(a) == 2 {
 				pv := a[1].get(f)
@@ -140,10 +146,6 @@ func init() {
 					throw(fault.JQ2001, "a geohash precision must be an integer from 1 to 12, got "+describe(pv), a[1].path)
 				}
 				precision = int(n)
-			}
-			lon, lat, ok := representative(v)
-			if !ok {
-				return empty
 			}
 			return geohashEncode(lon, lat, precision)
 		}
