@@ -603,6 +603,23 @@ type joinKey struct {
 	l    int
 }
 
+// byKey is the group key of a row: keyOf its by member, except that an
+// empty array, which Go gives no address of its own, is told apart by
+// the row it came from (src, as the operand holds it), as the reference
+// tells two empty arrays apart. A row joined with itself (the same
+// series on both sides) thus still matches its own.
+func byKey(s *asofSpec, row map[string]any, src any) joinKey {
+	k := keyOf(s.by.read(row))
+	if k.kind == 'a' && k.l == 0 {
+		switch x := src.(type) {
+		case map[string]any, []any:
+			k.p = uintptr(reflect.ValueOf(x).UnsafePointer())
+			k.l = -1
+		}
+	}
+	return k
+}
+
 func keyOf(v any, present bool) joinKey {
 	if !present {
 		return joinKey{kind: 'u'}
@@ -678,7 +695,7 @@ func asof(f *frame, sc *scratch, leftRows, rightRows []any, left, right []sample
 		row, added := canonicalRow(f, rightRows, &right[i], path)
 		g := all
 		if s.by != nil {
-			k := keyOf(s.by.read(row))
+			k := byKey(s, row, rightRows[right[i].row])
 			if g = groups[k]; g == nil {
 				g = newGroup()
 				groups[k] = g
@@ -716,7 +733,7 @@ func asof(f *frame, sc *scratch, leftRows, rightRows []any, left, right []sample
 		}
 		g := all
 		if s.by != nil {
-			g = groups[keyOf(s.by.read(row))]
+			g = groups[byKey(s, row, leftRows[left[i].row])]
 		}
 		at := left[i].at
 		if g == nil {
