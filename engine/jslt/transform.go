@@ -232,6 +232,18 @@ func (r *run) childLoc(parent *loc, s query.Seg) *loc {
 // parameters by name. Every rule body charges b (a fresh default Budget
 // when nil), so one limit bounds the whole transformation.
 func (s *Stylesheet) Transform(b *query.Budget, data any, ext map[string]any) (any, bool, error) {
+	return s.transform(b, data, ext, false)
+}
+
+// TransformOrdered is Transform whose result keeps the objects the
+// bodies built as *value.Object, in the reference's member order, for a
+// caller that hands the result on as the reference does (a DAG node's
+// consumers): code that reads it as data must value.Plain it.
+func (s *Stylesheet) TransformOrdered(b *query.Budget, data any, ext map[string]any) (any, bool, error) {
+	return s.transform(b, data, ext, true)
+}
+
+func (s *Stylesheet) transform(b *query.Budget, data any, ext map[string]any, ordered bool) (any, bool, error) {
 	if len(s.root.rules) == 0 && s.root.unmatched == share {
 		return data, true, nil // the empty stylesheet is the identity
 	}
@@ -250,7 +262,7 @@ func (s *Stylesheet) Transform(b *query.Budget, data any, ext map[string]any) (a
 	if err != nil {
 		return nil, false, err
 	}
-	if r.built {
+	if r.built && !ordered {
 		// the result is a node's value: maps, as every value outside the
 		// query evaluator
 		res.one, res.many = value.Plain(res.one), plainList(res.many)
