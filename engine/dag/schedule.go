@@ -200,11 +200,7 @@ func (d *DAG) evaluate(nd *node, input any, vals []any, held []bool, b *query.Bu
 			v, isHeld = res, value.HasObject(res)
 		}
 	case KindJSLT:
-		// a stylesheet reads its input as maps
-		if holding {
-			scope = value.Plain(scope)
-		}
-		res, ok, err := nd.jslt.TransformOrdered(b, scope, nil)
+		res, ok, err := nd.jslt.TransformOrdered(b, scope, nil, holding)
 		if err != nil {
 			return nil, false, nil, d.failed(nd, err.Error(), err)
 		}

@@ -232,18 +232,25 @@ func (r *run) childLoc(parent *loc, s query.Seg) *loc {
 // parameters by name. Every rule body charges b (a fresh default Budget
 // when nil), so one limit bounds the whole transformation.
 func (s *Stylesheet) Transform(b *query.Budget, data any, ext map[string]any) (any, bool, error) {
-	return s.transform(b, data, ext, false)
+	return s.transform(b, data, ext, false, false)
 }
 
 // TransformOrdered is Transform whose result keeps the objects the
 // bodies built as *value.Object, in the reference's member order, for a
 // caller that hands the result on as the reference does (a DAG node's
-// consumers): code that reads it as data must value.Plain it.
-func (s *Stylesheet) TransformOrdered(b *query.Budget, data any, ext map[string]any) (any, bool, error) {
-	return s.transform(b, data, ext, true)
+// consumers): code that reads it as data must value.Plain it. holding
+// says data may hold such objects (another node built them): a
+// stylesheet without path rules walks them in their order, as the
+// reference's does; one with path rules, whose locations are found in
+// maps, reads them as maps.
+func (s *Stylesheet) TransformOrdered(b *query.Budget, data any, ext map[string]any, holding bool) (any, bool, error) {
+	if holding && s.needsLoc {
+		data, holding = value.Plain(data), false
+	}
+	return s.transform(b, data, ext, true, holding)
 }
 
-func (s *Stylesheet) transform(b *query.Budget, data any, ext map[string]any, ordered bool) (any, bool, error) {
+func (s *Stylesheet) transform(b *query.Budget, data any, ext map[string]any, ordered, holding bool) (any, bool, error) {
 	if len(s.root.rules) == 0 && s.root.unmatched == share {
 		return data, true, nil // the empty stylesheet is the identity
 	}
@@ -258,11 +265,11 @@ func (s *Stylesheet) transform(b *query.Budget, data any, ext map[string]any, or
 		}
 		r.rootLoc = &loc{e: e}
 	}
-	res, err := r.dispatch(data, r.rootLoc, s.root, 0, 0, false)
+	res, err := r.dispatch(data, r.rootLoc, s.root, 0, 0, holding)
 	if err != nil {
 		return nil, false, err
 	}
-	if r.built && !ordered {
+	if (r.built || holding) && !ordered {
 		// the result is a node's value: maps, as every value outside the
 		// query evaluator
 		res.one, res.many = value.Plain(res.one), plainList(res.many)
