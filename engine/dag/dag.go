@@ -68,14 +68,17 @@ type DAG struct {
 
 type node struct {
 	NodeInfo
-	value     any              // const
-	query     *query.Query     // query
-	jslt      *jslt.Stylesheet // jslt
-	with      *query.Query     // task, nil when absent
-	inbound   []inEdge         // edge document order
-	ported    bool
-	consumers []int // distinct consumer indices
-	rank      int
+	value   any              // const
+	query   *query.Query     // query
+	jslt    *jslt.Stylesheet // jslt
+	with    *query.Query     // task, nil when absent
+	inbound []inEdge         // edge document order
+	ported  bool
+	// portsSorted: the ports in edge order are in value.Keys order, so
+	// a map of them walks as the reference's object of ports does
+	portsSorted bool
+	consumers   []int // distinct consumer indices
+	rank        int
 }
 
 type inEdge struct {

@@ -77,6 +77,9 @@ func (d *DAG) ScheduleWithin(b *query.Budget, input any, values map[string]any, 
 	n := len(d.nodes)
 	known := make([]bool, n)
 	vals := make([]any, n)
+	// held: the value may hold a *value.Object (see evaluate); nil
+	// while none does
+	var held []bool
 	for id, v := range values {
 		if i, ok := d.index[id]; ok {
 			known[i], vals[i] = true, v
@@ -94,6 +97,7 @@ func (d *DAG) ScheduleWithin(b *query.Budget, input any, values map[string]any, 
 		return false
 	}
 	var plan Plan
+	var output any // the output node's value made plain, when computed here
 	var frontier []int
 	for _, i := range d.byRank {
 		if !blocked(i) {
@@ -105,7 +109,7 @@ func (d *DAG) ScheduleWithin(b *query.Budget, input any, values map[string]any, 
 		var next []int
 		for _, i := range frontier {
 			nd := d.nodes[i]
-			v, inv, err := d.evaluate(nd, input, vals, b)
+			v, h, inv, err := d.evaluate(nd, input, vals, held, b)
 			if err != nil {
 				return plan, err
 			}
@@ -113,8 +117,25 @@ func (d *DAG) ScheduleWithin(b *query.Budget, input any, values map[string]any, 
 				plan.Tasks = append(plan.Tasks, *inv)
 				continue
 			}
+			plain := v
+			if h {
+				plain = value.Plain(v)
+				if held == nil {
+					held = make([]bool, n)
+				}
+				held[i] = true
+			}
+			if err := checkpointable(nd, plain); err != nil {
+				return plan, err
+			}
+			// consumers in this call read v as the reference's do, by
+			// reference (objects built at run time in their order);
+			// what leaves the call is plain
 			known[i], vals[i] = true, v
-			plan.Values = append(plan.Values, NodeValue{ID: nd.ID, Value: v, Checkpoint: nd.Checkpoint})
+			plan.Values = append(plan.Values, NodeValue{ID: nd.ID, Value: plain, Checkpoint: nd.Checkpoint})
+			if i == d.output {
+				output = plain
+			}
 			for _, c := range nd.consumers {
 				if !queued[c] && !blocked(c) {
 					queued[c] = true
@@ -134,63 +155,77 @@ func (d *DAG) ScheduleWithin(b *query.Budget, input any, values map[string]any, 
 	}
 	if plan.Done {
 		plan.Output = vals[d.output]
+		if held != nil && held[d.output] {
+			plan.Output = output
+		}
 	}
 	return plan, nil
 }
 
 // evaluate computes one ready node: its value, or for a task node the
 // invocation that will produce it.
-func (d *DAG) evaluate(nd *node, input any, vals []any, b *query.Budget) (any, *Invocation, error) {
-	scope, err := d.scope(nd, vals, b)
+//
+// The reference hands a node's value to its consumers by reference, so
+// an object a query built (and the object of ports, in edge order) keeps
+// its member order in the node that reads it: such values stay
+// *value.Object here, read through Evaluator.Holding, and are made plain
+// where they leave Schedule. held says which values may hold one (only
+// what a query, a stylesheet or ports built), and the returned held
+// whether v may.
+func (d *DAG) evaluate(nd *node, input any, vals []any, held []bool, b *query.Budget) (v any, isHeld bool, inv *Invocation, err error) {
+	scope, holding, err := d.scope(nd, vals, held, b)
 	if err != nil {
-		return nil, nil, err
+		return nil, false, nil, err
 	}
-	var v any
+	within := func(q *query.Query) query.Evaluator {
+		ev := q.Within(b)
+		if holding {
+			ev = ev.Holding()
+		}
+		return ev
+	}
 	switch nd.Kind {
 	case KindInput:
 		v = input
 	case KindConst:
 		v = nd.value
 	case KindOutput:
-		v = scope
+		v, isHeld = scope, holding
 	case KindQuery:
-		res, ok, err := nd.query.Within(b).Eval(scope, nil)
+		res, ok, err := within(nd.query).EvalOrdered(scope, nil)
 		if err != nil {
-			return nil, nil, d.failed(nd, err.Error(), err)
+			return nil, false, nil, d.failed(nd, err.Error(), err)
 		}
 		if ok {
-			v = res
+			v, isHeld = res, value.HasObject(res)
 		}
 	case KindJSLT:
-		res, ok, err := nd.jslt.Transform(b, scope, nil)
+		res, ok, err := nd.jslt.TransformOrdered(b, scope, nil, holding)
 		if err != nil {
-			return nil, nil, d.failed(nd, err.Error(), err)
+			return nil, false, nil, d.failed(nd, err.Error(), err)
 		}
 		if ok {
-			v = res
+			v, isHeld = res, value.HasObject(res)
 		}
 	case KindTask:
 		var with any
 		if nd.with != nil {
 			// the handler receives with as text in the reference's order
 			// (objects built at run time in insertion order)
-			res, ok, err := nd.with.Within(b).EvalOrdered(scope, nil)
+			res, ok, err := within(nd.with).EvalOrdered(scope, nil)
 			if err != nil {
-				return nil, nil, d.failed(nd, err.Error(), err)
+				return nil, false, nil, d.failed(nd, err.Error(), err)
 			}
 			if ok {
 				with = res
 			}
 		}
-		return nil, &Invocation{
+		return nil, false, &Invocation{
 			Node: nd.ID, Task: nd.Task, Version: nd.Version,
 			Arg: map[string]any{"with": with, "input": scope},
 		}, nil
 	}
-	if err := checkpointable(nd, v); err != nil {
-		return nil, nil, err
-	}
-	return v, nil, nil
+	return v, isHeld, nil, nil
 }
 
 // CheckTaskResult returns the reference's JF2008 when the task node id
@@ -221,22 +256,37 @@ func checkpointable(nd *node, v any) *fault.Error {
 
 // scope builds a node's input scope (§6.1): each inbound value through its
 // edge's select, then the single unported value, or the object of ports.
-func (d *DAG) scope(nd *node, vals []any, b *query.Budget) (any, error) {
+// holding says the scope may hold a *value.Object.
+func (d *DAG) scope(nd *node, vals []any, held []bool, b *query.Budget) (scope any, holding bool, err error) {
 	if len(nd.inbound) == 0 {
-		return nil, nil
+		return nil, false, nil
 	}
-	var ports map[string]any
-	if nd.ported {
-		ports = make(map[string]any, len(nd.inbound))
+	var ports *value.Object
+	var portMap map[string]any
+	switch {
+	case nd.ported && (nd.portsSorted || nd.Kind == KindOutput):
+		// a map walks in the order of sorted ports; an output's value
+		// leaves the call as a map, where no order shows
+		portMap = make(map[string]any, len(nd.inbound))
+	case nd.ported:
+		ports = value.NewObject(len(nd.inbound))
 	}
 	var single any
 	for _, e := range nd.inbound {
-		v := vals[e.from]
+		v, h := vals[e.from], held != nil && held[e.from]
 		if e.sel != nil {
-			res, ok, err := e.sel.Within(b).Eval(v, nil)
+			// a select over a value that holds built objects hands them
+			// on; over plain data it answers plain data
+			var res any
+			var ok bool
+			if h {
+				res, ok, err = e.sel.Within(b).Holding().EvalOrdered(v, nil)
+			} else {
+				res, ok, err = e.sel.Within(b).Eval(v, nil)
+			}
 			if err != nil {
 				idx := strconv.Itoa(e.index)
-				return nil, &fault.Error{
+				return nil, false, &fault.Error{
 					Code:   fault.JF2006,
 					Reason: "the select on edge " + idx + " into '" + nd.ID + "' failed: " + err.Error(),
 					Path:   "/edges/" + idx + "/select", HasPath: true, NodeID: nd.ID, Cause: err,
@@ -246,17 +296,25 @@ func (d *DAG) scope(nd *node, vals []any, b *query.Budget) (any, error) {
 			if ok {
 				v = res
 			}
+			h = h && value.HasObject(v)
 		}
-		if ports != nil {
-			ports[e.port] = v
-		} else {
+		holding = holding || h
+		switch {
+		case portMap != nil:
+			portMap[e.port] = v
+		case ports != nil:
+			ports.Set(e.port, v)
+		default:
 			single = v
 		}
 	}
-	if ports != nil {
-		return ports, nil
+	switch {
+	case portMap != nil:
+		return portMap, holding, nil
+	case ports != nil:
+		return ports, true, nil
 	}
-	return single, nil
+	return single, holding, nil
 }
 
 // TaskFailed returns the reference's JF2006 for a task node whose handler

@@ -1,10 +1,12 @@
 package dag
 
 import (
+	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/jetflow/jetflow/engine/fault"
+	"github.com/jetflow/jetflow/engine/value"
 )
 
 // compileEdges validates each edge in document order and attaches it to its
@@ -90,6 +92,13 @@ func (d *DAG) checkWiring() error {
 			seen[e.port] = true
 		}
 		n.ported = true
+		names := make([]string, len(n.inbound))
+		for i, e := range n.inbound {
+			names[i] = e.port
+		}
+		sorted := slices.Clone(names)
+		value.SortKeys(sorted)
+		n.portsSorted = slices.Equal(sorted, names)
 	}
 	for i, n := range d.nodes {
 		seen := map[int]bool{}

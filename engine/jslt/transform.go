@@ -307,6 +307,25 @@ func (r *run) childLoc(parent *loc, s query.Seg) *loc {
 // parameters by name. Every rule body charges b (a fresh default Budget
 // when nil), so one limit bounds the whole transformation.
 func (s *Stylesheet) Transform(b *query.Budget, data any, ext map[string]any) (any, bool, error) {
+	return s.transform(b, data, ext, false, false)
+}
+
+// TransformOrdered is Transform whose result keeps the objects the
+// bodies built as *value.Object, in the reference's member order, for a
+// caller that hands the result on as the reference does (a DAG node's
+// consumers): code that reads it as data must value.Plain it. holding
+// says data may hold such objects (another node built them): a
+// stylesheet without path rules walks them in their order, as the
+// reference's does; one with path rules, whose locations are found in
+// maps, reads them as maps.
+func (s *Stylesheet) TransformOrdered(b *query.Budget, data any, ext map[string]any, holding bool) (any, bool, error) {
+	if holding && s.needsLoc {
+		data, holding = value.Plain(data), false
+	}
+	return s.transform(b, data, ext, true, holding)
+}
+
+func (s *Stylesheet) transform(b *query.Budget, data any, ext map[string]any, ordered, holding bool) (any, bool, error) {
 	if len(s.root.rules) == 0 && s.root.unmatched == share {
 		return data, true, nil // the empty stylesheet is the identity
 	}
@@ -324,11 +343,11 @@ func (s *Stylesheet) Transform(b *query.Budget, data any, ext map[string]any) (a
 		r.top = loc{e: e}
 		r.rootLoc = &r.top
 	}
-	res, err := r.dispatch(data, r.rootLoc, s.root, 0, 0)
+	res, err := r.dispatch(data, r.rootLoc, s.root, 0, 0, holding)
 	if err != nil {
 		return nil, false, err
 	}
-	if r.built {
+	if (r.built || holding) && !ordered {
 		// the result is a node's value: maps, as every value outside the
 		// query evaluator
 		res.one, res.many = value.Plain(res.one), plainList(res.many)
@@ -398,8 +417,10 @@ func (r *run) markRule(path []query.Seg) {
 // built-in rule. l is v's location, nil when it has none.
 //
 // depth counts the dispatches the value is nested in, applies how many of
-// them came through $apply.
-func (r *run) dispatch(v any, l *loc, m *mode, depth, applies int) (seq, *fault.Error) {
+// them came through $apply. holding says v may hold objects a body built
+// (*value.Object, location-less): a body they reach and the built-in
+// rule walk them in their order, as the reference's do.
+func (r *run) dispatch(v any, l *loc, m *mode, depth, applies int, holding bool) (seq, *fault.Error) {
 	if depth > MaxDepth {
 		return seq{}, r.tooDeep(m, depth, applies)
 	}
@@ -416,15 +437,15 @@ func (r *run) dispatch(v any, l *loc, m *mode, depth, applies int) (seq, *fault.
 		if e == nil {
 			return single(v), nil
 		}
-		return r.builtIn(v, l, m, depth, applies)
+		return r.builtIn(v, l, m, depth, applies, holding)
 	}
 	for _, rl := range m.rules {
 		if rl.hasPath && (e == nil || !e.has(rl.index)) {
 			continue
 		}
-		return r.fire(rl, v, l, depth, applies)
+		return r.fire(rl, v, l, depth, applies, holding)
 	}
-	return r.builtIn(v, l, m, depth, applies)
+	return r.builtIn(v, l, m, depth, applies, holding)
 }
 
 // tooDeep is JT2001 for a dispatch past MaxDepth. The reference reports
@@ -447,7 +468,7 @@ func (r *run) tooDeep(m *mode, depth, applies int) *fault.Error {
 // fire evaluates a rule's body with v as $; a query error becomes JT2004
 // naming the rule and the location, an error of a nested dispatch passes
 // through unwrapped.
-func (r *run) fire(rl *rule, v any, l *loc, depth, applies int) (seq, *fault.Error) {
+func (r *run) fire(rl *rule, v any, l *loc, depth, applies int, holding bool) (seq, *fault.Error) {
 	for len(r.hosts) <= depth {
 		r.hosts = append(r.hosts, &host{r: r})
 	}
@@ -455,7 +476,7 @@ func (r *run) fire(rl *rule, v any, l *loc, depth, applies int) (seq, *fault.Err
 	// the bodies it nests run deeper
 	h := r.hosts[depth]
 	h.loc, h.depth, h.applies = l, depth, applies
-	one, many, n, built, err := rl.body.Hosted(r.b, h, v)
+	one, many, n, built, err := rl.body.Hosted(r.b, h, v, holding)
 	r.built = r.built || built
 	if err == nil {
 		return seq{one, many, n}, nil
@@ -486,7 +507,7 @@ func describe(l *loc) string {
 // an error, the scalar itself, or the container rebuilt from the dispatch
 // of every child. A pruned mode dispatches only the children on the way
 // to a selected location; the others are their own results.
-func (r *run) builtIn(v any, l *loc, m *mode, depth, applies int) (seq, *fault.Error) {
+func (r *run) builtIn(v any, l *loc, m *mode, depth, applies int, holding bool) (seq, *fault.Error) {
 	if m.unmatched == errorDisposition {
 		return seq{}, fault.New(fault.JT2003,
 			"no rule in mode "+value.Stringify(m.name)+" matched "+describe(l), m.unmatchedPath)
@@ -515,7 +536,7 @@ func (r *run) builtIn(v any, l *loc, m *mode, depth, applies int) (seq, *fault.E
 			keys = value.Keys(x)
 		}
 		for _, k := range keys {
-			res, err := r.dispatch(x[k], r.childLoc(l, query.Seg{Name: k, Index: -1}), m, depth+1, applies)
+			res, err := r.dispatch(x[k], r.childLoc(l, query.Seg{Name: k, Index: -1}), m, depth+1, applies, holding)
 			if err != nil {
 				return seq{}, err
 			}
@@ -538,12 +559,32 @@ func (r *run) builtIn(v any, l *loc, m *mode, depth, applies int) (seq, *fault.E
 				out = append(out, c)
 				continue
 			}
-			res, err := r.dispatch(c, r.childLoc(l, query.Seg{Index: i}), m, depth+1, applies)
+			res, err := r.dispatch(c, r.childLoc(l, query.Seg{Index: i}), m, depth+1, applies, holding)
 			if err != nil {
 				return seq{}, err
 			}
 			out = res.appendTo(out)
 		}
+		return single(out), nil
+	case *value.Object:
+		// built by a body, so location-less: rebuilt whole, in its order
+		out := value.NewObject(x.Len())
+		for i := range x.Len() {
+			k, c := x.At(i)
+			res, err := r.dispatch(c, nil, m, depth+1, applies, holding)
+			if err != nil {
+				return seq{}, err
+			}
+			switch res.n {
+			case 0:
+			case 1:
+				out.Set(k, res.one)
+			default:
+				return seq{}, fault.New(fault.JT2002, "member '"+k+"' at "+describe(nil)+
+					" produced "+strconv.Itoa(res.n)+" items", m.unmatchedPath)
+			}
+		}
+		r.built = true
 		return single(out), nil
 	}
 	return single(v), nil
@@ -577,7 +618,7 @@ func (h *host) Tracking() bool { return h.r.s.needsLoc }
 // Built reports whether a body has returned an object built at run time.
 func (h *host) Built() bool { return h.r.built }
 
-func (h *host) Apply(items []any, rel [][]query.Seg, fromRoot bool, name string) ([]any, *fault.Error) {
+func (h *host) Apply(items []any, rel [][]query.Seg, fromRoot bool, name string, holding bool) ([]any, *fault.Error) {
 	m := h.r.s.modes[name]
 	base := h.loc
 	if fromRoot {
@@ -593,7 +634,7 @@ func (h *host) Apply(items []any, rel [][]query.Seg, fromRoot bool, name string)
 				l = h.r.childLoc(l, s)
 			}
 		}
-		res, err := h.r.dispatch(item, l, m, h.depth+1, h.applies+1)
+		res, err := h.r.dispatch(item, l, m, h.depth+1, h.applies+1, holding)
 		if err != nil {
 			return nil, err
 		}

@@ -38,9 +38,11 @@ type Host interface {
 	// concatenated results. For located items, rel holds each one's
 	// location relative to the current value, or to the root when
 	// fromRoot; rel is nil for location-less items. items and rel are
-	// valid during the call only. Its error is returned unchanged from
-	// the body's evaluation.
-	Apply(items []any, rel [][]Seg, fromRoot bool, mode string) ([]any, *fault.Error)
+	// valid during the call only. holding says the items may hold
+	// objects a body built (*value.Object), which the bodies they reach
+	// must be told (Hosted). Its error is returned unchanged from the
+	// body's evaluation.
+	Apply(items []any, rel [][]Seg, fromRoot bool, mode string, holding bool) ([]any, *fault.Error)
 	// Built reports whether a body of the transformation has returned an
 	// object built at run time (a *value.Object, see Hosted).
 	Built() bool
@@ -58,9 +60,15 @@ type Seg struct {
 // when n is 1, all of them in many when n is 2 or more. Objects the body
 // built keep their order as *value.Object (built is then true), so that
 // the body that applied it walks them as the reference does; the
-// transformation makes its own result plain (value.Plain).
-func (q *Query) Hosted(b *Budget, h Host, data any) (one any, many []any, n int, built bool, err error) {
+// transformation makes its own result plain (value.Plain). holding says
+// data may hold such objects, built by another body that applied this
+// one: the body walks them in their order, as the reference's does, and
+// reads them as maps wherever it reads data (Evaluator.Holding).
+func (q *Query) Hosted(b *Budget, h Host, data any, holding bool) (one any, many []any, n int, built bool, err error) {
 	f := q.newFrame(data, b, h, h.External)
+	if holding {
+		f.built, f.holding = true, true
+	}
 	v, err := q.hostedRun(f, b)
 	built = f.built
 	*f = frame{}
@@ -160,11 +168,9 @@ func applied(f *frame, h Host, items []any, rel [][]Seg, fromRoot bool, mode str
 	if b != nil {
 		b.steps, b.bytes = b.stepLimit()-f.stepsLeft, b.byteLimit()-f.bytesLeft
 	}
-	if f.built {
-		// the items become the input of other bodies, which read maps
-		items = plainList(items)
-	}
-	out, err := h.Apply(items, rel, fromRoot, mode)
+	// the items become the input of other bodies, which walk what this
+	// one built in its order
+	out, err := h.Apply(items, rel, fromRoot, mode, f.built)
 	if h.Built() {
 		f.built = true // what the bodies built may be among out
 	}

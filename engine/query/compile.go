@@ -67,6 +67,11 @@ type compiler struct {
 	late []func()
 	// apply, when set, makes $apply an operator (JSLT rule bodies)
 	apply *ApplyOperator
+	// one is set by each expression as it is compiled: whether the
+	// reference deems it statically one item (see one.go); oneSlots
+	// holds the variables bound to one item
+	one      bool
+	oneSlots map[int]bool
 }
 
 var (
@@ -116,12 +121,15 @@ func (c *compiler) exprKind(v any, path string, sc *scope, depth int) getter {
 	case string:
 		return c.str(x, path, sc)
 	case nil, bool, float64:
+		c.one = true
 		return literal(x)
 	case []any:
+		g := c.array(x, path, sc, depth)
+		c.one = true
 		if c.writtenBelow(path) {
-			return c.array(x, path, sc, depth)
+			return g
 		}
-		return folded(x, c.array(x, path, sc, depth))
+		return folded(x, g)
 	case map[string]any:
 		if c.writtenBelow(path) {
 			return c.object(x, path, sc, depth)
@@ -144,6 +152,7 @@ func literal(v any) getter { return func(*frame) any { return v } }
 
 // str compiles a string expression (Rule 2).
 func (c *compiler) str(s, path string, sc *scope) getter {
+	c.one = true
 	if s == "" || s[0] != '$' {
 		return literal(s)
 	}
@@ -154,6 +163,7 @@ func (c *compiler) str(s, path string, sc *scope) getter {
 	case '$':
 		return literal(s[1:])
 	case '.', '[':
+		c.one = false
 		p := parsePath(s, s, path)
 		return p.getter(0, false, "$", path)
 	}
@@ -165,8 +175,10 @@ func (c *compiler) str(s, path string, sc *scope) getter {
 	slot, external := c.resolve(name, sc)
 	rest := s[len(m[0]):]
 	if rest == "" {
+		c.one = external || c.oneSlots[slot]
 		return varGetter(slot, external, name, path)
 	}
+	c.one = false
 	p := parsePath("$"+rest, s, path)
 	if p.steps == nil {
 		// a wildcard, descendant or filter over a variable walks what it
@@ -230,6 +242,9 @@ func (c *compiler) array(elems []any, path string, sc *scope, depth int) getter 
 	gets := make([]getter, len(elems))
 	for i, e := range elems {
 		gets[i] = c.expr(e, idx(path, i), sc, depth+1)
+		if c.one && mayBeEmpty(e) {
+			gets[i] = oneItem(gets[i])
+		}
 	}
 	if len(gets) > smallArray {
 		return func(f *frame) any {
@@ -323,6 +338,7 @@ func (c *compiler) object(obj map[string]any, path string, sc *scope, depth int)
 			p := ptr(path, k)
 			members[i] = member{k, c.expr(obj[k], p, sc, depth+1), p}
 		}
+		c.one = true
 		if asWritten {
 			return orderedConstructor(members, path)
 		}

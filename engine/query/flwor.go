@@ -16,7 +16,10 @@ type stage func(f *frame, out *collector)
 // collector gathers what the streaming prefix produces: returned items,
 // or rows for a barrier ($groupby / $orderby).
 type collector struct {
-	items  []any
+	items []any
+	// marks counts the items that stand for the reference's empty
+	// marker (see one.go)
+	marks  int
 	rows   []row
 	groups map[string]*group
 	order  []*group
@@ -133,6 +136,7 @@ type flworCompiler struct {
 
 	countSlot int // -1 without $count
 	ret       getter
+	retOne    bool // $return is statically one item (see one.go)
 
 	// the late checks of each $for and $let binding (see queueLate)
 	forLate, letLate [][]func()
@@ -157,9 +161,17 @@ func (c *compiler) flwor(obj map[string]any, path string, sc *scope, depth int) 
 	groupLate := c.segment(func() { fc.compileGroupBy(obj) })
 	orderLate := c.segment(func() { fc.compileOrderBy(obj) })
 	fc.compileCount(obj)
-	c.late = append(c.late, c.segment(func() { fc.ret = c.expr(obj["$return"], path+"/$return", fc.sc, fc.d) })...)
-	fc.queueLate(len(obj) == 2 && has(obj, "$let"), orderLate, groupLate, whereLate, foldLate)
-	return fc.pipeline()
+	c.late = append(c.late, c.segment(func() {
+		fc.ret = c.expr(obj["$return"], path+"/$return", fc.sc, fc.d)
+		fc.retOne = c.one
+	})...)
+	bareLet := len(obj) == 2 && has(obj, "$let")
+	fc.queueLate(bareLet, orderLate, groupLate, whereLate, foldLate)
+	g := fc.pipeline()
+	// a bare $let phrase is as many items as its $return, any other
+	// phrase a sequence
+	c.one = bareLet && fc.retOne
+	return g
 }
 
 // queueLate queues the clauses' late checks in the order the reference
@@ -237,6 +249,9 @@ func (fc *flworCompiler) compileForBinding(name string, src any, bp string) {
 		b.get = fc.c.expr(src, srcPath, fc.sc, fc.d)
 	}
 	b.slot, b.path = fc.c.bindSlot(), srcPath
+	// an item at a time, unless a window binds sequences or an empty
+	// source binds the empty sequence
+	fc.c.bindOne(b.slot, b.window == nil && !b.allowingEmpty)
 	fc.push(name, b.slot, false)
 	if atName != "" {
 		bindName(atName, fc.seen, bp+"/$at")
@@ -292,8 +307,10 @@ func (fc *flworCompiler) compileLet(obj map[string]any) {
 			fail(fault.JQ0003, "the extended binding form is not available in '$let'", bp)
 		}
 		var g getter
-		fc.letLate = append(fc.letLate, fc.c.segment(func() { g = fc.c.expr(lo[name], bp, fc.sc, fc.d) }))
+		var one bool
+		fc.letLate = append(fc.letLate, fc.c.segment(func() { g, one = fc.c.expr(lo[name], bp, fc.sc, fc.d), fc.c.one }))
 		slot := fc.c.bindSlot()
+		fc.c.bindOne(slot, one)
 		fc.push(name, slot, true)
 		fc.lets = append(fc.lets, letBinding{slot, g})
 	}
@@ -344,6 +361,10 @@ func (fc *flworCompiler) compileGroupBy(obj map[string]any) {
 		fc.groupSlots = append(fc.groupSlots, fc.c.bindSlot())
 		fc.groupPaths = append(fc.groupPaths, bp)
 	}
+	// after grouping, a tuple variable holds its group's sequence
+	for _, t := range fc.tuple {
+		fc.c.bindOne(t.slot, false)
+	}
 	sc := fc.outer
 	if fc.foldSlot >= 0 {
 		sc = &scope{fc.foldName, fc.foldSlot, sc}
@@ -386,6 +407,7 @@ func (fc *flworCompiler) compileCount(obj map[string]any) {
 	}
 	bindName(name, fc.seen, cp)
 	fc.countSlot = fc.c.bindSlot()
+	fc.c.bindOne(fc.countSlot, true)
 	fc.sc = &scope{name, fc.countSlot, fc.sc}
 }
 
@@ -411,7 +433,7 @@ func (fc *flworCompiler) pipeline() getter {
 // sink is the final stage: it collects $return items, or rebinds the
 // accumulator.
 func (fc *flworCompiler) sink() stage {
-	ret, path, foldSlot, countSlot := fc.ret, fc.path, fc.foldSlot, fc.countSlot
+	ret, path, foldSlot, countSlot, retOne := fc.ret, fc.path, fc.foldSlot, fc.countSlot, fc.retOne
 	seqLimit := fc.c.lim.SequenceItems
 	return func(f *frame, out *collector) {
 		if foldSlot >= 0 {
@@ -420,7 +442,12 @@ func (fc *flworCompiler) sink() stage {
 			f.slots[foldSlot] = v
 		} else {
 			n := len(out.items)
-			out.items = appendSeq(out.items, ret(f))
+			v := ret(f)
+			if retOne && isEmpty(v) {
+				out.items, out.marks = append(out.items, nil), out.marks+1
+			} else {
+				out.items = appendSeq(out.items, v)
+			}
 			f.alloc((len(out.items)-n)*itemBytes, path)
 			if len(out.items) > seqLimit {
 				throw(fault.JQ2009, "a phrase materialized more than "+strconv.Itoa(seqLimit)+" items (limits.sequenceItems)", path)
@@ -499,14 +526,14 @@ func (fc *flworCompiler) drive(head, sink stage, live []int) getter {
 		pre := &collector{}
 		head(f, pre)
 		if groupKeys == nil && specs == nil {
-			return seqOf(pre.items)
+			return markedSeq(pre.items, pre.marks)
 		}
 		rows := pre.rows
 		if groupKeys != nil {
 			if specs == nil {
 				res := &collector{}
 				replayGroups(f, pre.order, groupSlots, tuple, sink, res)
-				return seqOf(res.items)
+				return markedSeq(res.items, res.marks)
 			}
 			rc := &collector{}
 			replayGroups(f, pre.order, groupSlots, tuple, rowSink(specs, live, orderPath), rc)
@@ -520,7 +547,7 @@ func (fc *flworCompiler) drive(head, sink stage, live []int) getter {
 			}
 			sink(f, res)
 		}
-		return seqOf(res.items)
+		return markedSeq(res.items, res.marks)
 	}
 }
 

@@ -54,7 +54,18 @@ func FuzzEval(f *testing.F) {
 		if err != nil {
 			return
 		}
-		_, _, _ = q.Eval(in, map[string]any{"x": 1.0})
+		ext := map[string]any{"x": 1.0}
+		plain, okP, errP := q.Eval(in, ext)
+		// keeping the order of built objects changes no data: an ordered
+		// evaluation (a task's with, a DAG node's value) made plain is
+		// the plain evaluation
+		ordered, okO, errO := q.Within(nil).EvalOrdered(in, ext)
+		if (errP == nil) != (errO == nil) || okP != okO {
+			t.Fatalf("ordered evaluation (%v, %v) disagrees with plain (%v, %v)", okO, errO, okP, errP)
+		}
+		if _, err := value.Canonical(plain); errP == nil && err == nil && !value.Equal(plain, value.Plain(ordered)) {
+			t.Fatalf("ordered evaluation made plain differs: %v, want %v", value.Plain(ordered), plain)
+		}
 		_, _ = q.EBV(in, nil)
 		// A budget shared by two evaluations: one that succeeds spent
 		// no more than it allowed.

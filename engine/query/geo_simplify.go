@@ -1,5 +1,7 @@
 package query
 
+import "github.com/jetflow/jetflow/engine/value"
+
 // $geo-simplify: Douglas–Peucker over each line and ring, planar in the
 // coordinates' own degrees. A vertex stays when its distance to the
 // segment joining the kept ends is greater than the tolerance. A line
@@ -7,80 +9,109 @@ package query
 // as it was, so what was valid stays valid. A tolerance of 0, a value
 // with a non-finite coordinate, or a value with no lines comes back as
 // it was. Other members of a Feature or geometry are kept.
+//
+// The reference answers {...value, coordinates} (and so for a Feature's
+// geometry and a collection's members): a copy in the operand's own
+// member order with the simplified member in its place, and a part it
+// leaves alone is the operand's own. So the walk reads v, the operand
+// with its objects as maps, and builds from held, the operand as the
+// query holds it (the same value, or one whose objects are
+// *value.Object where v has maps, in the order the query built them).
 
-func simplifyValue(v any, tol float64) any {
+func simplifyValue(v, held any, tol float64) any {
 	if tol == 0 || measure(v).nonFinite {
-		return v
+		return held
 	}
-	return simplifyNode(v, tol*tol, 0)
+	return simplifyNode(v, held, tol*tol, 0)
 }
 
-func simplifyNode(v any, sqTol float64, depth int) any {
+func simplifyNode(v, held any, sqTol float64, depth int) any {
 	m, ok := v.(map[string]any)
 	if !ok || depth > 64 {
-		return v
+		return held
 	}
-	with := func(key string, val any) map[string]any {
-		out := make(map[string]any, len(m))
-		for k, x := range m {
-			out[k] = x
-		}
-		out[key] = val
-		return out
+	member := func(key string) any {
+		x, _ := value.Member(held, key)
+		return x
 	}
-	mapList := func(key string, each func(any) any) any {
+	mapList := func(key string, each func(x, h any) any) any {
 		list, ok := m[key].([]any)
 		if !ok {
-			return v
+			return held
 		}
+		hl, _ := member(key).([]any)
 		out := make([]any, len(list))
 		for i, x := range list {
-			out[i] = each(x)
+			out[i] = each(x, hl[i])
 		}
-		return with(key, out)
+		return withMember(held, key, out)
 	}
-	node := func(x any) any { return simplifyNode(x, sqTol, depth+1) }
-	line := func(x any) any { return simplifyLine(x, sqTol, false) }
-	ring := func(x any) any { return simplifyLine(x, sqTol, true) }
+	node := func(x, h any) any { return simplifyNode(x, h, sqTol, depth+1) }
+	line := func(x, h any) any { return simplifyLine(x, h, sqTol, false) }
+	ring := func(x, h any) any { return simplifyLine(x, h, sqTol, true) }
 	switch m["type"] {
 	case "Feature":
 		if _, has := m["geometry"]; !has {
-			return v
+			return held
 		}
-		return with("geometry", node(m["geometry"]))
+		return withMember(held, "geometry", node(m["geometry"], member("geometry")))
 	case "FeatureCollection":
 		return mapList("features", node)
 	case "GeometryCollection":
 		return mapList("geometries", node)
 	case "LineString":
-		return with("coordinates", line(m["coordinates"]))
+		return withMember(held, "coordinates", line(m["coordinates"], member("coordinates")))
 	case "MultiLineString":
 		return mapList("coordinates", line)
 	case "Polygon":
 		return mapList("coordinates", ring)
 	case "MultiPolygon":
-		return mapList("coordinates", func(poly any) any {
+		return mapList("coordinates", func(poly, h any) any {
 			rings, ok := poly.([]any)
 			if !ok {
-				return poly
+				return h
 			}
+			hr, _ := h.([]any)
 			out := make([]any, len(rings))
 			for i, r := range rings {
-				out[i] = ring(r)
+				out[i] = ring(r, hr[i])
 			}
 			return out
 		})
 	}
-	return v
+	return held
+}
+
+// withMember is JavaScript's {...obj, key: val} over an object the query
+// holds: a map stays a map, an ordered object keeps its order, with key
+// in its place or, when new, last.
+func withMember(obj any, key string, val any) any {
+	if o, ok := obj.(*value.Object); ok {
+		out := value.NewObject(o.Len() + 1)
+		for i := range o.Len() {
+			out.Set(o.At(i))
+		}
+		out.Set(key, val)
+		return out
+	}
+	m, _ := obj.(map[string]any)
+	out := make(map[string]any, len(m)+1)
+	for k, x := range m {
+		out[k] = x
+	}
+	out[key] = val
+	return out
 }
 
 // simplifyLine keeps the first and last positions and every vertex the
-// recursion finds farther than the tolerance from its segment.
-func simplifyLine(v any, sqTol float64, isRing bool) any {
+// recursion finds farther than the tolerance from its segment; it reads
+// v and answers positions of held, the same line as the query holds it.
+func simplifyLine(v, held any, sqTol float64, isRing bool) any {
 	pts, ok := v.([]any)
 	if !ok || len(pts) <= 2 {
-		return v
+		return held
 	}
+	hp, _ := held.([]any)
 	keep := make([]bool, len(pts))
 	keep[0], keep[len(pts)-1] = true, true
 	var buf [64]float64
@@ -92,11 +123,11 @@ func simplifyLine(v any, sqTol float64, isRing bool) any {
 	out := make([]any, 0, len(pts))
 	for i, k := range keep {
 		if k {
-			out = append(out, pts[i])
+			out = append(out, hp[i])
 		}
 	}
 	if isRing && len(out) < 4 {
-		return v
+		return held
 	}
 	return out
 }

@@ -141,11 +141,11 @@ func FuzzGeoJSON(f *testing.F) {
 			geohashEncode(lon, lat, 12)
 		}
 		_, _ = writeWKT(v)
-		s := simplifyValue(v, 0.5)
+		s := simplifyValue(v, v, 0.5)
 		if !e.nonFinite && measure(s).n > e.n {
 			t.Fatalf("simplifying %s added positions", text)
 		}
-		if !reflect.DeepEqual(simplifyValue(v, 0), v) {
+		if !reflect.DeepEqual(simplifyValue(v, v, 0), v) {
 			t.Fatalf("a tolerance of 0 changed %s", text)
 		}
 	})

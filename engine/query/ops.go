@@ -14,6 +14,8 @@ type arg struct {
 	get  getter
 	path string
 	raw  any // the argument as written, for operators that fold a literal
+	// one: the reference deems the argument statically one item
+	one bool
 }
 
 // opEntry declares an operator's shape once (QUERY-FORMAT §8): unary
@@ -56,9 +58,12 @@ func (c *compiler) operator(key string, val any, path string, sc *scope, depth i
 	switch key {
 	case "$const":
 		v := value.Clone(val)
+		c.one = true
 		return literal(v)
 	case "$map":
-		return c.mapConstructor(val, opPath, sc, depth)
+		g := c.mapConstructor(val, opPath, sc, depth)
+		c.one = true
+		return g
 	case "$entries":
 		c.observes = true
 	case "$call":
@@ -83,7 +88,9 @@ func (c *compiler) operator(key string, val any, path string, sc *scope, depth i
 		fail(fault.JQ0003, "$lexical needs [provider, text expression, literal request]", opPath)
 	}
 	if key == "$apply" && c.apply != nil {
-		return c.applyOp(val, opPath, sc, depth)
+		g := c.applyOp(val, opPath, sc, depth)
+		c.one = false
+		return g
 	}
 	e, ok := operators[key]
 	if !ok {
@@ -94,7 +101,8 @@ func (c *compiler) operator(key string, val any, path string, sc *scope, depth i
 	}
 	var args []arg
 	if e.unary {
-		args = []arg{{c.expr(val, opPath, sc, depth+1), opPath, val}}
+		g := c.expr(val, opPath, sc, depth+1)
+		args = []arg{{g, opPath, val, c.one}}
 	} else {
 		max := e.max
 		list := requireArray(key, val, e.min, max, opPath)
@@ -105,10 +113,11 @@ func (c *compiler) operator(key string, val any, path string, sc *scope, depth i
 				fail(fault.JQ0008, "schema operators require a type-test compiler (options.compileTypeTest)", opPath)
 			}
 			if i == e.raw {
-				args[i] = arg{nil, p, v}
+				args[i] = arg{nil, p, v, true}
 				continue
 			}
-			args[i] = arg{c.expr(v, p, sc, depth+1), p, v}
+			args[i] = arg{c.expr(v, p, sc, depth+1), p, v, false}
+			args[i].one = c.one
 		}
 	}
 	if !orderAware[key] {
@@ -118,6 +127,7 @@ func (c *compiler) operator(key string, val any, path string, sc *scope, depth i
 			}
 		}
 	}
+	c.one = resultOne(key, args)
 	if e.checked != nil {
 		return e.checked(args, opPath, func(check func()) { c.late = append(c.late, check) })
 	}
@@ -132,7 +142,7 @@ func (c *compiler) operator(key string, val any, path string, sc *scope, depth i
 var orderAware = setOf("$entries", "$get", "$is-object", "$is-array", "$is-null", "$is-string", "$is-number",
 	"$is-boolean", "$eq", "$ne", "$count", "$seq", "$if", "$coalesce", "$default", "$head", "$tail",
 	"$subsequence", "$reverse", "$distinct", "$sort", "$index-of", "$empty", "$exists", "$and", "$or", "$not",
-	"$boolean", "$string")
+	"$boolean", "$string", "$geo-simplify", "$from-entries", "$asof")
 
 // plainOperand makes the objects in an operand maps, if the evaluation
 // built any; inputs never hold one, so otherwise the operand passes as is.
@@ -189,11 +199,17 @@ func init() {
 		}
 		return func(f *frame) any {
 			var acc []any
+			marks := 0
 			for _, x := range a {
-				acc = appendSeq(acc, x.get(f))
+				v := x.get(f)
+				if x.one && isEmpty(v) {
+					acc, marks = append(acc, nil), marks+1
+					continue
+				}
+				acc = appendSeq(acc, v)
 			}
 			f.allocItems(len(acc), opPath)
-			return seqOf(acc)
+			return markedSeq(acc, marks)
 		}
 	})
 	operators["$exists"] = unary(func(a []arg, _ string) getter {
@@ -222,12 +238,14 @@ func init() {
 			return alt(f)
 		}
 	})
-	operators["$eq"] = comparison(value.Equal)
-	operators["$ne"] = comparison(func(x, y any) bool { return !value.Equal(x, y) })
-	operators["$lt"] = comparison(func(x, y any) bool { return itemLess(x, y, false) })
-	operators["$le"] = comparison(func(x, y any) bool { return itemLess(x, y, true) })
-	operators["$gt"] = comparison(func(x, y any) bool { return itemLess(y, x, false) })
-	operators["$ge"] = comparison(func(x, y any) bool { return itemLess(y, x, true) })
+	// the reference's marker equals only itself (see one.go)
+	operators["$eq"] = comparison(value.Equal, func(l, r bool) bool { return l && r })
+	operators["$ne"] = comparison(func(x, y any) bool { return !value.Equal(x, y) }, func(l, r bool) bool { return !(l && r) })
+	orders := func(bool, bool) bool { return false }
+	operators["$lt"] = comparison(func(x, y any) bool { return itemLess(x, y, false) }, orders)
+	operators["$le"] = comparison(func(x, y any) bool { return itemLess(x, y, true) }, orders)
+	operators["$gt"] = comparison(func(x, y any) bool { return itemLess(y, x, false) }, orders)
+	operators["$ge"] = comparison(func(x, y any) bool { return itemLess(y, x, true) }, orders)
 	operators["$and"] = logic(false)
 	operators["$or"] = logic(true)
 	operators["$not"] = unary(func(a []arg, _ string) getter {
@@ -238,17 +256,25 @@ func init() {
 
 // comparison is an XQuery general comparison: existential over both
 // operand sequences; an empty side has no witness (§8.4).
-func comparison(cmp func(x, y any) bool) opEntry {
+//
+// When the reference deems both operands one item it compares them
+// directly, so an operand that is empty there is its empty marker
+// (see one.go), which marked says how to compare.
+func comparison(cmp func(x, y any) bool, marked func(leftEmpty, rightEmpty bool) bool) opEntry {
 	return nary(2, 2, func(a []arg, _ string) getter {
 		left, right := a[0].get, a[1].get
+		ones := a[0].one && a[1].one
 		return func(f *frame) any {
 			lv := left(f)
 			if isEmpty(lv) {
+				if ones {
+					return marked(true, isEmpty(right(f)))
+				}
 				return false
 			}
 			rv := right(f)
 			if isEmpty(rv) {
-				return false
+				return ones && marked(false, true)
 			}
 			lm, lok := lv.(*multi)
 			rm, rok := rv.(*multi)
@@ -314,10 +340,12 @@ func init() {
 		return math.Mod(x, y)
 	})
 	operators["$neg"] = unary(func(a []arg, _ string) getter {
-		g, p := a[0].get, a[0].path
+		// an operand the reference deems one item is only type-checked,
+		// so an empty one is refused there (see one.go)
+		g, p, one := a[0].get, a[0].path, a[0].one
 		return func(f *frame) any {
 			v := g(f)
-			if isEmpty(v) {
+			if isEmpty(v) && !one {
 				return empty
 			}
 			n, ok := v.(float64)
@@ -332,9 +360,12 @@ func init() {
 func arithmetic(apply func(x, y float64, opPath string) float64) opEntry {
 	return nary(2, 2, func(a []arg, opPath string) getter {
 		left, right, lp, rp := a[0].get, a[1].get, a[0].path, a[1].path
+		// operands the reference deems one item are only type-checked,
+		// so an empty one is refused there (see one.go)
+		ones := a[0].one && a[1].one
 		return func(f *frame) any {
 			lv := left(f)
-			if isEmpty(lv) {
+			if isEmpty(lv) && !ones {
 				return empty
 			}
 			x, ok := lv.(float64)
@@ -342,7 +373,7 @@ func arithmetic(apply func(x, y float64, opPath string) float64) opEntry {
 				throw(fault.JQ2001, "arithmetic requires a number operand, got "+describe(lv), lp)
 			}
 			rv := right(f)
-			if isEmpty(rv) {
+			if isEmpty(rv) && !ones {
 				return empty
 			}
 			y, ok := rv.(float64)

@@ -2,6 +2,7 @@ package query
 
 import (
 	"math"
+	"slices"
 	"strings"
 	"unicode/utf16"
 
@@ -192,6 +193,38 @@ func seriesRows(v any, path string) []any {
 	}
 	throw(fault.JQ2001, "expected a series (records with an instant and a reading), got "+describe(v), path)
 	return nil
+}
+
+// heldSeries is seriesRows over an operand of $asof, which hands rows
+// back: the rows as the join reads them (objects as maps) and, when the
+// evaluation keeps member order and the operand holds objects the query
+// built, the same rows as the query holds them (else nil).
+func heldSeries(f *frame, v any, path string) (rows, held []any) {
+	if !f.built || !holdsObject(v) {
+		return seriesRows(v, path), nil
+	}
+	rows = seriesRows(plainItems(v), path)
+	if !f.keep {
+		return rows, nil
+	}
+	switch x := v.(type) {
+	case *multi:
+		held = x.items()
+	case []any:
+		held = x
+	default:
+		held = []any{v}
+	}
+	return rows, held
+}
+
+// holdsObject is value.HasObject over each item of a sequence.
+func holdsObject(v any) bool {
+	m, ok := v.(*multi)
+	if !ok {
+		return value.HasObject(v)
+	}
+	return slices.ContainsFunc(m.items(), value.HasObject)
 }
 
 // emitRows turns answers into a sequence of records, charged.
@@ -491,15 +524,18 @@ func buildAsof(a []arg, opPath string, later func(func())) getter {
 		}
 	})
 	return func(f *frame) any {
-		left := seriesRows(a[0].get(f), a[0].path)
-		right := seriesRows(a[1].get(f), a[1].path)
+		left, leftHeld := heldSeries(f, a[0].get(f), a[0].path)
+		right, rightHeld := heldSeries(f, a[1].get(f), a[1].path)
+		var order *asofOrder
+		if f.keep {
+			order = &asofOrder{leftHeld: leftHeld, rightHeld: rightHeld}
+		}
 		var out []asofJoin
-		var appended []uint8
 		kernelRun(specPath, func() {
 			sc := borrowScratch()
 			l := canonicalSamples(f, sc, left, s.leftAt, valueMember, specPath)
 			r := canonicalSamples(f, sc, right, s.rightAt, valueMember, specPath)
-			out, appended = asof(f, sc, left, right, l, r, s, specPath)
+			out = asof(f, sc, left, right, l, r, s, specPath, order)
 			sc.release()
 		})
 		for range out {
@@ -510,20 +546,15 @@ func buildAsof(a []arg, opPath string, later func(func())) getter {
 		case 0:
 			return empty
 		case 1:
-			if f.keep {
+			if order != nil {
 				f.built = true
-				return out[0].ordered(appended[0])
+				return out[0].ordered(0, order)
 			}
 			return out[0].record()
 		}
-		if f.keep {
+		if order != nil {
 			f.built = true
 		}
-		if appended != nil {
-			held := new([]uint8)
-			*held = appended
-			return &multi{joins: out, appended: held}
-		}
-		return &multi{joins: out}
+		return &multi{joins: out, order: order}
 	}
 }

@@ -132,6 +132,12 @@ func init() {
 				return empty
 			}
 			geoArg(v, a[0].path)
+			// a value without a position is empty before the precision
+			// is evaluated, as in the reference
+			lon, lat, ok := representative(v)
+			if !ok {
+				return empty
+			}
 			precision := 9
 			if len(a) == 2 {
 				pv := a[1].get(f)
@@ -140,10 +146,6 @@ func init() {
 					throw(fault.JQ2001, "a geohash precision must be an integer from 1 to 12, got "+describe(pv), a[1].path)
 				}
 				precision = int(n)
-			}
-			lon, lat, ok := representative(v)
-			if !ok {
-				return empty
 			}
 			return geohashEncode(lon, lat, precision)
 		}
@@ -225,7 +227,13 @@ func init() {
 			if !isNum || !(tol >= 0) || math.IsInf(tol, 1) {
 				throw(fault.JQ2001, "a simplification tolerance is a non-negative number of degrees, got "+describe(tv), a[1].path)
 			}
-			return simplifyValue(geoArg(v, a[0].path), tol)
+			// the operand as read, and as held when the query built
+			// objects in it, whose order the answer keeps
+			p := v
+			if f.built {
+				p = plainItems(v)
+			}
+			return simplifyValue(geoArg(p, a[0].path), v, tol)
 		}
 	})
 }

@@ -33,11 +33,13 @@ func (c *compiler) quantifier(obj map[string]any, path string, sc *scope, depth 
 			}
 		}))
 		b.slot = c.bindSlot()
+		c.bindOne(b.slot, true)
 		sc = &scope{name, b.slot, sc}
 		binds = append(binds, b)
 	}
 	satPath := path + "/$satisfies"
 	sat := c.expr(obj["$satisfies"], satPath, sc, depth+1)
+	c.one = true // a boolean
 	// the reference compiles the test before the bindings, innermost first
 	for i := len(lates) - 1; i >= 0; i-- {
 		c.late = append(c.late, lates[i]...)

@@ -23,11 +23,9 @@ type multi struct {
 	// counted without building them, and built once when an item is read
 	rows  []bucketRow
 	joins []asofJoin
-	// appended, when not nil, has the joins built as *value.Objects in
-	// the reference's order (an evaluation that walks what it builds):
-	// it is what asof says the joins' rows had appended (a pointer keeps
-	// a multi in its 80-byte size class)
-	appended *[]uint8
+	// order, when not nil, has the joins built as *value.Objects in
+	// the reference's order (an evaluation that walks what it builds)
+	order *asofOrder
 }
 
 // items returns the items, building deferred records on the first read
@@ -58,13 +56,13 @@ func (m *multi) build() []any {
 	}
 	xs := make([]any, len(m.joins))
 	for i := range m.joins {
-		if m.appended != nil {
-			xs[i] = m.joins[i].ordered((*m.appended)[i])
+		if m.order != nil {
+			xs[i] = m.joins[i].ordered(i, m.order)
 		} else {
 			xs[i] = m.joins[i].record()
 		}
 	}
-	m.joins, m.appended = nil, nil
+	m.joins, m.order = nil, nil
 	return xs
 }
 

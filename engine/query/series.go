@@ -155,7 +155,7 @@ func (sc *scratch) group(n int) *asofGroup {
 	if cap(g.rows) < n {
 		g.rows, g.at = make([]map[string]any, 0, n), make([]float64, 0, n)
 	}
-	g.rows, g.at, g.groupEnd, g.appended, g.cursor = g.rows[:0], g.at[:0], g.groupEnd[:0], g.appended[:0], 0
+	g.rows, g.at, g.groupEnd, g.appended, g.src, g.cursor = g.rows[:0], g.at[:0], g.groupEnd[:0], g.appended[:0], g.src[:0], 0
 	return g
 }
 
@@ -526,8 +526,9 @@ type asofSpec struct {
 
 // canonicalRow is the row as the reference hands it back: a copy with a
 // numeric at and a value, or the row itself when it already is one.
-// appended says which of at and value the copy added after the row's own
-// members, where the reference's copy ({...row, at, value}) has them.
+// appended says whether it is a copy (rowCopied) and which of at and
+// value the copy added after the row's own members, where the
+// reference's copy ({...row, at, value}) has them.
 func canonicalRow(f *frame, rows []any, s *sample, path string) (row map[string]any, appended uint8) {
 	src, _ := rows[s.row].(map[string]any)
 	if s.canon {
@@ -539,6 +540,7 @@ func canonicalRow(f *frame, rows []any, s *sample, path string) (row map[string]
 			return src, 0
 		}
 	}
+	appended = rowCopied
 	if _, ok := src["at"]; !ok {
 		appended |= appendedAt
 	}
@@ -558,17 +560,21 @@ func canonicalRow(f *frame, rows []any, s *sample, path string) (row map[string]
 	return out, appended
 }
 
-// what a row's copy added after the row's own members
+// what a row's copy added after the row's own members, and that it is a
+// copy; rowBits of them per row
 const (
 	appendedAt uint8 = 1 << iota
 	appendedValue
+	rowCopied
+	rowBits = 3
+	rowMask = 1<<rowBits - 1
 )
 
 // orderedRow is a row of an as-of answer in the reference's member order:
 // the row's own members in their order, then the at and value its copy
 // added. A row that added neither is in map order already.
 func orderedRow(m map[string]any, appended uint8) any {
-	if appended == 0 || m == nil {
+	if appended&^rowCopied == 0 || m == nil {
 		return m
 	}
 	out := value.NewObject(len(m))
@@ -595,6 +601,23 @@ type joinKey struct {
 	n    float64
 	p    uintptr
 	l    int
+}
+
+// byKey is the group key of a row: keyOf its by member, except that an
+// empty array, which Go gives no address of its own, is told apart by
+// the row it came from (src, as the operand holds it), as the reference
+// tells two empty arrays apart. A row joined with itself (the same
+// series on both sides) thus still matches its own.
+func byKey(s *asofSpec, row map[string]any, src any) joinKey {
+	k := keyOf(s.by.read(row))
+	if k.kind == 'a' && k.l == 0 {
+		switch x := src.(type) {
+		case map[string]any, []any:
+			k.p = uintptr(reflect.ValueOf(x).UnsafePointer())
+			k.l = -1
+		}
+	}
+	return k
 }
 
 func keyOf(v any, present bool) joinKey {
@@ -625,8 +648,10 @@ func keyOf(v any, present bool) joinKey {
 type asofGroup struct {
 	rows []map[string]any
 	// appended is canonicalRow's answer for each row, kept only when the
-	// evaluation keeps member order
+	// evaluation keeps member order, and src the row's index among the
+	// right rows, kept only when they hold objects the query built
 	appended []uint8
+	src      []int32
 	at       []float64
 	groupEnd []int
 	cursor   int
@@ -651,10 +676,12 @@ func (g *asofGroup) seal() {
 // asof joins each left row to the right row current for it, walking one
 // cursor forward per group.
 //
-// When the evaluation keeps member order, appended holds, for each join,
-// what canonicalRow appended to its left row (the low two bits) and to
-// its right row (the next two); otherwise it is nil.
-func asof(f *frame, sc *scratch, leftRows, rightRows []any, left, right []sample, s *asofSpec, path string) (out []asofJoin, appended []uint8) {
+// When the evaluation keeps member order, order is not nil: asof fills
+// in what canonicalRow said of each join's left row (the low rowBits)
+// and of its right row (the next rowBits) and, when order holds the rows
+// as the query holds them, which rows each join took.
+func asof(f *frame, sc *scratch, leftRows, rightRows []any, left, right []sample, s *asofSpec, path string, order *asofOrder) []asofJoin {
+	tracks := order != nil && order.tracks()
 	var groups map[joinKey]*asofGroup
 	var all *asofGroup
 	if s.by == nil {
@@ -668,15 +695,18 @@ func asof(f *frame, sc *scratch, leftRows, rightRows []any, left, right []sample
 		row, added := canonicalRow(f, rightRows, &right[i], path)
 		g := all
 		if s.by != nil {
-			k := keyOf(s.by.read(row))
+			k := byKey(s, row, rightRows[right[i].row])
 			if g = groups[k]; g == nil {
 				g = newGroup()
 				groups[k] = g
 			}
 		}
 		g.rows = append(g.rows, row)
-		if f.keep {
+		if order != nil {
 			g.appended = append(g.appended, added)
+		}
+		if tracks {
+			g.src = append(g.src, int32(right[i].row))
 		}
 		g.at = append(g.at, right[i].at)
 	}
@@ -686,18 +716,24 @@ func asof(f *frame, sc *scratch, leftRows, rightRows []any, left, right []sample
 	for _, g := range groups {
 		g.seal()
 	}
-	out = make([]asofJoin, len(left))
-	if f.keep {
-		appended = make([]uint8, len(left))
+	out := make([]asofJoin, len(left))
+	if order != nil {
+		order.appended = make([]uint8, len(left))
+	}
+	if tracks {
+		order.src = make([]int32, 2*len(left))
 	}
 	for i := range left {
 		row, added := canonicalRow(f, leftRows, &left[i], path)
-		if appended != nil {
-			appended[i] = added
+		if order != nil {
+			order.appended[i] = added
+		}
+		if tracks {
+			order.src[2*i], order.src[2*i+1] = int32(left[i].row), -1
 		}
 		g := all
 		if s.by != nil {
-			g = groups[keyOf(s.by.read(row))]
+			g = groups[byKey(s, row, leftRows[left[i].row])]
 		}
 		at := left[i].at
 		if g == nil {
@@ -709,11 +745,14 @@ func asof(f *frame, sc *scratch, leftRows, rightRows []any, left, right []sample
 		}
 		var index int
 		out[i], index = pick(row, at, g, s)
-		if appended != nil && index >= 0 {
-			appended[i] |= g.appended[index] << 2
+		if order != nil && index >= 0 {
+			order.appended[i] |= g.appended[index] << rowBits
+		}
+		if tracks && index >= 0 {
+			order.src[2*i+1] = g.src[index]
 		}
 	}
-	return out, appended
+	return out
 }
 
 // asofJoin is one {left, right, distance} answer; a nil right has no
@@ -730,19 +769,57 @@ func (j *asofJoin) record() map[string]any {
 	return map[string]any{"left": j.left, "right": j.right, "distance": j.distance}
 }
 
-// ordered is the answer as the reference builds it, {left, right,
-// distance} in that order, for an evaluation that walks what it builds;
-// appended is asof's record of what the rows' copies added.
-func (j *asofJoin) ordered(appended uint8) *value.Object {
+// asofOrder is what building the joins in the reference's member order
+// takes, for an evaluation that walks what it builds: what canonicalRow
+// said of each join's rows and, when the rows held objects the query
+// built (*value.Object, read by the join as maps), the rows as the query
+// holds them and which of them each join took. A row the reference hands
+// back unchanged is then the held row itself, and a copy is
+// {...row, at, value} in the held row's order.
+type asofOrder struct {
+	appended            []uint8 // per join: the left row's bits, then the right's << rowBits
+	leftHeld, rightHeld []any   // nil: the rows hold no *value.Object
+	src                 []int32 // per join: its left row's index, then its right row's (-1: none)
+}
+
+// tracks reports whether the joins must say which rows they took.
+func (o *asofOrder) tracks() bool { return o.leftHeld != nil || o.rightHeld != nil }
+
+// ordered is the i-th answer as the reference builds it, {left, right,
+// distance} in that order, for an evaluation that walks what it builds.
+func (j *asofJoin) ordered(i int, o *asofOrder) *value.Object {
+	bits := o.appended[i]
 	out := value.NewObject(3)
-	out.Set("left", orderedRow(j.left, appended&3))
+	out.Set("left", o.row(j.left, bits&rowMask, o.leftHeld, 2*i))
 	if j.right == nil {
 		out.Set("right", nil)
 		out.Set("distance", nil)
 		return out
 	}
-	out.Set("right", orderedRow(j.right, appended>>2))
+	out.Set("right", o.row(j.right, bits>>rowBits, o.rightHeld, 2*i+1))
 	out.Set("distance", j.distance)
+	return out
+}
+
+// row is one row of an answer in the reference's order: m as the join
+// read it, bits what canonicalRow said of it, held the rows it came from
+// as the query holds them (nil when they are the rows the join read).
+func (o *asofOrder) row(m map[string]any, bits uint8, held []any, k int) any {
+	if held == nil {
+		return orderedRow(m, bits)
+	}
+	h := held[o.src[k]]
+	if bits&rowCopied == 0 {
+		return h
+	}
+	keys, _ := value.Ordered(h)
+	out := value.NewObject(len(keys) + 2)
+	for _, name := range keys {
+		x, _ := value.Member(h, name)
+		out.Set(name, x)
+	}
+	out.Set("at", m["at"])
+	out.Set("value", m["value"])
 	return out
 }
 
