@@ -68,7 +68,10 @@ type soakSample struct {
 //
 // JETFLOW_RETENTION_SOAK_LARGE=N makes every N-th run a blob run with a
 // 600 KiB input, which goes by reference through the payload bucket;
-// JETFLOW_RETENTION_SOAK_CSV=FILE writes every sample to FILE.
+// JETFLOW_RETENTION_SOAK_CSV=FILE writes every sample to FILE;
+// JETFLOW_RETENTION_SOAK_HEAP=FILE writes heap profiles once warm
+// (FILE.warm) and at the end of the load (FILE.end), to compare with
+// go tool pprof -base.
 func TestRetentionSoak(t *testing.T) {
 	soak, err := time.ParseDuration(os.Getenv("JETFLOW_RETENTION_SOAK"))
 	if err != nil {
@@ -114,6 +117,7 @@ func TestRetentionSoak(t *testing.T) {
 	defer tick.Stop()
 	every := time.NewTicker(30 * time.Second)
 	defer every.Stop()
+	warmed := false
 	for end := time.Now().Add(soak); time.Now().Before(end); {
 		select {
 		case <-tick.C:
@@ -128,9 +132,13 @@ func TestRetentionSoak(t *testing.T) {
 				t.Fatal(err)
 			}
 		case <-every.C:
-			sample("load")
+			if s := sample("load"); !warmed && s.at >= 3*retention {
+				warmed = true
+				writeHeapProfile(t, "warm")
+			}
 		}
 	}
+	writeHeapProfile(t, "end")
 	t.Logf("started %d runs in %s", n, soak)
 	load := samples
 	peak := soakPeaks(load)
@@ -261,6 +269,27 @@ func writeSoakCSV(t *testing.T, path string, samples []soakSample) {
 		fmt.Fprintf(&b, ",%d,%d\n", s.rss, s.heap)
 	}
 	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// writeHeapProfile writes a heap profile to JETFLOW_RETENTION_SOAK_HEAP
+// with suffix "."+when, if that is set.
+func writeHeapProfile(t *testing.T, when string) {
+	t.Helper()
+	path := os.Getenv("JETFLOW_RETENTION_SOAK_HEAP")
+	if path == "" {
+		return
+	}
+	f, err := os.Create(path + "." + when)
+	if err != nil {
+		t.Fatal(err)
+	}
+	runtime.GC()
+	if err := pprof.WriteHeapProfile(f); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
 		t.Fatal(err)
 	}
 }
