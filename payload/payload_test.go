@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -186,6 +187,38 @@ func BenchmarkRoundTrip50MB(b *testing.B) {
 		}
 		if _, _, err := ps.Body(ctx, m.Header, nil); err != nil {
 			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkRemoveRun prices a retention removal of a run with large
+// values: a listing of the bucket (RemoveRun's, as a batch of removals
+// makes once) and the deletion of the run's objects, with one other run's
+// objects in the bucket. Every round removes a new run, so whatever a
+// deletion leaves behind accumulates over the rounds (-benchtime=Nx).
+func BenchmarkRemoveRun(b *testing.B) {
+	ps, _ := setup(b, payload.Config{Threshold: 1024})
+	ctx := context.Background()
+	body := bytes.Repeat([]byte("r"), 4096)
+	put := func(run string) {
+		for _, kind := range []string{payload.KindStart, payload.KindInvoke, payload.KindResult} {
+			m := nats.NewMsg("x")
+			m.Data = body
+			if _, err := ps.Send(ctx, m, run, kind); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	put("kept")
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := range b.N {
+		b.StopTimer()
+		run := fmt.Sprintf("gone-%d", i)
+		put(run)
+		b.StartTimer()
+		if n, err := ps.RemoveRun(ctx, run); err != nil || n != 3 {
+			b.Fatalf("RemoveRun(%s) = %d, %v", run, n, err)
 		}
 	}
 }
