@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -20,6 +21,7 @@ import (
 	"github.com/jetflow/jetflow/natstest"
 	"github.com/jetflow/jetflow/subjects"
 	"github.com/jetflow/jetflow/wire"
+	"github.com/jetflow/jetflow/worker"
 )
 
 // Bulk jobs in a dispatcher process (bulkProcessConfig): the batch size,
@@ -267,12 +269,31 @@ func TestBulkJobSurvivesDispatcherKill(t *testing.T) {
 		runs/batch, j.Sent, j.Skipped)
 }
 
-// TestBulkCancelThroughput measures one job cancelling many waiting runs
-// on one dispatcher: the figure is runs cancelled per second, from the
-// job's submission until every run's record says cancelled. Not a timed
-// assertion: it checks that every run was cancelled once, and logs the
-// rates. JETFLOW_IT_BULK_RUNS sets how many runs (default 2000).
-func TestBulkCancelThroughput(t *testing.T) {
+// bulkThroughputCases are the operations TestBulkThroughput measures:
+// the workflow whose runs it starts, the status they reach before the job
+// and the one each run reaches when the job's operation is applied. The
+// waiting runs wait without a timer ("forever"): on a busy machine a run
+// that expired before the job reached it would be skipped.
+var bulkThroughputCases = map[string]struct{ workflow, from, to string }{
+	"cancel":    {"forever", wire.StatusWaiting, wire.StatusCancelled},
+	"terminate": {"forever", wire.StatusWaiting, wire.StatusTerminated},
+	"pause":     {"forever", wire.StatusWaiting, wire.StatusPaused},
+	// Failed runs (an uncaught task failure) whose worker is then
+	// stopped, so that a redriven run stays running.
+	"redrive": {"uncaught", wire.StatusFailed, wire.StatusRunning},
+}
+
+// TestBulkThroughput measures one job applying an operation to many runs
+// on one dispatcher: the figures are runs per second from the job's
+// submission until the job is done (every input published) and until
+// every run's status shows the operation applied, and how the job
+// reported its progress (the updates a watcher saw, the first one with a
+// run sent, the longest gap between two). Not a timed assertion: it
+// checks that every run took the operation, and logs the rates.
+// JETFLOW_IT_BULK_RUNS sets how many runs (default 2000),
+// JETFLOW_IT_BULK_OP the operation (cancel, the default; terminate,
+// pause, redrive).
+func TestBulkThroughput(t *testing.T) {
 	if testing.Short() {
 		t.Skip("throughput measurement")
 	}
@@ -281,13 +302,22 @@ func TestBulkCancelThroughput(t *testing.T) {
 	if v, err := strconv.Atoi(os.Getenv("JETFLOW_IT_BULK_RUNS")); err == nil && v > 0 {
 		n = v
 	}
+	op := cmp.Or(os.Getenv("JETFLOW_IT_BULK_OP"), "cancel")
+	tc, ok := bulkThroughputCases[op]
+	if !ok {
+		t.Fatalf("JETFLOW_IT_BULK_OP=%q: want cancel, terminate, pause or redrive", op)
+	}
 	e := setup(t, options{workers: none, logLevel: slog.LevelWarn})
+	var w *worker.Worker
+	if op == "redrive" {
+		w = e.addWorker()
+	}
 	var wg sync.WaitGroup
 	const publishers = 8
 	for p := range publishers {
 		wg.Go(func() {
 			for i := p; i < n; i += publishers {
-				if err := e.f.Client.StartRun(e.ctx, "approval", fmt.Sprintf("t%06d", i), i); err != nil {
+				if err := e.f.Client.StartRun(e.ctx, tc.workflow, fmt.Sprintf("t%06d", i), i); err != nil {
 					t.Error(err)
 					return
 				}
@@ -307,21 +337,41 @@ func TestBulkCancelThroughput(t *testing.T) {
 			return nil
 		}
 	}
-	natstest.WaitFor(t, 120*time.Second, "every run waiting", count(wire.StatusWaiting))
+	natstest.WaitFor(t, 120*time.Second, "every run "+tc.from, count(tc.from))
+	if w != nil {
+		stopWithin(t, "worker", w.Stop)
+	}
 	t0 := time.Now()
-	job, err := e.f.Client.SubmitJob(e.ctx, client.JobSpec{Operation: "cancel", Filter: wire.RunFilter{Workflow: "approval", Status: wire.StatusWaiting}})
+	job, err := e.f.Client.SubmitJob(e.ctx, client.JobSpec{Operation: op, Filter: wire.RunFilter{Workflow: tc.workflow, Status: tc.from}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	j := watchJob(t, e, job.ID, 120*time.Second)
+	ctx, cancel := context.WithTimeout(e.ctx, 120*time.Second)
+	defer cancel()
+	updates, last := 0, t0
+	var firstSent, longest time.Duration
+	j, err := e.f.Client.WatchJob(ctx, job.ID, func(j *wire.Job) bool {
+		now := time.Now()
+		updates++
+		longest = max(longest, now.Sub(last))
+		last = now
+		if firstSent == 0 && j.Sent > 0 {
+			firstSent = now.Sub(t0)
+		}
+		return true
+	})
+	if err != nil {
+		t.Fatalf("job %s: %v (last %+v)", job.ID, err, j)
+	}
 	published := time.Since(t0)
 	if j.State != wire.JobDone || j.Sent != n {
 		t.Fatalf("job ended %+v; want done with %d sent", j, n)
 	}
-	natstest.WaitFor(t, 120*time.Second, "every run cancelled", count(wire.StatusCancelled))
+	natstest.WaitFor(t, 180*time.Second, "every run "+tc.to, count(tc.to))
 	all := time.Since(t0)
-	t.Logf("bulk cancel of %d waiting runs, one dispatcher: job done (every cancel published) in %s (%.0f runs/s); every run cancelled in %s (%.0f runs/s)",
-		n, published.Round(time.Millisecond), float64(n)/published.Seconds(), all.Round(time.Millisecond), float64(n)/all.Seconds())
+	t.Logf("bulk %s of %d %s runs, one dispatcher: job done (every input published) in %s (%.0f runs/s); every run %s in %s (%.0f runs/s); progress: %d updates watched, first with a run sent after %s, longest gap %s",
+		op, n, tc.from, published.Round(time.Millisecond), float64(n)/published.Seconds(), tc.to, all.Round(time.Millisecond), float64(n)/all.Seconds(),
+		updates, firstSent.Round(time.Millisecond), longest.Round(time.Millisecond))
 }
 
 // TestBulkJobRepublishIsDeduplicated: after its holder was SIGKILLed

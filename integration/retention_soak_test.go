@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"runtime"
 	"runtime/pprof"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -20,6 +22,9 @@ import (
 // take minutes, so they run only when asked:
 //
 //	JETFLOW_RETENTION_SOAK=30m go test ./integration/ -run TestRetentionSoak -v -timeout 50m
+//
+// (JETFLOW_RETENTION_SOAK_LARGE=N: every N-th run large, through the
+// payload bucket; JETFLOW_RETENTION_SOAK_CSV=FILE: the samples as CSV.)
 //	JETFLOW_RETENTION_REMOVAL_CPU=3000 go test ./integration/ -run TestRetentionRemovalCPU -v -timeout 30m
 //	JETFLOW_RETENTION_CPU=3000 JETFLOW_RETENTION_CPU_ROUNDS=2 go test ./integration/ -run TestRetentionCPU -v -timeout 30m
 //
@@ -30,78 +35,293 @@ import (
 // soakRate is how many one-task runs a second the soak starts.
 const soakRate = 10
 
+// soakLargeInput is the input of the soak's large runs
+// (JETFLOW_RETENTION_SOAK_LARGE): over the default payload threshold, so
+// that it, the invocation, the result and the record's values go through
+// the payload bucket.
+const soakLargeInput = 600 << 10
+
+// soakStreams are the streams whose bytes and messages the soak samples.
+var soakStreams = []string{"inputs", "runs", "timers", "index", "payloads", "tasks"}
+
+// soakSample is one sample of the soak.
+type soakSample struct {
+	at      time.Duration
+	phase   string
+	started int
+	bytes   map[string]uint64
+	msgs    map[string]uint64
+	rss     uint64
+	heap    uint64
+}
+
 // TestRetentionSoak starts one-task runs at a steady rate with a retention
-// of a minute and samples the bytes of the input stream, the run bucket
-// and the timer stream: they grow for a retention, then stay flat, and
-// drain once the load stops (records after the retention, tombstones after
-// theirs).
+// of a minute and samples, every 30 s, the bytes and messages of the input
+// stream, the run bucket, the timer stream, the index stream, the payload
+// bucket and the task stream, and this process's resident memory (server,
+// dispatcher, workers and client: one process) and Go heap. Stream bytes
+// grow for a retention, then stay flat, and drain once the load stops
+// (records after the retention, tombstones after theirs). Flat is judged
+// on the load after three retentions (the index's after an hour more, its
+// removed runs' heads' TTL): the mean of the second half of those samples
+// within 10 % (and 64 KiB) of the first half's (soakSummary).
+//
+// JETFLOW_RETENTION_SOAK_LARGE=N makes every N-th run a blob run with a
+// 600 KiB input, which goes by reference through the payload bucket (the
+// Object Store's puts publish asynchronously, and nats.go v1.55 may leave
+// one goroutine, resetPendingAcksOnReconnect, that goleak reports when the
+// binary exits: the soak's own result is the test's);
+// JETFLOW_RETENTION_SOAK_CSV=FILE writes every sample to FILE;
+// JETFLOW_RETENTION_SOAK_HEAP=FILE writes heap profiles once warm
+// (FILE.warm) and at the end of the load (FILE.end), to compare with
+// go tool pprof -base.
 func TestRetentionSoak(t *testing.T) {
 	soak, err := time.ParseDuration(os.Getenv("JETFLOW_RETENTION_SOAK"))
 	if err != nil {
 		t.Skip("set JETFLOW_RETENTION_SOAK to the duration of the load (5m) to measure")
+	}
+	large := 0
+	if v := os.Getenv("JETFLOW_RETENTION_SOAK_LARGE"); v != "" {
+		if large, err = strconv.Atoi(v); err != nil || large < 0 {
+			t.Fatalf("JETFLOW_RETENTION_SOAK_LARGE=%q: want a whole number N (every N-th run large), 0 for none", v)
+		}
 	}
 	const retention = time.Minute
 	limit := soak + retention + step.MinTombstone + 5*time.Minute
 	e := setup(t, options{dispatcher: dispatcher.Config{Retention: retention}, workers: 2, timeout: limit})
 	ctx, cancel := context.WithTimeout(context.Background(), limit)
 	defer cancel()
-	streams := map[string]string{"inputs": e.names.InputStream(), "runs": e.names.KVStream(e.names.RunBucket()), "timers": e.names.TimerStream()}
-	bytesOf := func() map[string]uint64 {
-		out := map[string]uint64{}
-		for k, name := range streams {
-			s, err := e.f.JS.Stream(ctx, name)
-			if err != nil {
-				t.Fatal(err)
-			}
-			out[k] = s.CachedInfo().State.Bytes
-		}
-		return out
+	streams := map[string]string{
+		"inputs": e.names.InputStream(), "runs": e.names.KVStream(e.names.RunBucket()), "timers": e.names.TimerStream(),
+		"index": e.names.IndexStream(), "payloads": e.names.ObjectStream(e.names.PayloadBucket()), "tasks": e.names.TaskStream(),
 	}
+	blob := strings.Repeat("0123456789abcdef", soakLargeInput/16)
 	began := time.Now()
-	sample := func(phase string) map[string]uint64 {
-		b := bytesOf()
-		t.Logf("%6.0fs %-6s inputs %9d B  runs %9d B  timers %9d B", time.Since(began).Seconds(), phase, b["inputs"], b["runs"], b["timers"])
-		return b
-	}
-	peak := map[string]uint64{}
-	keepPeak := func(b map[string]uint64) {
-		for k, v := range b {
-			peak[k] = max(peak[k], v)
+	n := 0
+	var samples []soakSample
+	sample := func(phase string) soakSample {
+		s := soakSample{at: time.Since(began), phase: phase, started: n, bytes: map[string]uint64{}, msgs: map[string]uint64{}}
+		for _, k := range soakStreams {
+			st, err := e.f.JS.Stream(ctx, streams[k])
+			if err != nil {
+				t.Fatalf("stream %s (%s): %v", streams[k], k, err)
+			}
+			s.bytes[k], s.msgs[k] = st.CachedInfo().State.Bytes, st.CachedInfo().State.Msgs
 		}
+		s.rss, s.heap = residentBytes(t), heapBytes()
+		t.Logf("%6.0fs %-6s runs %6d  inputs %9d B  runs %9d B  timers %8d B  index %9d B  payloads %9d B  rss %5.1f MiB  heap %5.1f MiB",
+			s.at.Seconds(), phase, n, s.bytes["inputs"], s.bytes["runs"], s.bytes["timers"], s.bytes["index"], s.bytes["payloads"],
+			float64(s.rss)/(1<<20), float64(s.heap)/(1<<20))
+		samples = append(samples, s)
+		return s
 	}
-	keepPeak(sample("start"))
+	sample("start")
 	tick := time.NewTicker(time.Second / soakRate)
 	defer tick.Stop()
 	every := time.NewTicker(30 * time.Second)
 	defer every.Stop()
-	n := 0
+	warmed := false
 	for end := time.Now().Add(soak); time.Now().Before(end); {
 		select {
 		case <-tick.C:
 			n++
-			if err := e.f.Client.StartRun(ctx, "one", "soak-"+strconv.Itoa(n), n); err != nil {
+			id := "soak-" + strconv.Itoa(n)
+			if large > 0 && n%large == 0 {
+				err = e.f.Client.StartRun(ctx, "blob", id, map[string]any{"blob": blob})
+			} else {
+				err = e.f.Client.StartRun(ctx, "one", id, n)
+			}
+			if err != nil {
 				t.Fatal(err)
 			}
 		case <-every.C:
-			keepPeak(sample("load"))
+			if s := sample("load"); !warmed && s.at >= 3*retention {
+				warmed = true
+				writeHeapProfile(t, "warm")
+			}
 		}
 	}
+	writeHeapProfile(t, "end")
 	t.Logf("started %d runs in %s", n, soak)
+	load := samples
+	peak := soakPeaks(load)
 	// Drained: every record removed after its retention, every tombstone
 	// expired after its own (as long as the retention, at least a minute).
 	deadline := time.Now().Add(retention + step.MinTombstone + 90*time.Second)
-	var last map[string]uint64
+	var last soakSample
 	for time.Now().Before(deadline) {
 		<-every.C
 		last = sample("drain")
-		if last["inputs"] < peak["inputs"]/20 && last["runs"] < peak["runs"]/20 {
+		if last.bytes["inputs"] < peak.bytes["inputs"]/20 && last.bytes["runs"] < peak.bytes["runs"]/20 {
 			break
 		}
 	}
-	t.Logf("peak: inputs %d B, runs %d B, timers %d B", peak["inputs"], peak["runs"], peak["timers"])
-	if last["inputs"] >= peak["inputs"]/20 || last["runs"] >= peak["runs"]/20 {
-		t.Errorf("not drained after the load: %v, peak %v", last, peak)
+	if path := os.Getenv("JETFLOW_RETENTION_SOAK_CSV"); path != "" {
+		writeSoakCSV(t, path, samples)
 	}
+	soakSummary(t, load, last, 3*retention)
+	if last.bytes["inputs"] >= peak.bytes["inputs"]/20 || last.bytes["runs"] >= peak.bytes["runs"]/20 {
+		t.Errorf("not drained after the load: %v, peak %v", last.bytes, peak.bytes)
+	}
+}
+
+// soakPeaks is the largest value of each series over samples.
+func soakPeaks(samples []soakSample) soakSample {
+	p := soakSample{bytes: map[string]uint64{}, msgs: map[string]uint64{}}
+	for _, s := range samples {
+		for k := range s.bytes {
+			p.bytes[k], p.msgs[k] = max(p.bytes[k], s.bytes[k]), max(p.msgs[k], s.msgs[k])
+		}
+		p.rss, p.heap = max(p.rss, s.rss), max(p.heap, s.heap)
+	}
+	return p
+}
+
+// indexHeadTTL is how long the index keeps the head of a removed run
+// after its tombstone expired (runindex's deletedHeadTTL): the index
+// stream grows for that long before it can be flat.
+const indexHeadTTL = time.Hour
+
+// soakSummary logs each series' start, peak (and when), end of the load
+// and last drain sample, and whether it stayed flat once warm: the mean
+// of the second half of the load samples taken after warm within 10 %
+// (and 64 KiB, or 64 messages) of the first half's. The index is warm
+// only after its removed runs' heads expire too (indexHeadTTL later); a
+// series with fewer than four samples after its warm-up is not judged.
+// A stream's bytes that grow fail the test; messages and the process's
+// memory are reported only.
+func soakSummary(t *testing.T, load []soakSample, drained soakSample, warm time.Duration) {
+	t.Helper()
+	type series struct {
+		name  string
+		of    func(soakSample) uint64
+		warm  time.Duration
+		slack float64
+		fail  bool
+	}
+	var all []series
+	for _, k := range soakStreams {
+		w := warm
+		if k == "index" {
+			w += indexHeadTTL
+		}
+		all = append(all,
+			series{k + " bytes", func(s soakSample) uint64 { return s.bytes[k] }, w, 64 << 10, true},
+			series{k + " msgs", func(s soakSample) uint64 { return s.msgs[k] }, w, 64, false})
+	}
+	all = append(all,
+		series{"process rss", func(s soakSample) uint64 { return s.rss }, warm, 0, false},
+		series{"go heap", func(s soakSample) uint64 { return s.heap }, warm, 0, false})
+	mean := func(ss []soakSample, of func(soakSample) uint64) float64 {
+		sum := 0.0
+		for _, s := range ss {
+			sum += float64(of(s))
+		}
+		return sum / float64(len(ss))
+	}
+	for _, se := range all {
+		var pk uint64
+		var pkAt time.Duration
+		var steady []soakSample
+		for _, s := range load {
+			if v := se.of(s); v > pk {
+				pk, pkAt = v, s.at
+			}
+			if s.phase == "load" && s.at >= se.warm {
+				steady = append(steady, s)
+			}
+		}
+		verdict := fmt.Sprintf("not judged: %d load samples after %s", len(steady), se.warm)
+		flat := true
+		if half := len(steady) / 2; half >= 2 {
+			first, second := mean(steady[:half], se.of), mean(steady[half:], se.of)
+			flat = second <= 1.10*first+se.slack
+			ratio := 0.0
+			if first > 0 {
+				ratio = second / first
+			}
+			verdict = fmt.Sprintf("mean %.0f (%s-%s) -> %.0f (%s-%s), x%.3f: flat", first,
+				steady[0].at.Round(time.Second), steady[half-1].at.Round(time.Second), second,
+				steady[half].at.Round(time.Second), steady[len(steady)-1].at.Round(time.Second), ratio)
+			if !flat {
+				verdict = strings.TrimSuffix(verdict, "flat") + "GROWS"
+			}
+		}
+		t.Logf("%-15s start %11d  peak %11d at %5.0fs  end of load %11d  drained %11d  %s",
+			se.name, se.of(load[0]), pk, pkAt.Seconds(), se.of(load[len(load)-1]), se.of(drained), verdict)
+		if !flat && se.fail {
+			t.Errorf("%s grow under a steady load (%s)", se.name, verdict)
+		}
+	}
+}
+
+// writeSoakCSV writes the soak's samples, one row each.
+func writeSoakCSV(t *testing.T, path string, samples []soakSample) {
+	t.Helper()
+	var b strings.Builder
+	b.WriteString("t_s,phase,runs_started")
+	for _, k := range soakStreams {
+		fmt.Fprintf(&b, ",%s_bytes,%s_msgs", k, k)
+	}
+	b.WriteString(",rss_bytes,heap_bytes\n")
+	for _, s := range samples {
+		fmt.Fprintf(&b, "%.0f,%s,%d", s.at.Seconds(), s.phase, s.started)
+		for _, k := range soakStreams {
+			fmt.Fprintf(&b, ",%d,%d", s.bytes[k], s.msgs[k])
+		}
+		fmt.Fprintf(&b, ",%d,%d\n", s.rss, s.heap)
+	}
+	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// writeHeapProfile writes a heap profile to JETFLOW_RETENTION_SOAK_HEAP
+// with suffix "."+when, if that is set.
+func writeHeapProfile(t *testing.T, when string) {
+	t.Helper()
+	path := os.Getenv("JETFLOW_RETENTION_SOAK_HEAP")
+	if path == "" {
+		return
+	}
+	f, err := os.Create(path + "." + when)
+	if err != nil {
+		t.Fatal(err)
+	}
+	runtime.GC()
+	if err := pprof.WriteHeapProfile(f); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// residentBytes is this process's resident set (VmRSS of
+// /proc/self/status; 0 where there is none).
+func residentBytes(t *testing.T) uint64 {
+	t.Helper()
+	raw, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	for line := range strings.SplitSeq(string(raw), "\n") {
+		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			kb, err := strconv.ParseUint(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
+			if err != nil {
+				t.Fatalf("VmRSS %q: %v", rest, err)
+			}
+			return kb << 10
+		}
+	}
+	return 0
+}
+
+// heapBytes is the Go heap in use (runtime.MemStats.HeapInuse).
+func heapBytes() uint64 {
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return m.HeapInuse
 }
 
 // TestRetentionCPU measures the CPU time of this process (server,

@@ -291,7 +291,7 @@ func (s *Store) resolve(ctx context.Context, ref Ref, limit int64) ([]byte, erro
 // a worker or publisher copy its own chunks onto run-input subjects, so
 // none of them holds it (docs/SECURITY.md).
 func (s *Store) read(ctx context.Context, info *jetstream.ObjectInfo, size int64) ([]byte, error) {
-	subject := "$O." + s.cfg.Names.PayloadBucket() + ".C." + info.NUID
+	subject := s.cfg.Names.ObjectChunks(s.cfg.Names.PayloadBucket(), info.NUID)
 	body := make([]byte, 0, size)
 	var seq uint64
 	for n := uint32(0); n < info.Chunks; n++ {
@@ -351,14 +351,34 @@ func (s *Store) Send(ctx context.Context, m *nats.Msg, runID, kind string) (bool
 	return true, nil
 }
 
-// Delete removes one object; a missing one is no error.
+// Delete removes one object, its info included; a missing one is no
+// error. The Object Store's own delete would leave the info behind as a
+// mark of the deletion, for ever (the bucket has no TTL): one message per
+// object of every run retention removed, each read again by every
+// listing (ByRun). Delete purges the chunks, then the info, so that
+// nothing stays; the same three requests (the info's read, two purges).
+// A reader between the two purges finds the chunks gone and reports the
+// object missing (read); a failure between them leaves the info, which
+// the run's next removal lists and deletes.
 func (s *Store) Delete(ctx context.Context, name string) error {
 	if s == nil {
 		return nil
 	}
-	err := s.obs.Delete(ctx, name)
-	if err != nil && !errors.Is(err, jetstream.ErrObjectNotFound) {
-		return fmt.Errorf("payload: delete %q: %w", name, err)
+	bucket := s.cfg.Names.PayloadBucket()
+	info, err := s.obs.GetInfo(ctx, name, jetstream.GetObjectInfoShowDeleted())
+	if errors.Is(err, jetstream.ErrObjectNotFound) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("payload: delete %q: read its info: %w", name, err)
+	}
+	if info.NUID != "" {
+		if err := s.stream.Purge(ctx, jetstream.WithPurgeSubject(s.cfg.Names.ObjectChunks(bucket, info.NUID))); err != nil {
+			return fmt.Errorf("payload: delete %q: purge its chunks from bucket %q: %w", name, bucket, err)
+		}
+	}
+	if err := s.stream.Purge(ctx, jetstream.WithPurgeSubject(s.cfg.Names.ObjectMeta(bucket, name))); err != nil {
+		return fmt.Errorf("payload: delete %q: purge its info from bucket %q: %w", name, bucket, err)
 	}
 	return nil
 }

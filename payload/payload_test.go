@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -67,6 +68,55 @@ func TestSendAndBody(t *testing.T) {
 	}
 	if _, _, err := ps.Body(ctx, big.Header, nil); !errors.Is(err, payload.ErrMissing) {
 		t.Fatalf("Body after removal: %v, want ErrMissing", err)
+	}
+}
+
+// TestRemoveRunLeavesNothing: removing a run's objects leaves no message
+// of them in the bucket's stream, not even the mark of a deletion: the
+// bucket has no TTL, so a mark per object of every removed run would stay
+// for ever and be read by every listing.
+func TestRemoveRunLeavesNothing(t *testing.T) {
+	t.Parallel()
+	ps, js := setup(t, payload.Config{Threshold: 1024})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	kept := nats.NewMsg("x")
+	kept.Data = bytes.Repeat([]byte("k"), 4096)
+	if _, err := ps.Send(ctx, kept, "kept", payload.KindStart); err != nil {
+		t.Fatal(err)
+	}
+	stream, err := js.Stream(ctx, subjects.Must("").ObjectStream(subjects.Must("").PayloadBucket()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	state := func() jetstream.StreamState {
+		info, err := stream.Info(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return info.State
+	}
+	before := state()
+	for _, kind := range []string{payload.KindStart, payload.KindInvoke, payload.KindResult} {
+		m := nats.NewMsg("x")
+		m.Data = bytes.Repeat([]byte(kind), 300<<10)
+		if _, err := ps.Send(ctx, m, "gone", kind); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n, err := ps.RemoveRun(ctx, "gone"); err != nil || n != 3 {
+		t.Fatalf("RemoveRun(gone) = %d, %v; want 3", n, err)
+	}
+	if after := state(); after.Msgs != before.Msgs || after.Bytes != before.Bytes {
+		t.Errorf("after the removal the bucket holds %d messages, %d bytes; want what it held before the run, %d messages, %d bytes",
+			after.Msgs, after.Bytes, before.Msgs, before.Bytes)
+	}
+	// Deleting again, or an object never there, is no error.
+	if err := ps.Delete(ctx, payload.Name("gone", payload.KindStart, "none")); err != nil {
+		t.Errorf("delete of a missing object: %v", err)
+	}
+	if got, _, err := ps.Body(ctx, kept.Header, nil); err != nil || len(got) != 4096 {
+		t.Errorf("the other run's object: %d bytes, %v", len(got), err)
 	}
 }
 
@@ -137,6 +187,38 @@ func BenchmarkRoundTrip50MB(b *testing.B) {
 		}
 		if _, _, err := ps.Body(ctx, m.Header, nil); err != nil {
 			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkRemoveRun prices a retention removal of a run with large
+// values: a listing of the bucket (RemoveRun's, as a batch of removals
+// makes once) and the deletion of the run's objects, with one other run's
+// objects in the bucket. Every round removes a new run, so whatever a
+// deletion leaves behind accumulates over the rounds (-benchtime=Nx).
+func BenchmarkRemoveRun(b *testing.B) {
+	ps, _ := setup(b, payload.Config{Threshold: 1024})
+	ctx := context.Background()
+	body := bytes.Repeat([]byte("r"), 4096)
+	put := func(run string) {
+		for _, kind := range []string{payload.KindStart, payload.KindInvoke, payload.KindResult} {
+			m := nats.NewMsg("x")
+			m.Data = body
+			if _, err := ps.Send(ctx, m, run, kind); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	put("kept")
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := range b.N {
+		b.StopTimer()
+		run := fmt.Sprintf("gone-%d", i)
+		put(run)
+		b.StartTimer()
+		if n, err := ps.RemoveRun(ctx, run); err != nil || n != 3 {
+			b.Fatalf("RemoveRun(%s) = %d, %v", run, n, err)
 		}
 	}
 }

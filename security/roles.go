@@ -263,8 +263,8 @@ func payloadWrite(n subjects.Names) Permissions {
 }
 
 // payloadAll is a dispatcher's: reading and writing, and deleting a
-// removed run's objects (a purge of their chunks, and a listing of the
-// bucket through an ordered consumer of its infos).
+// removed run's objects (a listing of the bucket through an ordered
+// consumer of its infos, then a purge of each object's chunks and info).
 func payloadAll(n subjects.Names) Permissions {
 	obj := n.ObjectStream(n.PayloadBucket())
 	return join(payloadWrite(n), Permissions{Publish: []string{

@@ -1,5 +1,7 @@
 package subjects
 
+import "encoding/base64"
+
 // The NATS server's own names that jetflow builds: the JetStream API, the
 // acknowledgement and flow-control subjects of its consumers, and the
 // stream and subjects behind a KV bucket. They follow the server's
@@ -41,6 +43,17 @@ func (n Names) ObjectStream(bucket string) string { return "OBJ_" + bucket }
 // ObjectSubjects matches the chunk and meta subjects of Object Store
 // bucket.
 func (n Names) ObjectSubjects(bucket string) string { return "$O." + bucket + ".>" }
+
+// ObjectChunks is the subject of the chunks of the object whose NUID (in
+// its info) is nuid, in Object Store bucket.
+func (n Names) ObjectChunks(bucket, nuid string) string { return "$O." + bucket + ".C." + nuid }
+
+// ObjectMeta is the subject of the info (meta message) of the object
+// named name in Object Store bucket: the name in URL-safe base64, as the
+// client libraries write it.
+func (n Names) ObjectMeta(bucket, name string) string {
+	return "$O." + bucket + ".M." + base64.URLEncoding.EncodeToString([]byte(name))
+}
 
 // KVStream is the stream that holds KV bucket.
 func (n Names) KVStream(bucket string) string { return "KV_" + bucket }
