@@ -222,3 +222,58 @@ func BenchmarkRemoveRun(b *testing.B) {
 		}
 	}
 }
+
+// TestListingPurgesMarksOfEarlierDeletes: an earlier release deleted
+// objects with the Object Store's own delete, which leaves a mark for
+// ever; the listing that removals make purges such marks, and lists
+// neither them nor fewer of the live objects.
+func TestListingPurgesMarksOfEarlierDeletes(t *testing.T) {
+	t.Parallel()
+	ps, js := setup(t, payload.Config{Threshold: 1024})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	for _, run := range []string{"kept", "gone"} {
+		m := nats.NewMsg("x")
+		m.Data = bytes.Repeat([]byte(run), 1024)
+		if _, err := ps.Send(ctx, m, run, payload.KindStart); err != nil {
+			t.Fatal(err)
+		}
+	}
+	names := subjects.Must("")
+	obs, err := js.ObjectStore(ctx, names.PayloadBucket())
+	if err != nil {
+		t.Fatal(err)
+	}
+	gone, err := ps.ByRun(ctx)
+	if err != nil || len(gone["gone"]) != 1 {
+		t.Fatalf("listing before the delete: %v, %v", gone, err)
+	}
+	if err := obs.Delete(ctx, gone["gone"][0]); err != nil { // as earlier releases deleted
+		t.Fatal(err)
+	}
+	stream, err := js.Stream(ctx, names.ObjectStream(names.PayloadBucket()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	msgs := func() uint64 {
+		t.Helper()
+		info, err := stream.Info(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return info.State.Msgs
+	}
+	if n := msgs(); n != 3 { // kept's chunk and info, gone's mark
+		t.Fatalf("before the listing the bucket holds %d messages, want 3", n)
+	}
+	byRun, err := ps.ByRun(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(byRun) != 1 || len(byRun["kept"]) != 1 {
+		t.Errorf("listed %v, want kept's one object", byRun)
+	}
+	if n := msgs(); n != 2 {
+		t.Errorf("after the listing the bucket holds %d messages, want 2 (the mark purged)", n)
+	}
+}
