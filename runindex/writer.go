@@ -237,21 +237,11 @@ func writtenOver(h map[string][]string) (uint64, bool) {
 	return prev, err == nil
 }
 
-// stale says a head this process remembers (ok) cannot be the run's
-// current one, so that c must read it before writing: another dispatcher
-// indexed the revision c was written over, or one this process never
-// saw. A run c created has no head yet.
-func stale(c change, known headState, ok bool) bool {
-	switch {
-	case c.rev == 0:
-		return false // read from the bucket just now: forced
-	case c.hasPrev && c.prev == 0:
-		return false
-	case !ok:
-		return true
-	default:
-		return c.hasPrev && (known.head == nil || known.head.RecordRev < c.prev)
-	}
+// stale says c must read the run's head before writing: this process
+// does not remember it (another dispatcher indexed the run's earlier
+// changes), and c did not create the run. A new run has no head.
+func stale(c change, ok bool) bool {
+	return !ok && c.rev != 0 && !(c.hasPrev && c.prev == 0)
 }
 
 // unindexable is a record the index cannot hold (it cannot be decoded):
@@ -269,18 +259,19 @@ func (u *unindexable) Unwrap() error { return u.err }
 // revision no later than the entry's (client.ListRuns), so entries left
 // by a crash, a lost race or a purge not yet done are never listed.
 //
-// The head's sequence is taken from what this process last wrote, or
-// guessed absent for a run created by this change. A head this process
-// cannot know to be current (it did not index the revision the change
-// was written over: another dispatcher did) is read first, since a wrong
-// guess costs the entries' publishes as well as the head's. A writer that
+// The head's sequence is taken from what this process last wrote,
+// guessed absent for a run this change created, and read for any other
+// run this process has not seen. Every message is published on the
+// condition that the head is still at that sequence, so a wrong guess
+// (another dispatcher indexed the run since) stores nothing: it is
+// refused, reads the head and writes again. A writer that
 // lost to another dispatcher's later revision may have overwritten its
 // entries with older ones, so it reads the run's current record and
 // writes again.
 func (w *writer) index1(ctx context.Context, c change) error {
 	known, ok := w.heads.get(c.run)
 	fresh := false // known was read from the stream just now
-	if stale(c, known, ok) {
+	if stale(c, ok) {
 		cur, curSeq, err := w.head(ctx, c.run)
 		if err != nil {
 			return err
@@ -387,10 +378,10 @@ func (w *writer) head(ctx context.Context, run string) (*wire.IndexHead, uint64,
 	return &h, m.Sequence, nil
 }
 
-// write publishes e under each of the subjects hd names (replacing what they held),
-// then hd if the head is still at sequence prev, and waits for all of
-// them; it returns the head's new sequence. One connection keeps their
-// order in the stream.
+// write publishes e under each of the subjects hd names (replacing what
+// they held), then hd, each only if the head is still at sequence prev,
+// and waits for all of them; it returns the head's new sequence. One
+// connection keeps their order in the stream.
 func (w *writer) write(ctx context.Context, c change, e *wire.IndexEntry, hd *wire.IndexHead, prev uint64) (uint64, error) {
 	ctx, cancel := context.WithTimeout(ctx, w.cfg.OpTimeout)
 	defer cancel()
@@ -400,7 +391,9 @@ func (w *writer) write(ctx context.Context, c change, e *wire.IndexEntry, hd *wi
 		if err != nil {
 			return 0, err
 		}
-		var opts []jetstream.PublishOpt
+		// Stored only while the head is the one guessed: a writer that
+		// guessed wrong leaves no entries to be purged.
+		opts := []jetstream.PublishOpt{jetstream.WithExpectLastSequenceForSubject(prev, w.names.IndexHead(c.run))}
 		if ttl := w.entryTTL(e); ttl > 0 {
 			opts = append(opts, jetstream.WithMsgTTL(ttl))
 		}

@@ -106,12 +106,12 @@ func TestWriterKeepsTheLatestRevision(t *testing.T) {
 	}
 }
 
-// TestWritersTakingTurnsWasteNoPublishes: when a run's changes reach
-// writers in turn, as they do with several dispatchers, a writer whose
-// head is not the one the change was written over reads the head before
-// writing instead of publishing entries that lose the compare-and-swap.
-// Each change then stores its entries and its head once.
-func TestWritersTakingTurnsWasteNoPublishes(t *testing.T) {
+// TestWritersTakingTurnsStoreEachChangeOnce: when a run's changes reach
+// writers in turn, as they do with several dispatchers, a writer that
+// has not seen the run reads its head first, and one whose remembered
+// head is stale has its entries refused with the head, not stored. Each
+// change then stores its entries and its head once.
+func TestWritersTakingTurnsStoreEachChangeOnce(t *testing.T) {
 	t.Parallel()
 	ctx, js, names, newW := provisionedWriters(t, 30*time.Second)
 	a, b := newW(), newW()
