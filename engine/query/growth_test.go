@@ -77,29 +77,13 @@ func TestLoneForSizesItsAnswer(t *testing.T) {
 		{`{"$for": {"p": "$.people"}, "$let": {"a": "$p.age"}, "$where": {"$ge": ["$a", 18]}, "$return": "$p.name"}`, 5},
 	} {
 		t.Run(c.doc, func(t *testing.T) {
-			q, err := Compile(mustJSON(t, c.doc), Options{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			got, err := q.Items(data, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
 			var want []any
 			for i := range people {
 				if i%40 >= 18 {
 					want = append(want, "p"+strconv.Itoa(i))
 				}
 			}
-			if !reflect.DeepEqual(got, want) {
-				t.Fatalf("got %v, want %v", got, want)
-			}
-			if raceEnabled {
-				return // the race detector makes sync.Pool drop items at random
-			}
-			if n := testing.AllocsPerRun(20, func() { _, _ = q.Items(data, nil) }); n > c.allocs {
-				t.Errorf("%v allocations per evaluation, want at most %v", n, c.allocs)
-			}
+			checkItems(t, c.doc, data, want, c.allocs)
 		})
 	}
 }
@@ -138,27 +122,11 @@ func TestPathAndArrayMadeOnce(t *testing.T) {
 		{`[1, "$.a[*]", 2]`, func() []any { return append(append([]any{1.0}, items...), 2.0) }, 5},
 	} {
 		t.Run(c.doc, func(t *testing.T) {
-			q, err := Compile(mustJSON(t, c.doc), Options{})
-			if err != nil {
-				t.Fatal(err)
+			want := c.want()
+			if c.doc[0] == '[' {
+				want = []any{want} // one item, the array
 			}
-			got, err := q.Items(data, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if want := c.want(); c.doc[0] == '[' {
-				if len(got) != 1 || !reflect.DeepEqual(got[0], want) {
-					t.Fatalf("got %v, want [%v]", got, want)
-				}
-			} else if !reflect.DeepEqual(got, want) {
-				t.Fatalf("got %v, want %v", got, want)
-			}
-			if raceEnabled {
-				return // the race detector makes sync.Pool drop items at random
-			}
-			if n := testing.AllocsPerRun(20, func() { _, _ = q.Items(data, nil) }); n > c.allocs {
-				t.Errorf("%v allocations per evaluation, want at most %v", n, c.allocs)
-			}
+			checkItems(t, c.doc, data, want, c.allocs)
 		})
 	}
 }
@@ -205,5 +173,29 @@ func TestShortArraysShareChunks(t *testing.T) {
 	// lists and sequences; 85 when each array was made on its own
 	if n := testing.AllocsPerRun(20, func() { _, _ = q.Items(data, nil) }); n > 51 {
 		t.Errorf("%v allocations per evaluation, want at most 51", n)
+	}
+}
+
+// checkItems compiles doc, checks that it answers want over data, and,
+// without the race detector, that it allocates at most allocs per
+// evaluation.
+func checkItems(t *testing.T, doc string, data any, want []any, allocs float64) {
+	t.Helper()
+	q, err := Compile(mustJSON(t, doc), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := q.Items(data, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("got %v, want %v", got, want)
+	}
+	if raceEnabled {
+		return // the race detector makes sync.Pool drop items at random
+	}
+	if n := testing.AllocsPerRun(20, func() { _, _ = q.Items(data, nil) }); n > allocs {
+		t.Errorf("%v allocations per evaluation, want at most %v", n, allocs)
 	}
 }
