@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"maps"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -37,17 +36,13 @@ const minEntryTTL = 5 * time.Second
 const maxRaces = 8
 
 // change is one state of a run in the run bucket: its record (nil when
-// deleted), the bucket revision and when it was written, and the
-// revision it was written over by compare-and-swap (prev; 0 for a new
-// record) when it says so (hasPrev).
+// deleted), the bucket revision and when it was written.
 type change struct {
 	run     string
 	data    []byte
 	deleted bool
 	rev     uint64
 	at      time.Time
-	prev    uint64
-	hasPrev bool
 }
 
 type writer struct {
@@ -190,9 +185,7 @@ func (w *writer) handle(ctx context.Context, m jetstream.Msg) {
 		return
 	}
 	run := strings.TrimPrefix(m.Subject(), w.names.KVKeyPrefix(w.names.RunBucket()))
-	h := m.Headers()
-	c := change{run: run, data: m.Data(), rev: meta.Sequence.Stream, at: meta.Timestamp, deleted: isDeletion(h)}
-	c.prev, c.hasPrev = writtenOver(h)
+	c := change{run: run, data: m.Data(), rev: meta.Sequence.Stream, at: meta.Timestamp, deleted: isDeletion(m.Headers())}
 	log := w.log.With(slog.String("run_id", run))
 	if err := subjects.CheckRunID(run); err != nil {
 		log.Warn("runindex: a run bucket key that is no run id; not indexed", slog.Any("error", err))
@@ -225,25 +218,6 @@ func isDeletion(h map[string][]string) bool {
 	return get("KV-Operation") != "" || get(jetstream.MarkerReasonHeader) != ""
 }
 
-// writtenOver is the revision a change was written over by
-// compare-and-swap (0: none, a new record), when it was: the server keeps
-// the expectation a message was published with.
-func writtenOver(h map[string][]string) (uint64, bool) {
-	v := h[jetstream.ExpectedLastSubjSeqHeader]
-	if len(v) == 0 {
-		return 0, false
-	}
-	prev, err := strconv.ParseUint(v[0], 10, 64)
-	return prev, err == nil
-}
-
-// stale says c must read the run's head before writing: this process
-// does not remember it (another dispatcher indexed the run's earlier
-// changes), and c did not create the run. A new run has no head.
-func stale(c change, ok bool) bool {
-	return !ok && c.rev != 0 && !(c.hasPrev && c.prev == 0)
-}
-
 // unindexable is a record the index cannot hold (it cannot be decoded):
 // logged and skipped, not retried.
 type unindexable struct{ err error }
@@ -259,25 +233,19 @@ func (u *unindexable) Unwrap() error { return u.err }
 // revision no later than the entry's (client.ListRuns), so entries left
 // by a crash, a lost race or a purge not yet done are never listed.
 //
-// The head's sequence is taken from what this process last wrote,
-// guessed absent for a run this change created, and read for any other
-// run this process has not seen. Every message is published on the
-// condition that the head is still at that sequence, so a wrong guess
-// (another dispatcher indexed the run since) stores nothing: it is
-// refused, reads the head and writes again. A writer that
+// The head's sequence is taken from what this process last wrote, or
+// guessed absent for a run it has not seen (a new run has none). Every
+// message is published on the condition that the head is still at that
+// sequence, so a wrong guess (another dispatcher indexed the run) stores
+// nothing: it is refused, reads the head and writes again. Reading the
+// head first instead costs a read wherever the guess is right, which at
+// one dispatcher is always. A writer that
 // lost to another dispatcher's later revision may have overwritten its
 // entries with older ones, so it reads the run's current record and
 // writes again.
 func (w *writer) index1(ctx context.Context, c change) error {
 	known, ok := w.heads.get(c.run)
 	fresh := false // known was read from the stream just now
-	if stale(c, ok) {
-		cur, curSeq, err := w.head(ctx, c.run)
-		if err != nil {
-			return err
-		}
-		known, ok, fresh = headState{seq: curSeq, head: cur}, true, true
-	}
 	forced := false
 	mine := map[string]bool{} // subjects written by attempts that lost
 	for range maxRaces {

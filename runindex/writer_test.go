@@ -70,7 +70,8 @@ func TestWriterKeepsTheLatestRevision(t *testing.T) {
 	if got := listed(); got != "r1@wf-5" {
 		t.Errorf("after revisions 5 then 3: %q", got)
 	}
-	// Writer b has never seen r1: it reads the head and writes revision 7.
+	// Writer b has never seen r1: it guesses no head, is refused, reads
+	// the head and writes revision 7.
 	index(b, "wf-7")
 	if got := listed(); got != "r1@wf-7" {
 		t.Errorf("after revision 7 from another writer: %q", got)
@@ -107,9 +108,9 @@ func TestWriterKeepsTheLatestRevision(t *testing.T) {
 }
 
 // TestWritersTakingTurnsStoreEachChangeOnce: when a run's changes reach
-// writers in turn, as they do with several dispatchers, a writer that
-// has not seen the run reads its head first, and one whose remembered
-// head is stale has its entries refused with the head, not stored. Each
+// writers in turn, as they do with several dispatchers, a writer whose
+// guess of the head is wrong (it never saw the run, or remembers an
+// older head) has its entries refused with the head, not stored. Each
 // change then stores its entries and its head once.
 func TestWritersTakingTurnsStoreEachChangeOnce(t *testing.T) {
 	t.Parallel()
@@ -131,10 +132,7 @@ func TestWritersTakingTurnsStoreEachChangeOnce(t *testing.T) {
 	writers := []*writer{a, b, a, b, a}
 	for i, w := range writers {
 		rev := uint64(10 + i) //nolint:gosec // a small index
-		c := change{run: "r1", data: tombstone("r1", fmt.Sprintf("wf-%d", rev)), rev: rev, at: time.Now(), hasPrev: true}
-		if i > 0 {
-			c.prev = rev - 1
-		}
+		c := change{run: "r1", data: tombstone("r1", fmt.Sprintf("wf-%d", rev)), rev: rev, at: time.Now()}
 		if err := w.index1(ctx, c); err != nil {
 			t.Fatal(err)
 		}
@@ -152,7 +150,7 @@ func TestWritersTakingTurnsStoreEachChangeOnce(t *testing.T) {
 		t.Fatalf("listed %+v (%v), want r1 at its latest record, wf-14", page.Runs, err)
 	}
 	// A redelivered earlier change is skipped by either writer.
-	if err := b.index1(ctx, change{run: "r1", data: tombstone("r1", "wf-12"), rev: 12, prev: 11, hasPrev: true}); err != nil {
+	if err := b.index1(ctx, change{run: "r1", data: tombstone("r1", "wf-12"), rev: 12}); err != nil {
 		t.Fatal(err)
 	}
 	if got, want := stored()-before, uint64(3*len(writers)); got != want {
@@ -276,49 +274,5 @@ func provisionedWriters(t *testing.T, timeout time.Duration) (context.Context, j
 		}
 		t.Cleanup(w.close)
 		return w
-	}
-}
-
-// TestChangesSayWhatTheyWereWrittenOver: the run bucket's messages keep
-// the compare-and-swap expectation they were written with, which tells
-// the writer a new run from one whose head it must read.
-func TestChangesSayWhatTheyWereWrittenOver(t *testing.T) {
-	t.Parallel()
-	ctx, js, names, _ := provisionedWriters(t, 30*time.Second)
-	kv, err := js.KeyValue(ctx, names.RunBucket())
-	if err != nil {
-		t.Fatal(err)
-	}
-	first, err := kv.Create(ctx, "r1", []byte("1"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := kv.Update(ctx, "r1", []byte("2"), first); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := kv.Put(ctx, "r2", []byte("3")); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := kv.Create(ctx, "r3", []byte("4")); err != nil {
-		t.Fatal(err)
-	}
-	// The bucket keeps one record a run: r1's first is gone.
-	cons, err := js.OrderedConsumer(ctx, names.KVStream(names.RunBucket()), jetstream.OrderedConsumerConfig{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	type over struct {
-		prev uint64
-		ok   bool
-	}
-	want := []over{{first, true}, {0, false}, {0, true}}
-	for i, w := range want {
-		m, err := cons.Next(jetstream.FetchMaxWait(10 * time.Second))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if prev, ok := writtenOver(m.Headers()); prev != w.prev || ok != w.ok {
-			t.Errorf("change %d: written over (%d, %v), want (%d, %v)", i, prev, ok, w.prev, w.ok)
-		}
 	}
 }
