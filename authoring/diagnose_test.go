@@ -30,6 +30,9 @@ const orderDoc = `{
   }
 }`
 
+// payWork is the pointer to the pay state's work member.
+const payWork = "/states/pay/work"
+
 // diagnoseCases are the authoring errors a person meets most, with the
 // text validate prints and the reference's code and path, unchanged.
 var diagnoseCases = []struct {
@@ -75,8 +78,8 @@ var diagnoseCases = []struct {
 	},
 	{
 		"misspelled task member", `"version": "1"`, `"versio": "1"`,
-		"order.json:7:34: JF0021 /states/pay/work/versio: a task needs a nonblank task name and version: unknown member 'versio' (did you mean 'version'?) (allowed here: task, version, with) [reference path /states/pay/work]",
-		"JF0021", "/states/pay/work",
+		"order.json:7:34: JF0021 " + payWork + "/versio: a task needs a nonblank task name and version: unknown member 'versio' (did you mean 'version'?) (allowed here: task, version, with) [reference path " + payWork + "]",
+		"JF0021", payWork,
 	},
 	{
 		"misspelled branch member", `"event": "payment", "to": "done"`, `"event": "payment", "too": "done"`,
@@ -96,12 +99,12 @@ var diagnoseCases = []struct {
 	{
 		"DAG edge to an undeclared node", `"work": {"task": "charge", "version": "1"}`,
 		`"work": {"dag": {"$dag": "0.1", "nodes": {"in": {"kind": "input"}, "out": {"kind": "output"}}, "edges": [{"from": "in", "to": "ot"}]}}`,
-		"order.json:7:127: JF0013 /states/pay/work/dag/edges/0/to: edge 0 enters the undeclared node 'ot' (did you mean 'out'?) (nodes of this DAG: in, out) [reference path /edges/0/to]",
+		"order.json:7:127: JF0013 " + payWork + "/dag/edges/0/to: edge 0 enters the undeclared node 'ot' (did you mean 'out'?) (nodes of this DAG: in, out) [reference path /edges/0/to]",
 		"JF0013", "/edges/0/to",
 	},
 	{
 		"task shorthand in the lowered DAG", `"version": "1"`, `"version": "1", "with": {"$nope": 1}`,
-		"order.json:7:59: JF0014 /states/pay/work/with/$nope: the embedded document failed to compile: JQ0002: unknown operator '$nope' (did you mean '$some'?) at '' [reference path /nodes/task/with]",
+		"order.json:7:59: JF0014 " + payWork + "/with/$nope: the embedded document failed to compile: JQ0002: unknown operator '$nope' (did you mean '$some'?) at '' [reference path /nodes/task/with]",
 		"JF0014", "/nodes/task/with",
 	},
 	{

@@ -177,17 +177,17 @@ func locateDAG(err error, id string, spec map[string]any) error {
 	}
 	work, _ := spec["work"].(map[string]any)
 	if _, inline := work["dag"]; inline {
-		fe.Source, fe.HasSource = id+"/work/dag"+fe.Path, true
+		fe.Source, fe.HasSource = id+workPointer+"/dag"+fe.Path, true
 		return err
 	}
-	source := id + "/work"
+	source := id + workPointer
 	for _, m := range taskMembers {
 		from := "/nodes/task/" + m
 		if m == "task" {
 			from = "/nodes/task/run"
 		}
 		if fe.Path == from || strings.HasPrefix(fe.Path, from+"/") {
-			source = id + "/work/" + m + fe.Path[len(from):]
+			source = id + workPointer + "/" + m + fe.Path[len(from):]
 		}
 	}
 	fe.Source, fe.HasSource = source, true

@@ -6,27 +6,31 @@ import (
 	"github.com/jetflow/jetflow/engine/value"
 )
 
+// workPointer is a state's work member as a JSON Pointer step, the
+// prefix of every path inside it.
+const workPointer = "/work"
+
 // lowerWork lowers a work state to a DAG document and its completion and
 // catch transitions.
 func (lw *lowerer) lowerWork(s *Spec, spec map[string]any, e edges) error {
 	id := s.ID
 	work, ok := spec["work"].(map[string]any)
 	if !ok || has(work, "task") == has(work, "dag") {
-		return fail("work must declare either task or dag", id+"/work")
+		return fail("work must declare either task or dag", id+workPointer)
 	}
 	var dag map[string]any
 	if has(work, "task") {
 		if !nonblank(work["task"]) || !nonblank(work["version"]) {
-			return fail("a task needs a nonblank task name and version", id+"/work")
+			return fail("a task needs a nonblank task name and version", id+workPointer)
 		}
 		if k, bad := unknownKey(work, taskMembers); bad {
-			return fail("unknown task member", id+"/work/"+k)
+			return fail("unknown task member", id+workPointer+"/"+k)
 		}
 		dag = taskDAG(work)
 	} else {
 		inline, ok := work["dag"].(map[string]any)
 		if len(work) != 1 || !ok {
-			return fail("work.dag must be a DAG document", id+"/work/dag")
+			return fail("work.dag must be a DAG document", id+workPointer+"/dag")
 		}
 		dag = value.Clone(inline).(map[string]any)
 		checkpointOutputs(dag["nodes"])

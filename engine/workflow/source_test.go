@@ -24,8 +24,8 @@ func TestErrorSource(t *testing.T) {
 		{"undeclared initial", head + `"b":{"final":true}}}`, "JF0021", "/initial", ""},
 		{"second branch's guard", head + `"a":{"choose":[{"guard":true,"to":"b"},{"guard":{"$nope":1},"to":"b"}],"otherwise":"b"},"b":{"final":true}}}`, "JF0007", "/transitions/1/guard", "/states/a/choose/1/guard"},
 		{"wait guard", head + `"a":{"on":[{"event":"e","guard":{"$nope":1},"to":"b"}]},"b":{"final":true}}}`, "JF0007", "/transitions/0/guard", "/states/a/on/0/guard"},
-		{"inline DAG", head + `"a":{"work":{"dag":{"$dag":"0.1","nodes":{"i":{"kind":"input"},"o":{"kind":"output"}},"edges":[{"from":"i","to":"x"}]}},"then":"b"},"b":{"final":true}}}`, "JF0013", "/edges/0/to", "/states/a/work/dag/edges/0/to"},
-		{"task shorthand", head + `"a":{"work":{"task":"t","version":"1","with":{"$nope":1}},"then":"b"},"b":{"final":true}}}`, "JF0014", "/nodes/task/with", "/states/a/work/with"},
+		{"inline DAG", head + `"a":{"work":{"dag":{"$dag":"0.1","nodes":{"i":{"kind":"input"},"o":{"kind":"output"}},"edges":[{"from":"i","to":"x"}]}},"then":"b"},"b":{"final":true}}}`, "JF0013", "/edges/0/to", "/states/a" + workPointer + "/dag/edges/0/to"},
+		{"task shorthand", head + `"a":{"work":{"task":"t","version":"1","with":{"$nope":1}},"then":"b"},"b":{"final":true}}}`, "JF0014", "/nodes/task/with", "/states/a" + workPointer + "/with"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
