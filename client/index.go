@@ -394,49 +394,15 @@ func (q *indexQuery) rest(ctx context.Context, subs []string, hi uint64, keep fu
 	return nil
 }
 
-// streamSubjects is the part of a stream info reply that rest reads.
-type streamSubjects struct {
-	Error *struct {
-		Code        int    `json:"code"`
-		Description string `json:"description"`
-	} `json:"error"`
-	State struct {
-		Subjects map[string]uint64 `json:"subjects"`
-	} `json:"state"`
-	// Total is how many subjects the filter matched.
-	Total int `json:"total"`
-}
-
 // indexSubjects returns the subjects of the index stream that filter
 // matches, from one stream info request: the server answers it from its
 // subject index, in memory. More than most is kvstore.ErrTooManyResults.
 func (c *Client) indexSubjects(ctx context.Context, filter string, most int) ([]string, error) {
-	o := c.js.Options()
-	if _, ok := ctx.Deadline(); !ok && o.DefaultTimeout > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, o.DefaultTimeout)
-		defer cancel()
-	}
-	req, err := json.Marshal(map[string]string{"subjects_filter": filter})
+	counts, _, err := kvstore.SubjectCounts(ctx, c.js, c.names.IndexStream(), filter, most)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("client: list runs: %w", err)
 	}
-	stream := c.names.IndexStream()
-	m, err := c.js.Conn().RequestWithContext(ctx, subjects.APIPrefix(o.Domain)+"STREAM.INFO."+stream, req)
-	if err != nil {
-		return nil, fmt.Errorf("client: list runs: the subjects %q of stream %q: %w", filter, stream, err)
-	}
-	var info streamSubjects
-	if err := json.Unmarshal(m.Data, &info); err != nil {
-		return nil, fmt.Errorf("client: list runs: the subjects %q of stream %q: %w", filter, stream, err)
-	}
-	if info.Error != nil {
-		return nil, fmt.Errorf("client: list runs: the subjects %q of stream %q: %s (code %d)", filter, stream, info.Error.Description, info.Error.Code)
-	}
-	if n := max(info.Total, len(info.State.Subjects)); n > most {
-		return nil, fmt.Errorf("%w: %d subjects match %q", kvstore.ErrTooManyResults, n, filter)
-	}
-	return slices.Collect(maps.Keys(info.State.Subjects)), nil
+	return slices.Collect(maps.Keys(counts)), nil
 }
 
 // lasts reads the last entry of every subject that patterns match (each

@@ -3,7 +3,6 @@ package replay
 import (
 	"cmp"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -87,9 +86,17 @@ func readHistory(ctx context.Context, js jetstream.JetStream, names subjects.Nam
 		return nil, err
 	}
 	streamName, filter := names.InputStream(), names.RunInputs(runID)
-	counts, last, err := subjectCounts(ctx, js, streamName, filter)
-	if err != nil || len(counts) == 0 {
-		return nil, err
+	cctx, cancel := context.WithTimeout(ctx, readWait)
+	counts, last, err := kvstore.SubjectCounts(cctx, js, streamName, filter, 0)
+	cancel()
+	if errors.Is(err, jetstream.ErrStreamNotFound) {
+		return nil, fmt.Errorf("replay: bind input stream %q (is it provisioned?): %w", streamName, jetstream.ErrStreamNotFound)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("replay: %w", err)
+	}
+	if len(counts) == 0 {
+		return nil, nil
 	}
 	h := runReading{counts: counts, last: last, found: map[uint64]Message{}, per: map[string]uint64{}}
 	many := false
@@ -301,60 +308,4 @@ func historyMessage(m *jetstream.RawStreamMsg) Message {
 		h = nil
 	}
 	return Message{Seq: m.Sequence, Time: time.Unix(0, m.Time.UnixNano()), Subject: m.Subject, Header: h, Data: m.Data}
-}
-
-// subjectCounts returns the literal subjects that filter matches in
-// stream, each with how many messages it holds: STREAM.INFO with a
-// subject filter, which the server answers from its per-subject index
-// (so at a cost that grows with the matching subjects only), page by
-// page; and the stream's last sequence when it answered the first page.
-func subjectCounts(ctx context.Context, js jetstream.JetStream, stream, filter string) (map[string]uint64, uint64, error) {
-	api := subjects.APIPrefix(js.Options().Domain) + "STREAM.INFO." + stream
-	out := map[string]uint64{}
-	var last uint64
-	for offset := 0; ; {
-		req, err := json.Marshal(map[string]any{"subjects_filter": filter, "offset": offset})
-		if err != nil {
-			return nil, 0, err
-		}
-		rctx, cancel := context.WithTimeout(ctx, readWait)
-		reply, err := js.Conn().RequestWithContext(rctx, api, req)
-		cancel()
-		if err != nil {
-			return nil, 0, fmt.Errorf("replay: subjects of %s in stream %q: %w", filter, stream, err)
-		}
-		var resp struct {
-			Total  int `json:"total"`
-			Offset int `json:"offset"`
-			Limit  int `json:"limit"`
-			State  struct {
-				LastSeq  uint64            `json:"last_seq"`
-				Subjects map[string]uint64 `json:"subjects"`
-			} `json:"state"`
-			Error *struct {
-				Code        int    `json:"code"`
-				ErrCode     int    `json:"err_code"`
-				Description string `json:"description"`
-			} `json:"error"`
-		}
-		if err := json.Unmarshal(reply.Data, &resp); err != nil {
-			return nil, 0, fmt.Errorf("replay: subjects of %s in stream %q: bad reply: %w", filter, stream, err)
-		}
-		if resp.Error != nil {
-			if resp.Error.ErrCode == int(jetstream.JSErrCodeStreamNotFound) {
-				return nil, 0, fmt.Errorf("replay: bind input stream %q (is it provisioned?): %w", stream, jetstream.ErrStreamNotFound)
-			}
-			return nil, 0, fmt.Errorf("replay: subjects of %s in stream %q: %s (%d)", filter, stream, resp.Error.Description, resp.Error.ErrCode)
-		}
-		if offset == 0 {
-			last = resp.State.LastSeq
-		}
-		for s, n := range resp.State.Subjects {
-			out[s] = n
-		}
-		offset += len(resp.State.Subjects)
-		if len(resp.State.Subjects) == 0 || offset >= resp.Total {
-			return out, last, nil
-		}
-	}
 }
