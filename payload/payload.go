@@ -377,7 +377,7 @@ func (s *Store) Delete(ctx context.Context, name string) error {
 			return fmt.Errorf("payload: delete %q: purge its chunks from bucket %q: %w", name, bucket, err)
 		}
 	}
-	if err := s.stream.Purge(ctx, jetstream.WithPurgeSubject(s.cfg.Names.ObjectMeta(bucket, name))); err != nil {
+	if err := s.purgeInfo(ctx, name); err != nil {
 		return fmt.Errorf("payload: delete %q: purge its info from bucket %q: %w", name, bucket, err)
 	}
 	return nil
@@ -421,7 +421,9 @@ func (s *Store) ByRun(ctx context.Context) (map[string][]string, error) {
 	out := map[string][]string{}
 	for _, info := range infos {
 		if info.Deleted {
-			s.purgeMark(ctx, info.Name)
+			// A failure is left to the next listing: the mark costs a
+			// listing a few hundred bytes, not a removal.
+			_ = s.purgeInfo(ctx, info.Name)
 			continue
 		}
 		if run, _, ok := strings.Cut(info.Name, "/"); ok && run != "" {
@@ -431,11 +433,10 @@ func (s *Store) ByRun(ctx context.Context) (map[string][]string, error) {
 	return out, nil
 }
 
-// purgeMark purges the mark an earlier release's delete left of object
-// name. A failure is left to the next listing: the mark costs a listing
-// a few hundred bytes, not a removal.
-func (s *Store) purgeMark(ctx context.Context, name string) {
-	_ = s.stream.Purge(ctx, jetstream.WithPurgeSubject(s.cfg.Names.ObjectMeta(s.cfg.Names.PayloadBucket(), name)))
+// purgeInfo purges the info of object name, or the mark an earlier
+// release's delete left of it.
+func (s *Store) purgeInfo(ctx context.Context, name string) error {
+	return s.stream.Purge(ctx, jetstream.WithPurgeSubject(s.cfg.Names.ObjectMeta(s.cfg.Names.PayloadBucket(), name)))
 }
 
 // DeleteAll deletes the named objects (those ByRun lists for a run) and

@@ -161,17 +161,16 @@ type runReading struct {
 }
 
 // add keeps m if it is one of the run's messages the read is after and
-// was not found before, and reports whether it kept it.
-func (h *runReading) add(m *jetstream.RawStreamMsg) bool {
+// was not found before.
+func (h *runReading) add(m *jetstream.RawStreamMsg) {
 	if m.Sequence > h.last || h.counts[m.Subject] == 0 {
-		return false
+		return
 	}
 	if _, ok := h.found[m.Sequence]; ok {
-		return false
+		return
 	}
 	h.found[m.Sequence] = historyMessage(m)
 	h.per[m.Subject]++
-	return true
 }
 
 // unread returns the sequences of seqs up to the read's last that have

@@ -534,9 +534,7 @@ func (r *Runner) send(ctx context.Context, store *Store, def wire.Schedule, runI
 	if err := r.publishStart(ctx, def, runID); err != nil {
 		return err
 	}
-	return r.update(ctx, store, def.Name, func(st *wire.ScheduleState) bool {
-		return settle(st, map[string]bool{runID: true})
-	})
+	return r.settlePending(ctx, store, def.Name, map[string]bool{runID: true})
 }
 
 // resend publishes again, in order, the starts the schedule decided
@@ -555,17 +553,23 @@ func (r *Runner) resend(ctx context.Context, store *Store, info *Info, log *slog
 		}
 		if err := r.publishStart(ctx, info.Def, p.Run); err != nil {
 			if len(sent) > 0 {
-				err = errors.Join(err, r.update(ctx, store, info.Def.Name, func(st *wire.ScheduleState) bool { return settle(st, sent) }))
+				err = errors.Join(err, r.settlePending(ctx, store, info.Def.Name, sent))
 			}
 			return nil, err
 		}
 		sent[p.Run] = true
 		log.Info("schedule: start sent again: its publish was not acknowledged", slog.String("run_id", p.Run), slog.String("slot", p.Slot))
 	}
-	if err := r.update(ctx, store, info.Def.Name, func(st *wire.ScheduleState) bool { return settle(st, sent) }); err != nil {
+	if err := r.settlePending(ctx, store, info.Def.Name, sent); err != nil {
 		return nil, err
 	}
 	return sent, nil
+}
+
+// settlePending takes the starts of runs, acknowledged by the input
+// stream, off the schedule's pending ones in its stored state.
+func (r *Runner) settlePending(ctx context.Context, store *Store, name string, runs map[string]bool) error {
+	return r.update(ctx, store, name, func(st *wire.ScheduleState) bool { return settle(st, runs) })
 }
 
 // settle takes the starts of runs off the state's pending ones,
