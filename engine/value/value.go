@@ -74,7 +74,7 @@ func Equal(a, b any) bool {
 		return true
 	case map[string]any:
 		if o, ok := b.(*Object); ok {
-			return equalObject(o, x)
+			return Equal(o, x) // the *Object case below
 		}
 		y, ok := b.(map[string]any)
 		if !ok || len(x) != len(y) {
@@ -101,20 +101,6 @@ func Equal(a, b any) bool {
 		return true
 	}
 	return false
-}
-
-// equalObject compares an Object with a map as JSON data (order aside).
-func equalObject(o *Object, m map[string]any) bool {
-	if o.Len() != len(m) {
-		return false
-	}
-	for i, k := range o.names {
-		w, ok := m[k]
-		if !ok || !Equal(o.vals[i], w) {
-			return false
-		}
-	}
-	return true
 }
 
 // Keys returns an object's keys in JavaScript's own-property order for an
