@@ -122,6 +122,11 @@ func SortKeys(keys []string) {
 	slices.SortFunc(keys, compareJSKeys)
 }
 
+// InKeysOrder reports whether keys are in the order SortKeys puts them.
+func InKeysOrder(keys []string) bool {
+	return slices.IsSortedFunc(keys, compareJSKeys)
+}
+
 func compareJSKeys(a, b string) int {
 	ia, aIdx := arrayIndex(a)
 	ib, bIdx := arrayIndex(b)
