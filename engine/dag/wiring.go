@@ -1,7 +1,6 @@
 package dag
 
 import (
-	"slices"
 	"strconv"
 	"strings"
 
@@ -96,9 +95,7 @@ func (d *DAG) checkWiring() error {
 		for i, e := range n.inbound {
 			names[i] = e.port
 		}
-		sorted := slices.Clone(names)
-		value.SortKeys(sorted)
-		n.portsSorted = slices.Equal(sorted, names)
+		n.portsSorted = value.InKeysOrder(names)
 	}
 	for i, n := range d.nodes {
 		seen := map[int]bool{}

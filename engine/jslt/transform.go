@@ -350,7 +350,7 @@ func (s *Stylesheet) transform(b *query.Budget, data any, ext map[string]any, or
 	if (r.built || holding) && !ordered {
 		// the result is a node's value: maps, as every value outside the
 		// query evaluator
-		res.one, res.many = value.Plain(res.one), plainList(res.many)
+		res.one, res.many = value.Plain(res.one), value.PlainList(res.many)
 	}
 	switch res.n {
 	case 0:
@@ -641,19 +641,4 @@ func (h *host) Apply(items []any, rel [][]query.Seg, fromRoot bool, name string,
 		out = res.appendTo(out)
 	}
 	return out, nil
-}
-
-// plainList is value.Plain over each item; items itself when none holds
-// an object.
-func plainList(items []any) []any {
-	for i, x := range items {
-		if value.HasObject(x) {
-			out := append([]any(nil), items[:i]...)
-			for _, y := range items[i:] {
-				out = append(out, value.Plain(y))
-			}
-			return out
-		}
-	}
-	return items
 }

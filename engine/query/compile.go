@@ -312,15 +312,27 @@ type member struct {
 // value evaluates the member; ok is false when it is empty, which leaves
 // the member out.
 func (m member) value(f *frame) (any, bool) {
-	v := m.get(f)
+	return memberValue(m.get(f), m.name, m.path)
+}
+
+// memberValue checks the value v of member name of a constructor: ok is
+// false when it is empty, which leaves the member out, and more than one
+// item is refused.
+func memberValue(v any, name, path string) (any, bool) {
 	switch x := v.(type) {
 	case emptySeq:
 		return nil, false
 	case *multi:
-		throw(fault.JQ2001, "member '"+m.name+"' evaluated to "+strconv.Itoa(x.len())+
-			" items; an object member takes exactly one", m.path)
+		manyItems(x, name, path)
 	}
 	return v, true
+}
+
+// manyItems refuses a member of more than one item; out of memberValue,
+// so that it inlines.
+func manyItems(x *multi, name, path string) {
+	throw(fault.JQ2001, "member '"+name+"' evaluated to "+strconv.Itoa(x.len())+
+		" items; an object member takes exactly one", path)
 }
 
 // object compiles Rule 1: a map constructor, or a phrase.
@@ -472,15 +484,8 @@ func (p pair) member(f *frame) (string, any, bool) {
 	if !ok {
 		throw(fault.JQ2004, "a $map key must evaluate to a single string, got "+describe(kv), p.keyPath)
 	}
-	v := p.val(f)
-	switch x := v.(type) {
-	case emptySeq:
-		return "", nil, false
-	case *multi:
-		throw(fault.JQ2001, "member '"+k+"' evaluated to "+strconv.Itoa(x.len())+
-			" items; an object member takes exactly one", p.valPath)
-	}
-	return k, v, true
+	v, ok := memberValue(p.val(f), k, p.valPath)
+	return k, v, ok
 }
 
 // mapConstructor compiles {"$map": [[key, value], ...]} (§3.5.2).

@@ -163,28 +163,10 @@ func plainItems(v any) any {
 		return value.Plain(v)
 	}
 	items := m.items()
-	if out := plainList(items); &out[0] != &items[0] {
+	if out := value.PlainList(items); &out[0] != &items[0] {
 		return seqOf(out)
 	}
 	return v
-}
-
-// plainList is value.Plain over each item; items itself when none holds
-// an object.
-func plainList(items []any) []any {
-	var out []any
-	for i, x := range items {
-		if out == nil && value.HasObject(x) {
-			out = append(make([]any, 0, len(items)), items[:i]...)
-		}
-		if out != nil {
-			out = append(out, value.Plain(x))
-		}
-	}
-	if out == nil {
-		return items
-	}
-	return out
 }
 
 // ---- §8.2 sequences, §8.3 conditional, §8.4 comparisons, §8.6 logic

@@ -109,7 +109,10 @@ func writeJSON(b *strings.Builder, v any, path string, canonical bool) error {
 			if i > 0 {
 				b.WriteByte(',')
 			}
-			x, _ := t.Get(k)
+			x := t.vals[i]
+			if canonical { // keys is a sorted copy: look the member up
+				x, _ = t.Get(k)
+			}
 			WriteString(b, k)
 			b.WriteByte(':')
 			if err := writeJSON(b, x, path+"/"+EncodePointerSegment(k), canonical); err != nil {

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"slices"
 	"strconv"
 	"strings"
 )
@@ -164,15 +163,9 @@ func writtenOrder(dec *json.Decoder, path string, w Written) error {
 		if _, err := dec.Token(); err != nil {
 			return err
 		}
-		if keys := o.Names(); !slices.Equal(keys, sortedCopy(keys)) {
+		if keys := o.Names(); !InKeysOrder(keys) {
 			w[path] = keys
 		}
 	}
 	return nil
-}
-
-func sortedCopy(keys []string) []string {
-	s := append([]string(nil), keys...)
-	SortKeys(s)
-	return s
 }

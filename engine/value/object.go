@@ -177,6 +177,21 @@ func HasObject(v any) bool {
 	return false
 }
 
+// PlainList is Plain over each item of a list; items itself, without
+// allocating, when none holds an Object.
+func PlainList(items []any) []any {
+	for i, x := range items {
+		if HasObject(x) {
+			out := append(make([]any, 0, len(items)), items[:i]...)
+			for _, y := range items[i:] {
+				out = append(out, Plain(y))
+			}
+			return out
+		}
+	}
+	return items
+}
+
 func plain(v any) any {
 	switch t := v.(type) {
 	case *Object:

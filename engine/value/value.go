@@ -74,7 +74,7 @@ func Equal(a, b any) bool {
 		return true
 	case map[string]any:
 		if o, ok := b.(*Object); ok {
-			return equalObject(o, x)
+			return Equal(o, x) // the *Object case below
 		}
 		y, ok := b.(map[string]any)
 		if !ok || len(x) != len(y) {
@@ -103,20 +103,6 @@ func Equal(a, b any) bool {
 	return false
 }
 
-// equalObject compares an Object with a map as JSON data (order aside).
-func equalObject(o *Object, m map[string]any) bool {
-	if o.Len() != len(m) {
-		return false
-	}
-	for i, k := range o.names {
-		w, ok := m[k]
-		if !ok || !Equal(o.vals[i], w) {
-			return false
-		}
-	}
-	return true
-}
-
 // Keys returns an object's keys in JavaScript's own-property order for an
 // object built from canonical JSON: array-index keys ascending by number,
 // then the rest in canonical (UTF-16) order. The reference walks members
@@ -134,6 +120,11 @@ func Keys(m map[string]any) []string {
 // SortKeys sorts keys in JavaScript's own-property order (see Keys).
 func SortKeys(keys []string) {
 	slices.SortFunc(keys, compareJSKeys)
+}
+
+// InKeysOrder reports whether keys are in the order SortKeys puts them.
+func InKeysOrder(keys []string) bool {
+	return slices.IsSortedFunc(keys, compareJSKeys)
 }
 
 func compareJSKeys(a, b string) int {
