@@ -63,15 +63,14 @@ func (d *Dispatcher) receive(m jetstream.Msg) {
 	key := d.cfg.Names.RunToken(m.Subject())
 	size := len(m.Data()) + len(m.Subject())
 	d.qmu.Lock()
-	_, known := d.queues[key]
-	stray := false
-	if !known && !d.closed {
-		d.qmu.Unlock()
-		stray = d.isStray(key, m)
-		d.qmu.Lock()
-	}
+	// stray is judged, without the lock, whenever the run has no queue
+	// here: at the first look, or once its queue went while this input
+	// waited for a place (a stray run's input must not then take a place
+	// in ready).
+	stray, judged := false, false
 	woken := -1
 	var q *runQueue
+	var known bool
 	for {
 		if d.closed {
 			// Stopped: the input is redelivered after its AckWait.
@@ -79,6 +78,12 @@ func (d *Dispatcher) receive(m jetstream.Msg) {
 			return
 		}
 		q, known = d.queues[key]
+		if !known && !judged {
+			d.qmu.Unlock()
+			stray, judged = d.isStray(key, m), true
+			d.qmu.Lock()
+			continue
+		}
 		lane := laneOf(stray)
 		if known {
 			lane = laneOf(q.stray)
