@@ -469,3 +469,56 @@ func TestWaitingStartAlwaysHasItsDelayedFire(t *testing.T) {
 		t.Fatalf("the start for %s waits (state %+v) without a delayed fire: %v", st.Waiting, st, err)
 	}
 }
+
+// TestSkippedFireTakenAgainIsNotJudgedTwice: a fire dropped by the
+// overlap policy whose acknowledgement was lost comes back after a later
+// fire was acted on. It was decided: judged again, it would count a
+// second skip, or start the run it dropped once the previous run let it.
+func TestSkippedFireTakenAgainIsNotJudgedTwice(t *testing.T) {
+	t.Parallel()
+	b := setupRunners(t)
+	info, err := b.store.Create(b.ctx, wire.Schedule{Name: "s", Workflow: "wf", Cron: "*/10 * * * * *", Overlap: wire.OverlapSkip, CatchUp: wire.CatchUpAll})
+	if err != nil {
+		t.Fatal(err)
+	}
+	times := info.Next(info.Stored, 3)
+	clk := clock.NewManual(times[0].Add(time.Second))
+	r := b.runner(clk)
+	state := func() wire.ScheduleState {
+		st, _, err := b.store.state(b.ctx, "s")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st
+	}
+	// The first fire starts a run; the second, while that run has no
+	// record and is within its start's grace, is skipped.
+	if err := b.act(r, "s", b.storeFire(t, "s", times[1])); err != nil {
+		t.Fatal(err)
+	}
+	clk.Set(times[1].Add(time.Second))
+	skipped := b.storeFire(t, "s", times[2])
+	if err := b.act(r, "s", skipped); err != nil {
+		t.Fatal(err)
+	}
+	if st := state(); st.Started != 1 || st.Skipped != 1 {
+		t.Fatalf("state %+v: want one run started and the second fire skipped", st)
+	}
+	// The third fire, once the first run's grace is over, starts a run;
+	// then, that run's grace over too, the skipped fire comes back with
+	// nothing to hold it back.
+	clk.Set(times[0].Add(2 * startGrace))
+	if err := b.act(r, "s", b.storeFire(t, "s", times[2].Add(10*time.Second))); err != nil {
+		t.Fatal(err)
+	}
+	clk.Set(times[0].Add(4 * startGrace))
+	if err := b.act(r, "s", skipped); err != nil {
+		t.Fatal(err)
+	}
+	st := state()
+	starts := b.starts(t)
+	if st.Started != 2 || st.Skipped != 1 || len(starts) != 2 || starts[RunID("s", times[1])] != 0 {
+		t.Fatalf("state %+v, starts %v: want the runs of %s and %s started and the fire of %s skipped once",
+			st, starts, times[0].Format(time.RFC3339), times[2].Format(time.RFC3339), times[1].Format(time.RFC3339))
+	}
+}

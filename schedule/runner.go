@@ -315,6 +315,10 @@ func (r *Runner) act(ctx context.Context, store *Store, name, kind string, m jet
 			return nil
 		}
 	}
+	if slices.Contains(info.State.Skips, slot.UTC().Format(time.RFC3339Nano)) {
+		log.Info("schedule: fire already dropped taken again: dropped", slog.Time("slot", slot))
+		return nil
+	}
 	// Late: taken after the next fire was due, or more than LateAfter
 	// after its time (no dispatcher was running, or the server made it
 	// late, having been down itself).
@@ -429,6 +433,12 @@ func (r *Runner) skip(ctx context.Context, store *Store, name string, slot time.
 		}
 		st.Skipped++
 		st.LastSkip = why
+		if text := slot.UTC().Format(time.RFC3339Nano); !slices.Contains(st.Skips, text) {
+			st.Skips = append(st.Skips, text)
+			if n := len(st.Skips) - wire.MaxSkips; n > 0 {
+				st.Skips = slices.Delete(st.Skips, 0, n)
+			}
+		}
 		return true
 	})
 }
@@ -454,6 +464,10 @@ func (r *Runner) start(ctx context.Context, store *Store, info *Info, slot time.
 		st, seq, err := store.state(ctx, name)
 		if err != nil {
 			return err
+		}
+		if runID == RunID(name, slot) && slices.Contains(st.Skips, slotText) {
+			log.Info("schedule: fire already dropped taken again: dropped", slog.Time("slot", slot))
+			return nil
 		}
 		if st.LastRun == runID || pendingIndex(st, runID) >= 0 {
 			log.Info("schedule: fire of a run already started; its start goes again, and is dropped as a duplicate", slog.String("run_id", runID))

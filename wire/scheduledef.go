@@ -88,7 +88,16 @@ type ScheduleState struct {
 	// before it acts, and an entry leaves only once a publish of its
 	// start was acknowledged. Absent from states stored before it.
 	Pending []PendingStart `json:"pending,omitempty"`
+	// Skips are the fire times (RFC 3339) of the latest fires dropped,
+	// at most MaxSkips, oldest first: a dropped fire taken again (its
+	// acknowledgement was lost) is then not judged a second time, which
+	// would count it twice or start the run it dropped. Absent from
+	// states stored before it.
+	Skips []string `json:"skips,omitempty"`
 }
+
+// MaxSkips bounds ScheduleState.Skips.
+const MaxSkips = 32
 
 // PendingStart is a run start a schedule decided and whose publish has
 // not been acknowledged: the run's id and the fire time it stands for
