@@ -181,17 +181,16 @@ func init() {
 		}
 		return func(f *frame) any {
 			var acc []any
-			marks := 0
 			for _, x := range a {
 				v := x.get(f)
 				if x.one && isEmpty(v) {
-					acc, marks = append(acc, nil), marks+1
+					acc, f.marked = append(acc, v), true
 					continue
 				}
 				acc = appendSeq(acc, v)
 			}
 			f.allocItems(len(acc), opPath)
-			return markedSeq(acc, marks)
+			return seqOf(acc)
 		}
 	})
 	operators["$exists"] = unary(func(a []arg, _ string) getter {

@@ -195,6 +195,9 @@ func (q *Query) evaluateAs(data any, ext map[string]any, b *Budget, mode evalMod
 		}
 	}()
 	v = q.root(f)
+	if f.marked {
+		v = unmark(v)
+	}
 	if f.built && !ordered {
 		// the boundary: outside the evaluator every object is a map
 		v = plainItems(v)
