@@ -77,6 +77,15 @@ func unmark(v any) any {
 	return v
 }
 
+// Unmark makes a value that EvalMarked left holding the empty marker
+// JSON, as the reference's JSON text shows it: an array element holding
+// it is null, a member holding it is left out. A value holding none is
+// returned as it is.
+func Unmark(v any) any {
+	y, _ := unmarked(v)
+	return y
+}
+
 // unmarked is unmark for one item, the marker being null; changed is
 // false when v holds no marker (y is then v).
 func unmarked(v any) (y any, changed bool) {
