@@ -203,7 +203,7 @@ func (d *DAG) evaluate(nd *node, input any, vals []any, held, marked []bool, b *
 		}
 	}
 	v, isHeld, inv, err = d.evaluateIn(nd, input, scope, holding, scopeMarked, b)
-	if err == nil && inv == nil && (scopeMarked || isMarked(v)) && !isMarked(v) {
+	if err == nil && inv == nil && scopeMarked && !isMarked(v) {
 		v = markedValue{v}
 	}
 	return v, isHeld, inv, err
@@ -215,6 +215,9 @@ type markedValue struct{ v any }
 
 func isMarked(v any) bool { _, ok := v.(markedValue); return ok }
 
+// evaluateIn computes the node from its scope; scopeMarked says the
+// scope may hold the empty marker, which leaves with the task's argument
+// and the stylesheet's input as JSON.
 func (d *DAG) evaluateIn(nd *node, input, scope any, holding, scopeMarked bool, b *query.Budget) (v any, isHeld bool, inv *Invocation, err error) {
 	within := func(q *query.Query) query.Evaluator {
 		ev := q.Within(b)
