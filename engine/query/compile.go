@@ -75,6 +75,17 @@ type compiler struct {
 	// holds the variables bound to one item
 	one      bool
 	oneSlots map[int]bool
+	// lastPath is the path the last string expression compiled to, if
+	// it was one: $exists and $empty ask it whether it selects a node
+	lastPath pathRef
+}
+
+// pathRef is a compiled path and the variable it reads.
+type pathRef struct {
+	p        *jsonPath
+	slot     int
+	external bool
+	name     string
 }
 
 var (
@@ -168,6 +179,7 @@ func (c *compiler) str(s, path string, sc *scope) getter {
 	case '.', '[':
 		c.one = false
 		p := parsePath(s, s, path)
+		c.lastPath = pathRef{p, 0, false, "$"}
 		return p.getter(0, false, "$", path)
 	}
 	m := varHeadRE.FindStringSubmatch(s)
@@ -188,6 +200,7 @@ func (c *compiler) str(s, path string, sc *scope) getter {
 		// holds, which may be an object the query built
 		c.observes = true
 	}
+	c.lastPath = pathRef{p, slot, external, name}
 	return p.getter(slot, external, name, path)
 }
 
