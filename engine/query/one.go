@@ -95,6 +95,7 @@ func unmarked(v any) (y any, changed bool) {
 	case []any:
 		return unmarkedList(x)
 	case map[string]any:
+		// the copy is the same whatever order the members are visited in
 		var out map[string]any
 		for k, e := range x {
 			y, ch := unmarked(e)
