@@ -80,6 +80,12 @@ func (d *DAG) ScheduleWithin(b *query.Budget, input any, values map[string]any, 
 	// held: the value may hold a *value.Object (see evaluate); nil
 	// while none does
 	var held []bool
+	// marked: the value may hold the reference's empty marker, which a
+	// query left in an array or object it built (query.EvalMarked); nil
+	// while none does. Consumers in this call read it as the empty
+	// sequence, a checkpoint refuses it, and what leaves the call is
+	// unmarked.
+	var marked []bool
 	for id, v := range values {
 		if i, ok := d.index[id]; ok {
 			known[i], vals[i] = true, v
@@ -109,13 +115,20 @@ func (d *DAG) ScheduleWithin(b *query.Budget, input any, values map[string]any, 
 		var next []int
 		for _, i := range frontier {
 			nd := d.nodes[i]
-			v, h, inv, err := d.evaluate(nd, input, vals, held, b)
+			v, h, inv, err := d.evaluate(nd, input, vals, held, marked, b)
 			if err != nil {
 				return plan, err
 			}
 			if inv != nil {
 				plan.Tasks = append(plan.Tasks, *inv)
 				continue
+			}
+			if isMarked(v) {
+				v = v.(markedValue).v
+				if marked == nil {
+					marked = make([]bool, n)
+				}
+				marked[i] = true
 			}
 			plain := v
 			if h {
@@ -127,6 +140,9 @@ func (d *DAG) ScheduleWithin(b *query.Budget, input any, values map[string]any, 
 			}
 			if err := checkpointable(nd, plain); err != nil {
 				return plan, err
+			}
+			if marked != nil && marked[i] {
+				plain = query.Unmark(plain)
 			}
 			// consumers in this call read v as the reference's do, by
 			// reference (objects built at run time in their order);
@@ -155,7 +171,7 @@ func (d *DAG) ScheduleWithin(b *query.Budget, input any, values map[string]any, 
 	}
 	if plan.Done {
 		plan.Output = vals[d.output]
-		if held != nil && held[d.output] {
+		if (held != nil && held[d.output]) || (marked != nil && marked[d.output]) {
 			plan.Output = output
 		}
 	}
@@ -172,11 +188,37 @@ func (d *DAG) ScheduleWithin(b *query.Budget, input any, values map[string]any, 
 // where they leave Schedule. held says which values may hold one (only
 // what a query, a stylesheet or ports built), and the returned held
 // whether v may.
-func (d *DAG) evaluate(nd *node, input any, vals []any, held []bool, b *query.Budget) (v any, isHeld bool, inv *Invocation, err error) {
+//
+// marked says which values may hold the empty marker; a value that may
+// is returned wrapped in markedValue.
+func (d *DAG) evaluate(nd *node, input any, vals []any, held, marked []bool, b *query.Budget) (v any, isHeld bool, inv *Invocation, err error) {
 	scope, holding, err := d.scope(nd, vals, held, b)
 	if err != nil {
 		return nil, false, nil, err
 	}
+	scopeMarked := false
+	if marked != nil {
+		for _, e := range nd.inbound {
+			scopeMarked = scopeMarked || marked[e.from]
+		}
+	}
+	v, isHeld, inv, err = d.evaluateIn(nd, input, scope, holding, scopeMarked, b)
+	if err == nil && inv == nil && scopeMarked && !isMarked(v) {
+		v = markedValue{v}
+	}
+	return v, isHeld, inv, err
+}
+
+// markedValue wraps a node's value that may hold the empty marker, on its
+// way from evaluate to Schedule.
+type markedValue struct{ v any }
+
+func isMarked(v any) bool { _, ok := v.(markedValue); return ok }
+
+// evaluateIn computes the node from its scope; scopeMarked says the
+// scope may hold the empty marker, which leaves with the task's argument
+// and the stylesheet's input as JSON.
+func (d *DAG) evaluateIn(nd *node, input, scope any, holding, scopeMarked bool, b *query.Budget) (v any, isHeld bool, inv *Invocation, err error) {
 	within := func(q *query.Query) query.Evaluator {
 		ev := q.Within(b)
 		if holding {
@@ -192,14 +234,21 @@ func (d *DAG) evaluate(nd *node, input any, vals []any, held []bool, b *query.Bu
 	case KindOutput:
 		v, isHeld = scope, holding
 	case KindQuery:
-		res, ok, err := within(nd.query).EvalOrdered(scope, nil)
+		res, ok, mark, err := within(nd.query).EvalMarked(scope, nil)
 		if err != nil {
 			return nil, false, nil, d.failed(nd, err.Error(), err)
 		}
 		if ok {
 			v, isHeld = res, value.HasObject(res)
 		}
+		if mark {
+			v = markedValue{v}
+		}
 	case KindJSLT:
+		if scopeMarked {
+			// a stylesheet reads plain JSON
+			scope = query.Unmark(scope)
+		}
 		res, ok, err := nd.jslt.TransformOrdered(b, scope, nil, holding)
 		if err != nil {
 			return nil, false, nil, d.failed(nd, err.Error(), err)
@@ -219,6 +268,10 @@ func (d *DAG) evaluate(nd *node, input any, vals []any, held []bool, b *query.Bu
 			if ok {
 				with = res
 			}
+		}
+		if scopeMarked {
+			// the handler's argument leaves the engine as JSON
+			scope = query.Unmark(scope)
 		}
 		return nil, false, &Invocation{
 			Node: nd.ID, Task: nd.Task, Version: nd.Version,

@@ -210,3 +210,72 @@ func BenchmarkScheduleFanout3(b *testing.B) {
 		}
 	}
 }
+
+// A query node may leave the reference's empty marker in what it builds:
+// a checkpoint holding it is JF2008 at the node with the marker's
+// pointer, and nothing that leaves Schedule holds it.
+func TestScheduleEmptyMarker(t *testing.T) {
+	t.Parallel()
+	const marker = `{"$date-diff":["2026-01-01","$.missing","day"]}`
+	t.Run("checkpoint refuses it", func(t *testing.T) {
+		t.Parallel()
+		d := compileT(t, `{"$dag":"0.1","nodes":{"i":{"kind":"input"},
+			"q":{"kind":"query","query":{"a":[1,`+marker+`]},"checkpoint":true},"o":{"kind":"output"}},
+			"edges":[{"from":"i","to":"q"},{"from":"q","to":"o"}]}`)
+		_, err := d.Schedule(map[string]any{}, map[string]any{}, nil)
+		var fe *fault.Error
+		if !errors.As(err, &fe) || fe.Code != fault.JF2008 || fe.Path != "/nodes/q" || fe.NodeID != "q" {
+			t.Fatalf("got %v, want JF2008 at /nodes/q", err)
+		}
+		want := "JF2008: node 'q' declared checkpoint but produced a value that is not JSON-serializable: a symbol is not a JSON value at /a/1 at /nodes/q"
+		if fe.Error() != want {
+			t.Errorf("message\n got %s\nwant %s", fe.Error(), want)
+		}
+	})
+	t.Run("what leaves is unmarked", func(t *testing.T) {
+		t.Parallel()
+		d := compileT(t, `{"$dag":"0.1","nodes":{"i":{"kind":"input"},
+			"q":{"kind":"query","query":{"a":`+marker+`,"b":[`+marker+`]}},
+			"p":{"kind":"query","query":[{"$is-null":"$.x.b[0]"},{"$eq":["$.x.b",[null]]},{"$count":"$.x.a"}]},
+			"t":{"kind":"task","run":"t","version":"1"},"o":{"kind":"output"}},
+			"edges":[{"from":"i","to":"q"},{"from":"q","to":"p","port":"x"},{"from":"q","to":"t"},
+			{"from":"q","to":"o","port":"q"},{"from":"p","to":"o","port":"p"},{"from":"t","to":"o","port":"t"}]}`)
+		plan, err := d.Schedule(map[string]any{}, map[string]any{}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := map[string]string{}
+		for _, v := range plan.Values {
+			got[v.ID] = mustText(t, v.Value)
+		}
+		// p read the marker in the same call as the reference does: as
+		// the empty sequence, which is not null and counts no item, in
+		// an array that is not [null]
+		if got["q"] != `{"b":[null]}` || got["p"] != `[false,false,0]` {
+			t.Errorf("values %v", got)
+		}
+		if len(plan.Tasks) != 1 || mustText(t, plan.Tasks[0].Arg["input"]) != `{"b":[null]}` {
+			t.Errorf("task argument %v", plan.Tasks)
+		}
+		values := map[string]any{"t": 1.0}
+		for _, v := range plan.Values {
+			values[v.ID] = v.Value
+		}
+		plan, err = d.Schedule(map[string]any{}, values, nil)
+		if err != nil || !plan.Done {
+			t.Fatalf("second call: %v, done %v", err, plan.Done)
+		}
+		if s := mustText(t, plan.Output); s != `{"p":[false,false,0],"q":{"b":[null]},"t":1}` {
+			t.Errorf("output %s", s)
+		}
+	})
+}
+
+func mustText(t *testing.T, v any) string {
+	t.Helper()
+	s, err := value.Canonical(v)
+	if err != nil {
+		t.Fatalf("%v: %v", v, err)
+	}
+	return s
+}

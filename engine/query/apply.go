@@ -71,6 +71,9 @@ func (q *Query) Hosted(b *Budget, h Host, data any, holding bool) (one any, many
 	}
 	v, err := q.hostedRun(f, b)
 	built = f.built
+	if err == nil && f.marked {
+		v = unmark(v)
+	}
 	*f = frame{}
 	framePool.Put(f)
 	if err != nil {
@@ -169,7 +172,11 @@ func applied(f *frame, h Host, items []any, rel [][]Seg, fromRoot bool, mode str
 		b.steps, b.bytes = b.stepLimit()-f.stepsLeft, b.byteLimit()-f.bytesLeft
 	}
 	// the items become the input of other bodies, which walk what this
-	// one built in its order
+	// one built in its order; they leave this evaluation, so the marker
+	// leaves them as it leaves a result
+	if f.marked {
+		items, _ = unmarkedList(items)
+	}
 	out, err := h.Apply(items, rel, fromRoot, mode, f.built)
 	if h.Built() {
 		f.built = true // what the bodies built may be among out

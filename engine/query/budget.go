@@ -78,6 +78,17 @@ func (e Evaluator) EvalOrdered(data any, ext map[string]any) (any, bool, error) 
 	return e.q.evalAs(data, ext, e.b, e.mode|keepOrder)
 }
 
+// EvalMarked is EvalOrdered whose result keeps the reference's empty
+// marker (value.Empty) where the evaluation left it in an array element,
+// an object member or a result item, rather than as the reference's JSON
+// text shows it (null, a member left out). marked says the result may
+// hold one: a caller then reports it where the reference cannot store it
+// (a checkpoint), may hand it to another evaluation, which reads it as
+// the empty sequence, and makes it JSON with Unmark before it leaves.
+func (e Evaluator) EvalMarked(data any, ext map[string]any) (res any, ok, marked bool, err error) {
+	return e.q.evalMarked(data, ext, e.b, e.mode|keepOrder|keepMarks)
+}
+
 // Items is Query.Items charged to the budget.
 func (e Evaluator) Items(data any, ext map[string]any) ([]any, error) {
 	return e.q.items(data, ext, e.b, e.mode)

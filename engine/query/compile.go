@@ -26,6 +26,9 @@ type frame struct {
 	// built is set once the evaluation makes a *value.Object; until then
 	// no value it holds can contain one (its inputs never do)
 	built bool
+	// marked is set once the evaluation holds the empty marker in an
+	// array or object it built (one.go): the result is then unmarked
+	marked bool
 	// keep makes $map and $from-entries build *value.Objects: set when
 	// the query can walk what it built or its result keeps their order
 	// (EvalOrdered, a JSLT body); otherwise their order cannot show and
@@ -72,6 +75,17 @@ type compiler struct {
 	// holds the variables bound to one item
 	one      bool
 	oneSlots map[int]bool
+	// lastPath is the path the last string expression compiled to, if
+	// it was one: $exists and $empty ask it whether it selects a node
+	lastPath pathRef
+}
+
+// pathRef is a compiled path and the variable it reads.
+type pathRef struct {
+	p        *jsonPath
+	slot     int
+	external bool
+	name     string
 }
 
 var (
@@ -165,6 +179,7 @@ func (c *compiler) str(s, path string, sc *scope) getter {
 	case '.', '[':
 		c.one = false
 		p := parsePath(s, s, path)
+		c.lastPath = pathRef{p, 0, false, "$"}
 		return p.getter(0, false, "$", path)
 	}
 	m := varHeadRE.FindStringSubmatch(s)
@@ -185,6 +200,7 @@ func (c *compiler) str(s, path string, sc *scope) getter {
 		// holds, which may be an object the query built
 		c.observes = true
 	}
+	c.lastPath = pathRef{p, slot, external, name}
 	return p.getter(slot, external, name, path)
 }
 
@@ -243,7 +259,7 @@ func (c *compiler) array(elems []any, path string, sc *scope, depth int) getter 
 	for i, e := range elems {
 		gets[i] = c.expr(e, idx(path, i), sc, depth+1)
 		if c.one && mayBeEmpty(e) {
-			gets[i] = oneItem(gets[i])
+			gets[i] = oneElement(gets[i])
 		}
 	}
 	if len(gets) > smallArray {
@@ -307,12 +323,20 @@ type member struct {
 	name string
 	get  getter
 	path string
+	// one: the reference deems the member's expression one item, so that
+	// an empty answer is the marker, held as the member's value (one.go)
+	one bool
 }
 
 // value evaluates the member; ok is false when it is empty, which leaves
-// the member out.
+// the member out, unless it is the marker.
 func (m member) value(f *frame) (any, bool) {
-	return memberValue(m.get(f), m.name, m.path)
+	v := m.get(f)
+	if m.one && isEmpty(v) {
+		f.marked = true
+		return v, true
+	}
+	return memberValue(v, m.name, m.path)
 }
 
 // memberValue checks the value v of member name of a constructor: ok is
@@ -348,7 +372,8 @@ func (c *compiler) object(obj map[string]any, path string, sc *scope, depth int)
 		members := make([]member, len(keys))
 		for i, k := range keys {
 			p := ptr(path, k)
-			members[i] = member{k, c.expr(obj[k], p, sc, depth+1), p}
+			members[i] = member{k, c.expr(obj[k], p, sc, depth+1), p, false}
+			members[i].one = c.one && mayBeEmpty(obj[k])
 		}
 		c.one = true
 		if asWritten {
@@ -461,6 +486,7 @@ func isVocabulary(k string) bool {
 type pair struct {
 	key, val         getter
 	keyPath, valPath string
+	one              bool // the value is deemed one item (member.one)
 }
 
 // mapPairs builds a $map as a map, for an evaluation where its member
@@ -484,7 +510,12 @@ func (p pair) member(f *frame) (string, any, bool) {
 	if !ok {
 		throw(fault.JQ2004, "a $map key must evaluate to a single string, got "+describe(kv), p.keyPath)
 	}
-	v, ok := memberValue(p.val(f), k, p.valPath)
+	v := p.val(f)
+	if p.one && isEmpty(v) {
+		f.marked = true
+		return k, v, true
+	}
+	v, ok = memberValue(v, k, p.valPath)
 	return k, v, ok
 }
 
@@ -498,7 +529,8 @@ func (c *compiler) mapConstructor(arg any, opPath string, sc *scope, depth int) 
 		if !ok || len(kv) != 2 {
 			fail(fault.JQ0003, "a $map entry must be an array of exactly two expressions", ep)
 		}
-		pairs[i] = pair{c.expr(kv[0], ep+"/0", sc, depth+1), c.expr(kv[1], ep+"/1", sc, depth+1), ep + "/0", ep + "/1"}
+		pairs[i] = pair{c.expr(kv[0], ep+"/0", sc, depth+1), c.expr(kv[1], ep+"/1", sc, depth+1), ep + "/0", ep + "/1", false}
+		pairs[i].one = c.one && mayBeEmpty(kv[1])
 	}
 	return func(f *frame) any {
 		if !f.keep {

@@ -16,10 +16,7 @@ type stage func(f *frame, out *collector)
 // collector gathers what the streaming prefix produces: returned items,
 // or rows for a barrier ($groupby / $orderby).
 type collector struct {
-	items []any
-	// marks counts the items that stand for the reference's empty
-	// marker (see one.go)
-	marks  int
+	items  []any
 	rows   []row
 	groups map[string]*group
 	order  []*group
@@ -444,7 +441,7 @@ func (fc *flworCompiler) sink() stage {
 			n := len(out.items)
 			v := ret(f)
 			if retOne && isEmpty(v) {
-				out.items, out.marks = append(out.items, nil), out.marks+1
+				out.items, f.marked = append(out.items, v), true
 			} else {
 				out.items = appendSeq(out.items, v)
 			}
@@ -526,14 +523,14 @@ func (fc *flworCompiler) drive(head, sink stage, live []int) getter {
 		pre := &collector{}
 		head(f, pre)
 		if groupKeys == nil && specs == nil {
-			return markedSeq(pre.items, pre.marks)
+			return seqOf(pre.items)
 		}
 		rows := pre.rows
 		if groupKeys != nil {
 			if specs == nil {
 				res := &collector{}
 				replayGroups(f, pre.order, groupSlots, tuple, sink, res)
-				return markedSeq(res.items, res.marks)
+				return seqOf(res.items)
 			}
 			rc := &collector{}
 			replayGroups(f, pre.order, groupSlots, tuple, rowSink(specs, live, orderPath), rc)
@@ -547,7 +544,7 @@ func (fc *flworCompiler) drive(head, sink stage, live []int) getter {
 			}
 			sink(f, res)
 		}
-		return markedSeq(res.items, res.marks)
+		return seqOf(res.items)
 	}
 }
 

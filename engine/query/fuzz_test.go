@@ -66,6 +66,21 @@ func FuzzEval(f *testing.F) {
 		if _, err := value.Canonical(plain); errP == nil && err == nil && !value.Equal(plain, value.Plain(ordered)) {
 			t.Fatalf("ordered evaluation made plain differs: %v, want %v", value.Plain(ordered), plain)
 		}
+		// the empty marker never leaves Eval or Items; EvalMarked keeps
+		// it, and unmarked its answer is EvalOrdered's
+		if errP == nil && holdsMarker(plain) {
+			t.Fatalf("Eval's answer holds the empty marker: %v", plain)
+		}
+		if items, err := q.Items(in, ext); err == nil && holdsMarker(items) {
+			t.Fatalf("Items holds the empty marker: %v", items)
+		}
+		marked, okM, _, errM := q.Within(nil).EvalMarked(in, ext)
+		if (errM == nil) != (errO == nil) || okM != okO {
+			t.Fatalf("marked evaluation (%v, %v) disagrees with ordered (%v, %v)", okM, errM, okO, errO)
+		}
+		if _, err := value.Canonical(plain); errP == nil && err == nil && !value.Equal(value.Plain(Unmark(marked)), value.Plain(ordered)) {
+			t.Fatalf("marked evaluation unmarked differs: %v, want %v", Unmark(marked), ordered)
+		}
 		_, _ = q.EBV(in, nil)
 		// A budget shared by two evaluations: one that succeeds spent
 		// no more than it allowed.
@@ -77,4 +92,31 @@ func FuzzEval(f *testing.F) {
 			}
 		}
 	})
+}
+
+// holdsMarker reports whether v is or holds the empty marker.
+func holdsMarker(v any) bool {
+	switch x := v.(type) {
+	case value.Empty:
+		return true
+	case []any:
+		for _, e := range x {
+			if holdsMarker(e) {
+				return true
+			}
+		}
+	case map[string]any:
+		for _, e := range x {
+			if holdsMarker(e) {
+				return true
+			}
+		}
+	case *value.Object:
+		for i := range x.Len() {
+			if _, e := x.At(i); holdsMarker(e) {
+				return true
+			}
+		}
+	}
+	return false
 }

@@ -16,6 +16,9 @@ type arg struct {
 	raw  any // the argument as written, for operators that fold a literal
 	// one: the reference deems the argument statically one item
 	one bool
+	// matched, for a path argument of $exists and $empty: whether the
+	// path selects a node, which may hold the empty marker (one.go)
+	matched getter
 }
 
 // opEntry declares an operator's shape once (QUERY-FORMAT §8): unary
@@ -101,8 +104,13 @@ func (c *compiler) operator(key string, val any, path string, sc *scope, depth i
 	}
 	var args []arg
 	if e.unary {
+		c.lastPath = pathRef{}
 		g := c.expr(val, opPath, sc, depth+1)
-		args = []arg{{g, opPath, val, c.one}}
+		args = []arg{{get: g, path: opPath, raw: val, one: c.one}}
+		if _, isPath := val.(string); isPath && c.lastPath.p != nil && (key == "$exists" || key == "$empty") {
+			r := c.lastPath
+			args[0].matched = c.counted(r.p.matcher(r.slot, r.external, r.name, opPath), opPath)
+		}
 	} else {
 		max := e.max
 		list := requireArray(key, val, e.min, max, opPath)
@@ -113,10 +121,10 @@ func (c *compiler) operator(key string, val any, path string, sc *scope, depth i
 				fail(fault.JQ0008, "schema operators require a type-test compiler (options.compileTypeTest)", opPath)
 			}
 			if i == e.raw {
-				args[i] = arg{nil, p, v, true}
+				args[i] = arg{get: nil, path: p, raw: v, one: true}
 				continue
 			}
-			args[i] = arg{c.expr(v, p, sc, depth+1), p, v, false}
+			args[i] = arg{get: c.expr(v, p, sc, depth+1), path: p, raw: v}
 			args[i].one = c.one
 		}
 	}
@@ -181,24 +189,31 @@ func init() {
 		}
 		return func(f *frame) any {
 			var acc []any
-			marks := 0
 			for _, x := range a {
 				v := x.get(f)
 				if x.one && isEmpty(v) {
-					acc, marks = append(acc, nil), marks+1
+					acc, f.marked = append(acc, v), true
 					continue
 				}
 				acc = appendSeq(acc, v)
 			}
 			f.allocItems(len(acc), opPath)
-			return markedSeq(acc, marks)
+			return seqOf(acc)
 		}
 	})
+	// over a path they ask whether it selects a node, as the reference
+	// does: a node holding the empty marker is one
 	operators["$exists"] = unary(func(a []arg, _ string) getter {
+		if m := a[0].matched; m != nil {
+			return m
+		}
 		g := a[0].get
 		return func(f *frame) any { return !isEmpty(g(f)) }
 	})
 	operators["$empty"] = unary(func(a []arg, _ string) getter {
+		if m := a[0].matched; m != nil {
+			return func(f *frame) any { return !m(f).(bool) }
+		}
 		g := a[0].get
 		return func(f *frame) any { return isEmpty(g(f)) }
 	})

@@ -182,6 +182,38 @@ func (p *jsonPath) getter(slot int, external bool, name, docPath string) getter 
 	}
 }
 
+// matcher is getter asking only whether the path selects a node, the
+// empty marker (one.go) included: $exists and $empty of a path. It
+// charges what getter charges.
+func (p *jsonPath) matcher(slot int, external bool, name, docPath string) getter {
+	base := varGetter(slot, external, name, docPath)
+	return func(f *frame) any {
+		b := base(f)
+		root := f.slots[0]
+		if f.holding {
+			root = value.Plain(root)
+		}
+		switch x := b.(type) {
+		case emptySeq:
+			return false
+		case *multi:
+			var acc []any
+			for _, item := range x.items() {
+				acc = p.selectInto(acc, item, root)
+			}
+			f.charge(len(acc), docPath)
+			return len(acc) > 0
+		}
+		if p.steps != nil {
+			_, ok := p.walk(b)
+			return ok
+		}
+		acc := p.selectInto(nil, b, root)
+		f.charge(len(acc), docPath)
+		return len(acc) > 0
+	}
+}
+
 func (p *jsonPath) walk(v any) (any, bool) { return walkSteps(p.steps, v) }
 
 func walkSteps(steps []singular, v any) (any, bool) {

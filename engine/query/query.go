@@ -158,12 +158,23 @@ const (
 	keepOrder evalMode = 1 << iota
 	// objectsIn: the data may hold *value.Objects
 	objectsIn
+	// keepMarks: the result keeps the reference's empty marker where the
+	// evaluation left it (one.go) instead of being unmarked
+	keepMarks
 )
 
 // evaluateAs runs the closure tree in a mode and recovers runtime
 // faults. A non-nil budget replaces the step and byte limits, and is
 // charged what the evaluation spent, whether it succeeded or not.
 func (q *Query) evaluateAs(data any, ext map[string]any, b *Budget, mode evalMode) (v any, err error) {
+	v, _, err = q.evaluateMarked(data, ext, b, mode)
+	return v, err
+}
+
+// evaluateMarked is evaluateAs that says whether the evaluation left the
+// empty marker in what it built: marked is true only in keepMarks mode,
+// where the result then keeps it.
+func (q *Query) evaluateMarked(data any, ext map[string]any, b *Budget, mode evalMode) (v any, marked bool, err error) {
 	ordered := mode&keepOrder != 0
 	f := q.newFrame(data, b, nil, func(name string) (any, bool) {
 		x, ok := ext[name]
@@ -191,15 +202,22 @@ func (q *Query) evaluateAs(data any, ext map[string]any, b *Budget, mode evalMod
 			if !ok {
 				panic(r)
 			}
-			v, err = nil, re.err
+			v, marked, err = nil, false, re.err
 		}
 	}()
 	v = q.root(f)
+	if f.marked {
+		if mode&keepMarks != 0 {
+			marked = true
+		} else {
+			v = unmark(v)
+		}
+	}
 	if f.built && !ordered {
 		// the boundary: outside the evaluator every object is a map
 		v = plainItems(v)
 	}
-	return v, nil
+	return v, marked, nil
 }
 
 // framePool recycles evaluation frames, so that a guard over a small
@@ -227,20 +245,25 @@ func (q *Query) eval(data any, ext map[string]any, b *Budget) (result any, ok bo
 }
 
 func (q *Query) evalAs(data any, ext map[string]any, b *Budget, mode evalMode) (result any, ok bool, err error) {
-	v, err := q.evaluateAs(data, ext, b, mode)
+	result, ok, _, err = q.evalMarked(data, ext, b, mode)
+	return result, ok, err
+}
+
+func (q *Query) evalMarked(data any, ext map[string]any, b *Budget, mode evalMode) (result any, ok, marked bool, err error) {
+	v, marked, err := q.evaluateMarked(data, ext, b, mode)
 	if err != nil {
-		return nil, false, err
+		return nil, false, false, err
 	}
 	switch x := v.(type) {
 	case emptySeq:
-		return nil, false, nil
+		return nil, false, false, nil
 	case *multi:
 		if err := q.checkResult(x.len()); err != nil {
-			return nil, false, err
+			return nil, false, false, err
 		}
-		return x.items(), true, nil
+		return x.items(), true, marked, nil
 	}
-	return v, true, nil
+	return v, true, marked, nil
 }
 
 // Items returns the result sequence as a slice (empty for the empty sequence).

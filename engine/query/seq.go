@@ -13,7 +13,10 @@ import (
 // A sequence value is one of: the empty sequence (emptySeq{}), a single
 // item (the JSON value itself, "singleton = item"), or *multi holding two
 // or more items. A *multi never nests and never holds fewer than two items.
-type emptySeq struct{}
+// The empty sequence is value.Empty, so that the reference's empty marker
+// (one.go), the empty sequence held as an array element or an object
+// member, compares with value.Equal as the reference's symbol does.
+type emptySeq = value.Empty
 
 var empty any = emptySeq{}
 
@@ -235,6 +238,8 @@ func stableKey(b *strings.Builder, v any) {
 		}
 	case nil:
 		b.WriteString("null")
+	case emptySeq:
+		b.WriteByte('~') // the marker, distinct from null
 	case []any:
 		b.WriteByte('[')
 		for i, e := range x {

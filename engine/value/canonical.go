@@ -120,6 +120,9 @@ func writeJSON(b *strings.Builder, v any, path string, canonical bool) error {
 			}
 		}
 		b.WriteByte('}')
+	case Empty:
+		// the reference's canonical text refuses its marker, a symbol
+		return fmt.Errorf("a symbol is not a JSON value at %s", rootName(path))
 	default:
 		return fmt.Errorf("a %T is not JSON data at %s", v, rootName(path))
 	}

@@ -47,6 +47,14 @@ func Clone(v any) any {
 	return v
 }
 
+// Empty is the empty sequence held where a value stands: the reference's
+// internal empty marker, a JavaScript symbol, which its query evaluator
+// can leave in an array element or an object member (see engine/query,
+// one.go). Two are equal and one equals nothing else; JSON writes it as
+// null in an array and leaves out a member holding it. It never leaves
+// the query evaluator.
+type Empty struct{}
+
 // Equal reports deep equality of two JSON values (numbers by value).
 func Equal(a, b any) bool {
 	switch x := a.(type) {
@@ -99,6 +107,9 @@ func Equal(a, b any) bool {
 			}
 		}
 		return true
+	case Empty:
+		_, ok := b.(Empty)
+		return ok
 	}
 	return false
 }

@@ -162,3 +162,23 @@ func FuzzJSText(f *testing.F) {
 		}
 	})
 }
+
+// The reference's empty marker equals only itself, and canonical text
+// refuses it where the reference's does, with its pointer.
+func TestEmptyMarker(t *testing.T) {
+	t.Parallel()
+	m := Empty{}
+	if !Equal([]any{m}, []any{m}) {
+		t.Error("an array holding the marker is not equal to another holding it")
+	}
+	if Equal([]any{m}, []any{nil}) || Equal(nil, m) || Equal(m, nil) {
+		t.Error("the marker equals null")
+	}
+	if Equal(map[string]any{"a": m}, map[string]any{}) {
+		t.Error("an object holding the marker equals the object without it")
+	}
+	_, err := Canonical(map[string]any{"a": []any{1.0, m}})
+	if err == nil || err.Error() != "a symbol is not a JSON value at /a/1" {
+		t.Errorf("canonical text of the marker: %v", err)
+	}
+}
