@@ -1,7 +1,9 @@
 package value
 
 import (
+	"encoding/json"
 	"strconv"
+	"unicode/utf8"
 )
 
 // DecodeOrdered is Decode that keeps the member order the text writes
@@ -13,45 +15,187 @@ import (
 // order (what a map's encoders write, when its keys are ASCII) costs no
 // more than Decode.
 func DecodeOrdered(data []byte, lim Limits) (any, error) {
-	v, err := Decode(data, lim)
-	if err != nil || keysInOrder(data) {
-		return v, err
+	if keysInOrder(data) || !json.Valid(data) {
+		return Decode(data, lim)
 	}
-	_, w, err := DecodeWritten(data, lim)
-	if err != nil {
+	if err := checkLimits(data, lim); err != nil {
 		return nil, err
 	}
-	if len(w) == 0 {
-		return v, nil
+	p := orderedParser{data: data}
+	v := p.value()
+	if p.failed {
+		// what the parser does not judge itself (a number out of
+		// range): Decode's answer
+		return Decode(data, lim)
 	}
-	return applyWritten(v, "", w), nil
+	return v, nil
 }
 
-// applyWritten rebuilds the objects of v that w lists as Objects in the
-// written order; v is valid decoded JSON.
-func applyWritten(v any, path string, w Written) any {
-	switch t := v.(type) {
-	case []any:
-		for i, x := range t {
-			t[i] = applyWritten(x, path+"/"+strconv.Itoa(i), w)
-		}
-	case map[string]any:
-		for k, x := range t {
-			t[k] = applyWritten(x, path+"/"+EncodePointerSegment(k), w)
-		}
-		if keys, ok := w[path]; ok {
-			o := NewObject(len(keys))
-			for _, k := range keys {
-				o.Set(k, t[k])
-			}
-			return o
+// orderedParser reads valid JSON text, building each object whose
+// JavaScript order is not Keys order as a *Object and every other as a
+// map. Strings and numbers are read as encoding/json reads them.
+type orderedParser struct {
+	data   []byte
+	i      int
+	failed bool
+	keys   []string // scratch for fromMap
+}
+
+func (p *orderedParser) ws() {
+	for p.i < len(p.data) {
+		switch p.data[p.i] {
+		case ' ', '\t', '\n', '\r':
+			p.i++
+		default:
+			return
 		}
 	}
-	return v
+}
+
+func (p *orderedParser) value() any {
+	p.ws()
+	switch p.data[p.i] {
+	case '{':
+		return p.object()
+	case '[':
+		p.i++
+		out := []any{}
+		p.ws()
+		if p.data[p.i] == ']' {
+			p.i++
+			return out
+		}
+		for {
+			out = append(out, p.value())
+			p.ws()
+			c := p.data[p.i]
+			p.i++
+			if c == ']' {
+				return out
+			}
+		}
+	case '"':
+		return p.str()
+	case 't':
+		p.i += 4
+		return true
+	case 'f':
+		p.i += 5
+		return false
+	case 'n':
+		p.i += 4
+		return nil
+	}
+	start := p.i
+	for p.i < len(p.data) && isNumberByte(p.data[p.i]) {
+		p.i++
+	}
+	f, err := strconv.ParseFloat(string(p.data[start:p.i]), 64)
+	if err != nil {
+		p.failed = true
+	}
+	return f
+}
+
+func isNumberByte(c byte) bool {
+	return c >= '0' && c <= '9' || c == '-' || c == '+' || c == '.' || c == 'e' || c == 'E'
+}
+
+// str reads a string at p.i: plain ASCII as it is, anything else as
+// encoding/json unquotes it.
+func (p *orderedParser) str() string {
+	start := p.i
+	p.i++
+	plain := true
+	for p.data[p.i] != '"' {
+		c := p.data[p.i]
+		if c == '\\' {
+			plain = false
+			p.i++
+		} else if c >= utf8.RuneSelf {
+			plain = false
+		}
+		p.i++
+	}
+	p.i++
+	if plain {
+		return string(p.data[start+1 : p.i-1])
+	}
+	var s string
+	if json.Unmarshal(p.data[start:p.i], &s) != nil {
+		p.failed = true
+	}
+	return s
+}
+
+// object reads an object at p.i. Its members go into a map while the
+// keys other than array indexes come in ascending order (JavaScript's
+// order is then Keys order); from the first that does not, into an
+// Object, which orders them as JavaScript does.
+func (p *orderedParser) object() any {
+	p.i++
+	m := map[string]any{}
+	var o *Object
+	var last string
+	hasLast := false
+	for {
+		p.ws()
+		if p.data[p.i] == '}' {
+			p.i++
+			break
+		}
+		k := p.str()
+		p.ws()
+		p.i++ // the colon
+		v := p.value()
+		if o == nil {
+			if _, idx := arrayIndex(k); !idx {
+				if hasLast && compareJSKeys(last, k) >= 0 {
+					// out of Keys order, or a key again
+					o = p.fromMap(m)
+				}
+				last, hasLast = k, true
+			}
+		}
+		if o != nil {
+			o.Set(k, v)
+		} else {
+			m[k] = v
+		}
+		p.ws()
+		if p.data[p.i] == ',' {
+			p.i++
+		}
+	}
+	if o == nil {
+		return m
+	}
+	if InKeysOrder(o.names) {
+		return o.Map()
+	}
+	return o
+}
+
+// fromMap starts an Object with the members read so far into m, in the
+// order they were read: Keys order, which is how they came.
+func (p *orderedParser) fromMap(m map[string]any) *Object {
+	keys := p.keys[:0]
+	for name := range m {
+		keys = append(keys, name)
+	}
+	SortKeys(keys)
+	o := NewObject(len(m) + 1)
+	for _, name := range keys {
+		o.Set(name, m[name])
+	}
+	clear(keys)
+	p.keys = keys[:0]
+	return o
 }
 
 // keysInOrder reports, without allocating, whether every object of the
-// valid JSON text data surely has its keys in Keys order: each key
+// JSON text data (any bytes: text that is not JSON answers either way)
+// surely has its keys in Keys order: each key
 // plain ASCII with no escape, and each after the one before it. A key
 // it cannot judge that way answers false, and the caller reads the
 // order properly.
@@ -71,7 +215,9 @@ func keysInOrder(data []byte) bool {
 			inObj[d] = c == '{'
 			stack[d].start, stack[d].end = -1, -1
 		case '}', ']':
-			d--
+			if d--; d < -1 {
+				return false // not JSON: Decode says why
+			}
 		case '"':
 			// a string: a key when it follows '{' or ',' inside an object
 			j := i + 1

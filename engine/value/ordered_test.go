@@ -3,6 +3,8 @@ package value
 import (
 	"bytes"
 	"encoding/json"
+	"slices"
+	"strconv"
 	"testing"
 )
 
@@ -111,7 +113,10 @@ func TestAppendGoJSONOrderedRoundTrip(t *testing.T) {
 }
 
 func FuzzDecodeOrdered(f *testing.F) {
-	for _, s := range []string{`{"b":1,"a":2}`, `{"10":1,"9":2}`, `[{"y":{"é":1,"e":2}}]`, `{"a\"b":1,"a":2}`, `1`, `"x"`} {
+	for _, s := range []string{
+		`{"b":1,"a":2}`, `{"10":1,"9":2}`, `[{"y":{"é":1,"e":2}}]`, `{"a\"b":1,"a":2}`, `1`, `"x"`,
+		`{"a":1,"b":{"d":[1e400]},"a":3}`, `{"z":{"b":1,"a":"\ud800"},"y":-0.5e-3,"1":true,"0":false}`,
+	} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
@@ -126,8 +131,12 @@ func FuzzDecodeOrdered(f *testing.F) {
 		if !Equal(Plain(v), plain) {
 			t.Fatalf("%v differs from Decode's %v", v, plain)
 		}
-		if _, w, _ := DecodeWritten(data, Limits{}); keysInOrder(data) && len(w) > 0 {
+		_, w, _ := DecodeWritten(data, Limits{})
+		if keysInOrder(data) && len(w) > 0 {
 			t.Fatalf("judged in Keys order, but written %v", w)
+		}
+		if want := applyWritten(plain, "", w); !sameShape(v, want) {
+			t.Fatalf("read %#v, the order written is %#v", v, want)
 		}
 		b, ok := AppendGoJSONOrdered(nil, v)
 		if !ok {
@@ -141,4 +150,98 @@ func FuzzDecodeOrdered(f *testing.F) {
 			t.Fatalf("written %s, again %s", b, again)
 		}
 	})
+}
+
+// BenchmarkDecodeOrdered is the cost of reading a task's result in
+// written order beside Decode's: text in Keys order (a map's encoders
+// write it so) takes the fast path; text in another order is read
+// twice more.
+//
+//	go test ./engine/value -run '^$' -bench DecodeOrdered -benchmem
+func BenchmarkDecodeOrdered(b *testing.B) {
+	sorted := []byte(`{"customer":"ada","items":[{"qty":2,"sku":"KB-42"},{"qty":1,"sku":"MUG-7"}],"total":59.98}`)
+	written := []byte(`{"total":59.98,"customer":"ada","items":[{"sku":"KB-42","qty":2},{"sku":"MUG-7","qty":1}]}`)
+	for _, c := range []struct {
+		name string
+		data []byte
+		dec  func([]byte, Limits) (any, error)
+	}{
+		{"Decode/sorted", sorted, Decode},
+		{"DecodeOrdered/sorted", sorted, DecodeOrdered},
+		{"Decode/written", written, Decode},
+		{"DecodeOrdered/written", written, DecodeOrdered},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := c.dec(c.data, Limits{}); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// applyWritten is DecodeOrdered's definition: Decode's value with the
+// objects DecodeWritten lists rebuilt as Objects in the written order.
+func applyWritten(v any, path string, w Written) any {
+	switch t := v.(type) {
+	case []any:
+		for i, x := range t {
+			t[i] = applyWritten(x, path+"/"+strconv.Itoa(i), w)
+		}
+	case map[string]any:
+		for k, x := range t {
+			t[k] = applyWritten(x, path+"/"+EncodePointerSegment(k), w)
+		}
+		if keys, ok := w[path]; ok {
+			o := NewObject(len(keys))
+			for _, k := range keys {
+				o.Set(k, t[k])
+			}
+			return o
+		}
+	}
+	return v
+}
+
+// sameShape reports whether a and b are equal with the same Objects in
+// the same order and the same maps.
+func sameShape(a, b any) bool {
+	switch x := a.(type) {
+	case *Object:
+		y, ok := b.(*Object)
+		if !ok || !slices.Equal(x.names, y.names) {
+			return false
+		}
+		for i := range x.vals {
+			if !sameShape(x.vals[i], y.vals[i]) {
+				return false
+			}
+		}
+		return true
+	case map[string]any:
+		y, ok := b.(map[string]any)
+		if !ok || len(x) != len(y) {
+			return false
+		}
+		for k, e := range x {
+			if f, ok := y[k]; !ok || !sameShape(e, f) {
+				return false
+			}
+		}
+		return true
+	case []any:
+		y, ok := b.([]any)
+		if !ok || len(x) != len(y) {
+			return false
+		}
+		for i := range x {
+			if !sameShape(x[i], y[i]) {
+				return false
+			}
+		}
+		return true
+	}
+	return Equal(a, b)
 }
