@@ -310,27 +310,22 @@ func asciiIndex(k []byte) bool {
 	return n <= 1<<32-2
 }
 
-// AppendGoJSONOrdered is AppendGoJSON that also writes a *Object: in its
-// own order when that is not Keys order, else as a map of its members is
-// written (keys sorted), so that DecodeOrdered reads back the same value
-// and AppendGoJSONOrdered then writes the same bytes.
+// AppendGoJSONOrdered is AppendGoJSON that also writes a *Object, each
+// object in the order JavaScript walks it: a *Object in its own order, a
+// map in Keys order (not sorted as encoding/json sorts a map's keys). So
+// the text's JSON.parse order is the value's walk order, and
+// DecodeOrdered reads back the same value, which AppendGoJSONOrdered
+// then writes as the same bytes.
 func AppendGoJSONOrdered(b []byte, v any) (_ []byte, ok bool) {
 	switch t := v.(type) {
 	case *Object:
-		if InKeysOrder(t.names) {
-			return AppendGoJSONMap(b, t.Map(), AppendGoJSONOrdered)
+		return appendMembers(b, t.names, func(i int) any { return t.vals[i] })
+	case map[string]any:
+		if t == nil {
+			return append(b, "null"...), true
 		}
-		b = append(b, '{')
-		for i, k := range t.names {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b = append(AppendGoJSONString(b, k), ':')
-			if b, ok = AppendGoJSONOrdered(b, t.vals[i]); !ok {
-				return b, false
-			}
-		}
-		return append(b, '}'), true
+		keys := Keys(t)
+		return appendMembers(b, keys, func(i int) any { return t[keys[i]] })
 	case []any:
 		if t == nil {
 			return append(b, "null"...), true
@@ -345,8 +340,22 @@ func AppendGoJSONOrdered(b []byte, v any) (_ []byte, ok bool) {
 			}
 		}
 		return append(b, ']'), true
-	case map[string]any:
-		return AppendGoJSONMap(b, t, AppendGoJSONOrdered)
 	}
 	return AppendGoJSON(b, v)
+}
+
+// appendMembers writes an object's members in the order of keys, the
+// i-th member's value being at(i).
+func appendMembers(b []byte, keys []string, at func(int) any) (_ []byte, ok bool) {
+	b = append(b, '{')
+	for i, k := range keys {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(AppendGoJSONString(b, k), ':')
+		if b, ok = AppendGoJSONOrdered(b, at(i)); !ok {
+			return b, false
+		}
+	}
+	return append(b, '}'), true
 }
