@@ -255,7 +255,13 @@ func (in *Input) parseResult(data []byte) error {
 	if body.Error != nil {
 		res.Error = &run.TaskError{Message: body.Error.Message, Code: body.Error.Code, NonRetryable: body.Error.NonRetryable, RetryAfterMs: body.Error.RetryAfterMs}
 	} else {
-		v, err := optionalValueIn(body.Output, in.limits)
+		// read as the reference's handler would hand it over: objects in
+		// the order the worker wrote their members (JSON.parse order)
+		var v any
+		var err error
+		if len(bytes.TrimSpace(body.Output)) > 0 {
+			v, err = value.DecodeOrdered(body.Output, in.limits)
+		}
 		if err != nil {
 			return malformed("result output: %v", err)
 		}

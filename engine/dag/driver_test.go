@@ -1,6 +1,7 @@
 package dag_test
 
 import (
+	"maps"
 	"sort"
 	"testing"
 
@@ -31,7 +32,9 @@ func mock(t *testing.T, m map[string]any, arg map[string]any) (any, string, bool
 	if err != nil {
 		t.Fatalf("mock query: %v", err)
 	}
-	v, _, err := q.Eval(map[string]any{"with": arg["with"], "input": arg["input"]}, nil)
+	// the reference's mock reads a canonical copy of the argument, and
+	// its result is handed on as the query built it
+	v, _, err := q.Within(nil).EvalOrdered(value.Plain(map[string]any{"with": arg["with"], "input": arg["input"]}), nil)
 	if err != nil {
 		return nil, err.Error(), false
 	}
@@ -54,6 +57,9 @@ func drive(t *testing.T, d *dag.DAG, c dagCase) ([]wave, any, error) {
 	running := map[string]bool{}
 	var waves []wave
 	var pending []dag.Invocation
+	// the values the last plan keeps ordered, and the results of each
+	// wave as their handlers built them
+	var ordered map[string]any
 	for range 1000 {
 		var w wave
 		sort.Slice(pending, func(i, j int) bool { return value.CompareUTF16(pending[i].Node, pending[j].Node) < 0 })
@@ -65,18 +71,26 @@ func drive(t *testing.T, d *dag.DAG, c dagCase) ([]wave, any, error) {
 				return waves, nil, d.TaskFailed(inv.Node, msg)
 			}
 			delete(running, inv.Node)
+			if value.HasObject(v) {
+				ordered = maps.Clone(ordered)
+				if ordered == nil {
+					ordered = map[string]any{}
+				}
+				ordered[inv.Node], v = v, value.Plain(v)
+			}
 			values[inv.Node] = v
 			if d.Checkpoint(inv.Node) {
 				w.saves = append(w.saves, map[string]any{"node": inv.Node, "value": v})
 			}
 		}
-		plan, err := d.Schedule(c.Input, values, running)
+		plan, err := d.ScheduleOrdered(nil, c.Input, values, ordered, running)
 		for _, nv := range plan.Values {
 			values[nv.ID] = nv.Value
 			if nv.Checkpoint {
 				w.saves = append(w.saves, map[string]any{"node": nv.ID, "value": nv.Value})
 			}
 		}
+		ordered = plan.Ordered
 		for _, inv := range plan.Tasks {
 			running[inv.Node] = true
 			info, _ := d.Node(inv.Node)

@@ -35,6 +35,14 @@ type Plan struct {
 	Done bool
 	// Output is the output node's value when Done.
 	Output any
+	// Ordered holds, by node id, the known values that hold objects
+	// built at run time (*value.Object, in the reference's member order)
+	// and that a node without a value yet (or a task in flight, whose
+	// argument a retry computes again) still reads: what a runner hands
+	// the next call as its ordered values, for the reference passes a
+	// value to its consumers by reference for the whole run of the DAG.
+	// Nil when there are none. Values and Output are plain.
+	Ordered map[string]any
 }
 
 // NodeValue is one node's computed value.
@@ -74,6 +82,17 @@ func (d *DAG) Schedule(input any, values map[string]any, running map[string]bool
 // ScheduleWithin is Schedule charging every select, query and `with` it
 // evaluates to b instead of each query's own step and byte limits.
 func (d *DAG) ScheduleWithin(b *query.Budget, input any, values map[string]any, running map[string]bool) (Plan, error) {
+	return d.ScheduleOrdered(b, input, values, nil, running)
+}
+
+// ScheduleOrdered is ScheduleWithin where ordered holds, for some known
+// nodes, their value as the reference's consumers read it: objects built
+// at run time as *value.Object in their member order (an earlier plan's
+// Ordered, a task's result as its handler returned it, see
+// value.DecodeOrdered). Such a value takes the place of the node's entry
+// in values (its plain form, which is what is stored); ordered may be
+// nil, and is not modified.
+func (d *DAG) ScheduleOrdered(b *query.Budget, input any, values, ordered map[string]any, running map[string]bool) (Plan, error) {
 	n := len(d.nodes)
 	known := make([]bool, n)
 	vals := make([]any, n)
@@ -89,6 +108,14 @@ func (d *DAG) ScheduleWithin(b *query.Budget, input any, values map[string]any, 
 	for id, v := range values {
 		if i, ok := d.index[id]; ok {
 			known[i], vals[i] = true, v
+		}
+	}
+	for id, v := range ordered {
+		if i, ok := d.index[id]; ok && value.HasObject(v) {
+			if held == nil {
+				held = make([]bool, n)
+			}
+			known[i], vals[i], held[i] = true, v, true
 		}
 	}
 	blocked := func(i int) bool {
@@ -169,13 +196,35 @@ func (d *DAG) ScheduleWithin(b *query.Budget, input any, values map[string]any, 
 			break
 		}
 	}
+	for i := range held {
+		if held[i] && i != d.output && d.unread(i, known) && value.HasObject(vals[i]) {
+			if plan.Ordered == nil {
+				plan.Ordered = map[string]any{}
+			}
+			plan.Ordered[d.nodes[i].ID] = vals[i]
+		}
+	}
 	if plan.Done {
 		plan.Output = vals[d.output]
 		if (held != nil && held[d.output]) || (marked != nil && marked[d.output]) {
 			plan.Output = output
+			if output == nil {
+				// known on entry (an ordered value handed in)
+				plan.Output = value.Plain(vals[d.output])
+			}
 		}
 	}
 	return plan, nil
+}
+
+// unread reports whether a consumer of node i has no value yet.
+func (d *DAG) unread(i int, known []bool) bool {
+	for _, c := range d.nodes[i].consumers {
+		if !known[c] {
+			return true
+		}
+	}
+	return false
 }
 
 // evaluate computes one ready node: its value, or for a task node the

@@ -314,14 +314,10 @@ func (s *Stylesheet) Transform(b *query.Budget, data any, ext map[string]any) (a
 // bodies built as *value.Object, in the reference's member order, for a
 // caller that hands the result on as the reference does (a DAG node's
 // consumers): code that reads it as data must value.Plain it. holding
-// says data may hold such objects (another node built them): a
-// stylesheet without path rules walks them in their order, as the
-// reference's does; one with path rules, whose locations are found in
-// maps, reads them as maps.
+// says data may hold such objects (another node built them): the
+// stylesheet walks them in their order, as the reference's does, and its
+// path rules find their locations in them as in maps.
 func (s *Stylesheet) TransformOrdered(b *query.Budget, data any, ext map[string]any, holding bool) (any, bool, error) {
-	if holding && s.needsLoc {
-		data, holding = value.Plain(data), false
-	}
 	return s.transform(b, data, ext, true, holding)
 }
 
@@ -336,7 +332,7 @@ func (s *Stylesheet) transform(b *query.Budget, data any, ext map[string]any, or
 	defer r.release()
 	r.s, r.root, r.ext, r.b = s, data, ext, b
 	if s.needsLoc {
-		e, err := r.prepass()
+		e, err := r.prepass(holding)
 		if err != nil {
 			return nil, false, err
 		}
@@ -385,17 +381,25 @@ func (q seq) appendTo(out []any) []any {
 // trie of the selected locations.
 // Each value a path looks at costs a step of the budget, as each value
 // the walk dispatches does: the walks are bounded with the bodies.
-func (r *run) prepass() (*entry, *fault.Error) {
+//
+// holding says the root may hold objects built at run time: the trie is
+// a set of locations, the same in a plain copy, which the match paths'
+// filters read as they read any data.
+func (r *run) prepass(holding bool) (*entry, *fault.Error) {
 	root := r.newEntry()
 	if r.mark == nil {
 		r.mark = r.markRule // made once per pooled run
+	}
+	data := r.root
+	if holding {
+		data = value.Plain(data)
 	}
 	for _, rl := range r.s.rules {
 		if !rl.hasPath {
 			continue
 		}
 		r.trie, r.marking = root, rl.index
-		looked := rl.path.Walk(r.root, r.mark)
+		looked := rl.path.Walk(data, r.mark)
 		if err := r.b.Charge(looked, rl.pathDocPath); err != nil {
 			return nil, err
 		}
@@ -567,11 +571,20 @@ func (r *run) builtIn(v any, l *loc, m *mode, depth, applies int, holding bool) 
 		}
 		return single(out), nil
 	case *value.Object:
-		// built by a body, so location-less: rebuilt whole, in its order
+		// built at run time: by a body (location-less), or by another
+		// node and handed in as the input (located): rebuilt in its
+		// order, a pruned mode dispatching only the members on the way
+		// to a selected location
 		out := value.NewObject(x.Len())
 		for i := range x.Len() {
 			k, c := x.At(i)
-			res, err := r.dispatch(c, nil, m, depth+1, applies, holding)
+			seg := query.Seg{Name: k, Index: -1}
+			if e != nil && e.kid(seg) == nil {
+				out.Set(k, c)
+				continue
+			}
+			cl := r.childLoc(l, seg)
+			res, err := r.dispatch(c, cl, m, depth+1, applies, holding)
 			if err != nil {
 				return seq{}, err
 			}
@@ -580,7 +593,7 @@ func (r *run) builtIn(v any, l *loc, m *mode, depth, applies int, holding bool) 
 			case 1:
 				out.Set(k, res.one)
 			default:
-				return seq{}, fault.New(fault.JT2002, "member '"+k+"' at "+describe(nil)+
+				return seq{}, fault.New(fault.JT2002, "member '"+k+"' at "+describe(cl)+
 					" produced "+strconv.Itoa(res.n)+" items", m.unmatchedPath)
 			}
 		}

@@ -6,9 +6,11 @@ import (
 	"flag"
 	"math"
 	"os"
+	"slices"
 	"testing"
 
 	"github.com/jetflow/jetflow/engine/statechart"
+	"github.com/jetflow/jetflow/engine/value"
 )
 
 // TestMain checks every state the tests encode against encoding/json
@@ -46,6 +48,7 @@ func fullState(v any) *State {
 				"a": {Attempt: 1}, "nil": nil,
 			},
 			Retries: map[string]string{"t2": "b", "t1": "a<"}, Base: 4,
+			Ordered: Ordered{"q": builtObject(), "p": []any{builtObject(), map[string]any{"b": 1.0, "a": "<"}}},
 		},
 		Buffered: []Event{ev, {Type: "bare"}},
 		Seq:      9, Retries: 3, Deadline: 1733200000123.5,
@@ -112,4 +115,65 @@ func FuzzEncode(f *testing.F) {
 			t.Fatalf("Encode wrote\n%s (%v)\nwant\n%s (%v)", got, err, want, wantErr)
 		}
 	})
+}
+
+// builtObject is an object a query built, in an order that is not Keys
+// order, holding one that is.
+func builtObject() *value.Object {
+	o := value.NewObject(0)
+	o.Set("zeta", "&")
+	inner := value.NewObject(0)
+	inner.Set("10", 1.0)
+	inner.Set("9", nil)
+	o.Set("alpha", inner)
+	o.Set("7", []any{})
+	return o
+}
+
+// TestDecodeReadsBackWhatEncodeWrote: a state whose activation keeps
+// ordered values reads back with them in their order and encodes to the
+// same bytes (replay compares them); a state stored before it kept any
+// reads back without them and encodes as it was stored.
+func TestDecodeReadsBackWhatEncodeWrote(t *testing.T) {
+	t.Parallel()
+	for _, st := range []*State{fullState(map[string]any{"a": 1.0}), fullState(nil)} {
+		st.RunID = "r" // fullState's invalid UTF-8 reads back as U+FFFD
+		data, err := Encode(st)
+		if err != nil {
+			t.Fatal(err)
+		}
+		back, err := Decode(data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		again, err := Encode(back)
+		if err != nil || !bytes.Equal(again, data) {
+			t.Fatalf("read back and encoded again\n%s\nnot\n%s (%v)", again, data, err)
+		}
+		q, ok := back.Work.Ordered["q"].(*value.Object)
+		if !ok {
+			t.Fatalf("ordered value q read back as %T", back.Work.Ordered["q"])
+		}
+		if keys, _ := value.Ordered(q); !slices.Equal(keys, []string{"7", "zeta", "alpha"}) {
+			t.Errorf("q walks %q, want 7, zeta, alpha", keys)
+		}
+		if inner, _ := q.Get("alpha"); !value.IsObject(inner) {
+			t.Errorf("q.alpha read back as %T", inner)
+		} else if _, isMap := inner.(map[string]any); !isMap {
+			t.Errorf("q.alpha, in Keys order, read back as %T, not a map", inner)
+		}
+	}
+	old := []byte(`{"runId":"r","status":"running","generation":1,"context":{"input":null,"data":null,"event":null,"results":{},"visits":{}},` +
+		`"pending":null,"work":{"activation":"a","values":{"n":{"a":2,"b":1}},"running":{}},"seq":0,` +
+		`"control":{"active":["/states/a"],"history":{},"timers":[],"serial":0,"time":0}}`)
+	st, err := Decode(old)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Work.Ordered != nil {
+		t.Errorf("a state stored without ordered values reads back with %v", st.Work.Ordered)
+	}
+	if again, err := Encode(st); err != nil || !bytes.Equal(again, old) {
+		t.Errorf("a state stored before encodes as\n%s\nnot\n%s (%v)", again, old, err)
+	}
 }

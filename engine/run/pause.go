@@ -3,6 +3,7 @@ package run
 import (
 	"strconv"
 
+	"github.com/jetflow/jetflow/engine/value"
 	"github.com/jetflow/jetflow/engine/workflow"
 )
 
@@ -86,7 +87,9 @@ func hold(msg Message, at float64) Held {
 		h.Event = &e
 	case msg.Result != nil:
 		res := msg.Result
-		h.Result = &heldResult{Activation: res.Activation, Node: res.Node, Attempt: res.Attempt, Output: res.Output}
+		// stored plain: a held result's objects lose the member order
+		// its worker wrote them in
+		h.Result = &heldResult{Activation: res.Activation, Node: res.Node, Attempt: res.Attempt, Output: value.Plain(res.Output)}
 		if res.Error != nil {
 			h.Result.Error = &heldError{Message: res.Error.Message, Code: res.Error.Code, NonRetryable: res.Error.NonRetryable, RetryAfterMs: res.Error.RetryAfterMs}
 		}

@@ -90,7 +90,7 @@ func (r *reducer) postpone(p *Postpone) error {
 			running[n] = true
 		}
 	}
-	plan, err := info.ScheduleWithin(&r.budget, r.st.Pending.Input, w.Values, running)
+	plan, err := info.ScheduleOrdered(&r.budget, r.st.Pending.Input, w.Values, w.Ordered, running)
 	if err != nil {
 		return r.continueAfter(r.workFailed(id, err))
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 
 	"github.com/jetflow/jetflow/engine/statechart"
+	"github.com/jetflow/jetflow/engine/value"
 	"github.com/jetflow/jetflow/engine/workflow"
 )
 
@@ -118,6 +119,50 @@ type Work struct {
 	// before, so that no earlier attempt's result or token matches a new
 	// one. The retry policy counts attempts from it.
 	Base int `json:"base,omitempty"`
+	// Ordered holds the known values that hold objects built at run
+	// time, in their member order, while a node still reads them
+	// (dag.Plan.Ordered): the reference hands a node's value to its
+	// consumers by reference for the whole activation, so a join after
+	// a task reads them as built. Values holds their plain form. Never
+	// modified in place: the reducer replaces it whole.
+	Ordered Ordered `json:"ordered,omitempty"`
+}
+
+// Ordered is a map of node values that may hold *value.Object. It is
+// stored with each object in its own member order (when that is not
+// Keys order) and read back in the order written, so that a stored
+// state read back and encoded again is byte for byte what was stored.
+type Ordered map[string]any
+
+// MarshalJSON writes o as appendWork does.
+func (o Ordered) MarshalJSON() ([]byte, error) {
+	b, ok := value.AppendGoJSONMap(nil, o, value.AppendGoJSONOrdered)
+	if !ok {
+		return nil, errors.New("an ordered node value is not JSON")
+	}
+	return b, nil
+}
+
+// UnmarshalJSON reads each value in the member order written.
+func (o *Ordered) UnmarshalJSON(data []byte) error {
+	var raw map[string]json.RawMessage
+	if err := json.Unmarshal(data, &raw); err != nil {
+		return err
+	}
+	if raw == nil {
+		*o = nil
+		return nil
+	}
+	m := make(Ordered, len(raw))
+	for k, r := range raw {
+		v, err := value.DecodeOrdered(r, value.Limits{MaxBytes: len(r) + 1, MaxDepth: 10000})
+		if err != nil {
+			return err
+		}
+		m[k] = v
+	}
+	*o = m
+	return nil
 }
 
 // Attempt is one task node in flight.

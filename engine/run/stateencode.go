@@ -205,6 +205,11 @@ func appendWork(b []byte, w *Work) (_ []byte, ok bool) {
 	if w.Base != 0 {
 		b = strconv.AppendInt(append(b, `,"base":`...), int64(w.Base), 10)
 	}
+	if len(w.Ordered) > 0 {
+		if b, ok = value.AppendGoJSONMap(append(b, `,"ordered":`...), w.Ordered, value.AppendGoJSONOrdered); !ok {
+			return b, false
+		}
+	}
 	return append(b, '}'), true
 }
 

@@ -2,6 +2,7 @@ package run
 
 import (
 	"errors"
+	"maps"
 	"strings"
 
 	"github.com/jetflow/jetflow/engine/dag"
@@ -62,18 +63,22 @@ func (r *reducer) work(id string) (blocked bool, err error) {
 			}
 		}
 	}
-	return r.schedule(id)
+	return r.schedule(id, r.st.Work.Ordered)
 }
 
 // schedule computes what the DAG can without a worker and invokes the
-// tasks that became ready.
-func (r *reducer) schedule(id string) (blocked bool, err error) {
+// tasks that became ready. ordered is the activation's ordered values
+// (Work.Ordered), with a result just accepted as its handler built it.
+func (r *reducer) schedule(id string, ordered map[string]any) (blocked bool, err error) {
 	d, w, p := r.wf.DAGs[id], r.st.Work, r.st.Pending
 	running := make(map[string]bool, len(w.Running))
 	for node := range w.Running {
 		running[node] = true
 	}
-	plan, err := d.ScheduleWithin(&r.budget, p.Input, w.Values, running)
+	plan, err := d.ScheduleOrdered(&r.budget, p.Input, w.Values, ordered, running)
+	if err == nil {
+		w.Ordered = plan.Ordered
+	}
 	for _, nv := range plan.Values {
 		w.Values[nv.ID] = nv.Value
 		if nv.Checkpoint {
@@ -172,7 +177,19 @@ func (r *reducer) result(res *TaskResult) error {
 	if res.Error != nil {
 		return r.taskFailed(id, res.Node, a, res.Error)
 	}
+	// The result as its handler built it (objects in their member order,
+	// value.DecodeOrdered) is what the nodes it readies read now; what
+	// is stored is plain, as every stored value.
 	out := value.Clone(res.Output)
+	ordered := map[string]any(w.Ordered)
+	if value.HasObject(out) {
+		ordered = maps.Clone(ordered)
+		if ordered == nil {
+			ordered = map[string]any{}
+		}
+		ordered[res.Node] = out
+		out = value.Plain(out)
+	}
 	if err := d.CheckTaskResult(res.Node, out); err != nil {
 		return r.workFailed(id, err)
 	}
@@ -182,7 +199,7 @@ func (r *reducer) result(res *TaskResult) error {
 		r.st.Pending.Values[res.Node] = out
 		r.persist()
 	}
-	blocked, err := r.schedule(id)
+	blocked, err := r.schedule(id, ordered)
 	if err != nil || blocked {
 		return err
 	}
@@ -249,7 +266,7 @@ func (r *reducer) retryTimer(t *TimerFire) error {
 			running[n] = true
 		}
 	}
-	plan, err := r.wf.DAGs[id].ScheduleWithin(&r.budget, r.st.Pending.Input, w.Values, running)
+	plan, err := r.wf.DAGs[id].ScheduleOrdered(&r.budget, r.st.Pending.Input, w.Values, w.Ordered, running)
 	if err != nil {
 		return r.continueAfter(r.workFailed(id, err))
 	}

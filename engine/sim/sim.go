@@ -220,7 +220,9 @@ func (s *scenario) mock(inv *run.Invoke) *run.TaskResult {
 		res.Output = inv.Input
 		return res
 	}
-	out, ok, err := m.output.Within(nil).Holding().Eval(scope, nil)
+	// the result is handed on as the query built it, as the reference's
+	// handler returns it
+	out, ok, err := m.output.Within(nil).Holding().EvalOrdered(scope, nil)
 	if err != nil {
 		res.Error = &run.TaskError{Message: err.Error()}
 		return res

@@ -30,17 +30,8 @@ var (
 
 // Decode parses exactly one JSON value from data within the limits.
 func Decode(data []byte, lim Limits) (any, error) {
-	if lim.MaxBytes <= 0 {
-		lim.MaxBytes = DefaultLimits.MaxBytes
-	}
-	if lim.MaxDepth <= 0 {
-		lim.MaxDepth = DefaultLimits.MaxDepth
-	}
-	if len(data) > lim.MaxBytes {
-		return nil, fmt.Errorf("%w: %d bytes, limit %d", ErrTooLarge, len(data), lim.MaxBytes)
-	}
-	if d := depth(data); d > lim.MaxDepth {
-		return nil, fmt.Errorf("%w: depth over %d", ErrTooDeep, lim.MaxDepth)
+	if err := checkLimits(data, lim); err != nil {
+		return nil, err
 	}
 	var v any
 	if json.Unmarshal(data, &v) == nil {
@@ -57,6 +48,23 @@ func Decode(data []byte, lim Limits) (any, error) {
 		return nil, errors.New("invalid JSON: data after the first value")
 	}
 	return v, nil
+}
+
+// checkLimits refuses data past lim's size or depth.
+func checkLimits(data []byte, lim Limits) error {
+	if lim.MaxBytes <= 0 {
+		lim.MaxBytes = DefaultLimits.MaxBytes
+	}
+	if lim.MaxDepth <= 0 {
+		lim.MaxDepth = DefaultLimits.MaxDepth
+	}
+	if len(data) > lim.MaxBytes {
+		return fmt.Errorf("%w: %d bytes, limit %d", ErrTooLarge, len(data), lim.MaxBytes)
+	}
+	if d := depth(data); d > lim.MaxDepth {
+		return fmt.Errorf("%w: depth over %d", ErrTooDeep, lim.MaxDepth)
+	}
+	return nil
 }
 
 // depth returns the deepest bracket nesting outside strings, stopping
