@@ -89,30 +89,29 @@ func lineLength(line []any) float64 {
 	return total
 }
 
-// geoArea sums the polygons of every geometry the value holds, in one
-// running total.
+// geoArea sums the polygons of every geometry the value holds.
 func geoArea(v any) float64 {
-	var total float64
-	eachGeometry(v, 0, func(typ, coords any) {
+	return geoSum(v, 0, func(typ, coords any) float64 {
+		var total float64
 		switch typ {
 		case "Polygon":
-			total += polygonArea(jsList(coords))
+			total = polygonArea(jsList(coords))
 		case "MultiPolygon":
 			for _, poly := range jsList(coords) {
 				total += polygonArea(jsList(poly))
 			}
 		}
+		return total
 	})
-	return total
 }
 
 // geoLength sums the lines and ring perimeters the value holds.
 func geoLength(v any) float64 {
-	var total float64
-	eachGeometry(v, 0, func(typ, coords any) {
+	return geoSum(v, 0, func(typ, coords any) float64 {
+		var total float64
 		switch typ {
 		case "LineString":
-			total += lineLength(jsList(coords))
+			total = lineLength(jsList(coords))
 		case "MultiLineString", "Polygon":
 			for _, line := range jsList(coords) {
 				total += lineLength(jsList(line))
@@ -124,23 +123,27 @@ func geoLength(v any) float64 {
 				}
 			}
 		}
+		return total
 	})
-	return total
 }
 
-// eachGeometry calls f with every geometry the value holds, in the order
-// the reference's sums visit them (a Feature's geometry and a
-// collection's members first, then the value's own coordinates), so that
-// the running totals add in the same order.
-func eachGeometry(v any, depth int, f func(typ, coords any)) {
+// geoSum adds up what measure gives for each geometry the value holds,
+// grouped as the reference's recursive sums group them: a collection's
+// total is the sum of its members' own totals, each summed from zero, so
+// that the rounding of every addition is the same.
+func geoSum(v any, depth int, measure func(typ, coords any) float64) float64 {
 	typ, coords, inner, members := geometryOf(v, depth)
 	if inner != nil {
-		eachGeometry(inner, depth+1, f)
+		return geoSum(inner, depth+1, measure)
 	}
-	for _, m := range members {
-		eachGeometry(m, depth+1, f)
+	if members != nil {
+		var total float64
+		for _, m := range members {
+			total += geoSum(m, depth+1, measure)
+		}
+		return total
 	}
-	f(typ, coords)
+	return measure(typ, coords)
 }
 
 // geoWithin reports whether the position is inside any polygon the value
