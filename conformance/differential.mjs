@@ -11,7 +11,7 @@
 //
 //   node conformance/differential.mjs [--seed N] [--count K] [--family F,...] > diff.jsonl
 //
-// Families: dates, format, series, spatial, vectors, strings, numbers, arity.
+// Families: dates, format, mixed (one operator's answer fed to another), series, spatial, vectors, strings, numbers, arity.
 // Nothing here is committed as a golden: a class of disagreement found
 // this way is written down as hand-picked cases in cases/query/diff-*.json.
 import { run } from './gen-query.mjs';
@@ -162,15 +162,15 @@ function formatDoc() {
 }
 
 // ---- series
-const sampleAt = () => pick([0, 1, -1, 3600000, 1767225600000 + int(8) * 1800000, 1767225600000 + int(100000000),
+const sampleAt = () => chance(0.7) ? pick([1767225600000 + int(48) * 900000, 1767225600000 + int(1e8), `2026-01-0${1 + int(3)}T${pad(int(24), 2)}:${pad(int(60), 2)}:00Z`, 86400000 * int(400), -86400000 * int(400)]) : pick([0, 1, -1, 3600000, 1767225600000 + int(8) * 1800000, 1767225600000 + int(100000000),
   '2026-01-01T00:00:00Z', '2026-01-01', '2026-03-29T01:30:00+01:00', '2026-02-28T23:59:59.999Z', 'x', null, true,
   1.5, -3600000.5, 86400000 * int(60), '2024-02-29T23:59:60Z', 8.64e15, [], {}]);
 const sampleValue = () => pick([1, 2.5, 0, -1, null, null, 0.1, 0.2, 1e308, -1e308, 'x', true, 3, 7, 1e-300]);
 function row() {
-  if (chance(0.05)) return anyValue();
-  const r = { at: sampleAt(), value: sampleValue() };
-  if (chance(0.08)) delete r.value;
-  if (chance(0.05)) delete r.at;
+  if (chance(0.02)) return anyValue();
+  const r = { at: sampleAt(), value: chance(0.7) ? pick([1, 2.5, 0, -1, null, 0.1, 3, 7, 10, 0.2]) : sampleValue() };
+  if (chance(0.03)) delete r.value;
+  if (chance(0.02)) delete r.at;
   if (chance(0.2)) r.g = pick(['a', 'b', 1, null, true]);
   if (chance(0.1)) r.on = sampleAt();
   return r;
@@ -378,7 +378,12 @@ function arityDoc() {
   else body = args;
   const doc = { [op]: body };
   // place it inside other constructs, so positions vary
-  switch (int(4)) {
+  switch (int(9)) {
+    case 4: return { $for: { x: '$.arr[*]' }, $return: doc };
+    case 5: return { $for: { x: '$.arr[*]' }, $where: doc, $return: '$x' };
+    case 6: return { $let: { v: doc }, $return: '$v' };
+    case 7: return { $some: { x: '$.arr[*]' }, $satisfies: doc };
+    case 8: return { $for: { x: '$.arr[*]' }, $orderby: [doc], $return: '$x' };
     case 0: return [1, doc];
     case 1: return { a: doc };
     case 2: return { $if: [true, doc, 0] };
@@ -386,7 +391,27 @@ function arityDoc() {
   }
 }
 
-const families = { dates: datesDoc, format: formatDoc, series: seriesDoc, spatial: spatialDoc, vectors: vectorsDoc, strings: stringsDoc, numbers: numbersDoc, arity: arityDoc };
+// ---- compositions: one operator's answer fed to another
+function mixedDoc() {
+  const V = () => (chance(0.8) ? dateStr() + (chance(0.7) ? 'T' + timeStr() + offsetStr() : '') : dateValue());
+  const U = () => pick(units);
+  switch (int(12)) {
+    case 0: return { '$date-format': [{ [pick(['$date-add', '$date-sub'])]: [V(), duration()] }, safePattern()] };
+    case 1: return { '$date-diff': [{ '$start-of': [V(), U()] }, { '$end-of': [V(), U()] }, U()] };
+    case 2: return { $datetime: { '$time-bucket': [{ $epoch: V() }, width(), ...(chance(0.5) ? [origin()] : [])] } };
+    case 3: return { $string: { $epoch: V() } };
+    case 4: return { [pick(['$seconds', '$offset', '$week', '$week-year', '$weekday', '$quarter', '$day'])]: { [pick(['$date-add', '$date-sub', '$start-of', '$end-of'])]: [V(), chance(0.5) ? U() : duration()] } };
+    case 5: return { '$date-add': [V(), amount(), U()] };
+    case 6: return { '$date-diff': [V(), { '$date-add': [V(), duration()] }, U()] };
+    case 7: return { $datetime: { $add: [{ $epoch: V() }, pick([1, -1, 0.5, 86400000, -0.5, 999, 1e3])] } };
+    case 8: return { '$date-format': [{ $datetime: epochNumber() }, safePattern()] };
+    case 9: return { $for: { d: { $const: [V(), V(), V()] } }, $return: { [pick(['$epoch', '$year', '$hours', '$is-datetime', '$is-date'])]: '$d' } };
+    case 10: return { $sort: { $for: { d: { $const: [V(), V(), V()] } }, $where: { '$is-datetime': '$d' }, $return: { $epoch: '$d' } } };
+    default: return { '$end-of': [{ '$start-of': [V(), U()] }, U()] };
+  }
+}
+
+const families = { mixed: mixedDoc, dates: datesDoc, format: formatDoc, series: seriesDoc, spatial: spatialDoc, vectors: vectorsDoc, strings: stringsDoc, numbers: numbersDoc, arity: arityDoc };
 const chosen = arg('family', Object.keys(families).join(',')).split(',');
 const baseData = { rows: [], rows2: [], two: [1, 2], obj: { a: 1 }, arr: [1, 2], num: 3, str: 'x' };
 
@@ -417,7 +442,7 @@ for (const fam of chosen) {
     const data = { ...baseData, rows: rows(), rows2: rows() };
     if (doc && doc._data) { Object.assign(data, doc._data); delete doc._data; }
     // a batch of three documents in one array tells positions apart
-    if (fam !== 'arity' && chance(0.3)) doc = [doc, gen(), gen()].map((d) => { if (d && d._data) { Object.assign(data, d._data); delete d._data; } return d; });
+    if (fam !== 'arity' && chance(0.12)) doc = [doc, gen(), gen()].map((d) => { if (d && d._data) { Object.assign(data, d._data); delete d._data; } return d; });
     if (fam !== 'series') { delete data.rows; delete data.rows2; }
     // the reference reads what the file holds (-0 is 0, NaN is null)
     const c = JSON.parse(JSON.stringify({ name: `${fam}-${i}`, doc, data }));
