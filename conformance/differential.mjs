@@ -306,7 +306,7 @@ function vectorsDoc() {
 }
 
 // ---- strings and regular expressions
-const strPool = ['', 'a', 'abc', 'ABC', 'Straße', 'İ', 'ß', 'ǅ', 'ﬀ', 'é', 'e\u0301', '😀', 'a😀b', '\ud800', 'x\udc00y',
+const strPool = ['', 'a', 'abc', 'ABC', 'Straße', 'İ', 'ß', 'ǅ', 'ﬀ', 'é', 'e\u0301', '😀', 'a😀b',
   '  a  b  ', '\ta\nb\r', '\u00a0a', 'a.b', 'a\nb', '日本語', 'ΣΑΣ', 'σς', 'aaa', 'a-b_c', 'x y z', '123', '\u2028'];
 const rePool = ['a', '.', 'a*', 'a+', '^a', 'a$', '[a-c]', '[^a]', '\\d', '\\w', '\\s', '\\p{L}', '\\p{Lu}', '\\P{L}',
   '(a|b)', 'a{2}', 'a{2,}', 'a{,2}', '[', '(', '\\', '.*', '.+', '\\.', '[\\d]', '\\p{IsBasicLatin}', '(?:a)', '(?i)a',
@@ -411,7 +411,76 @@ function mixedDoc() {
   }
 }
 
-const families = { mixed: mixedDoc, dates: datesDoc, format: formatDoc, series: seriesDoc, spatial: spatialDoc, vectors: vectorsDoc, strings: stringsDoc, numbers: numbersDoc, arity: arityDoc };
+// ---- random floats and code points where the pools above hold few
+const f64 = new Float64Array(1);
+const u32 = new Uint32Array(f64.buffer);
+function anyDouble() {
+  u32[0] = int(2 ** 32); u32[1] = int(2 ** 32);
+  return Number.isFinite(f64[0]) ? f64[0] : 1;
+}
+function realish() {
+  switch (int(6)) {
+    case 0: return anyDouble();
+    case 1: return (rnd() - 0.5) * 10 ** (int(40) - 20);
+    case 2: return Math.round((rnd() - 0.5) * 10 ** int(22));
+    case 3: return Number((rnd() * 1000).toFixed(int(8)));
+    case 4: return int(1000) / pick([3, 7, 10, 100, 1000, 1024]);
+    default: return (rnd() - 0.5) * 2 ** (int(2100) - 1050);
+  }
+}
+const blocks = [[0x20, 0x7e], [0xa0, 0x24f], [0x370, 0x3ff], [0x400, 0x4ff], [0x530, 0x58f], [0x1e00, 0x1fff],
+  [0x2000, 0x206f], [0x2c00, 0x2c7f], [0xfb00, 0xfb4f], [0xff00, 0xffef], [0x10400, 0x1044f], [0x1f600, 0x1f64f],
+  [0x10a0, 0x10ff], [0x1c80, 0x1cbf], [0xa640, 0xa69f], [0x0130, 0x0131], [0x1e9e, 0x1e9e], [0x3000, 0x303f]];
+function randomText() {
+  let t = '';
+  const n = int(6);
+  for (let i = 0; i < n; i++) {
+    const [lo, hi] = pick(blocks);
+    const cp = lo + int(hi - lo + 1);
+    // no lone surrogates, nor letters newer than Go's Unicode 15.0 tables
+    if (cp >= 0xd800 && cp <= 0xdfff || cp === 0x1c89 || cp === 0x1c8a) continue;
+    t += String.fromCodePoint(cp);
+  }
+  return t;
+}
+function randomRegex() {
+  const atoms = ['a', '.', '\\d', '\\w', '\\s', '[a-z]', '[^a]', '\\p{L}', '\\p{Lu}', '\\p{Ll}', '\\p{N}', '\\p{P}',
+    '\\p{S}', '\\p{Z}', '\\p{M}', '\\p{Lt}', '\\p{Nd}', '\\p{IsGreek}', '\\P{L}', 'é', 'Σ', '😀', '[α-ω]', '(a|b)', '\\.',
+    '[\\p{L}\\d]', '[0-9]', 'x', '\\S', '\\W', '\\D', '\\p{Sm}', '\\p{Cc}', '\\p{Co}', '\\p{Cn}'];
+  const qs = ['', '', '', '*', '+', '?', '{2}', '{1,3}', '{0,}', '*?', '{0}'];
+  let r = '';
+  const n = 1 + int(3);
+  for (let i = 0; i < n; i++) r += pick(atoms).replaceAll('\\\\', '\\') + pick(qs);
+  return r;
+}
+function randomDoc() {
+  const D = () => realish();
+  const V = (n) => Array.from({ length: n }, D);
+  switch (int(14)) {
+    case 0: return { $string: D() };
+    case 1: return { $string: { [pick(['$add', '$sub', '$mul', '$div', '$idiv', '$mod'])]: [D(), D()] } };
+    case 2: { const n = 1 + int(6); return { $similarity: [{ $const: V(n) }, { $const: V(n) }] }; }
+    case 3: return { $distance: [{ $const: [rnd() * 360 - 180, rnd() * 180 - 90] }, { $const: [rnd() * 360 - 180, rnd() * 180 - 90] }] };
+    case 4: return { $geohash: [{ $const: [rnd() * 360 - 180, rnd() * 180 - 90] }, 1 + int(12)] };
+    case 5: return { '$geo-text': { $const: { type: 'LineString', coordinates: [[D(), D()], [D(), D()]] } } };
+    case 6: return { $datetime: Math.round((rnd() - 0.5) * 2 * 253402300799999 * rnd()) + pick([0, 0.5, 0.25]) };
+    case 7: return { '$date-format': [{ $datetime: Math.round((rnd() - 0.3) * 1e13) }, safePattern()] };
+    case 8: return { [pick(['$upper', '$lower', '$string-length', '$normalize-space'])]: randomText() };
+    case 9: return { [pick(['$match', '$search'])]: [randomText() + pick(['', 'a', '1', ' ', 'aa']), randomRegex()] };
+    case 10: return { $replace: [randomText() + pick(['', 'a', '1', ' ', 'aa']), randomRegex(), pick(['', '-', 'é'])] };
+    case 11: {
+      const rowsN = Array.from({ length: 1 + int(8) }, () => ({ at: 1767225600000 + int(20) * 900000 + int(3) * 1000, value: chance(0.1) ? null : D() }));
+      return chance(0.5)
+        ? { $resample: [{ $const: rowsN }, { every: pick(['PT1H', 'PT30M', 'PT15M', 'PT2H']), aggregate: pick(aggregates), fill: pick(['omit', 'null', 'zero', 'locf', 'linear']) }] }
+        : { $rolling: [{ $const: rowsN }, { width: pick(['PT1H', 'PT30M', 'PT15M', 'PT2H']), aggregate: pick(aggregates), minPeriods: 1 + int(3) }] };
+    }
+    case 12: return { [pick(['$sum', '$avg', '$min', '$max'])]: { $const: V(int(6)) } };
+    default: return { $number: String(D()) };
+  }
+}
+const aggregates = ['sum', 'mean', 'min', 'max', 'first', 'last', 'count'];
+
+const families = { random: randomDoc, mixed: mixedDoc, dates: datesDoc, format: formatDoc, series: seriesDoc, spatial: spatialDoc, vectors: vectorsDoc, strings: stringsDoc, numbers: numbersDoc, arity: arityDoc };
 const chosen = arg('family', Object.keys(families).join(',')).split(',');
 const baseData = { rows: [], rows2: [], two: [1, 2], obj: { a: 1 }, arr: [1, 2], num: 3, str: 'x' };
 
