@@ -480,7 +480,61 @@ function randomDoc() {
 }
 const aggregates = ['sum', 'mean', 'min', 'max', 'first', 'last', 'count'];
 
-const families = { random: randomDoc, mixed: mixedDoc, dates: datesDoc, format: formatDoc, series: seriesDoc, spatial: spatialDoc, vectors: vectorsDoc, strings: stringsDoc, numbers: numbersDoc, arity: arityDoc };
+// ---- calendar series: valid specs across month, year and week seams
+function calendarDoc() {
+  const base = Date.UTC(2023 + int(4), int(12), 1 + int(31), int(24), int(4) * 15);
+  const span = pick([3600000, 86400000, 7 * 86400000, 31 * 86400000, 400 * 86400000]);
+  const at = () => {
+    const t = base + Math.round((rnd() - 0.3) * span);
+    switch (int(4)) {
+      case 0: return new Date(t).toISOString().replace('.000Z', 'Z');
+      case 1: return new Date(t).toISOString().slice(0, 10);
+      default: return t;
+    }
+  };
+  const w = () => pick(['P1M', 'P1Y', 'P3M', 'P1W', 'P7D', 'P1D', 'PT1H', 'P2M', 'P6M', 'PT6H', 'P1DT12H', 'P2W', 'P1Y6M', 'P10D']);
+  const clock = () => {
+    const c = {};
+    if (chance(0.5)) c.offset = pick([60, -300, 330, 840, -720, 345, -570, 0]);
+    if (chance(0.1)) c.zone = 'UTC';
+    return c;
+  };
+  const org = () => pick([at(), '2026-01-31', '2024-02-29', '2026-03-31T12:00:00Z', 0, '2025-12-31T23:00:00-05:00', Date.UTC(2026, 0, 31)]);
+  const rowsN = () => Array.from({ length: int(9) }, () => ({ at: at(), value: chance(0.15) ? null : pick([1, 2, 3.5, -1, 0.25, 10, 7]) }));
+  switch (int(5)) {
+    case 0: case 1: {
+      const args = [at(), w()];
+      if (chance(0.5)) args.push(org());
+      if (chance(0.5)) { if (args.length < 3) args.push(null); args.push(clock()); }
+      return chance(0.5) ? { $datetime: { '$time-bucket': args } } : { '$time-bucket': args };
+    }
+    case 2: {
+      const spec = { every: w(), ...clock() };
+      if (chance(0.5)) spec.aggregate = pick(aggregates);
+      if (chance(0.5)) spec.fill = pick(['omit', 'null', 'zero', 'locf', 'linear']);
+      if (chance(0.3)) spec.origin = org();
+      if (chance(0.2)) { spec.start = at(); spec.end = at(); }
+      return { $resample: [{ $const: rowsN() }, spec] };
+    }
+    case 3: {
+      const spec = { width: pick(['PT1H', 'P1D', 'P1W', 'PT30M', 'P2D', 'PT6H']), ...clock() };
+      if (chance(0.5)) spec.aggregate = pick(aggregates);
+      if (chance(0.3)) spec.minPeriods = 1 + int(3);
+      return { $rolling: [{ $const: rowsN() }, spec] };
+    }
+    default: {
+      const spec = {};
+      if (chance(0.6)) spec.direction = pick(['backward', 'forward', 'nearest']);
+      if (chance(0.5)) spec.tolerance = pick(['PT1H', 'P1D', 'PT30M', 3600000, 'P1W']);
+      const l = rowsN().map((r, i) => ({ ...r, g: i % 2 }));
+      const r = rowsN().map((x, i) => ({ ...x, g: i % 3 === 0 ? 0 : 1 }));
+      if (chance(0.4)) spec.by = '$.g';
+      return { $asof: [{ $const: l }, { $const: r }, spec] };
+    }
+  }
+}
+
+const families = { calendar: calendarDoc, random: randomDoc, mixed: mixedDoc, dates: datesDoc, format: formatDoc, series: seriesDoc, spatial: spatialDoc, vectors: vectorsDoc, strings: stringsDoc, numbers: numbersDoc, arity: arityDoc };
 const chosen = arg('family', Object.keys(families).join(',')).split(',');
 const baseData = { rows: [], rows2: [], two: [1, 2], obj: { a: 1 }, arr: [1, 2], num: 3, str: 'x' };
 
