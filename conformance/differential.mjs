@@ -243,8 +243,8 @@ function coord() {
   return chance(0.9) ? pick([0, 1, -1, 10, 45.5, 90, -90, 180, -180, 179.9, -179.9, 89.999, 120, 30.25, 5, 3])
     : pick([200, -200, 91, 1e5, -7.5e6, 1e-320, 360, 540, -270]);
 }
-// coordinates JavaScript reads as NaN only outside $within (a documented difference)
-let nanOk = true;
+// coordinates JavaScript reads as NaN
+const nanOk = true;
 const nanCoord = () => (nanOk && chance(0.05) ? pick(['1', null, 'x', true, []]) : coord());
 const pos = () => (chance(0.9) ? [nanCoord(), nanCoord()] : nanOk ? pick([[coord()], [coord(), coord(), coord()], [], 'x', 1]) : [coord(), coord(), coord()]);
 function ring() {
@@ -284,7 +284,7 @@ function spatialDoc() {
     case 2: return { $length: G() };
     case 3: return { $centroid: G() };
     case 4: return { $distance: [G(), G()] };
-    case 5: { nanOk = false; const d = { $within: [{ $const: pos() }, G()] }; nanOk = true; return d; }
+    case 5: return { $within: [{ $const: pos() }, G()] };
     case 6: return { '$bbox-intersects': [G(), G()] };
     case 7: return { $geohash: [G(), pick([1, 5, 12, 0, 13, 1.5, '5', -1, null])] };
     case 8: return { [pick(['$geohash-bounds', '$geohash-neighbours'])]: pick(['u4pruyd', 'u', '', 'zzzz', '0000', 'a', 'U4PR', 'ezs42', 'b', 'p', 1, null]) };
@@ -534,7 +534,30 @@ function calendarDoc() {
   }
 }
 
-const families = { calendar: calendarDoc, random: randomDoc, mixed: mixedDoc, dates: datesDoc, format: formatDoc, series: seriesDoc, spatial: spatialDoc, vectors: vectorsDoc, strings: stringsDoc, numbers: numbersDoc, arity: arityDoc };
+// ---- containment on a small grid, coordinates sometimes spelled as
+// strings, arrays or unreadable values, which JavaScript compares its way
+function withinDoc() {
+  const c = () => {
+    const n = int(13) - 2;
+    switch (int(12)) {
+      case 0: return String(n);
+      case 1: return [n];
+      case 2: return pick(['x', '', null, true, [], {}, [1, 2]]);
+      default: return n;
+    }
+  };
+  const ring = () => {
+    const r = Array.from({ length: 2 + int(6) }, () => (chance(0.05) ? pick(['ab', 5, []]) : [c(), c()]));
+    if (chance(0.8)) r.push(r[0]);
+    return r;
+  };
+  const rings = [ring(), ...(chance(0.3) ? [ring()] : [])];
+  const p = [int(25) / 2 - 2, int(25) / 2 - 2];
+  const g = chance(0.8) ? { type: 'Polygon', coordinates: rings } : { type: 'MultiPolygon', coordinates: [rings, [ring()]] };
+  return { $within: [{ $const: p }, { $const: g }] };
+}
+
+const families = { within: withinDoc, calendar: calendarDoc, random: randomDoc, mixed: mixedDoc, dates: datesDoc, format: formatDoc, series: seriesDoc, spatial: spatialDoc, vectors: vectorsDoc, strings: stringsDoc, numbers: numbersDoc, arity: arityDoc };
 const chosen = arg('family', Object.keys(families).join(',')).split(',');
 const baseData = { rows: [], rows2: [], two: [1, 2], obj: { a: 1 }, arr: [1, 2], num: 3, str: 'x' };
 
