@@ -557,7 +557,26 @@ function withinDoc() {
   return { $within: [{ $const: p }, { $const: g }] };
 }
 
-const families = { within: withinDoc, calendar: calendarDoc, random: randomDoc, mixed: mixedDoc, dates: datesDoc, format: formatDoc, series: seriesDoc, spatial: spatialDoc, vectors: vectorsDoc, strings: stringsDoc, numbers: numbersDoc, arity: arityDoc };
+// ---- text across the BMP's end and the astral planes: positions,
+// lengths and the order of strings
+function textDoc() {
+  const T = () => pick([randomText(), randomText() + '\uffff', '😀' + randomText(), '\ue000', '\uffff', '😀', 'a', '', 'ä', 'a\u0308', 'Z', 'z', '\u{10ffff}']);
+  const n = () => pick([0, 1, 2, 3, -1, 1.5, 2.5, 0.5, -0.5, 10]);
+  switch (int(10)) {
+    case 0: return { $substring: [T(), n(), ...(chance(0.6) ? [n()] : [])] };
+    case 1: { const t = [...T()]; const i = int(t.length + 1); return { [pick(['$contains', '$starts-with', '$ends-with'])]: [t.join(''), (chance(0.5) ? t.slice(i) : t.slice(0, i)).join('')] }; }
+    case 2: return { $sort: { $const: Array.from({ length: 2 + int(4) }, T) } };
+    case 3: return { [pick(['$min', '$max'])]: { $const: Array.from({ length: 1 + int(4) }, T) } };
+    case 4: return { [pick(['$lt', '$le', '$gt', '$ge', '$eq', '$ne'])]: [T(), T()] };
+    case 5: return { $for: { s: { $const: Array.from({ length: 2 + int(4) }, T) } }, $orderby: [pick(['$s', { $desc: '$s' }])], $return: '$s' };
+    case 6: return { $distinct: { $const: Array.from({ length: 2 + int(4), }, () => pick(['a', 'a\u0308', 'ä', '😀', '\ue000'])) } };
+    case 7: return { '$string-join': [{ $const: Array.from({ length: int(4) }, T) }, T()] };
+    case 8: return { $replace: [T(), pick(['.', '[😀]', '\\p{L}', 'a|ä', '[\ue000-\uffff]', '[^a]']), '#'] };
+    default: return { $for: { s: { $const: Array.from({ length: 2 + int(3) }, T) } }, $groupby: { k: { $substring: ['$s', 0, 1] } }, $orderby: ['$k'], $return: { k: '$k', n: { $count: '$s' } } };
+  }
+}
+
+const families = { text: textDoc, within: withinDoc, calendar: calendarDoc, random: randomDoc, mixed: mixedDoc, dates: datesDoc, format: formatDoc, series: seriesDoc, spatial: spatialDoc, vectors: vectorsDoc, strings: stringsDoc, numbers: numbersDoc, arity: arityDoc };
 const chosen = arg('family', Object.keys(families).join(',')).split(',');
 const baseData = { rows: [], rows2: [], two: [1, 2], obj: { a: 1 }, arr: [1, 2], num: 3, str: 'x' };
 
