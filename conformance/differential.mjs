@@ -576,7 +576,45 @@ function textDoc() {
   }
 }
 
-const families = { text: textDoc, within: withinDoc, calendar: calendarDoc, random: randomDoc, mixed: mixedDoc, dates: datesDoc, format: formatDoc, series: seriesDoc, spatial: spatialDoc, vectors: vectorsDoc, strings: stringsDoc, numbers: numbersDoc, arity: arityDoc };
+// ---- valid instants anywhere in 0000-9999, in any offset and precision
+function instant() {
+  const ms = Math.round((rnd() * 2 - 0.2) * pick([1e9, 1e11, 1e12, 5e12, 1e13, 2.5e14]));
+  const off = chance(0.3) ? 0 : pick([60, -300, 330, 345, -570, 840, -720, 1439, -1439, 1, int(2879) - 1439]);
+  const local = new Date(ms + off * 60000);
+  if (Number.isNaN(local.getTime())) return '2026-01-01T00:00:00Z';
+  const y = local.getUTCFullYear();
+  if (y < 0 || y > 9999) return '2026-01-01T00:00:00Z';
+  const iso = local.toISOString(); // YYYY-MM-DDTHH:mm:ss.sssZ
+  let frac = '';
+  const digits = chance(0.95) ? int(7) : 7 + int(3);
+  if (digits > 0) frac = '.' + (iso.slice(20, 23) + String(int(1e6)).padStart(6, '0')).slice(0, digits);
+  const sign = off < 0 ? '-' : '+';
+  const a = Math.abs(off);
+  const zone = off === 0 && chance(0.6) ? pick(['Z', 'z']) : `${sign}${pad(Math.floor(a / 60), 2)}:${pad(a % 60, 2)}`;
+  const body = iso.slice(0, 10) + pick(['T', 'T', 't', ' ']) + iso.slice(11, 19) + frac;
+  switch (int(6)) {
+    case 0: return iso.slice(0, 10);
+    case 1: return iso.slice(11, 19) + frac + zone;
+    default: return body + zone;
+  }
+}
+function instantsDoc() {
+  const V = instant;
+  const U = () => pick(units);
+  switch (int(9)) {
+    case 0: return { [pick(['$year', '$month', '$day', '$hours', '$minutes', '$seconds', '$offset', '$week', '$week-year', '$quarter', '$weekday', '$epoch', '$is-datetime', '$is-date', '$is-time'])]: V() };
+    case 1: return { [pick(['$date-add', '$date-sub'])]: [V(), duration()] };
+    case 2: return { [pick(['$date-add', '$date-sub'])]: [V(), amount(), U()] };
+    case 3: return { [pick(['$start-of', '$end-of'])]: [V(), U()] };
+    case 4: return { '$date-diff': [V(), V(), U()] };
+    case 5: return { '$date-format': [V(), safePattern()] };
+    case 6: return { $datetime: { $epoch: V() } };
+    case 7: return { $for: { d: { $const: [V(), V(), V(), V()] } }, $groupby: { w: { '$start-of': ['$d', U()] } }, $orderby: ['$w'], $return: { w: '$w', n: { $count: '$d' } } };
+    default: return { '$date-diff': [V(), { [pick(['$date-add', '$date-sub'])]: [V(), amount(), U()] }, U()] };
+  }
+}
+
+const families = { instants: instantsDoc, text: textDoc, within: withinDoc, calendar: calendarDoc, random: randomDoc, mixed: mixedDoc, dates: datesDoc, format: formatDoc, series: seriesDoc, spatial: spatialDoc, vectors: vectorsDoc, strings: stringsDoc, numbers: numbersDoc, arity: arityDoc };
 const chosen = arg('family', Object.keys(families).join(',')).split(',');
 const baseData = { rows: [], rows2: [], two: [1, 2], obj: { a: 1 }, arr: [1, 2], num: 3, str: 'x' };
 
