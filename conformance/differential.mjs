@@ -357,7 +357,9 @@ const allOps = ['$add', '$and', '$area', '$asof', '$avg', '$bbox', '$bbox-inters
   '$minutes', '$mod', '$month', '$mul', '$ne', '$neg', '$normalize-space', '$not', '$number', '$offset', '$or', '$overlaps',
   '$quarter', '$range', '$replace', '$resample', '$reverse', '$rolling', '$search', '$seconds', '$seq', '$similarity',
   '$sort', '$start-of', '$starts-with', '$string', '$string-join', '$string-length', '$subsequence', '$substring', '$sum',
-  '$tail', '$time-bucket', '$upper', '$week', '$week-year', '$weekday', '$within', '$year'];
+  '$tail', '$time-bucket', '$upper', '$week', '$week-year', '$weekday', '$within', '$year',
+  // §8.11 and §8.12, refused as the reference refuses them, and the escapes
+  '$valid', '$assert', '$call', '$map', '$empty', '$nosuch', '$as'];
 function operand() {
   switch (int(7)) {
     case 0: return pick([1, 'x', null, true, 0, -1, 'P1D', '2026-01-01', 1.5]);
