@@ -616,7 +616,30 @@ function instantsDoc() {
   }
 }
 
-const families = { instants: instantsDoc, text: textDoc, within: withinDoc, calendar: calendarDoc, random: randomDoc, mixed: mixedDoc, dates: datesDoc, format: formatDoc, series: seriesDoc, spatial: spatialDoc, vectors: vectorsDoc, strings: stringsDoc, numbers: numbersDoc, arity: arityDoc };
+// ---- random expression trees over every operator: which operand is
+// evaluated, checked and refused first
+function leaf() {
+  switch (int(8)) {
+    case 0: return instant();
+    case 1: return realish();
+    case 2: return pick(strPool);
+    case 3: return duration();
+    case 4: return pick(units);
+    case 5: return { $const: pick([[1, 2], [0.5, 0.5], { type: 'Point', coordinates: [1, 2] }, { at: 0, value: 1 }, [{ at: 0, value: 1 }]]) };
+    case 6: return pick(['$.two[*]', '$.missing', '$.arr', '$.num', '$.str', '$.obj']);
+    default: return pick([null, true, false, 0, 1, -1, 2]);
+  }
+}
+function tree(depth) {
+  if (depth <= 0 || chance(0.35)) return leaf();
+  const op = pick(allOps.filter((o) => !['$nosuch', '$as', '$valid', '$assert', '$call', '$map', '$resample', '$rolling', '$asof', '$time-bucket'].includes(o)));
+  const n = chance(0.3) ? 1 : 1 + int(3);
+  if (n === 1 && chance(0.5)) return { [op]: tree(depth - 1) };
+  return { [op]: Array.from({ length: n }, () => tree(depth - 1)) };
+}
+const deepDoc = () => tree(3);
+
+const families = { deep: deepDoc, instants: instantsDoc, text: textDoc, within: withinDoc, calendar: calendarDoc, random: randomDoc, mixed: mixedDoc, dates: datesDoc, format: formatDoc, series: seriesDoc, spatial: spatialDoc, vectors: vectorsDoc, strings: stringsDoc, numbers: numbersDoc, arity: arityDoc };
 const chosen = arg('family', Object.keys(families).join(',')).split(',');
 const baseData = { rows: [], rows2: [], two: [1, 2], obj: { a: 1 }, arr: [1, 2], num: 3, str: 'x' };
 
