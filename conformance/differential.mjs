@@ -15,6 +15,7 @@
 // Nothing here is committed as a golden: a class of disagreement found
 // this way is written down as hand-picked cases in cases/query/diff-*.json.
 import { run } from './gen-query.mjs';
+import { compileJsonQuery } from '@jarenjs/json/query';
 
 const argv = process.argv.slice(2);
 const arg = (name, dflt) => {
@@ -630,14 +631,40 @@ function leaf() {
     default: return pick([null, true, false, 0, 1, -1, 2]);
   }
 }
-function tree(depth) {
-  if (depth <= 0 || chance(0.35)) return leaf();
-  const op = pick(allOps.filter((o) => !['$nosuch', '$as', '$valid', '$assert', '$call', '$map', '$resample', '$rolling', '$asof', '$time-bucket'].includes(o)));
-  const n = chance(0.3) ? 1 : 1 + int(3);
-  if (n === 1 && chance(0.5)) return { [op]: tree(depth - 1) };
-  return { [op]: Array.from({ length: n }, () => tree(depth - 1)) };
+function tree(depth, vars = []) {
+  if (depth <= 0 || chance(0.35)) return vars.length && chance(0.3) ? pick(vars) : leaf();
+  const sub = () => tree(depth - 1, vars);
+  switch (int(12)) {
+    case 0: return { $for: { x: sub() }, $return: tree(depth - 1, [...vars, '$x']) };
+    case 1: return { $let: { v: sub() }, ...(chance(0.5) ? { $where: tree(depth - 1, [...vars, '$v']) } : {}), $return: tree(depth - 1, [...vars, '$v']) };
+    case 2: return { [pick(['$some', '$every'])]: { q: sub() }, $satisfies: tree(depth - 1, [...vars, '$q']) };
+    case 3: return { $if: chance(0.5) ? [sub(), sub()] : [sub(), sub(), sub()] };
+    case 4: return { $map: [[pick(['k', 'z', '1']), sub()], [pick(['a', '0', 'k']), sub()]] };
+    case 5: {
+      const op = pick(['$time-bucket', '$resample', '$rolling', '$asof']);
+      const spec = { '$time-bucket': 'PT1H', $resample: { every: 'PT1H' }, $rolling: { width: 'PT1H' }, $asof: {} }[op];
+      return { [op]: op === '$asof' ? [sub(), sub(), spec] : [sub(), spec] };
+    }
+    default: {
+      const op = pick(treeOps);
+      const shapes = arities.get(op);
+      const n = chance(0.9) && shapes.length ? pick(shapes) : int(4);
+      if (n === 'unary') return { [op]: sub() };
+      return { [op]: Array.from({ length: n }, sub) };
+    }
+  }
 }
-const deepDoc = () => tree(3);
+const treeOps = allOps.filter((o) => !['$nosuch', '$as', '$valid', '$assert', '$call', '$map', '$resample', '$rolling', '$asof', '$time-bucket'].includes(o));
+// the shapes each operator compiles with, as the reference reports them
+const arities = new Map(treeOps.map((op) => {
+  const ok = (doc) => {
+    try { compileJsonQuery(doc); return true; } catch (e) { return !/operand|array of expressions|takes/.test(e.message); }
+  };
+  const shapes = [0, 1, 2, 3, 4].filter((n) => ok({ [op]: Array(n).fill(1) }));
+  if (ok({ [op]: 1 }) && !shapes.includes(1)) shapes.push('unary');
+  return [op, shapes];
+}));
+const deepDoc = () => tree(3 + int(2));
 
 const families = { deep: deepDoc, instants: instantsDoc, text: textDoc, within: withinDoc, calendar: calendarDoc, random: randomDoc, mixed: mixedDoc, dates: datesDoc, format: formatDoc, series: seriesDoc, spatial: spatialDoc, vectors: vectorsDoc, strings: stringsDoc, numbers: numbersDoc, arity: arityDoc };
 const chosen = arg('family', Object.keys(families).join(',')).split(',');
