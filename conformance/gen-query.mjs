@@ -45,7 +45,7 @@ function encode(v) {
   return v;
 }
 
-function run(c) {
+export function run(c) {
   // a case marked written keeps its doc's member order as written
   const doc = c.written ? c.doc : jetflowOrder(c.doc);
   const data = jetflowOrder(c.data ?? null);

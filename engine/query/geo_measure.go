@@ -3,6 +3,10 @@ package query
 import (
 	"math"
 	"math/big"
+	"strconv"
+	"strings"
+
+	"github.com/jetflow/jetflow/engine/value"
 )
 
 // The reference's geodesy on the sphere of radius 6371008.8 m (the mean
@@ -89,30 +93,29 @@ func lineLength(line []any) float64 {
 	return total
 }
 
-// geoArea sums the polygons of every geometry the value holds, in one
-// running total.
+// geoArea sums the polygons of every geometry the value holds.
 func geoArea(v any) float64 {
-	var total float64
-	eachGeometry(v, 0, func(typ, coords any) {
+	return geoSum(v, 0, func(typ, coords any) float64 {
+		var total float64
 		switch typ {
 		case "Polygon":
-			total += polygonArea(jsList(coords))
+			total = polygonArea(jsList(coords))
 		case "MultiPolygon":
 			for _, poly := range jsList(coords) {
 				total += polygonArea(jsList(poly))
 			}
 		}
+		return total
 	})
-	return total
 }
 
 // geoLength sums the lines and ring perimeters the value holds.
 func geoLength(v any) float64 {
-	var total float64
-	eachGeometry(v, 0, func(typ, coords any) {
+	return geoSum(v, 0, func(typ, coords any) float64 {
+		var total float64
 		switch typ {
 		case "LineString":
-			total += lineLength(jsList(coords))
+			total = lineLength(jsList(coords))
 		case "MultiLineString", "Polygon":
 			for _, line := range jsList(coords) {
 				total += lineLength(jsList(line))
@@ -124,23 +127,27 @@ func geoLength(v any) float64 {
 				}
 			}
 		}
+		return total
 	})
-	return total
 }
 
-// eachGeometry calls f with every geometry the value holds, in the order
-// the reference's sums visit them (a Feature's geometry and a
-// collection's members first, then the value's own coordinates), so that
-// the running totals add in the same order.
-func eachGeometry(v any, depth int, f func(typ, coords any)) {
+// geoSum adds up what measure gives for each geometry the value holds,
+// grouped as the reference's recursive sums group them: a collection's
+// total is the sum of its members' own totals, each summed from zero, so
+// that the rounding of every addition is the same.
+func geoSum(v any, depth int, measure func(typ, coords any) float64) float64 {
 	typ, coords, inner, members := geometryOf(v, depth)
 	if inner != nil {
-		eachGeometry(inner, depth+1, f)
+		return geoSum(inner, depth+1, measure)
 	}
-	for _, m := range members {
-		eachGeometry(m, depth+1, f)
+	if members != nil {
+		var total float64
+		for _, m := range members {
+			total += geoSum(m, depth+1, measure)
+		}
+		return total
 	}
-	f(typ, coords)
+	return measure(typ, coords)
 }
 
 // geoWithin reports whether the position is inside any polygon the value
@@ -185,21 +192,106 @@ func inPolygon(x, y float64, rings []any) bool {
 // reference decides it. A position exactly on an edge is inside when it
 // lies in the edge's box, open at the lower ends and closed at the upper
 // ones: so an axis-aligned box keeps its left and bottom edges and loses
-// its right and top ones, while a slanted edge keeps its inner points.
+// its right and top ones, while a slanted edge keeps its inner points. A
+// ring of fewer than three positions holds nothing. An edge with a
+// coordinate JavaScript reads as NaN has a NaN orientation in the
+// reference, neither zero nor positive: it is never the edge the position
+// lies on, and it is crossed when it straddles the ray going down.
 func inRing(x, y float64, ring []any) bool {
+	if len(ring) < 3 {
+		return false
+	}
 	in := false
 	for i, j := 0, len(ring)-1; i < len(ring); j, i = i, i+1 {
 		xi, yi := coord(ring[i], 0), coord(ring[i], 1)
 		xj, yj := coord(ring[j], 0), coord(ring[j], 1)
+		straddles := (yi > y) != (yj > y)
+		spans := (xi < x) == (x <= xj) && (yi < y) == (y <= yj)
+		if !straddles && !spans {
+			continue
+		}
+		if math.IsNaN(float64((xi-x)*(yj-y)) - float64((yi-y)*(xj-x))) {
+			if straddles && !jsGreater(ring[j], ring[i], 1) {
+				in = !in
+			}
+			continue
+		}
 		s := orient(xi, yi, xj, yj, x, y)
-		if s == 0 && math.Min(xi, xj) < x && x <= math.Max(xi, xj) && math.Min(yi, yj) < y && y <= math.Max(yi, yj) {
+		if s == 0 && spans {
 			return true
 		}
-		if (yi > y) != (yj > y) && (yj > yi && s > 0 || yj <= yi && s < 0) {
+		if straddles && s != 0 && (s > 0) == jsGreater(ring[j], ring[i], 1) {
 			in = !in
 		}
 	}
 	return in
+}
+
+// jsGreater is JavaScript's p[i] > q[i] for two positions as JSON holds
+// them: numbers compare as numbers, but two items that are strings, or
+// arrays and objects (which JavaScript turns into strings first), compare
+// as strings, so a ring's "9" is above its "10".
+func jsGreater(p, q any, i int) bool {
+	a, aok := coordItem(p, i)
+	b, bok := coordItem(q, i)
+	if x, ok := a.(float64); ok {
+		if y, ok := b.(float64); ok {
+			return x > y
+		}
+	}
+	if aok && bok {
+		if sa, ok := jsPrimitiveString(a); ok {
+			if sb, ok := jsPrimitiveString(b); ok {
+				return value.CompareUTF16(sa, sb) > 0
+			}
+		}
+	}
+	return coord(p, i) > coord(q, i)
+}
+
+// coordItem is the item coord reads, and whether there is one.
+func coordItem(p any, i int) (any, bool) {
+	switch x := p.(type) {
+	case []any:
+		if i < len(x) {
+			return x[i], true
+		}
+	case string:
+		if l := jsList(x); i < len(l) {
+			return l[i], true
+		}
+	case map[string]any:
+		v, ok := x[strconv.Itoa(i)]
+		return v, ok
+	}
+	return nil, false
+}
+
+// jsPrimitiveString is the string JavaScript's ToPrimitive makes of a
+// string, an array (its items joined by commas) or an object; other
+// values stay numbers.
+func jsPrimitiveString(v any) (string, bool) {
+	switch x := v.(type) {
+	case string:
+		return x, true
+	case map[string]any:
+		return "[object Object]", true
+	case []any:
+		parts := make([]string, len(x))
+		for k, e := range x {
+			switch y := e.(type) {
+			case nil:
+			case float64:
+				parts[k] = value.NumberString(y)
+			case bool:
+				parts[k] = strconv.FormatBool(y)
+			default:
+				parts[k], _ = jsPrimitiveString(y)
+			}
+		}
+		return strings.Join(parts, ","), true
+	}
+	return "", false
 }
 
 // ccwErrBound is Shewchuk's bound on the rounding error of the float

@@ -157,7 +157,7 @@ func init() {
 	operators["$start-of"] = nary(2, 2, dateTrunc(startOf))
 	operators["$end-of"] = nary(2, 2, dateTrunc(endOf))
 	operators["$date-diff"] = nary(3, 3, buildDateDiff)
-	operators["$date-format"] = nary(2, 2, buildDateFormat)
+	operators["$date-format"] = opEntry{min: 2, max: 2, schema: -1, raw: -1, checked: buildDateFormat}
 }
 
 // buildDatetime is the inverse of $epoch, in canonical UTC form; an
@@ -276,14 +276,20 @@ func buildDateDiff(a []arg, _ string) getter {
 }
 
 // buildDateFormat renders through an LDML pattern. A literal pattern is
-// compiled with the query (JQ0003 when bad); a computed one is compiled
-// on first use and cached while it repeats (JQ2001 when bad).
-func buildDateFormat(a []arg, opPath string) getter {
+// compiled with the query, in the reference's second compile phase (JQ0003
+// when bad, after every fault of the first phase anywhere in the
+// document); a computed one is compiled on first use and cached while it
+// repeats (JQ2001 when bad).
+func buildDateFormat(a []arg, opPath string, later func(func())) getter {
 	if lit, ok := literalString(a[1].raw); ok {
-		format, perr := compileDatePattern(lit)
-		if perr != nil {
-			fail(fault.JQ0003, "'$date-format' pattern: "+perr.reason, opPath)
-		}
+		var format func(p *dateParts) string
+		later(func() {
+			var perr *patternError
+			format, perr = compileDatePattern(lit)
+			if perr != nil {
+				fail(fault.JQ0003, "'$date-format' pattern: "+perr.reason, opPath)
+			}
+		})
 		return func(f *frame) any {
 			v := a[0].get(f)
 			if isEmpty(v) {

@@ -215,12 +215,11 @@ func init() {
 	})
 	operators["$geo-simplify"] = nary(2, 2, func(a []arg, _ string) getter {
 		return func(f *frame) any {
+			// the reference evaluates both operands, and only then
+			// answers an empty value with empty, whatever the tolerance
 			v := a[0].get(f)
-			if isEmpty(v) {
-				return empty
-			}
 			tv := a[1].get(f)
-			if isEmpty(tv) {
+			if isEmpty(v) || isEmpty(tv) {
 				return empty
 			}
 			tol, isNum := tv.(float64)
