@@ -286,7 +286,22 @@ func (rb *rawBench) consumeRound(ctx context.Context, stream, subject string, ms
 	if consumed < n {
 		return consumed, 0, fmt.Errorf("consumed %d of %d", consumed, n)
 	}
-	return consumed, float64(consumed) / elapsed.Seconds(), rb.js.DeleteConsumer(ctx, stream, "rawbench")
+	return consumed, float64(consumed) / elapsed.Seconds(), rb.dropConsumer(ctx, stream, "rawbench")
+}
+
+// dropConsumer deletes a bench consumer. The server may answer a delete
+// with an error from the consumer's last state write racing its own
+// removal (rename of o.dat.tmp: no such file) although the consumer is
+// gone: only a consumer still there is an error.
+func (rb *rawBench) dropConsumer(ctx context.Context, stream, name string) error {
+	err := rb.js.DeleteConsumer(ctx, stream, name)
+	if err == nil {
+		return nil
+	}
+	if _, ierr := rb.js.Consumer(ctx, stream, name); errors.Is(ierr, jetstream.ErrConsumerNotFound) {
+		return nil
+	}
+	return fmt.Errorf("delete bench consumer %s on %s: %w", name, stream, err)
 }
 
 // hop times one message at a time from the start of its publish to its
