@@ -12,9 +12,15 @@ func TestPageDueEachSizeMessages(t *testing.T) {
 		size       int
 		want       bool
 	}{
-		{0, 1, 128, false}, {126, 127, 128, false}, {127, 128, 128, true}, {128, 129, 128, false},
-		{255, 256, 128, true}, {120, 130, 128, true}, // a resume that applied held inputs
-		{127, 128, 0, false}, {128, 128, 128, false}, {129, 128, 128, false},
+		{0, 1, 128, false},
+		{126, 127, 128, false},
+		{127, 128, 128, true},
+		{128, 129, 128, false},
+		{255, 256, 128, true},
+		{120, 130, 128, true}, // a resume that applied held inputs
+		{127, 128, 0, false},
+		{128, 128, 128, false},
+		{129, 128, 128, false},
 	} {
 		if got := PageDue(c.prev, c.next, c.size); got != c.want {
 			t.Errorf("PageDue(%d, %d, %d) = %v, want %v", c.prev, c.next, c.size, got, c.want)
