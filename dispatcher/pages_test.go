@@ -5,6 +5,7 @@ import (
 	"context"
 	"slices"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -222,4 +223,59 @@ func TestPageRepeatStoresNothingNew(t *testing.T) {
 	if !d.pg.writing() {
 		t.Error("a repeated page turned pages off")
 	}
+}
+
+// BenchmarkEventLoopPages runs b.N events through one run of eventLoop
+// on a dispatcher (in-process server, file storage), with sequence pages
+// (one stored each runrecord.PageSize events) and without (an input
+// stream provisioned before them): what pages cost the event loop.
+// cpu-ms/event is the process's CPU, the server's included.
+//
+//	go test ./dispatcher -run '^$' -bench EventLoopPages -benchtime 2560x -benchmem -count 2
+func BenchmarkEventLoopPages(b *testing.B) {
+	for _, pages := range []bool{false, true} {
+		b.Run(map[bool]string{false: "pages=off", true: "pages=on"}[pages], func(b *testing.B) {
+			srv := natstest.Server(b)
+			nc := natstest.Conn(b, srv)
+			bb := &bundle{srv: srv, nc: nc, js: natstest.JetStream(b, nc), names: subjects.Must(""), loader: &fakeLoader{prog: &fakeProgram{}}}
+			bb.provision(b, provision.ProvisionOptions{})
+			if !pages {
+				cfg := provision.InputStreamConfig(bb.names, provision.ProvisionOptions{})
+				cfg.Subjects = []string{bb.names.InputAll()}
+				if _, err := bb.js.UpdateStream(testCtx(b), cfg); err != nil {
+					b.Fatal(err)
+				}
+			}
+			bb.withEngine(b, map[string]string{"loop": eventLoop})
+			d := bb.dispatcher(b, Config{})
+			if d.pg.on != pages {
+				b.Fatalf("pages on: %v, want %v", d.pg.on, pages)
+			}
+			bb.publish(b, bb.names.Start("loop"), wire.Start{Workflow: "loop"}, "start/loop")
+			bb.waitStatus(b, "loop", wire.StatusWaiting, 30*time.Second)
+			b.ResetTimer()
+			cpu := cpuTime()
+			for range b.N {
+				bb.publishAsync(b, bb.names.Event("loop", "x"), map[string]int{"n": 1})
+			}
+			bb.publish(b, bb.names.Event("loop", "stop"), nil, "")
+			bb.waitStatus(b, "loop", wire.StatusDone, 5*time.Minute)
+			b.StopTimer()
+			b.ReportMetric(float64((cpuTime()-cpu).Microseconds())/1000/float64(b.N), "cpu-ms/event")
+			info, err := bb.inputs.Info(testCtx(b), jetstream.WithSubjectFilter(bb.names.RunPages("loop")))
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.ReportMetric(float64(len(info.State.Subjects)), "pages")
+		})
+	}
+}
+
+// cpuTime is the CPU time this process has used, user and system.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
