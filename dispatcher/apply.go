@@ -125,6 +125,7 @@ func (d *Dispatcher) attempt(ctx context.Context, in *step.Input, seq uint64, no
 		return outcome, err
 	}
 	next, status := res.Run.State, res.Status
+	d.writePage(ctx, in.RunID, cur.st, next, res.Run.Record, log)
 	saved, err := d.save(ctx, in.RunID, res.Run.Record, next, cur.rev, found)
 	tr.saved(found, err)
 	if creates {

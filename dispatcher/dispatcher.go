@@ -58,6 +58,7 @@ type Dispatcher struct {
 	adm        *admitter     // admission of queued invocations (queue.go), nil without a queue stream
 	ret        retention     // what removal by retention can do here
 	reap       reaper        // batched removal (reaper.go)
+	pg         pages         // sequence pages (pages.go)
 
 	early      earlyInputs
 	unknownLog throttle
@@ -259,6 +260,7 @@ func (d *Dispatcher) start(ctx context.Context) (lifecycle.Run, error) {
 	// Steps read these as soon as they run (early.go, apply.go).
 	d.timers, d.inputs, d.partitions = timers, inputs, partitions
 	d.ret = d.startRetention(ctx, inputs)
+	d.startPages(inputs)
 	if d.ret.on {
 		d.ret.batched = d.startReaper(timers)
 	}

@@ -23,7 +23,7 @@ const oneTask = `{
 
 // withEngine deploys docs (their tasks listed in tasks) and makes b's
 // dispatchers run the real engine.
-func (b *bundle) withEngine(t *testing.T, docs map[string]string, tasks ...registry.TaskRef) *bundle {
+func (b *bundle) withEngine(t testing.TB, docs map[string]string, tasks ...registry.TaskRef) *bundle {
 	t.Helper()
 	ctx := testCtx(t)
 	reg, err := registry.OpenRegistry(ctx, b.js, b.names, registry.RegistryConfig{

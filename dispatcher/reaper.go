@@ -409,6 +409,7 @@ func (d *Dispatcher) removeDue(ctx context.Context, due wire.Due, last *jetstrea
 		return false, err
 	}
 	rev, timers := due.Rev, due.Timers
+	var rec *runrecord.Record
 	if due.Archive {
 		// The archive needs the record and the history: read them, judge
 		// the record, archive, then the tombstone at the revision read.
@@ -416,7 +417,7 @@ func (d *Dispatcher) removeDue(ctx context.Context, due wire.Due, last *jetstrea
 		if !ok || err != nil {
 			return false, err
 		}
-		rev, timers, r.Archived = c.rev, c.rec.PurgesTimers(), true
+		rev, timers, r.Archived, rec = c.rev, c.rec.PurgesTimers(), true, c.rec
 		if err := d.archiveRun(ctx, r, c.rec); err != nil {
 			return false, err
 		}
@@ -424,6 +425,14 @@ func (d *Dispatcher) removeDue(ctx context.Context, due wire.Due, last *jetstrea
 			return false, err
 		}
 	}
+	if rec == nil && d.ret.keepHistory && d.pg.writing() {
+		// The record names the inputs the run's pages do not: read it
+		// before the tombstone replaces it (only where history is kept).
+		if c, found, err := d.load(ctx, due.Run, false, false); err == nil && found {
+			rec = c.rec
+		}
+	}
+	d.finalPage(ctx, due.Run, rec, log)
 	for attempt := 0; ; attempt++ {
 		wctx, cancel := context.WithTimeout(ctx, d.cfg.OpTimeout)
 		_, err = ts.Tombstone(wctx, due.Run, data, rev, life)

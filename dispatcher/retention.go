@@ -206,6 +206,8 @@ func (d *Dispatcher) remove(ctx context.Context, in *step.Input, cur cached, rem
 	if err != nil {
 		return "", fmt.Errorf("%w: encode tombstone: %w", step.ErrPermanent, err)
 	}
+	// Before the tombstone, which leaves no record to name them.
+	d.finalPage(ctx, in.RunID, cur.rec, log)
 	life := time.Duration(r.Until-r.At) * time.Millisecond
 	wctx, cancel := context.WithTimeout(ctx, d.cfg.OpTimeout)
 	_, err = ts.Tombstone(wctx, in.RunID, data, cur.rev, life)
@@ -247,6 +249,12 @@ func (d *Dispatcher) purgeRemoved(ctx context.Context, runID string, timers, tim
 		if err := d.inputs.Purge(ctx, jetstream.WithPurgeSubject(d.cfg.Names.RunInputs(runID))); err != nil {
 			d.m.removalFailures.Inc()
 			return fmt.Errorf("purge the history of removed run %s from %s: %w", runID, d.cfg.Names.InputStream(), err)
+		}
+		if d.pg.on {
+			if err := d.inputs.Purge(ctx, jetstream.WithPurgeSubject(d.cfg.Names.RunPages(runID))); err != nil {
+				d.m.removalFailures.Inc()
+				return fmt.Errorf("purge the sequence pages of removed run %s from %s: %w", runID, d.cfg.Names.InputStream(), err)
+			}
 		}
 	}
 	if n, err := listing.remove(ctx, d.payloads, runID); err != nil {

@@ -85,7 +85,7 @@ func setupCluster(t *testing.T) *bundle {
 }
 
 // provision creates the streams and buckets the dispatcher uses.
-func (b *bundle) provision(t *testing.T, opts provision.ProvisionOptions) {
+func (b *bundle) provision(t testing.TB, opts provision.ProvisionOptions) {
 	t.Helper()
 	ctx := testCtx(t)
 	if err := provision.Provision(ctx, b.js, b.names, opts); err != nil {
@@ -121,7 +121,7 @@ func (w tWriter) Write(p []byte) (int, error) { w.t.Log(string(p)); return len(p
 
 // dispatcher starts a dispatcher over the fake reducer; it stops when the
 // test ends.
-func (b *bundle) dispatcher(t *testing.T, cfg Config) *Dispatcher {
+func (b *bundle) dispatcher(t testing.TB, cfg Config) *Dispatcher {
 	t.Helper()
 	if cfg.Logger == nil {
 		cfg.Logger = quietLogger(t)

@@ -151,13 +151,16 @@ const FiredTimerTTL = wire.FiredTimerTTL
 // and retention then keeps history, see KeepsDeniedPurge.) Fired timers
 // (removals among them) are copied in from the timer stream by a source
 // whose subject transform turns Fired(run) into Timer(run), so nobody
-// publishes on a timer subject.
+// publishes on a timer subject. Beside the inputs, outside InputAll, the
+// stream keeps the runs' sequence pages (subjects.Names.PagesAll), which
+// only dispatchers publish and which are kept and purged with the
+// history they name.
 func InputStreamConfig(names subjects.Names, opts ProvisionOptions) jetstream.StreamConfig {
 	opts = opts.withDefaults()
 	cfg := jetstream.StreamConfig{
 		Name:        names.InputStream(),
 		Description: "jetflow run inputs (history); fired timers sourced from " + names.TimerStream(),
-		Subjects:    []string{names.InputAll()},
+		Subjects:    []string{names.InputAll(), names.PagesAll()},
 		Retention:   jetstream.LimitsPolicy,
 		Discard:     jetstream.DiscardOld,
 		MaxAge:      opts.MaxAge,

@@ -23,7 +23,7 @@ func TestProvisionCreatesStreamsAndBuckets(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg := in.CachedInfo().Config
-	if !slices.Equal(cfg.Subjects, []string{b.names.InputAll()}) ||
+	if !slices.Equal(cfg.Subjects, []string{b.names.InputAll(), b.names.PagesAll()}) ||
 		cfg.Retention != jetstream.LimitsPolicy || cfg.Discard != jetstream.DiscardOld ||
 		cfg.AllowMsgSchedules || cfg.AllowRollup || cfg.AllowMsgTTL || cfg.AllowMsgCounter || cfg.AllowAtomicPublish ||
 		cfg.DenyPurge || !cfg.DenyDelete || !cfg.AllowDirect ||

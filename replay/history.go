@@ -49,10 +49,11 @@ const readWait = 30 * time.Second
 // the one before. So the read asks that index instead (readHistory), and
 // reads by sequence what the index cannot locate. Its cost then does not
 // grow with other runs' messages, as long as each of the run's subjects
-// holds at most two messages or its record names the others (its last
-// step.DefaultAppliedHistory inputs by default); what neither locates is
-// read by the walk, whose cost grows with the messages between
-// (docs/PERFORMANCE.md, "Cost as work grows").
+// holds at most two messages or its record and sequence pages name the
+// others (the record its last step.DefaultAppliedHistory inputs by
+// default, the pages the earlier ones, runrecord.PageSize at a time);
+// what none of them locates is read by the walk, whose cost grows with
+// the messages between (docs/PERFORMANCE.md, "Cost as work grows").
 func ReadHistory(ctx context.Context, js jetstream.JetStream, names subjects.Names, runID string) ([]Message, error) {
 	out, err := readHistory(ctx, js, names, runID, nil)
 	if err != nil || len(out) == 0 {
@@ -74,12 +75,16 @@ func ReadHistory(ctx context.Context, js jetstream.JetStream, names subjects.Nam
 //  3. where a subject holds more than two, the sequences the run's record
 //     names (the inputs it applied, refused or ignored), with pipelined
 //     direct gets by sequence;
-//  4. and only for a subject still short of its count, its messages one
+//  4. where a subject is still short of its count, the sequences the
+//     run's sequence pages name (readPages: each 128 inputs a run
+//     applied, and the rest of a run removed with its history kept),
+//     pipelined as in 3;
+//  5. and only for a subject still short of its count, its messages one
 //     after the other from its first (walk), until none is missing, so
 //     that nothing is searched past the last one missing.
 //
 // Direct gets may be answered by a replica that lags the leader: a
-// subject short of its count is read by step 4, which finishes through
+// subject short of its count is read by step 5, which finishes through
 // the leader. Messages stored after step 1 are left out.
 func readHistory(ctx context.Context, js jetstream.JetStream, names subjects.Names, runID string, rec *runrecord.Record) ([]Message, error) {
 	if err := subjects.CheckRunID(runID); err != nil {
@@ -129,12 +134,12 @@ func readHistory(ctx context.Context, js jetstream.JetStream, names subjects.Nam
 		if rec == nil {
 			rec = readRecord(ctx, js, names, runID)
 		}
-		if seqs := h.unread(recordSeqs(rec)); len(seqs) > 0 {
-			gctx, cancel := context.WithTimeout(ctx, readWait)
-			err := kvstore.DirectSeqs(gctx, js, streamName, seqs, func(m *jetstream.RawStreamMsg) { h.add(m) })
-			cancel()
-			if err != nil {
-				return nil, fmt.Errorf("replay: read %s from stream %q: %w", filter, streamName, err)
+		if err := h.bySeq(ctx, js, streamName, filter, recordSeqs(rec)); err != nil {
+			return nil, err
+		}
+		if h.short() {
+			if err := h.bySeq(ctx, js, streamName, filter, readPages(ctx, js, streamName, names.RunPages(runID))); err != nil {
+				return nil, err
 			}
 		}
 	}
@@ -171,6 +176,52 @@ func (h *runReading) add(m *jetstream.RawStreamMsg) {
 	}
 	h.found[m.Sequence] = historyMessage(m)
 	h.per[m.Subject]++
+}
+
+// short reports whether a subject of the run still misses messages.
+func (h *runReading) short() bool {
+	for subj, n := range h.counts {
+		if h.per[subj] < n {
+			return true
+		}
+	}
+	return false
+}
+
+// bySeq reads the messages at those of seqs not found yet, with
+// pipelined direct gets, and keeps the run's (add).
+func (h *runReading) bySeq(ctx context.Context, js jetstream.JetStream, stream, filter string, seqs []uint64) error {
+	seqs = h.unread(seqs)
+	if len(seqs) == 0 {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, readWait)
+	defer cancel()
+	if err := kvstore.DirectSeqs(ctx, js, stream, seqs, func(m *jetstream.RawStreamMsg) { h.add(m) }); err != nil {
+		return fmt.Errorf("replay: read %s from stream %q: %w", filter, stream, err)
+	}
+	return nil
+}
+
+// readPages returns the input sequences the run's sequence pages name
+// (subjects.Names.RunPages; dispatcher/pages.go): the last message of
+// each page subject, all in one direct get. They are hints, like the
+// record's: none when the stream keeps no pages, when a page does not
+// decode, or when the run has more than kvstore.MaxDirectLasts pages
+// (131,072 inputs), whose inputs the walk then reads.
+func readPages(ctx context.Context, js jetstream.JetStream, stream, pages string) []uint64 {
+	ctx, cancel := context.WithTimeout(ctx, readWait)
+	defer cancel()
+	var seqs []uint64
+	err := kvstore.DirectLasts(ctx, js, stream, []string{pages}, 0, func(m *jetstream.RawStreamMsg) {
+		if page, err := runrecord.DecodePage(m.Data); err == nil {
+			seqs = append(seqs, page...)
+		}
+	})
+	if err != nil {
+		return nil
+	}
+	return seqs
 }
 
 // unread returns the sequences of seqs up to the read's last that have

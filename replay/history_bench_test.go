@@ -35,8 +35,11 @@ var historyOthers = flag.String("history-others", "10000,100000,1000000",
 // `jetflow history` and `replay` as the stream grows. The run's record
 // names all ten inputs it applied (record=all, as a dispatcher keeps it),
 // only its last five (record=recent: an event loop longer than the
-// record's applied history), or the run has none (record=none: a
-// tombstone, a record that cannot be read). cpu-ms/op is the process's
+// record's applied history, whose older inputs a sequence page names, as
+// a dispatcher writes one each runrecord.PageSize inputs; here five), or
+// the run has none (record=none: a tombstone of a run removed with its
+// history kept, whose final page names the last five; record=old: a run
+// from before pages, or a record that cannot be read). cpu-ms/op is the process's
 // CPU, the server's included. The million takes 15 to 30 seconds to
 // store; -short skips it.
 //
@@ -67,10 +70,17 @@ func BenchmarkReadHistoryAmongOthers(b *testing.B) {
 				b.Fatal(err)
 			}
 			seqs := fill(ctx, b, js, names, others)
+			older, recent := seqs[:len(seqs)/2], seqs[len(seqs)/2:]
 			for _, record := range []struct {
 				name    string
 				applied []uint64
-			}{{"all", seqs}, {"recent", seqs[len(seqs)/2:]}, {"none", nil}} {
+				pages   [][]uint64
+			}{
+				{"all", seqs, nil},
+				{"recent", recent, [][]uint64{older}},
+				{"none", nil, [][]uint64{older, recent}},
+				{"old", nil, nil},
+			} {
 				b.Run("record="+record.name, func(b *testing.B) {
 					kv, err := js.KeyValue(ctx, names.RunBucket())
 					if err != nil {
@@ -79,6 +89,7 @@ func BenchmarkReadHistoryAmongOthers(b *testing.B) {
 					if err := kv.Purge(ctx, "the-run"); err != nil {
 						b.Fatal(err)
 					}
+					storePages(ctx, b, js, names, record.pages)
 					if record.applied != nil {
 						rec := runrecord.Record{State: json.RawMessage(`{}`), Applied: record.applied}
 						data, err := rec.Encode()
@@ -102,6 +113,24 @@ func BenchmarkReadHistoryAmongOthers(b *testing.B) {
 				})
 			}
 		})
+	}
+}
+
+// storePages replaces the-run's sequence pages by pages, as a
+// dispatcher writes them (dispatcher/pages.go).
+func storePages(ctx context.Context, b *testing.B, js jetstream.JetStream, names subjects.Names, pages [][]uint64) {
+	b.Helper()
+	inputs, err := js.Stream(ctx, names.InputStream())
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := inputs.Purge(ctx, jetstream.WithPurgeSubject(names.RunPages("the-run"))); err != nil {
+		b.Fatal(err)
+	}
+	for _, p := range pages {
+		if _, err := js.Publish(ctx, names.Page("the-run", p[0]), runrecord.EncodePage(p)); err != nil {
+			b.Fatal(err)
+		}
 	}
 }
 

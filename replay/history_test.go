@@ -93,17 +93,34 @@ func TestReadHistoryReadsOnlyTheRunsMessages(t *testing.T) {
 				t.Fatal(err)
 			}
 			spy := replies(ctx, t, natstest.Conn(t, srv))
+			inputs, err := js.Stream(ctx, names.InputStream())
+			if err != nil {
+				t.Fatal(err)
+			}
 			for _, c := range []struct {
 				name  string
 				hints []uint64
 				once  bool
+				pages [][]uint64
 			}{
-				{"no record", nil, true},
-				{"a record naming its inputs", want[1 : len(want)-1], false},
-				{"a record naming its recent inputs", want[len(want)/2:], true},
-				{"a record naming some in the middle", want[4:8], false},
-				{"a record naming other runs' inputs", append(slices.Clone(others), 0, 999999, want[4]), false},
+				{"no record", nil, true, nil},
+				{"a record naming its inputs", want[1 : len(want)-1], false, nil},
+				{"a record naming its recent inputs", want[len(want)/2:], true, nil},
+				{"a record naming some in the middle", want[4:8], false, nil},
+				{"a record naming other runs' inputs", append(slices.Clone(others), 0, 999999, want[4]), false, nil},
+				{"no record, pages naming its inputs", nil, true, [][]uint64{want[1:6], want[6:]}},
+				{"a record naming its recent inputs, a page the older", want[len(want)/2:], true, [][]uint64{want[:len(want)/2]}},
+				{"pages naming other runs' inputs and some of its own", nil, false, [][]uint64{append(slices.Clone(others), 0, 999999, want[4]), want[7:9]}},
 			} {
+				// The run's sequence pages, as dispatchers write them.
+				if err := inputs.Purge(ctx, jetstream.WithPurgeSubject(names.RunPages(run))); err != nil {
+					t.Fatal(err)
+				}
+				for _, p := range c.pages {
+					if _, err := js.Publish(ctx, names.Page(run, p[0]), runrecord.EncodePage(p)); err != nil {
+						t.Fatal(err)
+					}
+				}
 				if c.hints == nil {
 					_ = kv.Purge(ctx, run)
 				} else {

@@ -252,6 +252,13 @@ func TestPermissionMatrix(t *testing.T) {
 	if st, err := app.Wait(ctx, "t1"); err != nil || st.Status != wire.StatusDone || st.State != "/states/done" {
 		t.Fatalf("the timed run ended %+v, %v", st, err)
 	}
+	// A run's sequence page, which a dispatcher stores each 128 inputs
+	// (more than these runs have).
+	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	if _, err := r.disp.js.Publish(pctx, n.Page("p1", 1), []byte(`[1]`)); err != nil {
+		t.Fatalf("the dispatcher cannot store a sequence page: %v", err)
+	}
+	cancel()
 	if _, err := observer.Status(ctx, "p1"); err != nil {
 		t.Fatalf("the observer cannot read the run: %v", err)
 	}
@@ -623,6 +630,12 @@ func TestPermissionMatrix(t *testing.T) {
 			r.observer, "take bucket fires", "$JS.API.CONSUMER.MSG.NEXT." + n.TimerStream() + "." + n.ReaperConsumer(),
 			request(r.observer, "$JS.API.CONSUMER.MSG.NEXT."+n.TimerStream()+"."+n.ReaperConsumer()),
 		},
+		// Only dispatchers write the runs' sequence pages, which history
+		// reads follow.
+		{r.app, "forge a sequence page", n.Page("p1", 1), jsPublish(r.app, n.Page("p1", 1))},
+		{r.events, "forge a sequence page", n.Page("p1", 1), jsPublish(r.events, n.Page("p1", 1))},
+		{r.workerA, "forge a sequence page", n.Page("p1", 1), jsPublish(r.workerA, n.Page("p1", 1))},
+		{r.observer, "forge a sequence page", n.Page("p1", 1), jsPublish(r.observer, n.Page("p1", 1))},
 		// An observer reads (above) and changes nothing.
 		{r.observer, "start a run", n.Start("p9"), func(ctx context.Context) error { return observer.StartRun(ctx, "two", "p9", nil) }},
 		{r.observer, "send an event", n.Event("p1", "go"), jsPublish(r.observer, n.Event("p1", "go"))},

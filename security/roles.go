@@ -87,6 +87,10 @@ func Dispatcher(n subjects.Names, user string) Permissions {
 		// resets, many runs a request (dispatcher/revival.go).
 		api("DIRECT.GET", in),
 		n.TaskAll(), n.ScheduleAll(), n.StatusAll(),
+		// Sequence pages of the runs' applied inputs, in the input stream
+		// beside their history (dispatcher/pages.go): only dispatchers
+		// write them; a history read gets them with DIRECT.GET above.
+		n.PagesAll(),
 		// Batched removal (dispatcher/reaper.go): due entries and bucket
 		// schedules, the shared reaper consumer of bucket fires, and an
 		// ordered consumer reading one bucket's due entries.
