@@ -232,8 +232,8 @@ func inRing(x, y float64, ring []any) bool {
 // arrays and objects (which JavaScript turns into strings first), compare
 // as strings, so a ring's "9" is above its "10".
 func jsGreater(p, q any, i int) bool {
-	a, aok := coordItem(p, i)
-	b, bok := coordItem(q, i)
+	a, aok := item(p, i)
+	b, bok := item(q, i)
 	if x, ok := a.(float64); ok {
 		if y, ok := b.(float64); ok {
 			return x > y
@@ -247,24 +247,6 @@ func jsGreater(p, q any, i int) bool {
 		}
 	}
 	return coord(p, i) > coord(q, i)
-}
-
-// coordItem is the item coord reads, and whether there is one.
-func coordItem(p any, i int) (any, bool) {
-	switch x := p.(type) {
-	case []any:
-		if i < len(x) {
-			return x[i], true
-		}
-	case string:
-		if l := jsList(x); i < len(l) {
-			return l[i], true
-		}
-	case map[string]any:
-		v, ok := x[strconv.Itoa(i)]
-		return v, ok
-	}
-	return nil, false
 }
 
 // jsPrimitiveString is the string JavaScript's ToPrimitive makes of a
