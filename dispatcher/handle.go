@@ -27,6 +27,9 @@ const (
 	hookAfterPublish hookPoint = "after_publish"
 	// hookAfterTombstone: a removal wrote the tombstone, purged nothing.
 	hookAfterTombstone hookPoint = "after_tombstone"
+	// hookAfterReapRead: a bucket of removals read its due entries and
+	// removed their runs, and purged none of the entries.
+	hookAfterReapRead hookPoint = "after_reap_read"
 )
 
 // hooks lets tests simulate a crash: when at returns errCrash, the step

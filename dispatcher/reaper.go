@@ -250,13 +250,14 @@ func (d *Dispatcher) reapBucket(ctx context.Context, m jetstream.Msg) {
 			}
 		}
 	})
-	removed, err := d.reapEntries(ctx, bucket, log)
+	removed, read, err := d.reapEntries(ctx, bucket, log)
 	close(stop)
 	beat.Wait()
 	if err == nil {
-		pctx, cancel := context.WithTimeout(ctx, d.cfg.OpTimeout)
-		err = d.timers.Purge(pctx, jetstream.WithPurgeSubject(names.ReapDueIn(bucket)))
-		cancel()
+		err = d.hook(hookAfterReapRead, &step.Input{Kind: subjects.KindExpire})
+	}
+	if err == nil {
+		err = d.purgeReaped(ctx, bucket, read)
 	}
 	if errors.Is(err, errCrash) {
 		d.crashed.Store(true)
@@ -280,17 +281,42 @@ func (d *Dispatcher) reapBucket(ctx context.Context, m jetstream.Msg) {
 	}
 }
 
+// purgeReaped purges the bucket's due entries up to the last one read
+// (read, a stream sequence), and fails when any is left: one stored
+// after the read, or one the read missed (a fetch that timed out under
+// load ends a read early). Purging them all, as it once did, lost such
+// an entry's run for good: its bucket was done, and nothing else would
+// remove it. The fire then comes back and reads again.
+func (d *Dispatcher) purgeReaped(ctx context.Context, bucket int64, read uint64) error {
+	ctx, cancel := context.WithTimeout(ctx, d.cfg.OpTimeout)
+	defer cancel()
+	filter := d.cfg.Names.ReapDueIn(bucket)
+	if read > 0 {
+		if err := d.timers.Purge(ctx, jetstream.WithPurgeSubject(filter), jetstream.WithPurgeSequence(read+1)); err != nil {
+			return err
+		}
+	}
+	left, _, err := kvstore.SubjectCounts(ctx, d.js, d.cfg.Names.TimerStream(), filter, 0)
+	if err != nil {
+		return err
+	}
+	if n := len(left); n > 0 {
+		return fmt.Errorf("%d due entries of bucket %d were not read (stored after the read, or missed by it)", n, bucket)
+	}
+	return nil
+}
+
 // reapEntries reads the bucket's due entries and removes their runs,
-// reapWorkers at a time; it returns how many it removed and the first
-// error.
-func (d *Dispatcher) reapEntries(ctx context.Context, bucket int64, log *slog.Logger) (int, error) {
+// reapWorkers at a time; it returns how many it removed, the stream
+// sequence of the last entry it read, and the first error.
+func (d *Dispatcher) reapEntries(ctx context.Context, bucket int64, log *slog.Logger) (int, uint64, error) {
 	oc, err := d.js.OrderedConsumer(ctx, d.cfg.Names.TimerStream(), jetstream.OrderedConsumerConfig{
 		FilterSubjects: []string{d.cfg.Names.ReapDueIn(bucket)},
 		// Gone soon after the bucket is done, however it ends.
 		InactiveThreshold: 30 * time.Second,
 	})
 	if err != nil {
-		return 0, fmt.Errorf("read the due entries of bucket %d: %w", bucket, err)
+		return 0, 0, fmt.Errorf("read the due entries of bucket %d: %w", bucket, err)
 	}
 	at := float64(d.cfg.Clock.Now().UnixMilli())
 	var (
@@ -319,7 +345,7 @@ func (d *Dispatcher) reapEntries(ctx context.Context, bucket int64, log *slog.Lo
 			}
 		})
 	}
-	err = d.eachDue(ctx, oc, func(dues []wire.Due) error {
+	read, err := d.eachDue(ctx, oc, func(dues []wire.Due) error {
 		// The runs' latest redrives and resets, for the whole batch at
 		// once (revival.go).
 		runs := make([]string, len(dues))
@@ -342,25 +368,28 @@ func (d *Dispatcher) reapEntries(ctx context.Context, bucket int64, log *slog.Lo
 	})
 	close(work)
 	wg.Wait()
-	return removed, errors.Join(append(errs, err)...)
+	return removed, read, errors.Join(append(errs, err)...)
 }
 
 // eachDue calls f with the entries of each batch oc delivers until none
-// is pending, and stops at f's first error.
-func (d *Dispatcher) eachDue(ctx context.Context, oc jetstream.Consumer, f func([]wire.Due) error) error {
+// is pending, and stops at f's first error. It returns the stream
+// sequence of the last entry f was called with.
+func (d *Dispatcher) eachDue(ctx context.Context, oc jetstream.Consumer, f func([]wire.Due) error) (uint64, error) {
 	dues := make([]wire.Due, 0, reapFetch)
+	var read uint64
 	for {
 		// No wait: the entries are stored; a batch ends with what there is.
 		batch, err := oc.FetchNoWait(reapFetch)
 		if err != nil {
-			return err
+			return read, err
 		}
+		var last uint64
 		n, pending := 0, uint64(0)
 		dues = dues[:0]
 		for m := range batch.Messages() {
 			n++
 			if meta, err := m.Metadata(); err == nil {
-				pending = meta.NumPending
+				pending, last = meta.NumPending, meta.Sequence.Stream
 			}
 			var due wire.Due
 			if err := json.Unmarshal(m.Data(), &due); err != nil || due.Run == "" {
@@ -370,15 +399,16 @@ func (d *Dispatcher) eachDue(ctx context.Context, oc jetstream.Consumer, f func(
 			dues = append(dues, due)
 		}
 		if err := batch.Error(); err != nil && !errors.Is(err, context.DeadlineExceeded) {
-			return err
+			return read, err
 		}
 		if len(dues) > 0 {
 			if err := f(dues); err != nil {
-				return err
+				return read, err
 			}
 		}
+		read = max(read, last)
 		if n == 0 || pending == 0 || ctx.Err() != nil {
-			return ctx.Err()
+			return read, ctx.Err()
 		}
 	}
 }

@@ -4,6 +4,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strconv"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -349,4 +352,84 @@ func TestBatchedRemovalIsOnTimeAndKeepsWaitingRuns(t *testing.T) {
 	if got := testutil.ToFloat64(d.m.removed.WithLabelValues(wire.StatusDone)); got != float64(len(settled)) {
 		t.Errorf("runs_removed_total{status=done} = %v, want %d", got, len(settled))
 	}
+}
+
+// TestDueEntryStoredAfterTheReadIsNotPurged: a due entry stored in a
+// bucket after its reaping read the entries (or one the read missed) is
+// not purged with those it read: the bucket is reaped again and removes
+// its run. Purging the whole bucket lost such a run for good.
+func TestDueEntryStoredAfterTheReadIsNotPurged(t *testing.T) {
+	t.Parallel()
+	b := setup(t).withEngine(t, map[string]string{"forever": waitsForever})
+	ctx := testCtx(t)
+	lateSettled := make(chan struct{})
+	var once sync.Once
+	copied := make(chan error, 1)
+	// At the first bucket's reaping, once its entries are read: the late
+	// run's entry, from its own later bucket, moves into this one.
+	moveLate := func() error {
+		<-lateSettled
+		due, _, err := kvstore.SubjectCounts(ctx, b.js, b.names.TimerStream(), b.names.ReapDueAll(), 0)
+		if err != nil {
+			return err
+		}
+		var own string
+		buckets := map[int64]bool{}
+		for subj := range due {
+			parts := strings.Split(subj, ".")
+			n, err := strconv.ParseInt(parts[len(parts)-2], 10, 64)
+			if err != nil {
+				return err
+			}
+			if parts[len(parts)-1] == "late" {
+				own = subj
+			} else {
+				buckets[n] = true
+			}
+		}
+		if own == "" || len(buckets) != 1 {
+			return fmt.Errorf("due entries %v: want the late run's and those of one bucket being reaped", due)
+		}
+		timers, err := b.js.Stream(ctx, b.names.TimerStream())
+		if err != nil {
+			return err
+		}
+		m, err := timers.GetLastMsgForSubject(ctx, own)
+		if err != nil {
+			return err
+		}
+		for bucket := range buckets {
+			if _, err := b.js.Publish(ctx, b.names.ReapDue(bucket, "late"), m.Data); err != nil {
+				return err
+			}
+		}
+		return timers.Purge(ctx, jetstream.WithPurgeSubject(own))
+	}
+	cfg := Config{Retention: 4 * time.Second, RemovalBucket: time.Second, RetryDelay: 200 * time.Millisecond, hooks: &hooks{at: func(p hookPoint, _, _ string) error {
+		if p == hookAfterReapRead {
+			once.Do(func() { copied <- moveLate() })
+		}
+		return nil
+	}}}
+	b.dispatcher(t, cfg)
+	for _, id := range []string{"first", "late"} {
+		b.publish(t, b.names.Start(id), wire.Start{Workflow: "forever"}, "start/"+id)
+		b.waitStatus(t, id, wire.StatusWaiting, 10*time.Second)
+	}
+	b.publish(t, b.names.Event("first", "x"), nil, "")
+	b.waitStatus(t, "first", wire.StatusDone, 10*time.Second)
+	time.Sleep(2 * time.Second) // a later bucket for the late run
+	b.publish(t, b.names.Event("late", "x"), nil, "")
+	b.waitStatus(t, "late", wire.StatusDone, 10*time.Second)
+	close(lateSettled)
+	b.tombstone(t, "first", 30*time.Second)
+	select {
+	case err := <-copied:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("no bucket was reaped")
+	}
+	b.tombstone(t, "late", 30*time.Second)
 }
