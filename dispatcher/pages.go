@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"slices"
 	"sync/atomic"
+	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -29,11 +30,16 @@ import (
 type pages struct {
 	// on: the input stream takes them (provisioned with PagesAll).
 	on bool
-	// off is set when a write timed out (a role without the right to
-	// publish them, whose refusal is never answered): no more are
-	// written until a restart.
-	off atomic.Bool
+	// offUntil (Unix nanoseconds) is set when a write timed out: a role
+	// without the right to publish them, whose refusal is never
+	// answered, or an outage. None is written for pagesPause after it,
+	// so that a refused right delays one step in pagesPause, not every
+	// 128th, and an outage does not end pages for good.
+	offUntil atomic.Int64
 }
+
+// pagesPause is how long a timed-out page write stops the writing.
+const pagesPause = time.Minute
 
 // startPages checks whether the input stream takes sequence pages.
 func (d *Dispatcher) startPages(inputs jetstream.Stream) {
@@ -44,8 +50,8 @@ func (d *Dispatcher) startPages(inputs jetstream.Stream) {
 	}
 }
 
-// writing reports whether pages are written.
-func (p *pages) writing() bool { return p.on && !p.off.Load() }
+// writing reports whether pages are written at now.
+func (p *pages) writing(now time.Time) bool { return p.on && now.UnixNano() >= p.offUntil.Load() }
 
 // writePage stores the run's page owed by the step from prev (nil when
 // not decoded: the step counted one message) to next, whose record is
@@ -54,7 +60,7 @@ func (p *pages) writing() bool { return p.on && !p.off.Load() }
 // record, owes the same page, which the create-if-absent write then
 // leaves as it was.
 func (d *Dispatcher) writePage(ctx context.Context, runID string, prev, next *run.State, rec *runrecord.Record, log *slog.Logger) {
-	if !d.pg.writing() || next == nil {
+	if !d.pg.writing(d.cfg.Clock.Now()) || next == nil {
 		return
 	}
 	size := min(runrecord.PageSize, d.settings.AppliedHistory)
@@ -71,7 +77,7 @@ func (d *Dispatcher) writePage(ctx context.Context, runID string, prev, next *ru
 // subject holds one already (the same, from a repeat). A failure is
 // logged and costs only reads: the history stays whole.
 func (d *Dispatcher) storePage(ctx context.Context, runID string, seqs []uint64, log *slog.Logger) {
-	if len(seqs) == 0 || !d.pg.writing() {
+	if len(seqs) == 0 || !d.pg.writing(d.cfg.Clock.Now()) {
 		return
 	}
 	m := nats.NewMsg(d.cfg.Names.Page(runID, seqs[0]))
@@ -86,8 +92,8 @@ func (d *Dispatcher) storePage(ctx context.Context, runID string, seqs []uint64,
 	case errors.As(err, &apiErr) && (apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence || apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequenceConstant):
 		// Stored before: by this step's first try, or another dispatcher.
 	case errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout) || errors.Is(err, nats.ErrNoResponders):
-		d.pg.off.Store(true)
-		log.Warn("dispatcher: a sequence page was not stored in time; no more are written until a restart (does this dispatcher's role allow publishing "+d.cfg.Names.PagesAll()+"? docs/SECURITY.md)",
+		d.pg.offUntil.Store(d.cfg.Clock.Now().Add(pagesPause).UnixNano())
+		log.Warn("dispatcher: a sequence page was not stored in time; none is written for a minute (does this dispatcher's role allow publishing "+d.cfg.Names.PagesAll()+"? docs/SECURITY.md)",
 			slog.String("subject", m.Subject), slog.Any("error", err))
 	default:
 		log.Warn("dispatcher: sequence page not stored: history reads walk the stream for its inputs", slog.String("subject", m.Subject), slog.Any("error", err))

@@ -224,7 +224,7 @@ func TestPageRepeatStoresNothingNew(t *testing.T) {
 			t.Fatalf("pages %v, want %v", got, want)
 		}
 	}
-	if !d.pg.writing() {
+	if !d.pg.writing(time.Now()) {
 		t.Error("a repeated page turned pages off")
 	}
 }
@@ -282,4 +282,20 @@ func cpuTime() time.Duration {
 		return 0
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// TestPageTimeoutPausesPagesForAWhile: a page write that timed out stops
+// page writing for pagesPause, not for the dispatcher's life (an outage
+// would otherwise end pages until a restart).
+func TestPageTimeoutPausesPagesForAWhile(t *testing.T) {
+	var p pages
+	p.on = true
+	now := time.Unix(1000, 0)
+	p.offUntil.Store(now.Add(pagesPause).UnixNano())
+	if p.writing(now) || p.writing(now.Add(pagesPause-time.Millisecond)) {
+		t.Error("pages written within the pause")
+	}
+	if !p.writing(now.Add(pagesPause)) {
+		t.Error("pages not written again after the pause")
+	}
 }

@@ -455,7 +455,7 @@ func (d *Dispatcher) removeDue(ctx context.Context, due wire.Due, last *jetstrea
 			return false, err
 		}
 	}
-	if rec == nil && d.ret.keepHistory && d.pg.writing() {
+	if rec == nil && d.ret.keepHistory && d.pg.writing(d.cfg.Clock.Now()) {
 		// The record names the inputs the run's pages do not: read it
 		// before the tombstone replaces it (only where history is kept).
 		if c, found, err := d.load(ctx, due.Run, false, false); err == nil && found {
