@@ -80,6 +80,13 @@ func jsonSize(v any) int {
 			n += len(k) + 3 + jsonSize(e)
 		}
 		return n
+	case *value.Object:
+		n := 2 + max(x.Len()-1, 0)
+		for i := range x.Len() {
+			k, e := x.At(i)
+			n += len(k) + 3 + jsonSize(e)
+		}
+		return n
 	}
 	return 0
 }

@@ -53,9 +53,14 @@ func fullState(v any) *State {
 		Buffered: []Event{ev, {Type: "bare"}},
 		Seq:      9, Retries: 3, Deadline: 1733200000123.5,
 		Paused:     &Paused{Since: 1, Was: StatusRunning, Reason: "why", Operator: "op"},
-		Held:       []Held{{Kind: KindEvent, Time: 4, Event: &ev}},
+		Held: []Held{
+			{Kind: KindEvent, Time: 4, Event: &ev},
+			{Kind: KindResult, Time: 5, Result: &heldResult{Activation: "a", Node: "t", Attempt: 1, Output: &keptValue{builtObject()}}},
+			{Kind: KindResult, Time: 6, Result: &heldResult{Activation: "a", Node: "u", Attempt: 1, Output: &keptValue{map[string]any{"10": v, "9": "<"}}}},
+			{Kind: KindResult, Time: 7, Result: &heldResult{Activation: "a", Node: "v", Attempt: 2}},
+		},
 		Terminated: &Termination{Time: 5, Reason: "done", Operator: "op"},
-		Kept:       map[string]any{"k": v}, Redrives: 1, Resets: 2, AttemptFloor: 3, StartRevision: "r/0",
+		Kept:       Kept{"k": v, "o": builtObject(), "p": map[string]any{"10": 1.0, "9": []any{builtObject()}}}, Redrives: 1, Resets: 2, AttemptFloor: 3, StartRevision: "r/0",
 		Control: statechart.State{
 			Active: []string{"/states/a", "<b>"}, History: map[string][]string{"h": {"x"}, "g": nil},
 			Timers: []statechart.Timer{{Transition: 1, At: 1e-9, Token: 5}}, Serial: 5, Time: 1733200000000,

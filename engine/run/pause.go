@@ -3,7 +3,6 @@ package run
 import (
 	"strconv"
 
-	"github.com/jetflow/jetflow/engine/value"
 	"github.com/jetflow/jetflow/engine/workflow"
 )
 
@@ -59,11 +58,12 @@ type Held struct {
 }
 
 type heldResult struct {
-	Activation string     `json:"activation"`
-	Node       string     `json:"node"`
-	Attempt    int        `json:"attempt"`
-	Output     any        `json:"output,omitempty"`
-	Error      *heldError `json:"error,omitempty"`
+	Activation string `json:"activation"`
+	Node       string `json:"node"`
+	Attempt    int    `json:"attempt"`
+	// Output is as its worker wrote it (keptValue).
+	Output *keptValue `json:"output,omitempty"`
+	Error  *heldError `json:"error,omitempty"`
 }
 
 type heldError struct {
@@ -87,9 +87,10 @@ func hold(msg Message, at float64) Held {
 		h.Event = &e
 	case msg.Result != nil:
 		res := msg.Result
-		// stored plain: a held result's objects lose the member order
-		// its worker wrote them in
-		h.Result = &heldResult{Activation: res.Activation, Node: res.Node, Attempt: res.Attempt, Output: value.Plain(res.Output)}
+		h.Result = &heldResult{Activation: res.Activation, Node: res.Node, Attempt: res.Attempt}
+		if res.Output != nil {
+			h.Result.Output = &keptValue{res.Output}
+		}
 		if res.Error != nil {
 			h.Result.Error = &heldError{Message: res.Error.Message, Code: res.Error.Code, NonRetryable: res.Error.NonRetryable, RetryAfterMs: res.Error.RetryAfterMs}
 		}
@@ -106,7 +107,7 @@ func hold(msg Message, at float64) Held {
 func (h Held) message() Message {
 	m := Message{Kind: h.Kind, Time: h.Time, Event: h.Event, Postpone: h.Postpone}
 	if h.Result != nil {
-		m.Result = &TaskResult{Activation: h.Result.Activation, Node: h.Result.Node, Attempt: h.Result.Attempt, Output: h.Result.Output}
+		m.Result = &TaskResult{Activation: h.Result.Activation, Node: h.Result.Node, Attempt: h.Result.Attempt, Output: h.Result.Output.value()}
 		if h.Result.Error != nil {
 			m.Result.Error = &TaskError{Message: h.Result.Error.Message, Code: h.Result.Error.Code, NonRetryable: h.Result.Error.NonRetryable, RetryAfterMs: h.Result.Error.RetryAfterMs}
 		}
@@ -123,7 +124,7 @@ func (h Held) size() int {
 	case h.Event != nil:
 		n += eventSize(h.Event)
 	case h.Result != nil:
-		n += len(h.Result.Activation) + len(h.Result.Node) + jsonSize(h.Result.Output)
+		n += len(h.Result.Activation) + len(h.Result.Node) + jsonSize(h.Result.Output.value())
 		if h.Result.Error != nil {
 			n += len(h.Result.Error.Message) + len(h.Result.Error.Code)
 		}

@@ -36,7 +36,7 @@ func (r *reducer) redrive() error {
 // number its attempts start above, and the values Kept held.
 type redriven struct {
 	base int
-	kept map[string]any
+	kept Kept
 }
 
 // redrivable refuses a redrive of a run that did not fail at a work
@@ -65,7 +65,7 @@ func (r *reducer) redrivable() error {
 // that succeeded without a checkpoint, which a failed state keeps for a
 // redrive (nil when there are none, so that a failure without such
 // values is stored as before).
-func (r *reducer) keep() map[string]any {
+func (r *reducer) keep() Kept {
 	w, p := r.st.Work, r.st.Pending
 	if w == nil || p == nil || p.State != r.active() {
 		return nil
@@ -74,16 +74,21 @@ func (r *reducer) keep() map[string]any {
 	if d == nil {
 		return nil
 	}
-	var kept map[string]any
+	var kept Kept
 	for _, node := range sortedKeys(w.Values) {
 		info, ok := d.Node(node)
 		if !ok || info.Task == "" || d.Checkpoint(node) {
 			continue
 		}
 		if kept == nil {
-			kept = map[string]any{}
+			kept = Kept{}
 		}
-		kept[node] = w.Values[node]
+		// as its worker wrote it, when a node still read it so
+		v, ok := w.Ordered[node]
+		if !ok {
+			v = w.Values[node]
+		}
+		kept[node] = v
 	}
 	return kept
 }

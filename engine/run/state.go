@@ -53,7 +53,8 @@ type State struct {
 	// Kept holds, while the run is failed, the outputs of the failed
 	// activation's task nodes that succeeded without a checkpoint: a
 	// redrive restores them with the checkpointed ones (redrive.go).
-	Kept map[string]any `json:"kept,omitempty"`
+	// Each is kept as its worker wrote it (Kept).
+	Kept Kept `json:"kept,omitempty"`
 	// Redrives counts the redrives applied to the run.
 	Redrives int64 `json:"redrives,omitempty"`
 	// Resets counts the resets applied to the run (reset.go).
@@ -141,6 +142,59 @@ func (o Ordered) MarshalJSON() ([]byte, error) {
 		return nil, errors.New("an ordered node value is not JSON")
 	}
 	return b, nil
+}
+
+// Kept is a map of task results as their workers wrote them: a value
+// holding *value.Object (value.DecodeOrdered) is stored in its member
+// order, any other as every stored value is (appendKept), so that a
+// plain value stores the bytes it always did.
+type Kept map[string]any
+
+// MarshalJSON writes k as appendState does.
+func (k Kept) MarshalJSON() ([]byte, error) {
+	b, ok := value.AppendGoJSONMap(nil, k, appendKept)
+	if !ok {
+		return nil, errors.New("a kept task result is not JSON")
+	}
+	return b, nil
+}
+
+// UnmarshalJSON reads each value in the member order written.
+func (k *Kept) UnmarshalJSON(data []byte) error {
+	return (*Ordered)(k).UnmarshalJSON(data)
+}
+
+// appendKept appends a task result as Kept and a held result store it.
+func appendKept(b []byte, v any) ([]byte, bool) {
+	if value.HasObject(v) {
+		return value.AppendGoJSONOrdered(b, v)
+	}
+	return appendValue(b, v)
+}
+
+// keptValue is one task result kept as its worker wrote it (Kept).
+type keptValue struct{ v any }
+
+func (k *keptValue) MarshalJSON() ([]byte, error) {
+	b, ok := appendKept(nil, k.v)
+	if !ok {
+		return nil, errors.New("a held task result is not JSON")
+	}
+	return b, nil
+}
+
+// value is the result, nil when there is none.
+func (k *keptValue) value() any {
+	if k == nil {
+		return nil
+	}
+	return k.v
+}
+
+func (k *keptValue) UnmarshalJSON(data []byte) error {
+	v, err := value.DecodeOrdered(data, value.Limits{MaxBytes: len(data) + 1, MaxDepth: 10000})
+	k.v = v
+	return err
 }
 
 // UnmarshalJSON reads each value in the member order written.

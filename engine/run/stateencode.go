@@ -86,7 +86,7 @@ func appendState(b []byte, st *State) (_ []byte, ok bool) {
 		}
 	}
 	if len(st.Kept) > 0 {
-		if b, ok = value.AppendGoJSONMap(append(b, `,"kept":`...), st.Kept, appendValue); !ok {
+		if b, ok = value.AppendGoJSONMap(append(b, `,"kept":`...), st.Kept, appendKept); !ok {
 			return b, false
 		}
 	}

@@ -59,7 +59,15 @@ func (r *reducer) work(id string) (blocked bool, err error) {
 			r.redriven, r.st.Kept = nil, nil
 			r.st.Work.Base = max(rd.base, r.st.Work.Base)
 			for _, node := range sortedKeys(rd.kept) {
-				r.st.Work.Values[node] = rd.kept[node]
+				v := rd.kept[node]
+				if value.HasObject(v) {
+					if r.st.Work.Ordered == nil {
+						r.st.Work.Ordered = Ordered{}
+					}
+					r.st.Work.Ordered[node] = v
+					v = value.Plain(v)
+				}
+				r.st.Work.Values[node] = v
 			}
 		}
 	}
