@@ -40,7 +40,9 @@ func (d *Dispatcher) step(ctx context.Context, in *step.Input, seq uint64, now f
 		outcome, err := d.attempt(ctx, in, seq, now, reload, log)
 		if errors.Is(err, errConflict) {
 			d.m.conflicts.Inc()
-			d.cache.drop(in.RunID)
+			// Doubted, not dropped: a reload that finds the revision
+			// this process last flushed must not publish it again.
+			d.cache.doubt(in.RunID)
 			reload = true
 			return "", err
 		}
@@ -211,7 +213,7 @@ func (d *Dispatcher) load(ctx context.Context, runID string, afterConflict, star
 	if err != nil {
 		return cached{}, false, fmt.Errorf("%w: run %s: %w", step.ErrPermanent, runID, err)
 	}
-	return cached{rec: rec, rev: rev, published: d.cache.publishedAt(runID, rev, rec)}, true, nil
+	return cached{rec: rec, rev: rev, published: d.cache.publishedAt(runID, rev, rec), acked: d.cache.ackedAt(runID, rev, rec)}, true, nil
 }
 
 // save writes rec by compare-and-swap against rev (create when !exists).
@@ -264,12 +266,14 @@ func (d *Dispatcher) flush(ctx context.Context, runID string, c cached) error {
 		// retention, which replay does not know.
 		out = append(out[:len(out):len(out)], removal...)
 	}
-	if err := d.pub.publish(ctx, out); err != nil {
-		// Forget the record: by the time this run's next input comes,
+	acked, err := d.pub.publishRest(ctx, out, c.acked)
+	if err != nil {
+		// Doubt the record: by the time this run's next input comes,
 		// another dispatcher may have moved it on, and flushing this
 		// outbox then would re-arm or disarm timers the run no longer
-		// has (a schedule is one message per subject).
-		d.cache.drop(runID)
+		// has (a schedule is one message per subject). What was stored
+		// is remembered for a reload that finds this revision.
+		d.cache.put(runID, cached{rec: c.rec, rev: c.rev, acked: acked, doubted: true})
 		return err
 	}
 	if bucket != 0 {

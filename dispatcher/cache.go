@@ -14,6 +14,9 @@ type cached struct {
 	rev uint64
 	// published: this process has published rec.Outbox.
 	published bool
+	// acked: the ids of rec.Outbox's messages the streams acknowledged
+	// in a flush that failed (publisher.publishRest); nil when none did.
+	acked map[string]bool
 	// st is rec.State decoded, when known (states are immutable).
 	st *run.State
 	// doubted: a write of this run failed after rec was cached, and may
@@ -79,6 +82,22 @@ func (c *recordCache) publishedAt(runID string, rev uint64, rec *runrecord.Recor
 	defer c.mu.Unlock()
 	e, ok := c.m[runID]
 	return ok && e.published && e.rev == rev && sameOutbox(e.rec.Outbox, rec.Outbox)
+}
+
+// ackedAt returns the ids of rec's outbox messages that this process's
+// failed flush of revision rev had stored (nil when none), which a later
+// flush does not publish again, for the reason publishedAt gives.
+func (c *recordCache) ackedAt(runID string, rev uint64, rec *runrecord.Record) map[string]bool {
+	if c.max <= 0 {
+		return nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e, ok := c.m[runID]
+	if !ok || e.rev != rev || !sameOutbox(e.rec.Outbox, rec.Outbox) {
+		return nil
+	}
+	return e.acked
 }
 
 // sameOutbox reports whether a and b list the same messages (by id, kind

@@ -146,6 +146,9 @@ func newDispatcher(js jetstream.JetStream, store RunStore, l loader, cfg Config)
 		log: cfg.Logger, m: m, cache: newRecordCache(cfg.CacheSize),
 		queues: make(map[string]*runQueue), life: lifecycle.Machine{Name: "dispatcher"},
 	}
+	if cfg.hooks != nil {
+		d.pub.fail = cfg.hooks.publish
+	}
 	if cfg.TracerProvider != nil {
 		d.tracer = cfg.TracerProvider.Tracer(tracing.ScopeName)
 		d.pub.traced = true

@@ -85,3 +85,87 @@ func TestFailedSavePublishesTheOutboxOnce(t *testing.T) {
 		t.Errorf("the task stream stored %d invocations, want 1: the outbox was published again after the failed save", n)
 	}
 }
+
+// pairOfTasks invokes echo@1 and slow@1 at once: one outbox, two
+// invocations.
+const pairOfTasks = `{"$workflow":"0.2","revision":"pair/1","initial":"w","states":{
+ "w":{"work":{"dag":{"$dag":"0.1",
+  "nodes":{"in":{"kind":"input"},"a":{"kind":"task","run":"echo","version":"1"},"b":{"kind":"task","run":"slow","version":"1"},
+   "j":{"kind":"query","query":["$.a","$.b"]},"out":{"kind":"output"}},
+  "edges":[{"from":"in","to":"a"},{"from":"in","to":"b"},{"from":"a","to":"j","port":"a"},{"from":"b","to":"j","port":"b"},{"from":"j","to":"out"}]}},
+  "then":"done"},
+ "done":{"final":true}}}`
+
+// TestCutShortFlushPublishesOnlyTheRest: a flush that an outage cut
+// short (echo's invocation stored, slow's not) publishes, when the input
+// comes again, only what was not stored. Publishing the whole outbox
+// again stored a second copy of echo's invocation once its worker had
+// acknowledged the first and the server had restarted (which rebuilds
+// the duplicate window only from the messages it still stores), so the
+// attempt ran twice.
+func TestCutShortFlushPublishesOnlyTheRest(t *testing.T) {
+	t.Parallel()
+	b := setup(t).withEngine(t, map[string]string{"pair": pairOfTasks},
+		registry.TaskRef{Task: "echo", Version: "1"}, registry.TaskRef{Task: "slow", Version: "1"})
+	var down atomic.Bool // the outage, for slow's invocation only
+	down.Store(true)
+	var refused atomic.Int32
+	slow := b.names.Task("slow", "1")
+	b.dispatcher(t, Config{RetryDelay: 50 * time.Millisecond, hooks: &hooks{publish: func(subject string) error {
+		if subject == slow && down.Load() {
+			refused.Add(1)
+			return errors.New("simulated outage")
+		}
+		return nil
+	}}})
+	in, err := json.Marshal(map[string]any{"n": 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.publish(t, b.names.Start("p"), wire.Start{Workflow: "pair", Input: in}, "start/p")
+
+	// echo's worker takes its invocation and acknowledges it (the work
+	// queue deletes it) while slow's is still refused.
+	ctx := testCtx(t)
+	take := func(task string) wire.Invocation {
+		t.Helper()
+		c, err := provision.EnsureTaskConsumer(ctx, b.js, b.names, task, "1", provision.TaskPolicy{StartToClose: 5 * time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		batch, err := c.Fetch(1, jetstream.FetchMaxWait(20*time.Second))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var inv wire.Invocation
+		got := 0
+		for m := range batch.Messages() {
+			got++
+			if err := json.Unmarshal(m.Data(), &inv); err != nil {
+				t.Fatal(err)
+			}
+			if err := m.DoubleAck(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if got != 1 {
+			t.Fatalf("fetched %d invocations of %s, want 1 (%v)", got, task, batch.Error())
+		}
+		return inv
+	}
+	take("echo")
+	natstest.WaitFor(t, 30*time.Second, "a flush retried after the outage", func() error {
+		if refused.Load() < 2 {
+			return errors.New("slow's invocation refused fewer than twice")
+		}
+		return nil
+	})
+	natstest.Restart(t, b.srv)
+	down.Store(false)
+	if inv := take("slow"); inv.Node != "b" {
+		t.Fatalf("slow's invocation is of node %q, want b", inv.Node)
+	}
+	if n := b.stored(t, b.names.TaskStream()); n != 2 {
+		t.Errorf("the task stream stored %d invocations, want 2: echo's was published again after the cut-short flush", n)
+	}
+}

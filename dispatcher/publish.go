@@ -1,6 +1,7 @@
 package dispatcher
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -50,6 +51,9 @@ type publisher struct {
 	// payloads takes invocations and announcements larger than its
 	// threshold (nil: every message goes inline).
 	payloads *payload.Store
+	// fail, in tests, fails the publish of a message to a subject with
+	// the error it returns, as a server outage does.
+	fail func(subject string) error
 }
 
 // byRef sends m by reference when it is larger than the payload
@@ -88,16 +92,36 @@ func (p publisher) expire(m *nats.Msg) {
 // duplicate window stores nothing), status announcements on core NATS
 // after them (the saved record is the truth; an announcement is a hint).
 func (p publisher) publish(ctx context.Context, out []runrecord.Outgoing) error {
+	_, err := p.publishRest(ctx, out, nil)
+	return err
+}
+
+// publishRest is publish of the messages whose ids done does not hold.
+// It returns, with its error too, the ids of the messages the streams
+// acknowledged (or the rate limit dropped) and those of done: after a
+// flush an outage cut short, a later flush of the same outbox publishes
+// only the rest, since the server's duplicate window may no longer drop
+// a copy (recordCache.ackedAt). A message without an id is published
+// every time.
+func (p publisher) publishRest(ctx context.Context, out []runrecord.Outgoing, done map[string]bool) (acked map[string]bool, err error) {
+	acked = make(map[string]bool, len(out))
+	for id := range done {
+		acked[id] = true
+	}
 	var js []*nats.Msg
+	var ids []string
 	for _, o := range out {
 		if o.Kind != runrecord.OutStatus {
+			if o.ID != "" && done[o.ID] {
+				continue
+			}
 			m := step.Msg(o)
 			switch o.Kind {
 			case runrecord.OutTimer:
 				legacyTimer(p.names, m)
 			case runrecord.OutInvoke:
 				if err := p.byRef(ctx, m, payload.KindInvoke); err != nil {
-					return err
+					return acked, err
 				}
 				p.expire(m)
 				if p.traced {
@@ -106,52 +130,95 @@ func (p publisher) publish(ctx context.Context, out []runrecord.Outgoing) error 
 				if p.limit != nil {
 					held, err := p.limit.limit(ctx, m)
 					if err != nil {
-						return err
+						return acked, err
 					}
 					if held == nil {
+						if o.ID != "" {
+							acked[o.ID] = true
+						}
 						continue
 					}
 					m = held
 				}
 			}
-			js = append(js, m)
+			js, ids = append(js, m), append(ids, o.ID)
 		}
 	}
-	switch len(js) {
-	case 0:
-	case 1:
-		if _, err := p.js.PublishMsg(ctx, js[0]); err != nil {
-			return p.publishError(js[0].Subject, err)
-		}
-	default:
-		futures := make([]jetstream.PubAckFuture, 0, len(js))
-		for _, m := range js {
-			f, err := p.js.PublishMsgAsync(m)
-			if err != nil {
-				return p.publishError(m.Subject, err)
-			}
-			futures = append(futures, f)
-		}
-		for _, f := range futures {
-			select {
-			case <-f.Ok():
-			case err := <-f.Err():
-				return p.publishError(f.Msg().Subject, err)
-			case <-ctx.Done():
-				return fmt.Errorf("publish %s: %w", f.Msg().Subject, context.Cause(ctx))
-			}
-		}
+	if err := p.send(ctx, js, ids, acked); err != nil {
+		return acked, err
 	}
 	for _, o := range out {
 		if o.Kind == runrecord.OutStatus {
 			m := step.Msg(o)
 			if err := p.byRef(ctx, m, payload.KindStatus); err != nil {
-				return err
+				return acked, err
 			}
 			if err := p.nc.PublishMsg(m); err != nil {
-				return fmt.Errorf("announce %s: %w", o.Subject, err)
+				return acked, fmt.Errorf("announce %s: %w", o.Subject, err)
 			}
 		}
+	}
+	return acked, nil
+}
+
+// send publishes js through JetStream and waits for every
+// acknowledgement, noting in acked the id (ids[i], "" for none) of each
+// message the stream acknowledged.
+func (p publisher) send(ctx context.Context, js []*nats.Msg, ids []string, acked map[string]bool) error {
+	note := func(i int) {
+		if ids[i] != "" {
+			acked[ids[i]] = true
+		}
+	}
+	if len(js) == 1 {
+		if err := p.failed(js[0].Subject); err != nil {
+			return err
+		}
+		if _, err := p.js.PublishMsg(ctx, js[0]); err != nil {
+			return p.publishError(js[0].Subject, err)
+		}
+		note(0)
+		return nil
+	}
+	futures := make([]jetstream.PubAckFuture, 0, len(js))
+	var first error
+	for _, m := range js {
+		if err := p.failed(m.Subject); err != nil {
+			first = cmp.Or(first, err)
+			futures = append(futures, nil)
+			continue
+		}
+		f, err := p.js.PublishMsgAsync(m)
+		if err != nil {
+			return p.publishError(m.Subject, err)
+		}
+		futures = append(futures, f)
+	}
+	// Every acknowledgement is awaited, not only those before the first
+	// failure, so that acked says all that was stored.
+	for i, f := range futures {
+		if f == nil {
+			continue
+		}
+		select {
+		case <-f.Ok():
+			note(i)
+		case err := <-f.Err():
+			first = cmp.Or(first, p.publishError(f.Msg().Subject, err))
+		case <-ctx.Done():
+			return cmp.Or(first, fmt.Errorf("publish %s: %w", f.Msg().Subject, context.Cause(ctx)))
+		}
+	}
+	return first
+}
+
+// failed is the test hook's error for a publish to subject, if any.
+func (p publisher) failed(subject string) error {
+	if p.fail == nil {
+		return nil
+	}
+	if err := p.fail(subject); err != nil {
+		return fmt.Errorf("publish %s: %w", subject, err)
 	}
 	return nil
 }
