@@ -52,7 +52,7 @@ func fullState(v any) *State {
 		},
 		Buffered: []Event{ev, {Type: "bare"}},
 		Seq:      9, Retries: 3, Deadline: 1733200000123.5,
-		Paused:     &Paused{Since: 1, Was: StatusRunning, Reason: "why", Operator: "op"},
+		Paused: &Paused{Since: 1, Was: StatusRunning, Reason: "why", Operator: "op"},
 		Held: []Held{
 			{Kind: KindEvent, Time: 4, Event: &ev},
 			{Kind: KindResult, Time: 5, Result: &heldResult{Activation: "a", Node: "t", Attempt: 1, Output: &keptValue{builtObject()}}},
