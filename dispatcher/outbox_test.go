@@ -41,28 +41,7 @@ func TestFailedSavePublishesTheOutboxOnce(t *testing.T) {
 
 	// The worker's part: take the invocation and acknowledge it.
 	ctx := testCtx(t)
-	c, err := provision.EnsureTaskConsumer(ctx, b.js, b.names, "echo", "1", provision.TaskPolicy{StartToClose: 5 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	batch, err := c.Fetch(1, jetstream.FetchMaxWait(20*time.Second))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var inv wire.Invocation
-	got := 0
-	for m := range batch.Messages() {
-		got++
-		if err := json.Unmarshal(m.Data(), &inv); err != nil {
-			t.Fatal(err)
-		}
-		if err := m.DoubleAck(ctx); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if got != 1 {
-		t.Fatalf("fetched %d invocations, want 1 (%v)", got, batch.Error())
-	}
+	inv := b.take(t, "echo")
 	// The server forgets the message id of the invocation it deleted.
 	natstest.Restart(t, b.srv)
 
@@ -126,34 +105,7 @@ func TestCutShortFlushPublishesOnlyTheRest(t *testing.T) {
 
 	// echo's worker takes its invocation and acknowledges it (the work
 	// queue deletes it) while slow's is still refused.
-	ctx := testCtx(t)
-	take := func(task string) wire.Invocation {
-		t.Helper()
-		c, err := provision.EnsureTaskConsumer(ctx, b.js, b.names, task, "1", provision.TaskPolicy{StartToClose: 5 * time.Second})
-		if err != nil {
-			t.Fatal(err)
-		}
-		batch, err := c.Fetch(1, jetstream.FetchMaxWait(20*time.Second))
-		if err != nil {
-			t.Fatal(err)
-		}
-		var inv wire.Invocation
-		got := 0
-		for m := range batch.Messages() {
-			got++
-			if err := json.Unmarshal(m.Data(), &inv); err != nil {
-				t.Fatal(err)
-			}
-			if err := m.DoubleAck(ctx); err != nil {
-				t.Fatal(err)
-			}
-		}
-		if got != 1 {
-			t.Fatalf("fetched %d invocations of %s, want 1 (%v)", got, task, batch.Error())
-		}
-		return inv
-	}
-	take("echo")
+	b.take(t, "echo")
 	natstest.WaitFor(t, 30*time.Second, "a flush retried after the outage", func() error {
 		if refused.Load() < 2 {
 			return errors.New("slow's invocation refused fewer than twice")
@@ -162,10 +114,40 @@ func TestCutShortFlushPublishesOnlyTheRest(t *testing.T) {
 	})
 	natstest.Restart(t, b.srv)
 	down.Store(false)
-	if inv := take("slow"); inv.Node != "b" {
+	if inv := b.take(t, "slow"); inv.Node != "b" {
 		t.Fatalf("slow's invocation is of node %q, want b", inv.Node)
 	}
 	if n := b.stored(t, b.names.TaskStream()); n != 2 {
 		t.Errorf("the task stream stored %d invocations, want 2: echo's was published again after the cut-short flush", n)
 	}
+}
+
+// take is a worker's part: it fetches one invocation of task@1 and
+// acknowledges it, so that the work queue deletes it.
+func (b *bundle) take(t *testing.T, task string) wire.Invocation {
+	t.Helper()
+	ctx := testCtx(t)
+	c, err := provision.EnsureTaskConsumer(ctx, b.js, b.names, task, "1", provision.TaskPolicy{StartToClose: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	batch, err := c.Fetch(1, jetstream.FetchMaxWait(20*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var inv wire.Invocation
+	got := 0
+	for m := range batch.Messages() {
+		got++
+		if err := json.Unmarshal(m.Data(), &inv); err != nil {
+			t.Fatal(err)
+		}
+		if err := m.DoubleAck(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got != 1 {
+		t.Fatalf("fetched %d invocations of %s, want 1 (%v)", got, task, batch.Error())
+	}
+	return inv
 }
