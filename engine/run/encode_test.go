@@ -58,9 +58,10 @@ func fullState(v any) *State {
 			{Kind: KindResult, Time: 5, Result: &heldResult{Activation: "a", Node: "t", Attempt: 1, Output: &keptValue{builtObject()}}},
 			{Kind: KindResult, Time: 6, Result: &heldResult{Activation: "a", Node: "u", Attempt: 1, Output: &keptValue{map[string]any{"10": v, "9": "<"}}}},
 			{Kind: KindResult, Time: 7, Result: &heldResult{Activation: "a", Node: "v", Attempt: 2}},
+			{Kind: KindResult, Time: 8, Result: &heldResult{Activation: "a", Node: "w", Attempt: 1, Output: &keptValue{keysOrderObject()}}},
 		},
 		Terminated: &Termination{Time: 5, Reason: "done", Operator: "op"},
-		Kept:       Kept{"k": v, "o": builtObject(), "p": map[string]any{"10": 1.0, "9": []any{builtObject()}}}, Redrives: 1, Resets: 2, AttemptFloor: 3, StartRevision: "r/0",
+		Kept:       Kept{"k": v, "o": builtObject(), "p": map[string]any{"10": 1.0, "9": []any{builtObject()}}, "q": keysOrderObject()}, Redrives: 1, Resets: 2, AttemptFloor: 3, StartRevision: "r/0",
 		Control: statechart.State{
 			Active: []string{"/states/a", "<b>"}, History: map[string][]string{"h": {"x"}, "g": nil},
 			Timers: []statechart.Timer{{Transition: 1, At: 1e-9, Token: 5}}, Serial: 5, Time: 1733200000000,
@@ -132,6 +133,16 @@ func builtObject() *value.Object {
 	inner.Set("9", nil)
 	o.Set("alpha", inner)
 	o.Set("7", []any{})
+	return o
+}
+
+// keysOrderObject is an object built at run time whose walk is Keys
+// order (array-index keys first): its text reads back as a map.
+func keysOrderObject() *value.Object {
+	o := value.NewObject(0)
+	o.Set("9", 1.0)
+	o.Set("10", []any{2.0})
+	o.Set("a", "<")
 	return o
 }
 

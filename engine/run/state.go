@@ -145,9 +145,9 @@ func (o Ordered) MarshalJSON() ([]byte, error) {
 }
 
 // Kept is a map of task results as their workers wrote them: a value
-// holding *value.Object (value.DecodeOrdered) is stored in its member
-// order, any other as every stored value is (appendKept), so that a
-// plain value stores the bytes it always did.
+// holding an object out of Keys order is stored in its member order, any
+// other as every stored value is (appendKept), so that a plain value
+// stores the bytes it always did.
 type Kept map[string]any
 
 // MarshalJSON writes k as appendState does.
@@ -164,10 +164,16 @@ func (k *Kept) UnmarshalJSON(data []byte) error {
 	return (*Ordered)(k).UnmarshalJSON(data)
 }
 
-// appendKept appends a task result as Kept and a held result store it.
+// appendKept appends a task result as Kept and a held result store it:
+// in its member order when some object of it walks out of Keys order,
+// else plain. Either text reads back (DecodeOrdered) to a value that
+// this writes as the same bytes, which replay compares.
 func appendKept(b []byte, v any) ([]byte, bool) {
 	if value.HasObject(v) {
-		return value.AppendGoJSONOrdered(b, v)
+		if !value.WalksInKeysOrder(v) {
+			return value.AppendGoJSONOrdered(b, v)
+		}
+		v = value.Plain(v)
 	}
 	return appendValue(b, v)
 }
@@ -191,10 +197,15 @@ func (k *keptValue) value() any {
 	return k.v
 }
 
-func (k *keptValue) UnmarshalJSON(data []byte) error {
-	v, err := value.DecodeOrdered(data, value.Limits{MaxBytes: len(data) + 1, MaxDepth: 10000})
-	k.v = v
+func (k *keptValue) UnmarshalJSON(data []byte) (err error) {
+	k.v, err = decodeStored(data)
 	return err
+}
+
+// decodeStored reads a stored value in the member order written; the
+// record's own bound already held its size.
+func decodeStored(data []byte) (any, error) {
+	return value.DecodeOrdered(data, value.Limits{MaxBytes: len(data) + 1, MaxDepth: 10000})
 }
 
 // UnmarshalJSON reads each value in the member order written.
@@ -209,7 +220,7 @@ func (o *Ordered) UnmarshalJSON(data []byte) error {
 	}
 	m := make(Ordered, len(raw))
 	for k, r := range raw {
-		v, err := value.DecodeOrdered(r, value.Limits{MaxBytes: len(r) + 1, MaxDepth: 10000})
+		v, err := decodeStored(r)
 		if err != nil {
 			return err
 		}

@@ -177,6 +177,36 @@ func HasObject(v any) bool {
 	return false
 }
 
+// WalksInKeysOrder reports whether every Object v is or holds walks its
+// members in Keys order: written in that order, v reads back
+// (DecodeOrdered) holding no Object at all.
+func WalksInKeysOrder(v any) bool {
+	switch t := v.(type) {
+	case *Object:
+		if !InKeysOrder(t.names) {
+			return false
+		}
+		for _, x := range t.vals {
+			if !WalksInKeysOrder(x) {
+				return false
+			}
+		}
+	case []any:
+		for _, x := range t {
+			if !WalksInKeysOrder(x) {
+				return false
+			}
+		}
+	case map[string]any:
+		for _, x := range t {
+			if !WalksInKeysOrder(x) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
 // PlainList is Plain over each item of a list; items itself, without
 // allocating, when none holds an Object.
 func PlainList(items []any) []any {

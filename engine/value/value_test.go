@@ -182,3 +182,30 @@ func TestEmptyMarker(t *testing.T) {
 		t.Errorf("canonical text of the marker: %v", err)
 	}
 }
+
+func TestWalksInKeysOrder(t *testing.T) {
+	t.Parallel()
+	obj := func(kv ...any) *Object {
+		o := NewObject(0)
+		for i := 0; i < len(kv); i += 2 {
+			o.Set(kv[i].(string), kv[i+1])
+		}
+		return o
+	}
+	for _, c := range []struct {
+		name string
+		v    any
+		want bool
+	}{
+		{"plain", map[string]any{"b": 1.0, "a": []any{"x"}}, true},
+		{"insertion order", obj("b", 1.0, "a", 2.0), false},
+		{"index keys walk first whatever the insertion", obj("b", 1.0, "10", 2.0, "9", 3.0), true},
+		{"keys order", obj("9", 1.0, "10", 2.0, "a", 3.0), true},
+		{"out of order inside a map", map[string]any{"o": []any{obj("z", 1.0, "a", 2.0)}}, false},
+		{"out of order inside an object in order", obj("a", obj("z", 1.0, "a", 2.0)), false},
+	} {
+		if got := WalksInKeysOrder(c.v); got != c.want {
+			t.Errorf("%s: WalksInKeysOrder = %v, want %v", c.name, got, c.want)
+		}
+	}
+}
