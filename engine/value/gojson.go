@@ -99,23 +99,28 @@ func AppendGoJSON(b []byte, v any) (_ []byte, ok bool) {
 	case string:
 		return AppendGoJSONString(b, v), true
 	case []any:
-		if v == nil {
-			return append(b, "null"...), true
-		}
-		b = append(b, '[')
-		for i, e := range v {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			if b, ok = AppendGoJSON(b, e); !ok {
-				return b, false
-			}
-		}
-		return append(b, ']'), true
+		return appendArray(b, v, AppendGoJSON)
 	case map[string]any:
 		return AppendGoJSONMap(b, v, AppendGoJSON)
 	}
 	return b, false
+}
+
+// appendArray appends a (null when nil), each element by elem.
+func appendArray(b []byte, a []any, elem func([]byte, any) ([]byte, bool)) (_ []byte, ok bool) {
+	if a == nil {
+		return append(b, "null"...), true
+	}
+	b = append(b, '[')
+	for i, e := range a {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		if b, ok = elem(b, e); !ok {
+			return b, false
+		}
+	}
+	return append(b, ']'), true
 }
 
 // AppendGoJSONMap appends a map with string keys as encoding/json's

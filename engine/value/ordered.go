@@ -327,19 +327,7 @@ func AppendGoJSONOrdered(b []byte, v any) (_ []byte, ok bool) {
 		keys := Keys(t)
 		return appendMembers(b, keys, func(i int) any { return t[keys[i]] })
 	case []any:
-		if t == nil {
-			return append(b, "null"...), true
-		}
-		b = append(b, '[')
-		for i, e := range t {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			if b, ok = AppendGoJSONOrdered(b, e); !ok {
-				return b, false
-			}
-		}
-		return append(b, ']'), true
+		return appendArray(b, t, AppendGoJSONOrdered)
 	}
 	return AppendGoJSON(b, v)
 }
