@@ -153,32 +153,14 @@ func fastSelectors(sels []spec.Selector) []spec.Selector {
 func (p *jsonPath) getter(slot int, external bool, name, docPath string) getter {
 	base := varGetter(slot, external, name, docPath)
 	return func(f *frame) any {
-		b := base(f)
-		root := f.slots[0]
-		if f.holding {
-			root = value.Plain(root) // filters read '$' as maps
-		}
-		switch x := b.(type) {
-		case emptySeq:
-			return empty
-		case *multi:
-			var acc []any
-			for _, item := range x.items() {
-				acc = p.selectInto(acc, item, root)
-			}
-			f.charge(len(acc), docPath)
+		acc, one, found, walked := p.nodes(f, base(f), docPath)
+		if !walked {
 			return seqOf(acc)
 		}
-		if p.steps != nil {
-			v, ok := p.walk(b)
-			if !ok {
-				return empty
-			}
-			return v
+		if !found {
+			return empty
 		}
-		acc := p.selectInto(nil, b, root)
-		f.charge(len(acc), docPath)
-		return seqOf(acc)
+		return one
 	}
 }
 
@@ -188,30 +170,44 @@ func (p *jsonPath) getter(slot int, external bool, name, docPath string) getter 
 func (p *jsonPath) matcher(slot int, external bool, name, docPath string) getter {
 	base := varGetter(slot, external, name, docPath)
 	return func(f *frame) any {
-		b := base(f)
-		root := f.slots[0]
-		if f.holding {
-			root = value.Plain(root)
+		acc, _, found, walked := p.nodes(f, base(f), docPath)
+		if walked {
+			return found
 		}
-		switch x := b.(type) {
-		case emptySeq:
-			return false
-		case *multi:
-			var acc []any
-			for _, item := range x.items() {
-				acc = p.selectInto(acc, item, root)
-			}
-			f.charge(len(acc), docPath)
-			return len(acc) > 0
-		}
-		if p.steps != nil {
-			_, ok := p.walk(b)
-			return ok
-		}
-		acc := p.selectInto(nil, b, root)
-		f.charge(len(acc), docPath)
 		return len(acc) > 0
 	}
+}
+
+// nodes selects the path's nodes in b (in each item of a sequence) and
+// charges them; over one item, a path of plain steps walks to its one
+// node instead (walked; found says whether there is one).
+func (p *jsonPath) nodes(f *frame, b any, docPath string) (acc []any, one any, found, walked bool) {
+	switch x := b.(type) {
+	case emptySeq:
+		return nil, nil, false, false
+	case *multi:
+		root := p.root(f)
+		for _, item := range x.items() {
+			acc = p.selectInto(acc, item, root)
+		}
+		f.charge(len(acc), docPath)
+		return acc, nil, false, false
+	}
+	if p.steps != nil {
+		one, found = p.walk(b)
+		return nil, one, found, true
+	}
+	acc = p.selectInto(nil, b, p.root(f))
+	f.charge(len(acc), docPath)
+	return acc, nil, false, false
+}
+
+// root is the input document as filters read it: '$' as maps.
+func (p *jsonPath) root(f *frame) any {
+	if f.holding {
+		return value.Plain(f.slots[0])
+	}
+	return f.slots[0]
 }
 
 func (p *jsonPath) walk(v any) (any, bool) { return walkSteps(p.steps, v) }
