@@ -60,8 +60,8 @@ func (p *pages) writing(now time.Time) bool { return p.on && now.UnixNano() >= p
 // record, owes the same page, which the create-if-absent write then
 // leaves as it was.
 func (d *Dispatcher) writePage(ctx context.Context, runID string, prev, next *run.State, rec *runrecord.Record, log *slog.Logger) {
-	if !d.pg.writing(d.cfg.Clock.Now()) || next == nil {
-		return
+	if !d.pg.on || next == nil {
+		return // a pause is storePage's to judge, on the rare step that owes a page
 	}
 	size := min(runrecord.PageSize, d.settings.AppliedHistory)
 	from := next.Seq - 1

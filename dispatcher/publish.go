@@ -97,19 +97,31 @@ func (p publisher) publish(ctx context.Context, out []runrecord.Outgoing) error 
 }
 
 // publishRest is publish of the messages whose ids done does not hold.
-// It returns, with its error too, the ids of the messages the streams
-// acknowledged (or the rate limit dropped) and those of done: after a
+// When it fails it returns the ids of the messages the streams
+// acknowledged (or the rate limit dropped) with those of done: after a
 // flush an outage cut short, a later flush of the same outbox publishes
 // only the rest, since the server's duplicate window may no longer drop
 // a copy (recordCache.ackedAt). A message without an id is published
 // every time.
 func (p publisher) publishRest(ctx context.Context, out []runrecord.Outgoing, done map[string]bool) (acked map[string]bool, err error) {
-	acked = make(map[string]bool, len(out))
-	for id := range done {
-		acked[id] = true
+	var js []outMsg
+	var dropped []string // by the rate limit: nothing to publish again
+	// sent is what went out when the flush fails, nil when it did not.
+	sent := func(stored []bool) map[string]bool {
+		acked := make(map[string]bool, len(done)+len(js))
+		for id := range done {
+			acked[id] = true
+		}
+		for _, id := range dropped {
+			acked[id] = true
+		}
+		for i, ok := range stored {
+			if ok && js[i].id != "" {
+				acked[js[i].id] = true
+			}
+		}
+		return acked
 	}
-	var js []*nats.Msg
-	var ids []string
 	for _, o := range out {
 		if o.Kind != runrecord.OutStatus {
 			if o.ID != "" && done[o.ID] {
@@ -121,7 +133,7 @@ func (p publisher) publishRest(ctx context.Context, out []runrecord.Outgoing, do
 				legacyTimer(p.names, m)
 			case runrecord.OutInvoke:
 				if err := p.byRef(ctx, m, payload.KindInvoke); err != nil {
-					return acked, err
+					return sent(nil), err
 				}
 				p.expire(m)
 				if p.traced {
@@ -130,86 +142,99 @@ func (p publisher) publishRest(ctx context.Context, out []runrecord.Outgoing, do
 				if p.limit != nil {
 					held, err := p.limit.limit(ctx, m)
 					if err != nil {
-						return acked, err
+						return sent(nil), err
 					}
 					if held == nil {
 						if o.ID != "" {
-							acked[o.ID] = true
+							dropped = append(dropped, o.ID)
 						}
 						continue
 					}
 					m = held
 				}
 			}
-			js, ids = append(js, m), append(ids, o.ID)
+			js = append(js, outMsg{m, o.ID})
 		}
 	}
-	if err := p.send(ctx, js, ids, acked); err != nil {
-		return acked, err
+	if stored, err := p.send(ctx, js); err != nil {
+		return sent(stored), err
 	}
 	for _, o := range out {
 		if o.Kind == runrecord.OutStatus {
 			m := step.Msg(o)
 			if err := p.byRef(ctx, m, payload.KindStatus); err != nil {
-				return acked, err
+				return nil, err
 			}
 			if err := p.nc.PublishMsg(m); err != nil {
-				return acked, fmt.Errorf("announce %s: %w", o.Subject, err)
+				return nil, fmt.Errorf("announce %s: %w", o.Subject, err)
 			}
 		}
 	}
-	return acked, nil
+	return nil, nil
+}
+
+// outMsg is a message for JetStream and the outbox id it stands for.
+type outMsg struct {
+	m  *nats.Msg
+	id string
 }
 
 // send publishes js through JetStream and waits for every
-// acknowledgement, noting in acked the id (ids[i], "" for none) of each
-// message the stream acknowledged.
-func (p publisher) send(ctx context.Context, js []*nats.Msg, ids []string, acked map[string]bool) error {
-	note := func(i int) {
-		if ids[i] != "" {
-			acked[ids[i]] = true
-		}
-	}
+// acknowledgement. When one fails, stored says which the streams
+// acknowledged (nil: none, or all when there is no error).
+func (p publisher) send(ctx context.Context, js []outMsg) (stored []bool, err error) {
 	if len(js) == 1 {
-		if err := p.failed(js[0].Subject); err != nil {
-			return err
+		if err := p.failed(js[0].m.Subject); err != nil {
+			return nil, err
 		}
-		if _, err := p.js.PublishMsg(ctx, js[0]); err != nil {
-			return p.publishError(js[0].Subject, err)
+		if _, err := p.js.PublishMsg(ctx, js[0].m); err != nil {
+			return nil, p.publishError(js[0].m.Subject, err)
 		}
-		note(0)
-		return nil
+		return nil, nil
 	}
 	futures := make([]jetstream.PubAckFuture, 0, len(js))
-	var first error
-	for _, m := range js {
-		if err := p.failed(m.Subject); err != nil {
-			first = cmp.Or(first, err)
+	// fail notes a failure at i; waited says the futures before i were
+	// acknowledged (while waiting), not merely sent (while publishing).
+	fail := func(i int, e error, waited bool) {
+		if stored == nil {
+			stored = make([]bool, len(js))
+			for j := range i {
+				stored[j] = waited
+			}
+		}
+		err = cmp.Or(err, e)
+	}
+	for i, x := range js {
+		if e := p.failed(x.m.Subject); e != nil {
 			futures = append(futures, nil)
+			fail(i, e, false)
 			continue
 		}
-		f, err := p.js.PublishMsgAsync(m)
-		if err != nil {
-			return p.publishError(m.Subject, err)
+		f, e := p.js.PublishMsgAsync(x.m)
+		if e != nil {
+			return nil, p.publishError(x.m.Subject, e)
 		}
 		futures = append(futures, f)
 	}
 	// Every acknowledgement is awaited, not only those before the first
-	// failure, so that acked says all that was stored.
+	// failure, so that stored says all that was stored.
 	for i, f := range futures {
 		if f == nil {
 			continue
 		}
 		select {
 		case <-f.Ok():
-			note(i)
-		case err := <-f.Err():
-			first = cmp.Or(first, p.publishError(f.Msg().Subject, err))
+			if stored != nil {
+				stored[i] = true
+			}
+		case e := <-f.Err():
+			fail(i, p.publishError(f.Msg().Subject, e), true)
 		case <-ctx.Done():
-			return cmp.Or(first, fmt.Errorf("publish %s: %w", f.Msg().Subject, context.Cause(ctx)))
+			fail(i, fmt.Errorf("publish %s: %w", f.Msg().Subject, context.Cause(ctx)), true)
+			return stored, err
 		}
 	}
-	return first
+	return stored, err
 }
 
 // failed is the test hook's error for a publish to subject, if any.
