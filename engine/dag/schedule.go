@@ -142,7 +142,7 @@ func (d *DAG) ScheduleOrdered(b *query.Budget, input any, values, ordered map[st
 		var next []int
 		for _, i := range frontier {
 			nd := d.nodes[i]
-			v, h, inv, err := d.evaluate(nd, input, vals, held, marked, b)
+			v, h, m, inv, err := d.evaluate(nd, input, vals, held, marked, b)
 			if err != nil {
 				return plan, err
 			}
@@ -150,8 +150,7 @@ func (d *DAG) ScheduleOrdered(b *query.Budget, input any, values, ordered map[st
 				plan.Tasks = append(plan.Tasks, *inv)
 				continue
 			}
-			if isMarked(v) {
-				v = v.(markedValue).v
+			if m {
 				if marked == nil {
 					marked = make([]bool, n)
 				}
@@ -238,12 +237,12 @@ func (d *DAG) unread(i int, known []bool) bool {
 // what a query, a stylesheet or ports built), and the returned held
 // whether v may.
 //
-// marked says which values may hold the empty marker; a value that may
-// is returned wrapped in markedValue.
-func (d *DAG) evaluate(nd *node, input any, vals []any, held, marked []bool, b *query.Budget) (v any, isHeld bool, inv *Invocation, err error) {
+// marked says which values may hold the empty marker, and the returned
+// mark whether v may.
+func (d *DAG) evaluate(nd *node, input any, vals []any, held, marked []bool, b *query.Budget) (v any, isHeld, mark bool, inv *Invocation, err error) {
 	scope, holding, err := d.scope(nd, vals, held, b)
 	if err != nil {
-		return nil, false, nil, err
+		return nil, false, false, nil, err
 	}
 	scopeMarked := false
 	if marked != nil {
@@ -251,23 +250,15 @@ func (d *DAG) evaluate(nd *node, input any, vals []any, held, marked []bool, b *
 			scopeMarked = scopeMarked || marked[e.from]
 		}
 	}
-	v, isHeld, inv, err = d.evaluateIn(nd, input, scope, holding, scopeMarked, b)
-	if err == nil && inv == nil && scopeMarked && !isMarked(v) {
-		v = markedValue{v}
-	}
-	return v, isHeld, inv, err
+	v, isHeld, mark, inv, err = d.evaluateIn(nd, input, scope, holding, scopeMarked, b)
+	return v, isHeld, mark || (inv == nil && scopeMarked), inv, err
 }
-
-// markedValue wraps a node's value that may hold the empty marker, on its
-// way from evaluate to Schedule.
-type markedValue struct{ v any }
-
-func isMarked(v any) bool { _, ok := v.(markedValue); return ok }
 
 // evaluateIn computes the node from its scope; scopeMarked says the
 // scope may hold the empty marker, which leaves with the task's argument
-// and the stylesheet's input as JSON.
-func (d *DAG) evaluateIn(nd *node, input, scope any, holding, scopeMarked bool, b *query.Budget) (v any, isHeld bool, inv *Invocation, err error) {
+// and the stylesheet's input as JSON. mark says a query left the marker
+// in what it built.
+func (d *DAG) evaluateIn(nd *node, input, scope any, holding, scopeMarked bool, b *query.Budget) (v any, isHeld, mark bool, inv *Invocation, err error) {
 	within := func(q *query.Query) query.Evaluator {
 		ev := q.Within(b)
 		if holding {
@@ -283,16 +274,14 @@ func (d *DAG) evaluateIn(nd *node, input, scope any, holding, scopeMarked bool, 
 	case KindOutput:
 		v, isHeld = scope, holding
 	case KindQuery:
-		res, ok, mark, err := within(nd.query).EvalMarked(scope, nil)
+		res, ok, marks, err := within(nd.query).EvalMarked(scope, nil)
 		if err != nil {
-			return nil, false, nil, d.failed(nd, err.Error(), err)
+			return nil, false, false, nil, d.failed(nd, err.Error(), err)
 		}
 		if ok {
 			v, isHeld = res, value.HasObject(res)
 		}
-		if mark {
-			v = markedValue{v}
-		}
+		mark = marks
 	case KindJSLT:
 		if scopeMarked {
 			// a stylesheet reads plain JSON
@@ -300,7 +289,7 @@ func (d *DAG) evaluateIn(nd *node, input, scope any, holding, scopeMarked bool, 
 		}
 		res, ok, err := nd.jslt.TransformOrdered(b, scope, nil, holding)
 		if err != nil {
-			return nil, false, nil, d.failed(nd, err.Error(), err)
+			return nil, false, false, nil, d.failed(nd, err.Error(), err)
 		}
 		if ok {
 			v, isHeld = res, value.HasObject(res)
@@ -312,7 +301,7 @@ func (d *DAG) evaluateIn(nd *node, input, scope any, holding, scopeMarked bool, 
 			// (objects built at run time in insertion order)
 			res, ok, err := within(nd.with).EvalOrdered(scope, nil)
 			if err != nil {
-				return nil, false, nil, d.failed(nd, err.Error(), err)
+				return nil, false, false, nil, d.failed(nd, err.Error(), err)
 			}
 			if ok {
 				with = res
@@ -322,12 +311,12 @@ func (d *DAG) evaluateIn(nd *node, input, scope any, holding, scopeMarked bool, 
 			// the handler's argument leaves the engine as JSON
 			scope = query.Unmark(scope)
 		}
-		return nil, false, &Invocation{
+		return nil, false, false, &Invocation{
 			Node: nd.ID, Task: nd.Task, Version: nd.Version,
 			Arg: map[string]any{"with": with, "input": scope},
 		}, nil
 	}
-	return v, isHeld, nil, nil
+	return v, isHeld, mark, nil, nil
 }
 
 // CheckTaskResult returns the reference's JF2008 when the task node id
