@@ -1,6 +1,10 @@
 package query
 
-import "github.com/jetflow/jetflow/engine/value"
+import (
+	"maps"
+
+	"github.com/jetflow/jetflow/engine/value"
+)
 
 // The reference's empty marker. The reference compiler gives every
 // expression a static cardinality and trusts an expression it deems one
@@ -103,10 +107,7 @@ func unmarked(v any) (y any, changed bool) {
 				continue
 			}
 			if out == nil {
-				out = make(map[string]any, len(x))
-				for k, e := range x {
-					out[k] = e
-				}
+				out = maps.Clone(x)
 			}
 			if isEmpty(e) {
 				delete(out, k)
