@@ -331,12 +331,17 @@ type member struct {
 // value evaluates the member; ok is false when it is empty, which leaves
 // the member out, unless it is the marker.
 func (m member) value(f *frame) (any, bool) {
-	v := m.get(f)
-	if m.one && isEmpty(v) {
+	return oneMemberValue(f, m.get(f), m.one, m.name, m.path)
+}
+
+// oneMemberValue is memberValue where a member deemed one item (one)
+// that evaluates empty holds the marker as its value (one.go).
+func oneMemberValue(f *frame, v any, one bool, name, path string) (any, bool) {
+	if one && isEmpty(v) {
 		f.marked = true
 		return v, true
 	}
-	return memberValue(v, m.name, m.path)
+	return memberValue(v, name, path)
 }
 
 // memberValue checks the value v of member name of a constructor: ok is
@@ -510,12 +515,7 @@ func (p pair) member(f *frame) (string, any, bool) {
 	if !ok {
 		throw(fault.JQ2004, "a $map key must evaluate to a single string, got "+describe(kv), p.keyPath)
 	}
-	v := p.val(f)
-	if p.one && isEmpty(v) {
-		f.marked = true
-		return k, v, true
-	}
-	v, ok = memberValue(v, k, p.valPath)
+	v, ok := oneMemberValue(f, p.val(f), p.one, k, p.valPath)
 	return k, v, ok
 }
 
