@@ -2,6 +2,7 @@ package integration
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -27,7 +28,19 @@ func (e *env) objects(t testing.TB, runID string) []string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	infos, err := obs.List(e.ctx)
+	// A listing that begins while a removal purges the bucket's last
+	// objects waits for ever for an info the purge took (nats.go's List
+	// found the bucket not empty, then its watcher gets nothing): each
+	// try gets its own deadline, and one that runs out is tried again.
+	var infos []*jetstream.ObjectInfo
+	for {
+		ctx, cancel := context.WithTimeout(e.ctx, 5*time.Second)
+		infos, err = obs.List(ctx)
+		cancel()
+		if !errors.Is(err, context.DeadlineExceeded) || e.ctx.Err() != nil {
+			break
+		}
+	}
 	if errors.Is(err, jetstream.ErrNoObjectsFound) {
 		return nil
 	}
