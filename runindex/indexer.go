@@ -213,7 +213,7 @@ func (x *Indexer) consume(ctx context.Context) error {
 			for {
 				select {
 				case m := <-lanes[i]:
-					w.handle(ctx, m)
+					w.handle(ctx, m, w.parse(m))
 				case <-quit:
 					return
 				}

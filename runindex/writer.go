@@ -57,6 +57,12 @@ type writer struct {
 	// inbox its replies go to, unread.
 	purgeAPI, discard string
 	sub               *nats.Subscription
+	// serial has a change's messages written one after the other: a
+	// replicated stream refuses a message that checks a subject's last
+	// sequence while another such check of it is in flight (10164,
+	// "wrong last sequence"), and every message of a change checks the
+	// head's, so sent at once all but the first were refused, every time.
+	serial bool
 }
 
 // close ends what newWriter began.
@@ -103,7 +109,10 @@ func newWriter(ctx context.Context, js jetstream.JetStream, cfg Config) (*writer
 	if err != nil {
 		return nil, fmt.Errorf("runindex: bind index stream %q (run Provision): %w", n.IndexStream(), err)
 	}
-	w := &writer{js: js, cfg: cfg, names: n, index: s, search: cfg.Search, log: cfg.Logger, heads: newHeadCache(headCacheSize)}
+	w := &writer{
+		js: js, cfg: cfg, names: n, index: s, search: cfg.Search, log: cfg.Logger, heads: newHeadCache(headCacheSize),
+		serial: s.CachedInfo().Config.Replicas > 1,
+	}
 	w.purgeAPI = n.API("STREAM.PURGE", n.IndexStream())
 	nc := js.Conn()
 	w.discard = nc.NewRespInbox()
@@ -178,21 +187,31 @@ func RegistrySearch(reg registry.Reader, timeout time.Duration) SearchFunc {
 
 // handle indexes one change of the run bucket and acknowledges it, or
 // hands it back for a later delivery.
-func (w *writer) handle(ctx context.Context, m jetstream.Msg) {
+// parse reads the change m carries; a message without JetStream
+// metadata is no change (nil).
+func (w *writer) parse(m jetstream.Msg) *change {
 	meta, err := m.Metadata()
 	if err != nil {
+		return nil
+	}
+	run := strings.TrimPrefix(m.Subject(), w.names.KVKeyPrefix(w.names.RunBucket()))
+	return &change{run: run, data: m.Data(), rev: meta.Sequence.Stream, at: meta.Timestamp, deleted: isDeletion(m.Headers())}
+}
+
+// handle indexes c, the change m carries (nil: none), and acknowledges m,
+// or has it delivered again when the index could not be written.
+func (w *writer) handle(ctx context.Context, m jetstream.Msg, c *change) {
+	if c == nil {
 		_ = m.Term()
 		return
 	}
-	run := strings.TrimPrefix(m.Subject(), w.names.KVKeyPrefix(w.names.RunBucket()))
-	c := change{run: run, data: m.Data(), rev: meta.Sequence.Stream, at: meta.Timestamp, deleted: isDeletion(m.Headers())}
-	log := w.log.With(slog.String("run_id", run))
-	if err := subjects.CheckRunID(run); err != nil {
+	log := w.log.With(slog.String("run_id", c.run))
+	if err := subjects.CheckRunID(c.run); err != nil {
 		log.Warn("runindex: a run bucket key that is no run id; not indexed", slog.Any("error", err))
 		_ = m.Ack()
 		return
 	}
-	err = w.index1(ctx, c)
+	err := w.index1(ctx, *c)
 	var bad *unindexable
 	switch {
 	case errors.As(err, &bad):
@@ -354,6 +373,22 @@ func (w *writer) write(ctx context.Context, c change, e *wire.IndexEntry, hd *wi
 	ctx, cancel := context.WithTimeout(ctx, w.cfg.OpTimeout)
 	defer cancel()
 	var acks []jetstream.PubAckFuture
+	var seq uint64
+	// send publishes one message; a serial writer waits for its ack.
+	send := func(subj string, body []byte, opts []jetstream.PublishOpt) error {
+		f, err := w.js.PublishAsync(subj, body, opts...)
+		if err != nil {
+			return w.writeErr(c.run, subj, err)
+		}
+		if !w.serial {
+			acks = append(acks, f)
+			return nil
+		}
+		if seq, err = awaitAck(ctx, f); err != nil {
+			return w.writeErr(c.run, subj, err)
+		}
+		return nil
+	}
 	if e != nil {
 		body, err := json.Marshal(e)
 		if err != nil {
@@ -366,11 +401,9 @@ func (w *writer) write(ctx context.Context, c change, e *wire.IndexEntry, hd *wi
 			opts = append(opts, jetstream.WithMsgTTL(ttl))
 		}
 		for _, s := range Subjects(w.names, c.run, hd) {
-			f, err := w.js.PublishAsync(s, body, opts...)
-			if err != nil {
-				return 0, fmt.Errorf("runindex: index run %s on %q: %w", c.run, s, err)
+			if err := send(s, body, opts); err != nil {
+				return 0, err
 			}
-			acks = append(acks, f)
 		}
 	}
 	body, err := json.Marshal(hd)
@@ -381,26 +414,35 @@ func (w *writer) write(ctx context.Context, c change, e *wire.IndexEntry, hd *wi
 	if c.deleted {
 		opts = append(opts, jetstream.WithMsgTTL(deletedHeadTTL))
 	}
-	f, err := w.js.PublishAsync(w.names.IndexHead(c.run), body, opts...)
-	if err != nil {
-		return 0, fmt.Errorf("runindex: write the head of run %s: %w", c.run, err)
+	if err := send(w.names.IndexHead(c.run), body, opts); err != nil {
+		return 0, err
 	}
-	acks = append(acks, f)
-	var seq uint64
-	for i, f := range acks {
-		select {
-		case ack := <-f.Ok():
-			seq = ack.Sequence
-		case err := <-f.Err():
-			if i == len(acks)-1 {
-				return 0, fmt.Errorf("runindex: write the head of run %s: %w", c.run, err)
-			}
-			return 0, fmt.Errorf("runindex: index run %s on %q: %w", c.run, f.Msg().Subject, err)
-		case <-ctx.Done():
-			return 0, fmt.Errorf("runindex: index run %s: %w", c.run, ctx.Err())
+	for _, f := range acks {
+		if seq, err = awaitAck(ctx, f); err != nil {
+			return 0, w.writeErr(c.run, f.Msg().Subject, err)
 		}
 	}
 	return seq, nil
+}
+
+// writeErr says which of run's index messages, on subj, was not written.
+func (w *writer) writeErr(run, subj string, err error) error {
+	if subj == w.names.IndexHead(run) {
+		return fmt.Errorf("runindex: write the head of run %s: %w", run, err)
+	}
+	return fmt.Errorf("runindex: index run %s on %q: %w", run, subj, err)
+}
+
+// awaitAck waits for the ack of f and returns its sequence.
+func awaitAck(ctx context.Context, f jetstream.PubAckFuture) (uint64, error) {
+	select {
+	case ack := <-f.Ok():
+		return ack.Sequence, nil
+	case err := <-f.Err():
+		return 0, err
+	case <-ctx.Done():
+		return 0, ctx.Err()
+	}
 }
 
 // clean asks the server to purge the subjects of stale that keep is
