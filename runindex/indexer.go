@@ -52,6 +52,17 @@ type Config struct {
 	// MaxAckPending caps the changes delivered and not yet indexed,
 	// across dispatchers. Default 1000.
 	MaxAckPending int
+	// Settle is how long a change waits, from its write, before it is
+	// indexed. A later change of the same run that comes meanwhile
+	// replaces it unindexed, so a run whose record is written several
+	// times within Settle (a start and its result, a fan-out's results)
+	// is indexed once, in its latest state. Each lane holds at most
+	// maxHeld changes; past that the consumer pulls nothing more and the
+	// server drops replaced changes undelivered, as it does for an
+	// indexer that is behind. A listing that waits for its caller's own
+	// writes (client.ListOptions.Wait) waits up to about Settle longer.
+	// Default 250ms; negative indexes each change at once.
+	Settle time.Duration
 	// Poll is how often an index that is not provisioned is looked for
 	// again. Default 10s.
 	Poll time.Duration
@@ -82,6 +93,9 @@ func (c Config) WithDefaults() Config {
 	}
 	if c.MaxAckPending <= 0 {
 		c.MaxAckPending = 1000
+	}
+	if c.Settle == 0 {
+		c.Settle = 250 * time.Millisecond
 	}
 	if c.Poll <= 0 {
 		c.Poll = 10 * time.Second
@@ -209,16 +223,8 @@ func (x *Indexer) consume(ctx context.Context) error {
 	var workers sync.WaitGroup
 	for i := range lanes {
 		lanes[i] = make(chan jetstream.Msg)
-		workers.Go(func() {
-			for {
-				select {
-				case m := <-lanes[i]:
-					w.handle(ctx, m, w.parse(m))
-				case <-quit:
-					return
-				}
-			}
-		})
+		l := &lane{w: w, in: lanes[i], settle: x.cfg.Settle, clock: x.cfg.Clock}
+		workers.Go(func() { l.run(ctx, quit) })
 	}
 	defer func() {
 		close(quit)
