@@ -72,6 +72,7 @@ func TestIndexCPU(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		writes0, delivered0 := indexWork(ctx, t, js, names)
 		cpu0 := cpuTime()
 		if err := d.Start(ctx); err != nil {
 			t.Fatal(err)
@@ -111,6 +112,11 @@ func TestIndexCPU(t *testing.T) {
 		}
 		perRun[on] = append(perRun[on], cpu/time.Duration(n))
 		t.Logf("round %d, indexer on %v: %s CPU per run", round, on, (cpu / time.Duration(n)).Round(time.Microsecond))
+		if on {
+			writes, delivered := indexWork(ctx, t, js, names)
+			t.Logf("round %d: %.2f index messages stored and %.2f record changes delivered to the indexer per run",
+				round, float64(writes-writes0)/float64(n), float64(delivered-delivered0)/float64(n))
+		}
 	}
 	avg := func(ds []time.Duration) time.Duration {
 		var s time.Duration
@@ -121,6 +127,24 @@ func TestIndexCPU(t *testing.T) {
 	}
 	t.Logf("CPU per run: indexer off %s, on %s: the index costs %s per run (3 record writes)",
 		avg(perRun[false]).Round(time.Microsecond), avg(perRun[true]).Round(time.Microsecond), (avg(perRun[true]) - avg(perRun[false])).Round(time.Microsecond))
+}
+
+// indexWork is the index stream's last sequence and the record changes
+// delivered to the indexers so far.
+func indexWork(ctx context.Context, t *testing.T, js jetstream.JetStream, names subjects.Names) (writes, delivered uint64) {
+	t.Helper()
+	s, err := js.Stream(ctx, names.IndexStream())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cons, err := js.Consumer(ctx, names.KVStream(names.RunBucket()), names.IndexerConsumer())
+	if errors.Is(err, jetstream.ErrConsumerNotFound) {
+		return s.CachedInfo().State.LastSeq, 0
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s.CachedInfo().State.LastSeq, cons.CachedInfo().Delivered.Consumer
 }
 
 // caughtUp waits until the index lists want done runs.
