@@ -45,16 +45,18 @@ func figuresOf(raw []RawOp) rawFigures {
 // that needs ops, and how close measured (runs per second) comes.
 //
 // The rate bound adds each operation's cost at saturation, because on one
-// machine every operation competes for the same cores. The latency floor
+// machine every operation competes for the same cores; it counts those
+// off the run's path too (the timer stream's, the run index's), which
+// take the same cores. The latency floor
 // sequences a raw publish-consume hop per delivery, a raw publish per
 // publish nobody consumes (timer schedules), and a raw write per KV
 // write; parallel branches overlap in reality, so for fan-out it is an
 // overestimate of the floor.
 func boundOf(ops Ops, raw []RawOp, measured float64) Bound {
 	f := figuresOf(raw)
-	perRun := (ops.InputPublishes+ops.TaskPublishes)*f.publish +
+	perRun := ops.publishes()*f.publish +
 		ops.KVCreates*f.create + ops.KVUpdates*f.update +
-		ops.Dispatched*f.consume + ops.Served*f.consumeWQ
+		(ops.Dispatched+ops.Indexed)*f.consume + ops.Served*f.consumeWQ
 	var b Bound
 	if perRun > 0 {
 		b.RunsPerSec = 1 / perRun

@@ -61,12 +61,12 @@ func (r *Report) Markdown(w io.Writer) error {
 		})
 
 	b.WriteString("### Durable operations per run\n\n")
-	table(&b, []string{"setup", "scenario", "input pubs", "task pubs", "KV creates", "KV updates", "to dispatchers", "to workers", "all durable", "API requests", "msgs sent by dispatchers / workers", "CAS conflicts", "redeliveries", "CPU ms/run by role", "others' load, cores"},
+	table(&b, []string{"setup", "scenario", "input pubs", "task pubs", "KV creates", "KV updates", "timer pubs", "index pubs", "to dispatchers", "to workers", "to indexers", "all durable", "API requests", "msgs sent by dispatchers / workers", "CAS conflicts", "redeliveries", "CPU ms/run by role", "others' load, cores"},
 		func(row func(...string)) {
 			r.eachRun(func(s SetupReport, sc ScenarioReport) {
 				o := sc.Ops
 				row(s.Setup, string(sc.Scenario), f2(o.InputPublishes), f2(o.TaskPublishes), f2(o.KVCreates), f2(o.KVUpdates),
-					f2(o.Dispatched), f2(o.Served), f2(o.Durable()), f2(o.APIRequests), f2(o.DispatcherMsgs)+" / "+f2(o.WorkerMsgs), f2(sc.Conflicts), f2(sc.Redeliveries), roles(sc.CPUByRole), f2(sc.OtherCores))
+					f2(o.TimerPublishes), f2(o.IndexPublishes), f2(o.Dispatched), f2(o.Served), f2(o.Indexed), f2(o.Durable()), f2(o.APIRequests), f2(o.DispatcherMsgs)+" / "+f2(o.WorkerMsgs), f2(sc.Conflicts), f2(sc.Redeliveries), roles(sc.CPUByRole), f2(sc.OtherCores))
 			})
 		})
 

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -14,9 +15,14 @@ type counts struct {
 	inputSeq, inputBytes uint64
 	taskSeq, taskBytes   uint64
 	kvSeq, kvBytes       uint64
+	// timerSeq and indexSeq count what the dispatchers store besides the
+	// record and the invocations: timer schedules and disarms, retention's
+	// due entries, the run index's entries and heads.
+	timerSeq, indexSeq uint64
 	// dispatched and served count deliveries to the dispatchers and to
-	// the workers, redeliveries included.
-	dispatched, served uint64
+	// the workers, redeliveries included; indexed, the record changes
+	// delivered to the dispatchers' indexers.
+	dispatched, served, indexed uint64
 	// pending is what the consumers have not delivered or not seen
 	// acknowledged yet.
 	pending int
@@ -36,6 +42,8 @@ func (d *driver) observe(ctx context.Context) (counts, error) {
 		{n.InputStream(), &c.inputSeq, &c.inputBytes},
 		{n.TaskStream(), &c.taskSeq, &c.taskBytes},
 		{n.KVStream(n.RunBucket()), &c.kvSeq, &c.kvBytes},
+		{n.TimerStream(), &c.timerSeq, nil},
+		{n.IndexStream(), &c.indexSeq, nil},
 	} {
 		st, err := d.js.Stream(ctx, s.name)
 		if err != nil {
@@ -45,7 +53,10 @@ func (d *driver) observe(ctx context.Context) (counts, error) {
 		if err != nil {
 			return c, fmt.Errorf("bench: stream %s: %w", s.name, err)
 		}
-		*s.seq, *s.nbytes = info.State.LastSeq, info.State.Bytes
+		*s.seq = info.State.LastSeq
+		if s.nbytes != nil {
+			*s.nbytes = info.State.Bytes
+		}
 	}
 	// The dispatchers' consumers: the shared one, or one per partition.
 	in, err := d.js.Stream(ctx, n.InputStream())
@@ -70,8 +81,12 @@ func (d *driver) observe(ctx context.Context) (counts, error) {
 	for _, name := range dispatchers {
 		consumers = append(consumers, consumer{n.InputStream(), name, &c.dispatched})
 	}
+	consumers = append(consumers, consumer{n.KVStream(n.RunBucket()), n.IndexerConsumer(), &c.indexed})
 	for _, cn := range consumers {
 		info, err := consumerInfo(ctx, d.js, cn.stream, cn.consumer)
+		if errors.Is(err, jetstream.ErrConsumerNotFound) && cn.delivered == &c.indexed {
+			continue // no indexer (--index=false), or not made yet
+		}
 		if err != nil {
 			return c, err
 		}
@@ -127,6 +142,9 @@ func opsPerRun(a, b counts, runs, starts int) Ops {
 	o := Ops{
 		InputPublishes: per(a.inputSeq, b.inputSeq),
 		TaskPublishes:  per(a.taskSeq, b.taskSeq),
+		TimerPublishes: per(a.timerSeq, b.timerSeq),
+		IndexPublishes: per(a.indexSeq, b.indexSeq),
+		Indexed:        per(a.indexed, b.indexed),
 		KVCreates:      float64(starts) / float64(runs),
 		Dispatched:     per(a.dispatched, b.dispatched),
 		Served:         per(a.served, b.served),

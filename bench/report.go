@@ -128,9 +128,16 @@ type Ops struct {
 	TaskPublishes  float64 `json:"task_publishes"`
 	KVCreates      float64 `json:"kv_creates"`
 	KVUpdates      float64 `json:"kv_updates"`
-	// Dispatched and Served are deliveries to dispatchers and workers.
+	// TimerPublishes are the timer stream's writes (attempt deadlines
+	// armed and disarmed, timers, retention's due entries); IndexPublishes
+	// the run index's (entries and heads).
+	TimerPublishes float64 `json:"timer_publishes"`
+	IndexPublishes float64 `json:"index_publishes"`
+	// Dispatched and Served are deliveries to dispatchers and workers;
+	// Indexed, record changes delivered to the dispatchers' indexers.
 	Dispatched float64 `json:"dispatched"`
 	Served     float64 `json:"served"`
+	Indexed    float64 `json:"indexed"`
 	// APIRequests are JetStream API requests (consumer and stream info,
 	// purges; not publishes or deliveries).
 	APIRequests float64 `json:"api_requests"`
@@ -148,8 +155,14 @@ type Ops struct {
 // Durable is the number of durable operations: publishes, KV writes and
 // deliveries.
 func (o Ops) Durable() float64 {
-	return o.InputPublishes + o.TaskPublishes + o.KVCreates + o.KVUpdates + o.Dispatched + o.Served
+	return o.publishes() + o.KVCreates + o.KVUpdates + o.deliveries()
 }
+
+func (o Ops) publishes() float64 {
+	return o.InputPublishes + o.TaskPublishes + o.TimerPublishes + o.IndexPublishes
+}
+
+func (o Ops) deliveries() float64 { return o.Dispatched + o.Served + o.Indexed }
 
 // Bound is the best a scenario could do with the raw operations it needs.
 type Bound struct {
