@@ -12,7 +12,7 @@ import (
 // maxHeld bounds the changes one lane holds waiting to be due.
 const maxHeld = 32
 
-// held is a change a lane waits on until it is due.
+// held is a change a lane waits on until it is due (c is never nil).
 type held struct {
 	m   jetstream.Msg
 	c   *change
@@ -62,13 +62,11 @@ func (l *lane) run(ctx context.Context, quit <-chan struct{}) {
 			}
 			queue[0] = held{}
 			queue = queue[1:]
-			if h.c != nil && newest[h.c.run] != h.c.rev {
+			if newest[h.c.run] != h.c.rev {
 				_ = h.m.Ack() // replaced by a later change, queued behind it
 				continue
 			}
-			if h.c != nil {
-				delete(newest, h.c.run)
-			}
+			delete(newest, h.c.run)
 			l.w.handle(ctx, h.m, h.c)
 		}
 		in := l.in
