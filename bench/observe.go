@@ -76,16 +76,18 @@ func (d *driver) observe(ctx context.Context) (counts, error) {
 	type consumer struct {
 		stream, consumer string
 		delivered        *uint64
+		optional         bool // absent is none delivered
 	}
-	consumers := []consumer{{n.TaskStream(), n.TaskConsumer(echoTask, echoVersion), &c.served}}
+	consumers := []consumer{{stream: n.TaskStream(), consumer: n.TaskConsumer(echoTask, echoVersion), delivered: &c.served}}
 	for _, name := range dispatchers {
-		consumers = append(consumers, consumer{n.InputStream(), name, &c.dispatched})
+		consumers = append(consumers, consumer{stream: n.InputStream(), consumer: name, delivered: &c.dispatched})
 	}
-	consumers = append(consumers, consumer{n.KVStream(n.RunBucket()), n.IndexerConsumer(), &c.indexed})
+	// No indexer with --index=false, nor before a dispatcher made it.
+	consumers = append(consumers, consumer{stream: n.KVStream(n.RunBucket()), consumer: n.IndexerConsumer(), delivered: &c.indexed, optional: true})
 	for _, cn := range consumers {
 		info, err := consumerInfo(ctx, d.js, cn.stream, cn.consumer)
-		if errors.Is(err, jetstream.ErrConsumerNotFound) && cn.delivered == &c.indexed {
-			continue // no indexer (--index=false), or not made yet
+		if cn.optional && errors.Is(err, jetstream.ErrConsumerNotFound) {
+			continue
 		}
 		if err != nil {
 			return c, err

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"strings"
 	"testing"
 	"time"
 
@@ -11,7 +12,6 @@ import (
 	"github.com/jetflow/jetflow/natstest"
 	"github.com/jetflow/jetflow/provision"
 	"github.com/jetflow/jetflow/subjects"
-	"github.com/jetflow/jetflow/wire"
 )
 
 // TestIndexOnAClusterOfThree: with three replicas, a clustered stream
@@ -54,18 +54,18 @@ func TestIndexOnAClusterOfThree(t *testing.T) {
 		t.Fatal(err)
 	}
 	natstest.WaitFor(t, time.Minute, "every run listed at its latest record", func() error {
-		page, err := cl.ListRuns(ctx, client.ListOptions{Filter: wire.RunFilter{Status: wire.StatusRemoved}, Limit: 100, Wait: -1})
+		listed, err := removedRuns(ctx, cl)
 		if err != nil {
 			return err
 		}
 		n := 0
-		for _, r := range page.Runs {
-			if r.Status.Workflow == "wf-b" {
+		for _, r := range listed {
+			if strings.HasSuffix(r, "@wf-b") {
 				n++
 			}
 		}
 		if n != runs {
-			return fmt.Errorf("%d of %d runs listed at wf-b (%d listed)", n, runs, len(page.Runs))
+			return fmt.Errorf("%d of %d runs listed at wf-b (%d listed)", n, runs, len(listed))
 		}
 		return nil
 	})

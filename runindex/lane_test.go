@@ -10,7 +10,6 @@ import (
 
 	"github.com/jetflow/jetflow/client"
 	"github.com/jetflow/jetflow/natstest"
-	"github.com/jetflow/jetflow/wire"
 )
 
 // TestChangesWithinSettleAreIndexedOnce: a run written twice within
@@ -49,12 +48,12 @@ func TestChangesWithinSettleAreIndexedOnce(t *testing.T) {
 			listed := func(wf string) {
 				t.Helper()
 				natstest.WaitFor(t, 30*time.Second, "r1 listed at "+wf, func() error {
-					page, err := c.ListRuns(ctx, client.ListOptions{Filter: wire.RunFilter{Status: wire.StatusRemoved}, Wait: -1})
+					runs, err := removedRuns(ctx, c)
 					if err != nil {
 						return err
 					}
-					if len(page.Runs) != 1 || page.Runs[0].Status.Workflow != wf {
-						return fmt.Errorf("listed %+v", page.Runs)
+					if len(runs) != 1 || runs[0] != "r1@"+wf {
+						return fmt.Errorf("listed %q", runs)
 					}
 					return nil
 				})

@@ -25,6 +25,20 @@ func tombstone(r, wf string) []byte {
 	return fmt.Appendf(nil, `{"removed":{"run":%q,"at":1,"workflow":%q,"revision":"1","status":"done","settled":1,"until":2}}`, r, wf)
 }
 
+// removedRuns lists the removed runs as run@workflow, without waiting
+// for the index to catch up.
+func removedRuns(ctx context.Context, c *client.Client) ([]string, error) {
+	page, err := c.ListRuns(ctx, client.ListOptions{Filter: wire.RunFilter{Status: wire.StatusRemoved}, Limit: 100, Wait: -1})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]string, 0, len(page.Runs))
+	for _, r := range page.Runs {
+		out = append(out, r.Status.Run+"@"+r.Status.Workflow)
+	}
+	return out, nil
+}
+
 // TestWriterKeepsTheLatestRevision drives the writer with changes out of
 // order, from two writers that know different heads, and with an entry a
 // crash left behind: the listing shows the latest revision only.
@@ -38,15 +52,11 @@ func TestWriterKeepsTheLatestRevision(t *testing.T) {
 	}
 	listed := func() string {
 		t.Helper()
-		page, err := c.ListRuns(ctx, client.ListOptions{Filter: wire.RunFilter{Status: wire.StatusRemoved}, Wait: -1})
+		runs, err := removedRuns(ctx, c)
 		if err != nil {
 			t.Fatal(err)
 		}
-		var out []string
-		for _, r := range page.Runs {
-			out = append(out, r.Status.Run+"@"+r.Status.Workflow)
-		}
-		return strings.Join(out, " ")
+		return strings.Join(runs, " ")
 	}
 	kv, err := js.KeyValue(ctx, names.RunBucket())
 	if err != nil {
