@@ -44,7 +44,7 @@ function runOp(chart, op, current) {
   throw new Error(`unknown op ${op.op}`);
 }
 
-function runCase(c) {
+export function runCase(c) {
   let doc = c.chart;
   if (c.workflow !== undefined) doc = lowerWorkflow(c.workflow).fsm;
   const golden = { name: c.name, chart: doc, options: c.options ?? {}, ops: c.ops ?? [] };

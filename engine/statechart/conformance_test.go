@@ -2,6 +2,7 @@ package statechart
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -91,6 +92,23 @@ func TestConformance(t *testing.T) {
 }
 
 func runGoldenCase(t *testing.T, c map[string]any) {
+	t.Helper()
+	for _, d := range compareGolden(c) {
+		t.Error(d.msg)
+	}
+}
+
+// difference is one way jetflow's outcome of a case differs from the
+// reference's: class names what differs (the operation and the member or
+// error part), msg says how.
+type difference struct {
+	class, msg string
+}
+
+// compareGolden runs a golden case (a case with the reference's compile and
+// results members) through jetflow and returns where the outcomes differ.
+// TestConformance and TestDifferential both judge with it.
+func compareGolden(c map[string]any) []difference {
 	opts := Options{}
 	if o, ok := c["options"].(map[string]any); ok {
 		if n, ok := o["maxMicrosteps"].(float64); ok {
@@ -100,14 +118,14 @@ func runGoldenCase(t *testing.T, c map[string]any) {
 	chart, err := CompileWith(c["chart"], opts)
 	compile := c["compile"].(map[string]any)
 	if want, failed := compile["error"].(map[string]any); failed {
-		checkError(t, "compile", err, want)
-		return
+		return errorDiff("compile", err, want)
 	}
 	if err != nil {
-		t.Fatalf("compile: %v", err)
+		return []difference{{"compile unexpected error", fmt.Sprintf("compile: %v", err)}}
 	}
-	if got, want := canon(t, stringsValue(chart.States())), canon(t, compile["states"]); got != want {
-		t.Errorf("states = %s, want %s", got, want)
+	var out []difference
+	if got, want := mustCanon(stringsValue(chart.States())), mustCanon(compile["states"]); got != want {
+		out = append(out, difference{"compile states", fmt.Sprintf("states = %s, want %s", got, want)})
 	}
 	var current any
 	results := c["results"].([]any)
@@ -115,21 +133,65 @@ func runGoldenCase(t *testing.T, c map[string]any) {
 		op := rawOp.(map[string]any)
 		got, next, err := runGoldenOp(chart, op, current)
 		want := results[i].(map[string]any)
+		name, _ := op["op"].(string)
 		if e, failed := want["error"].(map[string]any); failed {
-			checkError(t, opName(i, op), err, e)
+			for _, d := range errorDiff(opName(i, op), err, e) {
+				d.class = name + strings.TrimPrefix(d.class, opName(i, op))
+				out = append(out, d)
+			}
 			continue
 		}
 		if err != nil {
-			t.Errorf("%s: unexpected error %v, want %s", opName(i, op), err, canon(t, want))
+			out = append(out, difference{
+				name + " unexpected error",
+				fmt.Sprintf("%s: unexpected error %v, want %s", opName(i, op), err, mustCanon(want)),
+			})
 			continue
 		}
 		if next != nil {
 			current = *next
 		}
-		if g, w := canon(t, got), canon(t, want); g != w {
-			t.Errorf("%s:\n got %s\nwant %s", opName(i, op), g, w)
+		if g, w := mustCanon(got), mustCanon(want); g != w {
+			out = append(out, difference{
+				name + " " + firstDifference(got, want, ""),
+				fmt.Sprintf("%s:\n got %s\nwant %s", opName(i, op), g, w),
+			})
 		}
 	}
+	return out
+}
+
+// firstDifference is the JSON Pointer of the first member where got and
+// want differ, with array indices written as "*" so that it names a class.
+func firstDifference(got, want any, at string) string {
+	switch w := want.(type) {
+	case map[string]any:
+		g, ok := got.(map[string]any)
+		if !ok {
+			return at
+		}
+		for _, k := range value.Keys(w) {
+			if mustCanon(g[k]) != mustCanon(w[k]) {
+				return firstDifference(g[k], w[k], at+"/"+k)
+			}
+		}
+		for _, k := range value.Keys(g) {
+			if _, ok := w[k]; !ok {
+				return at + "/" + k
+			}
+		}
+	case []any:
+		g, ok := got.([]any)
+		if !ok || len(g) != len(w) {
+			return at
+		}
+		for i := range w {
+			if mustCanon(g[i]) != mustCanon(w[i]) {
+				return firstDifference(g[i], w[i], at+"/*")
+			}
+		}
+	}
+	return at
 }
 
 func opName(i int, op map[string]any) string {
@@ -211,36 +273,48 @@ func goldenNumber(v any) (float64, bool) {
 	return 0, false
 }
 
-// checkError compares an error with the reference's {code, message,
+// errorDiff compares an error with the reference's {code, message,
 // docPath?}; a null code is a non-coded error (a TypeError in JS).
-func checkError(t *testing.T, what string, err error, want map[string]any) {
-	t.Helper()
+func errorDiff(what string, err error, want map[string]any) []difference {
 	if err == nil {
-		t.Errorf("%s: no error, want %v", what, want)
-		return
+		return []difference{{what + " no error", fmt.Sprintf("%s: no error, want %v", what, want)}}
 	}
 	code, _ := want["code"].(string)
 	var fe *fault.Error
 	if !errors.As(err, &fe) {
 		if code != "" {
-			t.Errorf("%s: error %v is not coded, want %s", what, err, code)
+			return []difference{{what + " error not coded", fmt.Sprintf("%s: error %v is not coded, want %s", what, err, code)}}
 		}
-		return
+		return nil
 	}
-	if string(fe.Code) != code || fe.Error() != want["message"] {
-		t.Errorf("%s: error %q (%s), want %q (%s)", what, fe.Error(), fe.Code, want["message"], code)
+	var out []difference
+	switch {
+	case string(fe.Code) != code:
+		out = append(out, difference{
+			what + " error code " + code,
+			fmt.Sprintf("%s: error %q (%s), want %q (%s)", what, fe.Error(), fe.Code, want["message"], code),
+		})
+	case fe.Error() != want["message"]:
+		out = append(out, difference{
+			what + " error message " + code,
+			fmt.Sprintf("%s: error %q (%s), want %q (%s)", what, fe.Error(), fe.Code, want["message"], code),
+		})
 	}
 	path, hasPath := want["docPath"].(string)
 	if fe.HasPath != hasPath || fe.Path != path {
-		t.Errorf("%s: path %q (%v), want %q (%v)", what, fe.Path, fe.HasPath, path, hasPath)
+		out = append(out, difference{
+			what + " error path " + code,
+			fmt.Sprintf("%s: path %q (%v), want %q (%v)", what, fe.Path, fe.HasPath, path, hasPath),
+		})
 	}
+	return out
 }
 
-func canon(t *testing.T, v any) string {
-	t.Helper()
+// mustCanon is a value's canonical text, or a note that it has none.
+func mustCanon(v any) string {
 	s, err := value.Canonical(v)
 	if err != nil {
-		t.Fatalf("canonical: %v", err)
+		return "<not JSON: " + err.Error() + ">"
 	}
 	return s
 }
