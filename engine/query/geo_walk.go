@@ -3,7 +3,6 @@ package query
 import (
 	"math"
 	"strconv"
-	"strings"
 	"unicode/utf16"
 
 	"github.com/jetflow/jetflow/engine/value"
@@ -202,118 +201,18 @@ func coord(p any, i int) float64 {
 	switch x := p.(type) {
 	case []any:
 		if i < len(x) {
-			return jsNumber(x[i])
+			return value.ToNumber(x[i])
 		}
 	case string:
 		if l := jsList(x); i < len(l) {
-			return jsNumber(l[i])
+			return value.ToNumber(l[i])
 		}
 	case map[string]any:
 		if v, ok := x[strconv.Itoa(i)]; ok {
-			return jsNumber(v)
+			return value.ToNumber(v)
 		}
 	}
 	return math.NaN()
-}
-
-// jsNumber is JavaScript's ToNumber over a JSON value.
-func jsNumber(v any) float64 {
-	switch x := v.(type) {
-	case float64:
-		return x
-	case nil:
-		return 0
-	case bool:
-		if x {
-			return 1
-		}
-		return 0
-	case string:
-		return jsStringNumber(x)
-	case []any:
-		switch len(x) {
-		case 0:
-			return 0
-		case 1:
-			if s, ok := jsArrayItemString(x[0]); ok {
-				return jsStringNumber(s)
-			}
-		}
-	}
-	return math.NaN()
-}
-
-// jsArrayItemString is String(item) where it is a simple value.
-func jsArrayItemString(v any) (string, bool) {
-	switch x := v.(type) {
-	case nil:
-		return "", true
-	case string:
-		return x, true
-	case float64:
-		return strconv.FormatFloat(x, 'g', -1, 64), true
-	case bool:
-		if x {
-			return "true", true
-		}
-		return "false", true
-	}
-	return "", false
-}
-
-// jsStringNumber is StringToNumber: trimmed, empty is 0, decimal with an
-// optional sign and Infinity, or 0x/0o/0b integers.
-func jsStringNumber(s string) float64 {
-	s = strings.TrimFunc(s, isJSSpace)
-	if s == "" {
-		return 0
-	}
-	if len(s) > 2 && s[0] == '0' {
-		base := 0
-		switch s[1] {
-		case 'x', 'X':
-			base = 16
-		case 'o', 'O':
-			base = 8
-		case 'b', 'B':
-			base = 2
-		}
-		if base != 0 {
-			n, err := strconv.ParseUint(s[2:], base, 64)
-			if err != nil {
-				return math.NaN()
-			}
-			return float64(n)
-		}
-	}
-	body := strings.TrimLeft(s, "+-")
-	if len(s)-len(body) > 1 {
-		return math.NaN()
-	}
-	if body == "Infinity" {
-		if s[0] == '-' {
-			return math.Inf(-1)
-		}
-		return math.Inf(1)
-	}
-	for i := 0; i < len(body); i++ {
-		if c := body[i]; !(c >= '0' && c <= '9' || c == '.' || c == 'e' || c == 'E' || c == '+' || c == '-') {
-			return math.NaN()
-		}
-	}
-	f, err := strconv.ParseFloat(s, 64)
-	if err != nil && !isRangeErr(err) {
-		return math.NaN()
-	}
-	return f
-}
-
-func isJSSpace(r rune) bool {
-	switch r {
-	case '\t', '\n', '\v', '\f', '\r', ' ', 0xa0, 0x1680, 0x2028, 0x2029, 0x202f, 0x205f, 0x3000, 0xfeff:
-		return true
-	}
-	return r >= 0x2000 && r <= 0x200a
 }
 
 // jsAdd is JavaScript's raw + n where raw is a coordinate as written: a
@@ -325,21 +224,21 @@ func jsAdd(raw any, present bool, n float64) float64 {
 	}
 	switch x := raw.(type) {
 	case string:
-		return jsStringNumber(x + value.NumberString(n))
+		return value.StringToNumber(x + value.NumberString(n))
 	case []any:
 		if len(x) == 0 {
-			return jsStringNumber(value.NumberString(n))
+			return value.StringToNumber(value.NumberString(n))
 		}
 		if len(x) == 1 {
-			if s, ok := jsArrayItemString(x[0]); ok {
-				return jsStringNumber(s + value.NumberString(n))
+			if s, ok := value.ItemString(x[0]); ok {
+				return value.StringToNumber(s + value.NumberString(n))
 			}
 		}
 		return math.NaN()
 	case map[string]any:
 		return math.NaN()
 	}
-	return jsNumber(raw) + n
+	return value.ToNumber(raw) + n
 }
 
 // item is p[i] as written; ok is false when there is none (JavaScript's

@@ -210,3 +210,46 @@ func extras(m map[string]any, known []string) map[string]any {
 	}
 	return out
 }
+
+// AdvanceSnapshot is Advance on a snapshot as JSON or a State (what
+// Restore reads), in
+// the reference's order: the time is settled before the snapshot is
+// validated. now nil means none, and the snapshot's own time member is
+// used (a missing or null one as 0). A time that is not finite, or one
+// before the snapshot's time member as JavaScript compares them (a
+// member of another type read as a number), is JF2011 even when the
+// snapshot is invalid; then the snapshot is restored and advanced.
+func (c *Chart) AdvanceSnapshot(snapshot any, now *float64, opts AdvanceOptions) (Result, error) {
+	var raw any
+	var hasTime bool
+	switch x := snapshot.(type) {
+	case State:
+		raw, hasTime = x.Time, true
+	case *State:
+		if x != nil {
+			raw, hasTime = x.Time, true
+		}
+	case map[string]any:
+		raw, hasTime = x["time"]
+	}
+	var at float64
+	switch {
+	case now != nil:
+		at = *now
+	case !hasTime || raw == nil:
+	default:
+		f, ok := raw.(float64)
+		if !ok {
+			return Result{}, errTime()
+		}
+		at = f
+	}
+	if !finite(at) || (hasTime && at < value.ToNumber(raw)) {
+		return Result{}, errTime()
+	}
+	s, err := c.Restore(snapshot)
+	if err != nil {
+		return Result{}, err
+	}
+	return c.Advance(s, at, opts)
+}
