@@ -53,6 +53,9 @@ const int = (n) => Math.floor(rnd() * n);
 const pick = (a) => a[int(a.length)];
 const chance = (p) => rnd() < p;
 const clone = (v) => (v === undefined ? v : JSON.parse(JSON.stringify(v)));
+// Sets an own member, even one named __proto__ (which JSON.parse makes an
+// own member too).
+const own = (o, k, v) => Object.defineProperty(o, k, { value: v, enumerable: true, writable: true, configurable: true });
 function shuffle(a) {
   const out = [...a];
   for (let i = out.length - 1; i > 0; i--) {
@@ -64,7 +67,8 @@ function shuffle(a) {
 
 // Ids include array-index names, which JavaScript orders first in an object.
 const idPool = ['a', 'b', 'c', 'd', 'e', 'f', 'g', 'h', 'k', 'm', 'n', 'p', 'q', 'r', 's', 'w',
-  '0', '1', '2', '10', '9', 'B', 'x y', 'é', 'a/b', '~1', '__proto__', 'toString', 'constructor'];
+  '0', '1', '2', '10', '9', 'B', 'x y', 'é', 'a/b', '~1', '__proto__', 'toString', 'constructor',
+  'a0', 'a1', 'a2', 'a3', 'a4', 'a5', 'a6', 'a7', 'a8', 'a9', 'b0', 'b1', 'b2', 'b3', 'b4', 'b5', 'b6', 'b7', 'b8', 'b9'];
 const eventPool = ['go', 'stop', 'x', 'back', ''];
 const values = [null, true, false, 0, 1, 2, 3, -1, 1.5, 'x', '', 'go', [], [1, 2], [1], {}, { ok: true }, { ok: false },
   { flag: true }, { flag: false, ok: 1 }, { list: [1, 2] }, { ok: [1, 2] }];
@@ -75,7 +79,17 @@ function guardFor(ids) {
     { $gt: [{ $add: ['$.payload', 1] }, 2] }, { $not: '$.payload.ok' }, { $exists: '$.context.flag' },
     { $contains: ['$.state', pick(ids)] }, { $lt: [{ $count: '$.state' }, 2] },
     false, true, 0, 1, 'abc', null, { $or: ['$.payload.ok', '$.context.flag'] },
+    { $add: ['$.payload', '$.context'] }, { $sum: '$.payload' }, { $substring: ['$.payload', 1] }, { $lower: '$.payload' },
+    { $div: [1, '$.payload'] }, { $string: '$.payload' }, { $number: '$.context' }, { $concat: ['$.payload', 'x'] },
+    { $gt: ['$.payload', '$.context'] }, { $count: '$.state' }, '$$', '$.state',
   ]);
+}
+// Queries the query engine refuses, for guards (JF0007) and effect withs
+// (JF0009, whose message carries the query's own).
+function badQuery() {
+  return pick([{ $bogus: 1 }, { $eq: 1 }, '$.[', { $and: [] }, { a: 1, $eq: [1, 1] }, { $add: [] }, '$..', "$['a",
+    { $let: 1 }, { $matches: ['$.payload', '['] }, { $join: ['$.payload', ','] }, { $keys: '$.payload' },
+    { $if: [1] }, { $eq: [1, { $nosuch: 2 }] }, { $add: [1, 2, 3] }, '$.a[', { $regex: 1 }]);
 }
 function effectList(tag) {
   const out = [];
@@ -92,7 +106,7 @@ function effectList(tag) {
 // history children under some composite states, and transitions of every
 // trigger. Returns the document and the facts the op generators use.
 function genChart() {
-  const n = 2 + int(9);
+  const n = chance(0.1) ? 10 + int(30) : 2 + int(9);
   const ids = shuffle(idPool).slice(0, n);
   const parent = [-1];
   const leafOnly = new Set();
@@ -152,9 +166,9 @@ function genChart() {
     else if (r < 0.52) t.event = null;
     else if (r < 0.72) t.after = pick([0, 5, 10, 10, 2.5, 100]);
     else if (r < 0.82 && composite.includes(from)) t.done = true;
-    else if (r < 0.9) t.always = true;
+    else if (r < 0.86) t.always = true;
     if (chance(0.12)) {
-      const inside = all.filter((id) => within(id, from) && kind[all.indexOf(id)] !== 'history');
+      const inside = all.filter((id) => within(id, from));
       t.type = 'internal';
       t.to = pick(inside.length ? inside : [from]);
     }
@@ -183,27 +197,27 @@ function mutateDoc(doc, facts) {
   switch (r) {
     case 0: delete doc[pick(['$fsm', 'initial', 'states', 'transitions'])]; break;
     case 1: doc.$fsm = pick(['0.1', 0.2, null, '0.2 ', '']); break;
-    case 2: doc[pick(['extra', '$schema', '0', 'version', 'id'])] = junk(); break;
+    case 2: own(doc, pick(['extra', '$schema', '0', 'version', 'id', '__proto__']), junk()); break;
     case 3: doc.states = pick([[], {}, 'a', null, [null]]); break;
     case 4: doc.transitions = pick([{}, null, 'x', 5]); break;
     case 5: doc.initial = pick(['nope', 5, null, '', ...ids]); break;
     case 6: doc.states[st()] = junk(); break;
     case 7: { const s = asObj(st()); delete s.id; break; }
     case 8: { const s = asObj(st()); s.id = pick([5, '', null, ['a']]); break; }
-    case 9: { const s = asObj(st()); s[pick(['name', 'on', 'states', 'after', 'children', 'Id'])] = junk(); break; }
+    case 9: { const s = asObj(st()); own(s, pick(['name', 'on', 'states', 'after', 'children', 'Id', '__proto__']), junk()); break; }
     case 10: { const s = asObj(st()); s.parent = pick(['', 5, null, 'nope', s.id, ...ids]); break; }
     case 11: { const s = asObj(st()); s.initial = pick([5, null, 'nope', '', ...ids]); break; }
     case 12: { const s = asObj(st()); s.type = pick(['weird', 5, null, 'atomic', 'compound', 'parallel', 'final', 'history']); break; }
     case 13: { const s = asObj(st()); s.history = pick(['both', true, 'deep', 'shallow', null, '']); break; }
     case 14: { const s = asObj(st()); s.final = pick(['yes', 1, true, false, null]); break; }
-    case 15: { const s = asObj(st()); s[pick(['entry', 'exit'])] = pick([{}, [5], [{ run: '' }], [{ run: 'x', with: { $bogus: 1 } }],
+    case 15: { const s = asObj(st()); s[pick(['entry', 'exit'])] = pick([{}, [5], [{ run: '' }], [{ run: 'x', with: badQuery() }],
       [{ run: 'x', extra: 1 }], [{}], null, [{ run: 5 }], [{ run: 'ok' }, { run: 'bad', with: { $eq: 1 } }]]); break; }
     case 16: { const i = st(); const j = st(); doc.states[i] = clone(doc.states[j]); break; }
     case 17: { const s = asObj(st()); s.id = pick(ids); break; }
     case 18: if (doc.transitions.length) doc.transitions[tr()] = junk(); break;
     case 19: if (doc.transitions.length) doc.transitions[tr()][pick(['from', 'to'])] = pick(['nope', 5, null, '', undefined]); break;
     case 20: if (doc.transitions.length) delete doc.transitions[tr()][pick(['from', 'to'])]; break;
-    case 21: if (doc.transitions.length) doc.transitions[tr()][pick(['name', 'target', 'on', 'cond', 'delay'])] = junk(); break;
+    case 21: if (doc.transitions.length) own(doc.transitions[tr()], pick(['name', 'target', 'on', 'cond', 'delay', '__proto__']), junk()); break;
     case 22: if (doc.transitions.length) doc.transitions[tr()].event = pick([5, {}, null, '', true, ['go']]); break;
     case 23: if (doc.transitions.length) doc.transitions[tr()].after = pick([-1, '5', null, 1e308, -0.5, true, 0]); break;
     case 24: if (doc.transitions.length) doc.transitions[tr()].done = pick([false, 1, 'true', null, true]); break;
@@ -215,8 +229,8 @@ function mutateDoc(doc, facts) {
       break;
     }
     case 27: if (doc.transitions.length) doc.transitions[tr()].type = pick(['weird', 5, null, 'internal', 'external', 'Internal']); break;
-    case 28: if (doc.transitions.length) doc.transitions[tr()].guard = pick([{ $bogus: 1 }, { $eq: 1 }, '$.[', { $and: [] }, '$$', { a: 1, $eq: [1, 1] }]); break;
-    case 29: if (doc.transitions.length) doc.transitions[tr()].effects = pick([{}, [null], [{ run: '' }], 'x', [{ run: 'x', with: { $nosuch: [] } }]]); break;
+    case 28: if (doc.transitions.length) doc.transitions[tr()].guard = badQuery(); break;
+    case 29: if (doc.transitions.length) doc.transitions[tr()].effects = pick([{}, [null], [{ run: '' }], 'x', [{ run: 'x', with: badQuery() }], [{ run: 'ok', with: '$' }, { run: 'y', with: badQuery() }]]); break;
     case 30: doc.transitions.push({ from: pick(ids), to: pick(ids), [pick(['event', 'after', 'done', 'always'])]: pick(['go', 1, true]) }); break;
     case 31: { const s = asObj(st()); s.parent = s.id; break; }
     case 32: { // a two-state cycle
@@ -272,8 +286,8 @@ function junkSnapshot(facts, cur) {
     case 15: if (Array.isArray(base.timers) && base.timers.length) base.timers = [...base.timers].reverse(); break;
     case 16: base.serial = pick([-1, 1.5, '3', null, 2 ** 53, 2 ** 53 - 1, 0, 1e21]); break;
     case 17: base.time = pick(['5', null, -5, 1e308, 2 ** 60, true, 0.1, -0.5]); break;
-    case 18: base[pick(['extra', 'Active', 'zz', '0', 'version'])] = pick([1, 'x', null, { a: [1] }]); break;
-    case 19: if (Array.isArray(base.timers) && base.timers.length) base.timers[0][pick(['extra', 'note', '0'])] = pick([1, 'x', { b: 2 }]); break;
+    case 18: own(base, pick(['extra', 'Active', 'zz', '0', 'version', '__proto__']), pick([1, 'x', null, { a: [1] }])); break;
+    case 19: if (Array.isArray(base.timers) && base.timers.length) own(base.timers[0], pick(['extra', 'note', '0', '__proto__']), pick([1, 'x', { b: 2 }])); break;
     case 20: if (Array.isArray(base.timers) && base.timers.length) base.timers[0].at = pick([0, 1e308, -1e308, 7]); break;
     case 21: if (Array.isArray(base.timers) && base.timers.length) base.timers[0].token = pick([0, base.serial + 1, base.serial, 1]); break;
     case 22: base.serial = (base.serial ?? 0) + pick([1, 10]); break;
@@ -298,7 +312,8 @@ function junkSnapshot(facts, cur) {
 
 function timeFrom(cur) {
   const t = cur?.time ?? 0;
-  return pick([t, t + 1, t + 5, t + 10, t + 100, t + 2.5, t - 1, 'NaN', 'Infinity', null, 0, 1e308, t + 10, t + 5]);
+  if (chance(0.8)) return pick([t, t + 1, t + 5, t + 10, t + 100, t + 2.5, t + 10, t + 5, null]);
+  return pick([t - 1, 'NaN', 'Infinity', 0, 1e308, '-Infinity', '5', true, [t]]);
 }
 function opts(op) {
   if (chance(0.3)) op.payload = clone(pick(values));
@@ -310,7 +325,7 @@ function genOps(facts, family, c) {
   const events = [...new Set(facts.transitions.filter((t) => typeof t.event === 'string').map((t) => t.event))];
   const ops = [];
   const start = opts({ op: 'start' });
-  if (chance(0.4)) start.now = pick([0, 5, 100, -5, 'NaN', 'Infinity', null, 1.5, 1e308]);
+  if (chance(0.4)) start.now = chance(0.8) ? pick([0, 5, 100, -5, null, 1.5]) : pick(['NaN', 'Infinity', 1e308, '0', false]);
   ops.push(start);
   let cur = null;
   const k = 3 + int(8);
@@ -339,7 +354,7 @@ function genOps(facts, family, c) {
     }
     else if (op.op === 'advance') {
       if (chance(0.9)) op.now = timeFrom(base);
-      if (chance(0.3)) op.one = pick([true, true, false]);
+      if (chance(0.3)) op.one = pick([true, true, false, 1, 0, 'yes', '', null, [], {}]);
       opts(op);
     }
     ops.push(op);

@@ -217,8 +217,7 @@ func runGoldenOp(chart *Chart, op map[string]any, current any) (any, *State, err
 		if hasNow {
 			at = &now
 		}
-		one, _ := op["one"].(bool)
-		r, err := chart.AdvanceSnapshot(src, at, AdvanceOptions{Context: op["context"], Payload: op["payload"], One: one})
+		r, err := chart.AdvanceSnapshot(src, at, AdvanceOptions{Context: op["context"], Payload: op["payload"], One: truthy(op["one"])})
 		return resultValue(r, err)
 	}
 	if name != "start" {
@@ -257,6 +256,22 @@ func resultValue(r Result, err error) (any, *State, error) {
 		return nil, nil, err
 	}
 	return map[string]any{"result": r.ToValue()}, &r.State, nil
+}
+
+// truthy is JavaScript's truthiness of a JSON value, as the reference
+// reads opts.one.
+func truthy(v any) bool {
+	switch x := v.(type) {
+	case nil:
+		return false
+	case bool:
+		return x
+	case float64:
+		return x != 0 && !math.IsNaN(x)
+	case string:
+		return x != ""
+	}
+	return true
 }
 
 // goldenNumber reads an op's now: absent or null is none, "Infinity",
