@@ -29,7 +29,8 @@
 // decoded one. Nothing here is committed as a golden: a class of
 // disagreement found this way is written down as hand-picked cases in
 // cases/statechart/diff-*.json.
-import { runCase } from './gen-statechart.mjs';
+import { runCase, runOp } from './gen-statechart.mjs';
+import { compileStatechart } from '@jarenjs/flow';
 import { canonicalizeJson } from '@jarenjs/json/canonical';
 
 const argv = process.argv.slice(2);
@@ -324,25 +325,30 @@ function opts(op) {
 function genOps(facts, family, c) {
   const events = [...new Set(facts.transitions.filter((t) => typeof t.event === 'string').map((t) => t.event))];
   const ops = [];
+  let chart;
+  try { chart = compileStatechart(JSON.parse(canonicalizeJson(c.chart)), c.options ?? {}); }
+  catch { return [opts({ op: 'start' })]; }
+  let cur = null;
+  // runs each op as it is made, to learn the snapshot the next one alters
+  const push = (op) => {
+    ops.push(op);
+    try {
+      const out = runOp(chart, JSON.parse(canonicalizeJson(op)), cur);
+      if (out.result) cur = out.result.state;
+      if (out.restored) cur = out.restored;
+    }
+    catch { /* the op failed: the snapshot stays */ }
+  };
   const start = opts({ op: 'start' });
   if (chance(0.4)) start.now = chance(0.8) ? pick([0, 5, 100, -5, null, 1.5]) : pick(['NaN', 'Infinity', 1e308, '0', false]);
-  ops.push(start);
-  let cur = null;
+  push(start);
   const k = 3 + int(8);
   for (let i = 0; i < k; i++) {
-    // run what we have to learn the current snapshot
-    const g = runCase(JSON.parse(canonicalizeJson({ ...c, ops })));
-    if (g.compile?.error) return ops;
-    cur = null;
-    for (const r of g.results) {
-      if (r.result) cur = r.result.state;
-      if (r.restored) cur = r.restored;
-    }
     const snap = family === 'snapshot' ? 0.6 : 0.1;
     const op = { op: pick(['step', 'step', 'step', 'advance', 'advance', 'restore', 'final', 'events', 'start']) };
     if (op.op === 'start') {
       if (chance(0.5)) op.now = pick([0, 5, 'NaN']);
-      ops.push(opts(op));
+      push(opts(op));
       continue;
     }
     if (chance(snap) || (cur === null && chance(0.5))) op.snapshot = junkSnapshot(facts, cur);
@@ -357,7 +363,7 @@ function genOps(facts, family, c) {
       if (chance(0.3)) op.one = pick([true, true, false, 1, 0, 'yes', '', null, [], {}]);
       opts(op);
     }
-    ops.push(op);
+    push(op);
   }
   return ops;
 }

@@ -28,7 +28,7 @@ function thrown(err) {
 
 const json = (v) => JSON.parse(canonicalizeJson(v));
 
-function runOp(chart, op, current) {
+export function runOp(chart, op, current) {
   const state = Object.hasOwn(op, 'snapshot') ? op.snapshot : current;
   const opts = {};
   for (const k of ['context', 'payload', 'one']) if (Object.hasOwn(op, k)) opts[k] = op[k];

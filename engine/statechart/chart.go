@@ -7,7 +7,10 @@
 // charts; results, snapshots and errors match the reference's.
 package statechart
 
-import "github.com/jetflow/jetflow/engine/query"
+import (
+	"github.com/jetflow/jetflow/engine/query"
+	"github.com/jetflow/jetflow/engine/value"
+)
 
 // kind is a state's type after inference.
 type kind uint8
@@ -95,6 +98,12 @@ type Options struct {
 	// MaxMicrosteps bounds the automatic transitions and timer firings of
 	// one call. Default 1000.
 	MaxMicrosteps int
+	// Written is the member order of the document's objects as written
+	// (value.DecodeWritten), for a document the reference reads as written
+	// rather than canonicalized: the first unknown member of an object is
+	// the first in that order, and guards and effect withs compile as
+	// written. Nil: Keys order, the order of a canonicalized document.
+	Written value.Written
 }
 
 // States returns the state ids in tree order.

@@ -33,6 +33,20 @@ var (
 	transitionMembers = []string{"from", "to", "event", "after", "done", "always", "type", "guard", "effects"}
 )
 
+// keysOf is obj's keys in the order the document writes them (w, from
+// value.DecodeWritten, by the object's pointer), else in Keys order.
+func keysOf(obj map[string]any, w value.Written, path string) []string {
+	if ks, ok := w[path]; ok && len(ks) == len(obj) {
+		for _, k := range ks {
+			if _, has := obj[k]; !has {
+				return value.Keys(obj)
+			}
+		}
+		return ks
+	}
+	return value.Keys(obj)
+}
+
 func member(list []string, k string) bool {
 	for _, m := range list {
 		if m == k {
@@ -64,7 +78,7 @@ func CompileWith(doc any, opts Options) (*Chart, error) {
 	if !ok || m["$fsm"] != "0.2" {
 		return nil, defect(`a statechart requires "$fsm": "0.2"`, "/$fsm")
 	}
-	for _, k := range value.Keys(m) {
+	for _, k := range keysOf(m, opts.Written, "") {
 		if !member(chartMembers, k) {
 			return nil, defect("unknown statechart member", "/"+k)
 		}
@@ -73,7 +87,7 @@ func CompileWith(doc any, opts Options) (*Chart, error) {
 	if !ok || len(list) == 0 {
 		return nil, defect("states must be a non-empty array", "/states")
 	}
-	decls, byID, err := declareStates(list)
+	decls, byID, err := declareStates(list, opts.Written)
 	if err != nil {
 		return nil, err
 	}
@@ -94,7 +108,7 @@ func CompileWith(doc any, opts Options) (*Chart, error) {
 	}
 	c.transitions = make([]transition, len(tlist))
 	for i, t := range tlist {
-		if err := c.compileTransition(i, t); err != nil {
+		if err := c.compileTransition(i, t, opts.Written); err != nil {
 			return nil, err
 		}
 	}
@@ -102,7 +116,7 @@ func CompileWith(doc any, opts Options) (*Chart, error) {
 }
 
 // declareStates checks each declaration on its own, in declaration order.
-func declareStates(list []any) ([]*decl, map[string]int, error) {
+func declareStates(list []any, w value.Written) ([]*decl, map[string]int, error) {
 	decls := make([]*decl, 0, len(list))
 	byID := make(map[string]int, len(list))
 	for i, raw := range list {
@@ -118,7 +132,7 @@ func declareStates(list []any) ([]*decl, map[string]int, error) {
 		if s == nil || id == "" {
 			return nil, nil, defect("a state needs a non-empty string id", path)
 		}
-		for _, k := range value.Keys(s) {
+		for _, k := range keysOf(s, w, path) {
 			if !member(stateMembers, k) {
 				return nil, nil, defect("unknown state member", path+"/"+k)
 			}
@@ -167,10 +181,10 @@ func declareStates(list []any) ([]*decl, map[string]int, error) {
 			return nil, nil, defect("conflicting state types", path)
 		}
 		var err error
-		if d.entry, err = compileEffects(s, "entry", path); err != nil {
+		if d.entry, err = compileEffects(s, "entry", path, w); err != nil {
 			return nil, nil, err
 		}
-		if d.exit, err = compileEffects(s, "exit", path); err != nil {
+		if d.exit, err = compileEffects(s, "exit", path, w); err != nil {
 			return nil, nil, err
 		}
 		byID[id] = len(decls)
@@ -304,9 +318,9 @@ func (c *Chart) buildTree(decls []*decl, byID map[string]int) {
 }
 
 // compileTransition compiles transition i and lists it on its source.
-func (c *Chart) compileTransition(i int, raw any) error {
+func (c *Chart) compileTransition(i int, raw any, w value.Written) error {
 	path := "/transitions/" + strconv.Itoa(i)
-	t, from, to, err := c.transitionEnds(raw, path)
+	t, from, to, err := c.transitionEnds(raw, path, w)
 	if err != nil {
 		return err
 	}
@@ -319,11 +333,11 @@ func (c *Chart) compileTransition(i int, raw any) error {
 		return err
 	}
 	ct.guardPath = path + "/guard"
-	if ct.guard, err = compileGuard(t["guard"], ct.guardPath); err != nil {
+	if ct.guard, err = compileGuard(t["guard"], ct.guardPath, w); err != nil {
 		return err
 	}
 	ct.domain = c.domain(from, to, internal)
-	if ct.effects, err = compileEffects(t, "effects", path); err != nil {
+	if ct.effects, err = compileEffects(t, "effects", path, w); err != nil {
 		return err
 	}
 	c.transitions[i] = ct
@@ -333,7 +347,7 @@ func (c *Chart) compileTransition(i int, raw any) error {
 
 // transitionEnds checks a transition's shape and members and resolves its
 // source and target ranks.
-func (c *Chart) transitionEnds(raw any, path string) (t map[string]any, from, to int, err error) {
+func (c *Chart) transitionEnds(raw any, path string, w value.Written) (t map[string]any, from, to int, err error) {
 	t, isObject := raw.(map[string]any)
 	fromID, fromOK := t["from"].(string)
 	toID, toOK := t["to"].(string)
@@ -342,7 +356,7 @@ func (c *Chart) transitionEnds(raw any, path string) (t map[string]any, from, to
 	if !isObject || !fromOK || !toOK || !fromOK2 || !toOK2 {
 		return nil, 0, 0, defect("transition from/to must name declared states", path)
 	}
-	for _, k := range value.Keys(t) {
+	for _, k := range keysOf(t, w, path) {
 		if !member(transitionMembers, k) {
 			return nil, 0, 0, defect("unknown transition member", path+"/"+k)
 		}
@@ -441,11 +455,11 @@ func (c *Chart) isInternal(t map[string]any, from, to int, path string) (bool, e
 }
 
 // compileGuard compiles a guard query; a null or absent guard is none.
-func compileGuard(gv any, path string) (*query.Query, error) {
+func compileGuard(gv any, path string, w value.Written) (*query.Query, error) {
 	if gv == nil {
 		return nil, nil
 	}
-	q, err := query.Compile(gv, query.Options{})
+	q, err := query.Compile(gv, query.Options{Written: w.Under(path)})
 	if err != nil {
 		return nil, fault.Wrap(fault.JF0007, "statechart guard failed to compile", path, err)
 	}

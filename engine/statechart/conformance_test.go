@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -47,24 +48,34 @@ func usesQuery(v any) bool {
 	return false
 }
 
-func loadGolden(t testing.TB) map[string][]any {
+// goldenCase is a golden case and the member order its file writes its
+// objects in (relative to the case), which the reference read them in.
+type goldenCase struct {
+	c       map[string]any
+	written value.Written
+}
+
+func loadGolden(t testing.TB) map[string][]goldenCase {
 	t.Helper()
 	files, err := filepath.Glob(filepath.Join(goldenDir, "*.json"))
 	if err != nil || len(files) == 0 {
 		t.Fatalf("no statechart goldens in %s (run conformance/generate.mjs): %v", goldenDir, err)
 	}
 	sort.Strings(files)
-	out := map[string][]any{}
+	out := map[string][]goldenCase{}
 	for _, f := range files {
 		data, err := os.ReadFile(f)
 		if err != nil {
 			t.Fatal(err)
 		}
-		v, err := value.Decode(data, value.Limits{})
+		v, w, err := value.DecodeWritten(data, value.Limits{})
 		if err != nil {
 			t.Fatalf("%s: %v", f, err)
 		}
-		out[strings.TrimSuffix(filepath.Base(f), ".json")] = v.([]any)
+		name := strings.TrimSuffix(filepath.Base(f), ".json")
+		for i, c := range v.([]any) {
+			out[name] = append(out[name], goldenCase{c.(map[string]any), w.Under("/" + strconv.Itoa(i))})
+		}
 	}
 	return out
 }
@@ -74,27 +85,21 @@ func TestConformance(t *testing.T) {
 	ready := queryReady()
 	total := 0
 	for file, cases := range loadGolden(t) {
-		for _, raw := range cases {
-			c := raw.(map[string]any)
+		for _, gc := range cases {
 			total++
-			t.Run(file+"/"+c["name"].(string), func(t *testing.T) {
+			t.Run(file+"/"+gc.c["name"].(string), func(t *testing.T) {
 				t.Parallel()
-				if !ready && usesQuery(c["chart"]) {
+				if !ready && usesQuery(gc.c["chart"]) {
 					t.Skip("needs the query engine")
 				}
-				runGoldenCase(t, c)
+				for _, d := range compareGolden(gc.c, gc.written) {
+					t.Error(d.msg)
+				}
 			})
 		}
 	}
 	if total < 60 {
 		t.Errorf("only %d statechart cases", total)
-	}
-}
-
-func runGoldenCase(t *testing.T, c map[string]any) {
-	t.Helper()
-	for _, d := range compareGolden(c) {
-		t.Error(d.msg)
 	}
 }
 
@@ -107,9 +112,11 @@ type difference struct {
 
 // compareGolden runs a golden case (a case with the reference's compile and
 // results members) through jetflow and returns where the outcomes differ.
-// TestConformance and TestDifferential both judge with it.
-func compareGolden(c map[string]any) []difference {
-	opts := Options{}
+// written is the member order of the case's objects as its text writes
+// them: the reference reads the chart, payloads, contexts and snapshots in
+// that order. TestConformance and TestDifferential both judge with it.
+func compareGolden(c map[string]any, written value.Written) []difference {
+	opts := Options{Written: written.Under("/chart")}
 	if o, ok := c["options"].(map[string]any); ok {
 		if n, ok := o["maxMicrosteps"].(float64); ok {
 			opts.MaxMicrosteps = int(n)
@@ -130,7 +137,7 @@ func compareGolden(c map[string]any) []difference {
 	var current any
 	results := c["results"].([]any)
 	for i, rawOp := range c["ops"].([]any) {
-		op := rawOp.(map[string]any)
+		op := asWritten(rawOp.(map[string]any), written.Under("/ops/"+strconv.Itoa(i)))
 		got, next, err := runGoldenOp(chart, op, current)
 		want := results[i].(map[string]any)
 		name, _ := op["op"].(string)
@@ -159,6 +166,50 @@ func compareGolden(c map[string]any) []difference {
 		}
 	}
 	return out
+}
+
+// asWritten is a copy of op whose payload, context and snapshot keep the
+// member order written (w, relative to op), as JSON.parse keeps it.
+func asWritten(op map[string]any, w value.Written) map[string]any {
+	if len(w) == 0 {
+		return op
+	}
+	out := make(map[string]any, len(op))
+	for k, v := range op {
+		if k == "payload" || k == "context" || k == "snapshot" {
+			v = ordered(v, w, "/"+k)
+		}
+		out[k] = v
+	}
+	return out
+}
+
+// ordered is v with every object that w lists (by its pointer, at being
+// v's) rebuilt as a *value.Object in that order.
+func ordered(v any, w value.Written, at string) any {
+	switch x := v.(type) {
+	case map[string]any:
+		keys, ok := w[at]
+		if !ok {
+			out := make(map[string]any, len(x))
+			for k, m := range x {
+				out[k] = ordered(m, w, at+"/"+value.EncodePointerSegment(k))
+			}
+			return out
+		}
+		o := value.NewObject(len(keys))
+		for _, k := range keys {
+			o.Set(k, ordered(x[k], w, at+"/"+value.EncodePointerSegment(k)))
+		}
+		return o
+	case []any:
+		out := make([]any, len(x))
+		for i, m := range x {
+			out[i] = ordered(m, w, at+"/"+strconv.Itoa(i))
+		}
+		return out
+	}
+	return v
 }
 
 // firstDifference is the JSON Pointer of the first member where got and

@@ -44,7 +44,7 @@ func TestDifferential(t *testing.T) {
 	diffs := map[string]int{}
 	classes := map[string][]string{}
 	for sc.Scan() {
-		v, err := value.Decode(sc.Bytes(), value.Limits{})
+		v, written, err := value.DecodeWritten(sc.Bytes(), value.Limits{})
 		if err != nil {
 			t.Fatalf("%s: %v", path, err)
 		}
@@ -60,7 +60,7 @@ func TestDifferential(t *testing.T) {
 			continue
 		}
 		runs[family]++
-		found := differentialCase(c)
+		found := differentialCase(c, written)
 		if len(found) == 0 {
 			continue
 		}
@@ -114,13 +114,13 @@ func TestDifferential(t *testing.T) {
 
 // differentialCase is compareGolden guarded against a panic, which is
 // itself a disagreement.
-func differentialCase(c map[string]any) (out []difference) {
+func differentialCase(c map[string]any, written value.Written) (out []difference) {
 	defer func() {
 		if r := recover(); r != nil {
 			out = []difference{{"panic", fmt.Sprintf("panic: %v", r)}}
 		}
 	}()
-	return compareGolden(c)
+	return compareGolden(c, written)
 }
 
 func clip(v any) string {

@@ -6,6 +6,7 @@ import (
 
 	"github.com/jetflow/jetflow/engine/fault"
 	"github.com/jetflow/jetflow/engine/query"
+	"github.com/jetflow/jetflow/engine/value"
 )
 
 // effect is a compiled {run, with?} descriptor (FLOW-FORMAT's effects).
@@ -48,7 +49,7 @@ func (r Record) ToValue() any {
 
 // compileEffects compiles the effects list held in member key of obj.
 // An absent member is no effects; anything else must be an array.
-func compileEffects(obj map[string]any, key, base string) ([]effect, error) {
+func compileEffects(obj map[string]any, key, base string, w value.Written) ([]effect, error) {
 	raw, present := obj[key]
 	if !present {
 		return nil, nil
@@ -67,8 +68,8 @@ func compileEffects(obj map[string]any, key, base string) ([]effect, error) {
 			return nil, fault.New(fault.JF0008, `an effect descriptor must be an object with a non-empty string "run"`, p)
 		}
 		out[i] = effect{run: run, path: p}
-		if w, has := m["with"]; has {
-			q, err := query.Compile(w, query.Options{})
+		if with, has := m["with"]; has {
+			q, err := query.Compile(with, query.Options{Written: w.Under(p + "/with")})
 			if err != nil {
 				return nil, fault.Wrap(fault.JF0009,
 					fmt.Sprintf(`effect '%s' has a "with" that failed to compile: %s`, run, err.Error()), p+"/with", err)

@@ -12,8 +12,8 @@ import (
 // seedCharts adds every golden chart and a few hand-written ones.
 func seedCharts(f *testing.F) {
 	for _, cases := range loadGolden(f) {
-		for _, raw := range cases {
-			b, err := json.Marshal(raw.(map[string]any)["chart"])
+		for _, gc := range cases {
+			b, err := json.Marshal(gc.c["chart"])
 			if err == nil {
 				f.Add(b)
 			}

@@ -44,14 +44,14 @@ var (
 // them: the snapshot's shape and configuration, then each history record,
 // then each timer.
 func (c *Chart) parseSnapshot(v any) (State, error) {
-	m, ok := v.(map[string]any)
+	m, ok := object(v)
 	if !ok {
 		return State{}, invalid("invalid statechart snapshot")
 	}
 	var s State
 	rawActive, okActive := m["active"].([]any)
 	s.Active, okActive = stringList(rawActive, okActive)
-	hist, okHistory := m["history"].(map[string]any)
+	hist, okHistory := object(m["history"])
 	rawTimers, okTimers := m["timers"].([]any)
 	serial, okSerial := safeInt(m["serial"])
 	t, okTime := number(m["time"])
@@ -65,7 +65,12 @@ func (c *Chart) parseSnapshot(v any) (State, error) {
 	if len(hist) > 0 {
 		s.History = make(map[string][]string, len(hist))
 		scratch := make([]bool, len(c.nodes))
-		for _, id := range value.Keys(hist) {
+		// history records are judged in the order the snapshot holds them
+		keys := value.Keys(hist)
+		if o, isOrdered := m["history"].(*value.Object); isOrdered {
+			keys = o.Names()
+		}
+		for _, id := range keys {
 			list, err := c.parseHistory(id, hist[id], scratch)
 			if err != nil {
 				return State{}, err
@@ -106,8 +111,18 @@ func (c *Chart) parseHistory(id string, raw any, scratch []bool) ([]string, erro
 	return ids, nil
 }
 
+// object reads a JSON object, a map or a *value.Object (one that keeps
+// the member order its text wrote).
+func object(v any) (map[string]any, bool) {
+	if o, ok := v.(*value.Object); ok {
+		return o.Map(), true
+	}
+	m, ok := v.(map[string]any)
+	return m, ok
+}
+
 func parseTimer(raw any, transitions int) (Timer, bool) {
-	m, ok := raw.(map[string]any)
+	m, ok := object(raw)
 	if !ok {
 		return Timer{}, false
 	}
@@ -206,7 +221,7 @@ func extras(m map[string]any, known []string) map[string]any {
 		if out == nil {
 			out = map[string]any{}
 		}
-		out[k] = value.Clone(v)
+		out[k] = value.Plain(value.Clone(v))
 	}
 	return out
 }
@@ -231,6 +246,8 @@ func (c *Chart) AdvanceSnapshot(snapshot any, now *float64, opts AdvanceOptions)
 		}
 	case map[string]any:
 		raw, hasTime = x["time"]
+	case *value.Object:
+		raw, hasTime = x.Get("time")
 	}
 	var at float64
 	switch {
