@@ -24,9 +24,10 @@
 //   snapshot  well-formed charts driven by snapshots: the states reached,
 //             then altered (configurations, history records, timers,
 //             counters, time, unknown members)
-// Every case is canonicalized before the reference runs it, so the
-// reference reads every object in the member order jetflow reads a
-// decoded one. Nothing here is committed as a golden: a class of
+//   order     charts with and without defects, and snapshots, whose
+//             objects' members are shuffled and read as written
+// The cases of the other families are canonicalized before the reference
+// runs them, so that each reads its objects in Keys order. Nothing here is committed as a golden: a class of
 // disagreement found this way is written down as hand-picked cases in
 // cases/statechart/diff-*.json.
 import { runCase, runOp } from './gen-statechart.mjs';
@@ -40,7 +41,7 @@ const arg = (name, dflt) => {
 };
 let seed = Number(arg('seed', '1')) >>> 0;
 const count = Number(arg('count', '1000'));
-const families = arg('family', 'run,compile,snapshot').split(',');
+const families = arg('family', 'run,compile,snapshot,order').split(',');
 
 // mulberry32: a small deterministic generator
 function rnd() {
@@ -355,6 +356,8 @@ function genOps(facts, family, c) {
     const base = Object.hasOwn(op, 'snapshot') ? op.snapshot : cur;
     if (op.op === 'step') {
       op.event = chance(0.75) && events.length ? pick(events) : pick(['unknown', 'go', '', 'after', 'done', '0', 'toString']);
+      if (chance(0.03)) op.event = pick([null, 1, ['go'], { type: 'go' }, true]);
+      if (chance(0.01)) delete op.event;
       if (chance(0.4)) op.now = timeFrom(base);
       opts(op);
     }
@@ -368,10 +371,33 @@ function genOps(facts, family, c) {
   return ops;
 }
 
+// v with the members of every object in a random order.
+function shuffleKeys(v) {
+  if (Array.isArray(v)) return v.map(shuffleKeys);
+  if (v === null || typeof v !== 'object') return v;
+  const out = {};
+  for (const k of shuffle(Object.keys(v))) own(out, k, shuffleKeys(v[k]));
+  return out;
+}
+
 function genCase(family, index) {
   const facts = genChart();
   const c = { name: `${family}-${index}`, chart: facts.doc };
   if (chance(0.1)) c.options = { maxMicrosteps: pick([1, 2, 3, 5]) };
+  if (family === 'order') {
+    // defects and snapshots as the other families make them, then every
+    // object's members in a random order, read as written
+    if (chance(0.5)) {
+      for (let i = 1 + int(3); i > 0; i--) {
+        try { mutateDoc(c.chart, facts); }
+        catch { /* nothing of that shape left to alter */ }
+      }
+      c.chart = JSON.parse(JSON.stringify(c.chart));
+      c.ops = [opts({ op: 'start' }), { op: 'step', event: pick(eventPool) }];
+    }
+    else c.ops = genOps(facts, 'snapshot', c);
+    return shuffleKeys(c);
+  }
   if (family === 'compile') {
     for (let i = 1 + int(3); i > 0; i--) {
       try { mutateDoc(c.chart, facts); }

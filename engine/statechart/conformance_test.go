@@ -254,40 +254,36 @@ func opName(i int, op map[string]any) string {
 }
 
 // runGoldenOp runs one operation; next is the state later operations use.
+// Step and advance take the snapshot as JSON, as the reference does, since
+// each checks its other arguments in its own place among the snapshot's
+// checks.
 func runGoldenOp(chart *Chart, op map[string]any, current any) (any, *State, error) {
 	src := current
 	if s, ok := op["snapshot"]; ok {
 		src = s
 	}
-	var state State
 	name := op["op"].(string)
 	now, hasNow := goldenNumber(op["now"])
-	if name == "advance" {
-		// the reference settles the time before it validates the snapshot
-		var at *float64
-		if hasNow {
-			at = &now
-		}
-		r, err := chart.AdvanceSnapshot(src, at, AdvanceOptions{Context: op["context"], Payload: op["payload"], One: truthy(op["one"])})
-		return resultValue(r, err)
-	}
-	if name != "start" {
-		var err error
-		if state, err = chart.Restore(src); err != nil {
-			return nil, nil, err
-		}
+	var at *float64
+	if hasNow {
+		at = &now
 	}
 	switch name {
 	case "start":
 		r, err := chart.Start(StartOptions{Now: now, Context: op["context"], Payload: op["payload"]})
 		return resultValue(r, err)
 	case "step":
-		o := StepOptions{Context: op["context"], Payload: op["payload"]}
-		if hasNow {
-			o.Now = &now
-		}
-		r, err := chart.Step(state, op["event"].(string), o)
+		r, err := chart.StepSnapshot(src, op["event"], StepOptions{Now: at, Context: op["context"], Payload: op["payload"]})
 		return resultValue(r, err)
+	case "advance":
+		r, err := chart.AdvanceSnapshot(src, at, AdvanceOptions{Context: op["context"], Payload: op["payload"], One: truthy(op["one"])})
+		return resultValue(r, err)
+	}
+	state, err := chart.Restore(src)
+	if err != nil {
+		return nil, nil, err
+	}
+	switch name {
 	case "restore":
 		return map[string]any{"restored": state.ToValue()}, &state, nil
 	case "final":

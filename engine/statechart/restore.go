@@ -3,6 +3,7 @@ package statechart
 import (
 	"math"
 
+	"github.com/jetflow/jetflow/engine/fault"
 	"github.com/jetflow/jetflow/engine/value"
 )
 
@@ -269,4 +270,19 @@ func (c *Chart) AdvanceSnapshot(snapshot any, now *float64, opts AdvanceOptions)
 		return Result{}, err
 	}
 	return c.Advance(s, at, opts)
+}
+
+// StepSnapshot is Step on a snapshot as JSON or a State (what Restore
+// reads) and an event as JSON, in the reference's order: an event that is
+// not a string is JF2002 before the snapshot is read.
+func (c *Chart) StepSnapshot(snapshot, event any, opts StepOptions) (Result, error) {
+	name, ok := event.(string)
+	if !ok {
+		return Result{}, fault.NoPath(fault.JF2002, "event must be a string")
+	}
+	s, err := c.Restore(snapshot)
+	if err != nil {
+		return Result{}, err
+	}
+	return c.Step(s, name, opts)
 }
