@@ -166,7 +166,7 @@ function genChart() {
     const r = rnd();
     if (r < 0.45) t.event = pick(eventPool);
     else if (r < 0.52) t.event = null;
-    else if (r < 0.72) t.after = pick([0, 5, 10, 10, 2.5, 100]);
+    else if (r < 0.72) t.after = chance(0.95) ? pick([0, 5, 10, 10, 2.5, 100]) : pick([1e308, Number.MAX_VALUE, 2 ** 53, 0.1]);
     else if (r < 0.82 && composite.includes(from)) t.done = true;
     else if (r < 0.86) t.always = true;
     if (chance(0.12)) {
@@ -315,7 +315,7 @@ function junkSnapshot(facts, cur) {
 function timeFrom(cur) {
   const t = cur?.time ?? 0;
   if (chance(0.8)) return pick([t, t + 1, t + 5, t + 10, t + 100, t + 2.5, t + 10, t + 5, null]);
-  return pick([t - 1, 'NaN', 'Infinity', 0, 1e308, '-Infinity', '5', true, [t]]);
+  return pick([t - 1, 'NaN', 'Infinity', 0, 1e308, '-Infinity', '5', true, [t], Number.MAX_VALUE, 2 ** 53 + 1, t + 0.1]);
 }
 function opts(op) {
   if (chance(0.3)) op.payload = clone(pick(values));
