@@ -96,7 +96,8 @@ type Chart struct {
 // Options tune compilation. The zero value is the reference's default.
 type Options struct {
 	// MaxMicrosteps bounds the automatic transitions and timer firings of
-	// one call. Default 1000.
+	// one call: at most 2^53-1, as the reference's positive safe integer;
+	// CompileWith refuses a negative one. Default 1000.
 	MaxMicrosteps int
 	// Written is the member order of the document's objects as written
 	// (value.DecodeWritten), for a document the reference reads as written

@@ -71,8 +71,8 @@ func CompileWith(doc any, opts Options) (*Chart, error) {
 	if maxSteps == 0 {
 		maxSteps = 1000
 	}
-	if maxSteps < 0 {
-		return nil, errors.New("statechart: MaxMicrosteps must be positive")
+	if maxSteps < 0 || maxSteps > maxSafe {
+		return nil, errors.New("statechart: MaxMicrosteps must be a positive safe integer")
 	}
 	m, ok := doc.(map[string]any)
 	if !ok || m["$fsm"] != "0.2" {

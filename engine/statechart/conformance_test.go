@@ -118,9 +118,7 @@ type difference struct {
 func compareGolden(c map[string]any, written value.Written) []difference {
 	opts := Options{Written: written.Under("/chart")}
 	if o, ok := c["options"].(map[string]any); ok {
-		if n, ok := o["maxMicrosteps"].(float64); ok {
-			opts.MaxMicrosteps = int(n)
-		}
+		opts.MaxMicrosteps = goldenMaxMicrosteps(o["maxMicrosteps"])
 	}
 	chart, err := CompileWith(c["chart"], opts)
 	compile := c["compile"].(map[string]any)
@@ -303,6 +301,20 @@ func resultValue(r Result, err error) (any, *State, error) {
 		return nil, nil, err
 	}
 	return map[string]any{"result": r.ToValue()}, &r.State, nil
+}
+
+// goldenMaxMicrosteps reads the maxMicrosteps option: absent or null is
+// the default (0), an integer from 1 is itself, and anything else, which
+// the reference refuses, is -1, which CompileWith refuses.
+func goldenMaxMicrosteps(v any) int {
+	n, ok := v.(float64)
+	switch {
+	case v == nil:
+		return 0
+	case ok && n >= 1 && n == math.Trunc(n) && n <= 1<<62:
+		return int(n)
+	}
+	return -1
 }
 
 // truthy is JavaScript's truthiness of a JSON value, as the reference
