@@ -157,17 +157,7 @@ var errTooLarge = fmt.Errorf("%w: more than %d bytes", value.ErrTooLarge, MaxSiz
 // does not reduce to "".
 func nonblank(v any) bool {
 	s, ok := v.(string)
-	return ok && strings.TrimFunc(s, isJSSpace) != ""
-}
-
-// isJSSpace is ECMAScript's WhiteSpace and LineTerminator set, which trim
-// removes. It differs from unicode.IsSpace: U+FEFF is in, U+0085 is out.
-func isJSSpace(r rune) bool {
-	switch r {
-	case '\t', '\n', '\v', '\f', '\r', ' ', 0xA0, 0x1680, 0x2028, 0x2029, 0x202F, 0x205F, 0x3000, 0xFEFF:
-		return true
-	}
-	return r >= 0x2000 && r <= 0x200A
+	return ok && !value.Blank(s)
 }
 
 // safeInteger is Number.isSafeInteger.
