@@ -38,6 +38,11 @@ function rnd() {
 const int = (n) => Math.floor(rnd() * n);
 const pick = (a) => a[int(a.length)];
 const chance = (p) => rnd() < p;
+// noise scales every chance of a defect: a clean document (noise near 0)
+// reaches compilation and the lowered output, a noisy one the refusals
+let noise = 1;
+const oops = (p) => rnd() < p * noise;
+const fine = (p) => rnd() >= (1 - p) * noise;
 
 // define avoids the __proto__ setter, so odd names land as members.
 function define(out, name, value) {
@@ -58,7 +63,7 @@ function oddValue() {
     case 0: return pick([5e-324, 1.7976931348623157e308, 1e21, 1e20, 123456789012345680000, 0.1 + 0.2, 1 / 3, -1e-7, 1e-6,
       2 ** 53 + 2, -(2 ** 31), 4294967296, 9007199254740993, 1.5e-10, 100, 0.000001, 1e300]);
     case 1: return pick(['\u0000', '\u001f', '\u007f', '\b\f\n\r\t', '"\\/', '\u2028\u2029', '😀', 'é', 'e\u0301', '\ud83d\ude00x',
-      '</script>', '\u00ff', '\uffff', '\ufffe', 'ａ']);
+      '</script>', '\u00ff', '\uffff', '\ufffe', 'ａ', '\ud800', 'a\udc00b', '\ude00\ud83d']);
     case 2: {
       const o = {};
       for (const k of ['b', '10', 'a', '2', '😀', 'ａ', '', '01', '4294967295', '4294967294', '-0', 'é', 'Z', '__proto__'])
@@ -79,14 +84,14 @@ function oddValue() {
 // ---- names: mostly plain, sometimes odd characters for pointer escapes,
 // integer-like names for JavaScript's member order, prototype names
 const plainNames = ['a', 'b', 'c', 'd', 'e', 'start', 'done', 'check', 'work', 'wait', 'fail', 'next'];
-const oddNames = ['😀', 'ａ', '\uffff', 'e\u0301', '\u0000', '\u001f', '\u007f', 'x y', 'a/b', '~', '~0', '~1', 'a~1b', '/', 'é', '😀', '1', '0', '10', '2', '01', '-1', '4294967295',
+const oddNames = ['', '😀', '\ud83d', 'ａ', '\uffff', 'e\u0301', '\u0000', '\u001f', '\u007f', 'x y', 'a/b', '~', '~0', '~1', 'a~1b', '/', 'é', '😀', '1', '0', '10', '2', '01', '-1', '4294967295',
   '__proto__', 'constructor', 'toString', 'hasOwnProperty', ' ', '\t', 'A', 'states', 'flow', 'initial', '$', '@workflow/next',
   'event:x', '%', '\\', '"', 'a.b', '[0]', 'ａ', '\u2028', 'Z', 'zz', '\u00a0'];
 const stateName = () => (chance(0.85) ? pick(plainNames) : pick(oddNames));
 
 // ---- Jaren JSON Queries for guards, inputs, with and select
 function query(valid = 0.85) {
-  if (chance(valid)) {
+  if (fine(valid)) {
     return pick([
       '$.context.data.ready', '$.context.data', '$.context.input.x', '$.payload.accept', '$.context.visits',
       '$.context.activation.key', '$.data', '$.key', '$', '$.context.data.n', '$..x', '$.state[0]', '$.a[*]',
@@ -134,7 +139,7 @@ function dagDoc() {
       case 'const': node = { kind, value: anyValue() }; break;
       default: node = { kind, stylesheet: stylesheet() };
     }
-    if (chance(0.2)) node.checkpoint = chance(0.8) ? true : pick([false, 'yes', 1]);
+    if (chance(0.2)) node.checkpoint = fine(0.8) ? true : pick([false, 'yes', 1]);
     if (!names.includes(name)) names.push(name);
     define(doc.nodes, name, node);
   }
@@ -153,11 +158,23 @@ function dagDoc() {
     doc.edges.push({ from: pick(['input', ...inner]), to: 'output', port: chance(0.9) ? 'b' : 'a' });
   }
   else doc.edges.push({ from: prev, to: 'output', ...(chance(0.1) ? { select: query() } : {}) });
-  if (chance(0.25)) mutateDag(doc, names);
+  if (oops(0.25)) mutateDag(doc, names);
   return doc;
 }
 function mutateDag(doc, names) {
-  switch (int(14)) {
+  switch (int(16)) {
+    case 14: {
+      // a cycle behind all-ported fan-in, so that only the cycle check refuses it
+      const inner = names.filter((x) => doc.nodes[x]?.kind === 'task' || doc.nodes[x]?.kind === 'query');
+      if (inner.length < 1) break;
+      const a = inner[0];
+      const b = pick(inner);
+      doc.edges = doc.edges.filter((e) => e.to !== a);
+      doc.edges.push({ from: 'input', to: a, port: 'in' }, { from: b, to: a, port: 'back' });
+      break;
+    }
+    case 15: define(doc.nodes, pick(names), pick([{ kind: 'query', query: null }, { kind: 'const', value: null },
+      { kind: 'task', run: 'a', version: 1 }, { kind: 'output', checkpoint: null }, { kind: 'input', extra: 1 }])); break;
     case 0: doc.$dag = pick(['0.2', 0.1, null]); break;
     case 1: delete doc.$dag; break;
     case 2: doc.nodes = pick([[], 'x', null, [{ kind: 'output' }]]); break;
@@ -178,7 +195,7 @@ function mutateDag(doc, names) {
 
 // ---- state declarations
 function limit() {
-  return chance(0.95) ? pick([1, 2, 3, 5, 100]) : pick([0, -1, 1.5, '2', null, 2 ** 53, 2 ** 53 - 1, true, [], 1e300]);
+  return fine(0.95) ? pick([1, 2, 3, 5, 100]) : pick([0, -1, 1.5, '2', null, 2 ** 53, 2 ** 53 - 1, true, [], 1e300]);
 }
 // target picks a name in scope, sometimes one that is not
 // (mostly one declared after the current state, so that not every
@@ -187,7 +204,7 @@ let current = 0;
 function target(scope) {
   const later = scope.slice(current + 1);
   if (later.length && chance(0.6)) return pick(later);
-  if (chance(0.9)) return pick(scope);
+  if (fine(0.9)) return pick(scope);
   return chance(0.6) ? stateName() : anyValue();
 }
 function workState(scope) {
@@ -195,7 +212,7 @@ function workState(scope) {
   if (chance(0.75)) {
     const work = { task: pick(taskNames), version: pick(versions) };
     if (chance(0.3)) work.with = query();
-    if (chance(0.1)) {
+    if (oops(0.1)) {
       switch (int(7)) {
         case 0: work.task = anyValue(); break;
         case 1: work.version = anyValue(); break;
@@ -210,57 +227,58 @@ function workState(scope) {
   }
   else {
     s.work = { dag: dagDoc() };
-    if (chance(0.05)) s.work.extra = pick([1, 'x']);
-    if (chance(0.03)) s.work.dag = anyValue();
+    if (oops(0.05)) s.work.extra = pick([1, 'x']);
+    if (oops(0.03)) s.work.dag = anyValue();
   }
-  if (chance(0.03)) s.work = anyValue();
-  if (chance(0.98)) s.then = target(scope);
+  if (oops(0.03)) s.work = anyValue();
+  if (fine(0.98)) s.then = target(scope);
   if (chance(0.3)) s.catch = target(scope);
   if (chance(0.3)) s.input = chance(0.1) ? null : query();
   return s;
 }
 function chooseState(scope) {
-  const n = chance(0.95) ? 1 + int(3) : 0;
+  const n = fine(0.95) ? 1 + int(3) : 0;
   const choose = [];
   for (let i = 0; i < n; i++) {
     let b = { guard: query(), to: target(scope) };
-    if (chance(0.05)) b = pick([5, 'a', { to: pick(scope) }, { guard: true }, { guard: true, to: pick(scope), event: 'x' }, null]);
+    if (oops(0.05)) b = pick([5, 'a', { to: pick(scope) }, { guard: true }, { guard: true, to: pick(scope), event: 'x' }, null]);
     choose.push(b);
   }
   const s = { choose };
-  if (chance(0.03)) s.choose = anyValue();
-  if (chance(0.98)) s.otherwise = target(scope);
+  if (oops(0.03)) s.choose = anyValue();
+  if (fine(0.98)) s.otherwise = target(scope);
   return s;
 }
 function onState(scope) {
   const n = int(4);
   const on = [];
   for (let i = 0; i < n; i++) {
-    let b = { event: chance(0.97) ? pick(['approve', 'retry', 'x', 'a b', 'é', '@workflow/next']) : anyValue(), to: target(scope) };
+    let b = { event: fine(0.97) ? pick(['approve', 'retry', 'x', 'a b', 'é', '@workflow/next']) : anyValue(), to: target(scope) };
     if (chance(0.4)) b.guard = query();
-    if (chance(0.04)) b = pick([5, { event: 'x' }, { to: pick(scope) }, { event: 'x', to: pick(scope), after: 1 }]);
+    if (oops(0.04)) b = pick([5, { event: 'x' }, { to: pick(scope) }, { event: 'x', to: pick(scope), after: 1 }]);
     on.push(b);
   }
   const s = { on };
-  if (chance(0.03)) s.on = anyValue();
+  if (oops(0.03)) s.on = anyValue();
   if (chance(0.5) || n === 0) {
-    let after = { ms: chance(0.9) ? pick([0, 1, 1000, 60000, 0.5, 1e21]) : pick([-1, '5', null, 1e300, 2 ** 53, -0.5]), to: target(scope) };
-    if (chance(0.05)) after = pick([5, {}, { ms: 1 }, { ms: 1, to: pick(scope), extra: 1 }, []]);
+    let after = { ms: fine(0.9) ? pick([0, 1, 1000, 60000, 0.5, 1e21]) : pick([-1, '5', null, 1e300, 2 ** 53, -0.5]), to: target(scope) };
+    if (oops(0.05)) after = pick([5, {}, { ms: 1 }, { ms: 1, to: pick(scope), extra: 1 }, []]);
     s.after = after;
   }
   return s;
 }
 function finalState() {
-  return { final: chance(0.97) ? true : pick([false, 1, 'true', null]) };
+  return { final: fine(0.97) ? true : pick([false, 1, 'true', null]) };
 }
 
 let budget = 0;
 // body generates a {initial, states} scope; depth is its nesting
 function body(depth) {
-  const n = 1 + int(depth === 0 ? 7 : 4);
+  const big = depth === 0 && chance(0.05);
+  const n = 1 + int(big ? 40 : depth === 0 ? 7 : 4);
   const names = [];
   for (let i = 0; i < n; i++) {
-    const name = stateName();
+    const name = big && chance(0.7) ? `n${int(60)}` : stateName();
     if (!names.includes(name)) names.push(name);
   }
   const states = {};
@@ -277,18 +295,20 @@ function body(depth) {
       s = { flow: body(depth + 1), then };
     }
     else { s = finalState(); finals++; }
-    if (chance(0.45)) s.limit = limit();
-    if (chance(0.04)) mutateState(s, names);
+    if (chance(noise < 1 ? 0.7 : 0.45)) s.limit = limit();
+    if (oops(0.05)) s = mutateState(s, names);
     define(states, name, s);
   }
   if (finals === 0 && chance(0.7)) define(states, 'end', { final: true });
-  const out = { initial: chance(0.95) ? names[0] : target(names), states };
-  if (chance(0.02)) out.initial = anyValue();
-  if (chance(0.02)) delete out.initial;
+  const out = { initial: fine(0.95) ? names[0] : target(names), states };
+  if (oops(0.02)) out.initial = anyValue();
+  if (oops(0.02)) delete out.initial;
   return out;
 }
 function mutateState(s, names) {
-  switch (int(8)) {
+  switch (int(10)) {
+    case 8: return anyValue();
+    case 9: if (s.flow && typeof s.flow === 'object') s.flow[pick(['extra', 'then', 'limit', '$workflow'])] = pick(names); break;
     case 0: s.final = true; break;
     case 1: s.extra = 1; break;
     case 2: s.then = pick(names); break;
@@ -298,6 +318,7 @@ function mutateState(s, names) {
     case 6: s.input = query(); break;
     default: s.after = { ms: 1, to: pick(names) };
   }
+  return s;
 }
 
 // deepFlow nests flows past the depth bound or right up to it
@@ -309,15 +330,16 @@ function deepFlow(depth) {
 
 function workflow() {
   budget = 4;
+  noise = chance(0.4) ? 0.05 : 1;
   const b = body(0);
   if (chance(0.01)) Object.assign(b, deepFlow(pick([62, 63, 64, 65])));
-  const doc = { $workflow: '0.2', revision: chance(0.97) ? pick(['r/1', 'review/1', 'x']) : pick(['', ' ', 1, null, '\t']), ...b };
-  if (chance(0.015)) doc.$workflow = pick(['0.1', 0.2, null, '0.2 ']);
-  if (chance(0.01)) delete doc.$workflow;
-  if (chance(0.01)) delete doc.revision;
-  if (chance(0.03)) doc[pick(['extra', 'version', '$schema', 'flow', 'limit'])] = 1;
-  if (chance(0.02)) doc.states = pick([{}, [], 'x', null]);
-  if (chance(0.005)) return anyValue();
+  const doc = { $workflow: '0.2', revision: fine(0.97) ? pick(['r/1', 'review/1', 'x']) : pick(['', ' ', 1, null, '\t']), ...b };
+  if (oops(0.015)) doc.$workflow = pick(['0.1', 0.2, null, '0.2 ']);
+  if (oops(0.01)) delete doc.$workflow;
+  if (oops(0.01)) delete doc.revision;
+  if (oops(0.03)) doc[pick(['extra', 'version', '$schema', 'flow', 'limit'])] = 1;
+  if (oops(0.02)) doc.states = pick([{}, [], 'x', null]);
+  if (oops(0.005)) return anyValue();
   return doc;
 }
 
@@ -327,7 +349,7 @@ function tasksFor(doc) {
   if (!chance(0.15)) return undefined;
   const out = {};
   for (const name of taskNames) {
-    if (chance(0.6)) define(out, name, chance(0.8) ? pick(versions) : null);
+    if (chance(0.6)) define(out, name, chance(0.8) ? pick(versions) : chance(0.9) ? null : pick(['', ' ', '\u0085', '\ufeff']));
   }
   return out;
 }

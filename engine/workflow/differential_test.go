@@ -132,8 +132,7 @@ func differentialRun(c corpusCase, g goldenCase) (diffs []difference) {
 	return compareCase(c, g)
 }
 
-func clip(doc any) string {
-	data, _ := json.Marshal(doc)
+func clip(data []byte) string {
 	if len(data) > 600 {
 		return string(data[:600]) + "…"
 	}
@@ -143,6 +142,6 @@ func clip(doc any) string {
 // deliberate reports a document jetflow refuses by design: one nested
 // deeper than MaxDepth.
 func deliberate(c corpusCase) bool {
-	_, err := Lower(c.Doc)
+	_, err := LowerJSON(c.Doc)
 	return errors.Is(err, value.ErrTooDeep)
 }
