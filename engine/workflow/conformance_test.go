@@ -39,6 +39,7 @@ type goldenError struct {
 	Path    *string `json:"path"`
 	Reason  *string `json:"reason"`
 	Message string  `json:"message"`
+	Cause   *string `json:"cause"`
 }
 
 type goldenCase struct {
@@ -225,6 +226,13 @@ func compareError(stage string, err error, want *goldenError) []difference {
 	}
 	if !sameMessage(fe.Error(), want.Message) {
 		diffs = append(diffs, difference{class("message"), fmt.Sprintf("%q, want %q", fe.Error(), want.Message)})
+	}
+	got := ""
+	if fe.Cause != nil {
+		got = fe.Cause.Error()
+	}
+	if want.Cause != nil && !sameMessage(got, *want.Cause) {
+		diffs = append(diffs, difference{class("cause"), fmt.Sprintf("%q, want %q", got, *want.Cause)})
 	}
 	return diffs
 }
