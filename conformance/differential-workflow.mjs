@@ -182,7 +182,9 @@ function mutateDag(doc, names) {
     case 4: delete doc.edges; break;
     case 5: doc.edges.push({ from: pick(names), to: pick(names) }); break;
     case 6: doc.edges.push({ from: 'nope', to: pick(names) }); break;
-    case 7: doc.edges.push(pick([5, { from: 1, to: 'output' }, { from: 'input' }, { from: 'input', to: 'output', port: '' }])); break;
+    case 7: doc.edges.push(pick([5, { from: 1, to: 'output' }, { from: 'input' }, { from: 'input', to: 'output', port: '' },
+      { from: 'input', to: 'output', port: 5 }, { from: 'input', to: 'output', port: null }, { from: 'input', to: 'output', select: null },
+      { from: 'input', to: 'output', extra: 1 }, null])); break;
     case 8: define(doc.nodes, pick(['output2', 'out']), { kind: 'output' }); break;
     case 9: delete doc.nodes.output; break;
     case 10: define(doc.nodes, pick(names), pick([{ kind: 'nope' }, 5, { kind: 'task' }, { kind: 'task', run: '' },
@@ -305,8 +307,17 @@ function body(depth) {
   if (oops(0.02)) delete out.initial;
   return out;
 }
+const oddMembers = ['__proto__', 'kind', 'id', 'parent', '', 'constructor', 'Then', 'then ', 'final'];
 function mutateState(s, names) {
-  switch (int(10)) {
+  switch (int(12)) {
+    case 10: if (s && typeof s === 'object') define(s, pick(oddMembers), pick(names)); break;
+    case 11: {
+      // an odd member one level down: in work, a branch, the delay
+      const inner = [s.work, s.after, ...(Array.isArray(s.choose) ? s.choose : []), ...(Array.isArray(s.on) ? s.on : [])]
+        .filter((x) => x && typeof x === 'object' && !Array.isArray(x));
+      if (inner.length) define(pick(inner), pick(oddMembers), 1);
+      break;
+    }
     case 8: return anyValue();
     case 9: if (s.flow && typeof s.flow === 'object') s.flow[pick(['extra', 'then', 'limit', '$workflow'])] = pick(names); break;
     case 0: s.final = true; break;
@@ -337,7 +348,7 @@ function workflow() {
   if (oops(0.015)) doc.$workflow = pick(['0.1', 0.2, null, '0.2 ']);
   if (oops(0.01)) delete doc.$workflow;
   if (oops(0.01)) delete doc.revision;
-  if (oops(0.03)) doc[pick(['extra', 'version', '$schema', 'flow', 'limit'])] = 1;
+  if (oops(0.03)) define(doc, pick(['extra', 'version', '$schema', 'flow', 'limit', '__proto__', '']), 1);
   if (oops(0.02)) doc.states = pick([{}, [], 'x', null]);
   if (oops(0.005)) return anyValue();
   return doc;
