@@ -242,6 +242,7 @@ func TestLowerJSONNamesTheFirstFault(t *testing.T) {
 		{"a name before its value", `{"a":{"\ud800":1e400}}`, "unpaired surrogate is not valid Unicode at /a"},
 		{"number beyond the double range", `{"z":1e400,"a":[0,-1e999]}`, "-Infinity is not a JSON number at /a/1"},
 		{"the last duplicate wins", `{"a":"\ud800","a":1,"b":1e400}`, "Infinity is not a JSON number at /b"},
+		{"a lone surrogate name sorts by its code unit", `{"a":{"\uff41":"\ud800","\ud83d":1}}`, "not valid Unicode at /a"},
 		{"at the root", `"\ud800"`, "not valid Unicode at the document root"},
 		{"pointer escapes", `{"a/b":{"~":"\ud800"}}`, "at /a~1b/~0"},
 	}

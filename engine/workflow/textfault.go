@@ -6,6 +6,8 @@ import (
 	"math"
 	"slices"
 	"strconv"
+	"unicode/utf16"
+	"unicode/utf8"
 
 	"github.com/jetflow/jetflow/engine/value"
 )
@@ -35,6 +37,8 @@ type textNode struct {
 }
 
 type textMember struct {
+	name    string
+	units   []uint16 // the name's UTF-16 code units, unpaired surrogates kept
 	badName bool
 	value   *textNode
 }
@@ -48,17 +52,18 @@ func (n *textNode) fault(path string) error {
 			return err
 		}
 	}
-	names := make([]string, 0, len(n.members))
-	for k := range n.members {
-		names = append(names, k)
+	// sorted by code units: a name with an unpaired surrogate sorts by
+	// the surrogate, not by the U+FFFD Go would decode it to
+	members := make([]textMember, 0, len(n.members))
+	for _, m := range n.members {
+		members = append(members, m)
 	}
-	slices.SortFunc(names, value.CompareUTF16)
-	for _, k := range names {
-		m := n.members[k]
+	slices.SortFunc(members, func(a, b textMember) int { return slices.Compare(a.units, b.units) })
+	for _, m := range members {
 		if m.badName {
 			return errors.New(unpaired + " at " + pathText(path))
 		}
-		if err := m.value.fault(path + "/" + value.EncodePointerSegment(k)); err != nil {
+		if err := m.value.fault(path + "/" + value.EncodePointerSegment(m.name)); err != nil {
 			return err
 		}
 	}
@@ -128,10 +133,12 @@ func (s *textScanner) object() (*textNode, bool) {
 	}
 	for {
 		s.space()
+		start := s.i
 		name, bad, ok := s.str()
 		if !ok {
 			return nil, false
 		}
+		units := codeUnits(s.data[start+1 : s.i-1])
 		s.space()
 		if s.i >= len(s.data) || s.data[s.i] != ':' {
 			return nil, false
@@ -141,7 +148,8 @@ func (s *textScanner) object() (*textNode, bool) {
 		if !ok {
 			return nil, false
 		}
-		n.members[name] = textMember{badName: bad, value: v} // the last duplicate wins, as in JSON.parse
+		// the last duplicate wins, as in JSON.parse
+		n.members[string(utf16Bytes(units))] = textMember{name: name, units: units, badName: bad, value: v}
 		s.space()
 		if s.i >= len(s.data) {
 			return nil, false
@@ -228,4 +236,40 @@ func (s *textScanner) number() (*textNode, bool) {
 		return nil, false
 	}
 	return n, true
+}
+
+// codeUnits decodes the body of a valid JSON string (between its quotes)
+// to UTF-16 code units, keeping escaped unpaired surrogates.
+func codeUnits(body []byte) []uint16 {
+	var out []uint16
+	for i := 0; i < len(body); {
+		if body[i] != '\\' {
+			r, size := utf8.DecodeRune(body[i:])
+			out = utf16.AppendRune(out, r)
+			i += size
+			continue
+		}
+		if u, ok := escapedUnit(body, i); ok {
+			out = append(out, u)
+			i += 6
+			continue
+		}
+		if i+1 < len(body) {
+			out = append(out, uint16(unescape[body[i+1]]))
+		}
+		i += 2
+	}
+	return out
+}
+
+// unescape maps the character after a backslash to what it stands for.
+var unescape = [256]byte{'"': '"', '\\': '\\', '/': '/', 'b': '\b', 'f': '\f', 'n': '\n', 'r': '\r', 't': '\t'}
+
+// utf16Bytes makes code units a map key.
+func utf16Bytes(units []uint16) []byte {
+	out := make([]byte, 0, 2*len(units))
+	for _, u := range units {
+		out = append(out, byte(u>>8), byte(u))
+	}
+	return out
 }
