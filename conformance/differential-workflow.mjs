@@ -104,7 +104,8 @@ function query(valid = 0.85) {
   }
   return pick([{ $bogus: 1 }, '$.a[', '$..', { $eq: 1 }, { $and: 3 }, '$[?(', { $const: 1, $eq: [1, 1] },
     { $if: [1] }, { $not: [1, 2] }, '$.a.', { '': '$.x[' }, { $add: 'x' }, { $eq: [1] }, { $const: [] },
-    { $and: [] }, { a: { $bogus: [] } }, ['$.x', { $nope: 1 }], { $count: [1, 2] }, { $if: 'x' }, '$..[', '$.a[?(@.b', '$["a"', '$.a[-]']);
+    { $and: [] }, { a: { $bogus: [] } }, '', ' ', {}, [], { $const: { $bogus: 1 } }, '$.', '@', '$.a b', { $: 1 },
+    { $jslt: 1 }, { 'a.b': '$.x[' }, [[{ $bogus: 1 }]], ['$.x', { $nope: 1 }], { $count: [1, 2] }, { $if: 'x' }, '$..[', '$.a[?(@.b', '$["a"', '$.a[-]']);
 }
 
 // ---- DAG documents
@@ -119,7 +120,8 @@ function stylesheet() {
       [{ match: '$', body: oddValue() }]]);
   }
   return pick([5, 'x', [{ match: 5 }], {}, [], [{ match: '$[' }], [{ match: '$', body: { $bogus: 1 } }], [{ body: 1 }],
-    [{ match: '$', body: 1, extra: 2 }], [{ mode: 5, match: '$', body: 1 }], null]);
+    [{ match: '$', body: 1, extra: 2 }], [{ mode: 5, match: '$', body: 1 }], null, { $jslt: '0.1', rules: [] },
+    { $jslt: 1, rules: [{ match: '$', body: 1 }] }, { $jslt: '0.1', rules: [{ match: '$', body: 1 }], extra: 1 }, [{ match: '$', body: '$.a[' }]]);
 }
 function dagDoc() {
   const doc = { $dag: '0.1', nodes: {}, edges: [] };
