@@ -179,14 +179,18 @@ func compareCompile(c corpusCase, g goldenCase) []difference {
 	if len(w.TaskVersions) != len(want.TaskVersions) {
 		diffs = append(diffs, difference{"compile task versions", fmt.Sprintf("%d task versions, want %d", len(w.TaskVersions), len(want.TaskVersions))})
 	}
+	// The reference learns the identity from the run's first save, which
+	// it never reaches when starting the chart fails (an eventless loop of
+	// nested flows exceeds the microstep limit).
+	_, startErr := w.Chart.Start(statechart.StartOptions{Context: startContext()})
 	if want.IdentitySHA256 == nil {
-		// The reference learns the identity from the run's first save,
-		// which it never reaches when starting the chart fails (an
-		// eventless loop of nested flows exceeds the microstep limit).
-		if _, err := w.Chart.Start(statechart.StartOptions{Context: startContext()}); err == nil {
+		if startErr == nil {
 			diffs = append(diffs, difference{"compile identity", "the chart starts, but the reference's run failed before its first save"})
 		}
 		return diffs
+	}
+	if startErr != nil {
+		diffs = append(diffs, difference{"compile start", fmt.Sprintf("the reference's run saved, but the chart does not start: %v", startErr)})
 	}
 	sum := sha256.Sum256([]byte(value.MustCanonical(w.Identity.Value())))
 	if hex.EncodeToString(sum[:]) != *want.IdentitySHA256 {
@@ -200,8 +204,8 @@ func startContext() map[string]any {
 	return map[string]any{"input": nil, "data": nil, "event": nil, "results": map[string]any{}, "visits": map[string]any{}}
 }
 
-// compareError compares a refusal: the code, the path and the full
-// message the reference composed.
+// compareError compares a refusal: the code, the path, the full message
+// the reference composed and, where it has one, its cause.
 func compareError(stage string, err error, want *goldenError) []difference {
 	class := func(part string) string {
 		return stage + " " + part + " " + quotedOut(derefOr(want.Reason, want.Message))
@@ -286,11 +290,11 @@ func quotedOut(s string) string {
 			b.WriteRune(r)
 		}
 	}
-	out := b.String()
+	out := []rune(b.String())
 	if len(out) > 70 {
 		out = out[:70]
 	}
-	return out
+	return string(out)
 }
 
 // registryFor builds the case's registry as gen-workflow.mjs does: the
