@@ -56,7 +56,9 @@ function describe(err) {
   return { code: null, name: err?.name ?? typeof err, message: String(err?.message ?? err) };
 }
 
-async function run(c) {
+// run is exported for differential-workflow.mjs, which feeds it generated
+// documents.
+export async function run(c) {
   const out = { name: c.name };
   try { out.lower = { canonical: canonicalizeJson(lowerWorkflow(c.doc)) }; }
   catch (err) { out.lower = { error: describe(err) }; }

@@ -163,7 +163,7 @@ func compileTask(n *node, decl map[string]any, durable bool, registry map[string
 	}
 	rawVersion, declared := decl["version"]
 	version, _ := rawVersion.(string)
-	if declared && strings.TrimSpace(version) == "" {
+	if declared && value.Blank(version) {
 		return fault.New(fault.JF0011,
 			"task node '"+id+"' has a \"version\" member that is not a non-empty string", base+"/version")
 	}
@@ -179,7 +179,7 @@ func compileTask(n *node, decl map[string]any, durable bool, registry map[string
 			return fault.New(fault.JF0018,
 				"task node '"+id+"' names the handler '"+run+"', which the registry does not provide", base+"/run")
 		}
-		if entry != "" && strings.TrimSpace(entry) == "" {
+		if entry != "" && value.Blank(entry) {
 			return errors.New("dag: the registered handler '" + run + "' has a version that is not a non-empty string")
 		}
 		switch {

@@ -163,6 +163,10 @@ func TestLowerRefusesWhatIsNotJSON(t *testing.T) {
 		{"a channel at the root", make(chan int), "a chan int is not JSON data at the document root", nil},
 		{"invalid UTF-8", states("\xff"), "not valid UTF-8", nil},
 		{"invalid UTF-8 member name", map[string]any{"\xfe": 1}, "not valid UTF-8", nil},
+		{"the first of several in canonical order", map[string]any{
+			"z": math.NaN(), "\xfe": 1, "a": map[string]any{"y": math.Inf(1), "b": []any{1, math.NaN()}, "c": math.NaN()},
+		}, "NaN is not a JSON number at /a/b/1", nil},
+		{"a bad member name before a bad value", map[string]any{"b": math.NaN(), "a\xfe": 1}, "not valid UTF-8 is not JSON data at the document root", nil},
 		{"deep nesting", states(deep), "deeper than 256", value.ErrTooDeep},
 		{"huge document", states(wide), "more than", value.ErrTooLarge},
 	}
@@ -221,6 +225,39 @@ func TestLowerJSON(t *testing.T) {
 		if !errors.As(err, &fe) || fe.Code != fault.JF0021 || fe.Reason != "workflow must be JSON" {
 			t.Errorf("%.20q: got %v", text, err)
 		}
+	}
+}
+
+// TestLowerJSONNamesTheFirstFault checks the cause of a refused text: the
+// reference names the first unpaired surrogate or out-of-range number in
+// its canonical walk, members sorted and a name before its value.
+func TestLowerJSONNamesTheFirstFault(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name, text, cause string
+	}{
+		{"surrogate in a value", `{"revision":"\ud800"}`, "a string with an unpaired surrogate is not valid Unicode at /revision"},
+		{"surrogate in a name names the object", `{"a":{"b":1,"\udc00":2}}`, "a string with an unpaired surrogate is not valid Unicode at /a"},
+		{"sorted order, not text order", `{"states":{"\ud800":1},"revision":"\udc00"}`, "at /revision"},
+		{"a name before its value", `{"a":{"\ud800":1e400}}`, "unpaired surrogate is not valid Unicode at /a"},
+		{"number beyond the double range", `{"z":1e400,"a":[0,-1e999]}`, "-Infinity is not a JSON number at /a/1"},
+		{"the last duplicate wins", `{"a":"\ud800","a":1,"b":1e400}`, "Infinity is not a JSON number at /b"},
+		{"a lone surrogate name sorts by its code unit", `{"a":{"\uff41":"\ud800","\ud83d":1}}`, "not valid Unicode at /a"},
+		{"at the root", `"\ud800"`, "not valid Unicode at the document root"},
+		{"pointer escapes", `{"a/b":{"~":"\ud800"}}`, "at /a~1b/~0"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			_, err := LowerJSON([]byte(tt.text))
+			var fe *fault.Error
+			if !errors.As(err, &fe) || fe.Code != fault.JF0021 || fe.Cause == nil {
+				t.Fatalf("got %v, want JF0021 with a cause", err)
+			}
+			if !strings.HasSuffix(fe.Cause.Error(), tt.cause) {
+				t.Errorf("cause %q, want it to end with %q", fe.Cause, tt.cause)
+			}
+		})
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -119,18 +120,74 @@ func (n *normalizer) copy(v any, depth int) (any, error) {
 		n.size += 2 + len(t)
 		for k, x := range t {
 			if !utf8.ValidString(k) {
-				return nil, refuse("a member name that is not valid UTF-8 is not JSON data at %s")
+				return nil, firstInOrder(t, depth, k, refuse(badName), true)
 			}
 			n.size += len(k) + 3
 			c, err := n.copy(x, depth+1)
 			if err != nil {
-				return nil, within(err, value.EncodePointerSegment(k))
+				return nil, firstInOrder(t, depth, k, err, false)
 			}
 			out[k] = c
 		}
 		return out, nil
 	}
 	return nil, refuse(fmt.Sprintf("a %T is not JSON data at %%s", v))
+}
+
+const badName = "a member name that is not valid UTF-8 is not JSON data at %s"
+
+// firstInOrder returns, for an object with a member that is not JSON
+// data, the refusal the reference reports: the first in its canonical
+// walk (members sorted by UTF-16 code units, a name before its value),
+// not in Go's map order, so that the cause is the same on every run.
+// failed is the member met first, err its refusal (for its name when
+// nameErr). Only members sorted before it are probed again, so the work
+// stays linear in the document.
+func firstInOrder(t map[string]any, depth int, failed string, err error, nameErr bool) error {
+	var e *notJSON
+	if !errors.As(err, &e) {
+		return err // too large: jetflow's own bound, with no location
+	}
+	for k := range t {
+		if value.CompareUTF16(k, failed) >= 0 {
+			continue
+		}
+		// an earlier member fails too: the first of those is the answer
+		if !utf8.ValidString(k) || probe(t[k], depth) != nil {
+			return firstBefore(t, depth, failed)
+		}
+	}
+	if nameErr {
+		return err
+	}
+	return within(err, value.EncodePointerSegment(failed))
+}
+
+// firstBefore walks the members sorted before failed in canonical order
+// and returns the first refusal; one of them is known to fail.
+func firstBefore(t map[string]any, depth int, failed string) error {
+	keys := make([]string, 0, len(t))
+	for k := range t {
+		if value.CompareUTF16(k, failed) < 0 {
+			keys = append(keys, k)
+		}
+	}
+	slices.SortFunc(keys, value.CompareUTF16)
+	for _, k := range keys {
+		if !utf8.ValidString(k) {
+			return refuse(badName)
+		}
+		if err := probe(t[k], depth); err != nil {
+			return within(err, value.EncodePointerSegment(k))
+		}
+	}
+	return refuse("a value that is not JSON data at %s")
+}
+
+func probe(v any, depth int) error {
+	var n normalizer
+	_, err := n.copy(v, depth+1)
+	return err
 }
 
 func (n *normalizer) number(f float64) (any, error) {
@@ -157,17 +214,7 @@ var errTooLarge = fmt.Errorf("%w: more than %d bytes", value.ErrTooLarge, MaxSiz
 // does not reduce to "".
 func nonblank(v any) bool {
 	s, ok := v.(string)
-	return ok && strings.TrimFunc(s, isJSSpace) != ""
-}
-
-// isJSSpace is ECMAScript's WhiteSpace and LineTerminator set, which trim
-// removes. It differs from unicode.IsSpace: U+FEFF is in, U+0085 is out.
-func isJSSpace(r rune) bool {
-	switch r {
-	case '\t', '\n', '\v', '\f', '\r', ' ', 0xA0, 0x1680, 0x2028, 0x2029, 0x202F, 0x205F, 0x3000, 0xFEFF:
-		return true
-	}
-	return r >= 0x2000 && r <= 0x200A
+	return ok && !value.Blank(s)
 }
 
 // safeInteger is Number.isSafeInteger.

@@ -19,12 +19,21 @@ func LowerJSON(data []byte) (*Lowered, error) {
 }
 
 // decode parses document text. encoding/json turns an escaped lone
-// surrogate into U+FFFD; the reference cannot canonicalize one and refuses
-// the document, so decode refuses it too.
+// surrogate into U+FFFD and refuses a number beyond the double range; the
+// reference refuses both (the number parses as Infinity) with the
+// location of the first in its canonical walk, so decode refuses them
+// with the same cause.
 func decode(data []byte) (any, error) {
 	doc, err := value.Decode(data, value.Limits{})
 	if err == nil && loneSurrogate(data) {
-		err = errors.New("a string with an unpaired surrogate is not valid Unicode")
+		err = errors.New(unpaired)
+	}
+	if err != nil && !errors.Is(err, value.ErrTooDeep) && !errors.Is(err, value.ErrTooLarge) {
+		// name the value as the reference does: a lone surrogate, or a
+		// number JSON.parse reads as Infinity
+		if located := textFault(data); located != nil {
+			err = located
+		}
 	}
 	if err != nil {
 		return nil, fault.Wrap(fault.JF0021, "workflow must be JSON", "", err)
