@@ -1,9 +1,11 @@
 package dag_test
 
 import (
+	"errors"
 	"maps"
+	"slices"
 	"sort"
-	"testing"
+	"strconv"
 
 	"github.com/jetflow/jetflow/engine/dag"
 	"github.com/jetflow/jetflow/engine/query"
@@ -11,13 +13,16 @@ import (
 )
 
 // mock computes a task's outcome from its handler argument as the
-// generator's mock does.
-func mock(t *testing.T, m map[string]any, arg map[string]any) (any, string, bool) {
+// generator's mock does: a mock query that does not compile fails the task
+// with the compile error's message.
+// The mock's value is handed on as written, its query compiled as
+// written: written is the order of the mock's objects.
+func mock(m map[string]any, written value.Written, arg map[string]any) (any, string, bool) {
 	if msg, ok := m["error"]; ok {
 		return nil, msg.(string), false
 	}
 	if v, ok := m["value"]; ok {
-		return v, "", true
+		return asWritten(v, written.Under("/value"), ""), "", true
 	}
 	if which, ok := m["echo"]; ok {
 		switch which {
@@ -28,9 +33,9 @@ func mock(t *testing.T, m map[string]any, arg map[string]any) (any, string, bool
 		}
 		return map[string]any{"with": arg["with"], "input": arg["input"]}, "", true
 	}
-	q, err := query.Compile(m["query"], query.Options{})
+	q, err := query.Compile(m["query"], query.Options{Written: written.Under("/query")})
 	if err != nil {
-		t.Fatalf("mock query: %v", err)
+		return nil, err.Error(), false
 	}
 	// the reference's mock reads a canonical copy of the argument, and
 	// its result is handed on as the query built it
@@ -46,26 +51,41 @@ type wave struct {
 	saves []any
 }
 
+// errStalled is drive's own failure: the plans left nothing to wait for
+// before the run was done, or it never settled.
+var errStalled = errors.New("run stalled: nothing ready, nothing running, not done")
+
 // drive runs d as a runner would: invoke what a plan names, settle each
 // wave's tasks in node-id order, and schedule again, until the run is done
 // or fails.
-func drive(t *testing.T, d *dag.DAG, c dagCase) ([]wave, any, error) {
+func drive(d *dag.DAG, c dagCase) ([]wave, any, error) {
 	values := map[string]any{}
+	// the values the last plan keeps ordered, and the results of each
+	// wave as their handlers built them
+	var ordered map[string]any
 	if c.HasSeed {
+		// the reference's store hands back the seed as written
 		values = d.Restore(c.Seed)
+		for id, v := range values {
+			v = asWritten(v, c.Written.Under("/seed/"+value.EncodePointerSegment(id)), "")
+			if value.HasObject(v) {
+				if ordered == nil {
+					ordered = map[string]any{}
+				}
+				ordered[id] = v
+			}
+		}
 	}
 	running := map[string]bool{}
 	var waves []wave
 	var pending []dag.Invocation
-	// the values the last plan keeps ordered, and the results of each
-	// wave as their handlers built them
-	var ordered map[string]any
 	for range 1000 {
 		var w wave
 		sort.Slice(pending, func(i, j int) bool { return value.CompareUTF16(pending[i].Node, pending[j].Node) < 0 })
 		for _, inv := range pending {
 			info, _ := d.Node(inv.Node)
-			v, msg, ok := mock(t, c.Mocks[info.Task].(map[string]any), inv.Arg)
+			v, msg, ok := mock(c.Mocks[info.Task].(map[string]any),
+				c.Written.Under("/mocks/"+value.EncodePointerSegment(info.Task)), inv.Arg)
 			if !ok {
 				waves = append(waves, w)
 				return waves, nil, d.TaskFailed(inv.Node, msg)
@@ -105,10 +125,47 @@ func drive(t *testing.T, d *dag.DAG, c dagCase) ([]wave, any, error) {
 			return waves, plan.Output, nil
 		}
 		if len(plan.Tasks) == 0 && len(running) == 0 {
-			t.Fatal("run stalled: nothing ready, nothing running, not done")
+			return waves, nil, errStalled
 		}
 		pending = plan.Tasks
 	}
-	t.Fatal("run did not settle")
-	return nil, nil, nil
+	return waves, nil, errStalled
+}
+
+// asWritten returns v with each object whose written order (w, by pointer
+// from path) is not Keys order rebuilt as a *value.Object in that order.
+func asWritten(v any, w value.Written, path string) any {
+	switch x := v.(type) {
+	case []any:
+		var out []any
+		for i, e := range x {
+			if ew := asWritten(e, w, path+"/"+strconv.Itoa(i)); value.HasObject(ew) {
+				if out == nil {
+					out = slices.Clone(x)
+				}
+				out[i] = ew
+			}
+		}
+		if out == nil {
+			return x
+		}
+		return out
+	case map[string]any:
+		keys, ok := w[path]
+		if !ok {
+			keys = value.Keys(x)
+		}
+		o := value.NewObject(len(keys))
+		nested := false
+		for _, k := range keys {
+			e := asWritten(x[k], w, path+"/"+value.EncodePointerSegment(k))
+			nested = nested || value.HasObject(e)
+			o.Set(k, e)
+		}
+		if !ok && !nested {
+			return x
+		}
+		return o
+	}
+	return v
 }
