@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"unicode"
 
 	"github.com/jetflow/jetflow/engine/fault"
 	"github.com/jetflow/jetflow/engine/jslt"
@@ -163,7 +164,7 @@ func compileTask(n *node, decl map[string]any, durable bool, registry map[string
 	}
 	rawVersion, declared := decl["version"]
 	version, _ := rawVersion.(string)
-	if declared && strings.TrimSpace(version) == "" {
+	if declared && jsBlank(version) {
 		return fault.New(fault.JF0011,
 			"task node '"+id+"' has a \"version\" member that is not a non-empty string", base+"/version")
 	}
@@ -179,7 +180,7 @@ func compileTask(n *node, decl map[string]any, durable bool, registry map[string
 			return fault.New(fault.JF0018,
 				"task node '"+id+"' names the handler '"+run+"', which the registry does not provide", base+"/run")
 		}
-		if entry != "" && strings.TrimSpace(entry) == "" {
+		if entry != "" && jsBlank(entry) {
 			return errors.New("dag: the registered handler '" + run + "' has a version that is not a non-empty string")
 		}
 		switch {
@@ -213,4 +214,22 @@ func compileEmbedded(doc any, path string) (*query.Query, error) {
 		return nil, fault.Wrap(fault.JF0014, "the embedded document failed to compile: "+err.Error(), path, err)
 	}
 	return q, nil
+}
+
+// jsBlank reports whether s is empty once JavaScript's String.prototype.trim
+// took its whitespace off, as the reference tests a version: that trims
+// U+FEFF and keeps U+0085, where Go's strings.TrimSpace does the opposite.
+func jsBlank(s string) bool {
+	return strings.TrimFunc(s, isJSSpace) == ""
+}
+
+// isJSSpace is ECMAScript's WhiteSpace or LineTerminator: tab, line tab,
+// form feed, space, no-break space, U+FEFF, the Zs category, line feed,
+// carriage return and the line and paragraph separators.
+func isJSSpace(r rune) bool {
+	switch r {
+	case '\t', '\v', '\f', ' ', '\u00a0', '\ufeff', '\n', '\r', '\u2028', '\u2029':
+		return true
+	}
+	return unicode.Is(unicode.Zs, r)
 }
