@@ -240,11 +240,10 @@ func (d *DAG) unread(i int, known []bool) bool {
 // marked says which values may hold the empty marker, and the returned
 // mark whether v may.
 func (d *DAG) evaluate(nd *node, input any, vals []any, held, marked []bool, b *query.Budget) (v any, isHeld, mark bool, inv *Invocation, err error) {
-	scope, holding, err := d.scope(nd, vals, held, b)
+	scope, holding, scopeMarked, err := d.scope(nd, vals, held, b)
 	if err != nil {
 		return nil, false, false, nil, err
 	}
-	scopeMarked := false
 	if marked != nil {
 		for _, e := range nd.inbound {
 			scopeMarked = scopeMarked || marked[e.from]
@@ -347,10 +346,15 @@ func checkpointable(nd *node, v any) *fault.Error {
 
 // scope builds a node's input scope (§6.1): each inbound value through its
 // edge's select, then the single unported value, or the object of ports.
-// holding says the scope may hold a *value.Object.
-func (d *DAG) scope(nd *node, vals []any, held []bool, b *query.Budget) (scope any, holding bool, err error) {
+// holding says the scope may hold a *value.Object, marked that a select
+// left the empty marker in what it built.
+//
+// A select's answer is handed on as the reference hands it, by
+// reference: the objects it built in their member order, the marker
+// where it left one.
+func (d *DAG) scope(nd *node, vals []any, held []bool, b *query.Budget) (scope any, holding, marked bool, err error) {
 	if len(nd.inbound) == 0 {
-		return nil, false, nil
+		return nil, false, false, nil
 	}
 	var ports *value.Object
 	var portMap map[string]any
@@ -366,18 +370,14 @@ func (d *DAG) scope(nd *node, vals []any, held []bool, b *query.Budget) (scope a
 	for _, e := range nd.inbound {
 		v, h := vals[e.from], held != nil && held[e.from]
 		if e.sel != nil {
-			// a select over a value that holds built objects hands them
-			// on; over plain data it answers plain data
-			var res any
-			var ok bool
+			ev := e.sel.Within(b)
 			if h {
-				res, ok, err = e.sel.Within(b).Holding().EvalOrdered(v, nil)
-			} else {
-				res, ok, err = e.sel.Within(b).Eval(v, nil)
+				ev = ev.Holding()
 			}
+			res, ok, m, err := ev.EvalMarked(v, nil)
 			if err != nil {
 				idx := strconv.Itoa(e.index)
-				return nil, false, &fault.Error{
+				return nil, false, false, &fault.Error{
 					Code:   fault.JF2006,
 					Reason: "the select on edge " + idx + " into '" + nd.ID + "' failed: " + err.Error(),
 					Path:   "/edges/" + idx + "/select", HasPath: true, NodeID: nd.ID, Cause: err,
@@ -387,7 +387,8 @@ func (d *DAG) scope(nd *node, vals []any, held []bool, b *query.Budget) (scope a
 			if ok {
 				v = res
 			}
-			h = h && value.HasObject(v)
+			h = value.HasObject(v)
+			marked = marked || m
 		}
 		holding = holding || h
 		switch {
@@ -401,11 +402,11 @@ func (d *DAG) scope(nd *node, vals []any, held []bool, b *query.Budget) (scope a
 	}
 	switch {
 	case portMap != nil:
-		return portMap, holding, nil
+		return portMap, holding, marked, nil
 	case ports != nil:
-		return ports, true, nil
+		return ports, true, marked, nil
 	}
-	return single, holding, nil
+	return single, holding, marked, nil
 }
 
 // TaskFailed returns the reference's JF2006 for a task node whose handler
