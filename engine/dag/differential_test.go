@@ -39,7 +39,7 @@ func TestDifferential(t *testing.T) {
 	defer func() { _ = f.Close() }()
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 1<<20), 64<<20)
-	var cases, crashes, disagree int
+	var cases, crashes, disagree, known int
 	classes := map[string][]string{}
 	for sc.Scan() {
 		raw, written, err := value.DecodeWritten(sc.Bytes(), value.Limits{})
@@ -60,9 +60,14 @@ func TestDifferential(t *testing.T) {
 		if len(diffs) == 0 {
 			continue
 		}
-		disagree++
 		// a case counts once, in the class of its first difference
 		d := diffs[0]
+		if markerLeaves(out) {
+			d.class = "known: " + d.class
+			known++
+		} else {
+			disagree++
+		}
 		example := ""
 		if len(classes[d.class]) < show {
 			example = fmt.Sprintf("%s %s\n    %s", c.Name, brief(line), d.detail)
@@ -72,7 +77,7 @@ func TestDifferential(t *testing.T) {
 	if err := sc.Err(); err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("%d cases, %d disagree, %d the reference crashed on", cases, disagree, crashes)
+	t.Logf("%d cases, %d disagree, %d differ as documented, %d the reference crashed on", cases, disagree, known, crashes)
 	names := make([]string, 0, len(classes))
 	for c := range classes {
 		names = append(names, c)
@@ -102,6 +107,29 @@ func differentialCase(c dagCase, g goldenCase) (diffs []difference) {
 		}
 	}()
 	return compareCase(c, g)
+}
+
+// markerLeaves reports whether the reference's run failed because the
+// empty-sequence marker reached the generator's handler or store, which
+// copy what they are handed as JSON: jetflow hands them JSON, as
+// conformance/README.md documents (*Where jetflow differs* under the
+// empty marker), so such runs differ by design.
+func markerLeaves(out map[string]any) bool {
+	run, _ := out["run"].(map[string]any)
+	err, _ := run["error"].(map[string]any)
+	if err == nil {
+		return false
+	}
+	msg, _ := err["reason"].(string)
+	switch err["code"] {
+	case "JF2009":
+		return strings.HasPrefix(msg, "the checkpoint store failed to complete run") &&
+			strings.Contains(msg, ": a symbol is not a JSON value at ")
+	case "JF2006":
+		_, after, ok := strings.Cut(msg, " failed: a symbol is not a JSON value at /")
+		return ok && (strings.HasPrefix(after, "with") || strings.HasPrefix(after, "input"))
+	}
+	return false
 }
 
 // brief is the case without its outcome, cut to a readable length.

@@ -8,6 +8,7 @@ import (
 	"strconv"
 
 	"github.com/jetflow/jetflow/engine/dag"
+	"github.com/jetflow/jetflow/engine/fault"
 	"github.com/jetflow/jetflow/engine/query"
 	"github.com/jetflow/jetflow/engine/value"
 )
@@ -91,6 +92,10 @@ func drive(d *dag.DAG, c dagCase) ([]wave, any, error) {
 				return waves, nil, d.TaskFailed(inv.Node, msg)
 			}
 			delete(running, inv.Node)
+			if err := d.CheckTaskResult(inv.Node, value.Plain(v)); err != nil {
+				waves = append(waves, w)
+				return waves, nil, err
+			}
 			if value.HasObject(v) {
 				ordered = maps.Clone(ordered)
 				if ordered == nil {
@@ -112,6 +117,15 @@ func drive(d *dag.DAG, c dagCase) ([]wave, any, error) {
 		}
 		ordered = plan.Ordered
 		for _, inv := range plan.Tasks {
+			// the generator's handler copies its argument as canonical
+			// JSON first, so an argument that is not JSON fails the
+			// node before the call is recorded
+			if _, cerr := value.Canonical(value.Plain(inv.Arg)); cerr != nil {
+				if err == nil {
+					err = d.TaskFailed(inv.Node, cerr.Error())
+				}
+				continue
+			}
 			running[inv.Node] = true
 			info, _ := d.Node(inv.Node)
 			w.calls = append(w.calls, map[string]any{"node": inv.Node, "task": info.Task, "arg": inv.Arg})
@@ -122,6 +136,13 @@ func drive(d *dag.DAG, c dagCase) ([]wave, any, error) {
 		}
 		waves = append(waves, w)
 		if plan.Done {
+			// the generator's store copies the result as canonical JSON
+			if _, cerr := value.Canonical(plan.Output); cerr != nil {
+				return waves, nil, &fault.Error{
+					Code: fault.JF2009, Reason: "the checkpoint store failed to complete run 'r': " + cerr.Error(),
+					HasPath: true,
+				}
+			}
 			return waves, plan.Output, nil
 		}
 		if len(plan.Tasks) == 0 && len(running) == 0 {
