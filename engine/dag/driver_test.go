@@ -77,13 +77,20 @@ func drive(d *dag.DAG, c dagCase) ([]wave, any, error) {
 			}
 		}
 	}
+	restored := map[string]bool{}
+	for id := range values {
+		restored[id] = true
+	}
 	running := map[string]bool{}
 	var waves []wave
 	var pending []dag.Invocation
 	for range 1000 {
 		var w wave
 		sort.Slice(pending, func(i, j int) bool { return value.CompareUTF16(pending[i].Node, pending[j].Node) < 0 })
+		// the generator settles a wave's handlers in node-id order
+		settled := make([]string, 0, len(pending))
 		for _, inv := range pending {
+			settled = append(settled, inv.Node)
 			info, _ := d.Node(inv.Node)
 			v, msg, ok := mock(c.Mocks[info.Task].(map[string]any),
 				c.Written.Under("/mocks/"+value.EncodePointerSegment(info.Task)), inv.Arg)
@@ -108,7 +115,7 @@ func drive(d *dag.DAG, c dagCase) ([]wave, any, error) {
 				w.saves = append(w.saves, map[string]any{"node": inv.Node, "value": v})
 			}
 		}
-		plan, err := d.ScheduleOrdered(nil, c.Input, values, ordered, running)
+		plan, err := d.ScheduleWave(nil, c.Input, values, ordered, running, dag.Wave{Settled: settled, Restored: restored})
 		for _, nv := range plan.Values {
 			values[nv.ID] = nv.Value
 			if nv.Checkpoint {

@@ -2,7 +2,6 @@ package dag
 
 import (
 	"math"
-	"sort"
 	"strconv"
 
 	"github.com/jetflow/jetflow/engine/fault"
@@ -16,12 +15,12 @@ import (
 // abort them at once. A runner mirrors the saves and need not invoke the
 // tasks.
 //
-// Order: nodes are evaluated in rounds of readiness (a node computed in
-// this call readies its consumers for the next round), each round in the
-// order the reference starts nodes. Within one step the reference's own
-// order of calls and saves can differ, because its checkpoint store's
-// latency delays a saved node's consumers; so can its choice between two
-// nodes that fail in the same step.
+// Order: nodes are evaluated in the order of the reference's microtask
+// queue (see Wave): a node as soon as its last input is delivered, one
+// that declares a checkpoint handing its value on two turns after it
+// was computed. What a failure stops, and which of two failures is
+// reported, follows from that order; ScheduleWave replays it exactly
+// when told what settled since the previous call.
 type Plan struct {
 	// Values are the inline nodes this call computed, in evaluation order.
 	// The caller adds them to its known values; those with Checkpoint set
@@ -93,108 +92,44 @@ func (d *DAG) ScheduleWithin(b *query.Budget, input any, values map[string]any, 
 // in values (its plain form, which is what is stored); ordered may be
 // nil, and is not modified.
 func (d *DAG) ScheduleOrdered(b *query.Budget, input any, values, ordered map[string]any, running map[string]bool) (Plan, error) {
-	n := len(d.nodes)
-	known := make([]bool, n)
-	vals := make([]any, n)
-	// held: the value may hold a *value.Object (see evaluate); nil
-	// while none does
-	var held []bool
-	// marked: the value may hold the reference's empty marker, which a
-	// query left in an array or object it built (query.EvalMarked); nil
-	// while none does. Consumers in this call read it as the empty
-	// sequence, a checkpoint refuses it, and what leaves the call is
-	// unmarked.
-	var marked []bool
+	return d.ScheduleWave(b, input, values, ordered, running, Wave{})
+}
+
+// ScheduleWave is ScheduleOrdered told what happened since the previous
+// call, so that it orders the step as the reference's promises do (see
+// Wave). The zero Wave treats every known value as settled before the
+// call, as ScheduleOrdered does.
+func (d *DAG) ScheduleWave(b *query.Budget, input any, values, ordered map[string]any, running map[string]bool, w Wave) (Plan, error) {
+	st := &step{d: d, b: b, input: input, n: len(d.nodes)}
+	st.known = make([]bool, st.n)
+	st.vals = make([]any, st.n)
 	for id, v := range values {
 		if i, ok := d.index[id]; ok {
-			known[i], vals[i] = true, v
+			st.known[i], st.vals[i] = true, v
 		}
 	}
 	for id, v := range ordered {
 		if i, ok := d.index[id]; ok && value.HasObject(v) {
-			if held == nil {
-				held = make([]bool, n)
+			if st.held == nil {
+				st.held = make([]bool, st.n)
 			}
-			known[i], vals[i], held[i] = true, v, true
+			st.known[i], st.vals[i], st.held[i] = true, v, true
 		}
 	}
-	blocked := func(i int) bool {
-		if known[i] || running[d.nodes[i].ID] {
-			return true
-		}
-		for _, e := range d.nodes[i].inbound {
-			if !known[e.from] {
-				return true
-			}
-		}
-		return false
-	}
-	var plan Plan
-	var output any // the output node's value made plain, when computed here
-	var frontier []int
-	for _, i := range d.byRank {
-		if !blocked(i) {
-			frontier = append(frontier, i)
-		}
-	}
-	queued := make([]bool, n)
-	for len(frontier) > 0 {
-		var next []int
-		for _, i := range frontier {
-			nd := d.nodes[i]
-			v, h, m, inv, err := d.evaluate(nd, input, vals, held, marked, b)
-			if err != nil {
-				return plan, err
-			}
-			if inv != nil {
-				plan.Tasks = append(plan.Tasks, *inv)
-				continue
-			}
-			if m {
-				if marked == nil {
-					marked = make([]bool, n)
-				}
-				marked[i] = true
-			}
-			plain := v
-			if h {
-				plain = value.Plain(v)
-				if held == nil {
-					held = make([]bool, n)
-				}
-				held[i] = true
-			}
-			if err := checkpointable(nd, plain); err != nil {
-				return plan, err
-			}
-			if marked != nil && marked[i] {
-				plain = query.Unmark(plain)
-			}
-			// consumers in this call read v as the reference's do, by
-			// reference (objects built at run time in their order);
-			// what leaves the call is plain
-			known[i], vals[i] = true, v
-			plan.Values = append(plan.Values, NodeValue{ID: nd.ID, Value: plain, Checkpoint: nd.Checkpoint})
-			if i == d.output {
-				output = plain
-			}
-			for _, c := range nd.consumers {
-				if !queued[c] && !blocked(c) {
-					queued[c] = true
-					next = append(next, c)
-				}
-			}
-		}
-		sort.Slice(next, func(a, b int) bool { return d.nodes[next[a]].rank < d.nodes[next[b]].rank })
-		frontier = next
-	}
+	err := st.run(running, w)
+	plan := st.plan
 	plan.Done = true
-	for i := range known {
-		if !known[i] {
+	for i := range st.known {
+		if !st.known[i] {
 			plan.Done = false
 			break
 		}
 	}
+	if err != nil {
+		plan.Done = false
+		return plan, err
+	}
+	known, vals, held, marked := st.known, st.vals, st.held, st.marked
 	for i := range held {
 		if held[i] && i != d.output && d.unread(i, known) && value.HasObject(vals[i]) {
 			if plan.Ordered == nil {
@@ -206,8 +141,8 @@ func (d *DAG) ScheduleOrdered(b *query.Budget, input any, values, ordered map[st
 	if plan.Done {
 		plan.Output = vals[d.output]
 		if (held != nil && held[d.output]) || (marked != nil && marked[d.output]) {
-			plan.Output = output
-			if output == nil {
+			plan.Output = st.output
+			if st.output == nil {
 				// known on entry (an ordered value handed in)
 				plan.Output = value.Plain(vals[d.output])
 			}
