@@ -189,9 +189,9 @@ func (d *DAG) evaluate(nd *node, input any, vals []any, held, marked []bool, b *
 }
 
 // evaluateIn computes the node from its scope; scopeMarked says the
-// scope may hold the empty marker, which leaves with the task's argument
-// and the stylesheet's input as JSON. mark says a query left the marker
-// in what it built.
+// scope may hold the empty marker, which a stylesheet reads as the
+// reference's does (and may hand on) and which leaves with a task's
+// argument as JSON. mark says a query left the marker in what it built.
 func (d *DAG) evaluateIn(nd *node, input, scope any, holding, scopeMarked bool, b *query.Budget) (v any, isHeld, mark bool, inv *Invocation, err error) {
 	within := func(q *query.Query) query.Evaluator {
 		ev := q.Within(b)
@@ -217,10 +217,6 @@ func (d *DAG) evaluateIn(nd *node, input, scope any, holding, scopeMarked bool, 
 		}
 		mark = marks
 	case KindJSLT:
-		if scopeMarked {
-			// a stylesheet reads plain JSON
-			scope = query.Unmark(scope)
-		}
 		res, ok, err := nd.jslt.TransformOrdered(b, scope, nil, holding)
 		if err != nil {
 			return nil, false, false, nil, d.failed(nd, err.Error(), err)
