@@ -52,6 +52,16 @@ type wave struct {
 	saves []any
 }
 
+// copiesArgument is the generator's handler, which copies its argument as
+// canonical JSON before it records the call: an argument that is not JSON
+// fails the node at once.
+func copiesArgument(inv dag.Invocation) (string, bool) {
+	if _, err := value.Canonical(value.Plain(inv.Arg)); err != nil {
+		return err.Error(), true
+	}
+	return "", false
+}
+
 // errStalled is drive's own failure: the plans left nothing to wait for
 // before the run was done, or it never settled.
 var errStalled = errors.New("run stalled: nothing ready, nothing running, not done")
@@ -115,7 +125,9 @@ func drive(d *dag.DAG, c dagCase) ([]wave, any, error) {
 				w.saves = append(w.saves, map[string]any{"node": inv.Node, "value": v})
 			}
 		}
-		plan, err := d.ScheduleWave(nil, c.Input, values, ordered, running, dag.Wave{Settled: settled, Restored: restored})
+		plan, err := d.ScheduleWave(nil, c.Input, values, ordered, running, dag.Wave{
+			Settled: settled, Restored: restored, Refuse: copiesArgument,
+		})
 		for _, nv := range plan.Values {
 			values[nv.ID] = nv.Value
 			if nv.Checkpoint {
@@ -124,15 +136,6 @@ func drive(d *dag.DAG, c dagCase) ([]wave, any, error) {
 		}
 		ordered = plan.Ordered
 		for _, inv := range plan.Tasks {
-			// the generator's handler copies its argument as canonical
-			// JSON first, so an argument that is not JSON fails the
-			// node before the call is recorded
-			if _, cerr := value.Canonical(value.Plain(inv.Arg)); cerr != nil {
-				if err == nil {
-					err = d.TaskFailed(inv.Node, cerr.Error())
-				}
-				continue
-			}
 			running[inv.Node] = true
 			info, _ := d.Node(inv.Node)
 			w.calls = append(w.calls, map[string]any{"node": inv.Node, "task": info.Task, "arg": inv.Arg})
@@ -144,7 +147,7 @@ func drive(d *dag.DAG, c dagCase) ([]wave, any, error) {
 		waves = append(waves, w)
 		if plan.Done {
 			// the generator's store copies the result as canonical JSON
-			if _, cerr := value.Canonical(plan.Output); cerr != nil {
+			if _, cerr := value.Canonical(plan.OutputGiven()); cerr != nil {
 				return waves, nil, &fault.Error{
 					Code: fault.JF2009, Reason: "the checkpoint store failed to complete run 'r': " + cerr.Error(),
 					HasPath: true,

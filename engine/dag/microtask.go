@@ -28,6 +28,15 @@ type Wave struct {
 	// evaluating them, so its first pass does not walk through them to
 	// their inputs.
 	Restored map[string]bool
+	// Refuse, when set, tells of a handler that refuses its argument at
+	// once, such as one that first copies it as JSON: it returns the
+	// message the handler fails with. It is asked with the argument the
+	// reference would hand the handler, which holds the empty marker
+	// where a query left one (value.Canonical then fails with the
+	// reference's "a symbol is not a JSON value"). The reference then
+	// fails the node one turn of the queue after the call, before the
+	// work queued behind it, and the invocation is not listed.
+	Refuse func(Invocation) (message string, refused bool)
 }
 
 // step is the state of one Schedule call.
@@ -50,6 +59,8 @@ type step struct {
 	plan   Plan
 	output any // the output node's value made plain, when computed here
 
+	refuse    func(Invocation) (string, bool)
+	refusals  map[int]string // per refused task node: its handler's message
 	queue     []job
 	waiting   []int   // per node: inputs not yet delivered
 	reactions [][]int // per node: consumers to tell, one per edge, in registration order
@@ -68,6 +79,8 @@ const (
 	jobResolve
 	// a task's handler settled: the node takes its result
 	jobSettled
+	// a task's handler refused its argument: the node fails
+	jobRefused
 )
 
 type job struct {
@@ -78,6 +91,7 @@ type job struct {
 // run replays the microtask queue of one step.
 func (st *step) run(running map[string]bool, w Wave) error {
 	d := st.d
+	st.refuse = w.Refuse
 	pending := make([]bool, st.n) // evaluated in this call, or waiting to be
 	inFlight := make([]bool, st.n)
 	for _, id := range w.Settled {
@@ -135,6 +149,8 @@ func (st *step) run(running map[string]bool, w Wave) error {
 			st.queue = append(st.queue, job{jobResolve, j.node})
 		case jobResolve:
 			st.resolve(j.node)
+		case jobRefused:
+			return d.TaskFailed(d.nodes[j.node].ID, st.refusals[j.node])
 		case jobSettled:
 			if d.nodes[j.node].Checkpoint {
 				st.queue = append(st.queue, job{jobSaved, j.node})
@@ -163,6 +179,22 @@ func (st *step) evaluate(i int) error {
 		return err
 	}
 	if inv != nil {
+		if st.refuse != nil {
+			given := *inv
+			if given.given != nil {
+				given.Arg = given.given
+			}
+			given.given = nil
+			if msg, refused := st.refuse(given); refused {
+				if st.refusals == nil {
+					st.refusals = map[int]string{}
+				}
+				st.refusals[i] = msg
+				st.queue = append(st.queue, job{jobRefused, i})
+				return nil
+			}
+		}
+		inv.given = nil
 		st.plan.Tasks = append(st.plan.Tasks, *inv)
 		return nil
 	}
@@ -184,6 +216,9 @@ func (st *step) evaluate(i int) error {
 		return err
 	}
 	if st.marked != nil && st.marked[i] {
+		if i == d.output {
+			st.plan.given = plain
+		}
 		plain = query.Unmark(plain)
 	}
 	// consumers in this call read v as the reference's do, by reference

@@ -42,6 +42,20 @@ type Plan struct {
 	// value to its consumers by reference for the whole run of the DAG.
 	// Nil when there are none. Values and Output are plain.
 	Ordered map[string]any
+	// given is the output as the reference hands its checkpoint store,
+	// when it holds the empty marker; nil otherwise
+	given any
+}
+
+// OutputGiven returns the output as the reference hands its checkpoint
+// store's complete: Output, except that it holds the empty marker where
+// a query left one, so that value.Canonical of it fails as the
+// reference's store would ("a symbol is not a JSON value").
+func (p Plan) OutputGiven() any {
+	if p.given != nil {
+		return p.given
+	}
+	return p.Output
 }
 
 // NodeValue is one node's computed value.
@@ -62,6 +76,9 @@ type Invocation struct {
 	// at run time is a *value.Object, so that its text keeps the order the
 	// reference's handler sees; value.Plain makes it a map.
 	Arg map[string]any
+	// given is Arg as the reference hands it, holding the empty marker
+	// where a query left one; nil when it holds none
+	given map[string]any
 }
 
 // Schedule advances a run. input is the activation input (nil for none);
@@ -226,25 +243,29 @@ func (d *DAG) evaluateIn(nd *node, input, scope any, holding, scopeMarked bool, 
 		}
 	case KindTask:
 		var with any
+		withMarked := false
 		if nd.with != nil {
 			// the handler receives with as text in the reference's order
 			// (objects built at run time in insertion order)
-			res, ok, err := within(nd.with).EvalOrdered(scope, nil)
+			res, ok, m, err := within(nd.with).EvalMarked(scope, nil)
 			if err != nil {
 				return nil, false, false, nil, d.failed(nd, err.Error(), err)
 			}
 			if ok {
-				with = res
+				with, withMarked = res, m
 			}
 		}
-		if scopeMarked {
-			// the handler's argument leaves the engine as JSON
-			scope = query.Unmark(scope)
-		}
-		return nil, false, false, &Invocation{
+		inv := &Invocation{
 			Node: nd.ID, Task: nd.Task, Version: nd.Version,
 			Arg: map[string]any{"with": with, "input": scope},
-		}, nil
+		}
+		if withMarked || scopeMarked {
+			// the handler's argument leaves the engine as JSON; what the
+			// reference hands its handler is kept for Wave.Refuse
+			inv.given = inv.Arg
+			inv.Arg = map[string]any{"with": query.Unmark(with), "input": query.Unmark(scope)}
+		}
+		return nil, false, false, inv, nil
 	}
 	return v, isHeld, mark, nil, nil
 }
