@@ -26,13 +26,14 @@ func mock(m map[string]any, written value.Written, arg map[string]any) (any, str
 		return asWritten(v, written.Under("/value"), ""), "", true
 	}
 	if which, ok := m["echo"]; ok {
+		// the handler echoes its canonical copy of the argument
 		switch which {
 		case "with":
-			return arg["with"], "", true
+			return value.Plain(arg["with"]), "", true
 		case "input":
-			return arg["input"], "", true
+			return value.Plain(arg["input"]), "", true
 		}
-		return map[string]any{"with": arg["with"], "input": arg["input"]}, "", true
+		return value.Plain(map[string]any{"with": arg["with"], "input": arg["input"]}), "", true
 	}
 	q, err := query.Compile(m["query"], query.Options{Written: written.Under("/query")})
 	if err != nil {
