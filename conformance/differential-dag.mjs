@@ -133,7 +133,7 @@ function stylesheet() {
 
 // ---- one document: a well-formed one, then a few faults on some
 function genDoc() {
-  const n = 2 + int(6);
+  const n = chance(0.15) ? 6 + int(8) : 2 + int(6);
   const ids = [];
   while (ids.length < n) {
     const id = chance(0.75) ? pick(plainIds) : pick(oddIds);
@@ -248,6 +248,14 @@ const mutations = [
     const a = pick(ids.filter(nonNode(kinds)));
     const b = pick(ids.filter((x) => x !== a && nonNode(kinds)(x)));
     if (a !== undefined && b !== undefined) doc.edges.push({ from: a, to: b, port: 'p1' }, { from: b, to: a, port: 'back' });
+  },
+  (doc, ids, kinds) => { // rewire a single unported edge from a later node: a cycle when that one is downstream
+    const single = doc.edges.filter((e) => e.port === undefined
+      && doc.edges.filter((f) => f.to === e.to).length === 1);
+    if (single.length === 0) return;
+    const e = pick(single);
+    const later = ids.slice(ids.indexOf(e.to)).filter((x) => kinds[x] !== 'output');
+    if (later.length > 0) e.from = pick(later);
   },
   (doc, ids, kinds) => { // a self loop
     const a = pick(ids.filter(nonNode(kinds)));
