@@ -58,6 +58,10 @@ const ports = ['a', 'b', 'c', 'x', 'zeta', 'alpha', '0', '1', '10', '9', 'p q', 
 
 // ---- values
 function scalar() {
+  if (chance(0.1)) {
+    return pick([5e-324, 1.7976931348623157e308, 0.1 + 0.2, 123456789012345680000, -1e-7, 2 ** 53 + 2, 1e-6, 1e20,
+      'é', '😀', 'a\u0000b', '\u2028', '\ufeff', '"', '\\', '</script>']);
+  }
   return pick([null, true, false, 0, -0, 1, -1, 1.5, 2, 10, 1e21, 'x', '', 'a b', 'zeta', '1', '2026-01-01']);
 }
 function jsonValue(depth = 0) {
@@ -68,7 +72,7 @@ function jsonValue(depth = 0) {
     return Array.from({ length: n }, () => jsonValue(depth + 1));
   }
   const o = {};
-  const keys = ['a', 'b', 'x', 'zeta', 'alpha', '10', '9', 'n', 'k'];
+  const keys = ['a', 'b', 'x', 'zeta', 'alpha', '10', '9', 'n', 'k', '__proto__', 'constructor', 'é', '', '4294967295', '4294967294', '-1', '01'];
   for (let i = int(4); i > 0; i--) o[pick(keys)] = jsonValue(depth + 1);
   if (chance(0.5)) o.a = pick([1, 2, 'x', null, [1, 2], { b: 1 }]);
   return o;
@@ -96,6 +100,7 @@ function mutateMember(obj, key, bad) {
 const goodQueries = ['$', '$.a', '$.x', '$.missing', '$.n', '$..a', '$.a.b', '$[0]', '$.*', 'literal',
   { $add: ['$.a', 1] }, { $mul: ['$.a', 2] }, { $count: '$.*' }, { $entries: '$' }, { $if: [{ $eq: ['$.a', 2] }, '$.x', '$.n'] },
   { $map: [['zeta', '$.a'], ['alpha', 1], ['10', 2], ['9', 3]] }, { zeta: '$.a', alpha: 2 },
+  { $map: [['__proto__', '$.a'], ['constructor', 1], ['4294967295', 2], ['4294967294', 3]] }, '$.__proto__', '$.constructor',
   [1, '$.a', { $const: 'x' }], { $if: ['$.a', 'yes', 'no'] }, { $eq: ['$.a', 1] },
   { $for: { e: { $entries: '$' } }, $return: '$e.key' }, { $string: '$' }, { $seq: [1, 2, 3] },
   { $seq: [] }, { $const: { $add: 1 } }, { '$date-diff': ['2026-01-01', '$.missing', 'day'] },
