@@ -9,13 +9,15 @@
 // rather than a coded one (not an answer to compare). engine/dag's
 // TestDifferential reads such a file:
 //
-//   node conformance/differential-dag.mjs [--seed N] [--count K] > diff.jsonl
+//   node conformance/differential-dag.mjs [--seed N] [--count K] [--family doc|jslt] > diff.jsonl
 //   JETFLOW_DAG_DIFF=diff.jsonl go test ./engine/dag -run TestDifferential -v
 //
 // Documents mix task, query, jslt, const, input and output nodes, ports,
 // selects, fan-out and fan-in, checkpoints and resumed runs, tasks that
 // fail, queries that fail, cycles, and members missing, extra or of the
-// wrong type at every level, under odd node ids. Nothing here is committed
+// wrong type at every level, under odd node ids. The family jslt runs one
+// or two random stylesheets (rules, matches, modes, priorities, $apply in
+// every form, envelopes) between the input and the output. Nothing here is committed
 // as a golden: a class of disagreement found this way is written down as
 // hand-picked cases in cases/dag/diff-*.json.
 import { outcome } from './gen-dag.mjs';
@@ -26,6 +28,7 @@ const arg = (name, dflt) => {
   return i >= 0 ? argv[i + 1] : dflt;
 };
 const firstSeed = Number(arg('seed', '1')) >>> 0;
+const family = arg('family', 'doc');
 let seed = firstSeed;
 const count = Number(arg('count', '1000'));
 
@@ -356,8 +359,58 @@ function genCase(i) {
   return c;
 }
 
+// ---- the jslt family: one random stylesheet between the input and the output
+const matches = ['$', '$.a', '$..a', '$.*', '$[0]', '$..*', '$.a[*]', '$[*]', '$..x', "$['a']", '$.b.c', '$..[0]',
+  '$[?(@.a)]', '$[?@.a > 1]', '$..[?(@ == 1)]', '$[-1]', '$[0:2]', '$.*.a', "$['__proto__']", '$..n[*]', '$.k.*'];
+const bodies = ['$', { $apply: '$.*' }, { $apply: ['$.*', 'm'] }, { $apply: ['$..a'] }, [{ $apply: '$.*' }], { wrapped: '$' },
+  { k: { $apply: '$.a' } }, { $add: ['$', 1] }, { $string: '$' }, { $entries: { $apply: ['$'] } },
+  { $map: [['zeta', '$'], ['alpha', 1]] }, '$root', '$path', { $count: '$.*' }, { $upper: '$' }, { $seq: ['$', '$'] },
+  { $if: [{ $eq: ['$', 1] }, 'one', '$'] }, { $apply: ['$root', 'n'] }, { $apply: '$root.a' }, 'lit', null,
+  { $for: { e: { $entries: '$' } }, $return: { $apply: ['$e.value'] } }, [{ $apply: ['$.*', ''] }],
+  { path: '$path', v: { $apply: '$.a' } }, { $apply: [{ $seq: [1, 2] }] }, { $apply: [] }, { $apply: ['$', 1] },
+  { $apply: '$' }, { $apply: ['$.*', 'n'] }, { $apply: ['$.*', 'm', 'x'] }];
+function rule() {
+  const r = {};
+  if (chance(0.7)) r.match = pick(matches);
+  if (chance(0.3)) r.mode = pick(['', 'm', 'n', 'm']);
+  if (chance(0.3)) r.priority = pick([-1, 0, 0.5, 2, 2, 1e9]);
+  r.body = pick(bodies);
+  if (chance(0.03)) r[pick(['extra', 'Match'])] = 1;
+  if (chance(0.02)) delete r.body;
+  if (chance(0.02)) r.mode = pick([1, null]);
+  if (chance(0.02)) r.priority = pick(['1', null]);
+  if (chance(0.02)) r.match = pick([1, '$[', 'a', { type: 'object' }]);
+  return r;
+}
+function sheet() {
+  const rules = Array.from({ length: int(5) }, rule);
+  if (chance(0.7)) return rules;
+  const env = { $jslt: '0.1', rules };
+  if (chance(0.5)) env.unmatched = pick(['share', 'fresh', 'error', 'error', 'copy']);
+  if (chance(0.4)) {
+    env.modes = {};
+    for (const m of ['m', 'n', '']) if (chance(0.5)) env.modes[m] = { unmatched: pick(['share', 'fresh', 'error']) };
+  }
+  if (chance(0.03)) env.$jslt = pick(['0.2', 0.1]);
+  if (chance(0.03)) env.extra = 1;
+  return env;
+}
+function genJsltCase(i) {
+  const doc = { $dag: '0.1', nodes: { i: { kind: 'input' }, j: { kind: 'jslt', stylesheet: sheet() }, o: { kind: 'output' } },
+    edges: [{ from: 'i', to: 'j' }, { from: 'j', to: 'o' }] };
+  if (chance(0.2)) doc.nodes.o.checkpoint = true;
+  if (chance(0.2)) doc.edges[0].select = pick(goodQueries);
+  if (chance(0.15)) {
+    // a second stylesheet reading the first one's result
+    doc.nodes.k = { kind: 'jslt', stylesheet: sheet() };
+    doc.edges[1] = { from: 'j', to: 'k' };
+    doc.edges.push({ from: 'k', to: 'o' });
+  }
+  return { name: `j${firstSeed}-${i}`, doc, mocks: {}, input: jsonValue() };
+}
+
 for (let i = 0; i < count; i++) {
-  const c = genCase(i);
+  const c = family === 'jslt' ? genJsltCase(i) : genCase(i);
   let out;
   try {
     out = await outcome(JSON.parse(JSON.stringify(c)));

@@ -62,7 +62,7 @@ func TestDifferential(t *testing.T) {
 		}
 		// a case counts once, in the class of its first difference
 		d := diffs[0]
-		if markerLeaves(out) {
+		if markerLeaves(out) || stackDepth(d) {
 			d.class = "known: " + d.class
 			known++
 		} else {
@@ -136,6 +136,17 @@ func markerLeaves(out map[string]any) bool {
 		return strings.Contains(msg, " declared checkpoint but produced a value that is not JSON-serializable: a symbol ")
 	}
 	return false
+}
+
+// stackDepth reports a JT2001 that jetflow and the reference word apart:
+// whether the reference's recursion through $apply exhausts its
+// JavaScript stack before depth 1025 depends on how far V8 has optimized
+// its dispatch by then, so the same case answers one way in a fresh
+// process and the other after thousands of cases (conformance/README.md,
+// JSLT stylesheets). jetflow answers as a fresh process does.
+func stackDepth(d difference) bool {
+	return d.class == "run: JF2006 message" &&
+		strings.Count(d.detail, "JT2001: dispatch ") == 2
 }
 
 // brief is the case without its outcome, cut to a readable length.
