@@ -15,8 +15,10 @@
 // A run is driven in waves: every handler returns a promise the driver
 // settles; after the microtask queue drains, the calls made so far form a
 // wave, which the driver then settles in node-id order. Handlers are bound
-// per node (run names are rewritten to node ids for the run only, which no
-// runtime message mentions), so each call is attributed to its node.
+// per node (run names are rewritten to "@" and the node id for the run only,
+// which no runtime message mentions; the prefix keeps an empty id a valid
+// run name and "__proto__" an own key of the handler object), so each call
+// is attributed to its node.
 import { readdirSync, readFileSync, writeFileSync, mkdirSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { dirname, join } from 'node:path';
@@ -103,8 +105,8 @@ async function runCase(c, doc, registry) {
     const name = decl.run;
     const mock = c.mocks[name];
     if (mock === undefined) throw new Error(`${c.name}: no mock for task '${name}'`);
-    decl.run = id;
-    tasks[id] = handlerEntry(registry[name], (props) => new Promise((resolve, reject) => {
+    decl.run = `@${id}`;
+    tasks[decl.run] = handlerEntry(registry[name], (props) => new Promise((resolve, reject) => {
       const arg = clone(props);
       calls.push({ node: id, task: name, arg });
       pending.push({ node: id, arg, mock, resolve, reject });
@@ -163,6 +165,27 @@ async function runCase(c, doc, registry) {
   return out;
 }
 
+// The reference's outcome for one case: { compile, run? } as a golden
+// records it. A plain (non-coded) error of the reference is thrown.
+export async function outcome(c) {
+  const doc = clone(c.doc);
+  const registry = c.registry === undefined ? deriveRegistry(doc) : c.registry;
+  const tasks = {};
+  for (const [name, version] of Object.entries(registry)) {
+    tasks[name] = handlerEntry(version, () => null);
+  }
+  let dag;
+  try {
+    dag = compileDag(doc, { tasks });
+  }
+  catch (err) {
+    return { compile: { error: errorRecord(err) } };
+  }
+  const out = { compile: { nodes: dag.nodes, output: dag.output, taskVersions: dag.taskVersions } };
+  if (c.mocks !== undefined) out.run = await runCase(c, doc, registry);
+  return out;
+}
+
 async function generateFile(file) {
   const cases = JSON.parse(readFileSync(join(casesDir, file), 'utf8'));
   const goldens = [];
@@ -170,25 +193,7 @@ async function generateFile(file) {
   for (const c of cases) {
     if (names.has(c.name)) throw new Error(`${file}: duplicate case name ${c.name}`);
     names.add(c.name);
-    const doc = clone(c.doc);
-    const registry = c.registry === undefined ? deriveRegistry(doc) : c.registry;
-    const tasks = {};
-    for (const [name, version] of Object.entries(registry)) {
-      tasks[name] = handlerEntry(version, () => null);
-    }
-    const golden = { name: c.name };
-    let dag;
-    try {
-      dag = compileDag(doc, { tasks });
-    }
-    catch (err) {
-      golden.compile = { error: errorRecord(err) };
-      goldens.push(golden);
-      continue;
-    }
-    golden.compile = { nodes: dag.nodes, output: dag.output, taskVersions: dag.taskVersions };
-    if (c.mocks !== undefined) golden.run = await runCase(c, doc, registry);
-    goldens.push(golden);
+    goldens.push({ name: c.name, ...await outcome(c) });
   }
   mkdirSync(goldenDir, { recursive: true });
   writeFileSync(join(goldenDir, file), `${JSON.stringify(goldens, null, 1)}\n`);

@@ -2,10 +2,12 @@ package dag_test
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -32,8 +34,16 @@ type dagCase struct {
 	HasMocks bool
 	Seed     map[string]any
 	HasSeed  bool
+	// Written is the member order of the case's objects as written: the
+	// generator hands a mock's value, a mock's query and the seed to the
+	// reference as JSON.parse read them (the document and the input it
+	// canonicalizes first).
+	Written value.Written
 	// Race names nodes that fail in the same step; which one the reference
-	// reports depends on its checkpoint store's latency, so any is right.
+	// reports depends on its checkpoint store's latency. With the
+	// generator's store, which answers at once, it is the one the golden
+	// records, and ScheduleWave reports that one: the driver checks it
+	// exactly, and that it is one of Race.
 	Race []any
 }
 
@@ -65,32 +75,51 @@ func loadCorpus(t *testing.T) (map[string]dagCase, []goldenCase) {
 	cases := map[string]dagCase{}
 	var goldens []goldenCase
 	for _, file := range files {
-		for _, raw := range loadJSON(t, file).([]any) {
-			m := raw.(map[string]any)
-			c := dagCase{Name: m["name"].(string), Doc: m["doc"], Input: m["input"]}
-			if r, ok := m["registry"]; ok {
-				c.HasReg, c.Registry = true, r.(map[string]any)
-			}
-			if r, ok := m["mocks"]; ok {
-				c.HasMocks, c.Mocks = true, r.(map[string]any)
-			}
-			if r, ok := m["race"]; ok {
-				c.Race = r.([]any)
-			}
-			if r, ok := m["seed"]; ok {
-				c.HasSeed, c.Seed = true, r.(map[string]any)
-			}
+		data, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		all, written, err := value.DecodeWritten(data, value.Limits{})
+		if err != nil {
+			t.Fatalf("%s: %v", file, err)
+		}
+		for i, raw := range all.([]any) {
+			c := parseCase(raw.(map[string]any), written.Under("/"+strconv.Itoa(i)))
 			cases[c.Name] = c
 		}
 		golden := loadJSON(t, filepath.Join(goldenDir, filepath.Base(file)))
 		for _, raw := range golden.([]any) {
 			m := raw.(map[string]any)
-			g := goldenCase{name: m["name"].(string), compile: m["compile"].(map[string]any)}
-			g.run, _ = m["run"].(map[string]any)
-			goldens = append(goldens, g)
+			goldens = append(goldens, parseGolden(m["name"].(string), m))
 		}
 	}
 	return cases, goldens
+}
+
+// parseCase reads a case as conformance/gen-dag.mjs defines it; written
+// is the member order of its objects as written (value.DecodeWritten).
+func parseCase(m map[string]any, written value.Written) dagCase {
+	c := dagCase{Name: m["name"].(string), Doc: m["doc"], Input: m["input"], Written: written}
+	if r, ok := m["registry"]; ok {
+		c.HasReg, c.Registry = true, r.(map[string]any)
+	}
+	if r, ok := m["mocks"]; ok {
+		c.HasMocks, c.Mocks = true, r.(map[string]any)
+	}
+	if r, ok := m["race"]; ok {
+		c.Race = r.([]any)
+	}
+	if r, ok := m["seed"]; ok {
+		c.HasSeed, c.Seed = true, r.(map[string]any)
+	}
+	return c
+}
+
+// parseGolden reads the reference's outcome for a case: {compile, run?}.
+func parseGolden(name string, m map[string]any) goldenCase {
+	g := goldenCase{name: name, compile: m["compile"].(map[string]any)}
+	g.run, _ = m["run"].(map[string]any)
+	return g
 }
 
 // queryEngineWorks reports whether engine/query evaluates yet; cases that
@@ -169,34 +198,61 @@ func options(c dagCase) dag.Options {
 	return dag.Options{Tasks: reg}
 }
 
+// difference is one way jetflow's outcome differs from the reference's:
+// class names what differs (a differential run counts by it), detail says
+// how.
+type difference struct {
+	class, detail string
+}
+
+func (d difference) String() string { return d.class + ": " + d.detail }
+
 func checkCase(t *testing.T, c dagCase, g goldenCase) {
+	t.Helper()
+	for _, d := range compareCase(c, g) {
+		t.Error(d)
+	}
+}
+
+// compareCase compiles and, when the case has mocks, runs c as the
+// reference did, and lists every way the outcome differs from g.
+func compareCase(c dagCase, g goldenCase) []difference {
 	d, err := dag.Compile(c.Doc, options(c))
 	if want, ok := g.compile["error"].(map[string]any); ok {
 		if err == nil {
-			t.Fatalf("compiled, want %v", want["message"])
+			return []difference{{
+				"compile: want error " + want["code"].(string) + ", got success",
+				fmt.Sprint(want["message"]),
+			}}
 		}
-		checkError(t, err, want)
-		return
+		return compareError("compile", err, want)
 	}
 	if err != nil {
-		t.Fatalf("compile: %v", err)
+		var fe *fault.Error
+		code := "plain"
+		if errors.As(err, &fe) {
+			code = string(fe.Code)
+		}
+		return []difference{{"compile: want success, got error " + code, err.Error()}}
 	}
+	var diffs []difference
 	if got, want := d.Nodes(), g.compile["nodes"].([]any); !value.Equal(toAny(got), want) {
-		t.Errorf("nodes %v, want %v", got, want)
+		diffs = append(diffs, difference{"compile: nodes", fmt.Sprintf("%v, want %v", got, want)})
 	}
 	if got, want := d.Output(), g.compile["output"]; got != want {
-		t.Errorf("output %q, want %v", got, want)
+		diffs = append(diffs, difference{"compile: output", fmt.Sprintf("%q, want %v", got, want)})
 	}
 	versions := map[string]any{}
 	for k, v := range d.TaskVersions() {
 		versions[k] = v
 	}
 	if want := g.compile["taskVersions"]; !value.Equal(versions, want) {
-		t.Errorf("taskVersions %v, want %v", versions, want)
+		diffs = append(diffs, difference{"compile: taskVersions", fmt.Sprintf("%v, want %v", versions, want)})
 	}
 	if g.run != nil {
-		checkRun(t, d, c, g.run)
+		diffs = append(diffs, compareRun(d, c, g.run)...)
 	}
+	return diffs
 }
 
 func toAny(ss []string) []any {
@@ -207,27 +263,52 @@ func toAny(ss []string) []any {
 	return out
 }
 
-func checkError(t *testing.T, err error, want map[string]any) {
-	t.Helper()
+// compareError compares a coded error with the reference's record:
+// code, reason and message (see sameMessage), path and node id.
+func compareError(stage string, err error, want map[string]any) []difference {
 	var fe *fault.Error
 	if !errors.As(err, &fe) {
-		t.Fatalf("error %v is not a *fault.Error", err)
+		return []difference{{stage + ": want " + want["code"].(string) + ", got a plain error", err.Error()}}
 	}
-	if string(fe.Code) != want["code"] || !sameMessage(fe.Reason, want["reason"].(string)) ||
-		!sameMessage(fe.Error(), want["message"].(string)) {
-		t.Errorf("error\n got %s\nwant %v", fe.Error(), want["message"])
+	if string(fe.Code) != want["code"] {
+		return []difference{{
+			stage + ": want " + want["code"].(string) + ", got " + string(fe.Code),
+			fmt.Sprintf("got %s\n    want %v", fe.Error(), want["message"]),
+		}}
+	}
+	var diffs []difference
+	if !sameMessage(fe.Reason, want["reason"].(string)) || !sameMessage(fe.Error(), want["message"].(string)) {
+		diffs = append(diffs, difference{
+			stage + ": " + string(fe.Code) + " message",
+			fmt.Sprintf("got %s\n    want %v", fe.Error(), want["message"]),
+		})
 	}
 	path, hasPath := want["path"]
 	if fe.HasPath != hasPath || (hasPath && fe.Path != path) {
-		t.Errorf("path %q (%v), want %v (%v)", fe.Path, fe.HasPath, path, hasPath)
+		diffs = append(diffs, difference{
+			stage + ": " + string(fe.Code) + " path",
+			fmt.Sprintf("%q (%v), want %v (%v)", fe.Path, fe.HasPath, path, hasPath),
+		})
 	}
 	if id, ok := want["nodeId"]; ok && fe.NodeID != id {
-		t.Errorf("nodeId %q, want %v", fe.NodeID, id)
+		diffs = append(diffs, difference{
+			stage + ": " + string(fe.Code) + " nodeId",
+			fmt.Sprintf("%q, want %v (%s)", fe.NodeID, id, fe.Error()),
+		})
 	}
+	return diffs
 }
 
-func checkRun(t *testing.T, d *dag.DAG, c dagCase, want map[string]any) {
-	waves, out, err := drive(t, d, c)
+func compareRun(d *dag.DAG, c dagCase, want map[string]any) []difference {
+	var diffs []difference
+	add := func(class, format string, args ...any) {
+		diffs = append(diffs, difference{"run: " + class, fmt.Sprintf(format, args...)})
+	}
+	waves, out, err := drive(d, c)
+	if errors.Is(err, errStalled) {
+		add("stalled", "%s", describe(waves))
+		return diffs
+	}
 	for len(waves) > 0 {
 		last := waves[len(waves)-1]
 		if len(last.calls) > 0 || len(last.saves) > 0 {
@@ -237,7 +318,7 @@ func checkRun(t *testing.T, d *dag.DAG, c dagCase, want map[string]any) {
 	}
 	wantWaves := want["waves"].([]any)
 	if len(waves) != len(wantWaves) {
-		t.Errorf("%d waves, want %d:\n got %s\nwant %s", len(waves), len(wantWaves), describe(waves), value.Stringify(wantWaves))
+		add("wave count", "%d waves, want %d:\n     got %s\n    want %s", len(waves), len(wantWaves), describe(waves), value.Stringify(wantWaves))
 	}
 	// Within one wave the reference's order of calls and saves depends on
 	// its checkpoint store's latency (a save delays the node's consumers by
@@ -245,39 +326,38 @@ func checkRun(t *testing.T, d *dag.DAG, c dagCase, want map[string]any) {
 	for i := 0; i < len(waves) && i < len(wantWaves); i++ {
 		ww := wantWaves[i].(map[string]any)
 		if got, want := byNode(waves[i].calls), byNode(orNil(ww["calls"])); !value.Equal(got, want) {
-			t.Errorf("wave %d calls\n got %s\nwant %s", i, value.Stringify(got), value.Stringify(want))
+			add("wave calls", "wave %d\n     got %s\n    want %s", i, value.Stringify(got), value.Stringify(want))
 		}
 		if got, want := byNode(waves[i].saves), byNode(orNil(ww["saves"])); !value.Equal(got, want) {
-			t.Errorf("wave %d saves\n got %s\nwant %s", i, value.Stringify(got), value.Stringify(want))
+			add("wave saves", "wave %d\n     got %s\n    want %s", i, value.Stringify(got), value.Stringify(want))
 		}
 	}
 	if wantErr, ok := want["error"].(map[string]any); ok {
 		if err == nil {
-			t.Fatalf("run succeeded with %s, want %v", value.Stringify(out), wantErr["message"])
-		}
-		if c.Race != nil {
-			var fe *fault.Error
-			if !errors.As(err, &fe) || string(fe.Code) != wantErr["code"] || !slices.Contains(c.Race, any(fe.NodeID)) {
-				t.Errorf("error %v, want a %v failure of one of %v", err, wantErr["code"], c.Race)
-			}
+			add("want error "+wantErr["code"].(string)+", got success", "result %s, want %v", value.Stringify(out), wantErr["message"])
 		} else {
-			checkError(t, err, wantErr)
+			diffs = append(diffs, compareError("run", err, wantErr)...)
+			var fe *fault.Error
+			if c.Race != nil && (!errors.As(err, &fe) || !slices.Contains(c.Race, any(fe.NodeID))) {
+				add("race", "error %v, want a failure of one of %v", err, c.Race)
+			}
 		}
 	} else {
-		if err != nil {
-			t.Fatalf("run failed: %v", err)
-		}
-		if !value.Equal(out, want["result"]) {
-			t.Errorf("result %s, want %s", value.Stringify(out), value.Stringify(want["result"]))
+		switch {
+		case err != nil:
+			add("want success, got error", "%v", err)
+		case !value.Equal(out, want["result"]):
+			add("result", "%s, want %s", value.Stringify(out), value.Stringify(want["result"]))
 		}
 	}
 	if rev, err := d.Revision(); err != nil || rev != want["revision"] {
-		t.Errorf("revision %q (%v), want %v", rev, err, want["revision"])
+		add("revision", "%q (%v), want %v", rev, err, want["revision"])
 	}
 	id, err := d.Identity(c.Input)
 	if err != nil || !value.Equal(id, want["identity"]) {
-		t.Errorf("identity %s (%v), want %s", value.Stringify(id), err, value.Stringify(want["identity"]))
+		add("identity", "%s (%v), want %s", value.Stringify(id), err, value.Stringify(want["identity"]))
 	}
+	return diffs
 }
 
 // byNode returns the records of a wave sorted by node id.

@@ -2,7 +2,6 @@ package dag
 
 import (
 	"math"
-	"sort"
 	"strconv"
 
 	"github.com/jetflow/jetflow/engine/fault"
@@ -16,12 +15,12 @@ import (
 // abort them at once. A runner mirrors the saves and need not invoke the
 // tasks.
 //
-// Order: nodes are evaluated in rounds of readiness (a node computed in
-// this call readies its consumers for the next round), each round in the
-// order the reference starts nodes. Within one step the reference's own
-// order of calls and saves can differ, because its checkpoint store's
-// latency delays a saved node's consumers; so can its choice between two
-// nodes that fail in the same step.
+// Order: nodes are evaluated in the order of the reference's microtask
+// queue (see Wave): a node as soon as its last input is delivered, one
+// that declares a checkpoint handing its value on two turns after it
+// was computed. What a failure stops, and which of two failures is
+// reported, follows from that order; ScheduleWave replays it exactly
+// when told what settled since the previous call.
 type Plan struct {
 	// Values are the inline nodes this call computed, in evaluation order.
 	// The caller adds them to its known values; those with Checkpoint set
@@ -43,6 +42,20 @@ type Plan struct {
 	// value to its consumers by reference for the whole run of the DAG.
 	// Nil when there are none. Values and Output are plain.
 	Ordered map[string]any
+	// given is the output as the reference hands its checkpoint store,
+	// when it holds the empty marker; nil otherwise
+	given any
+}
+
+// OutputGiven returns the output as the reference hands its checkpoint
+// store's complete: Output, except that it holds the empty marker where
+// a query left one, so that value.Canonical of it fails as the
+// reference's store would ("a symbol is not a JSON value").
+func (p Plan) OutputGiven() any {
+	if p.given != nil {
+		return p.given
+	}
+	return p.Output
 }
 
 // NodeValue is one node's computed value.
@@ -63,6 +76,9 @@ type Invocation struct {
 	// at run time is a *value.Object, so that its text keeps the order the
 	// reference's handler sees; value.Plain makes it a map.
 	Arg map[string]any
+	// given is Arg as the reference hands it, holding the empty marker
+	// where a query left one; nil when it holds none
+	given map[string]any
 }
 
 // Schedule advances a run. input is the activation input (nil for none);
@@ -93,108 +109,44 @@ func (d *DAG) ScheduleWithin(b *query.Budget, input any, values map[string]any, 
 // in values (its plain form, which is what is stored); ordered may be
 // nil, and is not modified.
 func (d *DAG) ScheduleOrdered(b *query.Budget, input any, values, ordered map[string]any, running map[string]bool) (Plan, error) {
-	n := len(d.nodes)
-	known := make([]bool, n)
-	vals := make([]any, n)
-	// held: the value may hold a *value.Object (see evaluate); nil
-	// while none does
-	var held []bool
-	// marked: the value may hold the reference's empty marker, which a
-	// query left in an array or object it built (query.EvalMarked); nil
-	// while none does. Consumers in this call read it as the empty
-	// sequence, a checkpoint refuses it, and what leaves the call is
-	// unmarked.
-	var marked []bool
+	return d.ScheduleWave(b, input, values, ordered, running, Wave{})
+}
+
+// ScheduleWave is ScheduleOrdered told what happened since the previous
+// call, so that it orders the step as the reference's promises do (see
+// Wave). The zero Wave treats every known value as settled before the
+// call, as ScheduleOrdered does.
+func (d *DAG) ScheduleWave(b *query.Budget, input any, values, ordered map[string]any, running map[string]bool, w Wave) (Plan, error) {
+	st := &step{d: d, b: b, input: input, n: len(d.nodes)}
+	st.known = make([]bool, st.n)
+	st.vals = make([]any, st.n)
 	for id, v := range values {
 		if i, ok := d.index[id]; ok {
-			known[i], vals[i] = true, v
+			st.known[i], st.vals[i] = true, v
 		}
 	}
 	for id, v := range ordered {
 		if i, ok := d.index[id]; ok && value.HasObject(v) {
-			if held == nil {
-				held = make([]bool, n)
+			if st.held == nil {
+				st.held = make([]bool, st.n)
 			}
-			known[i], vals[i], held[i] = true, v, true
+			st.known[i], st.vals[i], st.held[i] = true, v, true
 		}
 	}
-	blocked := func(i int) bool {
-		if known[i] || running[d.nodes[i].ID] {
-			return true
-		}
-		for _, e := range d.nodes[i].inbound {
-			if !known[e.from] {
-				return true
-			}
-		}
-		return false
-	}
-	var plan Plan
-	var output any // the output node's value made plain, when computed here
-	var frontier []int
-	for _, i := range d.byRank {
-		if !blocked(i) {
-			frontier = append(frontier, i)
-		}
-	}
-	queued := make([]bool, n)
-	for len(frontier) > 0 {
-		var next []int
-		for _, i := range frontier {
-			nd := d.nodes[i]
-			v, h, m, inv, err := d.evaluate(nd, input, vals, held, marked, b)
-			if err != nil {
-				return plan, err
-			}
-			if inv != nil {
-				plan.Tasks = append(plan.Tasks, *inv)
-				continue
-			}
-			if m {
-				if marked == nil {
-					marked = make([]bool, n)
-				}
-				marked[i] = true
-			}
-			plain := v
-			if h {
-				plain = value.Plain(v)
-				if held == nil {
-					held = make([]bool, n)
-				}
-				held[i] = true
-			}
-			if err := checkpointable(nd, plain); err != nil {
-				return plan, err
-			}
-			if marked != nil && marked[i] {
-				plain = query.Unmark(plain)
-			}
-			// consumers in this call read v as the reference's do, by
-			// reference (objects built at run time in their order);
-			// what leaves the call is plain
-			known[i], vals[i] = true, v
-			plan.Values = append(plan.Values, NodeValue{ID: nd.ID, Value: plain, Checkpoint: nd.Checkpoint})
-			if i == d.output {
-				output = plain
-			}
-			for _, c := range nd.consumers {
-				if !queued[c] && !blocked(c) {
-					queued[c] = true
-					next = append(next, c)
-				}
-			}
-		}
-		sort.Slice(next, func(a, b int) bool { return d.nodes[next[a]].rank < d.nodes[next[b]].rank })
-		frontier = next
-	}
+	err := st.run(running, w)
+	plan := st.plan
 	plan.Done = true
-	for i := range known {
-		if !known[i] {
+	for i := range st.known {
+		if !st.known[i] {
 			plan.Done = false
 			break
 		}
 	}
+	if err != nil {
+		plan.Done = false
+		return plan, err
+	}
+	known, vals, held, marked := st.known, st.vals, st.held, st.marked
 	for i := range held {
 		if held[i] && i != d.output && d.unread(i, known) && value.HasObject(vals[i]) {
 			if plan.Ordered == nil {
@@ -206,8 +158,8 @@ func (d *DAG) ScheduleOrdered(b *query.Budget, input any, values, ordered map[st
 	if plan.Done {
 		plan.Output = vals[d.output]
 		if (held != nil && held[d.output]) || (marked != nil && marked[d.output]) {
-			plan.Output = output
-			if output == nil {
+			plan.Output = st.output
+			if st.output == nil {
 				// known on entry (an ordered value handed in)
 				plan.Output = value.Plain(vals[d.output])
 			}
@@ -240,11 +192,10 @@ func (d *DAG) unread(i int, known []bool) bool {
 // marked says which values may hold the empty marker, and the returned
 // mark whether v may.
 func (d *DAG) evaluate(nd *node, input any, vals []any, held, marked []bool, b *query.Budget) (v any, isHeld, mark bool, inv *Invocation, err error) {
-	scope, holding, err := d.scope(nd, vals, held, b)
+	scope, holding, scopeMarked, err := d.scope(nd, vals, held, b)
 	if err != nil {
 		return nil, false, false, nil, err
 	}
-	scopeMarked := false
 	if marked != nil {
 		for _, e := range nd.inbound {
 			scopeMarked = scopeMarked || marked[e.from]
@@ -255,9 +206,9 @@ func (d *DAG) evaluate(nd *node, input any, vals []any, held, marked []bool, b *
 }
 
 // evaluateIn computes the node from its scope; scopeMarked says the
-// scope may hold the empty marker, which leaves with the task's argument
-// and the stylesheet's input as JSON. mark says a query left the marker
-// in what it built.
+// scope may hold the empty marker, which a stylesheet reads as the
+// reference's does (and may hand on) and which leaves with a task's
+// argument as JSON. mark says a query left the marker in what it built.
 func (d *DAG) evaluateIn(nd *node, input, scope any, holding, scopeMarked bool, b *query.Budget) (v any, isHeld, mark bool, inv *Invocation, err error) {
 	within := func(q *query.Query) query.Evaluator {
 		ev := q.Within(b)
@@ -283,10 +234,6 @@ func (d *DAG) evaluateIn(nd *node, input, scope any, holding, scopeMarked bool, 
 		}
 		mark = marks
 	case KindJSLT:
-		if scopeMarked {
-			// a stylesheet reads plain JSON
-			scope = query.Unmark(scope)
-		}
 		res, ok, err := nd.jslt.TransformOrdered(b, scope, nil, holding)
 		if err != nil {
 			return nil, false, false, nil, d.failed(nd, err.Error(), err)
@@ -296,25 +243,29 @@ func (d *DAG) evaluateIn(nd *node, input, scope any, holding, scopeMarked bool, 
 		}
 	case KindTask:
 		var with any
+		withMarked := false
 		if nd.with != nil {
 			// the handler receives with as text in the reference's order
 			// (objects built at run time in insertion order)
-			res, ok, err := within(nd.with).EvalOrdered(scope, nil)
+			res, ok, m, err := within(nd.with).EvalMarked(scope, nil)
 			if err != nil {
 				return nil, false, false, nil, d.failed(nd, err.Error(), err)
 			}
 			if ok {
-				with = res
+				with, withMarked = res, m
 			}
 		}
-		if scopeMarked {
-			// the handler's argument leaves the engine as JSON
-			scope = query.Unmark(scope)
-		}
-		return nil, false, false, &Invocation{
+		inv := &Invocation{
 			Node: nd.ID, Task: nd.Task, Version: nd.Version,
 			Arg: map[string]any{"with": with, "input": scope},
-		}, nil
+		}
+		if withMarked || scopeMarked {
+			// the handler's argument leaves the engine as JSON; what the
+			// reference hands its handler is kept for Wave.Refuse
+			inv.given = inv.Arg
+			inv.Arg = map[string]any{"with": query.Unmark(with), "input": query.Unmark(scope)}
+		}
+		return nil, false, false, inv, nil
 	}
 	return v, isHeld, mark, nil, nil
 }
@@ -347,10 +298,15 @@ func checkpointable(nd *node, v any) *fault.Error {
 
 // scope builds a node's input scope (§6.1): each inbound value through its
 // edge's select, then the single unported value, or the object of ports.
-// holding says the scope may hold a *value.Object.
-func (d *DAG) scope(nd *node, vals []any, held []bool, b *query.Budget) (scope any, holding bool, err error) {
+// holding says the scope may hold a *value.Object, marked that a select
+// left the empty marker in what it built.
+//
+// A select's answer is handed on as the reference hands it, by
+// reference: the objects it built in their member order, the marker
+// where it left one.
+func (d *DAG) scope(nd *node, vals []any, held []bool, b *query.Budget) (scope any, holding, marked bool, err error) {
 	if len(nd.inbound) == 0 {
-		return nil, false, nil
+		return nil, false, false, nil
 	}
 	var ports *value.Object
 	var portMap map[string]any
@@ -366,18 +322,14 @@ func (d *DAG) scope(nd *node, vals []any, held []bool, b *query.Budget) (scope a
 	for _, e := range nd.inbound {
 		v, h := vals[e.from], held != nil && held[e.from]
 		if e.sel != nil {
-			// a select over a value that holds built objects hands them
-			// on; over plain data it answers plain data
-			var res any
-			var ok bool
+			ev := e.sel.Within(b)
 			if h {
-				res, ok, err = e.sel.Within(b).Holding().EvalOrdered(v, nil)
-			} else {
-				res, ok, err = e.sel.Within(b).Eval(v, nil)
+				ev = ev.Holding()
 			}
+			res, ok, m, err := ev.EvalMarked(v, nil)
 			if err != nil {
 				idx := strconv.Itoa(e.index)
-				return nil, false, &fault.Error{
+				return nil, false, false, &fault.Error{
 					Code:   fault.JF2006,
 					Reason: "the select on edge " + idx + " into '" + nd.ID + "' failed: " + err.Error(),
 					Path:   "/edges/" + idx + "/select", HasPath: true, NodeID: nd.ID, Cause: err,
@@ -387,7 +339,8 @@ func (d *DAG) scope(nd *node, vals []any, held []bool, b *query.Budget) (scope a
 			if ok {
 				v = res
 			}
-			h = h && value.HasObject(v)
+			h = value.HasObject(v)
+			marked = marked || m
 		}
 		holding = holding || h
 		switch {
@@ -401,11 +354,11 @@ func (d *DAG) scope(nd *node, vals []any, held []bool, b *query.Budget) (scope a
 	}
 	switch {
 	case portMap != nil:
-		return portMap, holding, nil
+		return portMap, holding, marked, nil
 	case ports != nil:
-		return ports, true, nil
+		return ports, true, marked, nil
 	}
-	return single, holding, nil
+	return single, holding, marked, nil
 }
 
 // TaskFailed returns the reference's JF2006 for a task node whose handler

@@ -544,6 +544,7 @@ func (r *run) builtIn(v any, l *loc, m *mode, depth, applies int, holding bool) 
 			if err != nil {
 				return seq{}, err
 			}
+			res = dropMarker(res)
 			switch res.n {
 			case 0:
 				delete(out, k)
@@ -567,7 +568,7 @@ func (r *run) builtIn(v any, l *loc, m *mode, depth, applies int, holding bool) 
 			if err != nil {
 				return seq{}, err
 			}
-			out = res.appendTo(out)
+			out = dropMarker(res).appendTo(out)
 		}
 		return single(out), nil
 	case *value.Object:
@@ -588,6 +589,7 @@ func (r *run) builtIn(v any, l *loc, m *mode, depth, applies int, holding bool) 
 			if err != nil {
 				return seq{}, err
 			}
+			res = dropMarker(res)
 			switch res.n {
 			case 0:
 			case 1:
@@ -601,6 +603,20 @@ func (r *run) builtIn(v any, l *loc, m *mode, depth, applies int, holding bool) 
 		return single(out), nil
 	}
 	return single(v), nil
+}
+
+// dropMarker reads a dispatch to the empty marker (a value a query left in
+// the input, handed on by the built-in rule) as the empty sequence: the
+// reference compares each child it rebuilds and each item $apply
+// dispatches with its empty sequence, the same symbol, and leaves it out
+// of the member, the array or the sequence.
+func dropMarker(res seq) seq {
+	if res.n == 1 {
+		if _, ok := res.one.(value.Empty); ok {
+			return seq{}
+		}
+	}
+	return res
 }
 
 // host is one body evaluation as its $apply and its externals see it.
@@ -651,7 +667,9 @@ func (h *host) Apply(items []any, rel [][]query.Seg, fromRoot bool, name string,
 		if err != nil {
 			return nil, err
 		}
-		out = res.appendTo(out)
+		// a dispatch to the marker adds nothing to the sequence, as the
+		// reference's concatenation skips its empty sequence
+		out = dropMarker(res).appendTo(out)
 	}
 	return out, nil
 }
