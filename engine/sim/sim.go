@@ -94,7 +94,23 @@ func coded(err error) map[string]any {
 	return map[string]any{"code": string(fault.CodeOf(err)), "path": path, "message": err.Error()}
 }
 
-var noRetry = run.Options{Retry: func(string, string) run.RetryPolicy { return run.NoRetry }}
+// options are the reducer's options for the scenario's mocks: no retry,
+// as the reference has none, and a mock fails as it is called, as the
+// reference's handler throws.
+func (s *scenario) options() run.Options {
+	return run.Options{
+		Retry: func(string, string) run.RetryPolicy { return run.NoRetry },
+		FailsAtCall: func(inv *run.Invoke) (string, bool) {
+			if s.observe != nil {
+				s.observe(inv)
+			}
+			if res := s.mock(inv); res.Error != nil {
+				return res.Error.Message, true
+			}
+			return "", false
+		},
+	}
+}
 
 // call is one reference run(input, opts) on the snapshot of prev.
 func (s *scenario) call(wf *workflow.Workflow, prev *run.State, c call) (*run.State, error) {
@@ -115,7 +131,7 @@ func (s *scenario) call(wf *workflow.Workflow, prev *run.State, c call) (*run.St
 			return nil, stale
 		}
 		msg.Kind, msg.Event = run.KindStart, c.event
-		st, effects, err = run.Apply(wf, nil, msg, noRetry)
+		st, effects, err = run.Apply(wf, nil, msg, s.options())
 	} else {
 		if runID != prev.RunID {
 			return nil, fault.NoPath(fault.JF2016, "invalid workflow snapshot")
@@ -138,7 +154,7 @@ func (s *scenario) call(wf *workflow.Workflow, prev *run.State, c call) (*run.St
 		if c.event != nil {
 			msg.Kind, msg.Event = run.KindEvent, c.event
 		}
-		st, effects, err = run.Apply(wf, prev, msg, noRetry)
+		st, effects, err = run.Apply(wf, prev, msg, s.options())
 	}
 	if err != nil {
 		return nil, err
@@ -164,7 +180,7 @@ func (s *scenario) answer(wf *workflow.Workflow, st *run.State, effects []run.Ef
 		}
 		res := s.mock(inv)
 		msg := run.Message{Kind: run.KindResult, Time: c.now, NoTime: !c.hasNow, NoTick: true, Result: res}
-		next, more, err := run.Apply(wf, st, msg, noRetry)
+		next, more, err := run.Apply(wf, st, msg, s.options())
 		if errors.Is(err, run.ErrRejected) {
 			continue // a sibling failed the activation first
 		}
