@@ -169,28 +169,48 @@ func (s *scenario) call(wf *workflow.Workflow, prev *run.State, c call) (*run.St
 	return st, nil
 }
 
-// answer runs every invoked mock in invocation order, feeding each result
-// back, until no invocation is left. The results belong to the call: a
-// wait they lead to reads the call's now, as the reference's loop does.
+// answer runs the invoked mocks wave by wave, feeding each result back,
+// until no invocation is left. A wave is what the previous wave's results
+// invoked: the reference calls those handlers as their inputs arrive, and
+// a mock that throws does so as it is called, before the reference reads
+// any result of its wave (a checkpoint that is not JSON, a node
+// downstream), so the first failure of a wave is fed first. The results
+// belong to the call: a wait they lead to reads the call's now, as the
+// reference's loop does.
 func (s *scenario) answer(wf *workflow.Workflow, st *run.State, effects []run.Effect, c call) (*run.State, error) {
-	queue := invokes(effects)
-	for len(queue) > 0 && st.Status == run.StatusRunning {
-		inv := queue[0]
-		queue = queue[1:]
-		if s.observe != nil {
-			s.observe(inv)
+	wave := invokes(effects)
+	for len(wave) > 0 && st.Status == run.StatusRunning {
+		results := make([]*run.TaskResult, len(wave))
+		first := -1
+		for i, inv := range wave {
+			if s.observe != nil {
+				s.observe(inv)
+			}
+			results[i] = s.mock(inv)
+			if first < 0 && results[i].Error != nil {
+				first = i
+			}
 		}
-		res := s.mock(inv)
-		msg := run.Message{Kind: run.KindResult, Time: c.now, NoTime: !c.hasNow, NoTick: true, Result: res}
-		next, more, err := run.Apply(wf, st, msg, s.options())
-		if errors.Is(err, run.ErrRejected) {
-			continue // a sibling failed the activation first
+		if first > 0 {
+			results[0], results[first] = results[first], results[0]
 		}
-		if err != nil {
-			return nil, err
+		var next []*run.Invoke
+		for _, res := range results {
+			if st.Status != run.StatusRunning {
+				break
+			}
+			msg := run.Message{Kind: run.KindResult, Time: c.now, NoTime: !c.hasNow, NoTick: true, Result: res}
+			after, more, err := run.Apply(wf, st, msg, s.options())
+			if errors.Is(err, run.ErrRejected) {
+				continue // a sibling failed the activation first
+			}
+			if err != nil {
+				return nil, err
+			}
+			st = after
+			next = append(next, invokes(more)...)
 		}
-		st = next
-		queue = append(queue, invokes(more)...)
+		wave = next
 	}
 	return st, nil
 }
