@@ -42,6 +42,8 @@ function rnd() {
 const int = (n) => Math.floor(rnd() * n);
 const pick = (a) => a[int(a.length)];
 const chance = (p) => rnd() < p;
+// An own member even for a name like __proto__, which `o[k] = v` would not make.
+const put = (o, k, v) => Object.defineProperty(o, k, { value: v, enumerable: true, configurable: true, writable: true });
 function sample(pool, n) {
   const left = pool.slice();
   const out = [];
@@ -61,7 +63,15 @@ function data() {
 }
 
 const EVENTS = ['go', 'stop', 'ping', 'retry'];
+
+// A profile leans a scenario towards one part of the engine: `timers`
+// (waits with delays, clocks stepping onto and past deadlines), `events`
+// (waits on events, several calls each offering one), `dags` (work as
+// DAGs with joins, selects, inline nodes), or `mixed`.
+let profile;
+const lean = (name, p, otherwise) => (profile === name ? p : otherwise);
 const TASKS = ['charge', 'ship', 'check', 'fetch', 'ping'];
+const ODD_TASKS = ['__proto__', 'constructor', 'hasOwnProperty', 'a b', 'é'];
 
 // Task outputs are queries over {with, input}; most keep the data's shape
 // so that guards downstream read something.
@@ -83,6 +93,9 @@ function outputQuery() {
     { n: { $div: ['$.input.n', 0] } }, // Infinity: not JSON when checkpointed
     { n: { $sum: '$.input.items[*]' } },
     { out: { $map: [['zeta', 1], ['alpha', '$.input.n']] } },
+    { n: { $div: [1, 3] }, big: { $mul: ['$.input.n', 1e21] }, neg: { $mul: [-1, 0] }, s: 'é\u{1F600}' },
+    { n: { $add: ['$.input.n', 1] }, flag: '$.input.flag', items: { $seq: ['$.input.items[*]', '$.input.n'] } },
+    { n: { $add: ['$.input.tag', 1] } }, // fails on a string tag
   ]);
 }
 
@@ -120,6 +133,7 @@ function inputQuery() {
     '$.state',
     { n: { $add: ['$.context.data.n', 'x'] } }, // fails at run time
     '$.context.activation',
+    { ev: '$.event', p: '$.payload', key: '$.context.activation.key' },
   ]);
 }
 
@@ -137,6 +151,9 @@ function guard(inWait) {
     { $eq: ['$.state[0]', '/states/a'] },
     { $ge: ['$.context.visits[*]', 2] },
     { $eq: ['$.context.event.type', 'go'] },
+    { $exists: '$.context.activation' },
+    { $eq: ['$.event', '@workflow/next'] },
+    { $eq: ['$.payload', null] },
     { $gt: [{ $add: ['$.context.data.n', 'x'] }, 1] }, // throws at run time
     true,
     false,
@@ -153,7 +170,7 @@ function guard(inWait) {
 
 // ---- documents
 const NAMES = ['a', 'b', 'c', 'd', 'e', 'f', 'g', 'h'];
-const ODD = ['x/y', 'm~n', '10', '2', 'Ab', 'é', ' '];
+const ODD = ['x/y', 'm~n', '10', '2', 'Ab', 'é', ' ', '__proto__', 'constructor', 'toString', '0', '01', '-1', '4294967295'];
 
 let used; // task name -> version the document declares
 
@@ -163,7 +180,7 @@ function version(task) {
 }
 
 function taskSpec() {
-  const t = pick(TASKS);
+  const t = chance(0.05) ? pick(ODD_TASKS) : pick(TASKS);
   const spec = { task: t, version: version(t) };
   if (chance(0.3)) spec.with = withQuery();
   return spec;
@@ -186,19 +203,38 @@ function dagDoc() {
     nodes[id] = node;
     const from = chance(0.6) ? 'in' : pick(producers);
     const edge = { from, to: id };
-    if (chance(0.2)) edge.select = pick(['$.n', '$.items', '$.flag', '$.missing', '$']);
+    if (chance(0.2)) edge.select = pick(['$.n', '$.items', '$.flag', '$.missing', '$', '$.items[*]']);
     edges.push(edge);
     consumed.add(from);
     producers.push(id);
   }
-  if (chance(0.25)) {
-    nodes.q = { kind: 'query', query: pick([{ n: { $count: '$.items[*]' } }, '$.n', { $add: ['$.n', 'x'] }]) };
-    edges.push({ from: 'in', to: 'q' });
-    producers.push('q');
+  // query nodes on the input or downstream of tasks, some failing
+  for (const id of sample(['q', 'r', 'aq'], int(lean('dags', 4, 2)))) {
+    nodes[id] = { kind: 'query', query: pick([{ n: { $count: '$.items[*]' } }, '$.n', { $add: ['$.n', 'x'] }, { $add: ['$.n', 'x'] }, { n: '$.n' }]) };
+    const from = chance(0.5) ? 'in' : pick(producers);
+    edges.push({ from, to: id });
+    consumed.add(from);
+    producers.push(id);
   }
   if (chance(0.15)) {
     nodes.c = { kind: 'const', value: pick([1, { n: 4 }, null]) };
     producers.push('c');
+  }
+  if (chance(lean('dags', 0.3, 0.1))) {
+    nodes.j = { kind: 'jslt', stylesheet: pick([
+      { $jslt: '0.1', rules: [{ match: '$', body: { n: '$.n', twice: { $mul: ['$.n', 2] } } }] },
+      { $jslt: '0.1', rules: [{ match: '$', body: { $add: ['$.n', 'x'] } }] },
+      { $jslt: '0.1', rules: [{ match: '$', body: '$.items' }] },
+    ]) };
+    edges.push({ from: pick(producers.filter((p) => p !== 'c')), to: 'j' });
+    producers.push('j');
+  }
+  if (chance(0.1)) {
+    // a task nobody reads: the run still waits for it
+    const t = pick(TASKS);
+    nodes.dangling = { kind: 'task', run: t, version: version(t) };
+    edges.push({ from: pick(producers.filter((p) => p !== 'c')), to: 'dangling' });
+    consumed.add('dangling');
   }
   nodes.out = { kind: 'output' };
   const leaves = producers.filter((p) => p !== 'in' && !consumed.has(p));
@@ -233,14 +269,16 @@ function scope(depth) {
   };
   const limits = new Set();
   for (const [i, name] of names.entries()) {
-    if (finals.has(name) && name !== names[0]) { states[name] = { final: true }; continue; }
-    if (finals.has(name) && chance(0.5)) { states[name] = { final: true }; continue; }
-    const kinds = ['work', 'work', 'work', 'choose', 'choose', 'on', 'on', 'on'];
+    if (finals.has(name) && name !== names[0]) { put(states, name, { final: true }); continue; }
+    if (finals.has(name) && chance(0.5)) { put(states, name, { final: true }); continue; }
+    const kinds = profile === 'timers' || profile === 'events'
+      ? ['work', 'choose', 'on', 'on', 'on', 'on']
+      : ['work', 'work', 'work', 'choose', 'choose', 'on', 'on', 'on'];
     if (depth < 2) kinds.push('flow');
     const kind = pick(kinds);
     let s;
     if (kind === 'work') {
-      s = { work: chance(0.65) ? taskSpec() : { dag: dagDoc() }, then: target(i, true) };
+      s = { work: chance(lean('dags', 0.15, 0.65)) ? taskSpec() : { dag: dagDoc() }, then: target(i, true) };
       if (chance(0.4)) s.catch = target(i, true);
       if (chance(0.2)) s.input = inputQuery();
     }
@@ -249,19 +287,20 @@ function scope(depth) {
         otherwise: target(i, true) };
     }
     else if (kind === 'on') {
-      s = { on: Array.from({ length: int(4) }, () => {
-        const b = { event: pick(EVENTS), to: target(i, false) };
+      s = { on: Array.from({ length: int(lean('timers', 2, 4)) }, () => {
+        const b = { event: chance(0.97) ? pick(EVENTS) : pick([' go', 'event:go', '@workflow/next', 'go ']), to: target(i, false) };
         if (chance(0.35)) b.guard = guard(true);
         return b;
       }) };
-      if (s.on.length === 0 || chance(0.5)) s.after = { ms: pick([0, 0, 5, 100, 100, 1000, 2500]), to: target(i, true) };
+      if (s.on.length === 0 || chance(lean('timers', 0.9, lean('events', 0.2, 0.5))))
+        s.after = { ms: pick([0, 0, 5, 100, 100, 1000, 2500, 0.5, 99.5, 1e9]), to: target(i, true) };
     }
     else {
       s = { flow: scope(depth + 1), then: target(i, true) };
     }
-    states[name] = s;
+    put(states, name, s);
   }
-  for (const i of limits) states[names[i]].limit = 1 + int(4);
+  for (const i of limits) states[names[i]].limit = chance(0.9) ? 1 + int(4) : pick([20, 60]);
   for (const name of names) if (!states[name].limit && chance(0.12)) states[name].limit = 1 + int(3);
   return { initial: chance(0.9) ? names[0] : pick(names), states };
 }
@@ -295,6 +334,7 @@ function breakDocument(doc, tasks) {
 
 // ---- scenarios
 function scenario() {
+  profile = pick(['mixed', 'mixed', 'timers', 'events', 'dags']);
   used = new Map();
   const top = scope(0);
   const doc = { $workflow: '0.2', revision: `r/${int(3)}`, initial: top.initial, states: top.states };
@@ -307,7 +347,7 @@ function scenario() {
       spec.error = pick(['card declined', 'boom', '']);
       if (chance(0.7)) spec.errorWhen = errorWhen();
     }
-    tasks[t] = spec;
+    put(tasks, t, spec);
   }
   if (chance(0.1)) tasks.unused = pick([{}, { output: 1 }]);
   if (chance(0.12)) breakDocument(doc, tasks);
@@ -316,23 +356,25 @@ function scenario() {
   if (chance(0.1)) s.runId = pick(['r1', 'run/2']);
   s.tasks = tasks;
   const calls = [];
-  let now = pick([undefined, 0, 1000, 1000]);
-  for (let i = 0, n = 1 + int(5); i < n; i++) {
+  let now = profile === 'timers' ? pick([0, 1000, 1000, -5, 0.25]) : pick([undefined, 0, 1000, 1000]);
+  for (let i = 0, n = 1 + int(lean('mixed', 5, 7)); i < n; i++) {
     const c = {};
-    if (now !== undefined && chance(0.85)) {
+    if (now !== undefined && chance(lean('timers', 0.95, 0.85))) {
       c.now = now;
     }
-    if (chance(0.5)) {
-      c.event = { type: pick([...EVENTS, 'nobody']) };
+    if (chance(lean('events', 0.85, lean('timers', 0.3, 0.5)))) {
+      c.event = { type: chance(0.95) ? pick([...EVENTS, 'nobody']) : pick(['constructor', '__proto__', ' go', 'event:go', '@workflow/next']) };
       if (chance(0.6)) c.event.payload = pick([{ ok: true, n: 3 }, { ok: false, n: 0 }, { n: 5 }, null, 7]);
     }
     if (chance(0.08)) c.expectedGeneration = pick(['previous', 'previous', 0, 1000]);
     if (chance(0.04)) c.input = data();
+    else if (chance(0.04) && s.input !== null && typeof s.input === 'object' && !Array.isArray(s.input))
+      c.input = Object.fromEntries(Object.entries(s.input).reverse()); // the same input, written otherwise
     if (chance(0.03)) c.runId = pick(['other', 'sim']);
     calls.push(c);
     // time moves on by a step a timer may or may not reach; now and then back
     if (now === undefined && chance(0.3)) now = 0;
-    else if (now !== undefined) now += pick([0, 5, 99, 100, 101, 1000, 2500, 5000, -50]);
+    else if (now !== undefined) now += pick([0, 5, 99, 100, 101, 1000, 2500, 5000, -50, 0.5, 1e9]);
   }
   s.calls = calls;
   return s;
