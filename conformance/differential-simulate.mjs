@@ -300,7 +300,7 @@ function scope(depth) {
     }
     put(states, name, s);
   }
-  for (const i of limits) states[names[i]].limit = chance(0.9) ? 1 + int(4) : pick([20, 60]);
+  for (const i of limits) states[names[i]].limit = 1 + int(4);
   for (const name of names) if (!states[name].limit && chance(0.12)) states[name].limit = 1 + int(3);
   return { initial: chance(0.9) ? names[0] : pick(names), states };
 }
@@ -350,6 +350,17 @@ function scenario() {
     put(tasks, t, spec);
   }
   if (chance(0.1)) tasks.unused = pick([{}, { output: 1 }]);
+  // Long loops only where no work runs: a DAG that joins two tasks
+  // doubles the data on each turn.
+  if (!JSON.stringify(doc).includes('"work"')) {
+    const widen = (states) => {
+      for (const st of Object.values(states)) {
+        if (st.limit !== undefined && chance(0.4)) st.limit = pick([20, 60]);
+        if (st.flow) widen(st.flow.states);
+      }
+    };
+    widen(doc.states);
+  }
   if (chance(0.12)) breakDocument(doc, tasks);
   const s = { document: doc };
   if (chance(0.9)) s.input = data();

@@ -171,27 +171,28 @@ func (s *scenario) call(wf *workflow.Workflow, prev *run.State, c call) (*run.St
 
 // answer runs the invoked mocks wave by wave, feeding each result back,
 // until no invocation is left. A wave is what the previous wave's results
-// invoked: the reference calls those handlers as their inputs arrive, and
-// a mock that throws does so as it is called, before the reference reads
-// any result of its wave (a checkpoint that is not JSON, a node
-// downstream), so the first failure of a wave is fed first. The results
-// belong to the call: a wait they lead to reads the call's now, as the
-// reference's loop does.
+// invoked: the reference calls those handlers as their inputs arrive. A
+// mock that throws does so as it is called; a result is read a moment
+// later, when a checkpointed node refuses a value that is not JSON; only
+// then do the nodes downstream run. So the first failure of a wave is fed
+// first, then the first refused checkpoint, then the rest in order. The
+// results belong to the call: a wait they lead to reads the call's now,
+// as the reference's loop does.
 func (s *scenario) answer(wf *workflow.Workflow, st *run.State, effects []run.Effect, c call) (*run.State, error) {
 	wave := invokes(effects)
 	for len(wave) > 0 && st.Status == run.StatusRunning {
 		results := make([]*run.TaskResult, len(wave))
-		first := -1
+		first, soonest := -1, 3
 		for i, inv := range wave {
 			if s.observe != nil {
 				s.observe(inv)
 			}
 			results[i] = s.mock(inv)
-			if first < 0 && results[i].Error != nil {
-				first = i
+			if at := failsAt(wf, inv, results[i]); at < soonest {
+				first, soonest = i, at
 			}
 		}
-		if first > 0 {
+		if soonest < 2 && first > 0 {
 			results[0], results[first] = results[first], results[0]
 		}
 		var next []*run.Invoke
@@ -213,6 +214,19 @@ func (s *scenario) answer(wf *workflow.Workflow, st *run.State, effects []run.Ef
 		wave = next
 	}
 	return st, nil
+}
+
+// failsAt is when, within its wave, a task's result fails its
+// activation: 0 as its handler is called, 1 when its checkpoint refuses
+// it, 2 not by itself.
+func failsAt(wf *workflow.Workflow, inv *run.Invoke, res *run.TaskResult) int {
+	switch {
+	case res.Error != nil:
+		return 0
+	case wf.DAGs[inv.State] != nil && wf.DAGs[inv.State].CheckTaskResult(inv.Node, value.Plain(res.Output)) != nil:
+		return 1
+	}
+	return 2
 }
 
 func invokes(effects []run.Effect) []*run.Invoke {
