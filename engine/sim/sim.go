@@ -169,64 +169,107 @@ func (s *scenario) call(wf *workflow.Workflow, prev *run.State, c call) (*run.St
 	return st, nil
 }
 
-// answer runs the invoked mocks wave by wave, feeding each result back,
-// until no invocation is left. A wave is what the previous wave's results
-// invoked: the reference calls those handlers as their inputs arrive. A
-// mock that throws does so as it is called; a result is read a moment
-// later, when a checkpointed node refuses a value that is not JSON; only
-// then do the nodes downstream run. So the first failure of a wave is fed
-// first, then the first refused checkpoint, then the rest in order. The
-// results belong to the call: a wait they lead to reads the call's now,
-// as the reference's loop does.
+// answer runs the invoked mocks, feeding each result back, until no
+// invocation is left. The reference runs a DAG's nodes as promises, so
+// the order in which it meets their outcomes is a matter of timing, which
+// answer models in microtask ticks: a mock is called as the task is
+// invoked, and one that throws fails there and then; a result is read a
+// tick later, when a checkpointed node refuses a value that is not JSON;
+// a plain task's consumers start two ticks after that, a checkpointed
+// one's only after its value is saved through the snapshot's write
+// chain, one save after the other (saveTicks each). Results are fed in
+// that order, ties broken by what
+// fails first, then by invocation order, and the tasks a result invokes
+// are called at the time it was fed. Inline nodes take no time here: the
+// DAG step evaluates them when the result that readies them is fed.
+// The results belong to the call: a wait they lead to reads the call's
+// now, as the reference's loop does.
 func (s *scenario) answer(wf *workflow.Workflow, st *run.State, effects []run.Effect, c call) (*run.State, error) {
-	wave := invokes(effects)
-	for len(wave) > 0 && st.Status == run.StatusRunning {
-		results := make([]*run.TaskResult, len(wave))
-		first, soonest := -1, 3
-		for i, inv := range wave {
+	var pending []outcome
+	seq, writes := 0, 0 // writes: the tick the write chain is free again
+	call := func(invs []*run.Invoke, at int) {
+		for _, inv := range invs {
 			if s.observe != nil {
 				s.observe(inv)
 			}
-			results[i] = s.mock(inv)
-			if at := failsAt(wf, inv, results[i]); at < soonest {
-				first, soonest = i, at
+			o := outcome{res: s.mock(inv), seq: seq}
+			seq++
+			o.at, o.kind = settles(wf, inv, o.res, at)
+			if o.kind == saved {
+				start := max(o.at, writes)
+				writes = start + saveTicks
+				o.at = writes + 2
+			}
+			pending = append(pending, o)
+		}
+	}
+	call(invokes(effects), 0)
+	for len(pending) > 0 && st.Status == run.StatusRunning {
+		next := 0
+		for i, o := range pending {
+			if o.before(pending[next]) {
+				next = i
 			}
 		}
-		if soonest < 2 && first > 0 {
-			results[0], results[first] = results[first], results[0]
+		o := pending[next]
+		pending = append(pending[:next], pending[next+1:]...)
+		msg := run.Message{Kind: run.KindResult, Time: c.now, NoTime: !c.hasNow, NoTick: true, Result: o.res}
+		after, more, err := run.Apply(wf, st, msg, s.options())
+		if errors.Is(err, run.ErrRejected) {
+			continue // a sibling failed the activation first
 		}
-		var next []*run.Invoke
-		for _, res := range results {
-			if st.Status != run.StatusRunning {
-				break
-			}
-			msg := run.Message{Kind: run.KindResult, Time: c.now, NoTime: !c.hasNow, NoTick: true, Result: res}
-			after, more, err := run.Apply(wf, st, msg, s.options())
-			if errors.Is(err, run.ErrRejected) {
-				continue // a sibling failed the activation first
-			}
-			if err != nil {
-				return nil, err
-			}
-			st = after
-			next = append(next, invokes(more)...)
+		if err != nil {
+			return nil, err
 		}
-		wave = next
+		st = after
+		call(invokes(more), o.at)
 	}
 	return st, nil
 }
 
-// failsAt is when, within its wave, a task's result fails its
-// activation: 0 as its handler is called, 1 when its checkpoint refuses
-// it, 2 not by itself.
-func failsAt(wf *workflow.Workflow, inv *run.Invoke, res *run.TaskResult) int {
+// outcome is a mock's answer and when the reference meets it.
+type outcome struct {
+	res      *run.TaskResult
+	at, kind int
+	seq      int
+}
+
+func (o outcome) before(p outcome) bool {
+	if o.at != p.at {
+		return o.at < p.at
+	}
+	if o.kind != p.kind {
+		return o.kind < p.kind
+	}
+	return o.seq < p.seq
+}
+
+// Outcome kinds, in the order the reference meets them within one tick.
+const (
+	throws  = iota // the handler threw as it was called
+	refused        // a checkpoint refused the value
+	plain          // the value goes on to the node's consumers
+	saved          // the value goes on once saved
+)
+
+// saveTicks is how long one save holds the write chain: measured on the
+// reference, a checkpointed task delays its consumers by more than one
+// and a half plain task hops (three ticks each) and by at most two.
+const saveTicks = 5
+
+// settles is when (in ticks) and how the reference meets the outcome of
+// a task called at tick at, a save aside.
+func settles(wf *workflow.Workflow, inv *run.Invoke, res *run.TaskResult, at int) (int, int) {
+	d := wf.DAGs[inv.State]
 	switch {
 	case res.Error != nil:
-		return 0
-	case wf.DAGs[inv.State] != nil && wf.DAGs[inv.State].CheckTaskResult(inv.Node, value.Plain(res.Output)) != nil:
-		return 1
+		return at, throws
+	case d != nil && d.CheckTaskResult(inv.Node, value.Plain(res.Output)) != nil:
+		return at + 1, refused
+	case d != nil && d.Checkpoint(inv.Node):
+		return at + 1, saved // read, then saved: answer queues the save
 	}
-	return 2
+	return at + 3, plain
 }
 
 func invokes(effects []run.Effect) []*run.Invoke {
