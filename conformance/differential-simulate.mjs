@@ -210,7 +210,7 @@ function dagDoc() {
   }
   // query nodes on the input or downstream of tasks, some failing
   for (const id of sample(['q', 'r', 'aq'], int(lean('dags', 4, 2)))) {
-    nodes[id] = { kind: 'query', query: pick([{ n: { $count: '$.items[*]' } }, '$.n', { $add: ['$.n', 'x'] }, { $add: ['$.n', 'x'] }, { n: '$.n' }]) };
+    nodes[id] = { kind: 'query', query: pick([{ n: { $count: '$.items[*]' } }, '$.n', { $add: ['$.n', 'x'] }, { $add: ['$.n', 'x'] }, { n: '$.n' }]), ...(chance(0.25) ? { checkpoint: true } : {}) };
     const from = chance(0.5) ? 'in' : pick(producers);
     edges.push({ from, to: id });
     consumed.add(from);
