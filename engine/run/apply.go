@@ -43,6 +43,15 @@ type Options struct {
 	// them, and must still fit a NATS message. Default 256 KiB, a quarter
 	// of NATS's default max payload.
 	MaxBufferedBytes int
+
+	// FailsAtCall, when set, tells whether a task fails the moment it is
+	// invoked, and with which message: the reference calls its
+	// in-process handlers as their inputs arrive, so a handler that
+	// throws at once fails the DAG before an inline node (query, jslt,
+	// select, with) that the reference starts after it and that fails
+	// too. The simulator's mocks are such handlers. Nil in the fleet,
+	// whose tasks answer later than any inline node.
+	FailsAtCall func(inv *Invoke) (message string, fails bool)
 }
 
 // Buffer defaults.

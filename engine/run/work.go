@@ -95,7 +95,7 @@ func (r *reducer) schedule(id string, ordered map[string]any) (blocked bool, err
 		}
 	}
 	if err != nil {
-		return false, r.workFailed(id, err)
+		return false, r.workFailed(id, r.failedFirst(id, plan.Tasks, err))
 	}
 	for _, inv := range plan.Tasks {
 		w.Running[inv.Node] = &Attempt{Attempt: w.Base + 1}
@@ -112,12 +112,31 @@ func (r *reducer) schedule(id string, ordered map[string]any) (blocked bool, err
 	return true, nil
 }
 
-func (r *reducer) invoke(state string, inv dag.Invocation, attempt int) {
+// failedFirst is the failure the reference reports when a DAG step fails
+// at an inline node (err) after starting tasks: the first of those tasks
+// whose handler fails as it is called (Options.FailsAtCall), else err.
+func (r *reducer) failedFirst(state string, started []dag.Invocation, err error) error {
+	if r.opts.FailsAtCall == nil {
+		return err
+	}
+	for _, inv := range started {
+		if msg, fails := r.opts.FailsAtCall(r.invocation(state, inv, r.st.Work.Base+1)); fails {
+			return r.wf.DAGs[state].TaskFailed(inv.Node, msg)
+		}
+	}
+	return err
+}
+
+func (r *reducer) invocation(state string, inv dag.Invocation, attempt int) *Invoke {
 	with, hasWith := inv.Arg["with"]
-	e := &Invoke{
+	return &Invoke{
 		Activation: r.st.Work.Activation, State: state, Node: inv.Node, Task: inv.Task,
 		Version: inv.Version, Attempt: attempt, Input: inv.Arg["input"], With: with, HasWith: hasWith && with != nil,
 	}
+}
+
+func (r *reducer) invoke(state string, inv dag.Invocation, attempt int) {
+	e := r.invocation(state, inv, attempt)
 	if a := r.st.Work.Running[inv.Node]; a != nil {
 		r.setDeadline(inv.Task, inv.Version, a)
 		e.Deadline = a.Deadline

@@ -94,7 +94,23 @@ func coded(err error) map[string]any {
 	return map[string]any{"code": string(fault.CodeOf(err)), "path": path, "message": err.Error()}
 }
 
-var noRetry = run.Options{Retry: func(string, string) run.RetryPolicy { return run.NoRetry }}
+// options are the reducer's options for the scenario's mocks: no retry,
+// as the reference has none, and a mock fails as it is called, as the
+// reference's handler throws.
+func (s *scenario) options() run.Options {
+	return run.Options{
+		Retry: func(string, string) run.RetryPolicy { return run.NoRetry },
+		FailsAtCall: func(inv *run.Invoke) (string, bool) {
+			if s.observe != nil {
+				s.observe(inv)
+			}
+			if res := s.mock(inv); res.Error != nil {
+				return res.Error.Message, true
+			}
+			return "", false
+		},
+	}
+}
 
 // call is one reference run(input, opts) on the snapshot of prev.
 func (s *scenario) call(wf *workflow.Workflow, prev *run.State, c call) (*run.State, error) {
@@ -111,11 +127,13 @@ func (s *scenario) call(wf *workflow.Workflow, prev *run.State, c call) (*run.St
 	var effects []run.Effect
 	var err error
 	if prev == nil {
-		if g, ok := c.expected(0); ok && g != 0 {
+		msg.Kind, msg.Event = run.KindStart, c.event
+		st, effects, err = run.Apply(wf, nil, msg, s.options())
+		// The reference starts the chart (JF2012) before it compares the
+		// expected generation; what follows the start runs after it.
+		if g, ok := c.expected(0); err == nil && ok && g != 0 {
 			return nil, stale
 		}
-		msg.Kind, msg.Event = run.KindStart, c.event
-		st, effects, err = run.Apply(wf, nil, msg, noRetry)
 	} else {
 		if runID != prev.RunID {
 			return nil, fault.NoPath(fault.JF2016, "invalid workflow snapshot")
@@ -138,7 +156,7 @@ func (s *scenario) call(wf *workflow.Workflow, prev *run.State, c call) (*run.St
 		if c.event != nil {
 			msg.Kind, msg.Event = run.KindEvent, c.event
 		}
-		st, effects, err = run.Apply(wf, prev, msg, noRetry)
+		st, effects, err = run.Apply(wf, prev, msg, s.options())
 	}
 	if err != nil {
 		return nil, err
@@ -151,30 +169,107 @@ func (s *scenario) call(wf *workflow.Workflow, prev *run.State, c call) (*run.St
 	return st, nil
 }
 
-// answer runs every invoked mock in invocation order, feeding each result
-// back, until no invocation is left. The results belong to the call: a
-// wait they lead to reads the call's now, as the reference's loop does.
+// answer runs the invoked mocks, feeding each result back, until no
+// invocation is left. The reference runs a DAG's nodes as promises, so
+// the order in which it meets their outcomes is a matter of timing, which
+// answer models in microtask ticks: a mock is called as the task is
+// invoked, and one that throws fails there and then; a result is read a
+// tick later, when a checkpointed node refuses a value that is not JSON;
+// a plain task's consumers start two ticks after that, a checkpointed
+// one's only after its value is saved through the snapshot's write
+// chain, one save after the other (saveTicks each). Results are fed in
+// that order, ties broken by what
+// fails first, then by invocation order, and the tasks a result invokes
+// are called at the time it was fed. Inline nodes take no time here: the
+// DAG step evaluates them when the result that readies them is fed.
+// The results belong to the call: a wait they lead to reads the call's
+// now, as the reference's loop does.
 func (s *scenario) answer(wf *workflow.Workflow, st *run.State, effects []run.Effect, c call) (*run.State, error) {
-	queue := invokes(effects)
-	for len(queue) > 0 && st.Status == run.StatusRunning {
-		inv := queue[0]
-		queue = queue[1:]
-		if s.observe != nil {
-			s.observe(inv)
+	var pending []outcome
+	seq, writes := 0, 0 // writes: the tick the write chain is free again
+	call := func(invs []*run.Invoke, at int) {
+		for _, inv := range invs {
+			if s.observe != nil {
+				s.observe(inv)
+			}
+			o := outcome{res: s.mock(inv), seq: seq}
+			seq++
+			o.at, o.kind = settles(wf, inv, o.res, at)
+			if o.kind == saved {
+				start := max(o.at, writes)
+				writes = start + saveTicks
+				o.at = writes + 2
+			}
+			pending = append(pending, o)
 		}
-		res := s.mock(inv)
-		msg := run.Message{Kind: run.KindResult, Time: c.now, NoTime: !c.hasNow, NoTick: true, Result: res}
-		next, more, err := run.Apply(wf, st, msg, noRetry)
+	}
+	call(invokes(effects), 0)
+	for len(pending) > 0 && st.Status == run.StatusRunning {
+		next := 0
+		for i, o := range pending {
+			if o.before(pending[next]) {
+				next = i
+			}
+		}
+		o := pending[next]
+		pending = append(pending[:next], pending[next+1:]...)
+		msg := run.Message{Kind: run.KindResult, Time: c.now, NoTime: !c.hasNow, NoTick: true, Result: o.res}
+		after, more, err := run.Apply(wf, st, msg, s.options())
 		if errors.Is(err, run.ErrRejected) {
 			continue // a sibling failed the activation first
 		}
 		if err != nil {
 			return nil, err
 		}
-		st = next
-		queue = append(queue, invokes(more)...)
+		st = after
+		call(invokes(more), o.at)
 	}
 	return st, nil
+}
+
+// outcome is a mock's answer and when the reference meets it.
+type outcome struct {
+	res      *run.TaskResult
+	at, kind int
+	seq      int
+}
+
+func (o outcome) before(p outcome) bool {
+	if o.at != p.at {
+		return o.at < p.at
+	}
+	if o.kind != p.kind {
+		return o.kind < p.kind
+	}
+	return o.seq < p.seq
+}
+
+// Outcome kinds, in the order the reference meets them within one tick.
+const (
+	throws  = iota // the handler threw as it was called
+	refused        // a checkpoint refused the value
+	plain          // the value goes on to the node's consumers
+	saved          // the value goes on once saved
+)
+
+// saveTicks is how long one save holds the write chain: measured on the
+// reference, a checkpointed task delays its consumers by more than one
+// and a half plain task hops (three ticks each) and by at most two.
+const saveTicks = 5
+
+// settles is when (in ticks) and how the reference meets the outcome of
+// a task called at tick at, a save aside.
+func settles(wf *workflow.Workflow, inv *run.Invoke, res *run.TaskResult, at int) (int, int) {
+	d := wf.DAGs[inv.State]
+	switch {
+	case res.Error != nil:
+		return at, throws
+	case d != nil && d.CheckTaskResult(inv.Node, value.Plain(res.Output)) != nil:
+		return at + 1, refused
+	case d != nil && d.Checkpoint(inv.Node):
+		return at + 1, saved // read, then saved: answer queues the save
+	}
+	return at + 3, plain
 }
 
 func invokes(effects []run.Effect) []*run.Invoke {
