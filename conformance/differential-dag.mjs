@@ -21,28 +21,14 @@
 // as a golden: a class of disagreement found this way is written down as
 // hand-picked cases in cases/dag/diff-*.json.
 import { outcome } from './gen-dag.mjs';
+import { options, generator } from './random.mjs';
 
-const argv = process.argv.slice(2);
-const arg = (name, dflt) => {
-  const i = argv.indexOf(`--${name}`);
-  return i >= 0 ? argv[i + 1] : dflt;
-};
+const arg = options();
 const firstSeed = Number(arg('seed', '1')) >>> 0;
 const family = arg('family', 'doc');
-let seed = firstSeed;
 const count = Number(arg('count', '1000'));
 
-// mulberry32: a small deterministic generator
-function rnd() {
-  seed = (seed + 0x6d2b79f5) >>> 0;
-  let t = seed;
-  t = Math.imul(t ^ (t >>> 15), t | 1);
-  t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-  return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-}
-const int = (n) => Math.floor(rnd() * n);
-const pick = (a) => a[int(a.length)];
-const chance = (p) => rnd() < p;
+const { rnd, int, pick, chance } = generator(firstSeed);
 
 // ---- names
 const plainIds = ['a', 'b', 'c', 'd', 'e', 'f', 'g', 'h', 'in', 'out', 'q', 't', 'u', 'v', 'w', 'x', 'y', 'z',

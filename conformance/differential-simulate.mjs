@@ -21,27 +21,13 @@
 // this way is written down as hand-picked cases in
 // cases/simulate/diff-*.json.
 import { render, ScenarioError, simulate } from './simulate.mjs';
+import { options, generator } from './random.mjs';
 
-const argv = process.argv.slice(2);
-const arg = (name, dflt) => {
-  const i = argv.indexOf(`--${name}`);
-  return i >= 0 ? argv[i + 1] : dflt;
-};
+const arg = options();
 const firstSeed = Number(arg('seed', '1')) >>> 0;
-let seed = firstSeed;
 const count = Number(arg('count', '1000'));
 
-// mulberry32: a small deterministic generator
-function rnd() {
-  seed = (seed + 0x6d2b79f5) >>> 0;
-  let t = seed;
-  t = Math.imul(t ^ (t >>> 15), t | 1);
-  t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-  return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-}
-const int = (n) => Math.floor(rnd() * n);
-const pick = (a) => a[int(a.length)];
-const chance = (p) => rnd() < p;
+const { rnd, int, pick, chance } = generator(firstSeed);
 // An own member even for a name like __proto__, which `o[k] = v` would not make.
 const put = (o, k, v) => Object.defineProperty(o, k, { value: v, enumerable: true, configurable: true, writable: true });
 function sample(pool, n) {

@@ -17,27 +17,13 @@
 // Nothing here is committed as a golden: a class of disagreement found
 // this way is written down as hand-picked cases in cases/workflow/diff-*.json.
 import { run } from './gen-workflow.mjs';
+import { options, generator } from './random.mjs';
 
-const argv = process.argv.slice(2);
-const arg = (name, dflt) => {
-  const i = argv.indexOf(`--${name}`);
-  return i >= 0 ? argv[i + 1] : dflt;
-};
-let seed = Number(arg('seed', '1')) >>> 0;
+const arg = options();
+const firstSeed = Number(arg('seed', '1')) >>> 0;
 const count = Number(arg('count', '1000'));
-const firstSeed = seed;
 
-// mulberry32: a small deterministic generator
-function rnd() {
-  seed = (seed + 0x6d2b79f5) >>> 0;
-  let t = seed;
-  t = Math.imul(t ^ (t >>> 15), t | 1);
-  t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-  return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-}
-const int = (n) => Math.floor(rnd() * n);
-const pick = (a) => a[int(a.length)];
-const chance = (p) => rnd() < p;
+const { rnd, int, pick, chance } = generator(firstSeed);
 // noise scales every chance of a defect: a clean document (noise near 0)
 // reaches compilation and the lowered output, a noisy one the refusals
 let noise = 1;

@@ -16,26 +16,13 @@
 // this way is written down as hand-picked cases in cases/query/diff-*.json.
 import { run } from './gen-query.mjs';
 import { compileJsonQuery } from '@jarenjs/json/query';
+import { options, generator } from './random.mjs';
 
-const argv = process.argv.slice(2);
-const arg = (name, dflt) => {
-  const i = argv.indexOf(`--${name}`);
-  return i >= 0 ? argv[i + 1] : dflt;
-};
-let seed = Number(arg('seed', '1')) >>> 0;
+const arg = options();
+const firstSeed = Number(arg('seed', '1')) >>> 0;
 const count = Number(arg('count', '1000'));
 
-// mulberry32: a small deterministic generator
-function rnd() {
-  seed = (seed + 0x6d2b79f5) >>> 0;
-  let t = seed;
-  t = Math.imul(t ^ (t >>> 15), t | 1);
-  t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-  return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-}
-const int = (n) => Math.floor(rnd() * n);
-const pick = (a) => a[int(a.length)];
-const chance = (p) => rnd() < p;
+const { rnd, int, pick, chance } = generator(firstSeed);
 const pad = (n, w) => String(n).padStart(w, '0');
 
 // ---- values of every type, for type errors
