@@ -125,6 +125,8 @@ func TestCompileErrors(t *testing.T) {
 		{`[{"match":{"schema":{}}, "body":1}]`, fault.JT0006, "/0/match/schema"},
 		{`{"$jslt":"0.1","rules":[{"body":{"k":{"$apply":[]}}}]}`, fault.JT0007, "/rules/0/body/k/$apply"},
 		{`[{"body":1,"priority":"high"}]`, fault.JT0002, "/0/priority"},
+		// the priority is checked before the match
+		{`[{"body":1,"match":true,"priority":"high"}]`, fault.JT0002, "/0/priority"},
 	} {
 		_, err := jslt.Compile(decode(t, c.sheet))
 		if fault.CodeOf(err) != c.code {

@@ -245,6 +245,15 @@ func normalizeRule(raw any, index int, rulesPath string) (*rule, error) {
 			return nil, fault.New(fault.JT0002, "'mode' must be a string", rulePath+"/mode")
 		}
 	}
+	// the priority is checked before the match, as the reference does
+	p, hasPriority := obj["priority"]
+	if hasPriority {
+		f, ok := p.(float64)
+		if !ok || math.IsNaN(f) || math.IsInf(f, 0) {
+			return nil, fault.New(fault.JT0002, "'priority' must be a finite JSON number", rulePath+"/priority")
+		}
+		r.priority = f
+	}
 	conditions := 0
 	if m, has := obj["match"]; has {
 		n, err := r.normalizeMatch(m, rulePath+"/match")
@@ -253,14 +262,9 @@ func normalizeRule(raw any, index int, rulesPath string) (*rule, error) {
 		}
 		conditions = n
 	}
-	// the default priority (§4): both conditions 1, one 0, none -1
-	r.priority = float64(conditions - 1)
-	if p, has := obj["priority"]; has {
-		f, ok := p.(float64)
-		if !ok || math.IsNaN(f) || math.IsInf(f, 0) {
-			return nil, fault.New(fault.JT0002, "'priority' must be a finite JSON number", rulePath+"/priority")
-		}
-		r.priority = f
+	if !hasPriority {
+		// the default priority (§4): both conditions 1, one 0, none -1
+		r.priority = float64(conditions - 1)
 	}
 	return r, nil
 }
