@@ -5,7 +5,7 @@
 // the input canonicalized first, as a DAG document and a run's input are)
 // and writes one JSON line per case:
 //
-//   {"family", "name", "sheet", "input", "out"}
+//   {"family", "name", "sheet", "input", "out", "held"?}
 //
 // where out is one of
 //   {"result": text}     the result as the reference's JSON.stringify
@@ -32,6 +32,12 @@
 //            member names need escaping (quotes, backslashes, control
 //            characters, emoji, array-index-like names), bodies that
 //            report $path
+//   held     the stylesheets of run, paths and order over an input held
+//            as another DAG node built it: its objects' members in the
+//            order they were made, not canonical (the line says held)
+//   deep     inputs nested 1,000 to 1,060 levels deep under rules that
+//            match a few of their locations or none: the built-in walk
+//            against maxDepth, in every disposition
 //   compile  the run family's stylesheets with one to three defects:
 //            members missing, unknown or mistyped at every level, bad
 //            match paths, bodies that do not compile
@@ -48,7 +54,7 @@ const arg = (name, dflt) => {
 };
 let seed = Number(arg('seed', '1')) >>> 0;
 const count = Number(arg('count', '1000'));
-const families = arg('family', 'run,apply,order,paths,compile').split(',');
+const families = arg('family', 'run,apply,order,paths,held,deep,compile').split(',');
 
 // mulberry32: a small deterministic generator
 function rnd() {
@@ -141,7 +147,7 @@ function expr(depth) {
       return a;
     }
     case 6: return { $add: [expr(d), pick([1, '$.price', 0.5])] };
-    case 7: return { $mul: ['$', pick([2, 1.21, '$root.price'])] };
+    case 7: return { [pick(['$mul', '$div', '$sub'])]: ['$', pick([2, 1.21, '$root.price', -1, 1e-7, 3, 0.1])] };
     case 8: return { $if: [{ [pick(['$is-object', '$is-array', '$is-number'])]: '$' }, expr(d), expr(d)] };
     case 9: return { $let: { v: expr(d) }, $return: pick(['$v', { k: '$v' }, [{ $apply: '$v' }]]) };
     case 10: return { $for: { v: pick(['$.*', '$[*]', '$..x', '$root.*']) }, $return: expr(d) };
@@ -250,6 +256,27 @@ function genPathsSheet() {
   return { $jslt: '0.1', rules, unmatched: pick(['share', 'fresh', 'error']), ...(chance(0.4) ? { modes: { m: { unmatched: pick(['share', 'fresh', 'error']) } } } : {}) };
 }
 
+// deep: inputs nested about maxDepth deep, walked by the built-in rule
+function genDeepInput() {
+  let v = pick(scalars);
+  const n = 1000 + int(60);
+  const key = pick(['a', 'x', '0']);
+  for (let i = 0; i < n; i++) v = chance(0.5) ? [v] : { [key]: v };
+  return chance(0.5) ? v : { top: v, x: 1 };
+}
+function genDeepSheet() {
+  modeNames = ['', 'm'];
+  const rules = [];
+  for (let i = int(3); i > 0; i--) {
+    rules.push({
+      ...(chance(0.7) ? { match: pick(['$..x', '$.top', '$..zz', '$.x', '$', '$[0]', '$..[?@ == 1]']) } : {}),
+      body: pick(['$path', '$', { $apply: '$.*' }, [{ $apply: '$.*' }], 1, { $count: '$.*' }]),
+    });
+  }
+  if (chance(0.3)) return rules;
+  return { $jslt: '0.1', rules, unmatched: pick(['share', 'fresh', 'error', 'share']) };
+}
+
 // ---- defects ------------------------------------------------------------
 
 const junk = [null, 1, 'x', true, [], {}, [1], { a: 1 }, 1.5, '', '0.1', 0.1];
@@ -333,21 +360,28 @@ function errOut(phase, err) {
 for (const family of families) {
   for (let i = 0; i < count; i++) {
     let sheet;
-    if (family === 'order') sheet = genOrderSheet();
+    if (family === 'order' || (family === 'held' && chance(0.3))) sheet = genOrderSheet();
+    else if (family === 'deep') sheet = genDeepSheet();
+    else if (family === 'held') sheet = chance(0.5) ? genPathsSheet() : genSheet('run');
     else if (family === 'paths') sheet = genPathsSheet();
     else sheet = genSheet(family);
     if (family === 'compile') {
       for (let k = 1 + int(3); k > 0; k--) sheet = defect(sheet);
     }
     let input = genData(1 + int(4));
-    if (family === 'paths') input = genOddData(1 + int(4));
+    if (family === 'deep') input = genDeepInput();
+    else if (family === 'paths' || (family === 'held' && chance(0.3))) input = genOddData(1 + int(4));
     else if (chance(0.4)) input = { a: genData(2), items: [genData(2), { price: 2, x: 1 }], price: 3, name: 'n', kids: [{ x: 1, kids: [] }] };
-    // the DAG canonicalizes its document and the run's input
+    // the DAG canonicalizes its document and the run's input; a held
+    // input is another node's value, handed over as it was built
+    const held = family === 'held';
     let text;
     try {
       sheet = canon(sheet);
-      input = canon(input);
-      text = JSON.stringify({ family, name: `${family}-${i}`, sheet, input, out: outcome(sheet, input) });
+      input = held ? JSON.parse(JSON.stringify(input)) : canon(input);
+      const line = { family, name: `${family}-${i}`, sheet, input, out: outcome(sheet, input) };
+      if (held) line.held = true;
+      text = JSON.stringify(line);
     }
     catch (err) {
       text = JSON.stringify({ family, name: `${family}-${i}`, sheet: clone(sheet), input: clone(input), out: { crash: String(err?.message ?? err) } });

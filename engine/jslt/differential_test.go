@@ -24,6 +24,9 @@ type diffCase struct {
 	Sheet  json.RawMessage `json:"sheet"`
 	Input  json.RawMessage `json:"input"`
 	Out    diffOutcome     `json:"out"`
+	// Held says the input is another node's value, its objects'
+	// members in the order they were built (as its text writes them)
+	Held bool `json:"held"`
 }
 
 type diffOutcome struct {
@@ -140,7 +143,18 @@ func differentialRun(t *testing.T, c diffCase) (class, msg string) {
 			class, msg = "panic", fmt.Sprintf("panic: %v", r)
 		}
 	}()
-	sheet, input := decode(t, string(c.Sheet)), decode(t, string(c.Input))
+	sheet := decode(t, string(c.Sheet))
+	// the deep family's inputs nest past the default limit of a run's
+	// input, as a value computed inside a run may
+	lim := value.Limits{MaxDepth: 4 * jslt.MaxDepth}
+	decodeInput := value.Decode
+	if c.Held {
+		decodeInput = value.DecodeOrdered
+	}
+	input, err := decodeInput(c.Input, lim)
+	if err != nil {
+		t.Fatalf("%s: %v", c.Name, err)
+	}
 	got := diffOutcome{}
 	phase := "compile"
 	s, err := jslt.Compile(sheet)
@@ -148,7 +162,7 @@ func differentialRun(t *testing.T, c diffCase) (class, msg string) {
 		phase = "transform"
 		var res any
 		var ok bool
-		res, ok, err = s.TransformOrdered(nil, input, nil, false)
+		res, ok, err = s.TransformOrdered(nil, input, nil, c.Held)
 		switch {
 		case err != nil:
 		case !ok:
@@ -218,6 +232,10 @@ func compareOutcome(want, got diffOutcome) (class, msg string) {
 	}
 	diff := fmt.Sprintf("want %s\n    got  %s", describe(want), describe(got))
 	switch {
+	case want.Error != nil && want.Error.Code == "JT2001" && hostStack(want.Error.Message) && got.Error == nil:
+		// the reference's stack ran out on a chain jetflow finished
+		// under maxDepth
+		return known + "JT2001 host stack, got success", diff
 	case want.Error == nil && got.Error != nil:
 		return "want success, got " + got.Error.Phase + " " + got.Error.Code, diff
 	case want.Error != nil && got.Error == nil:
