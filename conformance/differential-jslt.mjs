@@ -179,6 +179,8 @@ function genRule(opts) {
 
 function genSheet(family) {
   modeNames = chance(0.3) ? ['', 'm'] : ['', 'm', 'n', 'k'];
+  // names that need escaping in a pointer and in a message
+  if (family === 'compile' && chance(0.15)) modeNames = ['', 'a/b', '~1', '"q"', '\n', 'é', '\u2028', '\u007f'];
   const opts = {
     depth: family === 'apply' ? 3 : 2,
     modeRate: family === 'apply' ? 0.5 : 0.25,
@@ -279,7 +281,7 @@ function genDeepSheet() {
 
 // ---- defects ------------------------------------------------------------
 
-const junk = [null, 1, 'x', true, [], {}, [1], { a: 1 }, 1.5, '', '0.1', 0.1];
+const junk = [null, 1, 'x', true, [], {}, [1], { a: 1 }, 1.5, '', '0.1', 0.1, 1e21, 1e-7, '\u2028', 'é\n"\u0007', ['share'], { unmatched: 'share' }];
 // a fresh copy: the defects mutate what they insert
 const junkv = () => clone(pick(junk));
 function defect(doc) {
