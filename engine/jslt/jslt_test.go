@@ -125,6 +125,10 @@ func TestCompileErrors(t *testing.T) {
 		{`[{"match":{"schema":{}}, "body":1}]`, fault.JT0006, "/0/match/schema"},
 		{`{"$jslt":"0.1","rules":[{"body":{"k":{"$apply":[]}}}]}`, fault.JT0007, "/rules/0/body/k/$apply"},
 		{`[{"body":1,"priority":"high"}]`, fault.JT0002, "/0/priority"},
+		// the priority is checked before the match
+		{`[{"body":1,"match":true,"priority":"high"}]`, fault.JT0002, "/0/priority"},
+		// __proto__ is no member to the reference, so this match is empty
+		{`[{"match":{"__proto__":{"path":"$"}}, "body":1}]`, fault.JT0003, "/0/match"},
 	} {
 		_, err := jslt.Compile(decode(t, c.sheet))
 		if fault.CodeOf(err) != c.code {
@@ -225,5 +229,21 @@ func TestBudgetBoundsWalk(t *testing.T) {
 		if _, _, err := s.Transform(nil, map[string]any{"wide": wide}, nil); err != nil {
 			t.Fatalf("%s under the default budget: %v", sheet, err)
 		}
+	}
+}
+
+// TestProtoIsNoMember checks that a member named __proto__, at any level
+// of a stylesheet, is read as the reference reads it: not at all (its
+// copy of the document makes it the prototype, not a member).
+func TestProtoIsNoMember(t *testing.T) {
+	t.Parallel()
+	s, err := jslt.Compile(decode(t, `{"$jslt":"0.1","__proto__":1,"modes":{"__proto__":2,"m":{"unmatched":"error","__proto__":3}},
+		"rules":[{"__proto__":{"match":"$.zz"},"match":{"path":"$.a","__proto__":4},"body":{"k":"$","__proto__":5,"c":{"$const":{"__proto__":6,"z":7}}}}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _, err := s.Transform(nil, decode(t, `{"a":1,"b":2}`), nil)
+	if want := decode(t, `{"a":{"k":1,"c":{"z":7}},"b":2}`); err != nil || !value.Equal(got, want) {
+		t.Fatalf("got %s, %v; want %s", value.Stringify(got), err, value.Stringify(want))
 	}
 }
