@@ -46,27 +46,14 @@
 // cases/dag/diff-jslt-*.json.
 import { compileJsltStylesheet } from '@jarenjs/json/jslt';
 import { canonicalizeJson } from '@jarenjs/json/canonical';
+import { options, generator } from './random.mjs';
 
-const argv = process.argv.slice(2);
-const arg = (name, dflt) => {
-  const i = argv.indexOf(`--${name}`);
-  return i >= 0 ? argv[i + 1] : dflt;
-};
-let seed = Number(arg('seed', '1')) >>> 0;
+const arg = options();
+const firstSeed = Number(arg('seed', '1')) >>> 0;
 const count = Number(arg('count', '1000'));
 const families = arg('family', 'run,apply,order,paths,held,deep,compile').split(',');
 
-// mulberry32: a small deterministic generator
-function rnd() {
-  seed = (seed + 0x6d2b79f5) >>> 0;
-  let t = seed;
-  t = Math.imul(t ^ (t >>> 15), t | 1);
-  t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-  return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-}
-const int = (n) => Math.floor(rnd() * n);
-const pick = (a) => a[int(a.length)];
-const chance = (p) => rnd() < p;
+const { rnd, int, pick, chance } = generator(firstSeed);
 const clone = (v) => (v === undefined ? v : JSON.parse(JSON.stringify(v)));
 const canon = (v) => JSON.parse(canonicalizeJson(v));
 // Sets an own member, even one named __proto__.
