@@ -31,11 +31,14 @@ func TestEngineIsPure(t *testing.T) {
 		if err := dec.Decode(&p); err != nil {
 			t.Fatal(err)
 		}
-		if strings.HasSuffix(p.ImportPath, "/simtest") {
-			continue // test support: reads the corpus from disk
+		if testSupport(p.ImportPath) {
+			continue // reads corpora and differential files from disk
 		}
 		packages++
 		for _, imp := range p.Imports {
+			if testSupport(imp) {
+				t.Errorf("%s imports %s, which only tests may import", p.ImportPath, imp)
+			}
 			for _, bad := range forbidden {
 				if imp == bad || (strings.HasSuffix(bad, "/") && strings.HasPrefix(imp, bad)) || (strings.HasPrefix(bad, "github.com/jetflow/") && strings.HasPrefix(imp, bad)) {
 					t.Errorf("%s imports %s: the engine must stay pure (no I/O, clock, goroutines, NATS or fleet packages)", p.ImportPath, imp)
@@ -46,4 +49,9 @@ func TestEngineIsPure(t *testing.T) {
 	if packages < 3 {
 		t.Fatalf("checked only %d engine packages", packages)
 	}
+}
+
+// testSupport reports the engine's packages that only its tests import.
+func testSupport(path string) bool {
+	return strings.HasSuffix(path, "/engine/simtest") || strings.HasSuffix(path, "/engine/difftest")
 }

@@ -1,13 +1,11 @@
 package dag_test
 
 import (
-	"bufio"
 	"fmt"
-	"os"
-	"sort"
 	"strings"
 	"testing"
 
+	"github.com/jetflow/jetflow/engine/difftest"
 	"github.com/jetflow/jetflow/engine/value"
 )
 
@@ -22,91 +20,35 @@ import (
 // It prints the counts, then up to JETFLOW_DIFF_SHOW (default 5) examples
 // of each class of difference (what differs, and for errors the codes).
 func TestDifferential(t *testing.T) {
-	path := os.Getenv("JETFLOW_DAG_DIFF")
-	if path == "" {
-		t.Skip("set JETFLOW_DAG_DIFF to a file written by conformance/differential-dag.mjs")
-	}
-	show := 5
-	if s := os.Getenv("JETFLOW_DIFF_SHOW"); s != "" {
-		if _, err := fmt.Sscan(s, &show); err != nil {
-			t.Fatalf("JETFLOW_DIFF_SHOW: %v", err)
-		}
-	}
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = f.Close() }()
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 64<<20)
-	var cases, crashes, disagree, known int
-	classes := map[string][]string{}
-	for sc.Scan() {
-		raw, written, err := value.DecodeWritten(sc.Bytes(), value.Limits{})
+	tally := difftest.New(t, "cases")
+	for text := range difftest.Lines(t, "JETFLOW_DAG_DIFF", "differential-dag.mjs") {
+		raw, written, err := value.DecodeWritten(text, value.Limits{})
 		if err != nil {
-			t.Fatalf("%s: %v", path, err)
+			t.Fatal(err)
 		}
 		line := raw.(map[string]any)
 		out := line["out"].(map[string]any)
 		if _, ok := out["crash"]; ok {
-			// the reference threw a plain error, not a coded one: a defect
-			// of its own, not an answer to compare
-			crashes++
+			tally.Crashed("")
 			continue
 		}
-		cases++
 		c := parseCase(line, written)
-		diffs := differentialCase(c, parseGolden(c.Name, out))
+		diffs := difftest.Guard(func() []difference { return compareCase(c, parseGolden(c.Name, out)) },
+			func(r any) []difference { return []difference{{"panic", fmt.Sprint(r)}} })
 		if len(diffs) == 0 {
+			tally.Agree("")
 			continue
 		}
 		// a case counts once, in the class of its first difference
 		d := diffs[0]
+		example := func() string { return fmt.Sprintf("%s %s\n  %s", c.Name, brief(line), d.detail) }
 		if (hasTask(c.Doc) && markerLeaves(out)) || stackDepth(d) {
-			d.class = "known: " + d.class
-			known++
+			tally.Documented("", d.class, example)
 		} else {
-			disagree++
+			tally.Disagree("", []string{d.class}, example)
 		}
-		example := ""
-		if len(classes[d.class]) < show {
-			example = fmt.Sprintf("%s %s\n    %s", c.Name, brief(line), d.detail)
-		}
-		classes[d.class] = append(classes[d.class], example)
 	}
-	if err := sc.Err(); err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("%d cases, %d disagree, %d differ as documented, %d the reference crashed on", cases, disagree, known, crashes)
-	names := make([]string, 0, len(classes))
-	for c := range classes {
-		names = append(names, c)
-	}
-	sort.Strings(names)
-	for _, c := range names {
-		var b strings.Builder
-		fmt.Fprintf(&b, "class %s: %d\n", c, len(classes[c]))
-		for _, e := range classes[c] {
-			if e != "" {
-				b.WriteString("  " + e + "\n")
-			}
-		}
-		t.Log(b.String())
-	}
-	if disagree > 0 {
-		t.Errorf("%d cases disagree with the reference", disagree)
-	}
-}
-
-// differentialCase is compareCase guarded against a panic, which is itself
-// a difference.
-func differentialCase(c dagCase, g goldenCase) (diffs []difference) {
-	defer func() {
-		if r := recover(); r != nil {
-			diffs = []difference{{"panic", fmt.Sprint(r)}}
-		}
-	}()
-	return compareCase(c, g)
+	tally.Report(t)
 }
 
 // markerLeaves reports whether the reference's run failed because the

@@ -1,16 +1,14 @@
 package jslt_test
 
 import (
-	"bufio"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
-	"os"
-	"sort"
 	"strings"
 	"testing"
 
+	"github.com/jetflow/jetflow/engine/difftest"
 	"github.com/jetflow/jetflow/engine/fault"
 	"github.com/jetflow/jetflow/engine/jslt"
 	"github.com/jetflow/jetflow/engine/value"
@@ -57,82 +55,30 @@ type diffError struct {
 // (default 5) examples per class of difference. The differences known
 // not to be matchable (see known) are counted apart and do not fail it.
 func TestDifferential(t *testing.T) {
-	path := os.Getenv("JETFLOW_JSLT_DIFF")
-	if path == "" {
-		t.Skip("set JETFLOW_JSLT_DIFF to a file written by conformance/differential-jslt.mjs")
-	}
-	show := 5
-	if s := os.Getenv("JETFLOW_DIFF_SHOW"); s != "" {
-		_, _ = fmt.Sscan(s, &show)
-	}
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = f.Close() }()
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 64<<20)
-	runs, crashes, diffs, knowns := map[string]int{}, map[string]int{}, map[string]int{}, map[string]int{}
-	classes := map[string][]string{}
-	for sc.Scan() {
+	tally := difftest.New(t, "cases")
+	for line := range difftest.Lines(t, "JETFLOW_JSLT_DIFF", "differential-jslt.mjs") {
 		var c diffCase
-		if err := json.Unmarshal(sc.Bytes(), &c); err != nil {
-			t.Fatalf("%s: %v", path, err)
+		if err := json.Unmarshal(line, &c); err != nil {
+			t.Fatal(err)
 		}
 		if c.Out.Crash != "" {
-			// a plain JavaScript error, not a coded one: not an answer
-			crashes[c.Family]++
+			tally.Crashed(c.Family)
 			continue
 		}
-		runs[c.Family]++
 		class, msg := differentialRun(t, c)
-		if class == "" {
-			continue
+		example := func() string {
+			return fmt.Sprintf("%s sheet=%s input=%s\n  %s", c.Name, clip(c.Sheet), clip(c.Input), msg)
 		}
-		if strings.HasPrefix(class, known) {
-			knowns[c.Family]++
-		} else {
-			diffs[c.Family]++
+		switch {
+		case class == "":
+			tally.Agree(c.Family)
+		case strings.HasPrefix(class, known):
+			tally.Documented(c.Family, strings.TrimPrefix(class, known), example)
+		default:
+			tally.Disagree(c.Family, []string{class}, example)
 		}
-		class = c.Family + " " + class
-		example := ""
-		if len(classes[class]) < show {
-			example = fmt.Sprintf("%s sheet=%s input=%s\n    %s", c.Name, clip(c.Sheet), clip(c.Input), msg)
-		}
-		classes[class] = append(classes[class], example)
 	}
-	if err := sc.Err(); err != nil {
-		t.Fatal(err)
-	}
-	fams := make([]string, 0, len(runs))
-	for fam := range runs {
-		fams = append(fams, fam)
-	}
-	sort.Strings(fams)
-	total := 0
-	for _, fam := range fams {
-		t.Logf("%-8s %6d cases, %5d disagree, %5d differ as known, %d the reference crashed on",
-			fam, runs[fam], diffs[fam], knowns[fam], crashes[fam])
-		total += diffs[fam]
-	}
-	names := make([]string, 0, len(classes))
-	for c := range classes {
-		names = append(names, c)
-	}
-	sort.Strings(names)
-	for _, c := range names {
-		var b strings.Builder
-		fmt.Fprintf(&b, "class %s: %d\n", c, len(classes[c]))
-		for _, e := range classes[c] {
-			if e != "" {
-				b.WriteString("  " + e + "\n")
-			}
-		}
-		t.Log(b.String())
-	}
-	if total > 0 {
-		t.Errorf("%d cases disagree with the reference", total)
-	}
+	tally.Report(t)
 }
 
 // differentialRun judges one case; it returns the class of the difference
@@ -305,10 +251,4 @@ func decodeText(s string) any {
 	return v
 }
 
-func clip(raw json.RawMessage) string {
-	s := string(raw)
-	if len(s) > 600 {
-		s = s[:600] + "…"
-	}
-	return s
-}
+func clip(raw json.RawMessage) string { return difftest.Clip(string(raw), 600) }

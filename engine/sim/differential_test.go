@@ -1,16 +1,13 @@
 package sim
 
 import (
-	"bufio"
 	"encoding/json"
 	"fmt"
-	"os"
 	"regexp"
-	"sort"
-	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/jetflow/jetflow/engine/difftest"
 	"github.com/jetflow/jetflow/engine/simtest"
 )
 
@@ -22,97 +19,51 @@ import (
 //	JETFLOW_SIM_DIFF=/tmp/sim.jsonl go test ./engine/sim -run TestDifferential -v
 //
 // A scenario agrees when simtest.Diff finds nothing, as for the corpus. It
-// prints the counts, then up to JETFLOW_DIFF_SHOW (default 3) examples per
+// prints the counts, then up to JETFLOW_DIFF_SHOW (default 5) examples per
 // class, where a class is the shape of the first differing JSON Pointer
 // and the error codes involved.
 func TestDifferential(t *testing.T) {
-	path := os.Getenv("JETFLOW_SIM_DIFF")
-	if path == "" {
-		t.Skip("set JETFLOW_SIM_DIFF to a file written by conformance/differential-simulate.mjs")
-	}
-	show := 3
-	if s := os.Getenv("JETFLOW_DIFF_SHOW"); s != "" {
-		n, err := strconv.Atoi(s)
-		if err != nil {
-			t.Fatalf("JETFLOW_DIFF_SHOW: %v", err)
-		}
-		show = n
-	}
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = f.Close() }()
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 64<<20)
-	total := 0
-	classes := map[string][]string{}
-	for sc.Scan() {
+	tally := difftest.New(t, "scenarios")
+	for line := range difftest.Lines(t, "JETFLOW_SIM_DIFF", "differential-simulate.mjs") {
 		var l struct {
 			Name     string          `json:"name"`
 			Scenario json.RawMessage `json:"scenario"`
 			Output   json.RawMessage `json:"output"`
 		}
-		if err := json.Unmarshal(sc.Bytes(), &l); err != nil {
-			t.Fatalf("%s: %v", path, err)
+		if err := json.Unmarshal(line, &l); err != nil {
+			t.Fatal(err)
 		}
-		total++
 		class, msg := differentialRun(l.Scenario, l.Output)
 		if class == "" {
+			tally.Agree("")
 			continue
 		}
-		example := ""
-		if len(classes[class]) < show {
-			example = fmt.Sprintf("%s\n    scenario %s\n    %s", l.Name, l.Scenario, strings.ReplaceAll(msg, "\n", "\n    "))
-		}
-		classes[class] = append(classes[class], example)
+		tally.Disagree("", []string{class}, func() string {
+			return fmt.Sprintf("%s\n  scenario %s\n  %s", l.Name, l.Scenario, msg)
+		})
 	}
-	if err := sc.Err(); err != nil {
-		t.Fatal(err)
-	}
-	names := make([]string, 0, len(classes))
-	differ := 0
-	for c := range classes {
-		names = append(names, c)
-		differ += len(classes[c])
-	}
-	sort.Strings(names)
-	t.Logf("%d scenarios, %d disagree, in %d classes", total, differ, len(names))
-	for _, c := range names {
-		var b strings.Builder
-		fmt.Fprintf(&b, "class %s: %d\n", c, len(classes[c]))
-		for _, e := range classes[c] {
-			if e != "" {
-				b.WriteString("  " + e + "\n")
-			}
-		}
-		t.Log(b.String())
-	}
-	if differ > 0 {
-		t.Errorf("%d of %d scenarios disagree with the reference", differ, total)
-	}
+	tally.Report(t)
 }
 
 // differentialRun runs one scenario and names its class of disagreement
 // ("" when it agrees); a panic or a refusal is a disagreement too.
 func differentialRun(scenario, golden []byte) (class, msg string) {
-	defer func() {
-		if r := recover(); r != nil {
-			class, msg = "panic", fmt.Sprint(r)
+	type outcome struct{ class, msg string }
+	o := difftest.Guard(func() outcome {
+		got, err := RunJSON(scenario)
+		if err != nil {
+			return outcome{"go refused", err.Error()}
 		}
-	}()
-	got, err := RunJSON(scenario)
-	if err != nil {
-		return "go refused", err.Error()
-	}
-	m, err := simtest.Diff(golden, []byte(got))
-	if err != nil {
-		return "golden unusable", err.Error()
-	}
-	if m == nil {
-		return "", ""
-	}
-	return diffClass(m, golden, got), m.Error()
+		m, err := simtest.Diff(golden, []byte(got))
+		if err != nil {
+			return outcome{"golden unusable", err.Error()}
+		}
+		if m == nil {
+			return outcome{}
+		}
+		return outcome{diffClass(m, golden, got), m.Error()}
+	}, func(r any) outcome { return outcome{"panic", fmt.Sprint(r)} })
+	return o.class, o.msg
 }
 
 var (

@@ -1,15 +1,12 @@
 package workflow
 
 import (
-	"bufio"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
-	"sort"
-	"strings"
 	"testing"
 
+	"github.com/jetflow/jetflow/engine/difftest"
 	"github.com/jetflow/jetflow/engine/value"
 )
 
@@ -24,81 +21,37 @@ import (
 // makes for the committed corpus. It prints the counts, then up to
 // JETFLOW_DIFF_SHOW (default 5) examples per class of difference.
 func TestDifferential(t *testing.T) {
-	path := os.Getenv("JETFLOW_WORKFLOW_DIFF")
-	if path == "" {
-		t.Skip("set JETFLOW_WORKFLOW_DIFF to a file written by conformance/differential-workflow.mjs")
-	}
-	show := 5
-	if s := os.Getenv("JETFLOW_DIFF_SHOW"); s != "" {
-		if _, err := fmt.Sscan(s, &show); err != nil {
-			t.Fatalf("JETFLOW_DIFF_SHOW=%q: %v", s, err)
-		}
-	}
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = f.Close() }()
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 64<<20)
-	var runs, crashes, disagree, tooDeep int
-	classes := map[string]int{}
-	examples := map[string][]string{}
-	for sc.Scan() {
-		c, g, crash, err := parseDiffLine(sc.Bytes())
+	tally := difftest.New(t, "documents")
+	for line := range difftest.Lines(t, "JETFLOW_WORKFLOW_DIFF", "differential-workflow.mjs") {
+		c, g, crash, err := parseDiffLine(line)
 		if err != nil {
-			t.Fatalf("%s: %v", path, err)
+			t.Fatal(err)
 		}
 		if crash != "" {
-			// the reference threw a plain error, not a coded one: a defect
-			// of its own, not an answer to compare
-			crashes++
+			tally.Crashed("")
 			continue
 		}
-		runs++
 		if deliberate(c) {
 			// jetflow bounds what it copies (MaxDepth); the reference has
 			// no bound and lowers what its stack allows
-			tooDeep++
+			tally.Documented("", "deeper than MaxDepth", func() string { return c.Name })
 			continue
 		}
-		diffs := differentialRun(c, g)
+		diffs := difftest.Guard(func() []difference { return compareCase(c, g) },
+			func(r any) []difference { return []difference{{"panic", fmt.Sprint(r)}} })
 		if len(diffs) == 0 {
+			tally.Agree("")
 			continue
 		}
-		disagree++
-		seen := map[string]bool{}
-		for _, d := range diffs {
-			if seen[d.class] {
-				continue
-			}
-			seen[d.class] = true
-			classes[d.class]++
-			if len(examples[d.class]) < show {
-				examples[d.class] = append(examples[d.class], fmt.Sprintf("%s %s\n    %s", c.Name, clip(c.Doc), d.detail))
-			}
+		classes := make([]string, len(diffs))
+		for i, d := range diffs {
+			classes[i] = d.class
 		}
+		tally.Disagree("", classes, func() string {
+			return fmt.Sprintf("%s %s\n  %s", c.Name, difftest.Clip(string(c.Doc), 600), diffs[0].detail)
+		})
 	}
-	if err := sc.Err(); err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("%d documents, %d disagree, %d deeper than MaxDepth, %d the reference crashed on", runs, disagree, tooDeep, crashes)
-	names := make([]string, 0, len(classes))
-	for c := range classes {
-		names = append(names, c)
-	}
-	sort.Strings(names)
-	for _, c := range names {
-		var b strings.Builder
-		fmt.Fprintf(&b, "class %s: %d\n", c, classes[c])
-		for _, e := range examples[c] {
-			b.WriteString("  " + e + "\n")
-		}
-		t.Log(b.String())
-	}
-	if disagree > 0 {
-		t.Errorf("%d documents disagree with the reference", disagree)
-	}
+	tally.Report(t)
 }
 
 // parseDiffLine reads one line: the case, and either the reference's
@@ -119,24 +72,6 @@ func parseDiffLine(line []byte) (corpusCase, goldenCase, string, error) {
 		return c, g, "", err
 	}
 	return c, g, crash.Crash, nil
-}
-
-// differentialRun is compareCase guarded against a panic, which is itself
-// a disagreement.
-func differentialRun(c corpusCase, g goldenCase) (diffs []difference) {
-	defer func() {
-		if r := recover(); r != nil {
-			diffs = []difference{{"panic", fmt.Sprint(r)}}
-		}
-	}()
-	return compareCase(c, g)
-}
-
-func clip(data []byte) string {
-	if len(data) > 600 {
-		return string(data[:600]) + "…"
-	}
-	return string(data)
 }
 
 // deliberate reports a document jetflow refuses by design: one nested
