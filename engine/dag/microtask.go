@@ -245,36 +245,5 @@ func (d *DAG) passOrder(restored map[string]bool) []int {
 	if len(restored) == 0 {
 		return d.byRank
 	}
-	done := make([]bool, len(d.nodes))
-	order := make([]int, 0, len(d.nodes))
-	type frame struct{ node, next int }
-	var stack []frame
-	for root := range d.nodes {
-		if done[root] {
-			continue
-		}
-		done[root] = true
-		if restored[d.nodes[root].ID] {
-			continue
-		}
-		stack = append(stack[:0], frame{node: root})
-		for len(stack) > 0 {
-			top := &stack[len(stack)-1]
-			inbound := d.nodes[top.node].inbound
-			if top.next < len(inbound) {
-				src := inbound[top.next].from
-				top.next++
-				if !done[src] {
-					done[src] = true
-					if !restored[d.nodes[src].ID] {
-						stack = append(stack, frame{node: src})
-					}
-				}
-				continue
-			}
-			order = append(order, top.node)
-			stack = stack[:len(stack)-1]
-		}
-	}
-	return order
+	return d.postOrder(func(i int) bool { return restored[d.nodes[i].ID] })
 }

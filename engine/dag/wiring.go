@@ -187,7 +187,18 @@ func kahnLeftover(degree []int, next [][]int) map[int]bool {
 // in depth-first post-order. Nodes that become ready together run in this
 // order.
 func (d *DAG) rankNodes() {
+	d.byRank = d.postOrder(nil)
+	for rank, i := range d.byRank {
+		d.nodes[i].rank = rank
+	}
+}
+
+// postOrder walks every node in document order and, before each, its
+// inbound sources in edge order, depth first, and lists them as it leaves
+// them. A node skip holds is neither listed nor walked through.
+func (d *DAG) postOrder(skip func(i int) bool) []int {
 	done := make([]bool, len(d.nodes))
+	order := make([]int, 0, len(d.nodes))
 	type frame struct{ node, next int }
 	var stack []frame
 	for root := range d.nodes {
@@ -195,6 +206,9 @@ func (d *DAG) rankNodes() {
 			continue
 		}
 		done[root] = true
+		if skip != nil && skip(root) {
+			continue
+		}
 		stack = append(stack[:0], frame{node: root})
 		for len(stack) > 0 {
 			top := &stack[len(stack)-1]
@@ -204,13 +218,15 @@ func (d *DAG) rankNodes() {
 				top.next++
 				if !done[src] {
 					done[src] = true
-					stack = append(stack, frame{node: src})
+					if skip == nil || !skip(src) {
+						stack = append(stack, frame{node: src})
+					}
 				}
 				continue
 			}
-			d.nodes[top.node].rank = len(d.byRank)
-			d.byRank = append(d.byRank, top.node)
+			order = append(order, top.node)
 			stack = stack[:len(stack)-1]
 		}
 	}
+	return order
 }
