@@ -59,11 +59,15 @@ type step struct {
 	plan   Plan
 	output any // the output node's value made plain, when computed here
 
-	refuse    func(Invocation) (string, bool)
-	refusals  map[int]string // per refused task node: its handler's message
-	queue     []job
-	waiting   []int   // per node: inputs not yet delivered
-	reactions [][]int // per node: consumers to tell, one per edge, in registration order
+	refuse   func(Invocation) (string, bool)
+	refusals map[int]string // per refused task node: its handler's message
+	queue    []job
+	waiting  []int // per node: inputs not yet delivered
+	// the consumers to tell when node i resolves, one per edge, in
+	// registration order: reactions[reactAt[i]:reactAt[i+1]]; nil when
+	// no node waits on another
+	reactions []int
+	reactAt   []int
 }
 
 type jobKind uint8
@@ -92,8 +96,16 @@ type job struct {
 func (st *step) run(running map[string]bool, w Wave) error {
 	d := st.d
 	st.refuse = w.Refuse
-	pending := make([]bool, st.n) // evaluated in this call, or waiting to be
-	inFlight := make([]bool, st.n)
+	edges := 0
+	for _, nd := range d.nodes {
+		edges += len(nd.inbound)
+	}
+	// every node evaluates, saves and resolves at most once, and each
+	// edge delivers at most once: the queue never outgrows this
+	st.queue = make([]job, 0, len(w.Settled)+3*st.n+edges)
+	flags := make([]bool, 2*st.n)
+	pending := flags[:st.n] // evaluated in this call, or waiting to be
+	inFlight := flags[st.n:]
 	for _, id := range w.Settled {
 		if i, ok := d.index[id]; ok {
 			inFlight[i] = true
@@ -104,7 +116,9 @@ func (st *step) run(running map[string]bool, w Wave) error {
 		pending[i] = !st.known[i] && !running[nd.ID]
 	}
 	st.waiting = make([]int, st.n)
-	st.reactions = make([][]int, st.n)
+	// reactions are registered as (source, consumer) pairs in order, then
+	// grouped by source into one array, keeping that order
+	var regs []reaction
 	first := len(w.Settled) == 0
 	for _, i := range d.passOrder(w.Restored) {
 		if !pending[i] {
@@ -126,13 +140,17 @@ func (st *step) run(running map[string]bool, w Wave) error {
 				// delivered in an earlier step
 			default:
 				st.waiting[i]++
-				st.reactions[e.from] = append(st.reactions[e.from], i)
+				if regs == nil {
+					regs = make([]reaction, 0, edges)
+				}
+				regs = append(regs, reaction{e.from, i})
 			}
 		}
 		if st.waiting[i] == 0 {
 			st.queue = append(st.queue, job{jobEvaluate, i})
 		}
 	}
+	st.group(regs)
 	for k := 0; k < len(st.queue); k++ {
 		j := st.queue[k]
 		switch j.kind {
@@ -164,8 +182,36 @@ func (st *step) run(running map[string]bool, w Wave) error {
 
 // resolve settles node i's promise: its consumers' reactions are queued.
 func (st *step) resolve(i int) {
-	for _, c := range st.reactions[i] {
+	if st.reactAt == nil {
+		return
+	}
+	for _, c := range st.reactions[st.reactAt[i]:st.reactAt[i+1]] {
 		st.queue = append(st.queue, job{jobDeliver, c})
+	}
+}
+
+// reaction is a consumer waiting on a source's promise.
+type reaction struct{ from, to int }
+
+// group lays regs out by source: the consumers of node i are
+// reactions[reactAt[i]:reactAt[i+1]], in the order they registered.
+func (st *step) group(regs []reaction) {
+	if len(regs) == 0 {
+		return
+	}
+	st.reactAt = make([]int, st.n+1)
+	for _, r := range regs {
+		st.reactAt[r.from+1]++
+	}
+	for i := 1; i <= st.n; i++ {
+		st.reactAt[i] += st.reactAt[i-1]
+	}
+	st.reactions = make([]int, len(regs))
+	next := make([]int, st.n)
+	copy(next, st.reactAt[:st.n])
+	for _, r := range regs {
+		st.reactions[next[r.from]] = r.to
+		next[r.from]++
 	}
 }
 
