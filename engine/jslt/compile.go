@@ -17,7 +17,7 @@ func (s *Stylesheet) compileRules() error {
 		if r.hasPath {
 			p, err := query.ParsePath(r.pathSrc)
 			if err != nil {
-				return fault.Wrap(fault.JT0003, "invalid match path: Invalid JSONPath: "+err.Error(), r.pathDocPath, err)
+				return fault.Wrap(fault.JT0003, "invalid match path: "+err.Error(), r.pathDocPath, err)
 			}
 			r.path, anyPath = p, true
 		}

@@ -1,6 +1,7 @@
 package query
 
 import (
+	"errors"
 	"slices"
 	"strconv"
 	"strings"
@@ -520,10 +521,11 @@ func (w *locWalk) apply(v any) {
 // Path is a parsed RFC 9535 query.
 type Path struct{ p *jsonPath }
 
-// ParsePath parses an RFC 9535 query; the error is the parser's.
+// ParsePath parses an RFC 9535 query. The error's text is the
+// reference's: "Invalid JSONPath: <what> at position <n> in '<src>'".
 func ParsePath(src string) (*Path, error) {
 	if _, err := jsonpath.Parse(src); err != nil {
-		return nil, err
+		return nil, errors.New(pathSyntaxDetail(src, err))
 	}
 	return &Path{parsePath(src, src, "")}, nil
 }

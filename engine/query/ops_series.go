@@ -117,7 +117,7 @@ func compileSelector(v any, member, path string) *rowSelector {
 		fail(fault.JQ0003, "'"+member+"' is a singular path into the row, got "+describe(v), path)
 	}
 	if _, err := jsonpath.Parse(src); err != nil {
-		fail(fault.JQ0003, "'"+member+"': Invalid JSONPath: "+err.Error(), path)
+		fail(fault.JQ0003, "'"+member+"': "+pathSyntaxDetail(src, err), path)
 	}
 	parsed := parsePath(src, src, path)
 	if len(parsed.segs) == 0 {

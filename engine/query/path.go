@@ -38,7 +38,7 @@ type singular struct {
 func parsePath(src, original, docPath string) *jsonPath {
 	p, err := jsonpath.Parse(src)
 	if err != nil {
-		fail(fault.JQ0004, "'"+original+"' is not a valid path: "+err.Error(), docPath)
+		fail(fault.JQ0004, "'"+original+"' is not a valid path: "+pathSyntaxDetail(src, err), docPath)
 	}
 	jp := &jsonPath{segs: p.Query().Segments()}
 	for _, seg := range jp.segs {

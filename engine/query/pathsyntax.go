@@ -1,0 +1,710 @@
+package query
+
+import (
+	"strconv"
+	"unicode/utf16"
+)
+
+// pathSyntaxError returns the reference's text for a JSONPath query that
+// is not valid RFC 9535: "Invalid JSONPath: <what> at position <n> in
+// '<src>'", n counting UTF-16 code units as JavaScript does. It walks src
+// as the reference's recursive-descent parser does, with the built-in
+// functions only, and reports the first rule src breaks there; ok is
+// false when it finds none. It runs only once the library has rejected
+// src, so it may allocate.
+func pathSyntaxError(src string) (msg string, ok bool) {
+	p := &pathScan{s: utf16.Encode([]rune(src))}
+	what, at, failed := p.check()
+	if !failed {
+		return "", false
+	}
+	return "Invalid JSONPath: " + what + " at position " + strconv.Itoa(at) + " in '" + src + "'", true
+}
+
+// pathSyntaxDetail is pathSyntaxError's text for a query the library
+// rejected with err, or the library's own reason should the walk find
+// nothing wrong.
+func pathSyntaxDetail(src string, err error) string {
+	if msg, ok := pathSyntaxError(src); ok {
+		return msg
+	}
+	return "Invalid JSONPath: " + err.Error()
+}
+
+// pathFunc is a function extension's signature: its parameters' types
+// and its result's ("value", "nodes" or "logical").
+type pathFunc struct {
+	params  []string
+	returns string
+}
+
+// pathFuncs are RFC 9535's functions, the only ones a query may call.
+var pathFuncs = map[string]pathFunc{
+	"length": {[]string{"value"}, "value"},
+	"count":  {[]string{"nodes"}, "value"},
+	"match":  {[]string{"value", "value"}, "logical"},
+	"search": {[]string{"value", "value"}, "logical"},
+	"value":  {[]string{"nodes"}, "value"},
+}
+
+// pathScan walks a query's UTF-16 code units.
+type pathScan struct {
+	s   []uint16
+	pos int
+}
+
+// pathFail carries the first broken rule out of the walk.
+type pathFail struct {
+	what string
+	at   int
+}
+
+// argKind is what a function argument is, for type-checking a call.
+type argKind struct {
+	kind     string // "literal", "query", "func", "logical"
+	singular bool   // a singular query
+	returns  string // a function's result type
+}
+
+func (p *pathScan) check() (what string, at int, failed bool) {
+	defer func() {
+		if r := recover(); r != nil {
+			f, ok := r.(pathFail)
+			if !ok {
+				panic(r)
+			}
+			what, at, failed = f.what, f.at, true
+		}
+	}()
+	if len(p.s) == 0 {
+		p.fail("empty query", 0)
+	}
+	if p.s[0] != '$' {
+		p.fail("query must start with '$'", 0)
+	}
+	p.pos = 1
+	p.segments()
+	if p.pos != len(p.s) {
+		p.fail("unexpected token", p.pos)
+	}
+	return "", 0, false
+}
+
+func (p *pathScan) fail(what string, at int) { panic(pathFail{what, at}) }
+
+func (p *pathScan) cc(at int) int {
+	if at < len(p.s) {
+		return int(p.s[at])
+	}
+	return -1
+}
+
+func (p *pathScan) skipWS() {
+	for p.pos < len(p.s) {
+		switch p.s[p.pos] {
+		case ' ', '\t', '\n', '\r':
+			p.pos++
+		default:
+			return
+		}
+	}
+}
+
+func isDigitCU(c int) bool { return c >= '0' && c <= '9' }
+
+func isLowerCU(c int) bool { return c >= 'a' && c <= 'z' }
+
+func isNameStartCU(c int) bool {
+	return c >= 'A' && c <= 'Z' || isLowerCU(c) || c == '_' || c >= 0x80
+}
+
+func (p *pathScan) identifier() string {
+	start := p.pos
+	for c := p.cc(p.pos); isLowerCU(c) || c == '_' || isDigitCU(c); c = p.cc(p.pos) {
+		p.pos++
+	}
+	return string(utf16.Decode(p.s[start:p.pos]))
+}
+
+func (p *pathScan) memberName() {
+	if !isNameStartCU(p.cc(p.pos)) {
+		p.fail("expected member name", p.pos)
+	}
+	for p.pos < len(p.s) {
+		c := int(p.s[p.pos])
+		if c >= 0xD800 && c <= 0xDFFF {
+			if d := p.cc(p.pos + 1); c >= 0xDC00 || d < 0xDC00 || d > 0xDFFF {
+				p.fail("lone surrogate in member name", p.pos)
+			}
+			p.pos += 2
+			continue
+		}
+		if !isNameStartCU(c) && !isDigitCU(c) {
+			return
+		}
+		p.pos++
+	}
+}
+
+func (p *pathScan) hex4() int {
+	v := 0
+	for range 4 {
+		c := p.cc(p.pos)
+		var d int
+		switch {
+		case c >= '0' && c <= '9':
+			d = c - '0'
+		case c >= 'A' && c <= 'F':
+			d = c - 'A' + 10
+		case c >= 'a' && c <= 'f':
+			d = c - 'a' + 10
+		default:
+			p.fail("invalid unicode escape", p.pos)
+		}
+		v = v<<4 | d
+		p.pos++
+	}
+	return v
+}
+
+func (p *pathScan) unicodeEscape() {
+	hi := p.hex4()
+	switch {
+	case hi >= 0xD800 && hi <= 0xDBFF:
+		if p.cc(p.pos) != '\\' || p.cc(p.pos+1) != 'u' {
+			p.fail("lone surrogate in unicode escape", p.pos)
+		}
+		p.pos += 2
+		if lo := p.hex4(); lo < 0xDC00 || lo > 0xDFFF {
+			p.fail("invalid low surrogate in unicode escape", p.pos)
+		}
+	case hi >= 0xDC00 && hi <= 0xDFFF:
+		p.fail("lone surrogate in unicode escape", p.pos)
+	}
+}
+
+func (p *pathScan) escape(quote int) {
+	c := p.cc(p.pos)
+	p.pos++
+	switch c {
+	case 'b', 'f', 'n', 'r', 't', '/', '\\':
+	case 'u':
+		p.unicodeEscape()
+	default:
+		if c != quote {
+			p.fail("invalid escape sequence", p.pos-1)
+		}
+	}
+}
+
+func (p *pathScan) stringLiteral() {
+	quote := int(p.s[p.pos])
+	p.pos++
+	for p.pos < len(p.s) {
+		c := int(p.s[p.pos])
+		switch {
+		case c == quote:
+			p.pos++
+			return
+		case c == '\\':
+			p.pos++
+			p.escape(quote)
+			continue
+		case c < ' ':
+			p.fail("unescaped control character in string literal", p.pos)
+		case c >= 0xD800 && c <= 0xDFFF:
+			if d := p.cc(p.pos + 1); c >= 0xDC00 || d < 0xDC00 || d > 0xDFFF {
+				p.fail("lone surrogate in string literal", p.pos)
+			}
+			p.pos += 2
+			continue
+		}
+		p.pos++
+	}
+	p.fail("unterminated string literal", p.pos)
+}
+
+// intToken reads an index or slice bound: "0" or an optional '-' and a
+// digit other than 0 first, within JavaScript's safe integers.
+func (p *pathScan) intToken() {
+	start := p.pos
+	neg := false
+	if p.cc(p.pos) == '-' {
+		neg = true
+		p.pos++
+	}
+	first := p.cc(p.pos)
+	if !isDigitCU(first) {
+		p.fail("expected integer", p.pos)
+	}
+	p.pos++
+	if first == '0' {
+		if isDigitCU(p.cc(p.pos)) {
+			p.fail("leading zeros are not allowed", start)
+		}
+		if neg {
+			p.fail("'-0' is not allowed as an index", start)
+		}
+		return
+	}
+	for isDigitCU(p.cc(p.pos)) {
+		p.pos++
+	}
+	digits := p.pos - start
+	if neg {
+		digits--
+	}
+	const maxSafe = 1<<53 - 1
+	if digits > 16 {
+		p.fail("integer out of interoperable range", start)
+	}
+	n, _ := strconv.ParseInt(string(utf16.Decode(p.s[start:p.pos])), 10, 64)
+	if n > maxSafe || n < -maxSafe {
+		p.fail("integer out of interoperable range", start)
+	}
+}
+
+func (p *pathScan) numberLiteral() {
+	start := p.pos
+	if p.cc(p.pos) == '-' {
+		p.pos++
+	}
+	if !isDigitCU(p.cc(p.pos)) {
+		p.fail("expected digit in number literal", p.pos)
+	}
+	if p.cc(p.pos) == '0' {
+		p.pos++
+		if isDigitCU(p.cc(p.pos)) {
+			p.fail("leading zeros are not allowed", start)
+		}
+	} else {
+		for isDigitCU(p.cc(p.pos)) {
+			p.pos++
+		}
+	}
+	if p.cc(p.pos) == '.' {
+		p.pos++
+		if !isDigitCU(p.cc(p.pos)) {
+			p.fail("expected digit after decimal point", p.pos)
+		}
+		for isDigitCU(p.cc(p.pos)) {
+			p.pos++
+		}
+	}
+	if e := p.cc(p.pos); e == 'e' || e == 'E' {
+		p.pos++
+		if s := p.cc(p.pos); s == '+' || s == '-' {
+			p.pos++
+		}
+		if !isDigitCU(p.cc(p.pos)) {
+			p.fail("expected digit in exponent", p.pos)
+		}
+		for isDigitCU(p.cc(p.pos)) {
+			p.pos++
+		}
+	}
+}
+
+// segments reads segments and reports whether they make a singular query.
+func (p *pathScan) segments() bool {
+	singular := true
+	for {
+		save := p.pos
+		p.skipWS()
+		switch p.cc(p.pos) {
+		case '[':
+			if !p.bracketed() {
+				singular = false
+			}
+		case '.':
+			if p.cc(p.pos+1) == '.' {
+				p.pos += 2
+				p.descendant()
+				singular = false
+			} else {
+				p.pos++
+				if p.cc(p.pos) == '*' {
+					p.pos++
+					singular = false
+				} else {
+					p.memberName()
+				}
+			}
+		default:
+			p.pos = save
+			return singular
+		}
+	}
+}
+
+func (p *pathScan) descendant() {
+	switch p.cc(p.pos) {
+	case '[':
+		p.bracketed()
+	case '*':
+		p.pos++
+	default:
+		p.memberName()
+	}
+}
+
+// bracketed reads a bracketed selection and reports whether it is one
+// name or index.
+func (p *pathScan) bracketed() bool {
+	p.pos++
+	p.skipWS()
+	n, picks := 0, true
+	for {
+		if !p.selector() {
+			picks = false
+		}
+		n++
+		p.skipWS()
+		switch p.cc(p.pos) {
+		case ',':
+			p.pos++
+			p.skipWS()
+			continue
+		case ']':
+			p.pos++
+			return n == 1 && picks
+		}
+		p.fail("expected ',' or ']'", p.pos)
+	}
+}
+
+// selector reads one selector and reports whether it is a name or index.
+func (p *pathScan) selector() bool {
+	c := p.cc(p.pos)
+	switch {
+	case c == '\'' || c == '"':
+		p.stringLiteral()
+		return true
+	case c == '*':
+		p.pos++
+		return false
+	case c == '?':
+		p.pos++
+		p.skipWS()
+		p.logicalOr()
+		return false
+	case c == ':' || c == '-' || isDigitCU(c):
+		return p.indexOrSlice()
+	}
+	p.fail("expected a selector", p.pos)
+	return false
+}
+
+// indexOrSlice reads an index (true) or a slice (false).
+func (p *pathScan) indexOrSlice() bool {
+	if p.cc(p.pos) != ':' {
+		p.intToken()
+	}
+	save := p.pos
+	p.skipWS()
+	if p.cc(p.pos) != ':' {
+		p.pos = save
+		return true
+	}
+	p.pos++
+	p.skipWS()
+	if c := p.cc(p.pos); c == '-' || isDigitCU(c) {
+		p.intToken()
+	}
+	save = p.pos
+	p.skipWS()
+	if p.cc(p.pos) == ':' {
+		p.pos++
+		p.skipWS()
+		if c := p.cc(p.pos); c == '-' || isDigitCU(c) {
+			p.intToken()
+		}
+	} else {
+		p.pos = save
+	}
+	return false
+}
+
+func (p *pathScan) logicalOr() {
+	p.logicalAnd()
+	for {
+		save := p.pos
+		p.skipWS()
+		if p.cc(p.pos) != '|' || p.cc(p.pos+1) != '|' {
+			p.pos = save
+			return
+		}
+		p.pos += 2
+		p.skipWS()
+		p.logicalAnd()
+	}
+}
+
+func (p *pathScan) logicalAnd() {
+	p.basicExpr()
+	for {
+		save := p.pos
+		p.skipWS()
+		if p.cc(p.pos) != '&' || p.cc(p.pos+1) != '&' {
+			p.pos = save
+			return
+		}
+		p.pos += 2
+		p.skipWS()
+		p.basicExpr()
+	}
+}
+
+func (p *pathScan) basicExpr() {
+	switch p.cc(p.pos) {
+	case '!':
+		p.pos++
+		p.skipWS()
+		p.negatable()
+	case '(':
+		p.paren()
+	default:
+		p.comparisonOrTest()
+	}
+}
+
+func (p *pathScan) negatable() {
+	c := p.cc(p.pos)
+	switch {
+	case c == '(':
+		p.paren()
+		return
+	case c == '@' || c == '$':
+		p.filterQuery()
+		return
+	case isLowerCU(c):
+		at := p.pos
+		name := p.identifier()
+		if p.cc(p.pos) != '(' {
+			p.fail("expected a test expression after !", at)
+		}
+		if p.function(name, at) == "value" {
+			p.fail("a function of type ValueType cannot be used as a test expression", at)
+		}
+		return
+	}
+	p.fail("expected a test expression after !", p.pos)
+}
+
+func (p *pathScan) paren() {
+	p.pos++
+	p.skipWS()
+	p.logicalOr()
+	p.skipWS()
+	if p.cc(p.pos) != ')' {
+		p.fail("expected ')'", p.pos)
+	}
+	p.pos++
+}
+
+// compOp reads a comparison operator and reports whether there was one.
+func (p *pathScan) compOp() bool {
+	switch p.cc(p.pos) {
+	case '=':
+		if p.cc(p.pos+1) != '=' {
+			p.fail("expected '=='", p.pos)
+		}
+		p.pos += 2
+	case '!':
+		if p.cc(p.pos+1) != '=' {
+			return false
+		}
+		p.pos += 2
+	case '<', '>':
+		p.pos++
+		if p.cc(p.pos) == '=' {
+			p.pos++
+		}
+	default:
+		return false
+	}
+	return true
+}
+
+// filterQuery reads a query from '@' or '$' and reports whether it is
+// singular.
+func (p *pathScan) filterQuery() bool {
+	p.pos++
+	return p.segments()
+}
+
+func (p *pathScan) requireSingular(singular bool, at int, what string) {
+	if !singular {
+		p.fail(what+" requires a singular query", at)
+	}
+}
+
+func (p *pathScan) comparisonOrTest() {
+	at := p.pos
+	c := p.cc(p.pos)
+	switch {
+	case c == '@' || c == '$':
+		singular := p.filterQuery()
+		save := p.pos
+		p.skipWS()
+		if !p.compOp() {
+			p.pos = save
+			return
+		}
+		p.requireSingular(singular, at, "a comparison")
+		p.skipWS()
+		p.comparable()
+		return
+	case c == '\'' || c == '"' || c == '-' || isDigitCU(c):
+		p.literal()
+		p.skipWS()
+		if !p.compOp() {
+			p.fail("a literal must be part of a comparison", at)
+		}
+		p.skipWS()
+		p.comparable()
+		return
+	case isLowerCU(c):
+		name := p.identifier()
+		if p.cc(p.pos) == '(' {
+			returns := p.function(name, at)
+			save := p.pos
+			p.skipWS()
+			if !p.compOp() {
+				p.pos = save
+				if returns == "value" {
+					p.fail("a function of type ValueType cannot be used as a test expression", at)
+				}
+				return
+			}
+			if returns != "value" {
+				p.fail("only functions of type ValueType can be compared", at)
+			}
+			p.skipWS()
+			p.comparable()
+			return
+		}
+		if name == "true" || name == "false" || name == "null" {
+			p.skipWS()
+			if !p.compOp() {
+				p.fail("a literal must be part of a comparison", at)
+			}
+			p.skipWS()
+			p.comparable()
+			return
+		}
+		p.fail("unexpected identifier '"+name+"'", at)
+	}
+	p.fail("expected a filter expression", p.pos)
+}
+
+func (p *pathScan) literal() {
+	if c := p.cc(p.pos); c == '\'' || c == '"' {
+		p.stringLiteral()
+		return
+	}
+	p.numberLiteral()
+}
+
+func (p *pathScan) comparable() {
+	at := p.pos
+	c := p.cc(p.pos)
+	switch {
+	case c == '@' || c == '$':
+		p.requireSingular(p.filterQuery(), at, "a comparison")
+		return
+	case c == '\'' || c == '"' || c == '-' || isDigitCU(c):
+		p.literal()
+		return
+	case isLowerCU(c):
+		name := p.identifier()
+		if p.cc(p.pos) == '(' {
+			if p.function(name, at) != "value" {
+				p.fail("only functions of type ValueType can be compared", at)
+			}
+			return
+		}
+		if name == "true" || name == "false" || name == "null" {
+			return
+		}
+		p.fail("unexpected identifier '"+name+"'", at)
+	}
+	p.fail("expected a comparable expression", p.pos)
+}
+
+func (p *pathScan) functionArg() argKind {
+	at := p.pos
+	c := p.cc(p.pos)
+	switch {
+	case c == '@' || c == '$':
+		return argKind{kind: "query", singular: p.filterQuery()}
+	case c == '\'' || c == '"' || c == '-' || isDigitCU(c):
+		p.literal()
+		return argKind{kind: "literal"}
+	case isLowerCU(c):
+		name := p.identifier()
+		if p.cc(p.pos) == '(' {
+			return argKind{kind: "func", returns: p.function(name, at)}
+		}
+		if name == "true" || name == "false" || name == "null" {
+			return argKind{kind: "literal"}
+		}
+		p.fail("unexpected identifier '"+name+"'", at)
+	}
+	p.fail("expected a function argument", p.pos)
+	return argKind{}
+}
+
+// function reads a call of name, whose name starts at at, with p at its
+// '(', type-checks its arguments and returns its result type.
+func (p *pathScan) function(name string, at int) string {
+	def, ok := pathFuncs[name]
+	if !ok {
+		p.fail("unknown function '"+name+"'", at)
+	}
+	p.pos++
+	p.skipWS()
+	var args []argKind
+	if p.cc(p.pos) != ')' {
+		for {
+			if len(args) < len(def.params) && def.params[len(args)] == "logical" {
+				p.logicalOr()
+				args = append(args, argKind{kind: "logical"})
+			} else {
+				args = append(args, p.functionArg())
+			}
+			p.skipWS()
+			if p.cc(p.pos) != ',' {
+				break
+			}
+			p.pos++
+			p.skipWS()
+		}
+	}
+	if p.cc(p.pos) != ')' {
+		p.fail("expected ')'", p.pos)
+	}
+	p.pos++
+	if len(args) != len(def.params) {
+		p.fail("function '"+name+"' expects "+strconv.Itoa(len(def.params))+" argument(s), got "+
+			strconv.Itoa(len(args)), at)
+	}
+	for i, arg := range args {
+		nth := "argument " + strconv.Itoa(i+1) + " of '" + name + "'"
+		switch def.params[i] {
+		case "value":
+			switch {
+			case arg.kind == "literal", arg.kind == "func" && arg.returns == "value":
+			case arg.kind == "query":
+				p.requireSingular(arg.singular, at, nth)
+			default:
+				p.fail(nth+" must be of type ValueType", at)
+			}
+		case "nodes":
+			if arg.kind != "query" && (arg.kind != "func" || arg.returns != "nodes") {
+				p.fail(nth+" must be a query (NodesType)", at)
+			}
+		}
+	}
+	return def.returns
+}

@@ -1,0 +1,71 @@
+package query
+
+import "testing"
+
+// TestPathSyntaxError checks the walk's text against the reference's
+// messages for representative strings; each want is what the
+// reference's parseJSONPath threw for the string ("" when it parsed).
+func TestPathSyntaxError(t *testing.T) {
+	t.Parallel()
+	tests := []struct{ src, want string }{
+		{"", "Invalid JSONPath: empty query at position 0 in ''"},
+		{"@.a", "Invalid JSONPath: query must start with '$' at position 0 in '@.a'"},
+		{"$..", "Invalid JSONPath: expected member name at position 3 in '$..'"},
+		{"$.", "Invalid JSONPath: expected member name at position 2 in '$.'"},
+		{"$[", "Invalid JSONPath: expected a selector at position 2 in '$['"},
+		{"$[]", "Invalid JSONPath: expected a selector at position 2 in '$[]'"},
+		{"$.a ", "Invalid JSONPath: unexpected token at position 3 in '$.a '"},
+		{"$. a", "Invalid JSONPath: expected member name at position 2 in '$. a'"},
+		{"$.1a", "Invalid JSONPath: expected member name at position 2 in '$.1a'"},
+		{"$['a", "Invalid JSONPath: unterminated string literal at position 4 in '$['a'"},
+		{"$['\\x']", "Invalid JSONPath: invalid escape sequence at position 4 in '$['\\x']'"},
+		{"$['\\u12g4']", "Invalid JSONPath: invalid unicode escape at position 7 in '$['\\u12g4']'"},
+		{"$['\\ud800']", "Invalid JSONPath: lone surrogate in unicode escape at position 9 in '$['\\ud800']'"},
+		{"$['\\ud800\\u0041']", "Invalid JSONPath: invalid low surrogate in unicode escape at position 15 in '$['\\ud800\\u0041']'"},
+		{"$['\\udc00']", "Invalid JSONPath: lone surrogate in unicode escape at position 9 in '$['\\udc00']'"},
+		{"$['\u0001']", "Invalid JSONPath: unescaped control character in string literal at position 3 in '$['\u0001']'"},
+		{"$[01]", "Invalid JSONPath: leading zeros are not allowed at position 2 in '$[01]'"},
+		{"$[-0]", "Invalid JSONPath: '-0' is not allowed as an index at position 2 in '$[-0]'"},
+		{"$[9007199254740992]", "Invalid JSONPath: integer out of interoperable range at position 2 in '$[9007199254740992]'"},
+		{"$[1:2:3:4]", "Invalid JSONPath: expected ',' or ']' at position 7 in '$[1:2:3:4]'"},
+		{"$[?@ == 01]", "Invalid JSONPath: leading zeros are not allowed at position 8 in '$[?@ == 01]'"},
+		{"$[?@ == 1.]", "Invalid JSONPath: expected digit after decimal point at position 10 in '$[?@ == 1.]'"},
+		{"$[?@ == 1e]", "Invalid JSONPath: expected digit in exponent at position 10 in '$[?@ == 1e]'"},
+		{"$[?@ == -]", "Invalid JSONPath: expected digit in number literal at position 9 in '$[?@ == -]'"},
+		{"$[?1]", "Invalid JSONPath: a literal must be part of a comparison at position 3 in '$[?1]'"},
+		{"$[?true]", "Invalid JSONPath: a literal must be part of a comparison at position 3 in '$[?true]'"},
+		{"$[?!true]", "Invalid JSONPath: expected a test expression after ! at position 4 in '$[?!true]'"},
+		{"$[?!xyz]", "Invalid JSONPath: expected a test expression after ! at position 4 in '$[?!xyz]'"},
+		{"$[?xyz == 1]", "Invalid JSONPath: unexpected identifier 'xyz' at position 3 in '$[?xyz == 1]'"},
+		{"$[?@.* == 1]", "Invalid JSONPath: a comparison requires a singular query at position 3 in '$[?@.* == 1]'"},
+		{"$[?1 == @..a]", "Invalid JSONPath: a comparison requires a singular query at position 8 in '$[?1 == @..a]'"},
+		{"$[?foo(@.a)]", "Invalid JSONPath: unknown function 'foo' at position 3 in '$[?foo(@.a)]'"},
+		{"$[?length(@.a)]", "Invalid JSONPath: a function of type ValueType cannot be used as a test expression at position 3 in '$[?length(@.a)]'"},
+		{"$[?!length(@.a)]", "Invalid JSONPath: a function of type ValueType cannot be used as a test expression at position 4 in '$[?!length(@.a)]'"},
+		{"$[?match(@.a, 'x') == true]", "Invalid JSONPath: only functions of type ValueType can be compared at position 3 in '$[?match(@.a, 'x') == true]'"},
+		{"$[?length()]", "Invalid JSONPath: function 'length' expects 1 argument(s), got 0 at position 3 in '$[?length()]'"},
+		{"$[?length(@.*) == 1]", "Invalid JSONPath: argument 1 of 'length' requires a singular query at position 3 in '$[?length(@.*) == 1]'"},
+		{"$[?count(1) == 1]", "Invalid JSONPath: argument 1 of 'count' must be a query (NodesType) at position 3 in '$[?count(1) == 1]'"},
+		{"$[?length(count(@.*)) == 1]", ""},
+		{"$[?match(@.a) ]", "Invalid JSONPath: function 'match' expects 2 argument(s), got 1 at position 3 in '$[?match(@.a) ]'"},
+		{"$[?@.a = 1]", "Invalid JSONPath: expected '==' at position 7 in '$[?@.a = 1]'"},
+		{"$[?(@.a]", "Invalid JSONPath: expected ')' at position 7 in '$[?(@.a]'"},
+		{"$[?@.a &&]", "Invalid JSONPath: expected a filter expression at position 9 in '$[?@.a &&]'"},
+		{"$[?length(!@.a) == 1]", "Invalid JSONPath: expected a function argument at position 10 in '$[?length(!@.a) == 1]'"},
+		{"$[?@.a == xyz]", "Invalid JSONPath: unexpected identifier 'xyz' at position 10 in '$[?@.a == xyz]'"},
+		{"$[?@.a == ]", "Invalid JSONPath: expected a comparable expression at position 10 in '$[?@.a == ]'"},
+		{"$[?@.a == 1", "Invalid JSONPath: expected ',' or ']' at position 11 in '$[?@.a == 1'"},
+		{"$.é[01]", "Invalid JSONPath: leading zeros are not allowed at position 4 in '$.é[01]'"},
+		{"$['😀'][01]", "Invalid JSONPath: leading zeros are not allowed at position 8 in '$['😀'][01]'"},
+		{"$.😀 x", "Invalid JSONPath: unexpected token at position 4 in '$.😀 x'"},
+	}
+	for _, tt := range tests {
+		got, ok := pathSyntaxError(tt.src)
+		if !ok {
+			got = ""
+		}
+		if got != tt.want {
+			t.Errorf("pathSyntaxError(%q)\n got  %q\n want %q", tt.src, got, tt.want)
+		}
+	}
+}
