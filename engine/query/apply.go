@@ -7,7 +7,6 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/theory/jsonpath"
 	"github.com/theory/jsonpath/spec"
 
 	"github.com/jetflow/jetflow/engine/fault"
@@ -524,10 +523,11 @@ type Path struct{ p *jsonPath }
 // ParsePath parses an RFC 9535 query. The error's text is the
 // reference's: "Invalid JSONPath: <what> at position <n> in '<src>'".
 func ParsePath(src string) (*Path, error) {
-	if _, err := jsonpath.Parse(src); err != nil {
-		return nil, errors.New(pathSyntaxDetail(src, err))
+	p, detail := parseRFC(src)
+	if p == nil {
+		return nil, errors.New(detail)
 	}
-	return &Path{parsePath(src, src, "")}, nil
+	return &Path{newJSONPath(p)}, nil
 }
 
 // Walk calls visit with the location of every value p selects from root,

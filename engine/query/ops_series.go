@@ -6,8 +6,6 @@ import (
 	"strings"
 	"unicode/utf16"
 
-	"github.com/theory/jsonpath"
-
 	"github.com/jetflow/jetflow/engine/fault"
 	"github.com/jetflow/jetflow/engine/value"
 )
@@ -116,10 +114,11 @@ func compileSelector(v any, member, path string) *rowSelector {
 	if !ok {
 		fail(fault.JQ0003, "'"+member+"' is a singular path into the row, got "+describe(v), path)
 	}
-	if _, err := jsonpath.Parse(src); err != nil {
-		fail(fault.JQ0003, "'"+member+"': "+pathSyntaxDetail(src, err), path)
+	p, detail := parseRFC(src)
+	if p == nil {
+		fail(fault.JQ0003, "'"+member+"': "+detail, path)
 	}
-	parsed := parsePath(src, src, path)
+	parsed := newJSONPath(p)
 	if len(parsed.segs) == 0 {
 		fail(fault.JQ0003, "'"+member+"' selects the whole row rather than a member of it", path)
 	}

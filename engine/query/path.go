@@ -36,10 +36,34 @@ type singular struct {
 }
 
 func parsePath(src, original, docPath string) *jsonPath {
-	p, err := jsonpath.Parse(src)
-	if err != nil {
-		fail(fault.JQ0004, "'"+original+"' is not a valid path: "+pathSyntaxDetail(src, err), docPath)
+	p, detail := parseRFC(src)
+	if p == nil {
+		fail(fault.JQ0004, "'"+original+"' is not a valid path: "+detail, docPath)
 	}
+	return newJSONPath(p)
+}
+
+// parseRFC parses an RFC 9535 query, accepting what the reference's
+// parser accepts; on failure it returns the reference's detail. The
+// library refuses a few strings the reference takes (pathLenient) and
+// takes a few it refuses, which the walk then finds.
+func parseRFC(src string) (*jsonpath.Path, string) {
+	p, err := jsonpath.Parse(src)
+	if err == nil {
+		if msg, bad := pathSyntaxError(src); bad {
+			return nil, msg
+		}
+		return p, ""
+	}
+	if lenient, ok := pathLenient(src); ok {
+		if p, err := jsonpath.Parse(lenient); err == nil {
+			return p, ""
+		}
+	}
+	return nil, pathSyntaxDetail(src, err)
+}
+
+func newJSONPath(p *jsonpath.Path) *jsonPath {
 	jp := &jsonPath{segs: p.Query().Segments()}
 	for _, seg := range jp.segs {
 		jp.sels = append(jp.sels, fastSelectors(seg.Selectors()))

@@ -31,6 +31,39 @@ func pathSyntaxDetail(src string, err error) string {
 	return "Invalid JSONPath: " + err.Error()
 }
 
+// pathLenient returns src as the reference reads it, in a form the
+// library accepts as well: without the blank space outside string
+// literals (the library refuses some the grammar allows, inside a
+// compared query's brackets) and with an integer literal past int64
+// written as a float, as the reference reads every number. ok is false
+// when the walk finds src invalid.
+func pathLenient(src string) (lenient string, ok bool) {
+	p := &pathScan{s: utf16.Encode([]rune(src))}
+	if _, _, failed := p.check(); failed {
+		return "", false
+	}
+	out := make([]uint16, 0, len(p.s))
+	q, w := 0, 0
+	for i, c := range p.s {
+		for q < len(p.quoted) && p.quoted[q][1] <= i {
+			q++
+		}
+		inQuote := q < len(p.quoted) && p.quoted[q][0] <= i
+		if !inQuote && (c == ' ' || c == '\t' || c == '\n' || c == '\r') {
+			continue
+		}
+		if w < len(p.wide) && p.wide[w] == i {
+			out = append(out, 'e', '0')
+			w++
+		}
+		out = append(out, c)
+	}
+	if w < len(p.wide) {
+		out = append(out, 'e', '0')
+	}
+	return string(utf16.Decode(out)), true
+}
+
 // pathFunc is a function extension's signature: its parameters' types
 // and its result's ("value", "nodes" or "logical").
 type pathFunc struct {
@@ -51,6 +84,10 @@ var pathFuncs = map[string]pathFunc{
 type pathScan struct {
 	s   []uint16
 	pos int
+	// quoted are the [start, end) spans of the string literals walked
+	quoted [][2]int
+	// wide are the ends of the integer literals past int64
+	wide []int
 }
 
 // pathFail carries the first broken rule out of the walk.
@@ -198,6 +235,7 @@ func (p *pathScan) escape(quote int) {
 }
 
 func (p *pathScan) stringLiteral() {
+	start := p.pos
 	quote := int(p.s[p.pos])
 	p.pos++
 	for p.pos < len(p.s) {
@@ -205,6 +243,7 @@ func (p *pathScan) stringLiteral() {
 		switch {
 		case c == quote:
 			p.pos++
+			p.quoted = append(p.quoted, [2]int{start, p.pos})
 			return
 		case c == '\\':
 			p.pos++
@@ -281,6 +320,9 @@ func (p *pathScan) numberLiteral() {
 		for isDigitCU(p.cc(p.pos)) {
 			p.pos++
 		}
+	}
+	if c := p.cc(p.pos); c != '.' && c != 'e' && c != 'E' && p.pos-start > 18 {
+		p.wide = append(p.wide, p.pos)
 	}
 	if p.cc(p.pos) == '.' {
 		p.pos++

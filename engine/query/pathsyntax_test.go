@@ -69,3 +69,45 @@ func TestPathSyntaxError(t *testing.T) {
 		}
 	}
 }
+
+// TestPathLenient checks queries the library refuses and the reference
+// takes: blank space in a compared query's brackets, an integer past
+// int64. Each want lists the items the reference's query selected.
+func TestPathLenient(t *testing.T) {
+	t.Parallel()
+	data := mustJSON(t, `[{"a":123456789012345678901,"b":[5,7]},{"a":1,"b":[7,9]},{"a":2,"b":[1]}]`)
+	tests := []struct{ src, want string }{
+		{"$[?@.a == 123456789012345678901]", `[{"a":123456789012345680000,"b":[5,7]}]`},
+		{"$[?@.a < 123456789012345678901].a", `[1,2]`},
+		{"$[?@.b[\t-1] == 7].a", `[123456789012345680000]`},
+		{"$[?$[ 0].a == @.a].a", `[123456789012345680000]`},
+		{"$[?count(@.b [*]) == 2].a", `[123456789012345680000,1]`},
+		{"$[? @.a==1 ]", `[{"a":1,"b":[7,9]}]`},
+	}
+	for _, tt := range tests {
+		q, err := Compile(tt.src, Options{})
+		if err != nil {
+			t.Errorf("%q: %v", tt.src, err)
+			continue
+		}
+		items, err := q.Items(data, nil)
+		if err != nil {
+			t.Errorf("%q: %v", tt.src, err)
+			continue
+		}
+		if got := show(items); got != tt.want {
+			t.Errorf("%q selects %s, want %s", tt.src, got, tt.want)
+		}
+	}
+}
+
+// TestPathStricter checks that a query the library takes and the
+// reference refuses is refused with the reference's message.
+func TestPathStricter(t *testing.T) {
+	t.Parallel()
+	_, err := Compile("$[?!true]", Options{})
+	const want = "JQ0004: '$[?!true]' is not a valid path: Invalid JSONPath: expected a test expression after ! at position 4 in '$[?!true]' at ''"
+	if err == nil || err.Error() != want {
+		t.Errorf("got %v, want %s", err, want)
+	}
+}
