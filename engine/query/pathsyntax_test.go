@@ -111,3 +111,23 @@ func TestPathStricter(t *testing.T) {
 		t.Errorf("got %v, want %s", err, want)
 	}
 }
+
+// TestPathMessages checks whole JQ0004 messages against the reference's
+// compileJsonQuery: the query quoted as written, the detail quoting the
+// path the reference parses (a variable's '$name' replaced by '$').
+func TestPathMessages(t *testing.T) {
+	t.Parallel()
+	tests := []struct{ doc, want string }{
+		{"$x.[", "JQ0004: '$x.[' is not a valid path: Invalid JSONPath: expected member name at position 2 in '$.[' at ''"},
+		{"$x[?!true]", "JQ0004: '$x[?!true]' is not a valid path: Invalid JSONPath: expected a test expression after ! at position 4 in '$[?!true]' at ''"},
+		{"$root..", "JQ0004: '$root..' is not a valid path: Invalid JSONPath: expected member name at position 3 in '$..' at ''"},
+		{"$['😀'].a[?@ == 01]", "JQ0004: '$['😀'].a[?@ == 01]' is not a valid path: Invalid JSONPath: leading zeros are not allowed at position 16 in '$['😀'].a[?@ == 01]' at ''"},
+		{"$x .a ", "JQ0004: '$x .a ' is not a valid path: Invalid JSONPath: unexpected token at position 4 in '$ .a ' at ''"},
+	}
+	for _, tt := range tests {
+		_, err := Compile(tt.doc, Options{})
+		if err == nil || err.Error() != tt.want {
+			t.Errorf("%q: got %v\n want %s", tt.doc, err, tt.want)
+		}
+	}
+}
