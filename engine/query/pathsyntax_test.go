@@ -131,3 +131,18 @@ func TestPathMessages(t *testing.T) {
 		}
 	}
 }
+
+// FuzzPathSyntax checks that the walk never panics and that it and
+// pathLenient agree on which strings are valid.
+func FuzzPathSyntax(f *testing.F) {
+	for _, s := range []string{"$", "$..a[?@.b == 1 && length(@.c) > 2]", "$['\\ud83d\\ude00'][1:2:-1]", "$[?!match(@, 'a')]", "$[?@ == 1e5]", "$[01]"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, src string) {
+		_, bad := pathSyntaxError(src)
+		if _, ok := pathLenient(src); ok == bad {
+			t.Fatalf("%q: the walk finds it invalid %v, pathLenient takes it %v", src, bad, ok)
+		}
+		_, _ = parseRFC(src)
+	})
+}
