@@ -300,8 +300,12 @@ func TestRedriveSurvivesADispatcherKill(t *testing.T) {
 			if len(log.of("a")) != 1 || len(log.of("b")) != 1 || len(log.of("f")) != 3 {
 				t.Errorf("a ran %d, b %d, f %d times; want 1, 1, 3", len(log.of("a")), len(log.of("b")), len(log.of("f")))
 			}
-			if got := e.messages(t, subjects.KindRedrive, "duplicate"); got != 1 {
-				t.Errorf("%v redelivered redrives recognised as applied, want 1", got)
+			// the killed dispatcher's redrive comes back at least once; on a
+			// loaded machine its AckWait may lapse again before the next
+			// dispatcher acknowledges it, and each delivery is refused the
+			// same way (Redrives below stays 1)
+			if got := e.messages(t, subjects.KindRedrive, "duplicate"); got < 1 {
+				t.Errorf("%v redelivered redrives recognised as applied, want at least 1", got)
 			}
 			rec := e.checkRecord(t, "rk", 0)
 			if s, err := step.DecodeState(rec); err != nil || s.Redrives != 1 {
