@@ -29,33 +29,24 @@ type argKind struct {
 	returns  string // a function's result type
 }
 
-func (p *pathScan) logicalOr() {
-	p.logicalAnd()
-	for {
-		save := p.pos
-		p.skipWS()
-		if p.cc(p.pos) != '|' || p.cc(p.pos+1) != '|' {
-			p.pos = save
-			return
-		}
-		p.pos += 2
-		p.skipWS()
-		p.logicalAnd()
-	}
-}
+func (p *pathScan) logicalOr() { p.joined('|', p.logicalAnd) }
 
-func (p *pathScan) logicalAnd() {
-	p.basicExpr()
+func (p *pathScan) logicalAnd() { p.joined('&', p.basicExpr) }
+
+// joined reads operands joined by a doubled op ("||", "&&"), blank space
+// allowed around it; the space after the last operand is not taken.
+func (p *pathScan) joined(op int, operand func()) {
+	operand()
 	for {
 		save := p.pos
 		p.skipWS()
-		if p.cc(p.pos) != '&' || p.cc(p.pos+1) != '&' {
+		if p.cc(p.pos) != op || p.cc(p.pos+1) != op {
 			p.pos = save
 			return
 		}
 		p.pos += 2
 		p.skipWS()
-		p.basicExpr()
+		operand()
 	}
 }
 
