@@ -28,10 +28,8 @@ func (c *Chart) AdvanceSnapshot(snapshot any, now *float64, opts AdvanceOptions)
 		if x != nil {
 			raw, hasTime = x.Time, true
 		}
-	case map[string]any:
-		raw, hasTime = x["time"]
-	case *value.Object:
-		raw, hasTime = x.Get("time")
+	default:
+		raw, hasTime = value.Member(snapshot, "time")
 	}
 	var at float64
 	switch {

@@ -122,16 +122,16 @@ func writeJSON(b *strings.Builder, v any, path string, canonical bool) error {
 		b.WriteByte('}')
 	case Empty:
 		// the reference's canonical text refuses its marker, a symbol
-		return fmt.Errorf("a symbol is not a JSON value at %s", rootName(path))
+		return fmt.Errorf("a symbol is not a JSON value at %s", Place(path))
 	default:
-		return fmt.Errorf("a %T is not JSON data at %s", v, rootName(path))
+		return fmt.Errorf("a %T is not JSON data at %s", v, Place(path))
 	}
 	return nil
 }
 
 func writeNumber(b *strings.Builder, f float64, path string) error {
 	if math.IsNaN(f) || math.IsInf(f, 0) {
-		return fmt.Errorf("%s is not a JSON number at %s", jsNumberName(f), rootName(path))
+		return fmt.Errorf("%s is not a JSON number at %s", jsNumberName(f), Place(path))
 	}
 	s, err := jcs.NumberToJSON(f)
 	if err != nil {
@@ -151,7 +151,9 @@ func jsNumberName(f float64) string {
 	return "-Infinity"
 }
 
-func rootName(path string) string {
+// Place names a JSON Pointer as the reference's canonicalizer does in its
+// refusals: the pointer, or "the document root" for the empty one.
+func Place(path string) string {
 	if path == "" {
 		return "the document root"
 	}

@@ -56,10 +56,7 @@ func (e *notJSON) finish() error {
 		b.WriteByte('/')
 		b.WriteString(e.rev[i])
 	}
-	loc := b.String()
-	if loc == "" {
-		loc = "the document root"
-	}
+	loc := value.Place(b.String())
 	if e.wrap != nil {
 		return fmt.Errorf(e.format, e.wrap, loc)
 	}

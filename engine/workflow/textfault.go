@@ -45,7 +45,7 @@ type textMember struct {
 
 func (n *textNode) fault(path string) error {
 	if n.bad != "" {
-		return errors.New(n.bad + " at " + pathText(path))
+		return errors.New(n.bad + " at " + value.Place(path))
 	}
 	for i, e := range n.elems {
 		if err := e.fault(path + "/" + strconv.Itoa(i)); err != nil {
@@ -61,7 +61,7 @@ func (n *textNode) fault(path string) error {
 	slices.SortFunc(members, func(a, b textMember) int { return slices.Compare(a.units, b.units) })
 	for _, m := range members {
 		if m.badName {
-			return errors.New(unpaired + " at " + pathText(path))
+			return errors.New(unpaired + " at " + value.Place(path))
 		}
 		if err := m.value.fault(path + "/" + value.EncodePointerSegment(m.name)); err != nil {
 			return err
@@ -71,14 +71,6 @@ func (n *textNode) fault(path string) error {
 }
 
 const unpaired = "a string with an unpaired surrogate is not valid Unicode"
-
-// pathText is how the reference's canonicalizer names a location.
-func pathText(path string) string {
-	if path == "" {
-		return "the document root"
-	}
-	return path
-}
 
 type textScanner struct {
 	data []byte
