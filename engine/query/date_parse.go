@@ -5,6 +5,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/jetflow/jetflow/engine/value"
 )
 
 // Dates of QUERY-FORMAT §8.13 are RFC 3339 strings read lexically: a
@@ -144,12 +146,7 @@ func timeRegion(s string, from int) bool {
 // isDateTimeSeparator is the reference's set between the two halves: t,
 // T, and every character of JavaScript's \s class.
 func isDateTimeSeparator(r rune) bool {
-	switch {
-	case r == 't' || r == 'T' || r == ' ', r >= '\t' && r <= '\r':
-		return true
-	}
-	return r == 0x00A0 || r == 0x1680 || (r >= 0x2000 && r <= 0x200A) ||
-		r == 0x2028 || r == 0x2029 || r == 0x202F || r == 0x205F || r == 0x3000 || r == 0xFEFF
+	return r == 't' || r == 'T' || value.IsJSSpace(r)
 }
 
 // dateTimeSplit returns the byte offsets of the one separator and of the

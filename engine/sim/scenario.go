@@ -60,19 +60,11 @@ func nonblankString(v any) (string, bool) {
 		return "", false
 	}
 	for _, r := range s {
-		if !isSpace(r) {
+		if !value.IsJSSpace(r) {
 			return s, true
 		}
 	}
 	return "", false
-}
-
-func isSpace(r rune) bool {
-	switch r {
-	case ' ', '\t', '\n', '\v', '\f', '\r', 0xA0, 0x1680, 0x2028, 0x2029, 0x202F, 0x205F, 0x3000, 0xFEFF:
-		return true
-	}
-	return r >= 0x2000 && r <= 0x200A
 }
 
 // parse checks the scenario against the contract, as the reference

@@ -58,7 +58,7 @@ func ItemString(v any) (string, bool) {
 // StringToNumber is JavaScript's StringToNumber: trimmed, empty is 0, decimal with an
 // optional sign and Infinity, or 0x/0o/0b integers.
 func StringToNumber(s string) float64 {
-	s = strings.TrimFunc(s, isJSSpace)
+	s = strings.TrimFunc(s, IsJSSpace)
 	if s == "" {
 		return 0
 	}
@@ -100,12 +100,4 @@ func StringToNumber(s string) float64 {
 		return math.NaN()
 	}
 	return f
-}
-
-func isJSSpace(r rune) bool {
-	switch r {
-	case '\t', '\n', '\v', '\f', '\r', ' ', 0xa0, 0x1680, 0x2028, 0x2029, 0x202f, 0x205f, 0x3000, 0xfeff:
-		return true
-	}
-	return r >= 0x2000 && r <= 0x200a
 }
