@@ -152,12 +152,7 @@ func (p *pathScan) comparisonOrTest() {
 		return
 	case c == '\'' || c == '"' || c == '-' || isDigitCU(c):
 		p.literal()
-		p.skipWS()
-		if !p.compOp() {
-			p.fail("a literal must be part of a comparison", at)
-		}
-		p.skipWS()
-		p.comparable()
+		p.literalCompared(at)
 		return
 	case isLowerCU(c):
 		name := p.identifier()
@@ -180,17 +175,23 @@ func (p *pathScan) comparisonOrTest() {
 			return
 		}
 		if name == "true" || name == "false" || name == "null" {
-			p.skipWS()
-			if !p.compOp() {
-				p.fail("a literal must be part of a comparison", at)
-			}
-			p.skipWS()
-			p.comparable()
+			p.literalCompared(at)
 			return
 		}
 		p.fail("unexpected identifier '"+name+"'", at)
 	}
 	p.fail("expected a filter expression", p.pos)
+}
+
+// literalCompared reads what follows a literal in a filter: a literal
+// stands only as the left side of a comparison.
+func (p *pathScan) literalCompared(at int) {
+	p.skipWS()
+	if !p.compOp() {
+		p.fail("a literal must be part of a comparison", at)
+	}
+	p.skipWS()
+	p.comparable()
 }
 
 func (p *pathScan) literal() {
