@@ -148,7 +148,7 @@ func MigrateInputStream(ctx context.Context, js jetstream.JetStream, names subje
 	}
 	cfg := InputStreamConfig(names, opts)
 	cfg.FirstSeq = m.FirstSeq
-	if err := ensure(ctx, opts.RetryFor, func(ctx context.Context) error { _, err := js.CreateStream(ctx, cfg); return err }); err != nil {
+	if err := ensure(ctx, opts.RetryFor, func(ctx context.Context) error { return createAfterDelete(ctx, js, cfg) }); err != nil {
 		return m, lost(err)
 	}
 	if err := Provision(ctx, js, names, opts); err != nil {
@@ -167,6 +167,22 @@ func MigrateInputStream(ctx context.Context, js jetstream.JetStream, names subje
 		m.Schedules++
 	}
 	return m, nil
+}
+
+// errStoreCreate is the server's "error creating store for stream".
+const errStoreCreate jetstream.ErrorCode = 10049
+
+// createAfterDelete creates the stream that replaces a deleted one. The
+// server removes a deleted stream's directories in a goroutine; when it
+// was the account's only stream that removal can take the parent
+// directory away under the create (10049, "no such file or directory"),
+// so that refusal is retried, not reported.
+func createAfterDelete(ctx context.Context, js jetstream.JetStream, cfg jetstream.StreamConfig) error {
+	_, err := js.CreateStream(ctx, cfg)
+	if apiErr := (*jetstream.APIError)(nil); errors.As(err, &apiErr) && apiErr.ErrorCode == errStoreCreate {
+		return fmt.Errorf("%w: %w", err, errAgain)
+	}
+	return err
 }
 
 // unconsumed reads the inputs after the dispatchers' acknowledged floor.

@@ -530,19 +530,23 @@ func KeepsDeniedPurge(ctx context.Context, js jetstream.JetStream, names subject
 	return s.CachedInfo().Config.DenyPurge, nil
 }
 
+// errAgain marks a refusal that a later attempt can get past.
+var errAgain = errors.New("passing refusal")
+
 // ensure retries one create-or-update, each attempt bounded by
 // DefaultAttemptTimeout. Create comes first on purpose: concurrent
 // identical creates are answered normally, while an update racing a create
 // of the same stream on a cluster was measured (nats-server 2.15.2) to
 // leave both requests without a reply. The attempt timeout turns such a
-// lost reply into a retry; both operations are idempotent.
+// lost reply into a retry; both operations are idempotent. An op wraps
+// errAgain around a refusal it knows to be passing.
 func ensure(ctx context.Context, retryFor time.Duration, op func(context.Context) error) error {
 	_, err := kvstore.Retry(ctx, retryFor, func() (struct{}, error) {
 		actx, cancel := context.WithTimeout(ctx, DefaultAttemptTimeout)
 		defer cancel()
 		err := op(actx)
-		if err != nil && ctx.Err() == nil && (errors.Is(err, context.DeadlineExceeded) || errors.Is(err, jetstream.ErrStreamNotFound) || errors.Is(err, jetstream.ErrBucketNotFound)) {
-			// A lost reply, or a stream deleted between create and update.
+		if err != nil && ctx.Err() == nil && (errors.Is(err, context.DeadlineExceeded) || errors.Is(err, errAgain) || errors.Is(err, jetstream.ErrStreamNotFound) || errors.Is(err, jetstream.ErrBucketNotFound)) {
+			// A lost reply, a stream deleted between create and update, or a passing refusal.
 			return struct{}{}, err
 		}
 		return struct{}{}, kvstore.Classify(err)
