@@ -45,16 +45,17 @@ func pathLenient(src string) (lenient string, ok bool) {
 	out := make([]uint16, 0, len(p.s))
 	q, w := 0, 0
 	for i, c := range p.s {
+		// A wide literal ends where its next unit is, blank or not.
+		if w < len(p.wide) && p.wide[w] == i {
+			out = append(out, 'e', '0')
+			w++
+		}
 		for q < len(p.quoted) && p.quoted[q][1] <= i {
 			q++
 		}
 		inQuote := q < len(p.quoted) && p.quoted[q][0] <= i
 		if !inQuote && (c == ' ' || c == '\t' || c == '\n' || c == '\r') {
 			continue
-		}
-		if w < len(p.wide) && p.wide[w] == i {
-			out = append(out, 'e', '0')
-			w++
 		}
 		out = append(out, c)
 	}
