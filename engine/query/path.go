@@ -45,22 +45,22 @@ func parsePath(src, original, docPath string) *jsonPath {
 
 // parseRFC parses an RFC 9535 query, accepting what the reference's
 // parser accepts; on failure it returns the reference's detail. The
-// library refuses a few strings the reference takes (pathLenient) and
-// takes a few it refuses, which the walk then finds.
+// library takes a few strings the reference refuses, which the walk
+// finds first, and refuses a few the reference takes, which it parses in
+// the walk's lenient form.
 func parseRFC(src string) (*jsonpath.Path, string) {
+	lenient, msg := pathWalk(src)
+	if msg != "" {
+		return nil, msg
+	}
 	p, err := jsonpath.Parse(src)
 	if err == nil {
-		if msg, bad := pathSyntaxError(src); bad {
-			return nil, msg
-		}
 		return p, ""
 	}
-	if lenient, ok := pathLenient(src); ok {
-		if p, err := jsonpath.Parse(lenient); err == nil {
-			return p, ""
-		}
+	if p, lerr := jsonpath.Parse(lenient); lerr == nil {
+		return p, ""
 	}
-	return nil, pathSyntaxDetail(src, err)
+	return nil, "Invalid JSONPath: " + err.Error()
 }
 
 func newJSONPath(p *jsonpath.Path) *jsonPath {

@@ -5,42 +5,21 @@ import (
 	"unicode/utf16"
 )
 
-// pathSyntaxError returns the reference's text for a JSONPath query that
-// is not valid RFC 9535: "Invalid JSONPath: <what> at position <n> in
-// '<src>'", n counting UTF-16 code units as JavaScript does. It walks src
-// as the reference's recursive-descent parser does, with the built-in
-// functions only, and reports the first rule src breaks there; ok is
-// false when it finds none. It runs when a query is compiled, never
-// when one is evaluated, so it may allocate.
-func pathSyntaxError(src string) (msg string, ok bool) {
-	p := &pathScan{s: utf16.Encode([]rune(src))}
-	what, at, failed := p.check()
-	if !failed {
-		return "", false
-	}
-	return "Invalid JSONPath: " + what + " at position " + strconv.Itoa(at) + " in '" + src + "'", true
-}
-
-// pathSyntaxDetail is pathSyntaxError's text for a query the library
-// rejected with err, or the library's own reason should the walk find
-// nothing wrong.
-func pathSyntaxDetail(src string, err error) string {
-	if msg, ok := pathSyntaxError(src); ok {
-		return msg
-	}
-	return "Invalid JSONPath: " + err.Error()
-}
-
-// pathLenient returns src as the reference reads it, in a form the
-// library accepts as well: without the blank space outside string
-// literals (the library refuses some the grammar allows, inside a
-// compared query's brackets) and with an integer literal past int64
-// written as a float, as the reference reads every number. ok is false
-// when the walk finds src invalid.
-func pathLenient(src string) (lenient string, ok bool) {
-	p := &pathScan{s: utf16.Encode([]rune(src))}
-	if _, _, failed := p.check(); failed {
-		return "", false
+// pathWalk walks src as the reference's recursive-descent parser does,
+// with the built-in functions only. For a query that is not valid RFC
+// 9535 it returns the reference's text, "Invalid JSONPath: <what> at
+// position <n> in '<src>'" (n counting UTF-16 code units as JavaScript
+// does), for the first rule src breaks. Otherwise it returns src as the
+// reference reads it, in a form the library accepts as well: without the
+// blank space outside string literals (the library refuses some the
+// grammar allows, inside a compared query's brackets) and with an
+// integer literal past int64 written as a float, as the reference reads
+// every number. It runs when a query is compiled, never when one is
+// evaluated, so it may allocate.
+func pathWalk(src string) (lenient, msg string) {
+	p := &pathScan{s: utf16Units(src)}
+	if what, at, failed := p.check(); failed {
+		return "", "Invalid JSONPath: " + what + " at position " + strconv.Itoa(at) + " in '" + src + "'"
 	}
 	out := make([]uint16, 0, len(p.s))
 	q, w := 0, 0
@@ -62,7 +41,7 @@ func pathLenient(src string) (lenient string, ok bool) {
 	if w < len(p.wide) {
 		out = append(out, 'e', '0')
 	}
-	return string(utf16.Decode(out)), true
+	return string(utf16.Decode(out)), ""
 }
 
 // pathScan walks a query's UTF-16 code units.
