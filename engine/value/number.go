@@ -45,7 +45,7 @@ func ItemString(v any) (string, bool) {
 	case string:
 		return x, true
 	case float64:
-		return strconv.FormatFloat(x, 'g', -1, 64), true
+		return NumberString(x), true
 	case bool:
 		if x {
 			return "true", true

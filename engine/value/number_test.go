@@ -36,3 +36,27 @@ func TestToNumberReadsJSONAsJavaScriptDoes(t *testing.T) {
 		}
 	}
 }
+
+// ItemString writes a number as String(n) does, which an array's text
+// carries into a concatenation: [1e6] + 5 is "10000005" in JavaScript
+// (answers from node).
+func TestItemStringWritesNumbersAsJavaScript(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		in   float64
+		want string
+	}{
+		{1e6, "1000000"},
+		{math.Copysign(0, -1), "0"},
+		{1e21, "1e+21"},
+		{0.000001, "0.000001"},
+		{1e-7, "1e-7"},
+		{123456789012, "123456789012"},
+		{1.5, "1.5"},
+	}
+	for _, c := range cases {
+		if got, ok := ItemString(c.in); !ok || got != c.want {
+			t.Errorf("ItemString(%v) = %q, %v, want %q", c.in, got, ok, c.want)
+		}
+	}
+}
