@@ -3,6 +3,7 @@ package workflow
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"strconv"
@@ -30,16 +31,27 @@ const (
 // the copy shares nothing with the caller's value.
 type normalizer struct {
 	size int
+	// canonical walks members in the reference's canonical order
+	// (sorted by UTF-16 code units, a name before its value), so that the
+	// refusal met first is the one it reports, not Go's map order's.
+	canonical bool
 }
 
 func normalizeDocument(doc any) (any, error) {
 	var n normalizer
 	v, err := n.copy(doc, 1)
 	var e *notJSON
-	if errors.As(err, &e) {
-		return nil, e.finish()
+	if !errors.As(err, &e) {
+		return v, err
 	}
-	return v, err
+	// Walked again in canonical order only when something fails, so a
+	// valid document pays no sort.
+	// (Should that walk stop at the size bound first, the refusal of
+	// the first walk stands.)
+	n = normalizer{canonical: true}
+	_, cerr := n.copy(doc, 1)
+	errors.As(cerr, &e)
+	return nil, e.finish()
 }
 
 // notJSON is a refusal whose location is assembled while the copy
@@ -115,76 +127,24 @@ func (n *normalizer) copy(v any, depth int) (any, error) {
 		}
 		out := make(map[string]any, len(t))
 		n.size += 2 + len(t)
-		for k, x := range t {
+		keys := maps.Keys(t)
+		if n.canonical {
+			keys = slices.Values(slices.SortedFunc(keys, value.CompareUTF16))
+		}
+		for k := range keys {
 			if !utf8.ValidString(k) {
-				return nil, firstInOrder(t, depth, k, refuse(badName), true)
+				return nil, refuse("a member name that is not valid UTF-8 is not JSON data at %s")
 			}
 			n.size += len(k) + 3
-			c, err := n.copy(x, depth+1)
+			c, err := n.copy(t[k], depth+1)
 			if err != nil {
-				return nil, firstInOrder(t, depth, k, err, false)
+				return nil, within(err, value.EncodePointerSegment(k))
 			}
 			out[k] = c
 		}
 		return out, nil
 	}
 	return nil, refuse(fmt.Sprintf("a %T is not JSON data at %%s", v))
-}
-
-const badName = "a member name that is not valid UTF-8 is not JSON data at %s"
-
-// firstInOrder returns, for an object with a member that is not JSON
-// data, the refusal the reference reports: the first in its canonical
-// walk (members sorted by UTF-16 code units, a name before its value),
-// not in Go's map order, so that the cause is the same on every run.
-// failed is the member met first, err its refusal (for its name when
-// nameErr). Only members sorted before it are probed again, so the work
-// stays linear in the document.
-func firstInOrder(t map[string]any, depth int, failed string, err error, nameErr bool) error {
-	var e *notJSON
-	if !errors.As(err, &e) {
-		return err // too large: jetflow's own bound, with no location
-	}
-	for k := range t {
-		if value.CompareUTF16(k, failed) >= 0 {
-			continue
-		}
-		// an earlier member fails too: the first of those is the answer
-		if !utf8.ValidString(k) || probe(t[k], depth) != nil {
-			return firstBefore(t, depth, failed)
-		}
-	}
-	if nameErr {
-		return err
-	}
-	return within(err, value.EncodePointerSegment(failed))
-}
-
-// firstBefore walks the members sorted before failed in canonical order
-// and returns the first refusal; one of them is known to fail.
-func firstBefore(t map[string]any, depth int, failed string) error {
-	keys := make([]string, 0, len(t))
-	for k := range t {
-		if value.CompareUTF16(k, failed) < 0 {
-			keys = append(keys, k)
-		}
-	}
-	slices.SortFunc(keys, value.CompareUTF16)
-	for _, k := range keys {
-		if !utf8.ValidString(k) {
-			return refuse(badName)
-		}
-		if err := probe(t[k], depth); err != nil {
-			return within(err, value.EncodePointerSegment(k))
-		}
-	}
-	return refuse("a value that is not JSON data at %s")
-}
-
-func probe(v any, depth int) error {
-	var n normalizer
-	_, err := n.copy(v, depth+1)
-	return err
 }
 
 func (n *normalizer) number(f float64) (any, error) {
