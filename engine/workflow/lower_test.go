@@ -261,6 +261,23 @@ func TestLowerJSONNamesTheFirstFault(t *testing.T) {
 	}
 }
 
+// TestLowerJSONReportsSyntaxFirst checks that text that is not JSON at
+// all is refused for its syntax, as JSON.parse refuses it, even when it
+// also holds a number beyond the double range.
+func TestLowerJSONReportsSyntaxFirst(t *testing.T) {
+	t.Parallel()
+	for _, text := range []string{`{"a": tru, "b": 1e400}`, `{"b": 1e400} xyz`, `{"a":01,"b":"\ud800"}`} {
+		_, err := LowerJSON([]byte(text))
+		var fe *fault.Error
+		if !errors.As(err, &fe) || fe.Code != fault.JF0021 || fe.Cause == nil {
+			t.Fatalf("%s: got %v, want JF0021 with a cause", text, err)
+		}
+		if c := fe.Cause.Error(); strings.Contains(c, "JSON number") || strings.Contains(c, "Unicode") {
+			t.Errorf("%s: cause %q, want its syntax error", text, c)
+		}
+	}
+}
+
 func TestCycleProofIsIterative(t *testing.T) {
 	t.Parallel()
 	// A long automatic chain closing on itself: the proof walks it without

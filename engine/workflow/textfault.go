@@ -21,6 +21,9 @@ import (
 // It returns nil when the text holds no such value or does not parse;
 // it runs only after a fast decode has failed, so it favors plainness.
 func textFault(data []byte) error {
+	if !json.Valid(data) {
+		return nil // the scanner below takes valid text only
+	}
 	s := textScanner{data: data}
 	root, ok := s.value()
 	if !ok {
