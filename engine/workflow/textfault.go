@@ -145,17 +145,8 @@ func (s *textScanner) object() (*textNode, bool) {
 		}
 		// the last duplicate wins, as in JSON.parse
 		n.members[string(utf16Bytes(units))] = textMember{name: name, units: units, badName: bad, value: v}
-		s.space()
-		if s.i >= len(s.data) {
-			return nil, false
-		}
-		s.i++
-		switch s.data[s.i-1] {
-		case ',':
-		case '}':
-			return n, true
-		default:
-			return nil, false
+		if done, ok := s.sep('}'); !ok || done {
+			return n, ok
 		}
 	}
 }
@@ -174,19 +165,27 @@ func (s *textScanner) array() (*textNode, bool) {
 			return nil, false
 		}
 		n.elems = append(n.elems, v)
-		s.space()
-		if s.i >= len(s.data) {
-			return nil, false
-		}
-		s.i++
-		switch s.data[s.i-1] {
-		case ',':
-		case ']':
-			return n, true
-		default:
-			return nil, false
+		if done, ok := s.sep(']'); !ok || done {
+			return n, ok
 		}
 	}
+}
+
+// sep reads what follows a member or an element: done at end, the
+// closing bracket; ok is false for anything but it or a comma.
+func (s *textScanner) sep(end byte) (done, ok bool) {
+	s.space()
+	if s.i >= len(s.data) {
+		return false, false
+	}
+	s.i++
+	switch s.data[s.i-1] {
+	case ',':
+		return false, true
+	case end:
+		return true, true
+	}
+	return false, false
 }
 
 // str reads a string: its value (an unpaired surrogate decoded as
