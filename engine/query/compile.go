@@ -405,15 +405,7 @@ func (c *compiler) object(obj map[string]any, path string, sc *scope, depth int)
 // it was read as written (asWritten true, an order other than Keys
 // order), else in Keys order.
 func (c *compiler) keysOf(obj map[string]any, path string) (keys []string, asWritten bool) {
-	if ks, ok := c.written[path]; ok && len(ks) == len(obj) {
-		for _, k := range ks {
-			if !has(obj, k) {
-				return value.Keys(obj), false
-			}
-		}
-		return ks, true
-	}
-	return value.Keys(obj), false
+	return c.written.KeysOf(obj, path)
 }
 
 // writtenBelow reports whether an object at or below path is written in

@@ -56,15 +56,10 @@ func only(m map[string]any, where string, allowed ...string) error {
 
 func nonblankString(v any) (string, bool) {
 	s, ok := v.(string)
-	if !ok {
+	if !ok || value.Blank(s) {
 		return "", false
 	}
-	for _, r := range s {
-		if !value.IsJSSpace(r) {
-			return s, true
-		}
-	}
-	return "", false
+	return s, true
 }
 
 // parse checks the scenario against the contract, as the reference

@@ -36,15 +36,8 @@ var (
 // keysOf is obj's keys in the order the document writes them (w, from
 // value.DecodeWritten, by the object's pointer), else in Keys order.
 func keysOf(obj map[string]any, w value.Written, path string) []string {
-	if ks, ok := w[path]; ok && len(ks) == len(obj) {
-		for _, k := range ks {
-			if _, has := obj[k]; !has {
-				return value.Keys(obj)
-			}
-		}
-		return ks
-	}
-	return value.Keys(obj)
+	keys, _ := w.KeysOf(obj, path)
+	return keys
 }
 
 func member(list []string, k string) bool {

@@ -66,10 +66,7 @@ func (c *Chart) parseSnapshot(v any) (State, error) {
 		s.History = make(map[string][]string, len(hist))
 		scratch := make([]bool, len(c.nodes))
 		// history records are judged in the order the snapshot holds them
-		keys := value.Keys(hist)
-		if o, isOrdered := m["history"].(*value.Object); isOrdered {
-			keys = o.Names()
-		}
+		keys, _ := value.Ordered(m["history"])
 		for _, id := range keys {
 			list, err := c.parseHistory(id, hist[id], scratch)
 			if err != nil {

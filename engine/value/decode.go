@@ -122,6 +122,21 @@ func (w Written) Under(p string) Written {
 	return out
 }
 
+// KeysOf returns obj's keys in the order w lists for the object at
+// pointer path (asWritten true: an order other than Keys order), else in
+// Keys order; a listing that does not name obj's keys exactly is ignored.
+func (w Written) KeysOf(obj map[string]any, path string) (keys []string, asWritten bool) {
+	if ks, ok := w[path]; ok && len(ks) == len(obj) {
+		for _, k := range ks {
+			if _, has := obj[k]; !has {
+				return Keys(obj), false
+			}
+		}
+		return ks, true
+	}
+	return Keys(obj), false
+}
+
 // DecodeWritten is Decode that also returns the member order the text
 // writes its objects in, for documents the reference reads as written
 // rather than canonicalized (a simulation's mock queries).
