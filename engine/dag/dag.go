@@ -62,6 +62,7 @@ type DAG struct {
 	index    map[string]int
 	output   int
 	byRank   []int // node indices in the reference's evaluation order
+	edges    int   // inbound edges in all
 	versions map[string]string
 	revision string
 }

@@ -96,13 +96,9 @@ type job struct {
 func (st *step) run(running map[string]bool, w Wave) error {
 	d := st.d
 	st.refuse = w.Refuse
-	edges := 0
-	for _, nd := range d.nodes {
-		edges += len(nd.inbound)
-	}
 	// every node evaluates, saves and resolves at most once, and each
 	// edge delivers at most once: the queue never outgrows this
-	st.queue = make([]job, 0, len(w.Settled)+3*st.n+edges)
+	st.queue = make([]job, 0, len(w.Settled)+3*st.n+d.edges)
 	flags := make([]bool, 2*st.n)
 	pending := flags[:st.n] // evaluated in this call, or waiting to be
 	inFlight := flags[st.n:]
@@ -141,7 +137,7 @@ func (st *step) run(running map[string]bool, w Wave) error {
 			default:
 				st.waiting[i]++
 				if regs == nil {
-					regs = make([]reaction, 0, edges)
+					regs = make([]reaction, 0, d.edges)
 				}
 				regs = append(regs, reaction{e.from, i})
 			}

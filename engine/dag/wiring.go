@@ -58,6 +58,7 @@ func (d *DAG) compileEdges(raw any) error {
 			}
 		}
 		d.nodes[dst].inbound = append(d.nodes[dst].inbound, in)
+		d.edges++
 	}
 	return nil
 }
