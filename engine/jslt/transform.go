@@ -540,11 +540,10 @@ func (r *run) builtIn(v any, l *loc, m *mode, depth, applies int, holding bool) 
 			keys = value.Keys(x)
 		}
 		for _, k := range keys {
-			res, err := r.dispatch(x[k], r.childLoc(l, query.Seg{Name: k, Index: -1}), m, depth+1, applies, holding)
+			res, err := r.dispatchChild(x[k], r.childLoc(l, query.Seg{Name: k, Index: -1}), m, depth+1, applies, holding)
 			if err != nil {
 				return seq{}, err
 			}
-			res = dropMarker(res)
 			switch res.n {
 			case 0:
 				delete(out, k)
@@ -564,11 +563,11 @@ func (r *run) builtIn(v any, l *loc, m *mode, depth, applies int, holding bool) 
 				out = append(out, c)
 				continue
 			}
-			res, err := r.dispatch(c, r.childLoc(l, query.Seg{Index: i}), m, depth+1, applies, holding)
+			res, err := r.dispatchChild(c, r.childLoc(l, query.Seg{Index: i}), m, depth+1, applies, holding)
 			if err != nil {
 				return seq{}, err
 			}
-			out = dropMarker(res).appendTo(out)
+			out = res.appendTo(out)
 		}
 		return single(out), nil
 	case *value.Object:
@@ -585,11 +584,10 @@ func (r *run) builtIn(v any, l *loc, m *mode, depth, applies int, holding bool) 
 				continue
 			}
 			cl := r.childLoc(l, seg)
-			res, err := r.dispatch(c, cl, m, depth+1, applies, holding)
+			res, err := r.dispatchChild(c, cl, m, depth+1, applies, holding)
 			if err != nil {
 				return seq{}, err
 			}
-			res = dropMarker(res)
 			switch res.n {
 			case 0:
 			case 1:
@@ -605,18 +603,20 @@ func (r *run) builtIn(v any, l *loc, m *mode, depth, applies int, holding bool) 
 	return single(v), nil
 }
 
-// dropMarker reads a dispatch to the empty marker (a value a query left in
-// the input, handed on by the built-in rule) as the empty sequence: the
-// reference compares each child it rebuilds and each item $apply
-// dispatches with its empty sequence, the same symbol, and leaves it out
-// of the member, the array or the sequence.
-func dropMarker(res seq) seq {
+// dispatchChild dispatches a child the built-in rule rebuilds, or an item
+// $apply hands on, and reads a dispatch to the empty marker (a value a
+// query left in the input, handed on by the built-in rule) as the empty
+// sequence: the reference compares each with its empty sequence, the
+// same symbol, and leaves it out of the member, the array or the
+// sequence (its concatenation skips it). The root's dispatch keeps it.
+func (r *run) dispatchChild(v any, l *loc, m *mode, depth, applies int, holding bool) (seq, *fault.Error) {
+	res, err := r.dispatch(v, l, m, depth, applies, holding)
 	if res.n == 1 {
 		if _, ok := res.one.(value.Empty); ok {
-			return seq{}
+			return seq{}, err
 		}
 	}
-	return res
+	return res, err
 }
 
 // host is one body evaluation as its $apply and its externals see it.
@@ -663,13 +663,11 @@ func (h *host) Apply(items []any, rel [][]query.Seg, fromRoot bool, name string,
 				l = h.r.childLoc(l, s)
 			}
 		}
-		res, err := h.r.dispatch(item, l, m, h.depth+1, h.applies+1, holding)
+		res, err := h.r.dispatchChild(item, l, m, h.depth+1, h.applies+1, holding)
 		if err != nil {
 			return nil, err
 		}
-		// a dispatch to the marker adds nothing to the sequence, as the
-		// reference's concatenation skips its empty sequence
-		out = dropMarker(res).appendTo(out)
+		out = res.appendTo(out)
 	}
 	return out, nil
 }
