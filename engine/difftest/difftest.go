@@ -130,10 +130,11 @@ func (y *Tally) add(family string, classes []string, example func() string) {
 }
 
 // Report logs the counts per family and each class with its examples, and
-// fails the test when any case disagrees.
+// fails the test when any case disagrees, or when none was compared (an
+// empty file, or one the reference only crashed on, proves nothing).
 func (y *Tally) Report(t testing.TB) {
 	t.Helper()
-	total := 0
+	total, compared := 0, 0
 	for _, name := range sorted(y.families) {
 		c := y.families[name]
 		label := ""
@@ -143,6 +144,7 @@ func (y *Tally) Report(t testing.TB) {
 		t.Logf("%s%6d %s, %5d disagree, %d differ as documented, %d the reference crashed on",
 			label, c.compared, y.unit, c.disagree, c.documented, c.crashed)
 		total += c.disagree
+		compared += c.compared
 	}
 	for _, name := range sorted(y.classes) {
 		c := y.classes[name]
@@ -155,6 +157,9 @@ func (y *Tally) Report(t testing.TB) {
 	}
 	if total > 0 {
 		t.Errorf("%d %s disagree with the reference", total, y.unit)
+	}
+	if compared == 0 {
+		t.Errorf("no %s compared", y.unit)
 	}
 }
 

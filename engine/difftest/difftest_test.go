@@ -29,6 +29,15 @@ func TestTally(t *testing.T) {
 		want   []string
 	}{
 		{
+			name:   "nothing compared",
+			run:    func(y *Tally) { y.Crashed("a") },
+			failed: true,
+			want: []string{
+				"a               0 cases,     0 disagree, 0 differ as documented, 1 the reference crashed on",
+				"no cases compared",
+			},
+		},
+		{
 			name:   "all agree",
 			run:    func(y *Tally) { y.Agree("a"); y.Agree("a"); y.Crashed("a") },
 			failed: false,
