@@ -7,7 +7,7 @@ import "strconv"
 // reference's parser type them.
 
 // pathFunc is a function extension's signature: its parameters' types
-// and its result's ("value", "nodes" or "logical").
+// ("value" or "nodes") and its result's ("value" or "logical").
 type pathFunc struct {
 	params  []string
 	returns string
@@ -24,7 +24,7 @@ var pathFuncs = map[string]pathFunc{
 
 // argKind is what a function argument is, for type-checking a call.
 type argKind struct {
-	kind     string // "literal", "query", "func", "logical"
+	kind     string // "literal", "query", "func"
 	singular bool   // a singular query
 	returns  string // a function's result type
 }
@@ -263,12 +263,8 @@ func (p *pathScan) function(name string, at int) string {
 	var args []argKind
 	if p.cc(p.pos) != ')' {
 		for {
-			if len(args) < len(def.params) && def.params[len(args)] == "logical" {
-				p.logicalOr()
-				args = append(args, argKind{kind: "logical"})
-			} else {
-				args = append(args, p.functionArg())
-			}
+			// (no built-in function takes a LogicalType argument)
+			args = append(args, p.functionArg())
 			p.skipWS()
 			if p.cc(p.pos) != ',' {
 				break
@@ -297,7 +293,8 @@ func (p *pathScan) function(name string, at int) string {
 				p.fail(nth+" must be of type ValueType", at)
 			}
 		case "nodes":
-			if arg.kind != "query" && (arg.kind != "func" || arg.returns != "nodes") {
+			// (no built-in function returns NodesType)
+			if arg.kind != "query" {
 				p.fail(nth+" must be a query (NodesType)", at)
 			}
 		}
