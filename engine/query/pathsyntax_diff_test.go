@@ -44,7 +44,9 @@ func TestPathDifferential(t *testing.T) {
 			tally.Crashed(l.Family)
 			continue
 		}
-		class, msg := pathDiffRun(l)
+		r := difftest.Guard(func() [2]string { class, msg := pathDiffRun(l); return [2]string{class, msg} },
+			func(r any) [2]string { return [2]string{"panic", fmt.Sprint("panic: ", r)} })
+		class, msg := r[0], r[1]
 		if class == "" {
 			tally.Agree(l.Family)
 			continue
