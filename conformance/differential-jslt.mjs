@@ -52,6 +52,9 @@ const arg = options();
 const firstSeed = Number(arg('seed', '1')) >>> 0;
 const count = Number(arg('count', '1000'));
 const families = arg('family', 'run,apply,order,paths,held,deep,compile').split(',');
+for (const f of families) {
+  if (!'run,apply,order,paths,held,deep,compile'.split(',').includes(f)) throw new Error(`unknown family ${f}: one of run,apply,order,paths,held,deep,compile`);
+}
 
 const { rnd, int, pick, chance } = generator(firstSeed);
 const clone = (v) => (v === undefined ? v : JSON.parse(JSON.stringify(v)));

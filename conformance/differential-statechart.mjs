@@ -39,6 +39,9 @@ const arg = options();
 const firstSeed = Number(arg('seed', '1')) >>> 0;
 const count = Number(arg('count', '1000'));
 const families = arg('family', 'run,compile,snapshot,order').split(',');
+for (const f of families) {
+  if (!'run,compile,snapshot,order'.split(',').includes(f)) throw new Error(`unknown family ${f}: one of run,compile,snapshot,order`);
+}
 
 const { rnd, int, pick, chance } = generator(firstSeed);
 const clone = (v) => (v === undefined ? v : JSON.parse(JSON.stringify(v)));
