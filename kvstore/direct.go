@@ -28,7 +28,7 @@ func LastOnSubject(ctx context.Context, js jetstream.JetStream, stream, subject 
 // there are no more.
 func DirectBatch(ctx context.Context, js jetstream.JetStream, stream, filter string, seq uint64, batch int, fn func(*jetstream.RawStreamMsg)) (int, error) {
 	req := fmt.Appendf(nil, `{"seq":%d,"next_by_subj":%q,"batch":%d}`, max(seq, 1), filter, batch)
-	n, err := direct(ctx, js, stream, req, false, fn)
+	n, err := direct(ctx, js, stream, req, batch, fn)
 	if err != nil {
 		return n, fmt.Errorf("direct get of %q in stream %q from %d: %w", filter, stream, seq, err)
 	}
@@ -43,7 +43,7 @@ func DirectBatch(ctx context.Context, js jetstream.JetStream, stream, filter str
 func DirectNext(ctx context.Context, js jetstream.JetStream, stream string, seq uint64, subject string) (*jetstream.RawStreamMsg, error) {
 	var got *jetstream.RawStreamMsg
 	req := fmt.Appendf(nil, `{"seq":%d,"next_by_subj":%q}`, max(seq, 1), subject)
-	if _, err := direct(ctx, js, stream, req, true, func(m *jetstream.RawStreamMsg) { got = m }); err != nil {
+	if _, err := direct(ctx, js, stream, req, 1, func(m *jetstream.RawStreamMsg) { got = m }); err != nil {
 		return nil, fmt.Errorf("direct get of %q in stream %q from %d: %w", subject, stream, seq, err)
 	}
 	if got == nil {
@@ -58,7 +58,7 @@ func DirectNext(ctx context.Context, js jetstream.JetStream, stream string, seq 
 func DirectLast(ctx context.Context, js jetstream.JetStream, stream, subject string) (*jetstream.RawStreamMsg, error) {
 	var got *jetstream.RawStreamMsg
 	req := fmt.Appendf(nil, `{"last_by_subj":%q}`, subject)
-	if _, err := direct(ctx, js, stream, req, true, func(m *jetstream.RawStreamMsg) { got = m }); err != nil {
+	if _, err := direct(ctx, js, stream, req, 1, func(m *jetstream.RawStreamMsg) { got = m }); err != nil {
 		return nil, fmt.Errorf("direct get of %q in stream %q: %w", subject, stream, err)
 	}
 	if got == nil {
@@ -87,15 +87,47 @@ func DirectLasts(ctx context.Context, js jetstream.JetStream, stream string, sub
 	if err != nil {
 		return err
 	}
-	if _, err := direct(ctx, js, stream, req, false, fn); err != nil {
+	if _, err := direct(ctx, js, stream, req, MaxDirectLasts, fn); err != nil {
 		return fmt.Errorf("direct get of the last of %d subjects in stream %q: %w", len(subjects), stream, err)
 	}
 	return nil
 }
 
+// numPendingHeader counts, on a batch's closing message, the messages
+// the batch left unsent.
+const numPendingHeader = "Nats-Num-Pending"
+
+// DirectLastsAll is DirectLasts over the whole stream as the answering
+// replica holds it, and reports whether the answer is whole: false when
+// the server cut the batch short (its byte limit), so that a subject
+// missing from it may still have messages.
+func DirectLastsAll(ctx context.Context, js jetstream.JetStream, stream string, subjects []string, fn func(*jetstream.RawStreamMsg)) (bool, error) {
+	if len(subjects) == 0 {
+		return true, nil
+	}
+	req, err := json.Marshal(map[string]any{"multi_last": subjects, "batch": MaxDirectLasts})
+	if err != nil {
+		return false, err
+	}
+	var pending string
+	eob := func(m *nats.Msg) { pending = m.Header.Get(numPendingHeader) }
+	if _, err := directEnd(ctx, js, stream, req, MaxDirectLasts, fn, eob); err != nil {
+		return false, fmt.Errorf("direct get of the last of %d subjects in stream %q: %w", len(subjects), stream, err)
+	}
+	return pending == "" || pending == "0", nil
+}
+
 // direct sends one $JS.API.DIRECT.GET request and reads its replies up
-// to the end of the batch (one reply when single).
-func direct(ctx context.Context, js jetstream.JetStream, stream string, req []byte, single bool, fn func(*jetstream.RawStreamMsg)) (int, error) {
+// to the end of the batch: at most limit messages (1: a request that is
+// not a batch, answered by one reply).
+func direct(ctx context.Context, js jetstream.JetStream, stream string, req []byte, limit int, fn func(*jetstream.RawStreamMsg)) (int, error) {
+	return directEnd(ctx, js, stream, req, limit, fn, nil)
+}
+
+// directEnd is direct that also hands eob (when not nil) the batch's
+// closing status message.
+func directEnd(ctx context.Context, js jetstream.JetStream, stream string, req []byte, limit int, fn func(*jetstream.RawStreamMsg), eob func(*nats.Msg)) (int, error) {
+	single := limit == 1
 	o := js.Options()
 	api := subjects.APIPrefix(o.Domain)
 	if _, ok := ctx.Deadline(); !ok && o.DefaultTimeout > 0 {
@@ -105,7 +137,11 @@ func direct(ctx context.Context, js jetstream.JetStream, stream string, req []by
 	}
 	nc := js.Conn()
 	inbox := nc.NewRespInbox()
-	sub, err := nc.SubscribeSync(inbox)
+	// Room for every reply and the batch's end, and no more: a
+	// SubscribeSync would allocate nats.go's 64K-message channel (512 KB)
+	// for each request.
+	replies := make(chan *nats.Msg, limit+1)
+	sub, err := nc.ChanSubscribe(inbox, replies)
 	if err != nil {
 		return 0, err
 	}
@@ -115,13 +151,18 @@ func direct(ctx context.Context, js jetstream.JetStream, stream string, req []by
 	}
 	n := 0
 	for {
-		m, err := sub.NextMsgWithContext(ctx)
-		if err != nil {
-			return n, err
+		var m *nats.Msg
+		select {
+		case m = <-replies:
+		case <-ctx.Done():
+			return n, ctx.Err()
 		}
 		switch status := m.Header.Get("Status"); status {
 		case "":
 		case "404", "408", "204":
+			if eob != nil {
+				eob(m)
+			}
 			return n, nil // nothing (more), or the end of the batch
 		case "413":
 			return n, ErrTooManyResults
