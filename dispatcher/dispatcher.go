@@ -77,6 +77,7 @@ type Dispatcher struct {
 	queues    map[string]*runQueue
 	ready     []*runQueue // runs this process knows, starts, timers, signed results
 	stray     []*runQueue // inputs of runs this process does not know
+	judged    []*runQueue // stray runs a batch judged to step alone (strays.go)
 	queued    int         // bytes of the messages in the queues
 	readyCond *sync.Cond  // on qmu: ready grew, or stepsDone was set
 	bothCond  *sync.Cond  // on qmu: a lane grew, or stepsDone was set
@@ -257,7 +258,7 @@ func (d *Dispatcher) start(ctx context.Context) (lifecycle.Run, error) {
 	// Steps outlive Start's context: only Stop ends them.
 	d.ctx, d.cancel = context.WithCancelCause(context.WithoutCancel(ctx))
 	d.qmu.Lock()
-	d.ready, d.stray, d.queued, d.stepsDone = nil, nil, 0, false
+	d.ready, d.stray, d.judged, d.queued, d.stepsDone = nil, nil, nil, 0, false
 	d.intake.reset(d.cfg)
 	d.qmu.Unlock()
 	// Steps read these as soon as they run (early.go, apply.go).
@@ -294,6 +295,7 @@ func (d *Dispatcher) start(ctx context.Context) (lifecycle.Run, error) {
 	} else {
 		cc, err = cons.Consume(d.receive,
 			jetstream.PullMaxMessagesWithBytesLimit(pullBatch(d.cfg), pullBytes(d.js.Conn().MaxPayload())),
+			jetstream.PullExpiry(pullExpiry), jetstream.PullHeartbeat(pullHeartbeat),
 			jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
 				d.log.Warn("dispatcher: consume", slog.Any("error", err))
 			}))

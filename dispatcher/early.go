@@ -110,12 +110,28 @@ func (d *Dispatcher) refuseNoRun(m jetstream.Msg, in *step.Input, log *slog.Logg
 // noRunReason is why an input for a run without a record is terminated
 // now, or "" when it may wait for its start.
 func (d *Dispatcher) noRunReason(ctx context.Context, meta *jetstream.MsgMetadata, in *step.Input) string {
-	if age := d.cfg.Clock.Now().Sub(meta.Timestamp); age >= d.cfg.UnknownRunWait {
-		return withRefusal(fmt.Sprintf("no run %s after %s: its start was never applied", in.RunID, d.cfg.UnknownRunWait), in)
+	if reason := d.waitedTooLong(meta, in); reason != "" {
+		return reason
 	}
 	// The record read may have met a replica that lags: only the start's
 	// absence, read through the leader, says the run does not exist.
 	seq, err := d.startSeq(ctx, in.RunID)
+	return startReason(meta, in, seq, err)
+}
+
+// waitedTooLong is why an input whose run has no record is terminated
+// without looking for its start: it waited UnknownRunWait already.
+func (d *Dispatcher) waitedTooLong(meta *jetstream.MsgMetadata, in *step.Input) string {
+	if age := d.cfg.Clock.Now().Sub(meta.Timestamp); age >= d.cfg.UnknownRunWait {
+		return withRefusal(fmt.Sprintf("no run %s after %s: its start was never applied", in.RunID, d.cfg.UnknownRunWait), in)
+	}
+	return ""
+}
+
+// startReason is why an input whose run has no record is terminated,
+// given the stream sequence of its run's first start (0: none) or the
+// error that kept it from being read; "" when it may wait.
+func startReason(meta *jetstream.MsgMetadata, in *step.Input, seq uint64, err error) string {
 	switch {
 	case err != nil:
 		return "" // cannot tell: wait, bounded by UnknownRunWait

@@ -42,6 +42,9 @@ type hooks struct {
 	// publish, when set, fails the publish of a message to subject with
 	// the error it returns, as a server outage does mid-flush.
 	publish func(subject string) error
+	// stray, when set, is called before a batched judgement terminates
+	// an input for no run (a test slows the stray lane with it).
+	stray func()
 }
 
 var errCrash = errors.New("simulated crash")

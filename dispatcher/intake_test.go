@@ -17,7 +17,7 @@ import (
 )
 
 // setupPartitions is setup with an input stream of p partitions.
-func setupPartitions(t *testing.T, p int) *bundle {
+func setupPartitions(t testing.TB, p int) *bundle {
 	t.Helper()
 	srv := natstest.Server(t)
 	nc := natstest.Conn(t, srv)
@@ -102,7 +102,10 @@ func TestStrayFloodInOnePartitionTakesNoPlaceOfOtherRuns(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	d := b.dispatcher(t, Config{Concurrency: 2, AckWait: 6 * time.Second})
+	// A stray judged in a batch costs a few microseconds; made slower
+	// than a good run's steps, the flood shows whether a good run waits
+	// for it.
+	d := b.dispatcher(t, Config{Concurrency: 2, AckWait: 6 * time.Second, hooks: &hooks{stray: func() { time.Sleep(5 * time.Millisecond) }}})
 	published := 0
 	for i := 0; published < flood; i++ {
 		id := fmt.Sprintf("ghost-%d", i)

@@ -49,6 +49,18 @@ const (
 // pullBatch is how many inputs one pull asks for.
 func pullBatch(cfg Config) int { return min(cfg.MaxAckPending, max(4*cfg.Concurrency, 2048)) }
 
+// A consumer's pull lasts pullExpiry and the server sends a heartbeat
+// every pullHeartbeat while it waits; two heartbeats missed and nats.go
+// pulls again. nats.go's defaults (30 s and 15 s) left a partition idle
+// for 30 s when the server dropped a waiting pull without a word: seen
+// under a flood of strays terminated in batches (BenchmarkStrayFlood),
+// with the consumer reporting no waiting pull and 1,224 inputs pending
+// while nats.go counted its pull as outstanding.
+const (
+	pullExpiry    = 5 * time.Second
+	pullHeartbeat = time.Second
+)
+
 // pullBytes bounds the bytes one pull buffers: never below two messages
 // of the server's largest, or a large message would stall the consumer.
 func pullBytes(maxPayload int64) int { return int(max(16<<20, 2*maxPayload)) }
@@ -168,9 +180,18 @@ func (d *Dispatcher) stepLoop(service laneService) {
 	defer d.qmu.Unlock()
 	for {
 		var q *runQueue
+		var batch []*runQueue
 		for {
 			if service != serveStray && len(d.ready) > 0 {
 				q, d.ready[0], d.ready = d.ready[0], nil, d.ready[1:]
+				break
+			}
+			if service != serveReady && len(d.judged) > 0 {
+				q, d.judged[0], d.judged = d.judged[0], nil, d.judged[1:]
+				break
+			}
+			if service != serveReady && len(d.stray) > 1 && !d.handBack {
+				batch = d.takeStrays()
 				break
 			}
 			if service != serveReady && len(d.stray) > 0 {
@@ -189,6 +210,10 @@ func (d *Dispatcher) stepLoop(service laneService) {
 				d.bothCond.Wait()
 			}
 		}
+		if batch != nil {
+			d.stepStrays(batch)
+			continue
+		}
 		m := q.msgs[0].m
 		q.msgs[0] = heldMsg{}
 		q.msgs = q.msgs[1:]
@@ -200,22 +225,28 @@ func (d *Dispatcher) stepLoop(service laneService) {
 			d.handle(d.ctx, m)
 		}
 		d.qmu.Lock()
-		d.queued -= len(m.Data()) + len(m.Subject())
-		d.intake.stepped(d.cfg, laneOf(q.stray))
-		if len(q.msgs) == 0 {
-			delete(d.queues, q.key)
-			d.wg.Done()
-			continue
-		}
-		// A run this process now knows leaves the stray lane.
-		if q.stray {
-			if _, ok := d.cache.get(q.key); ok {
-				q.stray = false
-				d.intake.moved(len(q.msgs))
-			}
-		}
-		d.enqueue(q)
+		d.finish(q, m)
 	}
+}
+
+// finish counts m, the input of q just stepped, out of its lane, and
+// puts q back at the tail of its lane if it holds more; qmu is held.
+func (d *Dispatcher) finish(q *runQueue, m jetstream.Msg) {
+	d.queued -= len(m.Data()) + len(m.Subject())
+	d.intake.stepped(d.cfg, laneOf(q.stray))
+	if len(q.msgs) == 0 {
+		delete(d.queues, q.key)
+		d.wg.Done()
+		return
+	}
+	// A run this process now knows leaves the stray lane.
+	if q.stray {
+		if _, ok := d.cache.get(q.key); ok {
+			q.stray = false
+			d.intake.moved(len(q.msgs))
+		}
+	}
+	d.enqueue(q)
 }
 
 // stopSteps ends the step goroutines once every queue is drained.

@@ -38,6 +38,9 @@ type metrics struct {
 	// (retried by redelivery).
 	removed         *prometheus.CounterVec
 	removalFailures prometheus.Counter
+	// strayBatched counts inputs for no run that a batched judgement of
+	// the stray lane terminated (strays.go).
+	strayBatched prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -75,6 +78,10 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Namespace: "jetflow", Subsystem: "dispatcher", Name: "removal_failures_total",
 			Help: "Removals by retention that failed a write or a purge (the removal input is redelivered).",
 		}),
+		strayBatched: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: "jetflow", Subsystem: "dispatcher", Name: "strays_batch_terminated_total",
+			Help: "Inputs for no run terminated by a batched judgement of the stray lane (also counted in messages_total).",
+		}),
 	}
 	if reg == nil {
 		return m, nil
@@ -88,6 +95,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	m.step = register(reg, m.step, &err)
 	m.removed = register(reg, m.removed, &err)
 	m.removalFailures = register(reg, m.removalFailures, &err)
+	m.strayBatched = register(reg, m.strayBatched, &err)
 	return m, err
 }
 
