@@ -274,7 +274,7 @@ func (rb *rawBench) consumeRound(ctx context.Context, stream, subject string, ms
 		if got.Add(1) == int64(n) {
 			close(done)
 		}
-	}, jetstream.PullMaxMessages(1024))
+	}, jetstream.PullMaxMessages(1024), jetstream.PullExpiry(5*time.Second), jetstream.PullHeartbeat(time.Second))
 	if err != nil {
 		return 0, 0, err
 	}
@@ -320,11 +320,14 @@ func (rb *rawBench) hop(ctx context.Context, msg []byte) (RawOp, error) {
 		return op, err
 	}
 	arrived := make(chan time.Time, 1)
+	// A 1 s heartbeat: on a cluster a pull sent just after the consumer
+	// was created can be dropped without a word (CI saw the hop wait
+	// past 10 s), and nats.go pulls again after two missed heartbeats.
 	cc, err := cons.Consume(func(m jetstream.Msg) {
 		at := time.Now()
 		_ = m.Ack()
 		arrived <- at
-	})
+	}, jetstream.PullExpiry(5*time.Second), jetstream.PullHeartbeat(time.Second))
 	if err != nil {
 		return op, err
 	}
