@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/cenkalti/backoff/v4"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -124,17 +125,47 @@ func direct(ctx context.Context, js jetstream.JetStream, stream string, req []by
 	return directEnd(ctx, js, stream, req, limit, fn, nil)
 }
 
+// replyStall bounds the wait for a direct get's next reply. Replies
+// normally follow within a millisecond; one lost to a reconnect (the
+// server drops a slow client's connection, and what was in flight with
+// it) would otherwise hold the read until ctx ends.
+const replyStall = 2 * time.Second
+
+// errNoReply: a direct get's next reply did not come within replyStall.
+var errNoReply = errors.New("no reply")
+
 // directEnd is direct that also hands eob (when not nil) the batch's
-// closing status message.
+// closing status message. A request that got no reply at all is sent
+// again until ctx ends; one whose batch stopped part way is an error,
+// since fn has seen its first part.
 func directEnd(ctx context.Context, js jetstream.JetStream, stream string, req []byte, limit int, fn func(*jetstream.RawStreamMsg), eob func(*nats.Msg)) (int, error) {
-	single := limit == 1
-	o := js.Options()
-	api := subjects.APIPrefix(o.Domain)
-	if _, ok := ctx.Deadline(); !ok && o.DefaultTimeout > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, o.DefaultTimeout)
-		defer cancel()
+	if o := js.Options(); o.DefaultTimeout > 0 {
+		if _, ok := ctx.Deadline(); !ok {
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithTimeout(ctx, o.DefaultTimeout)
+			defer cancel()
+		}
 	}
+	b := backoff.WithContext(backoff.NewExponentialBackOff(
+		backoff.WithInitialInterval(10*time.Millisecond), backoff.WithMaxInterval(time.Second), backoff.WithMaxElapsedTime(0)), ctx)
+	var last error
+	n, err := backoff.RetryWithData(func() (int, error) {
+		n, err := directOnce(ctx, js, stream, req, limit, fn, eob)
+		if errors.Is(err, errNoReply) && n == 0 {
+			last = err
+			return 0, err
+		}
+		return n, backoff.Permanent(err)
+	}, b)
+	if err != nil && last != nil && ctx.Err() != nil {
+		err = fmt.Errorf("%w (%w)", err, last)
+	}
+	return n, err
+}
+
+// directOnce sends the request once and reads its replies.
+func directOnce(ctx context.Context, js jetstream.JetStream, stream string, req []byte, limit int, fn func(*jetstream.RawStreamMsg), eob func(*nats.Msg)) (int, error) {
+	single := limit == 1
 	nc := js.Conn()
 	inbox := nc.NewRespInbox()
 	// Room for every reply and the batch's end, and no more: a
@@ -146,14 +177,20 @@ func directEnd(ctx context.Context, js jetstream.JetStream, stream string, req [
 		return 0, err
 	}
 	defer func() { _ = sub.Unsubscribe() }()
-	if err := nc.PublishRequest(api+"DIRECT.GET."+stream, inbox, req); err != nil {
+	if err := nc.PublishRequest(subjects.APIPrefix(js.Options().Domain)+"DIRECT.GET."+stream, inbox, req); err != nil {
 		return 0, err
 	}
+	stall := time.NewTimer(replyStall)
+	defer stall.Stop()
 	n := 0
 	for {
 		var m *nats.Msg
 		select {
 		case m = <-replies:
+			stall.Reset(replyStall)
+		case <-stall.C:
+			dropped, _ := sub.Dropped()
+			return n, fmt.Errorf("%w within %s after %d replies (%d dropped)", errNoReply, replyStall, n, dropped)
 		case <-ctx.Done():
 			return n, ctx.Err()
 		}
@@ -212,27 +249,46 @@ func DirectSeqs(ctx context.Context, js jetstream.JetStream, stream string, seqs
 		return fmt.Errorf("direct get of %d messages in stream %q: %w", len(seqs), stream, err)
 	}
 	defer func() { _ = sub.Unsubscribe() }()
-	for i, seq := range seqs {
-		if err := nc.PublishRequest(api, inbox+"."+strconv.Itoa(i), fmt.Appendf(nil, `{"seq":%d}`, seq)); err != nil {
+	send := func(i int) error {
+		return nc.PublishRequest(api, inbox+"."+strconv.Itoa(i), fmt.Appendf(nil, `{"seq":%d}`, seqs[i]))
+	}
+	for i := range seqs {
+		if err := send(i); err != nil {
 			return fmt.Errorf("direct get of %d messages in stream %q: %w", len(seqs), stream, err)
 		}
 	}
 	got := make([]*jetstream.RawStreamMsg, len(seqs))
-	for range seqs {
+	answered := make([]bool, len(seqs))
+	stall := time.NewTimer(replyStall)
+	defer stall.Stop()
+	for left := len(seqs); left > 0; {
 		select {
 		case m := <-replies:
+			stall.Reset(replyStall)
 			i, err := strconv.Atoi(m.Subject[len(inbox)+1:])
-			if err != nil || i < 0 || i >= len(got) {
+			if err != nil || i < 0 || i >= len(got) || answered[i] {
 				continue
 			}
+			answered[i] = true
+			left--
 			if m.Header.Get("Status") != "" {
 				continue // deleted or never stored
 			}
 			if got[i], err = directMsg(m); err != nil {
 				return fmt.Errorf("direct get of %d messages in stream %q: %w", len(seqs), stream, err)
 			}
+		case <-stall.C:
+			// Replies lost to a reconnect: ask again for those missing.
+			for i, ok := range answered {
+				if !ok {
+					if err := send(i); err != nil {
+						return fmt.Errorf("direct get of %d messages in stream %q: %w", len(seqs), stream, err)
+					}
+				}
+			}
+			stall.Reset(replyStall)
 		case <-ctx.Done():
-			return fmt.Errorf("direct get of %d messages in stream %q: %w", len(seqs), stream, ctx.Err())
+			return fmt.Errorf("direct get of %d messages in stream %q: %d unanswered: %w", len(seqs), stream, left, ctx.Err())
 		}
 	}
 	for _, m := range got {
