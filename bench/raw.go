@@ -11,6 +11,8 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/jetflow/jetflow/provision"
 )
 
 // Raw operation names, and the sizes they write (a run record and an
@@ -274,7 +276,7 @@ func (rb *rawBench) consumeRound(ctx context.Context, stream, subject string, ms
 		if got.Add(1) == int64(n) {
 			close(done)
 		}
-	}, jetstream.PullMaxMessages(1024), jetstream.PullExpiry(5*time.Second), jetstream.PullHeartbeat(time.Second))
+	}, jetstream.PullMaxMessages(1024), jetstream.PullExpiry(provision.PullExpiry), jetstream.PullHeartbeat(provision.PullHeartbeat))
 	if err != nil {
 		return 0, 0, err
 	}
@@ -327,7 +329,7 @@ func (rb *rawBench) hop(ctx context.Context, msg []byte) (RawOp, error) {
 		at := time.Now()
 		_ = m.Ack()
 		arrived <- at
-	}, jetstream.PullExpiry(5*time.Second), jetstream.PullHeartbeat(time.Second))
+	}, jetstream.PullExpiry(provision.PullExpiry), jetstream.PullHeartbeat(provision.PullHeartbeat))
 	if err != nil {
 		return op, err
 	}

@@ -295,7 +295,7 @@ func (d *Dispatcher) start(ctx context.Context) (lifecycle.Run, error) {
 	} else {
 		cc, err = cons.Consume(d.receive,
 			jetstream.PullMaxMessagesWithBytesLimit(pullBatch(d.cfg), pullBytes(d.js.Conn().MaxPayload())),
-			jetstream.PullExpiry(pullExpiry), jetstream.PullHeartbeat(pullHeartbeat),
+			jetstream.PullExpiry(provision.PullExpiry), jetstream.PullHeartbeat(provision.PullHeartbeat),
 			jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
 				d.log.Warn("dispatcher: consume", slog.Any("error", err))
 			}))

@@ -49,18 +49,6 @@ const (
 // pullBatch is how many inputs one pull asks for.
 func pullBatch(cfg Config) int { return min(cfg.MaxAckPending, max(4*cfg.Concurrency, 2048)) }
 
-// A consumer's pull lasts pullExpiry and the server sends a heartbeat
-// every pullHeartbeat while it waits; two heartbeats missed and nats.go
-// pulls again. nats.go's defaults (30 s and 15 s) left a partition idle
-// for 30 s when the server dropped a waiting pull without a word: seen
-// under a flood of strays terminated in batches (BenchmarkStrayFlood),
-// with the consumer reporting no waiting pull and 1,224 inputs pending
-// while nats.go counted its pull as outstanding.
-const (
-	pullExpiry    = 5 * time.Second
-	pullHeartbeat = time.Second
-)
-
 // pullBytes bounds the bytes one pull buffers: never below two messages
 // of the server's largest, or a large message would stall the consumer.
 func pullBytes(maxPayload int64) int { return int(max(16<<20, 2*maxPayload)) }

@@ -323,7 +323,7 @@ func (ps *partitionSet) consume(cons jetstream.Consumer, name string) (jetstream
 	batch := partitionBatch(d.cfg, ps.partitions)
 	cc, err := cons.Consume(d.receive,
 		jetstream.PullMaxMessagesWithBytesLimit(batch, pullBytes(d.js.Conn().MaxPayload())),
-		jetstream.PullExpiry(pullExpiry), jetstream.PullHeartbeat(pullHeartbeat),
+		jetstream.PullExpiry(provision.PullExpiry), jetstream.PullHeartbeat(provision.PullHeartbeat),
 		jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
 			d.log.Warn("dispatcher: consume", slog.String("consumer", name), slog.Any("error", err))
 		}))

@@ -13,6 +13,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/jetflow/jetflow/provision"
 	"github.com/jetflow/jetflow/wire"
 )
 
@@ -257,7 +258,7 @@ func (a *admitter) refresh() error {
 	if err != nil {
 		return err
 	}
-	cc, err := cons.Consume(a.received, jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
+	cc, err := cons.Consume(a.received, jetstream.PullExpiry(provision.PullExpiry), jetstream.PullHeartbeat(provision.PullHeartbeat), jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
 		a.d.log.Debug("dispatcher: queue view", slog.Any("error", err))
 	}))
 	if err != nil {

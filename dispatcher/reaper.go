@@ -107,7 +107,7 @@ func (d *Dispatcher) bindReaper(ctx context.Context) (jetstream.MessagesContext,
 		if err != nil {
 			return fmt.Errorf("create the reaper consumer: %w", err)
 		}
-		if it, err = cons.Messages(jetstream.PullMaxMessages(1)); err != nil {
+		if it, err = cons.Messages(jetstream.PullMaxMessages(1), jetstream.PullExpiry(provision.PullExpiry), jetstream.PullHeartbeat(provision.PullHeartbeat)); err != nil {
 			return fmt.Errorf("consume bucket fires: %w", err)
 		}
 		return nil

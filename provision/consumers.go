@@ -11,6 +11,19 @@ import (
 	"github.com/jetflow/jetflow/taskconsumer"
 )
 
+// Every long-lived pull of a consumer jetflow made lasts PullExpiry, and
+// the server sends a heartbeat every PullHeartbeat while it waits; two
+// heartbeats missed and nats.go pulls again. nats.go's defaults (30 s and
+// 15 s) left a consumer idle for 30 s whenever the server dropped a
+// waiting pull without a word: seen under a flood of strays terminated in
+// batches (the consumer reported no waiting pull and 1,224 inputs pending
+// while nats.go counted its pull as outstanding), and by an event trigger
+// right after a restart.
+const (
+	PullExpiry    = 5 * time.Second
+	PullHeartbeat = time.Second
+)
+
 // DispatcherConsumerConfig is the durable consumer every dispatcher shares
 // on the input stream: every run input, explicitly acknowledged, never
 // given up on (a dispatcher that cannot step an input hands it back), at

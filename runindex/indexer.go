@@ -239,14 +239,15 @@ func (x *Indexer) consume(ctx context.Context) error {
 		case <-quit:
 			_ = m.Nak() // stopping: another dispatcher takes it
 		}
-	}, jetstream.PullMaxMessages(max(64, 4*x.cfg.Concurrency)), jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
-		if errors.Is(err, jetstream.ErrConsumerDeleted) || errors.Is(err, jetstream.ErrConsumerNotFound) {
-			select {
-			case lost <- err:
-			default:
+	}, jetstream.PullMaxMessages(max(64, 4*x.cfg.Concurrency)),
+		jetstream.PullExpiry(provision.PullExpiry), jetstream.PullHeartbeat(provision.PullHeartbeat), jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
+			if errors.Is(err, jetstream.ErrConsumerDeleted) || errors.Is(err, jetstream.ErrConsumerNotFound) {
+				select {
+				case lost <- err:
+				default:
+				}
 			}
-		}
-	}))
+		}))
 	if err != nil {
 		return fmt.Errorf("runindex: consume %q: %w", n.IndexerConsumer(), err)
 	}

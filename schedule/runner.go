@@ -181,7 +181,7 @@ func (r *Runner) bind(ctx context.Context) (*Store, jetstream.MessagesContext, e
 		if err != nil {
 			return fmt.Errorf("schedule: create consumer %q: %w", r.cfg.Names.ScheduleConsumer(), err)
 		}
-		if it, err = cons.Messages(jetstream.PullMaxMessages(1)); err != nil {
+		if it, err = cons.Messages(jetstream.PullMaxMessages(1), jetstream.PullExpiry(provision.PullExpiry), jetstream.PullHeartbeat(provision.PullHeartbeat)); err != nil {
 			return fmt.Errorf("schedule: consume fires: %w", err)
 		}
 		return nil

@@ -204,7 +204,8 @@ func (r *Runner) consume(ctx context.Context, s *Spec) error {
 		return fmt.Errorf("trigger %s: consumer: %w", s.Name, err)
 	}
 	log := r.log.With(slog.String("trigger", s.Name), slog.String("workflow", s.Workflow))
-	cc, err := cons.Consume(func(m jetstream.Msg) { r.handle(ctx, s, m, log) })
+	cc, err := cons.Consume(func(m jetstream.Msg) { r.handle(ctx, s, m, log) },
+		jetstream.PullExpiry(provision.PullExpiry), jetstream.PullHeartbeat(provision.PullHeartbeat))
 	if err != nil {
 		return fmt.Errorf("trigger %s: consume: %w", s.Name, err)
 	}
