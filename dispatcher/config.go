@@ -176,8 +176,10 @@ type Config struct {
 	// default to the dispatcher's. Default: on, bulk's defaults.
 	Jobs bulk.Config
 
-	// Index configures the run indexer every dispatcher runs (package
-	// runindex); Index.Off turns it off in this process. Its Names,
+	// Index configures the run indexer (package runindex), which a
+	// dispatcher runs while it owns partition 0 of a partitioned
+	// deployment, and always in an unpartitioned one; Index.Off turns it
+	// off in this process. Its Names,
 	// Logger, Clock and OpTimeout default to the dispatcher's. Default:
 	// on, runindex's defaults.
 	Index runindex.Config

@@ -307,7 +307,9 @@ func (d *Dispatcher) start(ctx context.Context) (lifecycle.Run, error) {
 		return nil, fmt.Errorf("dispatcher: consume %q: %w", names.DispatcherConsumer(), err)
 	}
 	d.jobs.Start()
-	d.index.Start()
+	if d.parts == nil || d.cfg.Index.Off {
+		d.index.Start() // partitioned: while this member owns partition 0 (keepIndex)
+	}
 	d.sched.Start()
 	d.adm = d.startAdmission(ctx)
 	return &cycle{d: d, cc: cc, halt: make(chan struct{}), done: make(chan struct{})}, nil
@@ -353,6 +355,7 @@ func (d *Dispatcher) windDown(c *cycle) {
 	d.stopReaper()
 	d.index.Stop()
 	c.cc.Drain()
+	d.index.Stop() // a rebalance under way may have started it again
 	select {
 	case <-c.cc.Closed():
 	case <-c.halt:

@@ -15,6 +15,7 @@ import (
 	"github.com/jetflow/jetflow/kvstore"
 	"github.com/jetflow/jetflow/natstest"
 	"github.com/jetflow/jetflow/provision"
+	"github.com/jetflow/jetflow/runindex"
 	"github.com/jetflow/jetflow/wire"
 )
 
@@ -201,4 +202,82 @@ func silence(t *testing.T, d *Dispatcher) string {
 	}
 	d.js.Conn().Close()
 	return d.parts.self.ID
+}
+
+// One member at a time runs the run indexer, the one that owns partition
+// 0, so that a run's changes meet one process; when it stops, another
+// takes over, and the changes it held are handed back, not left to the
+// indexers' AckWait (five minutes here): the index catches up at once.
+func TestOneMemberIndexesAndHandsOver(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	o := watchOwners(t, b)
+	cfg := Config{PartitionHeartbeat: 500 * time.Millisecond, Index: runindex.Config{AckWait: 5 * time.Minute}}
+	ds := []*Dispatcher{b.dispatcher(t, cfg), b.dispatcher(t, cfg), b.dispatcher(t, cfg)}
+	o.waitBalanced(t, 3)
+	indexer := func() (*Dispatcher, error) {
+		var on []*Dispatcher
+		for _, d := range ds {
+			if d.parts.indexing.Load() {
+				on = append(on, d)
+			}
+		}
+		if len(on) != 1 {
+			return nil, errorf("%d of %d dispatchers index, want 1", len(on), len(ds))
+		}
+		return on[0], nil
+	}
+	var first *Dispatcher
+	natstest.WaitFor(t, time.Minute, "one indexer", func() (err error) { first, err = indexer(); return err })
+
+	const runs = 48
+	for i := range runs {
+		b.start(t, fmt.Sprintf("a%d", i), map[string]any{})
+	}
+	for i := range runs {
+		b.waitStatus(t, fmt.Sprintf("a%d", i), wire.StatusDone, 2*time.Minute)
+	}
+	// More runs, and the indexer stops while their changes settle in it.
+	for i := range runs {
+		b.start(t, fmt.Sprintf("b%d", i), map[string]any{})
+	}
+	for i := range runs {
+		b.waitStatus(t, fmt.Sprintf("b%d", i), wire.StatusDone, 2*time.Minute)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := first.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	ds = slices.DeleteFunc(ds, func(d *Dispatcher) bool { return d == first })
+	o.waitBalanced(t, 2)
+	natstest.WaitFor(t, time.Minute, "another indexer", func() error { _, err := indexer(); return err })
+
+	cons, err := b.js.Consumer(testCtx(t), b.names.KVStream(b.names.RunBucket()), b.names.IndexerConsumer())
+	if err != nil {
+		t.Fatal(err)
+	}
+	natstest.WaitFor(t, time.Minute, "every change indexed", func() error {
+		ci, err := cons.Info(testCtx(t))
+		if err != nil {
+			return err
+		}
+		if ci.NumPending != 0 || ci.NumAckPending != 0 {
+			return errorf("%d pending, %d delivered and not acknowledged", ci.NumPending, ci.NumAckPending)
+		}
+		return nil
+	})
+	for _, p := range []string{"a", "b"} {
+		for i := range runs {
+			run := fmt.Sprintf("%s%d", p, i)
+			m, err := kvstore.DirectLast(testCtx(t), b.js, b.names.IndexStream(), b.names.IndexHead(run))
+			if err != nil {
+				t.Fatalf("run %s: index head: %v", run, err)
+			}
+			var h wire.IndexHead
+			if err := json.Unmarshal(m.Data, &h); err != nil || h.Status != wire.StatusDone {
+				t.Fatalf("run %s: index head %s (%v), want status done", run, m.Data, err)
+			}
+		}
+	}
 }

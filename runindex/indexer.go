@@ -226,10 +226,7 @@ func (x *Indexer) consume(ctx context.Context) error {
 		l := &lane{w: w, in: lanes[i], settle: x.cfg.Settle, clock: x.cfg.Clock}
 		workers.Go(func() { l.run(ctx, quit) })
 	}
-	defer func() {
-		close(quit)
-		workers.Wait()
-	}()
+	defer workers.Wait() // after handBack closed quit
 	lost := make(chan error, 1)
 	cc, err := cons.Consume(func(m jetstream.Msg) {
 		h := fnv.New32a()
@@ -249,14 +246,33 @@ func (x *Indexer) consume(ctx context.Context) error {
 			}
 		}))
 	if err != nil {
+		close(quit)
 		return fmt.Errorf("runindex: consume %q: %w", n.IndexerConsumer(), err)
 	}
-	defer cc.Stop()
+	defer x.handBack(cc, quit)
 	select {
 	case <-ctx.Done():
 		return ctx.Err()
 	case err := <-lost:
 		return fmt.Errorf("%w: %q: %w", errConsumerGone, n.IndexerConsumer(), err)
+	}
+}
+
+// handBack ends consuming and hands back what the client had pulled and
+// not yet delivered: the lanes stop (quit), the buffered changes reach
+// the callback and are nakked, so another dispatcher's indexer takes them
+// at once instead of after AckWait, which matters where one member at a
+// time indexes (dispatcher's keepIndex). A drain that does not end within
+// OpTimeout (the server unreachable) is stopped.
+func (x *Indexer) handBack(cc jetstream.ConsumeContext, quit chan struct{}) {
+	close(quit)
+	cc.Drain()
+	t := x.cfg.Clock.NewTimer(x.cfg.OpTimeout)
+	defer t.Stop()
+	select {
+	case <-cc.Closed():
+	case <-t.C():
+		cc.Stop()
 	}
 }
 
