@@ -71,6 +71,11 @@ type Setup struct {
 	// Durability is how the servers sync their stores. Default: the
 	// server's default (an fsync every two minutes).
 	Durability Durability
+	// Round numbers a setup measured again, interleaved with the others
+	// of its round, so that the scale targets compare d=1 with d=2 and
+	// d=4 round by round (their median); 0 for a setup measured once.
+	// A setup of a round after the first measures no handover.
+	Round int
 }
 
 // Name is the setup as the report shows it, e.g. "processes d=2 w=1".
@@ -81,6 +86,9 @@ func (s Setup) Name() string {
 	}
 	if s.Durability != (Durability{}) {
 		name += " " + s.Durability.String()
+	}
+	if s.Round > 0 {
+		name += fmt.Sprintf(" #%d", s.Round)
 	}
 	return name
 }

@@ -59,6 +59,8 @@ type SetupReport struct {
 	// Durability is how the servers synced their stores: "" for the
 	// default, "fsync", or "sync-interval=D".
 	Durability string `json:"durability,omitempty"`
+	// Round is Setup.Round: 0 for a setup measured once.
+	Round int `json:"round,omitempty"`
 	// Load is the load average when the setup started.
 	Load      [3]float64       `json:"load"`
 	Raw       []RawOp          `json:"raw"`

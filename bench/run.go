@@ -60,7 +60,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 // runSetup deploys s, measures raw JetStream on its server, then each of
 // its scenarios, and tears it down.
 func runSetup(ctx context.Context, cfg Config, s Setup, dir string) (rep SetupReport, err error) {
-	rep = SetupReport{Setup: s.Name(), Mode: s.Mode, Dispatchers: s.Dispatchers, Workers: s.Workers, Load: loadAverage()}
+	rep = SetupReport{Setup: s.Name(), Mode: s.Mode, Dispatchers: s.Dispatchers, Workers: s.Workers, Round: s.Round, Load: loadAverage()}
 	if s.Durability != (Durability{}) {
 		rep.Durability = s.Durability.String()
 	}
@@ -104,7 +104,7 @@ func runSetup(ctx context.Context, cfg Config, s Setup, dir string) (rep SetupRe
 		}
 		rep.Scenarios = append(rep.Scenarios, sr)
 	}
-	if s.Mode == Processes && s.Dispatchers >= 2 {
+	if s.Mode == Processes && s.Dispatchers >= 2 && s.Round <= 1 {
 		if rep.Handover, err = r.handover(ctx); err != nil {
 			return rep, err
 		}

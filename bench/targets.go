@@ -1,6 +1,10 @@
 package bench
 
-import "fmt"
+import (
+	"fmt"
+	"slices"
+	"strings"
+)
 
 // The targets for this class of machine (2 cores, one embedded
 // server, one replica, file storage).
@@ -31,9 +35,9 @@ const (
 	targetDBOSFsynced = 2008
 )
 
-// scaleScenarios are the scenarios whose CPU per run must stay flat
+// ScaleScenarios are the scenarios whose CPU per run must stay flat
 // across dispatcher processes.
-var scaleScenarios = []Scenario{OneTask, FanOut, Event}
+var ScaleScenarios = []Scenario{OneTask, FanOut, Event}
 
 // find returns the first setup report matching pred that measured sc.
 func (r *Report) find(sc Scenario, pred func(SetupReport) bool) (*SetupReport, *ScenarioReport) {
@@ -51,10 +55,75 @@ func (r *Report) find(sc Scenario, pred func(SetupReport) bool) (*SetupReport, *
 	return nil, nil
 }
 
+// isMode matches the setups of mode m (and of that many dispatchers,
+// unless 0) with the default sync, in their first round.
 func isMode(m Mode, dispatchers int) func(SetupReport) bool {
 	return func(s SetupReport) bool {
-		return s.Mode == m && (dispatchers == 0 || s.Dispatchers == dispatchers) && s.Durability == ""
+		return s.Mode == m && (dispatchers == 0 || s.Dispatchers == dispatchers) && s.Durability == "" && s.Round <= 1
 	}
+}
+
+// pair is a scenario measured with one dispatcher process and with more,
+// in the same round.
+type pair struct{ one, more *ScenarioReport }
+
+// pairs returns sc measured at d=1 and at d=n, round by round in the
+// order the rounds ran: one pair when the processes setups ran once.
+func (r *Report) pairs(sc Scenario, n int) []pair {
+	byRound := map[int]*pair{}
+	var order []int
+	for i := range r.Setups {
+		s := &r.Setups[i]
+		if s.Mode != Processes || s.Durability != "" || (s.Dispatchers != 1 && s.Dispatchers != n) {
+			continue
+		}
+		for j := range s.Scenarios {
+			if s.Scenarios[j].Scenario != sc {
+				continue
+			}
+			p := byRound[s.Round]
+			if p == nil {
+				p = &pair{}
+				byRound[s.Round] = p
+				order = append(order, s.Round)
+			}
+			if s.Dispatchers == 1 && p.one == nil {
+				p.one = &s.Scenarios[j]
+			} else if s.Dispatchers == n && p.more == nil {
+				p.more = &s.Scenarios[j]
+			}
+		}
+	}
+	var out []pair
+	for _, rd := range order {
+		if p := byRound[rd]; p.one != nil && p.more != nil {
+			out = append(out, *p)
+		}
+	}
+	return out
+}
+
+// median is the middle of xs (the mean of the two middle ones for an even
+// count); xs is sorted in place.
+func median(xs []float64) float64 {
+	slices.Sort(xs)
+	n := len(xs)
+	if n%2 == 1 {
+		return xs[n/2]
+	}
+	return (xs[n/2-1] + xs[n/2]) / 2
+}
+
+// overRounds says how ratios measured round by round came out: the
+// median the target is judged by and each round's ratio in the order
+// they ran.
+func overRounds(ratios []float64) (float64, string) {
+	each := make([]string, len(ratios))
+	for i, x := range ratios {
+		each[i] = fmt.Sprintf("×%.2f", x)
+	}
+	med := median(slices.Clone(ratios))
+	return med, fmt.Sprintf("median ×%.2f of %d interleaved rounds (%s)", med, len(ratios), strings.Join(each, ", "))
 }
 
 // isDurable matches the setups of mode m whose servers synced as
@@ -110,35 +179,54 @@ func evaluate(r *Report) []Target {
 	// Every scenario measured with one and with two dispatcher processes.
 	compared := false
 	for _, sc := range AllScenarios {
-		_, one := r.find(sc, isMode(Processes, 1))
-		_, two := r.find(sc, isMode(Processes, 2))
-		if one == nil || two == nil || one.Parked != nil {
+		ps := r.pairs(sc, 2)
+		if len(ps) == 0 || ps[0].one.Parked != nil {
 			continue
 		}
 		compared = true
+		one, two := ps[0].one, ps[0].more
 		ratio := two.RunsPerSec / one.RunsPerSec
+		measured := fmt.Sprintf("d=1 %.0f, d=2 %.0f runs/s (×%.2f; CAS conflicts %.2f, redeliveries %.2f per run at d=2)", one.RunsPerSec, two.RunsPerSec, ratio, two.Conflicts, two.Redeliveries)
+		if len(ps) > 1 {
+			ratios := make([]float64, len(ps))
+			for i, p := range ps {
+				ratios[i] = p.more.RunsPerSec / p.one.RunsPerSec
+			}
+			var rounds string
+			ratio, rounds = overRounds(ratios)
+			measured = rounds + "; first round " + measured
+		}
 		add(fmt.Sprintf("a second dispatcher process does not lower %s throughput", sc), fmt.Sprintf("d=2 ≥ d=1 (within %.0f%%)", 100*(1-targetScaleTolerance)),
-			fmt.Sprintf("d=1 %.0f, d=2 %.0f runs/s (×%.2f; CAS conflicts %.2f, redeliveries %.2f per run at d=2)", one.RunsPerSec, two.RunsPerSec, ratio, two.Conflicts, two.Redeliveries),
-			ratio >= targetScaleTolerance)
+			measured, ratio >= targetScaleTolerance)
 	}
 	if !compared {
 		missing("a second dispatcher process does not lower throughput", "d=2 ≥ d=1", "--modes processes --dispatchers 1,2")
 	}
 	// Partitioned inputs: CPU per run flat from d=1 to d=2 and d=4, and a
 	// fan-out's results no longer racing on one record.
-	for _, sc := range scaleScenarios {
-		_, one := r.find(sc, isMode(Processes, 1))
+	for _, sc := range ScaleScenarios {
 		for _, d := range []int{2, 4} {
 			name := fmt.Sprintf("%s CPU per run at d=%d within 5%% of d=1", sc, d)
 			want := fmt.Sprintf("≤ ×%.2f", targetCPUFlat)
-			_, more := r.find(sc, isMode(Processes, d))
-			if one == nil || more == nil || one.CPUPerRunMS == 0 {
+			ps := slices.DeleteFunc(r.pairs(sc, d), func(p pair) bool { return p.one.CPUPerRunMS == 0 })
+			if len(ps) == 0 {
 				missing(name, want, fmt.Sprintf("--modes processes --dispatchers 1,%d --scenarios %s", d, sc))
 				continue
 			}
+			one, more := ps[0].one, ps[0].more
 			ratio := more.CPUPerRunMS / one.CPUPerRunMS
-			add(name, want, fmt.Sprintf("d=1 %.3f ms, d=%d %.3f ms (×%.2f; dispatchers' share %.3f → %.3f ms)",
-				one.CPUPerRunMS, d, more.CPUPerRunMS, ratio, one.CPUByRole[roleDispatcher], more.CPUByRole[roleDispatcher]), ratio <= targetCPUFlat)
+			measured := fmt.Sprintf("d=1 %.3f ms, d=%d %.3f ms (×%.2f; dispatchers' share %.3f → %.3f ms)",
+				one.CPUPerRunMS, d, more.CPUPerRunMS, ratio, one.CPUByRole[roleDispatcher], more.CPUByRole[roleDispatcher])
+			if len(ps) > 1 {
+				ratios := make([]float64, len(ps))
+				for i, p := range ps {
+					ratios[i] = p.more.CPUPerRunMS / p.one.CPUPerRunMS
+				}
+				var rounds string
+				ratio, rounds = overRounds(ratios)
+				measured = rounds + "; first round " + measured
+			}
+			add(name, want, measured, ratio <= targetCPUFlat)
 		}
 	}
 	for _, d := range []int{2, 4} {

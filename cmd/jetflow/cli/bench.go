@@ -27,7 +27,7 @@ const (
 type benchFlags struct {
 	modes, dispatchers, scenarios string
 	durability                    string
-	workers                       int
+	workers, rounds               int
 	cfg                           bench.Config
 	jsonOut, doc, profile, from   string
 	quiet, checkTargets           bool
@@ -66,6 +66,12 @@ one process like the other one-process targets, and the console reads the
 run bucket, not the dispatchers. Name them in --scenarios to run them on
 every setup.
 
+--rounds N measures the processes setups N times, one round after another
+(d=1, d=2, d=4, then again), the later rounds one-task, fan-out and event
+only and without the handover: the targets that compare dispatcher counts
+are judged by the median of their round-by-round ratios, which one pair of
+phases on a shared machine cannot settle within 5%.
+
 The markdown report goes to stdout, progress to stderr. --short runs tiny
 counts in seconds and fails unless every scenario completed and the report
 is complete.`,
@@ -81,6 +87,7 @@ is complete.`,
 	fl.StringVar(&f.dispatchers, "dispatchers", "1,2,4", "dispatcher processes of each processes setup")
 	fl.StringVar(&f.durability, "durability", "default,fsync", "how the servers sync their stores, comma-separated: default (every 2m), fsync (every write, as serve --fsync), or an fsync interval such as 100ms (serve --sync-interval); each one but default adds one setup per mode, one-task only unless --scenarios")
 	fl.IntVar(&f.workers, "workers", 1, "worker processes of the processes and cluster setups")
+	fl.IntVar(&f.rounds, "rounds", 1, "measure the processes setups this many times, interleaved, and judge the targets that compare dispatcher counts by the median of the rounds")
 	fl.StringVar(&f.scenarios, "scenarios", "", "scenarios for every setup, comma-separated (one-task, fan-out, event, loop-10, parked, timers, console-index, large-payload; all); default per setup, see above")
 	fl.IntVar(&f.cfg.Runs, "runs", 0, "cap on the runs of each saturation phase (default 50000)")
 	fl.DurationVar(&f.cfg.Duration, "duration", 0, "cap on each saturation phase (default 10s)")
@@ -261,7 +268,44 @@ func benchSetups(f *benchFlags) ([]bench.Setup, error) {
 			}
 		}
 	}
+	if f.rounds < 1 {
+		return nil, fmt.Errorf("--rounds: %d is not a positive number", f.rounds)
+	}
+	if f.rounds > 1 {
+		var err error
+		if setups, err = repeatRounds(setups, f.rounds); err != nil {
+			return nil, err
+		}
+	}
 	return append(setups, durable...), nil
+}
+
+// repeatRounds numbers the processes setups as round 1 and appends rounds
+// 2 to n of them, in the same order, each measuring the scenarios the scale
+// targets compare.
+func repeatRounds(setups []bench.Setup, n int) ([]bench.Setup, error) {
+	var first []bench.Setup
+	for i := range setups {
+		if setups[i].Mode == bench.Processes {
+			setups[i].Round = 1
+			first = append(first, setups[i])
+		}
+	}
+	if len(first) == 0 {
+		return nil, fmt.Errorf("--rounds: %d rounds of no processes setup (add processes to --modes, with the default in --durability)", n)
+	}
+	for r := 2; r <= n; r++ {
+		for _, s := range first {
+			s.Round = r
+			s.Scenarios = slices.DeleteFunc(slices.Clone(s.Scenarios), func(sc bench.Scenario) bool {
+				return !slices.Contains(bench.ScaleScenarios, sc)
+			})
+			if len(s.Scenarios) > 0 {
+				setups = append(setups, s)
+			}
+		}
+	}
+	return setups, nil
 }
 
 // commandLine is how the report says it was produced.
