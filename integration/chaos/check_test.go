@@ -213,6 +213,7 @@ func (h *harness) check(ctx context.Context, d *driver, runsCtx context.Context,
 		res.stranded[id] = true
 		res.problem("run %s: %s", id, why)
 	}
+	h.checkIndex(ctx, res, runs)
 	h.checkEnd(ctx, res)
 	for _, group := range [][]*proc{h.nodeProcs(), h.dispatchers, h.workers} {
 		for _, p := range group {
