@@ -114,16 +114,22 @@ func median(xs []float64) float64 {
 	return (xs[n/2-1] + xs[n/2]) / 2
 }
 
-// overRounds says how ratios measured round by round came out: the
-// median the target is judged by and each round's ratio in the order
-// they ran.
-func overRounds(ratios []float64) (float64, string) {
-	each := make([]string, len(ratios))
-	for i, x := range ratios {
-		each[i] = fmt.Sprintf("×%.2f", x)
+// judge is the ratio (d=n ÷ d=1 of what of reads) a scale target is
+// judged by, and its measured text: with one pair, its ratio and first
+// (the pair's figures); over rounds, their median, each round's ratio in
+// the order they ran, then first for the first round.
+func judge(ps []pair, of func(*ScenarioReport) float64, first string) (float64, string) {
+	ratios := make([]float64, len(ps))
+	each := make([]string, len(ps))
+	for i, p := range ps {
+		ratios[i] = of(p.more) / of(p.one)
+		each[i] = fmt.Sprintf("×%.2f", ratios[i])
 	}
-	med := median(slices.Clone(ratios))
-	return med, fmt.Sprintf("median ×%.2f of %d interleaved rounds (%s)", med, len(ratios), strings.Join(each, ", "))
+	if len(ps) == 1 {
+		return ratios[0], first
+	}
+	med := median(ratios)
+	return med, fmt.Sprintf("median ×%.2f of %d interleaved rounds (%s); first round %s", med, len(ps), strings.Join(each, ", "), first)
 }
 
 // isDurable matches the setups of mode m whose servers synced as
@@ -185,17 +191,8 @@ func evaluate(r *Report) []Target {
 		}
 		compared = true
 		one, two := ps[0].one, ps[0].more
-		ratio := two.RunsPerSec / one.RunsPerSec
-		measured := fmt.Sprintf("d=1 %.0f, d=2 %.0f runs/s (×%.2f; CAS conflicts %.2f, redeliveries %.2f per run at d=2)", one.RunsPerSec, two.RunsPerSec, ratio, two.Conflicts, two.Redeliveries)
-		if len(ps) > 1 {
-			ratios := make([]float64, len(ps))
-			for i, p := range ps {
-				ratios[i] = p.more.RunsPerSec / p.one.RunsPerSec
-			}
-			var rounds string
-			ratio, rounds = overRounds(ratios)
-			measured = rounds + "; first round " + measured
-		}
+		ratio, measured := judge(ps, func(s *ScenarioReport) float64 { return s.RunsPerSec },
+			fmt.Sprintf("d=1 %.0f, d=2 %.0f runs/s (×%.2f; CAS conflicts %.2f, redeliveries %.2f per run at d=2)", one.RunsPerSec, two.RunsPerSec, two.RunsPerSec/one.RunsPerSec, two.Conflicts, two.Redeliveries))
 		add(fmt.Sprintf("a second dispatcher process does not lower %s throughput", sc), fmt.Sprintf("d=2 ≥ d=1 (within %.0f%%)", 100*(1-targetScaleTolerance)),
 			measured, ratio >= targetScaleTolerance)
 	}
@@ -214,18 +211,9 @@ func evaluate(r *Report) []Target {
 				continue
 			}
 			one, more := ps[0].one, ps[0].more
-			ratio := more.CPUPerRunMS / one.CPUPerRunMS
-			measured := fmt.Sprintf("d=1 %.3f ms, d=%d %.3f ms (×%.2f; dispatchers' share %.3f → %.3f ms)",
-				one.CPUPerRunMS, d, more.CPUPerRunMS, ratio, one.CPUByRole[roleDispatcher], more.CPUByRole[roleDispatcher])
-			if len(ps) > 1 {
-				ratios := make([]float64, len(ps))
-				for i, p := range ps {
-					ratios[i] = p.more.CPUPerRunMS / p.one.CPUPerRunMS
-				}
-				var rounds string
-				ratio, rounds = overRounds(ratios)
-				measured = rounds + "; first round " + measured
-			}
+			ratio, measured := judge(ps, func(s *ScenarioReport) float64 { return s.CPUPerRunMS },
+				fmt.Sprintf("d=1 %.3f ms, d=%d %.3f ms (×%.2f; dispatchers' share %.3f → %.3f ms)",
+					one.CPUPerRunMS, d, more.CPUPerRunMS, more.CPUPerRunMS/one.CPUPerRunMS, one.CPUByRole[roleDispatcher], more.CPUByRole[roleDispatcher]))
 			add(name, want, measured, ratio <= targetCPUFlat)
 		}
 	}
