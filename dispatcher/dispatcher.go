@@ -93,8 +93,11 @@ type Dispatcher struct {
 
 	// jobs carries out bulk jobs beside the steps (package bulk).
 	jobs *bulk.Runner
-	// index keeps the run index beside the steps (package runindex).
-	index *runindex.Indexer
+	// index keeps the run index beside the steps (package runindex);
+	// indexOn says it runs (runIndex), under indexMu.
+	index   *runindex.Indexer
+	indexMu sync.Mutex
+	indexOn bool
 	// sched starts the runs of schedule fires (package schedule).
 	sched *schedule.Runner
 }
@@ -307,8 +310,11 @@ func (d *Dispatcher) start(ctx context.Context) (lifecycle.Run, error) {
 		return nil, fmt.Errorf("dispatcher: consume %q: %w", names.DispatcherConsumer(), err)
 	}
 	d.jobs.Start()
-	if d.parts == nil || d.cfg.Index.Off {
-		d.index.Start() // partitioned: while this member owns partition 0 (keepIndex)
+	switch {
+	case d.cfg.Index.Off:
+		d.index.Start() // leaves the off mark
+	case d.parts == nil:
+		d.runIndex(true) // partitioned: while this member owns partition 0 (keepIndex)
 	}
 	d.sched.Start()
 	d.adm = d.startAdmission(ctx)
@@ -353,9 +359,9 @@ func (d *Dispatcher) windDown(c *cycle) {
 	d.jobs.Stop()
 	d.sched.Stop()
 	d.stopReaper()
-	d.index.Stop()
+	d.runIndex(false)
 	c.cc.Drain()
-	d.index.Stop() // a rebalance under way may have started it again
+	d.runIndex(false) // a rebalance under way may have started it again
 	select {
 	case <-c.cc.Closed():
 	case <-c.halt:
@@ -384,6 +390,32 @@ func (d *Dispatcher) windDown(c *cycle) {
 	// Every queue is drained: nothing is left for the step goroutines.
 	d.stopSteps()
 	d.unwatch()
+}
+
+// runIndex starts (on) or stops the run indexer, counted in the
+// indexers gauge, and reports whether that changed anything.
+func (d *Dispatcher) runIndex(on bool) bool {
+	d.indexMu.Lock()
+	defer d.indexMu.Unlock()
+	if on == d.indexOn {
+		return false
+	}
+	d.indexOn = on
+	if on {
+		d.index.Start()
+		d.m.indexers.Inc()
+	} else {
+		d.index.Stop() // hands back what it holds (runindex.Indexer.Stop)
+		d.m.indexers.Dec()
+	}
+	return true
+}
+
+// indexing says whether this dispatcher runs the run indexer.
+func (d *Dispatcher) indexing() bool {
+	d.indexMu.Lock()
+	defer d.indexMu.Unlock()
+	return d.indexOn
 }
 
 // loader resolves a workflow name and revision ("" = latest) to a

@@ -41,6 +41,8 @@ type metrics struct {
 	// strayBatched counts inputs for no run that a batched judgement of
 	// the stray lane terminated (strays.go).
 	strayBatched prometheus.Counter
+	// indexers is how many run indexers the process runs (runIndex).
+	indexers prometheus.Gauge
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -82,6 +84,10 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Namespace: "jetflow", Subsystem: "dispatcher", Name: "strays_batch_terminated_total",
 			Help: "Inputs for no run terminated by a batched judgement of the stray lane (also counted in messages_total).",
 		}),
+		indexers: prometheus.NewGauge(prometheus.GaugeOpts{
+			Namespace: "jetflow", Subsystem: "dispatcher", Name: "run_indexers",
+			Help: "Run indexers this process runs: 1 on the dispatcher that owns partition 0 (every dispatcher of an unpartitioned deployment), 0 elsewhere.",
+		}),
 	}
 	if reg == nil {
 		return m, nil
@@ -96,6 +102,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	m.removed = register(reg, m.removed, &err)
 	m.removalFailures = register(reg, m.removalFailures, &err)
 	m.strayBatched = register(reg, m.strayBatched, &err)
+	m.indexers = register(reg, m.indexers, &err)
 	return m, err
 }
 

@@ -11,7 +11,6 @@ import (
 	"os"
 	"slices"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -68,8 +67,6 @@ type partitionSet struct {
 	ending  bool
 
 	gen uint64 // counts the changes of held
-
-	indexing atomic.Bool // this member runs the run indexer (keepIndex); only run sets it
 
 	wake   chan struct{} // a member joined or left
 	quit   chan struct{} // Drain or Stop
@@ -319,16 +316,9 @@ func (ps *partitionSet) rebalance() {
 // is killed leaves the index behind by the heartbeats that drop it, and
 // the changes it held come back after the consumer's AckWait.
 func (ps *partitionSet) keepIndex(own bool) {
-	if own == ps.indexing.Load() || ps.d.cfg.Index.Off {
-		return
+	if !ps.d.cfg.Index.Off && ps.d.runIndex(own) {
+		ps.d.log.Info("dispatcher: run indexer", slog.Bool("running", own), slog.String("member", ps.self.ID))
 	}
-	ps.indexing.Store(own)
-	if own {
-		ps.d.index.Start()
-	} else {
-		ps.d.index.Stop() // hands back what it holds (runindex.Indexer.Stop)
-	}
-	ps.d.log.Info("dispatcher: run indexer", slog.Bool("running", own), slog.String("member", ps.self.ID))
 }
 
 // take starts consuming partition p; mu is held.

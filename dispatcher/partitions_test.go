@@ -218,7 +218,7 @@ func TestOneMemberIndexesAndHandsOver(t *testing.T) {
 	indexer := func() (*Dispatcher, error) {
 		var on []*Dispatcher
 		for _, d := range ds {
-			if d.parts.indexing.Load() {
+			if d.indexing() {
 				on = append(on, d)
 			}
 		}
@@ -229,6 +229,15 @@ func TestOneMemberIndexesAndHandsOver(t *testing.T) {
 	}
 	var first *Dispatcher
 	natstest.WaitFor(t, time.Minute, "one indexer", func() (err error) { first, err = indexer(); return err })
+	for _, d := range ds {
+		want := 0.0
+		if d == first {
+			want = 1
+		}
+		if got := testutil.ToFloat64(d.m.indexers); got != want {
+			t.Errorf("run_indexers of a dispatcher that indexes=%v: %v, want %v", d == first, got, want)
+		}
+	}
 
 	const runs = 48
 	for i := range runs {
