@@ -170,7 +170,9 @@ func (q *indexQuery) byStart(ctx context.Context, after *cursor, limit int) ([]h
 // byID returns the limit+1 runs (all when limit is 0) first by run id
 // after the cursor: it reads every entry of the filter (all).
 func (q *indexQuery) byID(ctx context.Context, after *cursor, limit int) ([]hit, error) {
-	s, err := q.c.js.Stream(ctx, q.c.names.IndexStream())
+	rctx, cancel := readCtx(ctx)
+	s, err := q.c.js.Stream(rctx, q.c.names.IndexStream())
+	cancel()
 	if errors.Is(err, jetstream.ErrStreamNotFound) {
 		return nil, fmt.Errorf("%w: stream %q does not exist (provision the deployment again: jetflow serve --provision)", ErrNoIndex, q.c.names.IndexStream())
 	}
@@ -184,6 +186,8 @@ func (q *indexQuery) byID(ctx context.Context, after *cursor, limit int) ([]hit,
 
 // lastInput is the input stream's last sequence: no run started later.
 func (c *Client) lastInput(ctx context.Context) (uint64, error) {
+	ctx, cancel := readCtx(ctx)
+	defer cancel()
 	s, err := c.js.Stream(ctx, c.names.InputStream())
 	if err != nil {
 		return 0, fmt.Errorf("client: list runs: read stream %q: %w", c.names.InputStream(), err)
@@ -398,6 +402,8 @@ func (q *indexQuery) rest(ctx context.Context, subs []string, hi uint64, keep fu
 // matches, from one stream info request: the server answers it from its
 // subject index, in memory. More than most is kvstore.ErrTooManyResults.
 func (c *Client) indexSubjects(ctx context.Context, filter string, most int) ([]string, error) {
+	ctx, cancel := readCtx(ctx)
+	defer cancel()
 	counts, _, err := kvstore.SubjectCounts(ctx, c.js, c.names.IndexStream(), filter, most)
 	if err != nil {
 		return nil, fmt.Errorf("client: list runs: %w", err)
@@ -664,12 +670,16 @@ const DefaultIndexWait = 2 * time.Second
 // bucket's last revision when it was called: no entry names a later one.
 func (c *Client) catchUp(ctx context.Context, wait time.Duration) (uint64, uint64, error) {
 	n := c.names
-	runs, err := c.js.Stream(ctx, n.KVStream(n.RunBucket()))
+	rctx, cancel := readCtx(ctx)
+	runs, err := c.js.Stream(rctx, n.KVStream(n.RunBucket()))
+	cancel()
 	if err != nil {
 		return 0, 0, fmt.Errorf("client: list runs: read stream %q: %w", n.KVStream(n.RunBucket()), err)
 	}
 	target := runs.CachedInfo().State.LastSeq
-	cons, err := c.js.Consumer(ctx, n.KVStream(n.RunBucket()), n.IndexerConsumer())
+	rctx, cancel = readCtx(ctx)
+	cons, err := c.js.Consumer(rctx, n.KVStream(n.RunBucket()), n.IndexerConsumer())
+	cancel()
 	if errors.Is(err, jetstream.ErrConsumerNotFound) {
 		return runs.CachedInfo().State.Msgs, target, nil // no dispatcher has indexed anything yet
 	}
@@ -695,10 +705,21 @@ func (c *Client) catchUp(ctx context.Context, wait time.Duration) (uint64, uint6
 		case <-t.C:
 		}
 		pause = min(2*pause, 100*time.Millisecond)
-		if info, err = cons.Info(ctx); err != nil {
+		rctx, cancel := readCtx(ctx)
+		info, err = cons.Info(rctx)
+		cancel()
+		if err != nil {
 			return behind, target, nil
 		}
 	}
+}
+
+// readCtx bounds one JetStream API request of a listing by
+// waitReadTimeout: a request nobody answers (an R3 consumer or stream
+// between leaders, a reply lost to a reconnect) held a listing until its
+// caller's context ended, three minutes in TestIndexOnAClusterOfThree.
+func readCtx(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, waitReadTimeout)
 }
 
 // ErrIndexOff is wrapped when the deployment's dispatchers keep no run
