@@ -179,9 +179,8 @@ type Config struct {
 	// Index configures the run indexer (package runindex), which a
 	// dispatcher runs while it owns partition 0 of a partitioned
 	// deployment, and always in an unpartitioned one; Index.Off turns it
-	// off in this process. Its Names,
-	// Logger, Clock and OpTimeout default to the dispatcher's. Default:
-	// on, runindex's defaults.
+	// off in this process. Its Names, Logger, Clock and OpTimeout default
+	// to the dispatcher's. Default: on, runindex's defaults.
 	Index runindex.Config
 
 	// Schedules configures the schedule runner every dispatcher runs

@@ -359,9 +359,10 @@ func (d *Dispatcher) windDown(c *cycle) {
 	d.jobs.Stop()
 	d.sched.Stop()
 	d.stopReaper()
-	d.runIndex(false)
 	c.cc.Drain()
-	d.runIndex(false) // a rebalance under way may have started it again
+	// After the drain: a partition set's drain waits out its rebalances,
+	// one of which may have started the indexer.
+	d.runIndex(false)
 	select {
 	case <-c.cc.Closed():
 	case <-c.halt:
@@ -393,11 +394,12 @@ func (d *Dispatcher) windDown(c *cycle) {
 }
 
 // runIndex starts (on) or stops the run indexer, counted in the
-// indexers gauge, and reports whether that changed anything.
+// indexers gauge, and reports whether that changed anything. An indexer
+// that is off is never run (start left its off mark).
 func (d *Dispatcher) runIndex(on bool) bool {
 	d.indexMu.Lock()
 	defer d.indexMu.Unlock()
-	if on == d.indexOn {
+	if on == d.indexOn || d.cfg.Index.Off {
 		return false
 	}
 	d.indexOn = on
@@ -409,13 +411,6 @@ func (d *Dispatcher) runIndex(on bool) bool {
 		d.m.indexers.Dec()
 	}
 	return true
-}
-
-// indexing says whether this dispatcher runs the run indexer.
-func (d *Dispatcher) indexing() bool {
-	d.indexMu.Lock()
-	defer d.indexMu.Unlock()
-	return d.indexOn
 }
 
 // loader resolves a workflow name and revision ("" = latest) to a

@@ -316,7 +316,7 @@ func (ps *partitionSet) rebalance() {
 // is killed leaves the index behind by the heartbeats that drop it, and
 // the changes it held come back after the consumer's AckWait.
 func (ps *partitionSet) keepIndex(own bool) {
-	if !ps.d.cfg.Index.Off && ps.d.runIndex(own) {
+	if ps.d.runIndex(own) {
 		ps.d.log.Info("dispatcher: run indexer", slog.Bool("running", own), slog.String("member", ps.self.ID))
 	}
 }

@@ -218,7 +218,7 @@ func TestOneMemberIndexesAndHandsOver(t *testing.T) {
 	indexer := func() (*Dispatcher, error) {
 		var on []*Dispatcher
 		for _, d := range ds {
-			if d.indexing() {
+			if testutil.ToFloat64(d.m.indexers) == 1 {
 				on = append(on, d)
 			}
 		}

@@ -26,11 +26,7 @@ const indexCatchUp = 2 * time.Minute
 func (h *harness) checkIndex(ctx context.Context, res *results, runs []*runLog) {
 	n := h.names
 	err := waitFor(ctx, indexCatchUp, func(ctx context.Context) error {
-		cons, err := h.f.JS.Consumer(ctx, n.KVStream(n.RunBucket()), n.IndexerConsumer())
-		if err != nil {
-			return err
-		}
-		ci, err := cons.Info(ctx)
+		ci, err := h.consumerInfo(ctx, [2]string{n.KVStream(n.RunBucket()), n.IndexerConsumer()})
 		if err != nil {
 			return err
 		}
