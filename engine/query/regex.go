@@ -2,6 +2,7 @@ package query
 
 import (
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"unicode/utf8"
@@ -35,7 +36,8 @@ func (c *regexCache) get(p string) *regexp.Regexp {
 
 // compileIRegexp validates an RFC 9485 I-Regexp and translates it to Go
 // syntax: '.' excludes CR and LF, unescaped '^' and '$' stay anchors (as
-// in the reference and RFC 9485 §5.3), and only the I-Regexp escapes exist. nil means the pattern is not valid.
+// in the reference and RFC 9485 §5.3), and only the I-Regexp escapes
+// exist. nil means the pattern is not valid.
 func compileIRegexp(p string, full bool) *regexp.Regexp {
 	t := iregexp{src: p}
 	var b strings.Builder
@@ -86,6 +88,7 @@ func (t *iregexp) alternation(b *strings.Builder, depth int) bool {
 }
 
 func (t *iregexp) piece(b *strings.Builder, depth int) bool {
+	atom := b.Len()
 	c := t.peek()
 	switch c {
 	case '(':
@@ -110,9 +113,16 @@ func (t *iregexp) piece(b *strings.Builder, depth int) bool {
 	case '*', '+', '?', '{', '}', ']', ')', '|':
 		return false
 	case '^', '$':
-		// anchors, as the RFC's own ECMAScript/RE2 conversions leave them
+		// anchors, as the RFC's own ECMAScript/RE2 conversions leave them;
+		// an anchor has nothing to repeat, which the reference's
+		// ECMAScript refuses ('^*', '$+', '^{1,3}')
 		t.pos++
 		b.WriteByte(c)
+		switch t.peek() {
+		case '*', '+', '?', '{':
+			return false
+		}
+		return true
 	default:
 		r, n := utf8.DecodeRuneInString(t.src[t.pos:])
 		if r == utf8.RuneError && n <= 1 {
@@ -121,31 +131,92 @@ func (t *iregexp) piece(b *strings.Builder, depth int) bool {
 		t.pos += n
 		b.WriteString(regexp.QuoteMeta(string(r)))
 	}
-	return t.quantifier(b)
+	return t.quantifier(b, atom)
 }
 
-func (t *iregexp) quantifier(b *strings.Builder) bool {
+// quantifier reads a piece's quantifier, the piece's atom written to b
+// from atom on.
+func (t *iregexp) quantifier(b *strings.Builder, atom int) bool {
 	switch c := t.peek(); c {
 	case '*', '+', '?':
 		t.pos++
 		b.WriteByte(c)
 	case '{':
-		start := t.pos
 		t.pos++
-		if !t.digits() {
+		lo, ok := t.count()
+		if !ok {
 			return false
 		}
+		hi := lo
 		if t.peek() == ',' {
 			t.pos++
-			if t.peek() != '}' && !t.digits() {
-				return false
+			hi = -1
+			if t.peek() != '}' {
+				if hi, ok = t.count(); !ok {
+					return false
+				}
 			}
 		}
 		if t.peek() != '}' {
 			return false
 		}
 		t.pos++
-		b.WriteString(t.src[start:t.pos])
+		return repeat(b, atom, lo, hi)
+	}
+	return true
+}
+
+// count reads a repeat count.
+func (t *iregexp) count() (int, bool) {
+	s := t.pos
+	if !t.digits() {
+		return 0, false
+	}
+	n, err := strconv.Atoi(t.src[s:t.pos])
+	if err != nil || n > maxRepeat {
+		n = maxRepeat + 1 // refused by repeat
+	}
+	return n, true
+}
+
+// maxRepeat is the largest repeat count jetflow takes; the reference's
+// ECMAScript takes larger ones.
+const maxRepeat = 100_000
+
+// repeat writes the atom written to b from atom on, repeated lo to hi
+// times (hi -1: no upper bound), in Go syntax. ECMAScript takes repeat
+// counts past 1000, Go does not, in one repetition or in repetitions
+// nested: a larger count is written as repetitions of at most 1000 one
+// after the other. A count past maxRepeat, or lo past hi, is refused.
+func repeat(b *strings.Builder, atom, lo, hi int) bool {
+	if lo > maxRepeat || hi > maxRepeat || hi >= 0 && lo > hi {
+		return false
+	}
+	if lo <= 1000 && hi <= 1000 {
+		switch {
+		case hi < 0:
+			b.WriteString("{" + strconv.Itoa(lo) + ",}")
+		case lo == hi:
+			b.WriteString("{" + strconv.Itoa(lo) + "}")
+		default:
+			b.WriteString("{" + strconv.Itoa(lo) + "," + strconv.Itoa(hi) + "}")
+		}
+		return true
+	}
+	a := "(?:" + b.String()[atom:] + ")"
+	head := b.String()[:atom]
+	b.Reset()
+	b.WriteString(head)
+	// lo times exactly, then up to hi-lo more (or any number more)
+	for n := lo; n > 0; n -= 1000 {
+		b.WriteString(a + "{" + strconv.Itoa(min(n, 1000)) + "}")
+	}
+	if hi < 0 {
+		b.WriteString(a + "*")
+		return true
+	}
+	for n := hi - lo; n > 0; n -= 1000 {
+		b.WriteString(a + "{0," + strconv.Itoa(min(n, 1000)) + "}")
 	}
 	return true
 }
