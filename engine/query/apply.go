@@ -491,7 +491,7 @@ func (w *locWalk) apply(v any) {
 				e, _ := value.Member(v, k)
 				w.add(e, Seg{Name: k, Index: -1})
 			}
-		case *existFilter:
+		case *pathFilter:
 			for i, e := range arr {
 				if s.holds(e, w.root) {
 					w.add(e, Seg{Index: i})
@@ -499,17 +499,6 @@ func (w *locWalk) apply(v any) {
 			}
 			for _, k := range walkKeys() {
 				if e, _ := value.Member(v, k); s.holds(e, w.root) {
-					w.add(e, Seg{Name: k, Index: -1})
-				}
-			}
-		case *spec.FilterSelector:
-			for i, e := range arr {
-				if s.Eval(value.Plain(e), w.root) {
-					w.add(e, Seg{Index: i})
-				}
-			}
-			for _, k := range walkKeys() {
-				if e, _ := value.Member(v, k); s.Eval(value.Plain(e), w.root) {
 					w.add(e, Seg{Name: k, Index: -1})
 				}
 			}
@@ -527,7 +516,7 @@ func ParsePath(src string) (*Path, error) {
 	if p == nil {
 		return nil, errors.New(detail)
 	}
-	return &Path{newJSONPath(p)}, nil
+	return &Path{p}, nil
 }
 
 // Walk calls visit with the location of every value p selects from root,

@@ -114,11 +114,10 @@ func compileSelector(v any, member, path string) *rowSelector {
 	if !ok {
 		fail(fault.JQ0003, "'"+member+"' is a singular path into the row, got "+describe(v), path)
 	}
-	p, detail := parseRFC(src)
-	if p == nil {
+	parsed, detail := parseRFC(src)
+	if parsed == nil {
 		fail(fault.JQ0003, "'"+member+"': "+detail, path)
 	}
-	parsed := newJSONPath(p)
 	if len(parsed.segs) == 0 {
 		fail(fault.JQ0003, "'"+member+"' selects the whole row rather than a member of it", path)
 	}

@@ -1,7 +1,7 @@
 package query
 
 import (
-	"strings"
+	"unicode/utf16"
 
 	"github.com/theory/jsonpath"
 	"github.com/theory/jsonpath/spec"
@@ -18,8 +18,8 @@ import (
 // descendants.
 type jsonPath struct {
 	segs []*spec.Segment
-	// sels are each segment's selectors, an existence filter replaced by
-	// an existFilter
+	// sels are each segment's selectors, a filter selector replaced by a
+	// pathFilter
 	sels [][]spec.Selector
 	// steps is non-nil for a singular query (names and indexes only),
 	// which walks without allocating.
@@ -40,48 +40,66 @@ func parsePath(src, original, docPath string) *jsonPath {
 	if p == nil {
 		fail(fault.JQ0004, "'"+original+"' is not a valid path: "+detail, docPath)
 	}
-	return newJSONPath(p)
+	return p
 }
 
 // parseRFC parses an RFC 9535 query, accepting what the reference's
 // parser accepts; on failure it returns the reference's detail. The
 // library takes a few strings the reference refuses, which the walk
 // finds first, and refuses a few the reference takes, which it parses in
-// the walk's lenient form.
-func parseRFC(src string) (*jsonpath.Path, string) {
-	lenient, msg := pathWalk(src)
+// the walk's lenient form. The library gives the segments; the filters
+// are the walk's (filtereval.go), each query inside them parsed the same
+// way.
+func parseRFC(src string) (*jsonPath, string) {
+	w, msg := walkPath(src)
 	if msg != "" {
 		return nil, msg
 	}
 	p, err := jsonpath.Parse(src)
-	if err == nil {
-		return p, ""
+	if err != nil {
+		lp, lerr := jsonpath.Parse(w.lenient())
+		if lerr != nil {
+			return nil, "Invalid JSONPath: " + err.Error()
+		}
+		p = lp
 	}
-	if p, lerr := jsonpath.Parse(lenient); lerr == nil {
-		return p, ""
+	for _, q := range w.queries {
+		qp, detail := parseRFC("$" + string(utf16.Decode(w.s[q.start+1:q.end])))
+		if qp == nil {
+			return nil, detail
+		}
+		q.path, q.singular = qp, qp.steps != nil
 	}
-	return nil, "Invalid JSONPath: " + err.Error()
+	return newJSONPath(p, w.filters), ""
 }
 
-func newJSONPath(p *jsonpath.Path) *jsonPath {
+// newJSONPath makes p's segments ours, its filter selectors (in
+// document order) taking filters' tests.
+func newJSONPath(p *jsonpath.Path, filters []filterExpr) *jsonPath {
 	jp := &jsonPath{segs: p.Query().Segments()}
 	for _, seg := range jp.segs {
-		jp.sels = append(jp.sels, fastSelectors(seg.Selectors()))
+		sels, copied := seg.Selectors(), false
+		for i, sel := range sels {
+			f, ok := sel.(*spec.FilterSelector)
+			if !ok {
+				continue
+			}
+			if len(filters) == 0 {
+				panic("query: the walk found fewer filters than the library")
+			}
+			if !copied { // (the library's own list)
+				sels, copied = append([]spec.Selector(nil), sels...), true
+			}
+			sels[i] = &pathFilter{FilterSelector: f, expr: filters[0]}
+			filters = filters[1:]
+		}
+		jp.sels = append(jp.sels, sels)
 	}
 	jp.lead = leadingSteps(jp.segs)
 	if len(jp.lead) == len(jp.segs) {
 		jp.steps, jp.lead = jp.lead, nil
 	}
 	return jp
-}
-
-// singularSteps returns the names and indexes of a singular query, nil
-// for any other (an empty query gives an empty, non-nil list).
-func singularSteps(segs []*spec.Segment) []singular {
-	if steps := leadingSteps(segs); len(steps) == len(segs) {
-		return steps
-	}
-	return nil
 }
 
 // leadingSteps returns the names and indexes segs begin with, up to the
@@ -117,59 +135,6 @@ func picks(sels []spec.Selector) bool {
 		}
 	}
 	return true
-}
-
-// existFilter is a filter that only asks whether a singular query selects
-// a node ([?@.error], [?!@.a[0]]). It walks the names and indexes itself
-// where the library would build a list of results for every candidate.
-type existFilter struct {
-	*spec.FilterSelector
-	steps    []singular
-	absolute bool // the query starts at '$', not '@'
-	negate   bool
-}
-
-func (x *existFilter) holds(cur, root any) bool {
-	from := cur
-	if x.absolute {
-		from = root
-	}
-	_, ok := walkSteps(x.steps, from)
-	return ok != x.negate
-}
-
-// fastSelectors returns sels with every existence filter over a singular
-// query made an existFilter; sels itself when there is none.
-func fastSelectors(sels []spec.Selector) []spec.Selector {
-	var out []spec.Selector
-	for i, sel := range sels {
-		f, ok := sel.(*spec.FilterSelector)
-		if !ok || len(f.LogicalOr) != 1 || len(f.LogicalOr[0]) != 1 {
-			continue
-		}
-		var q *spec.PathQuery
-		negate := false
-		switch e := f.LogicalOr[0][0].(type) {
-		case *spec.ExistExpr:
-			q = e.PathQuery
-		case *spec.NonExistExpr:
-			q, negate = e.PathQuery, true
-		default:
-			continue
-		}
-		steps := singularSteps(q.Segments())
-		if steps == nil {
-			continue
-		}
-		if out == nil {
-			out = append([]spec.Selector(nil), sels...)
-		}
-		out[i] = &existFilter{FilterSelector: f, steps: steps, absolute: strings.HasPrefix(q.String(), "$"), negate: negate}
-	}
-	if out == nil {
-		return sels
-	}
-	return out
 }
 
 // getter evaluates the path against each item of the root slot's value;
@@ -355,7 +320,7 @@ func applySelectors(out []any, v, root any, sels []spec.Selector) []any {
 					out = append(out, e)
 				}
 			}
-		case *existFilter:
+		case *pathFilter:
 			switch x := v.(type) {
 			case []any:
 				for _, e := range x {
@@ -372,27 +337,6 @@ func applySelectors(out []any, v, root any, sels []spec.Selector) []any {
 			case *value.Object:
 				for i := range x.Len() {
 					if _, e := x.At(i); s.holds(e, root) {
-						out = append(out, e)
-					}
-				}
-			}
-		case *spec.FilterSelector:
-			switch x := v.(type) {
-			case []any:
-				for _, e := range x {
-					if s.Eval(value.Plain(e), root) {
-						out = append(out, e)
-					}
-				}
-			case map[string]any:
-				for _, k := range value.Keys(x) {
-					if s.Eval(value.Plain(x[k]), root) {
-						out = append(out, x[k])
-					}
-				}
-			case *value.Object:
-				for i := range x.Len() {
-					if _, e := x.At(i); s.Eval(value.Plain(e), root) {
 						out = append(out, e)
 					}
 				}

@@ -1,6 +1,10 @@
 package query
 
-import "strconv"
+import (
+	"math"
+	"strconv"
+	"unicode/utf16"
+)
 
 // The filter expressions of the JSONPath syntax walk (pathsyntax.go):
 // logic, comparisons and function calls typed as RFC 9535 §2.4.3 and the
@@ -24,108 +28,178 @@ var pathFuncs = map[string]pathFunc{
 
 // argKind is what a function argument is, for type-checking a call.
 type argKind struct {
-	kind     string // "literal", "query", "func"
-	singular bool   // a singular query
-	returns  string // a function's result type
+	kind     string       // "literal", "query", "func"
+	singular bool         // a singular query
+	returns  string       // a function's result type
+	lit      any          // a literal's value
+	q        *filterQuery // a query
+	call     *funcCall    // a function call
 }
 
-func (p *pathScan) logicalOr() { p.joined('|', p.logicalAnd) }
+// funcCall is a function call as the walk read it.
+type funcCall struct {
+	name string
+	args []argKind
+}
 
-func (p *pathScan) logicalAnd() { p.joined('&', p.basicExpr) }
+// operand returns a ValueType argument as a comparable.
+func (a argKind) operand() operand {
+	switch a.kind {
+	case "literal":
+		return literalOp{a.lit}
+	case "query":
+		return queryOp{a.q}
+	}
+	return a.call.valueOp()
+}
+
+// valueOp returns a call of a ValueType function as a comparable.
+func (c *funcCall) valueOp() operand {
+	switch c.name {
+	case "length":
+		return lengthOp{c.args[0].operand()}
+	case "count":
+		return countOp{c.args[0].q}
+	}
+	return valueOp{c.args[0].q}
+}
+
+// logical returns a call of a LogicalType function (match or search) as
+// a test.
+func (c *funcCall) logical() filterExpr {
+	full := c.name == "match"
+	t := &pathRegex{input: c.args[0].operand()}
+	if pat := c.args[1]; pat.kind == "literal" {
+		if s, ok := pat.lit.(string); ok {
+			t.re = compileIRegexp(s, full)
+		}
+	} else {
+		t.pattern = pat.operand()
+		t.cache = newRegexCache(full)
+	}
+	return t
+}
+
+func (p *pathScan) logicalOr() filterExpr {
+	x := p.joined('|', p.logicalAnd)
+	if len(x) == 1 {
+		return x[0]
+	}
+	return orExpr(x)
+}
+
+func (p *pathScan) logicalAnd() filterExpr {
+	x := p.joined('&', p.basicExpr)
+	if len(x) == 1 {
+		return x[0]
+	}
+	return andExpr(x)
+}
 
 // joined reads operands joined by a doubled op ("||", "&&"), blank space
 // allowed around it; the space after the last operand is not taken.
-func (p *pathScan) joined(op int, operand func()) {
-	operand()
+func (p *pathScan) joined(op int, operand func() filterExpr) []filterExpr {
+	out := []filterExpr{operand()}
 	for {
 		save := p.pos
 		p.skipWS()
 		if p.cc(p.pos) != op || p.cc(p.pos+1) != op {
 			p.pos = save
-			return
+			return out
 		}
 		p.pos += 2
 		p.skipWS()
-		operand()
+		out = append(out, operand())
 	}
 }
 
-func (p *pathScan) basicExpr() {
+func (p *pathScan) basicExpr() filterExpr {
 	switch p.cc(p.pos) {
 	case '!':
 		p.pos++
 		p.skipWS()
-		p.negatable()
+		return notExpr{p.negatable()}
 	case '(':
-		p.paren()
+		return p.paren()
 	default:
-		p.comparisonOrTest()
+		return p.comparisonOrTest()
 	}
 }
 
-func (p *pathScan) negatable() {
+func (p *pathScan) negatable() filterExpr {
 	c := p.cc(p.pos)
 	switch {
 	case c == '(':
-		p.paren()
-		return
+		return p.paren()
 	case c == '@' || c == '$':
-		p.filterQuery()
-		return
+		return existExpr{p.filterQuery()}
 	case isLowerCU(c):
 		at := p.pos
 		name := p.identifier()
 		if p.cc(p.pos) != '(' {
 			p.fail("expected a test expression after !", at)
 		}
-		if p.function(name, at) == "value" {
+		returns, call := p.function(name, at)
+		if returns == "value" {
 			p.fail("a function of type ValueType cannot be used as a test expression", at)
 		}
-		return
+		return call.logical()
 	}
 	p.fail("expected a test expression after !", p.pos)
+	return nil
 }
 
-func (p *pathScan) paren() {
+func (p *pathScan) paren() filterExpr {
 	p.pos++
 	p.skipWS()
-	p.logicalOr()
+	x := p.logicalOr()
 	p.skipWS()
 	if p.cc(p.pos) != ')' {
 		p.fail("expected ')'", p.pos)
 	}
 	p.pos++
+	return x
 }
 
-// compOp reads a comparison operator and reports whether there was one.
-func (p *pathScan) compOp() bool {
+// compOp reads a comparison operator, "" when there is none.
+func (p *pathScan) compOp() string {
 	switch p.cc(p.pos) {
 	case '=':
 		if p.cc(p.pos+1) != '=' {
 			p.fail("expected '=='", p.pos)
 		}
 		p.pos += 2
+		return "=="
 	case '!':
 		if p.cc(p.pos+1) != '=' {
-			return false
+			return ""
 		}
 		p.pos += 2
+		return "!="
 	case '<', '>':
+		op := string(rune(p.s[p.pos]))
 		p.pos++
 		if p.cc(p.pos) == '=' {
 			p.pos++
+			op += "="
 		}
-	default:
-		return false
+		return op
 	}
-	return true
+	return ""
 }
 
-// filterQuery reads a query from '@' or '$' and reports whether it is
-// singular.
-func (p *pathScan) filterQuery() bool {
+// filterQuery reads a query from '@' or '$'; the walk compiles it once
+// it is done (pathsyntax.go).
+func (p *pathScan) filterQuery() *filterQuery {
+	q := &filterQuery{relative: p.cc(p.pos) == '@', start: p.pos}
 	p.pos++
-	return p.segments()
+	q.singular = p.segments()
+	q.end = p.pos
+	if p.depth == 1 {
+		// (one in a deeper filter is its own query's to compile)
+		p.queries = append(p.queries, q)
+	}
+	return q
 }
 
 func (p *pathScan) requireSingular(singular bool, at int, what string) {
@@ -134,98 +208,111 @@ func (p *pathScan) requireSingular(singular bool, at int, what string) {
 	}
 }
 
-func (p *pathScan) comparisonOrTest() {
+func (p *pathScan) comparisonOrTest() filterExpr {
 	at := p.pos
 	c := p.cc(p.pos)
 	switch {
 	case c == '@' || c == '$':
-		singular := p.filterQuery()
+		q := p.filterQuery()
 		save := p.pos
 		p.skipWS()
-		if !p.compOp() {
+		op := p.compOp()
+		if op == "" {
 			p.pos = save
-			return
+			return existExpr{q}
 		}
-		p.requireSingular(singular, at, "a comparison")
+		p.requireSingular(q.singular, at, "a comparison")
 		p.skipWS()
-		p.comparable()
-		return
+		return &cmpExpr{op: op, left: queryOp{q}, right: p.comparable()}
 	case c == '\'' || c == '"' || c == '-' || isDigitCU(c):
-		p.literal()
-		p.literalCompared(at)
-		return
+		return p.literalCompared(at, p.literal())
 	case isLowerCU(c):
 		name := p.identifier()
 		if p.cc(p.pos) == '(' {
-			returns := p.function(name, at)
+			returns, call := p.function(name, at)
 			save := p.pos
 			p.skipWS()
-			if !p.compOp() {
+			op := p.compOp()
+			if op == "" {
 				p.pos = save
 				if returns == "value" {
 					p.fail("a function of type ValueType cannot be used as a test expression", at)
 				}
-				return
+				return call.logical()
 			}
 			if returns != "value" {
 				p.fail("only functions of type ValueType can be compared", at)
 			}
 			p.skipWS()
-			p.comparable()
-			return
+			return &cmpExpr{op: op, left: call.valueOp(), right: p.comparable()}
 		}
-		if name == "true" || name == "false" || name == "null" {
-			p.literalCompared(at)
-			return
+		if lit, ok := keywordLiteral(name); ok {
+			return p.literalCompared(at, lit)
 		}
 		p.fail("unexpected identifier '"+name+"'", at)
 	}
 	p.fail("expected a filter expression", p.pos)
+	return nil
+}
+
+// keywordLiteral returns the value of true, false or null.
+func keywordLiteral(name string) (any, bool) {
+	switch name {
+	case "true":
+		return true, true
+	case "false":
+		return false, true
+	case "null":
+		return nil, true
+	}
+	return nil, false
 }
 
 // literalCompared reads what follows a literal in a filter: a literal
 // stands only as the left side of a comparison.
-func (p *pathScan) literalCompared(at int) {
+func (p *pathScan) literalCompared(at int, lit any) filterExpr {
 	p.skipWS()
-	if !p.compOp() {
+	op := p.compOp()
+	if op == "" {
 		p.fail("a literal must be part of a comparison", at)
 	}
 	p.skipWS()
-	p.comparable()
+	return &cmpExpr{op: op, left: literalOp{lit}, right: p.comparable()}
 }
 
-func (p *pathScan) literal() {
+func (p *pathScan) literal() any {
 	if c := p.cc(p.pos); c == '\'' || c == '"' {
-		p.stringLiteral()
-		return
+		return p.stringLiteral()
 	}
-	p.numberLiteral()
+	return p.numberLiteral()
 }
 
-func (p *pathScan) comparable() {
+func (p *pathScan) comparable() operand {
 	at := p.pos
 	c := p.cc(p.pos)
 	switch {
 	case c == '@' || c == '$':
-		p.requireSingular(p.filterQuery(), at, "a comparison")
-		return
+		q := p.filterQuery()
+		p.requireSingular(q.singular, at, "a comparison")
+		return queryOp{q}
 	case c == '\'' || c == '"' || c == '-' || isDigitCU(c):
-		p.literal()
-		return
+		return literalOp{p.literal()}
 	case isLowerCU(c):
 		name := p.identifier()
 		if p.cc(p.pos) == '(' {
-			if p.function(name, at) != "value" {
+			returns, call := p.function(name, at)
+			if returns != "value" {
 				p.fail("only functions of type ValueType can be compared", at)
 			}
-			return
+			return call.valueOp()
 		}
-		if name == "true" || name == "false" || name == "null" {
-			return
+		if lit, ok := keywordLiteral(name); ok {
+			return literalOp{lit}
 		}
 		p.fail("unexpected identifier '"+name+"'", at)
 	}
 	p.fail("expected a comparable expression", p.pos)
+	return nil
 }
 
 func (p *pathScan) functionArg() argKind {
@@ -233,17 +320,18 @@ func (p *pathScan) functionArg() argKind {
 	c := p.cc(p.pos)
 	switch {
 	case c == '@' || c == '$':
-		return argKind{kind: "query", singular: p.filterQuery()}
+		q := p.filterQuery()
+		return argKind{kind: "query", singular: q.singular, q: q}
 	case c == '\'' || c == '"' || c == '-' || isDigitCU(c):
-		p.literal()
-		return argKind{kind: "literal"}
+		return argKind{kind: "literal", lit: p.literal()}
 	case isLowerCU(c):
 		name := p.identifier()
 		if p.cc(p.pos) == '(' {
-			return argKind{kind: "func", returns: p.function(name, at)}
+			returns, call := p.function(name, at)
+			return argKind{kind: "func", returns: returns, call: call}
 		}
-		if name == "true" || name == "false" || name == "null" {
-			return argKind{kind: "literal"}
+		if lit, ok := keywordLiteral(name); ok {
+			return argKind{kind: "literal", lit: lit}
 		}
 		p.fail("unexpected identifier '"+name+"'", at)
 	}
@@ -252,8 +340,9 @@ func (p *pathScan) functionArg() argKind {
 }
 
 // function reads a call of name, whose name starts at at, with p at its
-// '(', type-checks its arguments and returns its result type.
-func (p *pathScan) function(name string, at int) string {
+// '(', type-checks its arguments and returns its result type and the
+// call.
+func (p *pathScan) function(name string, at int) (string, *funcCall) {
 	def, ok := pathFuncs[name]
 	if !ok {
 		p.fail("unknown function '"+name+"'", at)
@@ -299,5 +388,15 @@ func (p *pathScan) function(name string, at int) string {
 			}
 		}
 	}
-	return def.returns
+	return def.returns, &funcCall{name: name, args: args}
+}
+
+// numberValue is a number literal's value as JavaScript's Number reads
+// it: past float64's range it is ±Infinity, not an error.
+func numberValue(units []uint16) float64 {
+	f, err := strconv.ParseFloat(string(utf16.Decode(units)), 64)
+	if err != nil && !math.IsInf(f, 0) {
+		return 0 // (only range errors reach here, and they are infinite or 0)
+	}
+	return f
 }

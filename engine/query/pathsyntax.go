@@ -1,6 +1,7 @@
 package query
 
 import (
+	"math"
 	"strconv"
 	"unicode/utf16"
 )
@@ -10,24 +11,50 @@ import (
 // 9535 it returns the reference's text, "Invalid JSONPath: <what> at
 // position <n> in '<src>'" (n counting UTF-16 code units as JavaScript
 // does), for the first rule src breaks. Otherwise it returns src as the
-// reference reads it, in a form the library accepts as well: without the
-// blank space outside string literals (the library refuses some the
-// grammar allows, inside a compared query's brackets) and with an
-// integer literal past int64 written as a float, as the reference reads
-// every number. It runs when a query is compiled, never when one is
+// reference reads it, in a form the library accepts as well (see
+// lenient). It runs when a query is compiled, never when one is
 // evaluated, so it may allocate.
 func pathWalk(src string) (lenient, msg string) {
+	p, msg := walkPath(src)
+	if msg != "" {
+		return "", msg
+	}
+	return p.lenient(), ""
+}
+
+// walkPath walks src and returns the walk, or the reference's text for
+// the first rule src breaks.
+func walkPath(src string) (*pathScan, string) {
 	p := &pathScan{s: utf16Units(src)}
 	if what, at, failed := p.check(); failed {
-		return "", "Invalid JSONPath: " + what + " at position " + strconv.Itoa(at) + " in '" + src + "'"
+		return nil, "Invalid JSONPath: " + what + " at position " + strconv.Itoa(at) + " in '" + src + "'"
 	}
+	return p, ""
+}
+
+// lenient returns the walked query without the blank space outside
+// string literals (the library refuses some the grammar allows, inside a
+// compared query's brackets), with an integer literal past int64 written
+// as a float, as the reference reads every number, and a number past
+// float64 written 0: the library refuses it, and the walk's filters, not
+// the library's, are the ones evaluated.
+func (p *pathScan) lenient() string {
 	out := make([]uint16, 0, len(p.s))
-	q, w := 0, 0
+	q, w, h := 0, 0, 0
 	for i, c := range p.s {
 		// A wide literal ends where its next unit is, blank or not.
 		if w < len(p.wide) && p.wide[w] == i {
 			out = append(out, 'e', '0')
 			w++
+		}
+		for h < len(p.huge) && p.huge[h][1] <= i {
+			h++
+		}
+		if h < len(p.huge) && p.huge[h][0] <= i {
+			if p.huge[h][0] == i {
+				out = append(out, '0')
+			}
+			continue
 		}
 		for q < len(p.quoted) && p.quoted[q][1] <= i {
 			q++
@@ -41,7 +68,7 @@ func pathWalk(src string) (lenient, msg string) {
 	if w < len(p.wide) {
 		out = append(out, 'e', '0')
 	}
-	return string(utf16.Decode(out)), ""
+	return string(utf16.Decode(out))
 }
 
 // pathScan walks a query's UTF-16 code units.
@@ -52,6 +79,15 @@ type pathScan struct {
 	quoted [][2]int
 	// wide are the ends of the integer literals past int64
 	wide []int
+	// huge are the [start, end) spans of the number literals past float64
+	huge [][2]int
+	// depth counts the filters the walk is in
+	depth int
+	// filters are the filter selectors outside any filter, in order
+	filters []filterExpr
+	// queries are the queries inside filters, compiled once the walk is
+	// done
+	queries []*filterQuery
 }
 
 // pathFail carries the first broken rule out of the walk.
@@ -191,20 +227,24 @@ func (p *pathScan) escape(quote int) {
 	}
 }
 
-func (p *pathScan) stringLiteral() {
+// stringLiteral reads a string literal and returns its value.
+func (p *pathScan) stringLiteral() string {
 	start := p.pos
 	quote := int(p.s[p.pos])
 	p.pos++
+	var val []uint16
 	for p.pos < len(p.s) {
 		c := int(p.s[p.pos])
 		switch {
 		case c == quote:
 			p.pos++
 			p.quoted = append(p.quoted, [2]int{start, p.pos})
-			return
+			return string(utf16.Decode(val))
 		case c == '\\':
 			p.pos++
+			at := p.pos
 			p.escape(quote)
+			val = append(val, escapedUnits(p.s[at:p.pos])...)
 			continue
 		case c < ' ':
 			p.fail("unescaped control character in string literal", p.pos)
@@ -212,12 +252,40 @@ func (p *pathScan) stringLiteral() {
 			if d := p.cc(p.pos + 1); c >= 0xDC00 || d < 0xDC00 || d > 0xDFFF {
 				p.fail("lone surrogate in string literal", p.pos)
 			}
+			val = append(val, p.s[p.pos], p.s[p.pos+1])
 			p.pos += 2
 			continue
 		}
+		val = append(val, p.s[p.pos])
 		p.pos++
 	}
 	p.fail("unterminated string literal", p.pos)
+	return ""
+}
+
+// escapedUnits returns what a valid escape (after its backslash) stands
+// for.
+func escapedUnits(esc []uint16) []uint16 {
+	switch esc[0] {
+	case 'b':
+		return []uint16{'\b'}
+	case 'f':
+		return []uint16{'\f'}
+	case 'n':
+		return []uint16{'\n'}
+	case 'r':
+		return []uint16{'\r'}
+	case 't':
+		return []uint16{'\t'}
+	case 'u':
+		var out []uint16
+		for i := 1; i+4 <= len(esc); i += 6 { // \uXXXX, a low surrogate's after "\u"
+			n, _ := strconv.ParseUint(string(utf16.Decode(esc[i:i+4])), 16, 16)
+			out = append(out, uint16(n))
+		}
+		return out
+	}
+	return esc[:1]
 }
 
 // intToken reads an index or slice bound: "0" or an optional '-' and a
@@ -260,7 +328,8 @@ func (p *pathScan) intToken() {
 	}
 }
 
-func (p *pathScan) numberLiteral() {
+// numberLiteral reads a number literal and returns its value.
+func (p *pathScan) numberLiteral() float64 {
 	start := p.pos
 	if p.cc(p.pos) == '-' {
 		p.pos++
@@ -278,9 +347,7 @@ func (p *pathScan) numberLiteral() {
 			p.pos++
 		}
 	}
-	if c := p.cc(p.pos); c != '.' && c != 'e' && c != 'E' && p.pos-start > 18 {
-		p.wide = append(p.wide, p.pos)
-	}
+	intEnd := p.pos
 	if p.cc(p.pos) == '.' {
 		p.pos++
 		if !isDigitCU(p.cc(p.pos)) {
@@ -302,6 +369,16 @@ func (p *pathScan) numberLiteral() {
 			p.pos++
 		}
 	}
+	f := numberValue(p.s[start:p.pos])
+	switch {
+	case math.IsInf(f, 0):
+		// the library refuses a literal past float64; its value is not
+		// the library's to read
+		p.huge = append(p.huge, [2]int{start, p.pos})
+	case intEnd == p.pos && p.pos-start > 18:
+		p.wide = append(p.wide, p.pos)
+	}
+	return f
 }
 
 // segments reads segments and reports whether they make a singular query.
@@ -385,7 +462,12 @@ func (p *pathScan) selector() bool {
 	case c == '?':
 		p.pos++
 		p.skipWS()
-		p.logicalOr()
+		p.depth++
+		x := p.logicalOr()
+		p.depth--
+		if p.depth == 0 {
+			p.filters = append(p.filters, x)
+		}
 		return false
 	case c == ':' || c == '-' || isDigitCU(c):
 		return p.indexOrSlice()
