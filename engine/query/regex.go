@@ -1,7 +1,9 @@
 package query
 
 import (
+	"errors"
 	"regexp"
+	"regexp/syntax"
 	"strconv"
 	"strings"
 	"sync"
@@ -39,27 +41,44 @@ func (c *regexCache) get(p string) *regexp.Regexp {
 // in the reference and RFC 9485 §5.3), and only the I-Regexp escapes
 // exist. nil means the pattern is not valid.
 func compileIRegexp(p string, full bool) *regexp.Regexp {
-	t := iregexp{src: p}
-	var b strings.Builder
-	if full {
-		b.WriteString(`\A(?:`)
+	re, err := translateIRegexp(p, full, false)
+	var serr *syntax.Error
+	if errors.As(err, &serr) && serr.Code == syntax.ErrInvalidRepeatSize {
+		// repetitions nested past Go's 1000 copies, which ECMAScript
+		// takes: written again with the outer ones unrolled
+		re, err = translateIRegexp(p, full, true)
 	}
-	if !t.alternation(&b, 0) || t.pos != len(t.src) {
-		return nil
-	}
-	if full {
-		b.WriteString(`)\z`)
-	}
-	re, err := regexp.Compile(b.String())
 	if err != nil {
 		return nil
 	}
 	return re
 }
 
+// errNotIRegexp is a pattern the I-Regexp grammar refuses.
+var errNotIRegexp = errors.New("not an I-Regexp")
+
+func translateIRegexp(p string, full, unroll bool) (*regexp.Regexp, error) {
+	t := iregexp{src: p, unroll: unroll}
+	var b strings.Builder
+	if full {
+		b.WriteString(`\A(?:`)
+	}
+	if !t.alternation(&b, 0) || t.pos != len(t.src) {
+		return nil, errNotIRegexp
+	}
+	if full {
+		b.WriteString(`)\z`)
+	}
+	return regexp.Compile(b.String())
+}
+
 type iregexp struct {
 	src string
 	pos int
+	// unroll writes a counted repetition of a group holding counted
+	// repetitions as copies one after the other, since Go refuses
+	// nested counts whose product passes 1000
+	unroll bool
 }
 
 func (t *iregexp) peek() byte {
@@ -161,7 +180,7 @@ func (t *iregexp) quantifier(b *strings.Builder, atom int) bool {
 			return false
 		}
 		t.pos++
-		return repeat(b, atom, lo, hi)
+		return repeat(b, atom, lo, hi, t.unroll)
 	}
 	return true
 }
@@ -183,14 +202,21 @@ func (t *iregexp) count() (int, bool) {
 // ECMAScript takes larger ones.
 const maxRepeat = 100_000
 
+// maxWritten bounds the Go pattern a repetition is written out to: past
+// it the pattern is refused, not compiled.
+const maxWritten = 1 << 20
+
 // repeat writes the atom written to b from atom on, repeated lo to hi
 // times (hi -1: no upper bound), in Go syntax. ECMAScript takes repeat
 // counts past 1000, Go does not, in one repetition or in repetitions
 // nested: a larger count is written as repetitions of at most 1000 one
 // after the other. A count past maxRepeat, or lo past hi, is refused.
-func repeat(b *strings.Builder, atom, lo, hi int) bool {
+func repeat(b *strings.Builder, atom, lo, hi int, unroll bool) bool {
 	if lo > maxRepeat || hi > maxRepeat || hi >= 0 && lo > hi {
 		return false
+	}
+	if unroll && strings.Contains(b.String()[atom:], "{") {
+		return unrolled(b, atom, lo, hi)
 	}
 	if lo <= 1000 && hi <= 1000 {
 		switch {
@@ -204,6 +230,9 @@ func repeat(b *strings.Builder, atom, lo, hi int) bool {
 		return true
 	}
 	a := "(?:" + b.String()[atom:] + ")"
+	if len(a)*(max(lo, hi)/1000+2) > maxWritten {
+		return false
+	}
 	head := b.String()[:atom]
 	b.Reset()
 	b.WriteString(head)
@@ -217,6 +246,29 @@ func repeat(b *strings.Builder, atom, lo, hi int) bool {
 	}
 	for n := hi - lo; n > 0; n -= 1000 {
 		b.WriteString(a + "{0," + strconv.Itoa(min(n, 1000)) + "}")
+	}
+	return true
+}
+
+// unrolled writes the atom written to b from atom on lo times, then hi-lo
+// times optional (any number of times when hi is -1).
+func unrolled(b *strings.Builder, atom, lo, hi int) bool {
+	a := "(?:" + b.String()[atom:] + ")"
+	if len(a)*max(lo, hi, 1) > maxWritten {
+		return false
+	}
+	head := b.String()[:atom]
+	b.Reset()
+	b.WriteString(head)
+	for range lo {
+		b.WriteString(a)
+	}
+	if hi < 0 {
+		b.WriteString(a + "*")
+		return true
+	}
+	for range hi - lo {
+		b.WriteString(a + "?")
 	}
 	return true
 }
