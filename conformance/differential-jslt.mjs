@@ -38,6 +38,10 @@
 //   deep     inputs nested 1,000 to 1,060 levels deep under rules that
 //            match a few of their locations or none: the built-in walk
 //            against maxDepth, in every disposition
+//   filters  rules matched by JSONPath filters ([?…]: comparisons of
+//            every pair of types, Nothing, functions, match()/search(),
+//            number literals past float64; filters.mjs) and bodies that
+//            select with them, over inputs of every type, held for 30%
 //   compile  the run family's stylesheets with one to three defects:
 //            members missing, unknown or mistyped at every level, bad
 //            match paths, bodies that do not compile
@@ -47,16 +51,19 @@
 import { compileJsltStylesheet } from '@jarenjs/json/jslt';
 import { canonicalizeJson } from '@jarenjs/json/canonical';
 import { options, generator } from './random.mjs';
+import { filterGenerator } from './filters.mjs';
 
 const arg = options();
 const firstSeed = Number(arg('seed', '1')) >>> 0;
 const count = Number(arg('count', '1000'));
-const families = arg('family', 'run,apply,order,paths,held,deep,compile').split(',');
+const allFamilies = 'run,apply,order,paths,held,deep,filters,compile';
+const families = arg('family', allFamilies).split(',');
 for (const f of families) {
-  if (!'run,apply,order,paths,held,deep,compile'.split(',').includes(f)) throw new Error(`unknown family ${f}: one of run,apply,order,paths,held,deep,compile`);
+  if (!allFamilies.split(',').includes(f)) throw new Error(`unknown family ${f}: one of ${allFamilies}`);
 }
 
 const { rnd, int, pick, chance } = generator(firstSeed);
+const flt = filterGenerator({ int, pick, chance });
 const clone = (v) => (v === undefined ? v : JSON.parse(JSON.stringify(v)));
 const canon = (v) => JSON.parse(canonicalizeJson(v));
 // Sets an own member, even one named __proto__.
@@ -156,6 +163,24 @@ function expr(depth) {
 }
 
 // ---- stylesheets --------------------------------------------------------
+
+// filters: rules matched by filters, bodies that select with them
+function genFiltersSheet() {
+  modeNames = ['', 'm'];
+  const body = () => pick([
+    flt.path(), { $count: flt.path() }, { $apply: flt.path() }, { $apply: [flt.path(), 'm'] },
+    { hit: '$', at: '$path' }, [{ $apply: '$.*' }], { $exists: flt.path('$root') }, '$', 1,
+  ]);
+  const rules = [];
+  for (let i = 1 + int(4); i > 0; i--) {
+    const r = { body: body() };
+    if (chance(0.8)) r.match = flt.path();
+    if (chance(0.2)) r.mode = 'm';
+    if (chance(0.2)) r.priority = pick([0, 1, 2, -1]);
+    rules.push(r);
+  }
+  return { $jslt: '0.1', rules, unmatched: pick(['share', 'fresh', 'share']) };
+}
 
 function genRule(opts) {
   const r = {};
@@ -356,17 +381,19 @@ for (const family of families) {
     else if (family === 'deep') sheet = genDeepSheet();
     else if (family === 'held') sheet = chance(0.5) ? genPathsSheet() : genSheet('run');
     else if (family === 'paths') sheet = genPathsSheet();
+    else if (family === 'filters') sheet = genFiltersSheet();
     else sheet = genSheet(family);
     if (family === 'compile') {
       for (let k = 1 + int(3); k > 0; k--) sheet = defect(sheet);
     }
     let input = genData(1 + int(4));
     if (family === 'deep') input = genDeepInput();
+    else if (family === 'filters') input = flt.data();
     else if (family === 'paths' || (family === 'held' && chance(0.3))) input = genOddData(1 + int(4));
     else if (chance(0.4)) input = { a: genData(2), items: [genData(2), { price: 2, x: 1 }], price: 3, name: 'n', kids: [{ x: 1, kids: [] }] };
     // the DAG canonicalizes its document and the run's input; a held
     // input is another node's value, handed over as it was built
-    const held = family === 'held';
+    const held = family === 'held' || (family === 'filters' && chance(0.3));
     let text;
     try {
       sheet = canon(sheet);

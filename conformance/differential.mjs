@@ -11,18 +11,21 @@
 //
 //   node conformance/differential.mjs [--seed N] [--count K] [--family F,...] > diff.jsonl
 //
-// Families: dates, format, mixed (one operator's answer fed to another), series, spatial, vectors, strings, numbers, arity.
+// Families: dates, format, mixed (one operator's answer fed to another), series, spatial, vectors, strings, numbers, arity,
+// paths (JSONPath filters, filters.mjs), regex (I-Regexp patterns, filters.mjs) and the rest of the families table below.
 // Nothing here is committed as a golden: a class of disagreement found
 // this way is written down as hand-picked cases in cases/query/diff-*.json.
 import { run } from './gen-query.mjs';
 import { compileJsonQuery } from '@jarenjs/json/query';
 import { options, generator } from './random.mjs';
+import { filterGenerator } from './filters.mjs';
 
 const arg = options();
 const firstSeed = Number(arg('seed', '1')) >>> 0;
 const count = Number(arg('count', '1000'));
 
 const { rnd, int, pick, chance } = generator(firstSeed);
+const flt = filterGenerator({ int, pick, chance });
 const pad = (n, w) => String(n).padStart(w, '0');
 
 // ---- values of every type, for type errors
@@ -653,7 +656,34 @@ const arities = new Map(treeOps.map((op) => {
 }));
 const deepDoc = () => tree(3 + int(2));
 
-const families = { deep: deepDoc, instants: instantsDoc, text: textDoc, within: withinDoc, calendar: calendarDoc, random: randomDoc, mixed: mixedDoc, dates: datesDoc, format: formatDoc, series: seriesDoc, spatial: spatialDoc, vectors: vectorsDoc, strings: stringsDoc, numbers: numbersDoc, arity: arityDoc };
+// ---- JSONPath filters: comparisons of every pair of types, Nothing,
+// functions, match()/search(), number literals past float64
+function pathsDoc() {
+  const p = flt.path();
+  // a path on a variable, and on an object built at run time (its
+  // members in insertion order)
+  const bound = { $let: { v: '$' }, $return: flt.path('$v') };
+  const built = { $let: { v: { $map: [['xs', '$.xs'], ['s', '$.s'], ['n', '$.n'], ['obj', '$.obj'], ['a', { $map: [['n', 1], ['s', '$.s']] }]] } }, $return: flt.path('$v') };
+  const doc = pick([p, p, p, { $count: p }, [p, flt.path()], { $exists: p }, bound, built]);
+  return Object.assign(typeof doc === 'string' ? { $seq: [doc] } : doc, { _data: flt.data() });
+}
+
+// ---- I-Regexp: anchors with quantifiers, repeat counts either side of
+// 1000, through the regex operators and match()/search() in filters
+function regexDoc() {
+  const doc = (() => {
+    switch (int(5)) {
+      case 0: case 1: return { [pick(['$match', '$search'])]: [flt.text(), flt.pattern()] };
+      case 2: return { $replace: [flt.text(), flt.pattern(), pick(['', 'x', '$1'])] };
+      case 3: return `$.xs[?${pick(['match', 'search'])}(@, '${flt.pattern().replaceAll('\\', '\\\\').replaceAll("'", "\\'")}')]`;
+      default: return `$.xs[?${pick(['match', 'search'])}(@, $.p)]`;
+    }
+  })();
+  const data = { xs: Array.from({ length: 1 + int(5) }, flt.text), p: flt.pattern() };
+  return Object.assign(typeof doc === 'string' ? { $seq: [doc] } : doc, { _data: data });
+}
+
+const families = { paths: pathsDoc, regex: regexDoc, deep: deepDoc, instants: instantsDoc, text: textDoc, within: withinDoc, calendar: calendarDoc, random: randomDoc, mixed: mixedDoc, dates: datesDoc, format: formatDoc, series: seriesDoc, spatial: spatialDoc, vectors: vectorsDoc, strings: stringsDoc, numbers: numbersDoc, arity: arityDoc };
 const chosen = arg('family', Object.keys(families).join(',')).split(',');
 const baseData = { rows: [], rows2: [], two: [1, 2], obj: { a: 1 }, arr: [1, 2], num: 3, str: 'x' };
 

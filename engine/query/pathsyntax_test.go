@@ -138,7 +138,10 @@ func TestPathMessages(t *testing.T) {
 // detail of the library's own reaches a user for a query the reference
 // accepts.
 func FuzzPathSyntax(f *testing.F) {
-	for _, s := range []string{"$", "$..a[?@.b == 1 && length(@.c) > 2]", "$['\\ud83d\\ude00'][1:2:-1]", "$[?!match(@, 'a')]", "$[?@ == 1e5]", "$[01]"} {
+	for _, s := range []string{
+		"$", "$..a[?@.b == 1 && length(@.c) > 2]", "$['\\ud83d\\ude00'][1:2:-1]", "$[?!match(@, 'a')]", "$[?@ == 1e5]", "$[01]",
+		"$[?@ < 1e400]", "$[?@ >= -1e400 || @ <= 1e-400]", "$[?match(@, $.nope)]", "$[?@[?@ >= 'a']]", "$[?search(@, '^*')]",
+	} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, src string) {
