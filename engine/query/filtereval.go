@@ -41,13 +41,10 @@ type operand interface {
 }
 
 // filterQuery is a query inside a filter, from '@' (relative) or '$'.
-// start and end are its span in the walked code units; path is compiled
-// from that text once the walk is done.
 type filterQuery struct {
-	relative   bool
-	singular   bool
-	start, end int
-	path       *jsonPath
+	relative bool
+	singular bool
+	path     *jsonPath
 }
 
 func (q *filterQuery) from(cur, root any) any {

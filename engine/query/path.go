@@ -1,8 +1,6 @@
 package query
 
 import (
-	"unicode/utf16"
-
 	"github.com/theory/jsonpath"
 	"github.com/theory/jsonpath/spec"
 
@@ -48,8 +46,8 @@ func parsePath(src, original, docPath string) *jsonPath {
 // library takes a few strings the reference refuses, which the walk
 // finds first, and refuses a few the reference takes, which it parses in
 // the walk's lenient form. The library gives the segments; the filters
-// are the walk's (filtereval.go), each query inside them parsed the same
-// way.
+// are the walk's (filtereval.go), with the segments of the queries inside
+// them.
 func parseRFC(src string) (*jsonPath, string) {
 	w, msg := walkPath(src)
 	if msg != "" {
@@ -62,13 +60,6 @@ func parseRFC(src string) (*jsonPath, string) {
 			return nil, "Invalid JSONPath: " + err.Error()
 		}
 		p = lp
-	}
-	for _, q := range w.queries {
-		qp, detail := parseRFC("$" + string(utf16.Decode(w.s[q.start+1:q.end])))
-		if qp == nil {
-			return nil, detail
-		}
-		q.path, q.singular = qp, qp.steps != nil
 	}
 	return newJSONPath(p, w.filters), ""
 }
@@ -95,6 +86,21 @@ func newJSONPath(p *jsonpath.Path, filters []filterExpr) *jsonPath {
 		}
 		jp.sels = append(jp.sels, sels)
 	}
+	return jp.withSteps()
+}
+
+// pathOfSegments makes segments the walk built a path; its filter
+// selectors are already pathFilters.
+func pathOfSegments(segs []*spec.Segment) *jsonPath {
+	jp := &jsonPath{segs: segs}
+	for _, seg := range segs {
+		jp.sels = append(jp.sels, seg.Selectors())
+	}
+	return jp.withSteps()
+}
+
+// withSteps sets the names and indexes jp starts with, or is.
+func (jp *jsonPath) withSteps() *jsonPath {
 	jp.lead = leadingSteps(jp.segs)
 	if len(jp.lead) == len(jp.segs) {
 		jp.steps, jp.lead = jp.lead, nil

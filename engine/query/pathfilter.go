@@ -188,17 +188,14 @@ func (p *pathScan) compOp() string {
 	return ""
 }
 
-// filterQuery reads a query from '@' or '$'; the walk compiles it once
-// it is done (pathsyntax.go).
+// filterQuery reads a query from '@' or '$', its segments and filters
+// the walk's.
 func (p *pathScan) filterQuery() *filterQuery {
-	q := &filterQuery{relative: p.cc(p.pos) == '@', start: p.pos}
+	q := &filterQuery{relative: p.cc(p.pos) == '@'}
 	p.pos++
-	q.singular = p.segments()
-	q.end = p.pos
-	if p.depth == 1 {
-		// (one in a deeper filter is its own query's to compile)
-		p.queries = append(p.queries, q)
-	}
+	segs, singular := p.segments()
+	q.singular = singular
+	q.path = pathOfSegments(segs)
 	return q
 }
 

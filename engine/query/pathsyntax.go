@@ -4,6 +4,8 @@ import (
 	"math"
 	"strconv"
 	"unicode/utf16"
+
+	"github.com/theory/jsonpath/spec"
 )
 
 // pathWalk walks src as the reference's recursive-descent parser does,
@@ -85,9 +87,6 @@ type pathScan struct {
 	depth int
 	// filters are the filter selectors outside any filter, in order
 	filters []filterExpr
-	// queries are the queries inside filters, compiled once the walk is
-	// done
-	queries []*filterQuery
 }
 
 // pathFail carries the first broken rule out of the walk.
@@ -156,7 +155,9 @@ func (p *pathScan) identifier() string {
 	return string(utf16.Decode(p.s[start:p.pos]))
 }
 
-func (p *pathScan) memberName() {
+// memberName reads a shorthand member name and returns it.
+func (p *pathScan) memberName() string {
+	start := p.pos
 	if !isNameStartCU(p.cc(p.pos)) {
 		p.fail("expected member name", p.pos)
 	}
@@ -170,10 +171,11 @@ func (p *pathScan) memberName() {
 			continue
 		}
 		if !isNameStartCU(c) && !isDigitCU(c) {
-			return
+			break
 		}
 		p.pos++
 	}
+	return string(utf16.Decode(p.s[start:p.pos]))
 }
 
 func (p *pathScan) hex4() int {
@@ -290,7 +292,7 @@ func escapedUnits(esc []uint16) []uint16 {
 
 // intToken reads an index or slice bound: "0" or an optional '-' and a
 // digit other than 0 first, within JavaScript's safe integers.
-func (p *pathScan) intToken() {
+func (p *pathScan) intToken() int {
 	start := p.pos
 	neg := false
 	if p.cc(p.pos) == '-' {
@@ -309,7 +311,7 @@ func (p *pathScan) intToken() {
 		if neg {
 			p.fail("'-0' is not allowed as an index", start)
 		}
-		return
+		return 0
 	}
 	for isDigitCU(p.cc(p.pos)) {
 		p.pos++
@@ -326,6 +328,7 @@ func (p *pathScan) intToken() {
 	if n > maxSafe || n < -maxSafe {
 		p.fail("integer out of interoperable range", start)
 	}
+	return int(n)
 }
 
 // numberLiteral reads a number literal and returns its value.
@@ -381,60 +384,64 @@ func (p *pathScan) numberLiteral() float64 {
 	return f
 }
 
-// segments reads segments and reports whether they make a singular query.
-func (p *pathScan) segments() bool {
+// segments reads segments and reports whether they make a singular
+// query; it returns them as the library would have parsed them.
+func (p *pathScan) segments() ([]*spec.Segment, bool) {
+	var segs []*spec.Segment
 	singular := true
 	for {
 		save := p.pos
 		p.skipWS()
 		switch p.cc(p.pos) {
 		case '[':
-			if !p.bracketed() {
-				singular = false
-			}
+			sels, one := p.bracketed()
+			segs = append(segs, spec.Child(sels...))
+			singular = singular && one
 		case '.':
 			if p.cc(p.pos+1) == '.' {
 				p.pos += 2
-				p.descendant()
+				segs = append(segs, spec.Descendant(p.descendant()...))
 				singular = false
 			} else {
 				p.pos++
 				if p.cc(p.pos) == '*' {
 					p.pos++
+					segs = append(segs, spec.Child(spec.Wildcard()))
 					singular = false
 				} else {
-					p.memberName()
+					segs = append(segs, spec.Child(spec.Name(p.memberName())))
 				}
 			}
 		default:
 			p.pos = save
-			return singular
+			return segs, singular
 		}
 	}
 }
 
-func (p *pathScan) descendant() {
+func (p *pathScan) descendant() []spec.Selector {
 	switch p.cc(p.pos) {
 	case '[':
-		p.bracketed()
+		sels, _ := p.bracketed()
+		return sels
 	case '*':
 		p.pos++
-	default:
-		p.memberName()
+		return []spec.Selector{spec.Wildcard()}
 	}
+	return []spec.Selector{spec.Name(p.memberName())}
 }
 
 // bracketed reads a bracketed selection and reports whether it is one
 // name or index.
-func (p *pathScan) bracketed() bool {
+func (p *pathScan) bracketed() ([]spec.Selector, bool) {
 	p.pos++
 	p.skipWS()
-	n, picks := 0, true
+	var sels []spec.Selector
+	picks := true
 	for {
-		if !p.selector() {
-			picks = false
-		}
-		n++
+		sel, pick := p.selector()
+		sels = append(sels, sel)
+		picks = picks && pick
 		p.skipWS()
 		switch p.cc(p.pos) {
 		case ',':
@@ -443,22 +450,21 @@ func (p *pathScan) bracketed() bool {
 			continue
 		case ']':
 			p.pos++
-			return n == 1 && picks
+			return sels, len(sels) == 1 && picks
 		}
 		p.fail("expected ',' or ']'", p.pos)
 	}
 }
 
 // selector reads one selector and reports whether it is a name or index.
-func (p *pathScan) selector() bool {
+func (p *pathScan) selector() (spec.Selector, bool) {
 	c := p.cc(p.pos)
 	switch {
 	case c == '\'' || c == '"':
-		p.stringLiteral()
-		return true
+		return spec.Name(p.stringLiteral()), true
 	case c == '*':
 		p.pos++
-		return false
+		return spec.Wildcard(), false
 	case c == '?':
 		p.pos++
 		p.skipWS()
@@ -468,29 +474,30 @@ func (p *pathScan) selector() bool {
 		if p.depth == 0 {
 			p.filters = append(p.filters, x)
 		}
-		return false
+		return &pathFilter{FilterSelector: spec.Filter(), expr: x}, false
 	case c == ':' || c == '-' || isDigitCU(c):
 		return p.indexOrSlice()
 	}
 	p.fail("expected a selector", p.pos)
-	return false
+	return nil, false
 }
 
 // indexOrSlice reads an index (true) or a slice (false).
-func (p *pathScan) indexOrSlice() bool {
+func (p *pathScan) indexOrSlice() (spec.Selector, bool) {
+	var bounds [3]any // start, end, step; nil when left out
 	if p.cc(p.pos) != ':' {
-		p.intToken()
+		bounds[0] = p.intToken()
 	}
 	save := p.pos
 	p.skipWS()
 	if p.cc(p.pos) != ':' {
 		p.pos = save
-		return true
+		return spec.Index(bounds[0].(int)), true
 	}
 	p.pos++
 	p.skipWS()
 	if c := p.cc(p.pos); c == '-' || isDigitCU(c) {
-		p.intToken()
+		bounds[1] = p.intToken()
 	}
 	save = p.pos
 	p.skipWS()
@@ -498,10 +505,10 @@ func (p *pathScan) indexOrSlice() bool {
 		p.pos++
 		p.skipWS()
 		if c := p.cc(p.pos); c == '-' || isDigitCU(c) {
-			p.intToken()
+			bounds[2] = p.intToken()
 		}
 	} else {
 		p.pos = save
 	}
-	return false
+	return spec.Slice(bounds[:]...), false
 }
