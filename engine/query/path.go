@@ -8,12 +8,14 @@ import (
 	"github.com/jetflow/jetflow/engine/value"
 )
 
-// jsonPath is a parsed RFC 9535 query. Parsing, filter expressions and
-// function type-checking come from github.com/theory/jsonpath; segment
-// traversal is ours, because that library walks Go maps in random order
-// and the query language needs document order (value.Keys, the order the
-// reference's JavaScript objects iterate in) for wildcards, filters and
-// descendants.
+// jsonPath is a parsed RFC 9535 query. The outermost query's segments
+// come from github.com/theory/jsonpath; the syntax walk (pathsyntax.go)
+// decides what parses, and builds the filters and the queries inside
+// them, which are evaluated as the reference evaluates them
+// (filtereval.go). Segment traversal is ours, because that library walks
+// Go maps in random order and the query language needs document order
+// (value.Keys, the order the reference's JavaScript objects iterate in)
+// for wildcards, filters and descendants.
 type jsonPath struct {
 	segs []*spec.Segment
 	// sels are each segment's selectors, a filter selector replaced by a
