@@ -150,6 +150,29 @@ func BenchmarkSpatialGuard(b *testing.B) {
 // benchEBV times q.EBV(ctx), which must hold, and reports the CPU time
 // per evaluation beside the wall time: on a loaded machine the CPU time
 // is the figure to compare with bench-query.mjs's.
+// BenchmarkPathFilter measures JSONPath filters over 50 items: an
+// existence test, comparisons and match() with a literal pattern.
+func BenchmarkPathFilter(b *testing.B) {
+	items := make([]any, 50)
+	for i := range items {
+		items[i] = map[string]any{"n": float64(i % 5), "s": "abc", "ok": i%2 == 0}
+	}
+	data := map[string]any{"items": items}
+	for _, bc := range []struct{ name, path string }{
+		{"exists", "$.items[?@.ok]"},
+		{"compare", "$.items[?@.n >= 2 && @.s == 'abc']"},
+		{"match", "$.items[?match(@.s, 'a.*')]"},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			q, err := Compile(map[string]any{"$gt": []any{map[string]any{"$count": bc.path}, 0.0}}, Options{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			benchEBV(b, q, data)
+		})
+	}
+}
+
 func benchEBV(b *testing.B, q *Query, ctx any) {
 	b.Helper()
 	b.ReportAllocs()
