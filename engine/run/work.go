@@ -15,14 +15,22 @@ import (
 // worker. blocked reports that tasks are in flight.
 func (r *reducer) work(id string) (blocked bool, err error) {
 	d := r.wf.DAGs[id]
+	inText := "" // the pending input's canonical text, once computed
 	if r.st.Pending == nil {
-		v, ok, err := r.wf.Inputs[id].Within(&r.budget).Eval(r.workScope(), nil)
+		// the reference copies the work input as canonical JSON as it
+		// evaluates it: the empty marker left in an array or object the
+		// query built (a symbol there), NaN or ±Infinity refuse
+		v, ok, _, err := r.wf.Inputs[id].Within(&r.budget).EvalMarked(r.workScope(), nil)
+		if err == nil {
+			if !ok {
+				v = nil
+			}
+			inText, err = value.Canonical(v)
+		}
 		if err != nil {
 			return false, fault.Wrap(fault.JF2016, "work input evaluation failed", id+"/input", err)
 		}
-		if !ok {
-			v = nil
-		}
+		v = value.Plain(v)
 		visit, _ := r.st.Context.Visits[id].(float64)
 		r.st.Pending = &Pending{State: id, Visit: int64(visit), Input: value.Clone(v), Values: map[string]any{}}
 		r.st.Work = nil
@@ -34,9 +42,11 @@ func (r *reducer) work(id string) (blocked bool, err error) {
 	}
 	if r.st.Work == nil {
 		if p.Identity == nil {
-			in, err := value.Canonical(p.Input)
-			if err != nil {
-				return false, fault.Wrap(fault.JF2016, "work input is not JSON", id+"/input", err)
+			in := inText
+			if in == "" {
+				if in, err = value.Canonical(p.Input); err != nil {
+					return false, fault.Wrap(fault.JF2016, "work input is not JSON", id+"/input", err)
+				}
 			}
 			// The reference's DAG provenance (dag.Identity), from texts
 			// the compiled workflow already holds.
