@@ -316,8 +316,9 @@ func (s *scenario) mock(inv *run.Invoke) *run.TaskResult {
 		return res
 	}
 	// the result is handed on as the query built it, as the reference's
-	// handler returns it
-	out, ok, err := m.output.Within(nil).Holding().EvalOrdered(scope, nil)
+	// handler returns it: its objects in their member order, the empty
+	// marker where the query left one in an array or object it built
+	out, ok, _, err := m.output.Within(nil).Holding().EvalMarked(scope, nil)
 	if err != nil {
 		res.Error = &run.TaskError{Message: err.Error()}
 		return res
