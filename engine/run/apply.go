@@ -52,6 +52,15 @@ type Options struct {
 	// too. The simulator's mocks are such handlers. Nil in the fleet,
 	// whose tasks answer later than any inline node.
 	FailsAtCall func(inv *Invoke) (message string, fails bool)
+
+	// FailsAtRead, when set, tells whether a task's result fails the run
+	// as it is read, and with which error: a handler the reference calls
+	// in process and that returns at once a value its checkpointed node
+	// refuses (JF2008) fails the DAG one turn after the call, before an
+	// inline node that the reference reaches later in the same step
+	// fails too (dag.Wave.FailsAtRead). The simulator's mocks are such
+	// handlers. Nil in the fleet, whose results come in later inputs.
+	FailsAtRead func(inv *Invoke) error
 }
 
 // Buffer defaults.

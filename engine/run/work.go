@@ -93,7 +93,13 @@ func (r *reducer) schedule(id string, ordered map[string]any) (blocked bool, err
 	for node := range w.Running {
 		running[node] = true
 	}
-	plan, err := d.ScheduleOrdered(&r.budget, p.Input, w.Values, ordered, running)
+	var wave dag.Wave
+	if r.opts.FailsAtRead != nil {
+		wave.FailsAtRead = func(inv dag.Invocation) error {
+			return r.opts.FailsAtRead(r.invocation(id, inv, w.Base+1))
+		}
+	}
+	plan, err := d.ScheduleWave(&r.budget, p.Input, w.Values, ordered, running, wave)
 	if err == nil {
 		w.Ordered = plan.Ordered
 	}
