@@ -96,10 +96,26 @@ func coded(err error) map[string]any {
 
 // options are the reducer's options for the scenario's mocks: no retry,
 // as the reference has none, and a mock fails as it is called, as the
-// reference's handler throws.
-func (s *scenario) options() run.Options {
+// reference's handler throws. readFirst says that no other result is due
+// before a task invoked now is read: a checkpoint that refuses its result
+// then fails the run within the step that invokes it, in the order of
+// the reference's microtask queue (see answer).
+func (s *scenario) options(wf *workflow.Workflow, readFirst bool) run.Options {
+	var failsAtRead func(inv *run.Invoke) error
+	if readFirst {
+		failsAtRead = func(inv *run.Invoke) error {
+			res := s.mock(inv)
+			if d := wf.DAGs[inv.State]; d != nil && res.Error == nil {
+				if err := d.CheckTaskResult(inv.Node, value.Plain(res.Output)); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+	}
 	return run.Options{
-		Retry: func(string, string) run.RetryPolicy { return run.NoRetry },
+		FailsAtRead: failsAtRead,
+		Retry:       func(string, string) run.RetryPolicy { return run.NoRetry },
 		FailsAtCall: func(inv *run.Invoke) (string, bool) {
 			if s.observe != nil {
 				s.observe(inv)
@@ -128,7 +144,7 @@ func (s *scenario) call(wf *workflow.Workflow, prev *run.State, c call) (*run.St
 	var err error
 	if prev == nil {
 		msg.Kind, msg.Event = run.KindStart, c.event
-		st, effects, err = run.Apply(wf, nil, msg, s.options())
+		st, effects, err = run.Apply(wf, nil, msg, s.options(wf, true))
 		// The reference starts the chart (JF2012) before it compares the
 		// expected generation; what follows the start runs after it.
 		if g, ok := c.expected(0); err == nil && ok && g != 0 {
@@ -156,7 +172,7 @@ func (s *scenario) call(wf *workflow.Workflow, prev *run.State, c call) (*run.St
 		if c.event != nil {
 			msg.Kind, msg.Event = run.KindEvent, c.event
 		}
-		st, effects, err = run.Apply(wf, prev, msg, s.options())
+		st, effects, err = run.Apply(wf, prev, msg, s.options(wf, true))
 	}
 	if err != nil {
 		return nil, err
@@ -214,7 +230,15 @@ func (s *scenario) answer(wf *workflow.Workflow, st *run.State, effects []run.Ef
 		o := pending[next]
 		pending = append(pending[:next], pending[next+1:]...)
 		msg := run.Message{Kind: run.KindResult, Time: c.now, NoTime: !c.hasNow, NoTick: true, Result: o.res}
-		after, more, err := run.Apply(wf, st, msg, s.options())
+		// a result due before the read of a task this one invokes (at
+		// o.at+1) is fed first, and the answer loop orders the read
+		readFirst := true
+		for _, p := range pending {
+			if p.at <= o.at {
+				readFirst = false
+			}
+		}
+		after, more, err := run.Apply(wf, st, msg, s.options(wf, readFirst))
 		if errors.Is(err, run.ErrRejected) {
 			continue // a sibling failed the activation first
 		}
