@@ -254,7 +254,6 @@ func (st *step) evaluate(i int) error {
 				return nil
 			}
 		}
-		inv.given = nil
 		st.plan.Tasks = append(st.plan.Tasks, *inv)
 		if st.failsAtRead != nil {
 			if err := st.failsAtRead(*inv); err != nil {

@@ -81,6 +81,14 @@ type Invocation struct {
 	given map[string]any
 }
 
+// MarkedArg returns the argument as the reference hands its handler when
+// it differs from Arg: when it holds the empty marker where a query left
+// one in the with or the input (value.Empty; value.Canonical of it fails
+// as the reference's JSON copy does). Nil when it holds none. An
+// in-process handler, such as a simulation's mock, reads it; a worker
+// gets Arg, which is JSON.
+func (inv Invocation) MarkedArg() map[string]any { return inv.given }
+
 // Schedule advances a run. input is the activation input (nil for none);
 // values holds the value of every node known so far (task results, inline
 // values from earlier plans, values restored from checkpoints); running

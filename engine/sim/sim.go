@@ -313,14 +313,11 @@ func (s *scenario) mock(inv *run.Invoke) *run.TaskResult {
 		res.Error = &run.TaskError{Message: "no mock for task '" + inv.Task + "'"}
 		return res
 	}
-	var with any
-	if inv.HasWith {
-		// with keeps the objects its query built in their order, as the
-		// reference's handler gets them: the mock's queries read it
-		// through Holding
-		with = inv.With
-	}
-	scope := map[string]any{"with": with, "input": inv.Input}
+	// with keeps the objects its query built in their order, and both
+	// keep the empty marker a query left, as the reference's handler
+	// gets them: the mock's queries read them through Holding
+	input, with := inv.Given()
+	scope := map[string]any{"with": with, "input": input}
 	if m.hasError {
 		fails := true
 		if m.errorWhen != nil {
@@ -336,7 +333,7 @@ func (s *scenario) mock(inv *run.Invoke) *run.TaskResult {
 		}
 	}
 	if m.output == nil {
-		res.Output = inv.Input
+		res.Output = input
 		return res
 	}
 	// the result is handed on as the query built it, as the reference's
