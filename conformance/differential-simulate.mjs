@@ -108,6 +108,7 @@ function withQuery() {
     { k: { $add: ['$.n', 1] }, f: '$.flag' },
     '$.missing',
     { k: '$.n', all: '$' },
+    { k: '$.n', due: { '$date-add': ['2026-01-01', '$.delay'] } }, // the empty marker, handed to the mock
   ]);
 }
 
