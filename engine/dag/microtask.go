@@ -47,6 +47,12 @@ type Wave struct {
 	// branch), and after the work queued before it. The invocation is
 	// listed: its handler was called.
 	FailsAtRead func(Invocation) error
+	// Marked holds known values as an earlier call computed them, with
+	// the empty marker (an earlier Plan.Marked): they take the place of
+	// their entries in values, and their consumers read the marker as
+	// the reference's do. Only a runner that keeps them in memory has
+	// them; a value stored as JSON has lost its marker.
+	Marked map[string]any
 }
 
 // step is the state of one Schedule call.

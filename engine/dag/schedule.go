@@ -42,6 +42,14 @@ type Plan struct {
 	// value to its consumers by reference for the whole run of the DAG.
 	// Nil when there are none. Values and Output are plain.
 	Ordered map[string]any
+	// Marked holds, by node id, the known values that may hold the
+	// reference's empty marker, as computed (the marker where a query
+	// left it), and that a node without a value yet still reads: what a
+	// runner that keeps values in memory hands the next call as
+	// Wave.Marked, for the reference's consumers read the marker by
+	// reference for the whole run of the DAG. A value in Values is its
+	// JSON form. Nil when there are none.
+	Marked map[string]any
 	// given is the output as the reference hands its checkpoint store,
 	// when it holds the empty marker; nil otherwise
 	given any
@@ -141,6 +149,20 @@ func (d *DAG) ScheduleWave(b *query.Budget, input any, values, ordered map[strin
 			st.known[i], st.vals[i], st.held[i] = true, v, true
 		}
 	}
+	for id, v := range w.Marked {
+		if i, ok := d.index[id]; ok {
+			if st.marked == nil {
+				st.marked = make([]bool, st.n)
+			}
+			st.known[i], st.vals[i], st.marked[i] = true, v, true
+			if value.HasObject(v) {
+				if st.held == nil {
+					st.held = make([]bool, st.n)
+				}
+				st.held[i] = true
+			}
+		}
+	}
 	err := st.run(running, w)
 	plan := st.plan
 	plan.Done = true
@@ -163,13 +185,26 @@ func (d *DAG) ScheduleWave(b *query.Budget, input any, values, ordered map[strin
 			plan.Ordered[d.nodes[i].ID] = vals[i]
 		}
 	}
+	for i := range marked {
+		// the output is kept until the run is done, when its store
+		// reads it (OutputGiven)
+		if marked[i] && ((i == d.output && !plan.Done) || (i != d.output && d.unread(i, known))) {
+			if plan.Marked == nil {
+				plan.Marked = map[string]any{}
+			}
+			plan.Marked[d.nodes[i].ID] = vals[i]
+		}
+	}
 	if plan.Done {
 		plan.Output = vals[d.output]
 		if (held != nil && held[d.output]) || (marked != nil && marked[d.output]) {
 			plan.Output = st.output
 			if st.output == nil {
-				// known on entry (an ordered value handed in)
+				// known on entry (an ordered or marked value handed in)
 				plan.Output = value.Plain(vals[d.output])
+				if marked != nil && marked[d.output] {
+					plan.given, plan.Output = plan.Output, query.Unmark(plan.Output)
+				}
 			}
 		}
 	}
