@@ -204,7 +204,8 @@ function dagDoc() {
   }
   // query nodes on the input or downstream of tasks, some failing
   for (const id of sample(['q', 'r', 'aq'], int(lean('dags', 4, 2)))) {
-    nodes[id] = { kind: 'query', query: pick([{ n: { $count: '$.items[*]' } }, '$.n', { $add: ['$.n', 'x'] }, { $add: ['$.n', 'x'] }, { n: '$.n' }]), ...(chance(0.25) ? { checkpoint: true } : {}) };
+    nodes[id] = { kind: 'query', query: pick([{ n: { $count: '$.items[*]' } }, '$.n', { $add: ['$.n', 'x'] }, { $add: ['$.n', 'x'] }, { n: '$.n' },
+      { n: '$.n', due: [{ '$date-add': ['2026-01-01', '$.delay'] }] }]), ...(chance(0.25) ? { checkpoint: true } : {}) };
     const from = chance(0.5) ? 'in' : pick(producers);
     edges.push({ from, to: id });
     consumed.add(from);

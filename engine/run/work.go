@@ -94,6 +94,9 @@ func (r *reducer) schedule(id string, ordered map[string]any) (blocked bool, err
 		running[node] = true
 	}
 	var wave dag.Wave
+	if r.opts.KeepMarks {
+		wave.Marked = w.marked
+	}
 	if r.opts.FailsAtRead != nil {
 		wave.FailsAtRead = func(inv dag.Invocation) error {
 			return r.opts.FailsAtRead(r.invocation(id, inv, w.Base+1))
@@ -102,6 +105,9 @@ func (r *reducer) schedule(id string, ordered map[string]any) (blocked bool, err
 	plan, err := d.ScheduleWave(&r.budget, p.Input, w.Values, ordered, running, wave)
 	if err == nil {
 		w.Ordered = plan.Ordered
+		if r.opts.KeepMarks {
+			w.marked = plan.Marked
+		}
 	}
 	for _, nv := range plan.Values {
 		w.Values[nv.ID] = nv.Value
