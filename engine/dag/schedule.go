@@ -182,7 +182,13 @@ func (d *DAG) ScheduleWave(b *query.Budget, input any, values, ordered map[strin
 			if plan.Ordered == nil {
 				plan.Ordered = map[string]any{}
 			}
-			plan.Ordered[d.nodes[i].ID] = vals[i]
+			v := vals[i]
+			if marked != nil && marked[i] {
+				// stored as JSON, which the marker is not (Marked
+				// keeps it for a runner that holds values in memory)
+				v = query.Unmark(v)
+			}
+			plan.Ordered[d.nodes[i].ID] = v
 		}
 	}
 	for i := range marked {
