@@ -82,6 +82,10 @@ function outputQuery() {
     { n: { $div: [1, 3] }, big: { $mul: ['$.input.n', 1e21] }, neg: { $mul: [-1, 0] }, s: 'é\u{1F600}' },
     { n: { $add: ['$.input.n', 1] }, flag: '$.input.flag', items: { $seq: ['$.input.items[*]', '$.input.n'] } },
     { n: { $add: ['$.input.tag', 1] } }, // fails on a string tag
+    // the reference's empty marker (a $date-add deemed one item that
+    // answers empty) as a member or an element, always or when flag is false
+    { n: '$.input.n', due: { '$date-add': ['2026-01-01', '$.input.delay'] } },
+    { n: '$.input.n', flag: '$.input.flag', at: [{ '$date-add': ['2026-01-01', { $if: ['$.input.flag', 'P1D', '$.input.none'] }] }] },
   ]);
 }
 
@@ -104,6 +108,7 @@ function withQuery() {
     { k: { $add: ['$.n', 1] }, f: '$.flag' },
     '$.missing',
     { k: '$.n', all: '$' },
+    { k: '$.n', due: { '$date-add': ['2026-01-01', '$.delay'] } }, // the empty marker, handed to the mock
   ]);
 }
 
@@ -120,6 +125,9 @@ function inputQuery() {
     { n: { $add: ['$.context.data.n', 'x'] } }, // fails at run time
     '$.context.activation',
     { ev: '$.event', p: '$.payload', key: '$.context.activation.key' },
+    // the empty marker, refused by the reference's copy of the work input
+    { n: '$.context.data.n', due: { '$date-add': ['2026-01-01', '$.context.data.delay'] } },
+    [{ '$date-add': ['2026-01-01', { $if: ['$.context.data.flag', 'P1D', '$.context.none'] }] }],
   ]);
 }
 
@@ -196,7 +204,8 @@ function dagDoc() {
   }
   // query nodes on the input or downstream of tasks, some failing
   for (const id of sample(['q', 'r', 'aq'], int(lean('dags', 4, 2)))) {
-    nodes[id] = { kind: 'query', query: pick([{ n: { $count: '$.items[*]' } }, '$.n', { $add: ['$.n', 'x'] }, { $add: ['$.n', 'x'] }, { n: '$.n' }]), ...(chance(0.25) ? { checkpoint: true } : {}) };
+    nodes[id] = { kind: 'query', query: pick([{ n: { $count: '$.items[*]' } }, '$.n', { $add: ['$.n', 'x'] }, { $add: ['$.n', 'x'] }, { n: '$.n' },
+      { n: '$.n', due: [{ '$date-add': ['2026-01-01', '$.delay'] }] }]), ...(chance(0.25) ? { checkpoint: true } : {}) };
     const from = chance(0.5) ? 'in' : pick(producers);
     edges.push({ from, to: id });
     consumed.add(from);

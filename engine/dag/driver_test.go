@@ -40,8 +40,9 @@ func mock(m map[string]any, written value.Written, arg map[string]any) (any, str
 		return nil, err.Error(), false
 	}
 	// the reference's mock reads a canonical copy of the argument, and
-	// its result is handed on as the query built it
-	v, _, err := q.Within(nil).EvalOrdered(value.Plain(map[string]any{"with": arg["with"], "input": arg["input"]}), nil)
+	// its result is handed on as the query built it, the empty marker
+	// included
+	v, _, _, err := q.Within(nil).EvalMarked(value.Plain(map[string]any{"with": arg["with"], "input": arg["input"]}), nil)
 	if err != nil {
 		return nil, err.Error(), false
 	}
@@ -75,6 +76,7 @@ func drive(d *dag.DAG, c dagCase) ([]wave, any, error) {
 	// the values the last plan keeps ordered, and the results of each
 	// wave as their handlers built them
 	var ordered map[string]any
+	var marked map[string]any // the generator keeps values in memory, the marker included
 	if c.HasSeed {
 		// the reference's store hands back the seed as written
 		values = d.Restore(c.Seed)
@@ -127,7 +129,7 @@ func drive(d *dag.DAG, c dagCase) ([]wave, any, error) {
 			}
 		}
 		plan, err := d.ScheduleWave(nil, c.Input, values, ordered, running, dag.Wave{
-			Settled: settled, Restored: restored, Refuse: copiesArgument,
+			Settled: settled, Restored: restored, Refuse: copiesArgument, Marked: marked,
 		})
 		for _, nv := range plan.Values {
 			values[nv.ID] = nv.Value
@@ -135,7 +137,7 @@ func drive(d *dag.DAG, c dagCase) ([]wave, any, error) {
 				w.saves = append(w.saves, map[string]any{"node": nv.ID, "value": nv.Value})
 			}
 		}
-		ordered = plan.Ordered
+		ordered, marked = plan.Ordered, plan.Marked
 		for _, inv := range plan.Tasks {
 			running[inv.Node] = true
 			info, _ := d.Node(inv.Node)

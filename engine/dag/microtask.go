@@ -37,6 +37,22 @@ type Wave struct {
 	// fails the node one turn of the queue after the call, before the
 	// work queued behind it, and the invocation is not listed.
 	Refuse func(Invocation) (message string, refused bool)
+	// FailsAtRead, when set, tells of a task whose result fails the run
+	// as the reference reads it, such as a checkpointed task whose
+	// handler returns at once a value the checkpoint refuses (JF2008):
+	// it returns that failure, nil for a task whose result reads fine.
+	// The reference reads a result its handler returned at once one
+	// turn of the queue after the call, so the failure comes before the
+	// work queued behind the call (an inline node further down another
+	// branch), and after the work queued before it. The invocation is
+	// listed: its handler was called.
+	FailsAtRead func(Invocation) error
+	// Marked holds known values as an earlier call computed them, with
+	// the empty marker (an earlier Plan.Marked): they take the place of
+	// their entries in values, and their consumers read the marker as
+	// the reference's do. Only a runner that keeps them in memory has
+	// them; a value stored as JSON has lost its marker.
+	Marked map[string]any
 }
 
 // step is the state of one Schedule call.
@@ -61,8 +77,12 @@ type step struct {
 
 	refuse   func(Invocation) (string, bool)
 	refusals map[int]string // per refused task node: its handler's message
-	queue    []job
-	waiting  []int // per node: inputs not yet delivered
+	// failsAtRead is Wave.FailsAtRead; readFailures the failure of each
+	// task node whose result fails as it is read
+	failsAtRead  func(Invocation) error
+	readFailures map[int]error
+	queue        []job
+	waiting      []int // per node: inputs not yet delivered
 	// the consumers to tell when node i resolves, one per edge, in
 	// registration order: reactions[reactAt[i]:reactAt[i+1]]; nil when
 	// no node waits on another
@@ -85,6 +105,8 @@ const (
 	jobSettled
 	// a task's handler refused its argument: the node fails
 	jobRefused
+	// a task's result was read and failed the run
+	jobReadFailed
 )
 
 type job struct {
@@ -95,7 +117,7 @@ type job struct {
 // run replays the microtask queue of one step.
 func (st *step) run(running map[string]bool, w Wave) error {
 	d := st.d
-	st.refuse = w.Refuse
+	st.refuse, st.failsAtRead = w.Refuse, w.FailsAtRead
 	// every node evaluates, saves and resolves at most once, and each
 	// edge delivers at most once: the queue never outgrows this
 	st.queue = make([]job, 0, len(w.Settled)+3*st.n+d.edges)
@@ -165,6 +187,8 @@ func (st *step) run(running map[string]bool, w Wave) error {
 			st.resolve(j.node)
 		case jobRefused:
 			return d.TaskFailed(d.nodes[j.node].ID, st.refusals[j.node])
+		case jobReadFailed:
+			return st.readFailures[j.node]
 		case jobSettled:
 			if d.nodes[j.node].Checkpoint {
 				st.queue = append(st.queue, job{jobSaved, j.node})
@@ -236,8 +260,16 @@ func (st *step) evaluate(i int) error {
 				return nil
 			}
 		}
-		inv.given = nil
 		st.plan.Tasks = append(st.plan.Tasks, *inv)
+		if st.failsAtRead != nil {
+			if err := st.failsAtRead(*inv); err != nil {
+				if st.readFailures == nil {
+					st.readFailures = map[int]error{}
+				}
+				st.readFailures[i] = err
+				st.queue = append(st.queue, job{jobReadFailed, i})
+			}
+		}
 		return nil
 	}
 	if m {

@@ -42,6 +42,14 @@ type Plan struct {
 	// value to its consumers by reference for the whole run of the DAG.
 	// Nil when there are none. Values and Output are plain.
 	Ordered map[string]any
+	// Marked holds, by node id, the known values that may hold the
+	// reference's empty marker, as computed (the marker where a query
+	// left it), and that a node without a value yet still reads: what a
+	// runner that keeps values in memory hands the next call as
+	// Wave.Marked, for the reference's consumers read the marker by
+	// reference for the whole run of the DAG. A value in Values is its
+	// JSON form. Nil when there are none.
+	Marked map[string]any
 	// given is the output as the reference hands its checkpoint store,
 	// when it holds the empty marker; nil otherwise
 	given any
@@ -80,6 +88,14 @@ type Invocation struct {
 	// where a query left one; nil when it holds none
 	given map[string]any
 }
+
+// MarkedArg returns the argument as the reference hands its handler when
+// it differs from Arg: when it holds the empty marker where a query left
+// one in the with or the input (value.Empty; value.Canonical of it fails
+// as the reference's JSON copy does). Nil when it holds none. An
+// in-process handler, such as a simulation's mock, reads it; a worker
+// gets Arg, which is JSON.
+func (inv Invocation) MarkedArg() map[string]any { return inv.given }
 
 // Schedule advances a run. input is the activation input (nil for none);
 // values holds the value of every node known so far (task results, inline
@@ -133,6 +149,20 @@ func (d *DAG) ScheduleWave(b *query.Budget, input any, values, ordered map[strin
 			st.known[i], st.vals[i], st.held[i] = true, v, true
 		}
 	}
+	for id, v := range w.Marked {
+		if i, ok := d.index[id]; ok {
+			if st.marked == nil {
+				st.marked = make([]bool, st.n)
+			}
+			st.known[i], st.vals[i], st.marked[i] = true, v, true
+			if value.HasObject(v) {
+				if st.held == nil {
+					st.held = make([]bool, st.n)
+				}
+				st.held[i] = true
+			}
+		}
+	}
 	err := st.run(running, w)
 	plan := st.plan
 	plan.Done = true
@@ -152,7 +182,23 @@ func (d *DAG) ScheduleWave(b *query.Budget, input any, values, ordered map[strin
 			if plan.Ordered == nil {
 				plan.Ordered = map[string]any{}
 			}
-			plan.Ordered[d.nodes[i].ID] = vals[i]
+			v := vals[i]
+			if marked != nil && marked[i] {
+				// stored as JSON, which the marker is not (Marked
+				// keeps it for a runner that holds values in memory)
+				v = query.Unmark(v)
+			}
+			plan.Ordered[d.nodes[i].ID] = v
+		}
+	}
+	for i := range marked {
+		// the output is kept until the run is done, when its store
+		// reads it (OutputGiven)
+		if marked[i] && ((i == d.output && !plan.Done) || (i != d.output && d.unread(i, known))) {
+			if plan.Marked == nil {
+				plan.Marked = map[string]any{}
+			}
+			plan.Marked[d.nodes[i].ID] = vals[i]
 		}
 	}
 	if plan.Done {
@@ -160,8 +206,11 @@ func (d *DAG) ScheduleWave(b *query.Budget, input any, values, ordered map[strin
 		if (held != nil && held[d.output]) || (marked != nil && marked[d.output]) {
 			plan.Output = st.output
 			if st.output == nil {
-				// known on entry (an ordered value handed in)
+				// known on entry (an ordered or marked value handed in)
 				plan.Output = value.Plain(vals[d.output])
+				if marked != nil && marked[d.output] {
+					plan.given, plan.Output = plan.Output, query.Unmark(plan.Output)
+				}
 			}
 		}
 	}

@@ -279,3 +279,42 @@ func mustText(t *testing.T, v any) string {
 	}
 	return s
 }
+
+// A result that fails as it is read fails one turn after its handler is
+// called: before a failing query two inline nodes down another branch,
+// after one that reads the input itself.
+func TestWaveFailsAtRead(t *testing.T) {
+	t.Parallel()
+	refused := fault.New(fault.JF2008, "refused", "/nodes/a")
+	failsAtRead := func(inv dag.Invocation) error {
+		if inv.Node == "a" {
+			return refused
+		}
+		return nil
+	}
+	for _, tc := range []struct {
+		name, chain string
+		wave        dag.Wave
+		want        fault.Code
+	}{
+		{"chain read first", `{"from":"in","to":"c"},{"from":"c","to":"z"}`, dag.Wave{FailsAtRead: failsAtRead}, fault.JF2008},
+		{"chain without reads", `{"from":"in","to":"c"},{"from":"c","to":"z"}`, dag.Wave{}, fault.JF2006},
+		{"query beside it first", `{"from":"in","to":"z"},{"from":"in","to":"c"}`, dag.Wave{FailsAtRead: failsAtRead}, fault.JF2006},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			d := compileT(t, `{"$dag":"0.1","nodes":{"in":{"kind":"input"},
+				"a":{"kind":"task","run":"a","version":"1","checkpoint":true},
+				"c":{"kind":"query","query":"$"},"z":{"kind":"query","query":{"$add":["$.n","x"]}},
+				"out":{"kind":"output"}},"edges":[{"from":"in","to":"a"},`+tc.chain+`,
+				{"from":"a","to":"out","port":"a"},{"from":"z","to":"out","port":"z"}]}`)
+			plan, err := d.ScheduleWave(nil, map[string]any{"n": 1.0}, nil, nil, nil, tc.wave)
+			if got := fault.CodeOf(err); got != tc.want {
+				t.Fatalf("error %v, want %s", err, tc.want)
+			}
+			if len(plan.Tasks) != 1 || plan.Tasks[0].Node != "a" {
+				t.Errorf("tasks %v, want a's invocation", plan.Tasks)
+			}
+		})
+	}
+}

@@ -54,6 +54,7 @@ func (s *Stylesheet) compileRules() error {
 	for _, m := range s.modeList {
 		m.pruned = m.unmatched == share
 		for _, r := range m.rules {
+			r.modeOrd = m.ord
 			if r.hasPath {
 				r.ordinal = len(m.paths)
 				m.paths = append(m.paths, r)

@@ -58,18 +58,21 @@ type rule struct {
 	hasSchema   bool
 	schemaPath  string
 	ordinal     int // the rule's path ordinal within its mode
+	modeOrd     int // its mode's place in modeList
 	rawBody     any
 	body        *query.Query
 }
 
 type mode struct {
+	ord           int // its place in modeList
 	name          string
 	unmatched     string
 	unmatchedPath string
 	rules         []*rule // ranked: priority, then later rules first
 	paths         []*rule // the rules that match by path, by ordinal
 	// pruned: a share mode whose every rule needs a position, so a value
-	// off the way to a selected location is returned as it is
+	// off the way to a location one of its own rules selects is returned
+	// as it is (what the other modes' rules select does not count)
 	pruned bool
 }
 
@@ -186,7 +189,7 @@ func (s *Stylesheet) mode(name string) *mode {
 	if m, ok := s.modes[name]; ok {
 		return m
 	}
-	m := &mode{name: name, unmatched: s.unmatched, unmatchedPath: s.unmatchedPath}
+	m := &mode{ord: len(s.modeList), name: name, unmatched: s.unmatched, unmatchedPath: s.unmatchedPath}
 	if d, ok := s.declared[name]; ok {
 		m.unmatched, m.unmatchedPath = d.unmatched, d.unmatchedPath
 	}

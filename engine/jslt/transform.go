@@ -36,9 +36,10 @@ type run struct {
 	top   loc // the root's location, rootLoc when locations are tracked
 	// the pre-pass: the trie's root, the rule being walked, and markRule
 	// as a func value, kept with the run so that it is made once
-	trie    *entry
-	marking int
-	mark    func([]query.Seg)
+	trie        *entry
+	marking     int
+	markingMode int
+	mark        func([]query.Seg)
 }
 
 // runPool recycles runs. A run whose slabs grew past keepChunks chunks
@@ -122,10 +123,13 @@ type loc struct {
 }
 
 // entry is what the pre-pass knows of a location: which path rules
-// select it, by rule index (a bit each).
+// select it, by rule index (a bit each), and which modes' rules select
+// it or a location below it, by mode (a bit each).
 type entry struct {
-	bits uint64   // rules 0-63
-	wide []uint64 // all rules, when there are more than 64
+	bits    uint64   // rules 0-63
+	wide    []uint64 // all rules, when there are more than 64
+	way     uint64   // modes 0-63
+	wayWide []uint64 // all modes, when there are more than 64
 	// the children: by array index (nil where none), and by member name,
 	// a list while it is short (its first in place, so that the common
 	// single child costs no allocation) and a map beside it once it is not
@@ -218,7 +222,36 @@ func (e *entry) has(i int) bool {
 	return i < 64 && e.bits&(1<<i) != 0
 }
 
-func (e *entry) matched() bool { return e.bits != 0 || e.wide != nil }
+// setWay records that a rule of mode i (of n) selects this location or
+// one below it.
+func (e *entry) setWay(i int, n int) {
+	if n <= 64 {
+		e.way |= 1 << i
+		return
+	}
+	if e.wayWide == nil {
+		e.wayWide = make([]uint64, (n+63)/64)
+	}
+	e.wayWide[i/64] |= 1 << (i % 64)
+}
+
+// onWay reports whether a rule of mode i selects this location or one
+// below it.
+func (e *entry) onWay(i int) bool {
+	if e.wayWide != nil {
+		return e.wayWide[i/64]&(1<<(i%64)) != 0
+	}
+	return i < 64 && e.way&(1<<i) != 0
+}
+
+// kidOnWay is the child entry on the way to a location a rule of mode i
+// selects, or nil.
+func (e *entry) kidOnWay(s query.Seg, i int) *entry {
+	if c := e.kid(s); c != nil && c.onWay(i) {
+		return c
+	}
+	return nil
+}
 
 func (r *run) newEntry() *entry { return r.entries.next() }
 
@@ -398,7 +431,7 @@ func (r *run) prepass(holding bool) (*entry, *fault.Error) {
 		if !rl.hasPath {
 			continue
 		}
-		r.trie, r.marking = root, rl.index
+		r.trie, r.marking, r.markingMode = root, rl.index, rl.modeOrd
 		looked := rl.path.Walk(data, r.mark)
 		if err := r.b.Charge(looked, rl.pathDocPath); err != nil {
 			return nil, err
@@ -411,8 +444,11 @@ func (r *run) prepass(holding bool) (*entry, *fault.Error) {
 // in the trie below r.trie.
 func (r *run) markRule(path []query.Seg) {
 	e := r.trie
+	mode, modes := r.markingMode, len(r.s.modeList)
+	e.setWay(mode, modes)
 	for _, s := range path {
 		e = r.makeChild(e, s)
+		e.setWay(mode, modes)
 	}
 	e.set(r.marking, len(r.s.rules))
 }
@@ -435,13 +471,12 @@ func (r *run) dispatch(v any, l *loc, m *mode, depth, applies int, holding bool)
 	if l != nil {
 		e = l.e
 	}
-	if m.pruned && (e == nil || !e.matched()) {
-		// every rule needs a position: off the way to one, nothing can
-		// fire here or below, and the value is its own result
-		if e == nil {
-			return single(v), nil
-		}
-		return r.builtIn(v, l, m, depth, applies, holding)
+	if m.pruned && (e == nil || !e.onWay(m.ord)) {
+		// every rule needs a position: off the way to one its rules
+		// select, nothing can fire here or below, and the value is its
+		// own result (on the way, none fires here and the built-in
+		// rule walks on)
+		return single(v), nil
 	}
 	for _, rl := range m.rules {
 		if rl.hasPath && (e == nil || !e.has(rl.index)) {
@@ -530,6 +565,9 @@ func (r *run) builtIn(v any, l *loc, m *mode, depth, applies int, holding bool) 
 			var buf [8]string
 			keys = buf[:0]
 			e.eachName(func(name string) {
+				if e.kidOnWay(query.Seg{Name: name, Index: -1}, m.ord) == nil {
+					return
+				}
 				if _, ok := x[name]; ok {
 					keys = append(keys, name)
 				}
@@ -559,7 +597,7 @@ func (r *run) builtIn(v any, l *loc, m *mode, depth, applies int, holding bool) 
 	case []any:
 		out := make([]any, 0, len(x))
 		for i, c := range x {
-			if e != nil && e.kid(query.Seg{Index: i}) == nil {
+			if e != nil && e.kidOnWay(query.Seg{Index: i}, m.ord) == nil {
 				out = append(out, c)
 				continue
 			}
@@ -579,7 +617,7 @@ func (r *run) builtIn(v any, l *loc, m *mode, depth, applies int, holding bool) 
 		for i := range x.Len() {
 			k, c := x.At(i)
 			seg := query.Seg{Name: k, Index: -1}
-			if e != nil && e.kid(seg) == nil {
+			if e != nil && e.kidOnWay(seg, m.ord) == nil {
 				out.Set(k, c)
 				continue
 			}

@@ -145,6 +145,24 @@ type Invoke struct {
 	// Deadline is when the attempt fails with CodeTaskTimeout unless its
 	// result is accepted first (ms); 0 when no timeout applies.
 	Deadline float64
+	// given is the argument ({"with", "input"}) as the reference hands
+	// an in-process handler, when it holds the empty marker; nil else
+	given map[string]any
+}
+
+// Given returns the input and with as the reference hands them to an
+// in-process handler: Input and With, except that they hold the empty
+// marker (value.Empty) where a query left one, which Input and With,
+// being JSON, show as null in an array and leave out as a member. A
+// simulation's mock reads these; a worker gets Input and With.
+func (inv *Invoke) Given() (input, with any) {
+	if inv.given != nil {
+		return inv.given["input"], inv.given["with"]
+	}
+	if !inv.HasWith {
+		return inv.Input, nil
+	}
+	return inv.Input, inv.With
 }
 
 // ArmTimer asks for a TimerFire message at Deadline (ms).

@@ -52,6 +52,24 @@ type Options struct {
 	// too. The simulator's mocks are such handlers. Nil in the fleet,
 	// whose tasks answer later than any inline node.
 	FailsAtCall func(inv *Invoke) (message string, fails bool)
+
+	// FailsAtRead, when set, tells whether a task's result fails the run
+	// as it is read, and with which error: a handler the reference calls
+	// in process and that returns at once a value its checkpointed node
+	// refuses (JF2008) fails the DAG one turn after the call, before an
+	// inline node that the reference reaches later in the same step
+	// fails too (dag.Wave.FailsAtRead). The simulator's mocks are such
+	// handlers. Nil in the fleet, whose results come in later inputs.
+	FailsAtRead func(inv *Invoke) error
+
+	// KeepMarks keeps, between the inputs of one work state, the node
+	// values that hold the reference's empty marker as computed (a
+	// query's array element or member), so that a node reading one after
+	// a task answered reads the marker as the reference's does, and a
+	// checkpoint refuses it. Only for a host that keeps the State in
+	// memory between Apply calls, such as the simulator: the marker is
+	// not part of the stored record.
+	KeepMarks bool
 }
 
 // Buffer defaults.

@@ -193,3 +193,30 @@ func TestDecodeReadsBackWhatEncodeWrote(t *testing.T) {
 		t.Errorf("a state stored before encodes as\n%s\nnot\n%s (%v)", again, old, err)
 	}
 }
+
+// A query node that builds an object at run time ($map) and leaves the
+// empty marker in it is kept in Work.Ordered while a node still reads it:
+// the record holds it as JSON (the member left out), so the state still
+// encodes, and the marker stays only in memory, for KeepMarks.
+func TestOrderedValueHoldingMarkerEncodes(t *testing.T) {
+	t.Parallel()
+	wf := compile(t, `{"$workflow":"0.2","revision":"p/1","initial":"s","states":{"s":{"work":{"dag":{"$dag":"0.1","nodes":{
+	"in":{"kind":"input"},
+	"q":{"kind":"query","query":{"$map":[["zeta",1],["due",{"$date-add":["2026-01-01","$.delay"]}]]}},
+	"t":{"kind":"task","run":"ok","version":"1"},"r":{"kind":"query","query":{"$count":"$.q.*"}},"out":{"kind":"output"}},
+	"edges":[{"from":"in","to":"q"},{"from":"in","to":"t"},{"from":"q","to":"r","port":"q"},{"from":"t","to":"r","port":"t"},
+	{"from":"r","to":"out"}]}},"then":"done"},"done":{"final":true}}}`)
+	for _, keep := range []bool{false, true} {
+		st, _, err := Apply(wf, nil, Message{Kind: KindStart, RunID: "r", Input: map[string]any{"n": 1.0}}, Options{KeepMarks: keep})
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := Encode(st)
+		if err != nil {
+			t.Fatalf("KeepMarks %v: %v", keep, err)
+		}
+		if want := `"ordered":{"q":{"zeta":1}}`; !bytes.Contains(b, []byte(want)) {
+			t.Errorf("KeepMarks %v: record %s lacks %s", keep, b, want)
+		}
+	}
+}

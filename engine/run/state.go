@@ -127,6 +127,11 @@ type Work struct {
 	// a task reads them as built. Values holds their plain form. Never
 	// modified in place: the reducer replaces it whole.
 	Ordered Ordered `json:"ordered,omitempty"`
+	// marked holds the known values that hold the empty marker, as
+	// computed (dag.Plan.Marked), while Options.KeepMarks asks for them:
+	// in memory only, for a record cannot hold the marker. Never modified
+	// in place.
+	marked map[string]any
 }
 
 // Ordered is a map of node values that may hold *value.Object. It is

@@ -15,14 +15,22 @@ import (
 // worker. blocked reports that tasks are in flight.
 func (r *reducer) work(id string) (blocked bool, err error) {
 	d := r.wf.DAGs[id]
+	inText := "" // the pending input's canonical text, once computed
 	if r.st.Pending == nil {
-		v, ok, err := r.wf.Inputs[id].Within(&r.budget).Eval(r.workScope(), nil)
+		// the reference copies the work input as canonical JSON as it
+		// evaluates it: the empty marker left in an array or object the
+		// query built (a symbol there), NaN or ±Infinity refuse
+		v, ok, _, err := r.wf.Inputs[id].Within(&r.budget).EvalMarked(r.workScope(), nil)
+		if err == nil {
+			if !ok {
+				v = nil
+			}
+			inText, err = value.Canonical(v)
+		}
 		if err != nil {
 			return false, fault.Wrap(fault.JF2016, "work input evaluation failed", id+"/input", err)
 		}
-		if !ok {
-			v = nil
-		}
+		v = value.Plain(v)
 		visit, _ := r.st.Context.Visits[id].(float64)
 		r.st.Pending = &Pending{State: id, Visit: int64(visit), Input: value.Clone(v), Values: map[string]any{}}
 		r.st.Work = nil
@@ -34,9 +42,11 @@ func (r *reducer) work(id string) (blocked bool, err error) {
 	}
 	if r.st.Work == nil {
 		if p.Identity == nil {
-			in, err := value.Canonical(p.Input)
-			if err != nil {
-				return false, fault.Wrap(fault.JF2016, "work input is not JSON", id+"/input", err)
+			in := inText
+			if in == "" {
+				if in, err = value.Canonical(p.Input); err != nil {
+					return false, fault.Wrap(fault.JF2016, "work input is not JSON", id+"/input", err)
+				}
 			}
 			// The reference's DAG provenance (dag.Identity), from texts
 			// the compiled workflow already holds.
@@ -83,9 +93,21 @@ func (r *reducer) schedule(id string, ordered map[string]any) (blocked bool, err
 	for node := range w.Running {
 		running[node] = true
 	}
-	plan, err := d.ScheduleOrdered(&r.budget, p.Input, w.Values, ordered, running)
+	var wave dag.Wave
+	if r.opts.KeepMarks {
+		wave.Marked = w.marked
+	}
+	if r.opts.FailsAtRead != nil {
+		wave.FailsAtRead = func(inv dag.Invocation) error {
+			return r.opts.FailsAtRead(r.invocation(id, inv, w.Base+1))
+		}
+	}
+	plan, err := d.ScheduleWave(&r.budget, p.Input, w.Values, ordered, running, wave)
 	if err == nil {
 		w.Ordered = plan.Ordered
+		if r.opts.KeepMarks {
+			w.marked = plan.Marked
+		}
 	}
 	for _, nv := range plan.Values {
 		w.Values[nv.ID] = nv.Value
@@ -129,10 +151,12 @@ func (r *reducer) failedFirst(state string, started []dag.Invocation, err error)
 
 func (r *reducer) invocation(state string, inv dag.Invocation, attempt int) *Invoke {
 	with, hasWith := inv.Arg["with"]
-	return &Invoke{
+	e := &Invoke{
 		Activation: r.st.Work.Activation, State: state, Node: inv.Node, Task: inv.Task,
 		Version: inv.Version, Attempt: attempt, Input: inv.Arg["input"], With: with, HasWith: hasWith && with != nil,
 	}
+	e.given = inv.MarkedArg()
+	return e
 }
 
 func (r *reducer) invoke(state string, inv dag.Invocation, attempt int) {

@@ -96,10 +96,27 @@ func coded(err error) map[string]any {
 
 // options are the reducer's options for the scenario's mocks: no retry,
 // as the reference has none, and a mock fails as it is called, as the
-// reference's handler throws.
-func (s *scenario) options() run.Options {
+// reference's handler throws. readFirst says that no other result is due
+// before a task invoked now is read: a checkpoint that refuses its result
+// then fails the run within the step that invokes it, in the order of
+// the reference's microtask queue (see answer).
+func (s *scenario) options(wf *workflow.Workflow, readFirst bool) run.Options {
+	var failsAtRead func(inv *run.Invoke) error
+	if readFirst {
+		failsAtRead = func(inv *run.Invoke) error {
+			res := s.mock(inv)
+			if d := wf.DAGs[inv.State]; d != nil && res.Error == nil {
+				if err := d.CheckTaskResult(inv.Node, value.Plain(res.Output)); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+	}
 	return run.Options{
-		Retry: func(string, string) run.RetryPolicy { return run.NoRetry },
+		FailsAtRead: failsAtRead,
+		KeepMarks:   true,
+		Retry:       func(string, string) run.RetryPolicy { return run.NoRetry },
 		FailsAtCall: func(inv *run.Invoke) (string, bool) {
 			if s.observe != nil {
 				s.observe(inv)
@@ -128,7 +145,7 @@ func (s *scenario) call(wf *workflow.Workflow, prev *run.State, c call) (*run.St
 	var err error
 	if prev == nil {
 		msg.Kind, msg.Event = run.KindStart, c.event
-		st, effects, err = run.Apply(wf, nil, msg, s.options())
+		st, effects, err = run.Apply(wf, nil, msg, s.options(wf, true))
 		// The reference starts the chart (JF2012) before it compares the
 		// expected generation; what follows the start runs after it.
 		if g, ok := c.expected(0); err == nil && ok && g != 0 {
@@ -156,7 +173,7 @@ func (s *scenario) call(wf *workflow.Workflow, prev *run.State, c call) (*run.St
 		if c.event != nil {
 			msg.Kind, msg.Event = run.KindEvent, c.event
 		}
-		st, effects, err = run.Apply(wf, prev, msg, s.options())
+		st, effects, err = run.Apply(wf, prev, msg, s.options(wf, true))
 	}
 	if err != nil {
 		return nil, err
@@ -214,7 +231,15 @@ func (s *scenario) answer(wf *workflow.Workflow, st *run.State, effects []run.Ef
 		o := pending[next]
 		pending = append(pending[:next], pending[next+1:]...)
 		msg := run.Message{Kind: run.KindResult, Time: c.now, NoTime: !c.hasNow, NoTick: true, Result: o.res}
-		after, more, err := run.Apply(wf, st, msg, s.options())
+		// a result due before the read of a task this one invokes (at
+		// o.at+1) is fed first, and the answer loop orders the read
+		readFirst := true
+		for _, p := range pending {
+			if p.at <= o.at {
+				readFirst = false
+			}
+		}
+		after, more, err := run.Apply(wf, st, msg, s.options(wf, readFirst))
 		if errors.Is(err, run.ErrRejected) {
 			continue // a sibling failed the activation first
 		}
@@ -289,14 +314,11 @@ func (s *scenario) mock(inv *run.Invoke) *run.TaskResult {
 		res.Error = &run.TaskError{Message: "no mock for task '" + inv.Task + "'"}
 		return res
 	}
-	var with any
-	if inv.HasWith {
-		// with keeps the objects its query built in their order, as the
-		// reference's handler gets them: the mock's queries read it
-		// through Holding
-		with = inv.With
-	}
-	scope := map[string]any{"with": with, "input": inv.Input}
+	// with keeps the objects its query built in their order, and both
+	// keep the empty marker a query left, as the reference's handler
+	// gets them: the mock's queries read them through Holding
+	input, with := inv.Given()
+	scope := map[string]any{"with": with, "input": input}
 	if m.hasError {
 		fails := true
 		if m.errorWhen != nil {
@@ -312,12 +334,13 @@ func (s *scenario) mock(inv *run.Invoke) *run.TaskResult {
 		}
 	}
 	if m.output == nil {
-		res.Output = inv.Input
+		res.Output = input
 		return res
 	}
 	// the result is handed on as the query built it, as the reference's
-	// handler returns it
-	out, ok, err := m.output.Within(nil).Holding().EvalOrdered(scope, nil)
+	// handler returns it: its objects in their member order, the empty
+	// marker where the query left one in an array or object it built
+	out, ok, _, err := m.output.Within(nil).Holding().EvalMarked(scope, nil)
 	if err != nil {
 		res.Error = &run.TaskError{Message: err.Error()}
 		return res
