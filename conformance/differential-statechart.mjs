@@ -26,21 +26,25 @@
 //             counters, time, unknown members)
 //   order     charts with and without defects, and snapshots, whose
 //             objects' members are shuffled and read as written
+//   lowered   the charts lowerWorkflow makes of well-formed workflows
+//             (work, choose, on with guards and after, nested flows,
+//             finals, limits), driven by the bridge's events, external
+//             events, clock steps and advances with workflow contexts
 // The cases of the other families are canonicalized before the reference
 // runs them, so that each reads its objects in Keys order. Nothing here is committed as a golden: a class of
 // disagreement found this way is written down as hand-picked cases in
 // cases/statechart/diff-*.json.
 import { runCase, runOp } from './gen-statechart.mjs';
-import { compileStatechart } from '@jarenjs/flow';
+import { compileStatechart, lowerWorkflow } from '@jarenjs/flow';
 import { canonicalizeJson } from '@jarenjs/json/canonical';
 import { options, generator } from './random.mjs';
 
 const arg = options();
 const firstSeed = Number(arg('seed', '1')) >>> 0;
 const count = Number(arg('count', '1000'));
-const families = arg('family', 'run,compile,snapshot,order').split(',');
+const families = arg('family', 'run,compile,snapshot,order,lowered').split(',');
 for (const f of families) {
-  if (!'run,compile,snapshot,order'.split(',').includes(f)) throw new Error(`unknown family ${f}: one of run,compile,snapshot,order`);
+  if (!'run,compile,snapshot,order,lowered'.split(',').includes(f)) throw new Error(`unknown family ${f}: one of run,compile,snapshot,order,lowered`);
 }
 
 const { rnd, int, pick, chance } = generator(firstSeed);
@@ -307,9 +311,12 @@ function timeFrom(cur) {
   if (chance(0.8)) return pick([t, t + 1, t + 5, t + 10, t + 100, t + 2.5, t + 10, t + 5, null]);
   return pick([t - 1, 'NaN', 'Infinity', 0, 1e308, '-Infinity', '5', true, [t], Number.MAX_VALUE, 2 ** 53 + 1, t + 0.1]);
 }
+// contexts and payloads: plain values, or for the lowered family mostly
+// the bridge's context ({input, data, event, results, visits})
+let scopeValues = () => pick(values);
 function opts(op) {
-  if (chance(0.3)) op.payload = clone(pick(values));
-  if (chance(0.3)) op.context = clone(pick(values));
+  if (chance(0.3)) op.payload = clone(scopeValues());
+  if (chance(0.3)) op.context = clone(scopeValues());
   return op;
 }
 
@@ -345,7 +352,9 @@ function genOps(facts, family, c) {
     if (chance(snap) || (cur === null && chance(0.5))) op.snapshot = junkSnapshot(facts, cur);
     const base = Object.hasOwn(op, 'snapshot') ? op.snapshot : cur;
     if (op.op === 'step') {
-      op.event = chance(0.75) && events.length ? pick(events) : pick(['unknown', 'go', '', 'after', 'done', '0', 'toString']);
+      op.event = chance(0.75) && events.length ? pick(events) : pick(family === 'lowered'
+        ? ['unknown', '', '@workflow/clock', '@workflow/next', '@workflow/done', '@workflow/error', 'event:', 'approve', 'event:approve']
+        : ['unknown', 'go', '', 'after', 'done', '0', 'toString']);
       if (chance(0.03)) op.event = pick([null, 1, ['go'], { type: 'go' }, true]);
       if (chance(0.01)) delete op.event;
       if (chance(0.4)) op.now = timeFrom(base);
@@ -370,8 +379,65 @@ function shuffleKeys(v) {
   return out;
 }
 
+// ---- the lowered family: workflows the bridge runs, as charts
+const wfData = () => pick([null, 1, 'x', { ready: true, n: 3 }, { ready: false, n: 12 }, { n: 7, accept: true }, [1, 2],
+  { ready: 1, list: [1, 2] }, { error: { code: 'JF2006', message: 'm', nodeId: 't' } }]);
+function wfContext() {
+  if (chance(0.15)) return pick(values);
+  const data = wfData();
+  return { input: data, data, event: chance(0.7) ? null : { type: pick(['approve', 'retry']), ...(chance(0.5) ? { payload: wfData() } : {}) },
+    results: {}, visits: chance(0.8) ? {} : { '/states/a': pick([1, 2, 5]) } };
+}
+function wfGuard() {
+  return pick(['$.context.data.ready', '$.payload.accept', '$.context.data', { $gt: ['$.context.data.n', 5] },
+    { $eq: ['$.event', 'event:approve'] }, { $not: '$.context.data.ready' }, { $contains: ['$.state', '/states/a'] },
+    { $gt: ['$.context.visits["/states/a"]', 1] }, '$.context.event.payload', true, false, null, 0, 'x', { $count: '$.state' }]);
+}
+// wfBody is a {initial, states} scope of well-formed states; targets stay
+// in scope, and every state has a limit at times so that loops may pass
+// the cycle proof (a document that does not is drawn again)
+function wfBody(depth) {
+  const names = shuffle(['a', 'b', 'c', 'd', 'e', '0', '10', 'a/b', '~', 'x y']).slice(0, 2 + int(depth ? 2 : 5));
+  const to = () => pick(names);
+  const states = {};
+  for (const name of names) {
+    const r = rnd();
+    let s;
+    if (r < 0.3) {
+      s = { work: { task: 't', version: '1' }, then: to() };
+      if (chance(0.3)) s.catch = to();
+    }
+    else if (r < 0.5) s = { choose: Array.from({ length: 1 + int(3) }, () => ({ guard: wfGuard(), to: to() })), otherwise: to() };
+    else if (r < 0.7) {
+      s = { on: Array.from({ length: int(4) }, () => ({ event: pick(['approve', 'retry', 'x']), to: to(),
+        ...(chance(0.4) ? { guard: wfGuard() } : {}) })) };
+      if (!s.on.length || chance(0.5)) s.after = { ms: pick([0, 1, 5, 10, 60000, 2.5]), to: to() };
+    }
+    else if (r < 0.8 && depth < 2) s = { flow: wfBody(depth + 1), then: to() };
+    else s = { final: true };
+    if (chance(0.5)) s.limit = pick([1, 2, 3, 100]);
+    own(states, name, s);
+  }
+  return { initial: names[0], states };
+}
+function loweredChart() {
+  for (;;) {
+    try { return lowerWorkflow({ $workflow: '0.2', revision: 'r', ...wfBody(0) }).fsm; }
+    catch { /* an unbounded cycle: draw again */ }
+  }
+}
+// factsOf is what genChart returns, for a chart made elsewhere
+function factsOf(fsm) {
+  const doc = clone(fsm);
+  const ids = doc.states.map((s) => s.id);
+  const parent = doc.states.map((s) => (s.parent === undefined ? -1 : ids.indexOf(s.parent)));
+  const kind = doc.states.map((s, i) => (s.final ? 'final' : parent.includes(i) ? 'compound' : 'atomic'));
+  return { doc, ids, kind, parent, histories: [], transitions: doc.transitions };
+}
+
 function genCase(family, index) {
-  const facts = genChart();
+  scopeValues = family === 'lowered' ? () => (chance(0.5) ? wfContext() : wfData()) : () => pick(values);
+  const facts = family === 'lowered' ? factsOf(loweredChart()) : genChart();
   const c = { name: `${family}-${index}`, chart: facts.doc };
   if (chance(0.1)) c.options = { maxMicrosteps: pick([1, 2, 3, 5]) };
   if (family === 'order') {

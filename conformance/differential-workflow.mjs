@@ -210,7 +210,7 @@ function workState(scope) {
         case 3: work.extra = 1; break;
         case 4: work.dag = dagDoc(); break;
         case 5: delete work.task; break;
-        default: work.version = pick([' ', '\u00a0', '\ufeff', '\u0085']);
+        default: work.version = pick([' ', '\u00a0', '\ufeff', '\u0085', '\u3000', '\u2029', '\u180e', '\u200b']);
       }
     }
     s.work = work;
@@ -243,7 +243,7 @@ function onState(scope) {
   const n = int(4);
   const on = [];
   for (let i = 0; i < n; i++) {
-    let b = { event: fine(0.97) ? pick(['approve', 'retry', 'x', 'a b', 'é', '@workflow/next']) : anyValue(), to: target(scope) };
+    let b = { event: fine(0.97) ? pick(['approve', 'retry', 'x', 'a b', 'é', '@workflow/next']) : chance(0.3) ? pick([' ', '\u3000', '\u180e', '']) : anyValue(), to: target(scope) };
     if (chance(0.4)) b.guard = query();
     if (oops(0.04)) b = pick([5, { event: 'x' }, { to: pick(scope) }, { event: 'x', to: pick(scope), after: 1 }]);
     on.push(b);
@@ -295,7 +295,10 @@ function body(depth) {
   if (oops(0.02)) delete out.initial;
   return out;
 }
-const oddMembers = ['__proto__', 'kind', 'id', 'parent', '', 'constructor', 'Then', 'then ', 'final'];
+// integer-like names come first in JavaScript's member order, so that the
+// unknown member refused first is not the first in canonical order
+const oddMembers = ['__proto__', 'kind', 'id', 'parent', '', 'constructor', 'Then', 'then ', 'final', 'output', '0', '10', '2',
+  '01', '-1', '4294967294', '4294967295'];
 function mutateState(s, names) {
   switch (int(12)) {
     case 10: if (s && typeof s === 'object') define(s, pick(oddMembers), pick(names)); break;
@@ -307,7 +310,7 @@ function mutateState(s, names) {
       break;
     }
     case 8: return anyValue();
-    case 9: if (s.flow && typeof s.flow === 'object') s.flow[pick(['extra', 'then', 'limit', '$workflow'])] = pick(names); break;
+    case 9: if (s.flow && typeof s.flow === 'object') define(s.flow, pick(['extra', 'then', 'limit', '$workflow', '0', '10', 'revision']), pick(names)); break;
     case 0: s.final = true; break;
     case 1: s.extra = 1; break;
     case 2: s.then = pick(names); break;
@@ -332,11 +335,11 @@ function workflow() {
   noise = chance(0.4) ? 0.05 : 1;
   const b = body(0);
   if (chance(0.01)) Object.assign(b, deepFlow(pick([62, 63, 64, 65])));
-  const doc = { $workflow: '0.2', revision: fine(0.97) ? pick(['r/1', 'review/1', 'x']) : pick(['', ' ', 1, null, '\t']), ...b };
+  const doc = { $workflow: '0.2', revision: fine(0.97) ? pick(['r/1', 'review/1', 'x']) : pick(['', ' ', 1, null, '\t', '\u00a0', '\u3000', '\ufeff', '\u2028', '\u180e', '\u200b', '\u0085']), ...b };
   if (oops(0.015)) doc.$workflow = pick(['0.1', 0.2, null, '0.2 ']);
   if (oops(0.01)) delete doc.$workflow;
   if (oops(0.01)) delete doc.revision;
-  if (oops(0.03)) define(doc, pick(['extra', 'version', '$schema', 'flow', 'limit', '__proto__', '']), 1);
+  if (oops(0.03)) define(doc, pick(['extra', 'version', '$schema', 'flow', 'limit', '__proto__', '', '0', '10', '4294967295']), 1);
   if (oops(0.02)) doc.states = pick([{}, [], 'x', null]);
   if (oops(0.005)) return anyValue();
   return doc;
