@@ -126,10 +126,8 @@ type loc struct {
 // select it, by rule index (a bit each), and which modes' rules select
 // it or a location below it, by mode (a bit each).
 type entry struct {
-	bits    uint64   // rules 0-63
-	wide    []uint64 // all rules, when there are more than 64
-	way     uint64   // modes 0-63
-	wayWide []uint64 // all modes, when there are more than 64
+	rules bits // the path rules that select it
+	way   bits // the modes whose rules select it or a location below it
 	// the children: by array index (nil where none), and by member name,
 	// a list while it is short (its first in place, so that the common
 	// single child costs no allocation) and a map beside it once it is not
@@ -204,50 +202,35 @@ func (e *entry) eachName(fn func(string)) {
 	}
 }
 
-func (e *entry) set(i int, n int) {
+// bits is a set of small indexes, one word while they are below 64.
+type bits struct {
+	low  uint64   // indexes 0-63
+	wide []uint64 // all of them, when there are more than 64
+}
+
+// add puts i (of n) in the set.
+func (b *bits) add(i int, n int) {
 	if n <= 64 {
-		e.bits |= 1 << i
+		b.low |= 1 << i
 		return
 	}
-	if e.wide == nil {
-		e.wide = make([]uint64, (n+63)/64)
+	if b.wide == nil {
+		b.wide = make([]uint64, (n+63)/64)
 	}
-	e.wide[i/64] |= 1 << (i % 64)
+	b.wide[i/64] |= 1 << (i % 64)
 }
 
-func (e *entry) has(i int) bool {
-	if e.wide != nil {
-		return e.wide[i/64]&(1<<(i%64)) != 0
+func (b *bits) has(i int) bool {
+	if b.wide != nil {
+		return b.wide[i/64]&(1<<(i%64)) != 0
 	}
-	return i < 64 && e.bits&(1<<i) != 0
-}
-
-// setWay records that a rule of mode i (of n) selects this location or
-// one below it.
-func (e *entry) setWay(i int, n int) {
-	if n <= 64 {
-		e.way |= 1 << i
-		return
-	}
-	if e.wayWide == nil {
-		e.wayWide = make([]uint64, (n+63)/64)
-	}
-	e.wayWide[i/64] |= 1 << (i % 64)
-}
-
-// onWay reports whether a rule of mode i selects this location or one
-// below it.
-func (e *entry) onWay(i int) bool {
-	if e.wayWide != nil {
-		return e.wayWide[i/64]&(1<<(i%64)) != 0
-	}
-	return i < 64 && e.way&(1<<i) != 0
+	return i < 64 && b.low&(1<<i) != 0
 }
 
 // kidOnWay is the child entry on the way to a location a rule of mode i
 // selects, or nil.
 func (e *entry) kidOnWay(s query.Seg, i int) *entry {
-	if c := e.kid(s); c != nil && c.onWay(i) {
+	if c := e.kid(s); c != nil && c.way.has(i) {
 		return c
 	}
 	return nil
@@ -445,12 +428,12 @@ func (r *run) prepass(holding bool) (*entry, *fault.Error) {
 func (r *run) markRule(path []query.Seg) {
 	e := r.trie
 	mode, modes := r.markingMode, len(r.s.modeList)
-	e.setWay(mode, modes)
+	e.way.add(mode, modes)
 	for _, s := range path {
 		e = r.makeChild(e, s)
-		e.setWay(mode, modes)
+		e.way.add(mode, modes)
 	}
-	e.set(r.marking, len(r.s.rules))
+	e.rules.add(r.marking, len(r.s.rules))
 }
 
 // dispatch finds and fires the winning rule of m for v (§5.1), or the
@@ -471,7 +454,7 @@ func (r *run) dispatch(v any, l *loc, m *mode, depth, applies int, holding bool)
 	if l != nil {
 		e = l.e
 	}
-	if m.pruned && (e == nil || !e.onWay(m.ord)) {
+	if m.pruned && (e == nil || !e.way.has(m.ord)) {
 		// every rule needs a position: off the way to one its rules
 		// select, nothing can fire here or below, and the value is its
 		// own result (on the way, none fires here and the built-in
@@ -479,7 +462,7 @@ func (r *run) dispatch(v any, l *loc, m *mode, depth, applies int, holding bool)
 		return single(v), nil
 	}
 	for _, rl := range m.rules {
-		if rl.hasPath && (e == nil || !e.has(rl.index)) {
+		if rl.hasPath && (e == nil || !e.rules.has(rl.index)) {
 			continue
 		}
 		return r.fire(rl, v, l, depth, applies, holding)
