@@ -257,7 +257,8 @@ func (d *DAG) evaluate(nd *node, input any, vals []any, held, marked []bool, b *
 // evaluateIn computes the node from its scope; scopeMarked says the
 // scope may hold the empty marker, which a stylesheet reads as the
 // reference's does (and may hand on) and which leaves with a task's
-// argument as JSON. mark says a query left the marker in what it built.
+// argument as JSON. mark says a query or a stylesheet's body left the
+// marker in what it built.
 func (d *DAG) evaluateIn(nd *node, input, scope any, holding, scopeMarked bool, b *query.Budget) (v any, isHeld, mark bool, inv *Invocation, err error) {
 	within := func(q *query.Query) query.Evaluator {
 		ev := q.Within(b)
@@ -283,13 +284,14 @@ func (d *DAG) evaluateIn(nd *node, input, scope any, holding, scopeMarked bool, 
 		}
 		mark = marks
 	case KindJSLT:
-		res, ok, err := nd.jslt.TransformOrdered(b, scope, nil, holding)
+		res, ok, marks, err := nd.jslt.TransformOrdered(b, scope, nil, holding)
 		if err != nil {
 			return nil, false, false, nil, d.failed(nd, err.Error(), err)
 		}
 		if ok {
 			v, isHeld = res, value.HasObject(res)
 		}
+		mark = marks
 	case KindTask:
 		var with any
 		withMarked := false

@@ -11,6 +11,7 @@ import (
 	"github.com/jetflow/jetflow/engine/difftest"
 	"github.com/jetflow/jetflow/engine/fault"
 	"github.com/jetflow/jetflow/engine/jslt"
+	"github.com/jetflow/jetflow/engine/query"
 	"github.com/jetflow/jetflow/engine/value"
 )
 
@@ -108,13 +109,15 @@ func differentialRun(t *testing.T, c diffCase) (class, msg string) {
 		phase = "transform"
 		var res any
 		var ok bool
-		res, ok, err = s.TransformOrdered(nil, input, nil, c.Held)
+		res, ok, _, err = s.TransformOrdered(nil, input, nil, c.Held)
 		switch {
 		case err != nil:
 		case !ok:
 			got.Empty = true
 		default:
-			text, terr := value.JSText(finite(res))
+			// as the reference's JSON.stringify writes a marker a body
+			// left: null in an array, a member holding it left out
+			text, terr := value.JSText(finite(query.Unmark(res)))
 			if terr != nil {
 				text = "unwritable: " + terr.Error()
 			}

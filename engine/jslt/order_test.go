@@ -31,7 +31,7 @@ func TestPathRulesWalkAnOrderedInput(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		res, ok, err := s.TransformOrdered(nil, in, nil, true)
+		res, ok, _, err := s.TransformOrdered(nil, in, nil, true)
 		if err != nil || !ok {
 			t.Fatalf("%s: %v %v", c.sheet, ok, err)
 		}

@@ -33,7 +33,10 @@ type run struct {
 	// built is set once a body returns an object built at run time
 	// (*value.Object); the result is then made plain at the end
 	built bool
-	top   loc // the root's location, rootLoc when locations are tracked
+	// marked is set once a body returns what holds the empty marker
+	// (query.Hosted)
+	marked bool
+	top    loc // the root's location, rootLoc when locations are tracked
 	// the pre-pass: the trie's root, the rule being walked, and markRule
 	// as a func value, kept with the run so that it is made once
 	trie        *entry
@@ -323,7 +326,8 @@ func (r *run) childLoc(parent *loc, s query.Seg) *loc {
 // parameters by name. Every rule body charges b (a fresh default Budget
 // when nil), so one limit bounds the whole transformation.
 func (s *Stylesheet) Transform(b *query.Budget, data any, ext map[string]any) (any, bool, error) {
-	return s.transform(b, data, ext, false, false)
+	res, ok, _, err := s.transform(b, data, ext, false, false)
+	return res, ok, err
 }
 
 // TransformOrdered is Transform whose result keeps the objects the
@@ -333,13 +337,18 @@ func (s *Stylesheet) Transform(b *query.Budget, data any, ext map[string]any) (a
 // says data may hold such objects (another node built them): the
 // stylesheet walks them in their order, as the reference's does, and its
 // path rules find their locations in them as in maps.
-func (s *Stylesheet) TransformOrdered(b *query.Budget, data any, ext map[string]any, holding bool) (any, bool, error) {
+//
+// The result keeps the reference's empty marker where a body left it in
+// what it built (marked is then true), as the reference hands it on:
+// code that stores the result or writes it as JSON must query.Unmark
+// it. A marker data holds is handed on whether or not marked says so.
+func (s *Stylesheet) TransformOrdered(b *query.Budget, data any, ext map[string]any, holding bool) (res any, ok, marked bool, err error) {
 	return s.transform(b, data, ext, true, holding)
 }
 
-func (s *Stylesheet) transform(b *query.Budget, data any, ext map[string]any, ordered, holding bool) (any, bool, error) {
+func (s *Stylesheet) transform(b *query.Budget, data any, ext map[string]any, ordered, holding bool) (any, bool, bool, error) {
 	if len(s.root.rules) == 0 && s.root.unmatched == share {
-		return data, true, nil // the empty stylesheet is the identity
+		return data, true, false, nil // the empty stylesheet is the identity
 	}
 	if b == nil {
 		b = &query.Budget{}
@@ -350,27 +359,47 @@ func (s *Stylesheet) transform(b *query.Budget, data any, ext map[string]any, or
 	if s.needsLoc {
 		e, err := r.prepass(holding)
 		if err != nil {
-			return nil, false, err
+			return nil, false, false, err
 		}
 		r.top = loc{e: e}
 		r.rootLoc = &r.top
 	}
 	res, err := r.dispatch(data, r.rootLoc, s.root, 0, 0, holding)
 	if err != nil {
-		return nil, false, err
+		return nil, false, false, err
 	}
-	if (r.built || holding) && !ordered {
-		// the result is a node's value: maps, as every value outside the
-		// query evaluator
-		res.one, res.many = value.Plain(res.one), value.PlainList(res.many)
+	marked := r.marked
+	if !ordered {
+		if r.built || holding {
+			// the result is a node's value: maps, as every value outside
+			// the query evaluator
+			res.one, res.many = value.Plain(res.one), value.PlainList(res.many)
+		}
+		if marked {
+			// and JSON, as the reference's JSON text shows the marker
+			res.one, res.many, marked = query.Unmark(res.one), unmarkAll(res.many), false
+		}
 	}
 	switch res.n {
 	case 0:
-		return nil, false, nil
+		return nil, false, false, nil
 	case 1:
-		return res.one, true, nil
+		return res.one, true, marked, nil
 	}
-	return res.many, true, nil
+	return res.many, true, marked, nil
+}
+
+// unmarkAll is query.Unmark of each item of xs, in a new list (xs may
+// be a body's own).
+func unmarkAll(xs []any) []any {
+	if xs == nil {
+		return nil
+	}
+	out := make([]any, len(xs))
+	for i, x := range xs {
+		out[i] = query.Unmark(x)
+	}
+	return out
 }
 
 // seq is a dispatch result: n items, the one in one when n is 1, all of
@@ -498,8 +527,9 @@ func (r *run) fire(rl *rule, v any, l *loc, depth, applies int, holding bool) (s
 	// the bodies it nests run deeper
 	h := r.hosts[depth]
 	h.loc, h.depth, h.applies = l, depth, applies
-	one, many, n, built, err := rl.body.Hosted(r.b, h, v, holding)
+	one, many, n, built, marked, err := rl.body.Hosted(r.b, h, v, holding)
 	r.built = r.built || built
+	r.marked = r.marked || marked
 	if err == nil {
 		return seq{one, many, n}, nil
 	}

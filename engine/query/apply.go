@@ -64,31 +64,34 @@ type Seg struct {
 // data may hold such objects, built by another body that applied this
 // one: the body walks them in their order, as the reference's does, and
 // reads them as maps wherever it reads data (Evaluator.Holding).
-func (q *Query) Hosted(b *Budget, h Host, data any, holding bool) (one any, many []any, n int, built bool, err error) {
+//
+// The result keeps the reference's empty marker where the body left it
+// (one.go), as the reference's transformation hands it on: an item, an
+// element or a member that holds it (marked is then true), which
+// another body reads as the empty sequence, the built-in rule leaves
+// out where it is a child's whole result, and a checkpoint refuses.
+func (q *Query) Hosted(b *Budget, h Host, data any, holding bool) (one any, many []any, n int, built, marked bool, err error) {
 	f := q.newFrame(data, b, h, h.External)
 	if holding {
 		f.built, f.holding = true, true
 	}
 	v, err := q.hostedRun(f, b)
-	built = f.built
-	if err == nil && f.marked {
-		v = unmark(v)
-	}
+	built, marked = f.built, f.marked
 	*f = frame{}
 	framePool.Put(f)
 	if err != nil {
-		return nil, nil, 0, false, err
+		return nil, nil, 0, false, false, err
 	}
 	switch x := v.(type) {
 	case emptySeq:
-		return nil, nil, 0, false, nil
+		return nil, nil, 0, false, false, nil
 	case *multi:
 		if err := q.checkResult(x.len()); err != nil {
-			return nil, nil, 0, false, err
+			return nil, nil, 0, false, false, err
 		}
-		return nil, x.items(), x.len(), built, nil
+		return nil, x.items(), x.len(), built, marked, nil
 	}
-	return v, nil, 1, built, nil
+	return v, nil, 1, built, marked, nil
 }
 
 func (q *Query) hostedRun(f *frame, b *Budget) (v any, err error) {
@@ -172,11 +175,8 @@ func applied(f *frame, h Host, items []any, rel [][]Seg, fromRoot bool, mode str
 		b.steps, b.bytes = b.stepLimit()-f.stepsLeft, b.byteLimit()-f.bytesLeft
 	}
 	// the items become the input of other bodies, which walk what this
-	// one built in its order; they leave this evaluation, so the marker
-	// leaves them as it leaves a result
-	if f.marked {
-		items, _ = unmarkedList(items)
-	}
+	// one built in its order, and read the marker it left in them (or
+	// an item that is the marker, then their $) as the reference's do
 	out, err := h.Apply(items, rel, fromRoot, mode, f.built)
 	if h.Built() {
 		f.built = true // what the bodies built may be among out

@@ -49,11 +49,14 @@ var loneMarker = &multi{xs: []any{empty}}
 
 // mayBeEmpty reports whether an expression deemed one item can still
 // evaluate to the empty sequence: an operator or a variable can, a
-// literal or constructor cannot.
+// literal or constructor cannot. So can $ itself: a JSLT rule
+// dispatched on the marker (a member of its input that holds it, an
+// item $apply hands on) has it as $, which the reference's constructors
+// then hold as they hold any value deemed one item.
 func mayBeEmpty(doc any) bool {
 	switch x := doc.(type) {
 	case string:
-		return len(x) > 1 && x[0] == '$' && x[1] != '$'
+		return len(x) > 0 && x[0] == '$' && (len(x) == 1 || x[1] != '$')
 	case map[string]any:
 		for k := range x {
 			return len(k) > 0 && k[0] == '$' && k != "$map" && k != "$const"
