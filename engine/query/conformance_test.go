@@ -1,6 +1,7 @@
 package query
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -8,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -75,15 +77,20 @@ func loadCorpus(t testing.TB) []corpusFile {
 		}
 		var list []json.RawMessage
 		if err := json.Unmarshal(raw, &list); err != nil {
-			if err := json.Unmarshal(raw, &shared); err != nil {
+			if err := decodeAsJS(raw, &shared); err != nil {
 				t.Fatalf("%s: %v", e.Name(), err)
 			}
 			list = shared.Cases
+			shared.Data = jsNumbers(shared.Data)
 		}
 		for _, r := range list {
 			var c corpusCase
-			if err := json.Unmarshal(r, &c); err != nil {
+			if err := decodeAsJS(r, &c); err != nil {
 				t.Fatalf("%s: %v", e.Name(), err)
+			}
+			c.Doc, c.Data = jsNumbers(c.Doc), jsNumbers(c.Data)
+			for k, v := range c.Externals {
+				c.Externals[k] = jsNumbers(v)
 			}
 			if c.Written {
 				var raw struct {
@@ -117,6 +124,37 @@ func loadCorpus(t testing.TB) []corpusFile {
 		files = append(files, corpusFile{e.Name(), cases, goldens})
 	}
 	return files
+}
+
+// decodeAsJS decodes a case as JSON.parse reads the generator's file: a
+// number past float64's range (1e400) is ±Infinity, not an error; the
+// numbers are json.Number until jsNumbers turns them into float64.
+func decodeAsJS(data []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	return dec.Decode(v)
+}
+
+// jsNumbers turns the json.Numbers decodeAsJS left into float64, as
+// JavaScript's Number does: out of range is ±Infinity.
+func jsNumbers(v any) any {
+	switch x := v.(type) {
+	case json.Number:
+		f, err := strconv.ParseFloat(string(x), 64)
+		if err != nil && !math.IsInf(f, 0) {
+			panic(fmt.Sprintf("number %q: %v", x, err))
+		}
+		return f
+	case []any:
+		for i, e := range x {
+			x[i] = jsNumbers(e)
+		}
+	case map[string]any:
+		for k, e := range x {
+			x[k] = jsNumbers(e)
+		}
+	}
+	return v
 }
 
 // decodeNumbers turns the generator's {"@number": "NaN"} back into floats.
