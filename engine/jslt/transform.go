@@ -194,14 +194,14 @@ func (e *entry) addKid(s query.Seg, c *entry) {
 	}
 }
 
-// eachName calls fn with the name of every named child.
-func (e *entry) eachName(fn func(string)) {
+// eachNamed calls fn with every named child and its name.
+func (e *entry) eachNamed(fn func(string, *entry)) {
 	if e.first.e == nil {
 		return
 	}
-	fn(e.first.name)
+	fn(e.first.name, e.first.e)
 	for _, n := range e.names {
-		fn(n.name)
+		fn(n.name, n.e)
 	}
 }
 
@@ -377,7 +377,7 @@ func (s *Stylesheet) transform(b *query.Budget, data any, ext map[string]any, or
 		}
 		if marked {
 			// and JSON, as the reference's JSON text shows the marker
-			res.one, res.many, marked = query.Unmark(res.one), unmarkAll(res.many), false
+			res.one, res.many, marked = query.Unmark(res.one), query.UnmarkList(res.many), false
 		}
 	}
 	switch res.n {
@@ -387,19 +387,6 @@ func (s *Stylesheet) transform(b *query.Budget, data any, ext map[string]any, or
 		return res.one, true, marked, nil
 	}
 	return res.many, true, marked, nil
-}
-
-// unmarkAll is query.Unmark of each item of xs, in a new list (xs may
-// be a body's own).
-func unmarkAll(xs []any) []any {
-	if xs == nil {
-		return nil
-	}
-	out := make([]any, len(xs))
-	for i, x := range xs {
-		out[i] = query.Unmark(x)
-	}
-	return out
 }
 
 // seq is a dispatch result: n items, the one in one when n is 1, all of
@@ -577,8 +564,8 @@ func (r *run) builtIn(v any, l *loc, m *mode, depth, applies int, holding bool) 
 			out = maps.Clone(x)
 			var buf [8]string
 			keys = buf[:0]
-			e.eachName(func(name string) {
-				if e.kidOnWay(query.Seg{Name: name, Index: -1}, m.ord) == nil {
+			e.eachNamed(func(name string, c *entry) {
+				if !c.way.has(m.ord) {
 					return
 				}
 				if _, ok := x[name]; ok {

@@ -93,6 +93,13 @@ func Unmark(v any) any {
 	return y
 }
 
+// UnmarkList is Unmark of each item of xs, copied only when one of them
+// changes.
+func UnmarkList(xs []any) []any {
+	out, _ := unmarkedList(xs)
+	return out
+}
+
 // unmarked is unmark for one item, the marker being null; changed is
 // false when v holds no marker (y is then v).
 func unmarked(v any) (y any, changed bool) {
