@@ -147,9 +147,6 @@ func BenchmarkSpatialGuard(b *testing.B) {
 	}
 }
 
-// benchEBV times q.EBV(ctx), which must hold, and reports the CPU time
-// per evaluation beside the wall time: on a loaded machine the CPU time
-// is the figure to compare with bench-query.mjs's.
 // BenchmarkPathFilter measures JSONPath filters over 50 items: an
 // existence test, comparisons and match() with a literal pattern.
 func BenchmarkPathFilter(b *testing.B) {
@@ -173,6 +170,9 @@ func BenchmarkPathFilter(b *testing.B) {
 	}
 }
 
+// benchEBV times q.EBV(ctx), which must hold, and reports the CPU time
+// per evaluation beside the wall time: on a loaded machine the CPU time
+// is the figure to compare with bench-query.mjs's.
 func benchEBV(b *testing.B, q *Query, ctx any) {
 	b.Helper()
 	b.ReportAllocs()

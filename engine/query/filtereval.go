@@ -20,7 +20,8 @@ import (
 // not a valid I-Regexp tests false.
 
 // pathFilter is a filter selector whose test is ours; the library's
-// selector is kept for its text.
+// selector is embedded for spec.Selector, whose methods are partly
+// unexported.
 type pathFilter struct {
 	*spec.FilterSelector
 	expr filterExpr
@@ -133,21 +134,10 @@ func cmpEqual(a any, aok bool, b any, bok bool) bool {
 	return value.Equal(a, b)
 }
 
-// cmpLess orders two numbers by value or two strings by code point
-// (UTF-8 byte order is code point order); every other pair is unordered.
+// cmpLess is itemLess when both sides are something: Nothing orders
+// with nothing.
 func cmpLess(a any, aok bool, b any, bok bool) bool {
-	if !aok || !bok {
-		return false
-	}
-	switch x := a.(type) {
-	case float64:
-		y, ok := b.(float64)
-		return ok && x < y
-	case string:
-		y, ok := b.(string)
-		return ok && x < y
-	}
-	return false
+	return aok && bok && itemLess(a, b, false)
 }
 
 type literalOp struct{ v any }

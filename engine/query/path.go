@@ -1,7 +1,6 @@
 package query
 
 import (
-	"github.com/theory/jsonpath"
 	"github.com/theory/jsonpath/spec"
 
 	"github.com/jetflow/jetflow/engine/fault"
@@ -43,52 +42,15 @@ func parsePath(src, original, docPath string) *jsonPath {
 	return p
 }
 
-// parseRFC parses an RFC 9535 query, accepting what the reference's
-// parser accepts; on failure it returns the reference's detail. The
-// library takes a few strings the reference refuses, which the walk
-// finds first, and refuses a few the reference takes, which it parses in
-// the walk's lenient form. The library gives the segments; the filters
-// are the walk's (filtereval.go), with the segments of the queries inside
-// them.
+// parseRFC parses an RFC 9535 query as the reference's parser does; on
+// failure it returns the reference's detail. The segments are the walk's
+// (pathsyntax.go), its filters with them (filtereval.go).
 func parseRFC(src string) (*jsonPath, string) {
 	w, msg := walkPath(src)
 	if msg != "" {
 		return nil, msg
 	}
-	p, err := jsonpath.Parse(src)
-	if err != nil {
-		lp, lerr := jsonpath.Parse(w.lenient())
-		if lerr != nil {
-			return nil, "Invalid JSONPath: " + err.Error()
-		}
-		p = lp
-	}
-	return newJSONPath(p, w.filters), ""
-}
-
-// newJSONPath makes p's segments ours, its filter selectors (in
-// document order) taking filters' tests.
-func newJSONPath(p *jsonpath.Path, filters []filterExpr) *jsonPath {
-	jp := &jsonPath{segs: p.Query().Segments()}
-	for _, seg := range jp.segs {
-		sels, copied := seg.Selectors(), false
-		for i, sel := range sels {
-			f, ok := sel.(*spec.FilterSelector)
-			if !ok {
-				continue
-			}
-			if len(filters) == 0 {
-				panic("query: the walk found fewer filters than the library")
-			}
-			if !copied { // (the library's own list)
-				sels, copied = append([]spec.Selector(nil), sels...), true
-			}
-			sels[i] = &pathFilter{FilterSelector: f, expr: filters[0]}
-			filters = filters[1:]
-		}
-		jp.sels = append(jp.sels, sels)
-	}
-	return jp.withSteps()
+	return pathOfSegments(w.segs), ""
 }
 
 // pathOfSegments makes segments the walk built a path; its filter

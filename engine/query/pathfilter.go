@@ -1,7 +1,6 @@
 package query
 
 import (
-	"math"
 	"strconv"
 	"unicode/utf16"
 )
@@ -391,9 +390,8 @@ func (p *pathScan) function(name string, at int) (string, *funcCall) {
 // numberValue is a number literal's value as JavaScript's Number reads
 // it: past float64's range it is ±Infinity, not an error.
 func numberValue(units []uint16) float64 {
-	f, err := strconv.ParseFloat(string(utf16.Decode(units)), 64)
-	if err != nil && !math.IsInf(f, 0) {
-		return 0 // (only range errors reach here, and they are infinite or 0)
-	}
+	// a literal the walk took fails only past float64's range, where
+	// the value is ±Inf as JavaScript's Number reads it
+	f, _ := strconv.ParseFloat(string(utf16.Decode(units)), 64)
 	return f
 }

@@ -1,28 +1,11 @@
 package query
 
 import (
-	"math"
 	"strconv"
 	"unicode/utf16"
 
 	"github.com/theory/jsonpath/spec"
 )
-
-// pathWalk walks src as the reference's recursive-descent parser does,
-// with the built-in functions only. For a query that is not valid RFC
-// 9535 it returns the reference's text, "Invalid JSONPath: <what> at
-// position <n> in '<src>'" (n counting UTF-16 code units as JavaScript
-// does), for the first rule src breaks. Otherwise it returns src as the
-// reference reads it, in a form the library accepts as well (see
-// lenient). It runs when a query is compiled, never when one is
-// evaluated, so it may allocate.
-func pathWalk(src string) (lenient, msg string) {
-	p, msg := walkPath(src)
-	if msg != "" {
-		return "", msg
-	}
-	return p.lenient(), ""
-}
 
 // walkPath walks src and returns the walk, or the reference's text for
 // the first rule src breaks.
@@ -34,59 +17,12 @@ func walkPath(src string) (*pathScan, string) {
 	return p, ""
 }
 
-// lenient returns the walked query without the blank space outside
-// string literals (the library refuses some the grammar allows, inside a
-// compared query's brackets), with an integer literal past int64 written
-// as a float, as the reference reads every number, and a number past
-// float64 written 0: the library refuses it, and the walk's filters, not
-// the library's, are the ones evaluated.
-func (p *pathScan) lenient() string {
-	out := make([]uint16, 0, len(p.s))
-	q, w, h := 0, 0, 0
-	for i, c := range p.s {
-		// A wide literal ends where its next unit is, blank or not.
-		if w < len(p.wide) && p.wide[w] == i {
-			out = append(out, 'e', '0')
-			w++
-		}
-		for h < len(p.huge) && p.huge[h][1] <= i {
-			h++
-		}
-		if h < len(p.huge) && p.huge[h][0] <= i {
-			if p.huge[h][0] == i {
-				out = append(out, '0')
-			}
-			continue
-		}
-		for q < len(p.quoted) && p.quoted[q][1] <= i {
-			q++
-		}
-		inQuote := q < len(p.quoted) && p.quoted[q][0] <= i
-		if !inQuote && (c == ' ' || c == '\t' || c == '\n' || c == '\r') {
-			continue
-		}
-		out = append(out, c)
-	}
-	if w < len(p.wide) {
-		out = append(out, 'e', '0')
-	}
-	return string(utf16.Decode(out))
-}
-
 // pathScan walks a query's UTF-16 code units.
 type pathScan struct {
 	s   []uint16
 	pos int
-	// quoted are the [start, end) spans of the string literals walked
-	quoted [][2]int
-	// wide are the ends of the integer literals past int64
-	wide []int
-	// huge are the [start, end) spans of the number literals past float64
-	huge [][2]int
-	// depth counts the filters the walk is in
-	depth int
-	// filters are the filter selectors outside any filter, in order
-	filters []filterExpr
+	// segs are the query's segments, once the walk took it whole
+	segs []*spec.Segment
 }
 
 // pathFail carries the first broken rule out of the walk.
@@ -112,10 +48,11 @@ func (p *pathScan) check() (what string, at int, failed bool) {
 		p.fail("query must start with '$'", 0)
 	}
 	p.pos = 1
-	p.segments()
+	segs, _ := p.segments()
 	if p.pos != len(p.s) {
 		p.fail("unexpected token", p.pos)
 	}
+	p.segs = segs
 	return "", 0, false
 }
 
@@ -231,7 +168,6 @@ func (p *pathScan) escape(quote int) {
 
 // stringLiteral reads a string literal and returns its value.
 func (p *pathScan) stringLiteral() string {
-	start := p.pos
 	quote := int(p.s[p.pos])
 	p.pos++
 	var val []uint16
@@ -240,7 +176,6 @@ func (p *pathScan) stringLiteral() string {
 		switch {
 		case c == quote:
 			p.pos++
-			p.quoted = append(p.quoted, [2]int{start, p.pos})
 			return string(utf16.Decode(val))
 		case c == '\\':
 			p.pos++
@@ -350,7 +285,6 @@ func (p *pathScan) numberLiteral() float64 {
 			p.pos++
 		}
 	}
-	intEnd := p.pos
 	if p.cc(p.pos) == '.' {
 		p.pos++
 		if !isDigitCU(p.cc(p.pos)) {
@@ -372,20 +306,11 @@ func (p *pathScan) numberLiteral() float64 {
 			p.pos++
 		}
 	}
-	f := numberValue(p.s[start:p.pos])
-	switch {
-	case math.IsInf(f, 0):
-		// the library refuses a literal past float64; its value is not
-		// the library's to read
-		p.huge = append(p.huge, [2]int{start, p.pos})
-	case intEnd == p.pos && p.pos-start > 18:
-		p.wide = append(p.wide, p.pos)
-	}
-	return f
+	return numberValue(p.s[start:p.pos])
 }
 
 // segments reads segments and reports whether they make a singular
-// query; it returns them as the library would have parsed them.
+// query; it returns them as the library's spec types.
 func (p *pathScan) segments() ([]*spec.Segment, bool) {
 	var segs []*spec.Segment
 	singular := true
@@ -468,12 +393,7 @@ func (p *pathScan) selector() (spec.Selector, bool) {
 	case c == '?':
 		p.pos++
 		p.skipWS()
-		p.depth++
 		x := p.logicalOr()
-		p.depth--
-		if p.depth == 0 {
-			p.filters = append(p.filters, x)
-		}
 		return &pathFilter{FilterSelector: spec.Filter(), expr: x}, false
 	case c == ':' || c == '-' || isDigitCU(c):
 		return p.indexOrSlice()
