@@ -46,10 +46,37 @@ func Store(ctx context.Context, js jetstream.JetStream, names subjects.Names, wo
 			}
 		}
 	}
+	// The streams first: a message published once deploy returns waits
+	// in its stream even before a dispatcher binds the trigger, and a
+	// subject another stream holds is refused before anything is stored.
+	for _, s := range specs {
+		if _, err := ensureStream(ctx, js, names, s); err != nil {
+			return nil, err
+		}
+	}
 	if _, err := kv.Put(ctx, workflow, file); err != nil {
 		return nil, fmt.Errorf("trigger: storing the triggers of %s: %w", workflow, err)
 	}
 	return specs, nil
+}
+
+// ensureStream creates or updates a subject trigger's stream; nil for a
+// webhook, which has none.
+func ensureStream(ctx context.Context, js jetstream.JetStream, n subjects.Names, s *Spec) (jetstream.Stream, error) {
+	if s.Subject == "" {
+		return nil, nil
+	}
+	octx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	stream, err := js.CreateOrUpdateStream(octx, jetstream.StreamConfig{
+		Name: n.TriggerStream(s.Name), Description: fmt.Sprintf("jetflow trigger %s of workflow %s", s.Name, s.Workflow),
+		Subjects: []string{s.Subject}, Retention: jetstream.WorkQueuePolicy, Storage: jetstream.FileStorage,
+		Duplicates: 2 * time.Minute,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("trigger %s: stream %s over %s: %w", s.Name, n.TriggerStream(s.Name), s.Subject, err)
+	}
+	return stream, nil
 }
 
 func bucket(ctx context.Context, js jetstream.JetStream, names subjects.Names, create bool) (jetstream.KeyValue, error) {
@@ -186,19 +213,14 @@ func (r *Runner) bind(ctx context.Context) error {
 // dispatcher runs waits in it, and the durable consumer shares messages
 // among dispatchers and redelivers one whose dispatcher died.
 func (r *Runner) consume(ctx context.Context, s *Spec) error {
-	js, n := r.cfg.JS, r.cfg.Names
+	stream, err := ensureStream(ctx, r.cfg.JS, r.cfg.Names, s)
+	if err != nil {
+		return err
+	}
 	octx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	stream, err := js.CreateOrUpdateStream(octx, jetstream.StreamConfig{
-		Name: n.TriggerStream(s.Name), Description: fmt.Sprintf("jetflow trigger %s of workflow %s", s.Name, s.Workflow),
-		Subjects: []string{s.Subject}, Retention: jetstream.WorkQueuePolicy, Storage: jetstream.FileStorage,
-		Duplicates: 2 * time.Minute,
-	})
-	if err != nil {
-		return fmt.Errorf("trigger %s: stream %s over %s: %w", s.Name, n.TriggerStream(s.Name), s.Subject, err)
-	}
 	cons, err := stream.CreateOrUpdateConsumer(octx, jetstream.ConsumerConfig{
-		Durable: n.TriggerConsumer(), AckPolicy: jetstream.AckExplicitPolicy, AckWait: 30 * time.Second, MaxAckPending: 256,
+		Durable: r.cfg.Names.TriggerConsumer(), AckPolicy: jetstream.AckExplicitPolicy, AckWait: 30 * time.Second, MaxAckPending: 256,
 	})
 	if err != nil {
 		return fmt.Errorf("trigger %s: consumer: %w", s.Name, err)

@@ -5,10 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 	"go.uber.org/goleak"
 
 	"github.com/jetflow/jetflow/dispatcher"
@@ -63,28 +65,34 @@ func stop(t *testing.T, fn func(context.Context) error) {
 // A message on an application subject starts one run however often it is
 // published (its key picks the run id), and a message on another picks
 // the run its query names and delivers an event to it; messages published
-// while no runner runs wait in the trigger's stream.
+// once the triggers are stored, while no runner runs, wait in their
+// streams.
 func TestSubjectTriggersStartOnceAndCorrelate(t *testing.T) {
 	t.Parallel()
 	f := startFleet(t, t.TempDir())
 	defer stop(t, f.Stop)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	r := runOrderTriggers(ctx, t, f, triggers)
-	// The stream exists once the runner bound it; then publish with core
-	// NATS, as an application that knows nothing of jetflow does.
-	natstest.WaitFor(t, 2*time.Minute, "the trigger streams", func() error {
-		for _, name := range []string{"orders", "payments"} {
-			if _, err := f.JS.Stream(ctx, f.Names.TriggerStream(name)); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
+	if _, err := f.Deploy(ctx, "orders", []byte(orderFlow)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := trigger.Store(ctx, f.JS, f.Names, "orders", []byte(triggers)); err != nil {
+		t.Fatal(err)
+	}
+	// Storing made the streams: orders published with core NATS, as an
+	// application that knows nothing of jetflow does, before any runner
+	// bound the trigger, wait in its stream.
 	for range 3 { // a redelivered or repeated order
 		if err := f.Conn.Publish("shop.orders.eu", []byte(`{"order":"A1","total":5}`)); err != nil {
 			t.Fatal(err)
 		}
+	}
+	if err := f.Conn.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	r := trigger.NewRunner(trigger.Config{JS: f.JS, Names: f.Names, Client: f.Client, Logger: quiet()})
+	if err := r.Start(ctx); err != nil {
+		t.Fatal(err)
 	}
 	natstest.WaitFor(t, 2*time.Minute, "run orders-A1 to wait", func() error {
 		st, err := f.Client.Status(ctx, "orders-A1")
@@ -241,6 +249,27 @@ func TestTriggerSingletonAndDebounce(t *testing.T) {
 	// order the dispatchers took them in).
 	decided("edits-1", wire.StartOutcomeReplaced, "")
 	decided("edits-2", wire.StartOutcomeReplaced, "edits-3")
+}
+
+// A trigger over a subject another stream holds is refused when stored,
+// naming the subject, and nothing of the file is stored.
+func TestStoreRefusesASubjectAnotherStreamHolds(t *testing.T) {
+	t.Parallel()
+	f := startFleet(t, t.TempDir())
+	defer stop(t, f.Stop)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if _, err := f.JS.CreateStream(ctx, jetstream.StreamConfig{Name: "APP", Subjects: []string{"shop.payments"}}); err != nil {
+		t.Fatal(err)
+	}
+	_, err := trigger.Store(ctx, f.JS, f.Names, "orders", []byte(triggers))
+	if err == nil || !strings.Contains(err.Error(), "trigger payments: stream "+f.Names.TriggerStream("payments")+" over shop.payments") {
+		t.Fatalf("Store over a held subject: %v", err)
+	}
+	specs, err := trigger.Load(ctx, f.JS, f.Names)
+	if err != nil || len(specs) != 0 {
+		t.Fatalf("stored after the refusal: %v %v", specs, err)
+	}
 }
 
 // runOrderTriggers deploys the order workflow with the trigger file

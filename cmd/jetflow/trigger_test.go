@@ -67,11 +67,10 @@ func TestDeployTriggersSurviveARestart(t *testing.T) {
 		out, _, _ := runEnv(t, nil, "", "status", run, "--json", "--nats", url)
 		return out
 	}
-	// The dispatcher binds the trigger streams shortly after the deploy;
-	// until then a message on the subject has no stream to land in, so
-	// publish until the run exists.
+	// Deploy made the trigger streams: a message published as soon as it
+	// returned waits there until the dispatcher binds the trigger.
+	publish(d.NATS, "shop.orders", "A1", `{"order":"A1"}`)
 	natstest.WaitFor(t, 2*time.Minute, "a run started by shop.orders", func() error {
-		publish(d.NATS, "shop.orders", "A1", `{"order":"A1"}`)
 		if s := status(d.NATS, "orders-A1"); !strings.Contains(s, `"status":"waiting"`) {
 			return fmt.Errorf("status: %s", s)
 		}
