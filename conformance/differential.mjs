@@ -12,7 +12,7 @@
 //   node conformance/differential.mjs [--seed N] [--count K] [--family F,...] > diff.jsonl
 //
 // Families: dates, format, mixed (one operator's answer fed to another), series, spatial, vectors, strings, numbers, arity,
-// paths (JSONPath filters, filters.mjs), regex (I-Regexp patterns, filters.mjs) and the rest of the families table below.
+// flwor (FLWOR clauses and quantifiers), paths (JSONPath filters, filters.mjs), regex (I-Regexp patterns, filters.mjs) and the rest of the families table below.
 // Nothing here is committed as a golden: a class of disagreement found
 // this way is written down as hand-picked cases in cases/query/diff-*.json.
 import { run } from './gen-query.mjs';
@@ -683,7 +683,93 @@ function regexDoc() {
   return Object.assign(typeof doc === 'string' ? { $seq: [doc] } : doc, { _data: data });
 }
 
-const families = { paths: pathsDoc, regex: regexDoc, deep: deepDoc, instants: instantsDoc, text: textDoc, within: withinDoc, calendar: calendarDoc, random: randomDoc, mixed: mixedDoc, dates: datesDoc, format: formatDoc, series: seriesDoc, spatial: spatialDoc, vectors: vectorsDoc, strings: stringsDoc, numbers: numbersDoc, arity: arityDoc };
+// ---- FLWOR phrases: $fold, correlated $for bindings with $at,
+// $allowing-empty and windows, $let, $where, $groupby, $orderby key
+// specs, $count, and the quantifiers; names bound twice and options out
+// of place
+function flworDoc() {
+  const item = () => {
+    const o = {};
+    if (chance(0.85)) o.k = pick(['a', 'b', 'B', 'é', '', 'a ', 1, 2, 2.5, -0, null, true, [1], { z: 1 }]);
+    if (chance(0.85)) o.v = pick([0, 1, 2, 3, -1, 0.5, 10, 1e21, 'x', null]);
+    if (chance(0.5)) o.tags = pick([[], ['t'], ['t', 'u'], [[1, 2], 3], 't']);
+    return o;
+  };
+  const data = { items: Array.from({ length: int(7) }, item), nums: Array.from({ length: int(8) }, () => pick([1, 2, 3, 4, 5, -1, 0.5, 1e21])), empty: [], nested: [[1, 2], [], [3], 4] };
+  const vars = [];
+  const names = ['x', 'y', 'z', 'i', 'w', 'n', 'p', 'q', 'r', 's'];
+  const fresh = () => (chance(0.04) && vars.length ? pick(vars) : pick(names.filter((n) => !vars.includes(n))));
+  const bind = (n) => { vars.push(n); return n; };
+  const source = () => pick(['$.items[*]', '$.items', '$.nums[*]', '$.nums', '$.empty', '$.nested', '$.nested[*]', '$.missing',
+    { $const: pick([[1, 2, 3], [], [[1], [2, 3]], 'a', 7, null]) }, { $seq: ['$.nums[0]', '$.nums[1]'] }, { $div: [0, 0] }]);
+  const ref = (v) => pick([`$${v}`, `$${v}.k`, `$${v}.v`, `$${v}.tags`, `$${v}[0]`, `$${v}.tags[*]`]);
+  const val = () => (vars.length && chance(0.8) ? ref(pick(vars)) : leafVal());
+  const leafVal = () => pick([0, 1, 'a', null, true, '$.nums[0]', '$.missing', { $div: [0, 0] }, { $const: [1, 2] }]);
+  const expr = () => {
+    switch (int(9)) {
+      case 0: return { [pick(['$count', '$sum', '$avg', '$min', '$max', '$distinct', '$first', '$last', '$string-join'])]: val() };
+      case 1: return { [pick(['$add', '$sub', '$mul'])]: [val(), val()] };
+      case 2: return { [pick(['$eq', '$ne', '$lt', '$gt', '$le', '$ge'])]: [val(), val()] };
+      case 3: return [val(), val()];
+      case 4: return { $map: [['a', val()], ['b', val()]] };
+      case 5: return { $exists: val() };
+      case 6: return { $not: val() };
+      default: return val();
+    }
+  };
+  const windowed = (n) => {
+    const w = { $in: source(), $window: chance(0.95) ? pick(['tumbling', 'sliding']) : pick(['hopping', 1]) };
+    if (chance(0.97)) w.$size = chance(0.9) ? 1 + int(4) : pick([0, -1, 1.5, '2', 1e21]);
+    if (chance(0.4)) w.$step = chance(0.9) ? 1 + int(3) : pick([0, 2.5, 1e21]);
+    if (chance(0.4)) w.$at = bind(fresh());
+    return w;
+  };
+  const binding = (n, correlated) => {
+    const src = correlated && vars.length && chance(0.5) ? pick([`$${pick(vars)}.tags`, `$${pick(vars)}.tags[*]`, `$${pick(vars)}`]) : source();
+    switch (int(6)) {
+      case 0: return { $in: src, $at: bind(fresh()) };
+      case 1: return { $in: src, '$allowing-empty': pick([true, true, false, 1]), ...(chance(0.5) ? { $at: bind(fresh()) } : {}) };
+      case 2: return windowed(n);
+      case 3: return chance(0.1) ? { $in: src, $size: 2 } : { $in: src };
+      default: return src;
+    }
+  };
+  const doc = {};
+  if (chance(0.3)) { const a = bind('acc'); doc.$fold = { [a]: pick([0, [], '', { $const: [] }, '$.nums[0]', null]) }; if (chance(0.05)) doc.$fold.other = 1; }
+  if (chance(0.85)) {
+    doc.$for = {};
+    for (let i = 0, n = 1 + int(2); i < n; i++) { const name = fresh(); const b = binding(name, i > 0); doc.$for[name] = b; bind(name); }
+  }
+  if (chance(0.4) || !doc.$for) {
+    doc.$let = {};
+    for (let i = 0, n = 1 + int(2); i < n; i++) { const name = fresh(); doc.$let[name] = chance(0.05) ? { $in: source(), $at: 'j' } : chance(0.5) ? expr() : source(); bind(name); }
+  }
+  if (chance(0.4)) doc.$where = expr();
+  if (chance(0.3)) {
+    doc.$groupby = {};
+    for (let i = 0, n = 1 + int(2); i < n; i++) { const name = chance(0.04) && vars.length ? pick(vars) : pick(['g', 'h', 'key'].filter((n) => !vars.includes(n))); doc.$groupby[name] = chance(0.8) ? val() : expr(); }
+    for (const g of Object.keys(doc.$groupby)) bind(g);
+  }
+  if (chance(0.45)) {
+    const spec = () => {
+      if (chance(0.5)) return val();
+      const o = { $key: val() };
+      if (chance(0.6)) o.$dir = pick(['asc', 'desc', 'desc', 'up']);
+      if (chance(0.5)) o.$empty = pick(['least', 'greatest', 'greatest', 'first']);
+      if (chance(0.03)) o.$collation = 'nl';
+      if (chance(0.03)) delete o.$key;
+      return o;
+    };
+    doc.$orderby = chance(0.6) ? [spec(), ...(chance(0.4) ? [spec()] : [])] : chance(0.05) ? [] : spec();
+  }
+  if (chance(0.3)) doc.$count = chance(0.9) ? bind(fresh()) : pick([1, '', '9x']);
+  if (chance(0.95)) doc.$return = doc.$fold && chance(0.8) ? pick([{ $add: ['$acc', val()] }, ['$acc', val()], { $concat: ['$acc', val()] }, val()]) : expr();
+  const whole = pick([doc, doc, doc, { $count: doc }, { $sum: doc },
+    { [pick(['$some', '$every'])]: { x: source(), ...(chance(0.4) ? { y: pick(['$x.tags', '$x', { $in: '$x' }]) } : {}) }, $satisfies: pick([{ $gt: ['$x.v', 1] }, { $exists: '$x.k' }, { $eq: ['$y', 't'] }, { $div: [1, '$x'] }]) }]);
+  return Object.assign(whole, { _data: data });
+}
+
+const families = { paths: pathsDoc, flwor: flworDoc, regex: regexDoc, deep: deepDoc, instants: instantsDoc, text: textDoc, within: withinDoc, calendar: calendarDoc, random: randomDoc, mixed: mixedDoc, dates: datesDoc, format: formatDoc, series: seriesDoc, spatial: spatialDoc, vectors: vectorsDoc, strings: stringsDoc, numbers: numbersDoc, arity: arityDoc };
 const chosen = arg('family', Object.keys(families).join(',')).split(',');
 const baseData = { rows: [], rows2: [], two: [1, 2], obj: { a: 1 }, arr: [1, 2], num: 3, str: 'x' };
 

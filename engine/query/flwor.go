@@ -1,6 +1,7 @@
 package query
 
 import (
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -600,12 +601,15 @@ func windowSpec(ext map[string]any, bp string) *window {
 	return w
 }
 
+// positiveInt reads a window's width or step: any integral number from 1,
+// as Number.isInteger takes it (1e21 too). One past 2^53 acts as 2^53: no
+// sequence holds that many items.
 func positiveInt(v any) (int, bool) {
 	n, ok := v.(float64)
-	if !ok || n < 1 || n != float64(int64(n)) || n > maxSafeInteger {
+	if !ok || n < 1 || n != math.Trunc(n) || math.IsInf(n, 0) {
 		return 0, false
 	}
-	return int(n), true
+	return int(min(n, maxSafeInteger)), true
 }
 
 var orderSpecKeys = []string{"$key", "$dir", "$empty", "$collation"}
