@@ -12,7 +12,7 @@
 //   node conformance/differential.mjs [--seed N] [--count K] [--family F,...] > diff.jsonl
 //
 // Families: dates, format, mixed (one operator's answer fed to another), series, spatial, vectors, strings, numbers, arity,
-// flwor (FLWOR clauses and quantifiers), paths (JSONPath filters, filters.mjs), regex (I-Regexp patterns, filters.mjs) and the rest of the families table below.
+// flwor (FLWOR clauses and quantifiers), sequences (§8.2–§8.10 over mixed items), paths (JSONPath filters, filters.mjs), regex (I-Regexp patterns, filters.mjs) and the rest of the families table below.
 // Nothing here is committed as a golden: a class of disagreement found
 // this way is written down as hand-picked cases in cases/query/diff-*.json.
 import { run } from './gen-query.mjs';
@@ -769,7 +769,48 @@ function flworDoc() {
   return Object.assign(whole, { _data: data });
 }
 
-const families = { paths: pathsDoc, flwor: flworDoc, regex: regexDoc, deep: deepDoc, instants: instantsDoc, text: textDoc, within: withinDoc, calendar: calendarDoc, random: randomDoc, mixed: mixedDoc, dates: datesDoc, format: formatDoc, series: seriesDoc, spatial: spatialDoc, vectors: vectorsDoc, strings: stringsDoc, numbers: numbersDoc, arity: arityDoc };
+// ---- sequence operators, comparisons, arithmetic, casts and EBV
+// (§8.2–§8.10) over sequences of mixed items: NaN, -0, ±Infinity, 2^53
+// and past it, 1e21, strings past the BMP, nested arrays and objects
+function sequencesDoc() {
+  const atom = () => pick([0, 1, 2, -1, 0.5, 1.5, 2.5, -2.5, 1e21, 9007199254740991, 9007199254740993, 4294967296, -0.0000001,
+    'a', 'B', '', 'é', 'e\u0301', '😀', '1', '-0', '1e3', ' 1', '0x1', '1.', '.5', 'NaN', 'Infinity', 'true', null, true, false]);
+  const item = () => (chance(0.8) ? atom() : pick([[], [1], [1, [2]], {}, { a: 1 }, { a: 1, b: [2] }, { key: 'k', value: 1 }, { key: 1, value: 2 }, { key: 'z' }]));
+  const special = () => pick([{ $div: [0, 0] }, { $div: [1, 0] }, { $div: [-1, 0] }, { $neg: 0 }, { $mul: [-1, 0] }]);
+  const seq = () => {
+    switch (int(6)) {
+      case 0: return '$.xs[*]';
+      case 1: return { $seq: Array.from({ length: int(5) }, () => (chance(0.2) ? special() : chance(0.5) ? { $const: item() } : atom())) };
+      case 2: return pick(['$.xs', '$.ys[*]', '$.o', '$.o.*', '$.missing', '$.xs[0]', '$.pairs[*]', '$.nested[*]', '$.nested[*][*]']);
+      case 3: return special();
+      case 4: return { $range: [pick([0, 1, -2, 2.5, 1e21, '$.missing', 9007199254740991]), pick([0, 3, -1, 4.5, '$.missing', 9007199254740992])] };
+      default: return chance(0.5) ? atom() : { $const: item() };
+    }
+  };
+  const one = () => (chance(0.7) ? pick([0, 1, -1, 2, 0.5, 1.5, -1.5, 2.5, 1e21, -1e21, 9007199254740993, '1', null, true, '$.xs[0]', '$.missing', '$.n']) : special());
+  switch (int(16)) {
+    case 0: return { [pick(['$distinct', '$reverse', '$sort', '$head', '$tail', '$entries', '$from-entries'])]: seq() };
+    case 1: return { $subsequence: chance(0.8) ? [seq(), one(), one()] : [seq(), one()] };
+    case 2: return { '$index-of': [seq(), chance(0.8) ? pick([0, 1, 'a', null, '$.xs[0]', { $const: [1] }, { $const: { a: 1 } }, -0]) : seq()] };
+    case 3: return { $get: [pick(['$.xs', '$.o', '$.nested', { $const: [1, 2, 3] }, '$.xs[*]', seq()]), chance(0.7) ? one() : pick(['a', 'b', '0', '', '-1', 'length', '__proto__', 'constructor'])] };
+    case 4: return { [pick(['$eq', '$ne', '$lt', '$le', '$gt', '$ge'])]: [seq(), seq()] };
+    case 5: return { [pick(['$add', '$sub', '$mul', '$div', '$idiv', '$mod'])]: [one(), one()] };
+    case 6: return { [pick(['$string', '$number', '$boolean'])]: chance(0.7) ? { $const: item() } : seq() };
+    case 7: return { [pick(['$is-string', '$is-number', '$is-boolean', '$is-null', '$is-array', '$is-object', '$exists', '$empty', '$not'])]: seq() };
+    case 8: return { [pick(['$coalesce', '$seq'])]: Array.from({ length: 1 + int(3) }, seq) };
+    case 9: return { $default: [seq(), seq()] };
+    case 10: return { $if: chance(0.7) ? [seq(), seq(), seq()] : [seq(), seq()] };
+    case 11: return { [pick(['$count', '$sum', '$avg', '$min', '$max'])]: seq() };
+    case 12: return { [pick(['$and', '$or'])]: [seq(), seq()] };
+    case 13: return { $neg: one() };
+    case 14: return { '$from-entries': { $seq: Array.from({ length: int(4) }, () => ({ $const: pick([{ key: 'a', value: 1 }, { key: 'a', value: 2 }, { key: 'b' }, { key: 1, value: 1 }, { key: '', value: null }, { value: 3 }, { key: '__proto__', value: 1 }, { key: '__proto__', value: null }, { key: '__proto__' }, [1], 'x', { key: 'b', value: [1], extra: 1 }]) })) } };
+    default: return { $entries: pick(['$.o', '$.xs', '$.nested[*]', { $seq: ['$.o', '$.o'] }, { $const: { b: 1, a: 2, 1: 3, 0: 4 } }]) };
+  }
+}
+const sequencesData = () => ({ xs: Array.from({ length: int(6) }, () => pick([0, 1, 2, -1, 0.5, 1e21, 'a', 'B', '', '😀', null, true, [1], { a: 1 }])),
+  ys: [1, 'a', 2, 'b'], o: { b: 1, a: [2], c: { d: 3 } }, n: 2, pairs: [{ key: 'a', value: 1 }, { key: 'b' }, { key: 3, value: 4 }], nested: [[1, 2], [], [[3]], 4] });
+
+const families = { paths: pathsDoc, sequences: () => Object.assign(sequencesDoc(), { _data: sequencesData() }), flwor: flworDoc, regex: regexDoc, deep: deepDoc, instants: instantsDoc, text: textDoc, within: withinDoc, calendar: calendarDoc, random: randomDoc, mixed: mixedDoc, dates: datesDoc, format: formatDoc, series: seriesDoc, spatial: spatialDoc, vectors: vectorsDoc, strings: stringsDoc, numbers: numbersDoc, arity: arityDoc };
 const chosen = arg('family', Object.keys(families).join(',')).split(',');
 const baseData = { rows: [], rows2: [], two: [1, 2], obj: { a: 1 }, arr: [1, 2], num: 3, str: 'x' };
 

@@ -28,20 +28,15 @@ const goldenDir = join(here, 'golden', 'query');
 function jetflowOrder(v) {
   if (Array.isArray(v)) return v.map(jetflowOrder);
   if (v === null || typeof v !== 'object') return v;
-  const out = {};
-  for (const k of Object.keys(v).sort()) out[k] = jetflowOrder(v[k]);
-  return out;
+  // fromEntries makes own members, __proto__ too, where out[k] = v would not
+  return Object.fromEntries(Object.keys(v).sort().map((k) => [k, jetflowOrder(v[k])]));
 }
 
 // JSON cannot hold NaN or the infinities a query can compute.
 function encode(v) {
   if (typeof v === 'number' && !Number.isFinite(v)) return { '@number': String(v) };
   if (Array.isArray(v)) return v.map(encode);
-  if (v !== null && typeof v === 'object') {
-    const out = {};
-    for (const k of Object.keys(v)) out[k] = encode(v[k]);
-    return out;
-  }
+  if (v !== null && typeof v === 'object') return Object.fromEntries(Object.keys(v).map((k) => [k, encode(v[k])]));
   return v;
 }
 

@@ -317,8 +317,9 @@ func init() {
 			}
 			out := value.NewObject(len(items))
 			f.built = true
+			var proto protoSetter
 			for _, item := range items {
-				if k, v, ok := entryMember(item); ok {
+				if k, v, ok := entryMember(item); ok && !proto.takes(k, v) {
 					out.Set(k, v)
 				}
 			}
@@ -332,13 +333,31 @@ func init() {
 // member order cannot show.
 func entriesMap(f *frame, items []any, opPath string) any {
 	out := make(map[string]any, len(items))
+	var proto protoSetter
 	for _, item := range items {
-		if k, v, ok := entryMember(item); ok {
+		if k, v, ok := entryMember(item); ok && !proto.takes(k, v) {
 			out[k] = v
 		}
 	}
 	f.chargeObject(len(out), opPath)
 	return out
+}
+
+// protoSetter mirrors what the reference's member assignment does with
+// the key "__proto__": while the object inherits JavaScript's __proto__
+// setter, assigning that name sets the prototype (an object or null) or
+// does nothing (anything else), and makes no member that JSON or a path
+// read shows; a null prototype removes the setter, so a later entry of
+// that name is an ordinary member.
+type protoSetter struct{ gone bool }
+
+// takes reports whether the entry k, v goes to the setter, not a member.
+func (p *protoSetter) takes(k string, v any) bool {
+	if k != "__proto__" || p.gone {
+		return false
+	}
+	p.gone = v == nil
+	return true
 }
 
 // entryMember reads one {"key", "value"} entry of $from-entries; an entry
