@@ -12,7 +12,7 @@
 //   node conformance/differential.mjs [--seed N] [--count K] [--family F,...] > diff.jsonl
 //
 // Families: dates, format, mixed (one operator's answer fed to another), series, spatial, vectors, strings, numbers, arity,
-// flwor (FLWOR clauses and quantifiers), sequences (§8.2–§8.10 over mixed items), paths (JSONPath filters, filters.mjs), regex (I-Regexp patterns, filters.mjs) and the rest of the families table below.
+// encoding (§3–§4 rules), flwor (FLWOR clauses and quantifiers), sequences (§8.2–§8.10 over mixed items), paths (JSONPath filters, filters.mjs), regex (I-Regexp patterns, filters.mjs) and the rest of the families table below.
 // Nothing here is committed as a golden: a class of disagreement found
 // this way is written down as hand-picked cases in cases/query/diff-*.json.
 import { run } from './gen-query.mjs';
@@ -810,7 +810,32 @@ function sequencesDoc() {
 const sequencesData = () => ({ xs: Array.from({ length: int(6) }, () => pick([0, 1, 2, -1, 0.5, 1e21, 'a', 'B', '', '😀', null, true, [1], { a: 1 }])),
   ys: [1, 'a', 2, 'b'], o: { b: 1, a: [2], c: { d: 3 } }, n: 2, pairs: [{ key: 'a', value: 1 }, { key: 'b' }, { key: 3, value: 4 }], nested: [[1, 2], [], [[3]], 4] });
 
-const families = { paths: pathsDoc, sequences: () => Object.assign(sequencesDoc(), { _data: sequencesData() }), flwor: flworDoc, regex: regexDoc, deep: deepDoc, instants: instantsDoc, text: textDoc, within: withinDoc, calendar: calendarDoc, random: randomDoc, mixed: mixedDoc, dates: datesDoc, format: formatDoc, series: seriesDoc, spatial: spatialDoc, vectors: vectorsDoc, strings: stringsDoc, numbers: numbersDoc, arity: arityDoc };
+// ---- encoding rules (§3, §4): operator, map and mixed objects, the
+// string forms ($$ escapes, variables, bad heads), $const, $map with
+// duplicate and empty-valued pairs, member cardinality, the envelope
+function encodingDoc() {
+  const str = () => pick(['$', '$$', '$$$', '$$x', '$$$x', '$$.a', '$x', '$x.a', '$_', '$_1', '$a1', '$1', '$9foo', '$ x', '$-', '$é', '$x[0]', '$x..a',
+    '$.a', '$.a.b', '$[0]', '$..a', '$["a"]', "$['a']", '$.', '$[', '$.a[', 'x$', '', ' $', 'a$.b', '$x.', '$x[', '$x y', '$.a ', '$ .a', '$$ ']);
+  const key = () => pick(['a', 'b', '', ' ', '$', '$$', '$a', '$const', '$map', '$seq', '$query', '$expr', 'é', '😀', '0', '1', 'a$', ' $x', '__proto__', 'constructor']);
+  const expr = (d) => {
+    if (d <= 0 || chance(0.3)) return chance(0.6) ? str() : pick([0, 1, null, true, 'lit', [], {}]);
+    switch (int(9)) {
+      case 0: { const o = {}; for (let i = 0, n = int(4); i < n; i++) o[key()] = expr(d - 1); return o; }
+      case 1: return Array.from({ length: int(4) }, () => expr(d - 1));
+      case 2: return { $const: pick([{ $for: 'x', a: '$b' }, ['$.a', { $seq: [] }], '$x', '$$x', { '': 1 }, null, [[]]]) };
+      case 3: return { $map: Array.from({ length: int(4) }, () => (chance(0.9) ? [chance(0.7) ? key() : expr(d - 1), chance(0.3) ? pick(['$.missing', { $seq: [] }, { $seq: [1, 2] }, '$.two[*]']) : expr(d - 1)] : pick([[1], [1, 2, 3], 'a', []]))) };
+      case 4: return { $seq: Array.from({ length: int(4) }, () => expr(d - 1)) };
+      case 5: return { $let: { x: expr(d - 1) }, $return: expr(d - 1) };
+      case 6: return { [key()]: pick(['$.two[*]', '$.missing', { $seq: [] }, '$.obj', expr(d - 1)]) };
+      case 7: return { $query: pick(['0.1', '0.2', 0.1, null, '']), $expr: expr(d - 1) };
+      default: return { [pick(['$const', '$map', '$seq', '$x', '$', '$$', '$query', '$expr'])]: expr(d - 1), ...(chance(0.3) ? { [key()]: 1 } : {}) };
+    }
+  };
+  const top = chance(0.15) ? { $query: pick(['0.1', '0.1', '0.2', 1, null, '0.10']), ...(chance(0.9) ? { $expr: expr(2) } : {}), ...(chance(0.1) ? { $where: true } : {}) } : expr(3);
+  return Object.assign(top !== null && typeof top === 'object' && !Array.isArray(top) ? top : { $seq: [top] }, { _data: { a: { b: 1 }, x: 5, '': 0, $: 7, 'a$': 8, '$a': 9 } });
+}
+
+const families = { paths: pathsDoc, encoding: encodingDoc, sequences: () => Object.assign(sequencesDoc(), { _data: sequencesData() }), flwor: flworDoc, regex: regexDoc, deep: deepDoc, instants: instantsDoc, text: textDoc, within: withinDoc, calendar: calendarDoc, random: randomDoc, mixed: mixedDoc, dates: datesDoc, format: formatDoc, series: seriesDoc, spatial: spatialDoc, vectors: vectorsDoc, strings: stringsDoc, numbers: numbersDoc, arity: arityDoc };
 const chosen = arg('family', Object.keys(families).join(',')).split(',');
 const baseData = { rows: [], rows2: [], two: [1, 2], obj: { a: 1 }, arr: [1, 2], num: 3, str: 'x' };
 

@@ -9,7 +9,6 @@
 package jslt
 
 import (
-	"maps"
 	"math"
 	"slices"
 	"strconv"
@@ -82,7 +81,7 @@ type mode struct {
 // path, schema and body), so the first error is the reference's.
 func Compile(doc any) (*Stylesheet, error) {
 	s := &Stylesheet{doc: doc, modes: map[string]*mode{}}
-	read, _ := withoutProto(doc)
+	read, _ := value.WithoutProto(doc)
 	if err := s.normalize(read); err != nil {
 		return nil, err
 	}
@@ -309,48 +308,4 @@ func (r *rule) normalizeMatch(v any, matchPath string) (int, error) {
 		n++
 	}
 	return n, nil
-}
-
-// withoutProto returns v without its members named "__proto__", at every
-// level, as the reference reads a stylesheet: it copies the document
-// member by member into new JavaScript objects first, where assigning
-// "__proto__" sets the copy's prototype rather than a member, so no
-// check, rule or body ever sees one. v itself is not changed; a part
-// with no such member is shared, not copied, and changed is false.
-func withoutProto(v any) (_ any, changed bool) {
-	switch x := v.(type) {
-	case map[string]any:
-		var out map[string]any
-		for k, c := range x {
-			d, ch := withoutProto(c)
-			if k != "__proto__" && !ch {
-				continue
-			}
-			if out == nil {
-				out = maps.Clone(x)
-			}
-			if k == "__proto__" {
-				delete(out, k)
-			} else {
-				out[k] = d
-			}
-		}
-		if out != nil {
-			return out, true
-		}
-	case []any:
-		var out []any
-		for i, c := range x {
-			if d, ch := withoutProto(c); ch {
-				if out == nil {
-					out = slices.Clone(x)
-				}
-				out[i] = d
-			}
-		}
-		if out != nil {
-			return out, true
-		}
-	}
-	return v, false
 }

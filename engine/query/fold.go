@@ -62,6 +62,7 @@ func constantOf(doc any) (k constant, ok bool) {
 	case map[string]any:
 		if c, isConst := x["$const"]; isConst && len(x) == 1 {
 			// the operator's literal: no node below it is counted
+			c, _ = value.WithoutProto(c)
 			return constant{val: value.Clone(c)}, true
 		}
 		out := make(map[string]any, len(x))

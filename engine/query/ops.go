@@ -60,7 +60,8 @@ func (c *compiler) operator(key string, val any, path string, sc *scope, depth i
 	opPath := ptr(path, key)
 	switch key {
 	case "$const":
-		v := value.Clone(val)
+		v, _ := value.WithoutProto(val)
+		v = value.Clone(v)
 		c.one = true
 		return literal(v)
 	case "$map":
@@ -121,6 +122,7 @@ func (c *compiler) operator(key string, val any, path string, sc *scope, depth i
 				fail(fault.JQ0008, "schema operators require a type-test compiler (options.compileTypeTest)", opPath)
 			}
 			if i == e.raw {
+				v, _ := value.WithoutProto(v)
 				args[i] = arg{get: nil, path: p, raw: v, one: true}
 				continue
 			}

@@ -118,7 +118,12 @@ func Compile(doc any, opts Options) (q *Query, err error) {
 		}
 		if allDollar {
 			if v, ok := obj["$query"]; ok && v != "0.1" {
-				fail(fault.JQ0006, "unknown query format version "+jsonText(v), "/$query")
+				// JSON.stringify's text: an object's index keys first
+				text, err := value.JSText(v)
+				if err != nil {
+					text = jsonText(v)
+				}
+				fail(fault.JQ0006, "unknown query format version "+text, "/$query")
 			}
 			if !has(obj, "$query") || !has(obj, "$expr") || len(obj) != 2 {
 				fail(fault.JQ0003, "the version envelope requires exactly the keys '$query' and '$expr'", "")
