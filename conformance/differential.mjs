@@ -12,7 +12,7 @@
 //   node conformance/differential.mjs [--seed N] [--count K] [--family F,...] > diff.jsonl
 //
 // Families: dates, format, mixed (one operator's answer fed to another), series, spatial, vectors, strings, numbers, arity,
-// encoding (§3–§4 rules), flwor (FLWOR clauses and quantifiers), sequences (§8.2–§8.10 over mixed items), paths (JSONPath filters, filters.mjs), regex (I-Regexp patterns, filters.mjs) and the rest of the families table below.
+// selectors (RFC 9535 selectors on $ and variables), encoding (§3–§4 rules), flwor (FLWOR clauses and quantifiers), sequences (§8.2–§8.10 over mixed items), paths (JSONPath filters, filters.mjs), regex (I-Regexp patterns, filters.mjs) and the rest of the families table below.
 // Nothing here is committed as a golden: a class of disagreement found
 // this way is written down as hand-picked cases in cases/query/diff-*.json.
 import { run } from './gen-query.mjs';
@@ -835,7 +835,58 @@ function encodingDoc() {
   return Object.assign(top !== null && typeof top === 'object' && !Array.isArray(top) ? top : { $seq: [top] }, { _data: { a: { b: 1 }, x: 5, '': 0, $: 7, 'a$': 8, '$a': 9 } });
 }
 
-const families = { paths: pathsDoc, encoding: encodingDoc, sequences: () => Object.assign(sequencesDoc(), { _data: sequencesData() }), flwor: flworDoc, regex: regexDoc, deep: deepDoc, instants: instantsDoc, text: textDoc, within: withinDoc, calendar: calendarDoc, random: randomDoc, mixed: mixedDoc, dates: datesDoc, format: formatDoc, series: seriesDoc, spatial: spatialDoc, vectors: vectorsDoc, strings: stringsDoc, numbers: numbersDoc, arity: arityDoc };
+// ---- path selectors (§5, RFC 9535): names (quoted, escaped, odd),
+// wildcards, indexes either side of the bounds, slices of every sign and
+// step, unions, descendants, on $ and on variables bound to sequences
+function selectorsDoc() {
+  const num = () => pick([0, 1, 2, -1, -2, 3, 5, -5, 10, -10, '', '007', '-0', '1e2', 9007199254740991, 9007199254740992, -9007199254740991, 4294967295]);
+  const name = () => pick(['a', 'b', 'c', 'x', 'é', '😀', '', ' ', 'a b', "'", '"', '\\', '0', '1', '-1', '$', '@', '*', '.', 'length', '__proto__', 'a\nb']);
+  const quoted = (n) => (chance(0.5) ? `'${n.replaceAll('\\', '\\\\').replaceAll("'", "\\'").replaceAll('\n', '\\n')}'` : `"${n.replaceAll('\\', '\\\\').replaceAll('"', '\\"').replaceAll('\n', '\\n')}"`);
+  const slice = () => {
+    const part = () => (chance(0.6) ? String(pick([0, 1, 2, -1, -2, 3, 10, -10, 9007199254740991, -9007199254740991])) : '');
+    return chance(0.5) ? `${part()}:${part()}` : `${part()}:${part()}:${pick(['', '1', '2', '-1', '-2', '0', '3', '-3', '10', '9007199254740991'])}`;
+  };
+  const selector = () => {
+    switch (int(6)) {
+      case 0: return quoted(name());
+      case 1: return '*';
+      case 2: return String(num());
+      case 3: return slice();
+      default: return `${pick([quoted(name()), '*', String(pick([0, 1, -1, 2])), slice()])},${pick([quoted(name()), '*', String(pick([0, -1, 3])), slice()])}`;
+    }
+  };
+  const segment = () => {
+    switch (int(7)) {
+      case 0: return `.${pick(['a', 'b', 'c', 'x', 'é', '_', 'a1', '*'])}`;
+      case 1: return `..${pick(['a', 'b', '*', 'x'])}`;
+      case 2: return `..[${selector()}]`;
+      default: return `[${selector()}]`;
+    }
+  };
+  const path = (root) => root + Array.from({ length: 1 + int(3) }, segment).join('');
+  const leafData = () => pick([0, 1, 'a', '', null, true, [], {}]);
+  const data = (d) => {
+    if (d <= 0 || chance(0.25)) return leafData();
+    if (chance(0.5)) return Array.from({ length: int(6) }, () => data(d - 1));
+    const o = {};
+    // defined, so that __proto__ is a member
+    for (let i = int(5); i > 0; i--) Object.defineProperty(o, pick(['a', 'b', 'c', 'x', 'é', '', '0', '1', 'a b', "'", '__proto__']), { value: data(d - 1), enumerable: true, configurable: true, writable: true });
+    return o;
+  };
+  const doc = (() => {
+    switch (int(6)) {
+      case 0: return { $let: { v: pick(['$.t', '$.t.*', '$.t[*]', '$.t..*', { $seq: ['$.t', '$.t.a'] }, { $const: [[1, 2], { a: 3 }] }]) }, $return: path('$v') };
+      case 1: return { $for: { v: pick(['$.t[*]', '$.t.*', '$.t']) }, $return: [path('$v')] };
+      case 2: return { $count: path('$') };
+      case 3: return [path('$'), path('$')];
+      default: return path('$');
+    }
+  })();
+  const t = data(3);
+  return Object.assign(typeof doc === 'string' ? { $seq: [doc] } : doc, { _data: { t, a: data(2), b: [0, 1, 2, 3, 4, 5], x: { a: { a: 1 } } } });
+}
+
+const families = { paths: pathsDoc, selectors: selectorsDoc, encoding: encodingDoc, sequences: () => Object.assign(sequencesDoc(), { _data: sequencesData() }), flwor: flworDoc, regex: regexDoc, deep: deepDoc, instants: instantsDoc, text: textDoc, within: withinDoc, calendar: calendarDoc, random: randomDoc, mixed: mixedDoc, dates: datesDoc, format: formatDoc, series: seriesDoc, spatial: spatialDoc, vectors: vectorsDoc, strings: stringsDoc, numbers: numbersDoc, arity: arityDoc };
 const chosen = arg('family', Object.keys(families).join(',')).split(',');
 const baseData = { rows: [], rows2: [], two: [1, 2], obj: { a: 1 }, arr: [1, 2], num: 3, str: 'x' };
 
