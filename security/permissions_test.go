@@ -821,7 +821,8 @@ func TestEmbeddedDefaultIsLoopback(t *testing.T) {
 // TestDispatcherRunsTriggersWithItsRole: the generated dispatcher user,
 // granted its deployment's trigger "ticks", follows the trigger bucket,
 // makes the trigger's stream and consumer and starts a run per message;
-// a trigger it was not granted is refused.
+// a trigger it was not granted is refused: its stream (which the
+// operator's deploy made) gets no consumer, and what it holds waits.
 func TestDispatcherRunsTriggersWithItsRole(t *testing.T) {
 	r := startRoles(t)
 	ctx := testCtx(t, 60*time.Second)
@@ -842,8 +843,10 @@ func TestDispatcherRunsTriggersWithItsRole(t *testing.T) {
 		_, err := r.op.js.Stream(ctx, r.names.TriggerStream("ticks"))
 		return err
 	})
-	if err := r.op.Publish("app.ticks", []byte(`{"id":"1"}`)); err != nil {
-		t.Fatal(err)
+	for _, subj := range []string{"app.ticks", "app.tocks"} {
+		if err := r.op.Publish(subj, []byte(`{"id":"1"}`)); err != nil {
+			t.Fatal(err)
+		}
 	}
 	observer := r.client(t, r.observer)
 	natstest.WaitFor(t, 30*time.Second, "ticks-1 is done", func() error {
@@ -856,7 +859,17 @@ func TestDispatcherRunsTriggersWithItsRole(t *testing.T) {
 		}
 		return nil
 	})
-	if _, err := r.op.js.Stream(ctx, r.names.TriggerStream("tocks")); !errors.Is(err, jetstream.ErrStreamNotFound) {
-		t.Fatalf("the stream of a trigger the dispatcher was not granted: %v", err)
+	tocks, err := r.op.js.Stream(ctx, r.names.TriggerStream("tocks"))
+	if err != nil {
+		t.Fatalf("the stream deploy made for a trigger the dispatcher was not granted: %v", err)
+	}
+	if _, err := tocks.Consumer(ctx, r.names.TriggerConsumer()); !errors.Is(err, jetstream.ErrConsumerNotFound) {
+		t.Fatalf("the consumer of a trigger the dispatcher was not granted: %v", err)
+	}
+	if info, err := tocks.Info(ctx); err != nil || info.State.Msgs != 1 {
+		t.Fatalf("the message of a trigger the dispatcher was not granted: %v %+v", err, info)
+	}
+	if _, err := observer.Status(ctx, "tocks-1"); err == nil {
+		t.Fatal("a trigger the dispatcher was not granted started a run")
 	}
 }
