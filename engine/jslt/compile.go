@@ -26,7 +26,7 @@ func (s *Stylesheet) compileRules() error {
 				"schema matches require a type-test compiler (options.compileTypeTest)", r.schemaPath)
 		}
 		q, err := query.Compile(r.rawBody, query.Options{Apply: &query.ApplyOperator{
-			Mode:   r.mode,
+			Mode:   r.mode.name,
 			Target: func(name string) { s.mode(name) },
 		}})
 		if err != nil {
@@ -54,7 +54,6 @@ func (s *Stylesheet) compileRules() error {
 	for _, m := range s.modeList {
 		m.pruned = m.unmatched == share
 		for _, r := range m.rules {
-			r.modeOrd = m.ord
 			if r.hasPath {
 				r.ordinal = len(m.paths)
 				m.paths = append(m.paths, r)

@@ -48,7 +48,7 @@ type rule struct {
 	index       int
 	docPath     string
 	bodyDocPath string
-	mode        string
+	mode        *mode
 	priority    float64
 	pathSrc     string
 	pathDocPath string
@@ -57,7 +57,6 @@ type rule struct {
 	hasSchema   bool
 	schemaPath  string
 	ordinal     int // the rule's path ordinal within its mode
-	modeOrd     int // its mode's place in modeList
 	rawBody     any
 	body        *query.Query
 }
@@ -149,20 +148,17 @@ func (s *Stylesheet) normalize(doc any) error {
 	default:
 		return fault.New(fault.JT0001, "a stylesheet must be a rule array or a version envelope", "")
 	}
+	// the root mode, every mode a rule names, then every declared one; a
+	// mode only an $apply names is added while the bodies compile
+	s.mode("")
 	s.rules = make([]*rule, len(rules))
 	for i, raw := range rules {
-		r, err := normalizeRule(raw, i, rulesPath)
+		r, err := s.normalizeRule(raw, i, rulesPath)
 		if err != nil {
 			return err
 		}
 		s.rules[i] = r
-	}
-	// every mode a rule names, then every declared one; a mode only an
-	// $apply names is added while the bodies compile
-	s.mode("")
-	for _, r := range s.rules {
-		m := s.mode(r.mode)
-		m.rules = append(m.rules, r)
+		r.mode.rules = append(r.mode.rules, r)
 	}
 	for _, name := range declaredOrder {
 		s.mode(name)
@@ -226,7 +222,7 @@ func normalizeModes(v any, declared map[string]*mode) ([]string, error) {
 	return names, nil
 }
 
-func normalizeRule(raw any, index int, rulesPath string) (*rule, error) {
+func (s *Stylesheet) normalizeRule(raw any, index int, rulesPath string) (*rule, error) {
 	rulePath := idx(rulesPath, index)
 	obj, ok := raw.(map[string]any)
 	if !ok {
@@ -244,11 +240,13 @@ func normalizeRule(raw any, index int, rulesPath string) (*rule, error) {
 		return nil, fault.New(fault.JT0002, "a stylesheet rule requires 'body'", rulePath+"/body")
 	}
 	r := &rule{index: index, docPath: rulePath, bodyDocPath: rulePath + "/body", rawBody: body}
+	name := ""
 	if m, has := obj["mode"]; has {
-		if r.mode, ok = m.(string); !ok {
+		if name, ok = m.(string); !ok {
 			return nil, fault.New(fault.JT0002, "'mode' must be a string", rulePath+"/mode")
 		}
 	}
+	r.mode = s.mode(name)
 	// the priority is checked before the match, as the reference does
 	p, hasPriority := obj["priority"]
 	if hasPriority {

@@ -430,7 +430,7 @@ func (r *run) prepass(holding bool) (*entry, *fault.Error) {
 		if !rl.hasPath {
 			continue
 		}
-		r.trie, r.marking, r.markingMode = root, rl.index, rl.modeOrd
+		r.trie, r.marking, r.markingMode = root, rl.index, rl.mode.ord
 		looked := rl.path.Walk(data, r.mark)
 		if err := r.b.Charge(looked, rl.pathDocPath); err != nil {
 			return nil, err

@@ -30,9 +30,10 @@ func (r *reducer) work(id string) (blocked bool, err error) {
 		if err != nil {
 			return false, fault.Wrap(fault.JF2016, "work input evaluation failed", id+"/input", err)
 		}
-		v = value.Plain(v)
+		// Plain is the only copy needed: what a query returns and what a
+		// state holds are shared, never written to (State.copy)
 		visit, _ := r.st.Context.Visits[id].(float64)
-		r.st.Pending = &Pending{State: id, Visit: int64(visit), Input: value.Clone(v), Values: map[string]any{}}
+		r.st.Pending = &Pending{State: id, Visit: int64(visit), Input: value.Plain(v), Values: map[string]any{}}
 		r.st.Work = nil
 		r.persist()
 	}

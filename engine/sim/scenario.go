@@ -15,6 +15,14 @@ type scenario struct {
 	tasks    map[string]*mock
 	calls    []call
 	observe  func(*run.Invoke) // tests: sees every invocation, else nil
+	// results holds the current call's mock answers (see result)
+	results map[attempt]*run.TaskResult
+}
+
+// attempt names one invocation of a task node.
+type attempt struct {
+	activation, node string
+	n                int
 }
 
 type mock struct {

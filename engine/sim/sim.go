@@ -104,7 +104,7 @@ func (s *scenario) options(wf *workflow.Workflow, readFirst bool) run.Options {
 	var failsAtRead func(inv *run.Invoke) error
 	if readFirst {
 		failsAtRead = func(inv *run.Invoke) error {
-			res := s.mock(inv)
+			res := s.result(inv)
 			if d := wf.DAGs[inv.State]; d != nil && res.Error == nil {
 				if err := d.CheckTaskResult(inv.Node, value.Plain(res.Output)); err != nil {
 					return err
@@ -121,7 +121,7 @@ func (s *scenario) options(wf *workflow.Workflow, readFirst bool) run.Options {
 			if s.observe != nil {
 				s.observe(inv)
 			}
-			if res := s.mock(inv); res.Error != nil {
+			if res := s.result(inv); res.Error != nil {
 				return res.Error.Message, true
 			}
 			return "", false
@@ -140,6 +140,7 @@ func (s *scenario) call(wf *workflow.Workflow, prev *run.State, c call) (*run.St
 		input = c.input
 	}
 	msg := run.Message{Time: c.now, NoTime: !c.hasNow, RunID: runID, Input: input}
+	s.results = map[attempt]*run.TaskResult{}
 	var st *run.State
 	var effects []run.Effect
 	var err error
@@ -209,7 +210,7 @@ func (s *scenario) answer(wf *workflow.Workflow, st *run.State, effects []run.Ef
 			if s.observe != nil {
 				s.observe(inv)
 			}
-			o := outcome{res: s.mock(inv), seq: seq}
+			o := outcome{res: s.result(inv), seq: seq}
 			seq++
 			o.at, o.kind = settles(wf, inv, o.res, at)
 			if o.kind == saved {
@@ -305,6 +306,20 @@ func invokes(effects []run.Effect) []*run.Invoke {
 		}
 	}
 	return out
+}
+
+// result is inv's mock answer. The reducer may ask for it (FailsAtRead,
+// FailsAtCall) before the answer loop feeds it; the mock runs once. The
+// answers last one call: a failed call's state is dropped, and the next
+// call may invoke the same attempt with another argument.
+func (s *scenario) result(inv *run.Invoke) *run.TaskResult {
+	k := attempt{inv.Activation, inv.Node, inv.Attempt}
+	res, ok := s.results[k]
+	if !ok {
+		res = s.mock(inv)
+		s.results[k] = res
+	}
+	return res
 }
 
 func (s *scenario) mock(inv *run.Invoke) *run.TaskResult {
