@@ -136,7 +136,9 @@ func (p *pathScan) hex4() int {
 	return v
 }
 
-func (p *pathScan) unicodeEscape() {
+// unicodeEscape reads a \u escape's digits (a surrogate pair's two
+// escapes) and appends the code units to val.
+func (p *pathScan) unicodeEscape(val []uint16) []uint16 {
 	hi := p.hex4()
 	switch {
 	case hi >= 0xD800 && hi <= 0xDBFF:
@@ -144,26 +146,42 @@ func (p *pathScan) unicodeEscape() {
 			p.fail("lone surrogate in unicode escape", p.pos)
 		}
 		p.pos += 2
-		if lo := p.hex4(); lo < 0xDC00 || lo > 0xDFFF {
+		lo := p.hex4()
+		if lo < 0xDC00 || lo > 0xDFFF {
 			p.fail("invalid low surrogate in unicode escape", p.pos)
 		}
+		return append(val, uint16(hi), uint16(lo))
 	case hi >= 0xDC00 && hi <= 0xDFFF:
 		p.fail("lone surrogate in unicode escape", p.pos)
 	}
+	return append(val, uint16(hi))
 }
 
-func (p *pathScan) escape(quote int) {
+// escape reads an escape after its backslash and appends the code units
+// it stands for to val: validated and decoded in one reading.
+func (p *pathScan) escape(quote int, val []uint16) []uint16 {
 	c := p.cc(p.pos)
 	p.pos++
 	switch c {
-	case 'b', 'f', 'n', 'r', 't', '/', '\\':
+	case 'b':
+		c = '\b'
+	case 'f':
+		c = '\f'
+	case 'n':
+		c = '\n'
+	case 'r':
+		c = '\r'
+	case 't':
+		c = '\t'
+	case '/', '\\':
 	case 'u':
-		p.unicodeEscape()
+		return p.unicodeEscape(val)
 	default:
 		if c != quote {
 			p.fail("invalid escape sequence", p.pos-1)
 		}
 	}
+	return append(val, uint16(c))
 }
 
 // stringLiteral reads a string literal and returns its value.
@@ -179,9 +197,7 @@ func (p *pathScan) stringLiteral() string {
 			return string(utf16.Decode(val))
 		case c == '\\':
 			p.pos++
-			at := p.pos
-			p.escape(quote)
-			val = append(val, escapedUnits(p.s[at:p.pos])...)
+			val = p.escape(quote, val)
 			continue
 		case c < ' ':
 			p.fail("unescaped control character in string literal", p.pos)
@@ -198,31 +214,6 @@ func (p *pathScan) stringLiteral() string {
 	}
 	p.fail("unterminated string literal", p.pos)
 	return ""
-}
-
-// escapedUnits returns what a valid escape (after its backslash) stands
-// for.
-func escapedUnits(esc []uint16) []uint16 {
-	switch esc[0] {
-	case 'b':
-		return []uint16{'\b'}
-	case 'f':
-		return []uint16{'\f'}
-	case 'n':
-		return []uint16{'\n'}
-	case 'r':
-		return []uint16{'\r'}
-	case 't':
-		return []uint16{'\t'}
-	case 'u':
-		var out []uint16
-		for i := 1; i+4 <= len(esc); i += 6 { // \uXXXX, a low surrogate's after "\u"
-			n, _ := strconv.ParseUint(string(utf16.Decode(esc[i:i+4])), 16, 16)
-			out = append(out, uint16(n))
-		}
-		return out
-	}
-	return esc[:1]
 }
 
 // intToken reads an index or slice bound: "0" or an optional '-' and a
