@@ -44,9 +44,12 @@ type operand interface {
 // filterQuery is a query inside a filter, from '@' (relative) or '$'.
 type filterQuery struct {
 	relative bool
-	singular bool
 	path     *jsonPath
 }
+
+// singular reports whether the query is names and indexes only (RFC 9535
+// §2.3.5.1): the path's steps record it.
+func (q *filterQuery) singular() bool { return q.path.steps != nil }
 
 func (q *filterQuery) from(cur, root any) any {
 	if q.relative {
@@ -94,7 +97,7 @@ func (x notExpr) test(cur, root any) bool { return !x.x.test(cur, root) }
 type existExpr struct{ q *filterQuery }
 
 func (x existExpr) test(cur, root any) bool {
-	if x.q.singular {
+	if x.q.singular() {
 		_, ok := x.q.one(cur, root)
 		return ok
 	}
@@ -174,7 +177,7 @@ func (x lengthOp) eval(cur, root any) (any, bool) {
 type countOp struct{ q *filterQuery }
 
 func (x countOp) eval(cur, root any) (any, bool) {
-	if x.q.singular {
+	if x.q.singular() {
 		if _, ok := x.q.one(cur, root); ok {
 			return 1.0, true
 		}
@@ -187,7 +190,7 @@ func (x countOp) eval(cur, root any) (any, bool) {
 type valueOp struct{ q *filterQuery }
 
 func (x valueOp) eval(cur, root any) (any, bool) {
-	if x.q.singular {
+	if x.q.singular() {
 		return x.q.one(cur, root)
 	}
 	if n := x.q.nodes(cur, root); len(n) == 1 {
