@@ -229,13 +229,10 @@ func repeat(b *strings.Builder, atom, lo, hi int, unroll bool) bool {
 		}
 		return true
 	}
-	a := "(?:" + b.String()[atom:] + ")"
-	if len(a)*(max(lo, hi)/1000+2) > maxWritten {
+	a, ok := cutAtom(b, atom, max(lo, hi)/1000+2)
+	if !ok {
 		return false
 	}
-	head := b.String()[:atom]
-	b.Reset()
-	b.WriteString(head)
 	// lo times exactly, then up to hi-lo more (or any number more)
 	for n := lo; n > 0; n -= 1000 {
 		b.WriteString(a + "{" + strconv.Itoa(min(n, 1000)) + "}")
@@ -253,13 +250,10 @@ func repeat(b *strings.Builder, atom, lo, hi int, unroll bool) bool {
 // unrolled writes the atom written to b from atom on lo times, then hi-lo
 // times optional (any number of times when hi is -1).
 func unrolled(b *strings.Builder, atom, lo, hi int) bool {
-	a := "(?:" + b.String()[atom:] + ")"
-	if len(a)*max(lo, hi, 1) > maxWritten {
+	a, ok := cutAtom(b, atom, max(lo, hi, 1))
+	if !ok {
 		return false
 	}
-	head := b.String()[:atom]
-	b.Reset()
-	b.WriteString(head)
 	for range lo {
 		b.WriteString(a)
 	}
@@ -271,6 +265,20 @@ func unrolled(b *strings.Builder, atom, lo, hi int) bool {
 		b.WriteString(a + "?")
 	}
 	return true
+}
+
+// cutAtom takes the atom written to b from atom on out of b and returns
+// it as a group to be written n times; false when n copies would pass
+// maxWritten.
+func cutAtom(b *strings.Builder, atom, n int) (string, bool) {
+	a := "(?:" + b.String()[atom:] + ")"
+	if len(a)*n > maxWritten {
+		return "", false
+	}
+	head := b.String()[:atom]
+	b.Reset()
+	b.WriteString(head)
+	return a, true
 }
 
 func (t *iregexp) digits() bool {
