@@ -104,9 +104,23 @@ func (x existExpr) test(cur, root any) bool {
 	return len(x.q.nodes(cur, root)) > 0
 }
 
-// cmpExpr is a comparison; op is one of "==", "!=", "<", ">", "<=", ">=".
+// cmpOp is a comparison operator, read once when the filter is built
+// rather than matched as text for every candidate.
+type cmpOp uint8
+
+const (
+	opNone cmpOp = iota
+	opEq         // ==
+	opNe         // !=
+	opLt         // <
+	opGt         // >
+	opLe         // <=
+	opGe         // >=
+)
+
+// cmpExpr is a comparison.
 type cmpExpr struct {
-	op          string
+	op          cmpOp
 	left, right operand
 }
 
@@ -114,17 +128,17 @@ func (x *cmpExpr) test(cur, root any) bool {
 	a, aok := x.left.eval(cur, root)
 	b, bok := x.right.eval(cur, root)
 	switch x.op {
-	case "==":
+	case opEq:
 		return cmpEqual(a, aok, b, bok)
-	case "!=":
+	case opNe:
 		return !cmpEqual(a, aok, b, bok)
-	case "<":
+	case opLt:
 		return cmpLess(a, aok, b, bok)
-	case ">":
+	case opGt:
 		return cmpLess(b, bok, a, aok)
-	case "<=":
+	case opLe:
 		return cmpLess(a, aok, b, bok) || cmpEqual(a, aok, b, bok)
-	default: // ">="
+	default: // opGe
 		return cmpLess(b, bok, a, aok) || cmpEqual(a, aok, b, bok)
 	}
 }

@@ -161,31 +161,37 @@ func (p *pathScan) paren() filterExpr {
 	return x
 }
 
-// compOp reads a comparison operator, "" when there is none.
-func (p *pathScan) compOp() string {
+// compOp reads a comparison operator, opNone when there is none.
+func (p *pathScan) compOp() cmpOp {
 	switch p.cc(p.pos) {
 	case '=':
 		if p.cc(p.pos+1) != '=' {
 			p.fail("expected '=='", p.pos)
 		}
 		p.pos += 2
-		return "=="
+		return opEq
 	case '!':
 		if p.cc(p.pos+1) != '=' {
-			return ""
+			return opNone
 		}
 		p.pos += 2
-		return "!="
-	case '<', '>':
-		op := string(rune(p.s[p.pos]))
+		return opNe
+	case '<':
 		p.pos++
 		if p.cc(p.pos) == '=' {
 			p.pos++
-			op += "="
+			return opLe
 		}
-		return op
+		return opLt
+	case '>':
+		p.pos++
+		if p.cc(p.pos) == '=' {
+			p.pos++
+			return opGe
+		}
+		return opGt
 	}
-	return ""
+	return opNone
 }
 
 // filterQuery reads a query from '@' or '$', its segments and filters
@@ -212,7 +218,7 @@ func (p *pathScan) comparisonOrTest() filterExpr {
 		save := p.pos
 		p.skipWS()
 		op := p.compOp()
-		if op == "" {
+		if op == opNone {
 			p.pos = save
 			return existExpr{q}
 		}
@@ -228,7 +234,7 @@ func (p *pathScan) comparisonOrTest() filterExpr {
 			save := p.pos
 			p.skipWS()
 			op := p.compOp()
-			if op == "" {
+			if op == opNone {
 				p.pos = save
 				if call.returns() == "value" {
 					p.fail("a function of type ValueType cannot be used as a test expression", at)
@@ -268,7 +274,7 @@ func keywordLiteral(name string) (any, bool) {
 func (p *pathScan) literalCompared(at int, lit any) filterExpr {
 	p.skipWS()
 	op := p.compOp()
-	if op == "" {
+	if op == opNone {
 		p.fail("a literal must be part of a comparison", at)
 	}
 	p.skipWS()
