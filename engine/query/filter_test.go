@@ -31,7 +31,7 @@ func TestExistFilterWalksAsTheListDoes(t *testing.T) {
 		if negate {
 			x, ok = n.x.(existExpr)
 		}
-		if !ok || !x.q.singular {
+		if !ok || !x.q.singular() {
 			t.Fatalf("%s: not a singular existence test", src)
 		}
 		// the same segments without their steps: the general selection
@@ -42,6 +42,22 @@ func TestExistFilterWalksAsTheListDoes(t *testing.T) {
 			if got := f.holds(v, root); got != (listed != negate) {
 				t.Errorf("%s on %v: walked %v, listed %v", src, v, got, listed)
 			}
+		}
+	}
+}
+
+// TestSingularQuery checks which filter queries are singular (RFC 9535
+// §2.3.5.1), a fact the path's steps own: only a singular one compares.
+func TestSingularQuery(t *testing.T) {
+	t.Parallel()
+	singular := []string{"@", "$", "@.a", "@['a']", "@[0]", "@[-1]", "@.a[0]['b']", "@ .a [ 0 ]"}
+	notSingular := []string{
+		"@.*", "@[*]", "@..a", "@..[0]", "@[0,1]", "@['a','b']", "@[0:1]", "@[?@]", "@.a[*].b",
+	}
+	for i, q := range append(singular, notSingular...) {
+		_, msg := walkPath("$[?" + q + " == 1]")
+		if want := i < len(singular); (msg == "") != want {
+			t.Errorf("%s: singular %v, want %v (%s)", q, msg == "", want, msg)
 		}
 	}
 }

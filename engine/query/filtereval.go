@@ -44,9 +44,12 @@ type operand interface {
 // filterQuery is a query inside a filter, from '@' (relative) or '$'.
 type filterQuery struct {
 	relative bool
-	singular bool
 	path     *jsonPath
 }
+
+// singular reports whether the query is names and indexes only (RFC 9535
+// §2.3.5.1): the path's steps record it.
+func (q *filterQuery) singular() bool { return q.path.steps != nil }
 
 func (q *filterQuery) from(cur, root any) any {
 	if q.relative {
@@ -94,16 +97,30 @@ func (x notExpr) test(cur, root any) bool { return !x.x.test(cur, root) }
 type existExpr struct{ q *filterQuery }
 
 func (x existExpr) test(cur, root any) bool {
-	if x.q.singular {
+	if x.q.singular() {
 		_, ok := x.q.one(cur, root)
 		return ok
 	}
 	return len(x.q.nodes(cur, root)) > 0
 }
 
-// cmpExpr is a comparison; op is one of "==", "!=", "<", ">", "<=", ">=".
+// cmpOp is a comparison operator, read once when the filter is built
+// rather than matched as text for every candidate.
+type cmpOp uint8
+
+const (
+	opNone cmpOp = iota
+	opEq         // ==
+	opNe         // !=
+	opLt         // <
+	opGt         // >
+	opLe         // <=
+	opGe         // >=
+)
+
+// cmpExpr is a comparison.
 type cmpExpr struct {
-	op          string
+	op          cmpOp
 	left, right operand
 }
 
@@ -111,17 +128,17 @@ func (x *cmpExpr) test(cur, root any) bool {
 	a, aok := x.left.eval(cur, root)
 	b, bok := x.right.eval(cur, root)
 	switch x.op {
-	case "==":
+	case opEq:
 		return cmpEqual(a, aok, b, bok)
-	case "!=":
+	case opNe:
 		return !cmpEqual(a, aok, b, bok)
-	case "<":
+	case opLt:
 		return cmpLess(a, aok, b, bok)
-	case ">":
+	case opGt:
 		return cmpLess(b, bok, a, aok)
-	case "<=":
+	case opLe:
 		return cmpLess(a, aok, b, bok) || cmpEqual(a, aok, b, bok)
-	default: // ">="
+	default: // opGe
 		return cmpLess(b, bok, a, aok) || cmpEqual(a, aok, b, bok)
 	}
 }
@@ -174,7 +191,7 @@ func (x lengthOp) eval(cur, root any) (any, bool) {
 type countOp struct{ q *filterQuery }
 
 func (x countOp) eval(cur, root any) (any, bool) {
-	if x.q.singular {
+	if x.q.singular() {
 		if _, ok := x.q.one(cur, root); ok {
 			return 1.0, true
 		}
@@ -187,7 +204,7 @@ func (x countOp) eval(cur, root any) (any, bool) {
 type valueOp struct{ q *filterQuery }
 
 func (x valueOp) eval(cur, root any) (any, bool) {
-	if x.q.singular {
+	if x.q.singular() {
 		return x.q.one(cur, root)
 	}
 	if n := x.q.nodes(cur, root); len(n) == 1 {

@@ -27,12 +27,10 @@ var pathFuncs = map[string]pathFunc{
 
 // argKind is what a function argument is, for type-checking a call.
 type argKind struct {
-	kind     string       // "literal", "query", "func"
-	singular bool         // a singular query
-	returns  string       // a function's result type
-	lit      any          // a literal's value
-	q        *filterQuery // a query
-	call     *funcCall    // a function call
+	kind string       // "literal", "query", "func"
+	lit  any          // a literal's value
+	q    *filterQuery // a query
+	call *funcCall    // a function call
 }
 
 // funcCall is a function call as the walk read it.
@@ -40,6 +38,9 @@ type funcCall struct {
 	name string
 	args []argKind
 }
+
+// returns is the call's result type, as pathFuncs declares it.
+func (c *funcCall) returns() string { return pathFuncs[c.name].returns }
 
 // operand returns a ValueType argument as a comparable.
 func (a argKind) operand() operand {
@@ -138,8 +139,8 @@ func (p *pathScan) negatable() filterExpr {
 		if p.cc(p.pos) != '(' {
 			p.fail("expected a test expression after !", at)
 		}
-		returns, call := p.function(name, at)
-		if returns == "value" {
+		call := p.function(name, at)
+		if call.returns() == "value" {
 			p.fail("a function of type ValueType cannot be used as a test expression", at)
 		}
 		return call.logical()
@@ -160,31 +161,37 @@ func (p *pathScan) paren() filterExpr {
 	return x
 }
 
-// compOp reads a comparison operator, "" when there is none.
-func (p *pathScan) compOp() string {
+// compOp reads a comparison operator, opNone when there is none.
+func (p *pathScan) compOp() cmpOp {
 	switch p.cc(p.pos) {
 	case '=':
 		if p.cc(p.pos+1) != '=' {
 			p.fail("expected '=='", p.pos)
 		}
 		p.pos += 2
-		return "=="
+		return opEq
 	case '!':
 		if p.cc(p.pos+1) != '=' {
-			return ""
+			return opNone
 		}
 		p.pos += 2
-		return "!="
-	case '<', '>':
-		op := string(rune(p.s[p.pos]))
+		return opNe
+	case '<':
 		p.pos++
 		if p.cc(p.pos) == '=' {
 			p.pos++
-			op += "="
+			return opLe
 		}
-		return op
+		return opLt
+	case '>':
+		p.pos++
+		if p.cc(p.pos) == '=' {
+			p.pos++
+			return opGe
+		}
+		return opGt
 	}
-	return ""
+	return opNone
 }
 
 // filterQuery reads a query from '@' or '$', its segments and filters
@@ -192,9 +199,7 @@ func (p *pathScan) compOp() string {
 func (p *pathScan) filterQuery() *filterQuery {
 	q := &filterQuery{relative: p.cc(p.pos) == '@'}
 	p.pos++
-	segs, singular := p.segments()
-	q.singular = singular
-	q.path = pathOfSegments(segs)
+	q.path = pathOfSegments(p.segments())
 	return q
 }
 
@@ -213,11 +218,11 @@ func (p *pathScan) comparisonOrTest() filterExpr {
 		save := p.pos
 		p.skipWS()
 		op := p.compOp()
-		if op == "" {
+		if op == opNone {
 			p.pos = save
 			return existExpr{q}
 		}
-		p.requireSingular(q.singular, at, "a comparison")
+		p.requireSingular(q.singular(), at, "a comparison")
 		p.skipWS()
 		return &cmpExpr{op: op, left: queryOp{q}, right: p.comparable()}
 	case c == '\'' || c == '"' || c == '-' || isDigitCU(c):
@@ -225,18 +230,18 @@ func (p *pathScan) comparisonOrTest() filterExpr {
 	case isLowerCU(c):
 		name := p.identifier()
 		if p.cc(p.pos) == '(' {
-			returns, call := p.function(name, at)
+			call := p.function(name, at)
 			save := p.pos
 			p.skipWS()
 			op := p.compOp()
-			if op == "" {
+			if op == opNone {
 				p.pos = save
-				if returns == "value" {
+				if call.returns() == "value" {
 					p.fail("a function of type ValueType cannot be used as a test expression", at)
 				}
 				return call.logical()
 			}
-			if returns != "value" {
+			if call.returns() != "value" {
 				p.fail("only functions of type ValueType can be compared", at)
 			}
 			p.skipWS()
@@ -269,7 +274,7 @@ func keywordLiteral(name string) (any, bool) {
 func (p *pathScan) literalCompared(at int, lit any) filterExpr {
 	p.skipWS()
 	op := p.compOp()
-	if op == "" {
+	if op == opNone {
 		p.fail("a literal must be part of a comparison", at)
 	}
 	p.skipWS()
@@ -289,15 +294,15 @@ func (p *pathScan) comparable() operand {
 	switch {
 	case c == '@' || c == '$':
 		q := p.filterQuery()
-		p.requireSingular(q.singular, at, "a comparison")
+		p.requireSingular(q.singular(), at, "a comparison")
 		return queryOp{q}
 	case c == '\'' || c == '"' || c == '-' || isDigitCU(c):
 		return literalOp{p.literal()}
 	case isLowerCU(c):
 		name := p.identifier()
 		if p.cc(p.pos) == '(' {
-			returns, call := p.function(name, at)
-			if returns != "value" {
+			call := p.function(name, at)
+			if call.returns() != "value" {
 				p.fail("only functions of type ValueType can be compared", at)
 			}
 			return call.valueOp()
@@ -316,15 +321,13 @@ func (p *pathScan) functionArg() argKind {
 	c := p.cc(p.pos)
 	switch {
 	case c == '@' || c == '$':
-		q := p.filterQuery()
-		return argKind{kind: "query", singular: q.singular, q: q}
+		return argKind{kind: "query", q: p.filterQuery()}
 	case c == '\'' || c == '"' || c == '-' || isDigitCU(c):
 		return argKind{kind: "literal", lit: p.literal()}
 	case isLowerCU(c):
 		name := p.identifier()
 		if p.cc(p.pos) == '(' {
-			returns, call := p.function(name, at)
-			return argKind{kind: "func", returns: returns, call: call}
+			return argKind{kind: "func", call: p.function(name, at)}
 		}
 		if lit, ok := keywordLiteral(name); ok {
 			return argKind{kind: "literal", lit: lit}
@@ -336,9 +339,8 @@ func (p *pathScan) functionArg() argKind {
 }
 
 // function reads a call of name, whose name starts at at, with p at its
-// '(', type-checks its arguments and returns its result type and the
-// call.
-func (p *pathScan) function(name string, at int) (string, *funcCall) {
+// '(', type-checks its arguments and returns the call.
+func (p *pathScan) function(name string, at int) *funcCall {
 	def, ok := pathFuncs[name]
 	if !ok {
 		p.fail("unknown function '"+name+"'", at)
@@ -371,9 +373,9 @@ func (p *pathScan) function(name string, at int) (string, *funcCall) {
 		switch def.params[i] {
 		case "value":
 			switch {
-			case arg.kind == "literal", arg.kind == "func" && arg.returns == "value":
+			case arg.kind == "literal", arg.kind == "func" && arg.call.returns() == "value":
 			case arg.kind == "query":
-				p.requireSingular(arg.singular, at, nth)
+				p.requireSingular(arg.q.singular(), at, nth)
 			default:
 				p.fail(nth+" must be of type ValueType", at)
 			}
@@ -384,7 +386,7 @@ func (p *pathScan) function(name string, at int) (string, *funcCall) {
 			}
 		}
 	}
-	return def.returns, &funcCall{name: name, args: args}
+	return &funcCall{name: name, args: args}
 }
 
 // numberValue is a number literal's value as JavaScript's Number reads

@@ -48,7 +48,7 @@ func (p *pathScan) check() (what string, at int, failed bool) {
 		p.fail("query must start with '$'", 0)
 	}
 	p.pos = 1
-	segs, _ := p.segments()
+	segs := p.segments()
 	if p.pos != len(p.s) {
 		p.fail("unexpected token", p.pos)
 	}
@@ -136,7 +136,9 @@ func (p *pathScan) hex4() int {
 	return v
 }
 
-func (p *pathScan) unicodeEscape() {
+// unicodeEscape reads a \u escape's digits (a surrogate pair's two
+// escapes) and appends the code units to val.
+func (p *pathScan) unicodeEscape(val []uint16) []uint16 {
 	hi := p.hex4()
 	switch {
 	case hi >= 0xD800 && hi <= 0xDBFF:
@@ -144,26 +146,42 @@ func (p *pathScan) unicodeEscape() {
 			p.fail("lone surrogate in unicode escape", p.pos)
 		}
 		p.pos += 2
-		if lo := p.hex4(); lo < 0xDC00 || lo > 0xDFFF {
+		lo := p.hex4()
+		if lo < 0xDC00 || lo > 0xDFFF {
 			p.fail("invalid low surrogate in unicode escape", p.pos)
 		}
+		return append(val, uint16(hi), uint16(lo))
 	case hi >= 0xDC00 && hi <= 0xDFFF:
 		p.fail("lone surrogate in unicode escape", p.pos)
 	}
+	return append(val, uint16(hi))
 }
 
-func (p *pathScan) escape(quote int) {
+// escape reads an escape after its backslash and appends the code units
+// it stands for to val: validated and decoded in one reading.
+func (p *pathScan) escape(quote int, val []uint16) []uint16 {
 	c := p.cc(p.pos)
 	p.pos++
 	switch c {
-	case 'b', 'f', 'n', 'r', 't', '/', '\\':
+	case 'b':
+		c = '\b'
+	case 'f':
+		c = '\f'
+	case 'n':
+		c = '\n'
+	case 'r':
+		c = '\r'
+	case 't':
+		c = '\t'
+	case '/', '\\':
 	case 'u':
-		p.unicodeEscape()
+		return p.unicodeEscape(val)
 	default:
 		if c != quote {
 			p.fail("invalid escape sequence", p.pos-1)
 		}
 	}
+	return append(val, uint16(c))
 }
 
 // stringLiteral reads a string literal and returns its value.
@@ -179,9 +197,7 @@ func (p *pathScan) stringLiteral() string {
 			return string(utf16.Decode(val))
 		case c == '\\':
 			p.pos++
-			at := p.pos
-			p.escape(quote)
-			val = append(val, escapedUnits(p.s[at:p.pos])...)
+			val = p.escape(quote, val)
 			continue
 		case c < ' ':
 			p.fail("unescaped control character in string literal", p.pos)
@@ -198,31 +214,6 @@ func (p *pathScan) stringLiteral() string {
 	}
 	p.fail("unterminated string literal", p.pos)
 	return ""
-}
-
-// escapedUnits returns what a valid escape (after its backslash) stands
-// for.
-func escapedUnits(esc []uint16) []uint16 {
-	switch esc[0] {
-	case 'b':
-		return []uint16{'\b'}
-	case 'f':
-		return []uint16{'\f'}
-	case 'n':
-		return []uint16{'\n'}
-	case 'r':
-		return []uint16{'\r'}
-	case 't':
-		return []uint16{'\t'}
-	case 'u':
-		var out []uint16
-		for i := 1; i+4 <= len(esc); i += 6 { // \uXXXX, a low surrogate's after "\u"
-			n, _ := strconv.ParseUint(string(utf16.Decode(esc[i:i+4])), 16, 16)
-			out = append(out, uint16(n))
-		}
-		return out
-	}
-	return esc[:1]
 }
 
 // intToken reads an index or slice bound: "0" or an optional '-' and a
@@ -309,37 +300,32 @@ func (p *pathScan) numberLiteral() float64 {
 	return numberValue(p.s[start:p.pos])
 }
 
-// segments reads segments and reports whether they make a singular
-// query; it returns them as the library's spec types.
-func (p *pathScan) segments() ([]*spec.Segment, bool) {
+// segments reads segments and returns them as the library's spec types;
+// whether they make a singular query is the path's to say (path.go).
+func (p *pathScan) segments() []*spec.Segment {
 	var segs []*spec.Segment
-	singular := true
 	for {
 		save := p.pos
 		p.skipWS()
 		switch p.cc(p.pos) {
 		case '[':
-			sels, one := p.bracketed()
-			segs = append(segs, spec.Child(sels...))
-			singular = singular && one
+			segs = append(segs, spec.Child(p.bracketed()...))
 		case '.':
 			if p.cc(p.pos+1) == '.' {
 				p.pos += 2
 				segs = append(segs, spec.Descendant(p.descendant()...))
-				singular = false
 			} else {
 				p.pos++
 				if p.cc(p.pos) == '*' {
 					p.pos++
 					segs = append(segs, spec.Child(spec.Wildcard()))
-					singular = false
 				} else {
 					segs = append(segs, spec.Child(spec.Name(p.memberName())))
 				}
 			}
 		default:
 			p.pos = save
-			return segs, singular
+			return segs
 		}
 	}
 }
@@ -347,8 +333,7 @@ func (p *pathScan) segments() ([]*spec.Segment, bool) {
 func (p *pathScan) descendant() []spec.Selector {
 	switch p.cc(p.pos) {
 	case '[':
-		sels, _ := p.bracketed()
-		return sels
+		return p.bracketed()
 	case '*':
 		p.pos++
 		return []spec.Selector{spec.Wildcard()}
@@ -356,17 +341,13 @@ func (p *pathScan) descendant() []spec.Selector {
 	return []spec.Selector{spec.Name(p.memberName())}
 }
 
-// bracketed reads a bracketed selection and reports whether it is one
-// name or index.
-func (p *pathScan) bracketed() ([]spec.Selector, bool) {
+// bracketed reads a bracketed selection.
+func (p *pathScan) bracketed() []spec.Selector {
 	p.pos++
 	p.skipWS()
 	var sels []spec.Selector
-	picks := true
 	for {
-		sel, pick := p.selector()
-		sels = append(sels, sel)
-		picks = picks && pick
+		sels = append(sels, p.selector())
 		p.skipWS()
 		switch p.cc(p.pos) {
 		case ',':
@@ -375,35 +356,35 @@ func (p *pathScan) bracketed() ([]spec.Selector, bool) {
 			continue
 		case ']':
 			p.pos++
-			return sels, len(sels) == 1 && picks
+			return sels
 		}
 		p.fail("expected ',' or ']'", p.pos)
 	}
 }
 
-// selector reads one selector and reports whether it is a name or index.
-func (p *pathScan) selector() (spec.Selector, bool) {
+// selector reads one selector.
+func (p *pathScan) selector() spec.Selector {
 	c := p.cc(p.pos)
 	switch {
 	case c == '\'' || c == '"':
-		return spec.Name(p.stringLiteral()), true
+		return spec.Name(p.stringLiteral())
 	case c == '*':
 		p.pos++
-		return spec.Wildcard(), false
+		return spec.Wildcard()
 	case c == '?':
 		p.pos++
 		p.skipWS()
 		x := p.logicalOr()
-		return &pathFilter{FilterSelector: spec.Filter(), expr: x}, false
+		return &pathFilter{FilterSelector: spec.Filter(), expr: x}
 	case c == ':' || c == '-' || isDigitCU(c):
 		return p.indexOrSlice()
 	}
 	p.fail("expected a selector", p.pos)
-	return nil, false
+	return nil
 }
 
-// indexOrSlice reads an index (true) or a slice (false).
-func (p *pathScan) indexOrSlice() (spec.Selector, bool) {
+// indexOrSlice reads an index or a slice.
+func (p *pathScan) indexOrSlice() spec.Selector {
 	var bounds [3]any // start, end, step; nil when left out
 	if p.cc(p.pos) != ':' {
 		bounds[0] = p.intToken()
@@ -412,7 +393,7 @@ func (p *pathScan) indexOrSlice() (spec.Selector, bool) {
 	p.skipWS()
 	if p.cc(p.pos) != ':' {
 		p.pos = save
-		return spec.Index(bounds[0].(int)), true
+		return spec.Index(bounds[0].(int))
 	}
 	p.pos++
 	p.skipWS()
@@ -430,5 +411,5 @@ func (p *pathScan) indexOrSlice() (spec.Selector, bool) {
 	} else {
 		p.pos = save
 	}
-	return spec.Slice(bounds[:]...), false
+	return spec.Slice(bounds[:]...)
 }

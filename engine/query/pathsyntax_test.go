@@ -1,6 +1,10 @@
 package query
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/theory/jsonpath/spec"
+)
 
 // TestPathSyntaxError checks the walk's text against the reference's
 // messages for representative strings; each want is what the
@@ -62,6 +66,31 @@ func TestPathSyntaxError(t *testing.T) {
 	for _, tt := range tests {
 		if _, got := walkPath(tt.src); got != tt.want {
 			t.Errorf("walkPath(%q)\n got  %q\n want %q", tt.src, got, tt.want)
+		}
+	}
+}
+
+// TestPathStringEscapes checks the name each escape in a string
+// literal stands for.
+func TestPathStringEscapes(t *testing.T) {
+	t.Parallel()
+	tests := []struct{ src, want string }{
+		{`$['\b\f\n\r\t']`, "\b\f\n\r\t"},
+		{`$['\/\\\'']`, `/\'`},
+		{`$["\""]`, `"`},
+		{`$['a\u0041\u00e9b']`, "aAéb"},
+		{`$['\ud83d\ude00x']`, "😀x"},
+		{`$['\uD83D\uDE00']`, "😀"},
+		{`$['😀\u20AC']`, "😀€"},
+	}
+	for _, tt := range tests {
+		w, msg := walkPath(tt.src)
+		if msg != "" {
+			t.Errorf("walkPath(%q): %s", tt.src, msg)
+			continue
+		}
+		if got := w.segs[0].Selectors()[0]; got != spec.Name(tt.want) {
+			t.Errorf("walkPath(%q) selects %#v, want %q", tt.src, got, tt.want)
 		}
 	}
 }

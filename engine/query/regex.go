@@ -79,6 +79,10 @@ type iregexp struct {
 	// repetitions as copies one after the other, since Go refuses
 	// nested counts whose product passes 1000
 	unroll bool
+	// counted is how many counted repetitions were read: an atom holds
+	// one when it grew while the atom was read (the Go text cannot say,
+	// as '{' is also in \{, [{] and \p{L})
+	counted int
 }
 
 func (t *iregexp) peek() byte {
@@ -107,7 +111,7 @@ func (t *iregexp) alternation(b *strings.Builder, depth int) bool {
 }
 
 func (t *iregexp) piece(b *strings.Builder, depth int) bool {
-	atom := b.Len()
+	atom, counted := b.Len(), t.counted
 	c := t.peek()
 	switch c {
 	case '(':
@@ -150,12 +154,12 @@ func (t *iregexp) piece(b *strings.Builder, depth int) bool {
 		t.pos += n
 		b.WriteString(regexp.QuoteMeta(string(r)))
 	}
-	return t.quantifier(b, atom)
+	return t.quantifier(b, atom, t.counted > counted)
 }
 
 // quantifier reads a piece's quantifier, the piece's atom written to b
-// from atom on.
-func (t *iregexp) quantifier(b *strings.Builder, atom int) bool {
+// from atom on; nested says whether the atom holds a counted repetition.
+func (t *iregexp) quantifier(b *strings.Builder, atom int, nested bool) bool {
 	switch c := t.peek(); c {
 	case '*', '+', '?':
 		t.pos++
@@ -180,7 +184,8 @@ func (t *iregexp) quantifier(b *strings.Builder, atom int) bool {
 			return false
 		}
 		t.pos++
-		return repeat(b, atom, lo, hi, t.unroll)
+		t.counted++
+		return repeat(b, atom, lo, hi, t.unroll && nested)
 	}
 	return true
 }
@@ -211,11 +216,13 @@ const maxWritten = 1 << 20
 // counts past 1000, Go does not, in one repetition or in repetitions
 // nested: a larger count is written as repetitions of at most 1000 one
 // after the other. A count past maxRepeat, or lo past hi, is refused.
+// With unroll (a group holding a counted repetition, on the pass that
+// unrolls them) the atom is written as copies instead.
 func repeat(b *strings.Builder, atom, lo, hi int, unroll bool) bool {
 	if lo > maxRepeat || hi > maxRepeat || hi >= 0 && lo > hi {
 		return false
 	}
-	if unroll && strings.Contains(b.String()[atom:], "{") {
+	if unroll {
 		return unrolled(b, atom, lo, hi)
 	}
 	if lo <= 1000 && hi <= 1000 {
@@ -229,13 +236,10 @@ func repeat(b *strings.Builder, atom, lo, hi int, unroll bool) bool {
 		}
 		return true
 	}
-	a := "(?:" + b.String()[atom:] + ")"
-	if len(a)*(max(lo, hi)/1000+2) > maxWritten {
+	a, ok := cutAtom(b, atom, max(lo, hi)/1000+2)
+	if !ok {
 		return false
 	}
-	head := b.String()[:atom]
-	b.Reset()
-	b.WriteString(head)
 	// lo times exactly, then up to hi-lo more (or any number more)
 	for n := lo; n > 0; n -= 1000 {
 		b.WriteString(a + "{" + strconv.Itoa(min(n, 1000)) + "}")
@@ -253,13 +257,10 @@ func repeat(b *strings.Builder, atom, lo, hi int, unroll bool) bool {
 // unrolled writes the atom written to b from atom on lo times, then hi-lo
 // times optional (any number of times when hi is -1).
 func unrolled(b *strings.Builder, atom, lo, hi int) bool {
-	a := "(?:" + b.String()[atom:] + ")"
-	if len(a)*max(lo, hi, 1) > maxWritten {
+	a, ok := cutAtom(b, atom, max(lo, hi, 1))
+	if !ok {
 		return false
 	}
-	head := b.String()[:atom]
-	b.Reset()
-	b.WriteString(head)
 	for range lo {
 		b.WriteString(a)
 	}
@@ -271,6 +272,20 @@ func unrolled(b *strings.Builder, atom, lo, hi int) bool {
 		b.WriteString(a + "?")
 	}
 	return true
+}
+
+// cutAtom takes the atom written to b from atom on out of b and returns
+// it as a group to be written n times; false when n copies would pass
+// maxWritten.
+func cutAtom(b *strings.Builder, atom, n int) (string, bool) {
+	a := "(?:" + b.String()[atom:] + ")"
+	if len(a)*n > maxWritten {
+		return "", false
+	}
+	head := b.String()[:atom]
+	b.Reset()
+	b.WriteString(head)
+	return a, true
 }
 
 func (t *iregexp) digits() bool {
