@@ -202,7 +202,7 @@ func newDeploy(s streams) *cobra.Command {
 	}
 	addConnFlags(cmd, &conn)
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the deployment, or the document's error, as JSON")
-	cmd.Flags().StringVar(&triggerFile, "triggers", "", "the workflow's trigger file (JSON; docs/TRIGGERS.md): subjects and webhooks that start its runs or send them events; it replaces the workflow's triggers, and an empty file removes them")
+	cmd.Flags().StringVar(&triggerFile, "triggers", "", "the workflow's trigger file (JSON; docs/TRIGGERS.md): subjects and webhooks that start its runs or send them events; it replaces the workflow's triggers (a subject's stream is made before deploy returns, so what is published after is kept), and an empty file removes them")
 	cmd.Flags().StringVar(&policyFile, "policy", "", "the tasks' retry and timeout policy file (JSON; - for standard input)")
 	cmd.Flags().BoolVar(&check, "check", false, "first replay recent runs under the document (check-revision) and deploy only if none diverges")
 	chk.addFlags(cmd)
