@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -68,11 +69,20 @@ func ensureStream(ctx context.Context, js jetstream.JetStream, n subjects.Names,
 	}
 	octx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	stream, err := js.CreateOrUpdateStream(octx, jetstream.StreamConfig{
+	want := jetstream.StreamConfig{
 		Name: n.TriggerStream(s.Name), Description: fmt.Sprintf("jetflow trigger %s of workflow %s", s.Name, s.Workflow),
 		Subjects: []string{s.Subject}, Retention: jetstream.WorkQueuePolicy, Storage: jetstream.FileStorage,
 		Duplicates: 2 * time.Minute,
-	})
+	}
+	// A stream already as wanted is left alone: every deploy and every
+	// bind asks, and an update racing a consumer's creation on the same
+	// stream is a data race inside nats-server 2.15.2 (filestore.go,
+	// UpdateConfig against ConsumerStore).
+	stream, err := js.Stream(octx, want.Name)
+	if err == nil && sameStream(stream.CachedInfo().Config, want) {
+		return stream, nil
+	}
+	stream, err = js.CreateOrUpdateStream(octx, want)
 	if err != nil {
 		return nil, fmt.Errorf("trigger %s: stream %s over %s: %w", s.Name, n.TriggerStream(s.Name), s.Subject, err)
 	}
@@ -170,16 +180,23 @@ func (r *Runner) Start(ctx context.Context) error {
 	go func() {
 		defer close(r.done)
 		defer func() { _ = w.Stop() }()
+		initial := true
 		for {
 			select {
 			case <-wctx.Done():
 				return
-			case _, ok := <-w.Updates():
+			case u, ok := <-w.Updates():
 				if !ok {
 					return
 				}
-				// The first nil marks the initial values; every update after
-				// rebinds. A burst rebinds once per update: deploys are rare.
+				// The initial values bind once, at the nil that ends them;
+				// every update after rebinds. A burst rebinds once per
+				// update: deploys are rare.
+				if u == nil {
+					initial = false
+				} else if initial {
+					continue
+				}
 				if err := r.bind(wctx); err != nil && wctx.Err() == nil {
 					r.log.Error("trigger: binding the deployed triggers failed", slog.Any("error", err))
 				}
@@ -206,6 +223,13 @@ func (r *Runner) bind(ctx context.Context) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// sameStream reports whether a trigger stream's stored configuration is
+// the one ensureStream would write.
+func sameStream(have, want jetstream.StreamConfig) bool {
+	return have.Description == want.Description && slices.Equal(have.Subjects, want.Subjects) &&
+		have.Retention == want.Retention && have.Storage == want.Storage && have.Duplicates == want.Duplicates
 }
 
 // consume makes sure of the trigger's stream and consumer and consumes.
@@ -254,13 +278,16 @@ func (r *Runner) handle(ctx context.Context, s *Spec, m jetstream.Msg, log *slog
 	}
 }
 
+// unbind drains every trigger consumer: what a consumer has pulled and not
+// yet handed over is handled (or, once Stop cancelled the context, handed
+// back at once) instead of waiting out its AckWait in a stopped client.
 func (r *Runner) unbind() {
 	r.mu.Lock()
 	live := r.live
 	r.live = nil
 	r.mu.Unlock()
 	for _, cc := range live {
-		cc.Stop()
+		cc.Drain()
 		<-cc.Closed()
 	}
 }

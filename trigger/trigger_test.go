@@ -251,6 +251,58 @@ func TestTriggerSingletonAndDebounce(t *testing.T) {
 	decided("edits-2", wire.StartOutcomeReplaced, "edits-3")
 }
 
+// A deploy rebinds every trigger while messages flow: what a consumer had
+// pulled when it was rebound is handled, not left in a stopped client
+// until its AckWait (30 s) hands it to the next consumer. Twenty deploys
+// during 300 orders; every run starts well within the AckWait.
+func TestRebindHandsOverWhatWasPulled(t *testing.T) {
+	t.Parallel()
+	f := startFleet(t, t.TempDir())
+	defer stop(t, f.Stop)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	r := runOrderTriggers(ctx, t, f, triggers)
+	defer stop(t, r.Stop)
+	const n = 300
+	published := make(chan error, 1)
+	go func() {
+		for i := range n {
+			if err := f.Conn.Publish("shop.orders.eu", fmt.Appendf(nil, `{"order":"R%d"}`, i)); err != nil {
+				published <- err
+				return
+			}
+			if i%15 == 0 {
+				time.Sleep(5 * time.Millisecond)
+			}
+		}
+		published <- f.Conn.Flush()
+	}()
+	for range 20 {
+		if _, err := trigger.Store(ctx, f.JS, f.Names, "orders", []byte(triggers)); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if err := <-published; err != nil {
+		t.Fatal(err)
+	}
+	left := map[string]bool{}
+	for i := range n {
+		left[fmt.Sprintf("orders-R%d", i)] = true
+	}
+	natstest.WaitFor(t, 15*time.Second, "every order's run, within half the AckWait", func() error {
+		for id := range left {
+			if _, err := f.Client.Status(ctx, id); err == nil {
+				delete(left, id)
+			}
+		}
+		if len(left) > 0 {
+			return fmt.Errorf("%d of %d runs not started", len(left), n)
+		}
+		return nil
+	})
+}
+
 // A trigger over a subject another stream holds is refused when stored,
 // naming the subject, and nothing of the file is stored.
 func TestStoreRefusesASubjectAnotherStreamHolds(t *testing.T) {

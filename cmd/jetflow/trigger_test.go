@@ -83,6 +83,6 @@ func TestDeployTriggersSurviveARestart(t *testing.T) {
 	publish(d.NATS, "shop.payments", "p-1", `{"order":"A1","payment":"pay-1"}`)
 	out, errOut, exit = runEnv(t, nil, "", "status", "orders-A1", "--wait", "--nats", d.NATS)
 	if exit != 0 || !strings.Contains(out, "done") {
-		t.Fatalf("after the payment: exit %d: %s%s", exit, out, errOut)
+		t.Fatalf("after the payment: exit %d: %s%s\nserve:\n%s", exit, out, errOut, d.stderr)
 	}
 }
