@@ -191,12 +191,7 @@ const controlled = `{
 // naming the first; its debounce runs only the last message of a burst.
 func TestTriggerSingletonAndDebounce(t *testing.T) {
 	t.Parallel()
-	f := startFleet(t, t.TempDir())
-	defer stop(t, f.Stop)
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	r := runOrderTriggers(ctx, t, f, controlled)
-	defer stop(t, r.Stop)
+	f, ctx := orderFleet(t, 3*time.Minute, controlled)
 	natstest.WaitFor(t, 2*time.Minute, "the trigger streams", func() error {
 		for _, name := range []string{"jobs", "edits"} {
 			if _, err := f.JS.Stream(ctx, f.Names.TriggerStream(name)); err != nil {
@@ -257,12 +252,7 @@ func TestTriggerSingletonAndDebounce(t *testing.T) {
 // during 300 orders; every run starts well within the AckWait.
 func TestRebindHandsOverWhatWasPulled(t *testing.T) {
 	t.Parallel()
-	f := startFleet(t, t.TempDir())
-	defer stop(t, f.Stop)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	r := runOrderTriggers(ctx, t, f, triggers)
-	defer stop(t, r.Stop)
+	f, ctx := orderFleet(t, 2*time.Minute, triggers)
 	const n = 300
 	published := make(chan error, 1)
 	go func() {
@@ -322,6 +312,19 @@ func TestStoreRefusesASubjectAnotherStreamHolds(t *testing.T) {
 	if err != nil || len(specs) != 0 {
 		t.Fatalf("stored after the refusal: %v %v", specs, err)
 	}
+}
+
+// orderFleet starts a fleet running the order workflow's triggers from
+// file under a runner of its own, all stopped when the test ends; ctx ends
+// after timeout.
+func orderFleet(t *testing.T, timeout time.Duration, file string) (*fleet.Fleet, context.Context) {
+	f := startFleet(t, t.TempDir())
+	t.Cleanup(func() { stop(t, f.Stop) })
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	t.Cleanup(cancel)
+	r := runOrderTriggers(ctx, t, f, file)
+	t.Cleanup(func() { stop(t, r.Stop) })
+	return f, ctx
 }
 
 // runOrderTriggers deploys the order workflow with the trigger file

@@ -176,20 +176,17 @@ func (p *pathScan) compOp() cmpOp {
 		}
 		p.pos += 2
 		return opNe
-	case '<':
+	case '<', '>':
+		ops := [2]cmpOp{opLt, opLe}
+		if p.cc(p.pos) == '>' {
+			ops = [2]cmpOp{opGt, opGe}
+		}
 		p.pos++
 		if p.cc(p.pos) == '=' {
 			p.pos++
-			return opLe
+			return ops[1]
 		}
-		return opLt
-	case '>':
-		p.pos++
-		if p.cc(p.pos) == '=' {
-			p.pos++
-			return opGe
-		}
-		return opGt
+		return ops[0]
 	}
 	return opNone
 }
