@@ -717,19 +717,19 @@ function flworDoc() {
       default: return val();
     }
   };
-  const windowed = (n) => {
+  const windowed = () => {
     const w = { $in: source(), $window: chance(0.95) ? pick(['tumbling', 'sliding']) : pick(['hopping', 1]) };
     if (chance(0.97)) w.$size = chance(0.9) ? 1 + int(4) : pick([0, -1, 1.5, '2', 1e21]);
     if (chance(0.4)) w.$step = chance(0.9) ? 1 + int(3) : pick([0, 2.5, 1e21]);
     if (chance(0.4)) w.$at = bind(fresh());
     return w;
   };
-  const binding = (n, correlated) => {
+  const binding = (correlated) => {
     const src = correlated && vars.length && chance(0.5) ? pick([`$${pick(vars)}.tags`, `$${pick(vars)}.tags[*]`, `$${pick(vars)}`]) : source();
     switch (int(6)) {
       case 0: return { $in: src, $at: bind(fresh()) };
       case 1: return { $in: src, '$allowing-empty': pick([true, true, false, 1]), ...(chance(0.5) ? { $at: bind(fresh()) } : {}) };
-      case 2: return windowed(n);
+      case 2: return windowed();
       case 3: return chance(0.1) ? { $in: src, $size: 2 } : { $in: src };
       default: return src;
     }
@@ -738,7 +738,7 @@ function flworDoc() {
   if (chance(0.3)) { const a = bind('acc'); doc.$fold = { [a]: pick([0, [], '', { $const: [] }, '$.nums[0]', null]) }; if (chance(0.05)) doc.$fold.other = 1; }
   if (chance(0.85)) {
     doc.$for = {};
-    for (let i = 0, n = 1 + int(2); i < n; i++) { const name = fresh(); const b = binding(name, i > 0); doc.$for[name] = b; bind(name); }
+    for (let i = 0, n = 1 + int(2); i < n; i++) { const name = fresh(); const b = binding(i > 0); doc.$for[name] = b; bind(name); }
   }
   if (chance(0.4) || !doc.$for) {
     doc.$let = {};
@@ -773,6 +773,9 @@ function flworDoc() {
 // (§8.2–§8.10) over sequences of mixed items: NaN, -0, ±Infinity, 2^53
 // and past it, 1e21, strings past the BMP, nested arrays and objects
 function sequencesDoc() {
+  return Object.assign(sequencesExpr(), { _data: sequencesData() });
+}
+function sequencesExpr() {
   const atom = () => pick([0, 1, 2, -1, 0.5, 1.5, 2.5, -2.5, 1e21, 9007199254740991, 9007199254740993, 4294967296, -0.0000001,
     'a', 'B', '', 'é', 'e\u0301', '😀', '1', '-0', '1e3', ' 1', '0x1', '1.', '.5', 'NaN', 'Infinity', 'true', null, true, false]);
   const item = () => (chance(0.8) ? atom() : pick([[], [1], [1, [2]], {}, { a: 1 }, { a: 1, b: [2] }, { key: 'k', value: 1 }, { key: 1, value: 2 }, { key: 'z' }]));
@@ -886,7 +889,7 @@ function selectorsDoc() {
   return Object.assign(typeof doc === 'string' ? { $seq: [doc] } : doc, { _data: { t, a: data(2), b: [0, 1, 2, 3, 4, 5], x: { a: { a: 1 } } } });
 }
 
-const families = { paths: pathsDoc, selectors: selectorsDoc, encoding: encodingDoc, sequences: () => Object.assign(sequencesDoc(), { _data: sequencesData() }), flwor: flworDoc, regex: regexDoc, deep: deepDoc, instants: instantsDoc, text: textDoc, within: withinDoc, calendar: calendarDoc, random: randomDoc, mixed: mixedDoc, dates: datesDoc, format: formatDoc, series: seriesDoc, spatial: spatialDoc, vectors: vectorsDoc, strings: stringsDoc, numbers: numbersDoc, arity: arityDoc };
+const families = { paths: pathsDoc, selectors: selectorsDoc, encoding: encodingDoc, sequences: sequencesDoc, flwor: flworDoc, regex: regexDoc, deep: deepDoc, instants: instantsDoc, text: textDoc, within: withinDoc, calendar: calendarDoc, random: randomDoc, mixed: mixedDoc, dates: datesDoc, format: formatDoc, series: seriesDoc, spatial: spatialDoc, vectors: vectorsDoc, strings: stringsDoc, numbers: numbersDoc, arity: arityDoc };
 const chosen = arg('family', Object.keys(families).join(',')).split(',');
 const baseData = { rows: [], rows2: [], two: [1, 2], obj: { a: 1 }, arr: [1, 2], num: 3, str: 'x' };
 

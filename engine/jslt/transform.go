@@ -39,10 +39,9 @@ type run struct {
 	top    loc // the root's location, rootLoc when locations are tracked
 	// the pre-pass: the trie's root, the rule being walked, and markRule
 	// as a func value, kept with the run so that it is made once
-	trie        *entry
-	marking     int
-	markingMode int
-	mark        func([]query.Seg)
+	trie    *entry
+	marking *rule
+	mark    func([]query.Seg)
 }
 
 // runPool recycles runs. A run whose slabs grew past keepChunks chunks
@@ -430,7 +429,7 @@ func (r *run) prepass(holding bool) (*entry, *fault.Error) {
 		if !rl.hasPath {
 			continue
 		}
-		r.trie, r.marking, r.markingMode = root, rl.index, rl.mode.ord
+		r.trie, r.marking = root, rl
 		looked := rl.path.Walk(data, r.mark)
 		if err := r.b.Charge(looked, rl.pathDocPath); err != nil {
 			return nil, err
@@ -443,13 +442,13 @@ func (r *run) prepass(holding bool) (*entry, *fault.Error) {
 // in the trie below r.trie.
 func (r *run) markRule(path []query.Seg) {
 	e := r.trie
-	mode, modes := r.markingMode, len(r.s.modeList)
+	mode, modes := r.marking.mode.ord, len(r.s.modeList)
 	e.way.add(mode, modes)
 	for _, s := range path {
 		e = r.makeChild(e, s)
 		e.way.add(mode, modes)
 	}
-	e.rules.add(r.marking, len(r.s.rules))
+	e.rules.add(r.marking.index, len(r.s.rules))
 }
 
 // dispatch finds and fires the winning rule of m for v (§5.1), or the

@@ -1,10 +1,6 @@
 package query
 
-import (
-	"strings"
-
-	"github.com/jetflow/jetflow/engine/value"
-)
+import "strings"
 
 // Constant constructors. An array or an object whose members are all
 // literals (null, booleans, numbers, strings that are no path, '$$'
@@ -62,8 +58,7 @@ func constantOf(doc any) (k constant, ok bool) {
 	case map[string]any:
 		if c, isConst := x["$const"]; isConst && len(x) == 1 {
 			// the operator's literal: no node below it is counted
-			c, _ = value.WithoutProto(c)
-			return constant{val: value.Clone(c)}, true
+			return constant{val: constValue(c)}, true
 		}
 		out := make(map[string]any, len(x))
 		for name, e := range x {

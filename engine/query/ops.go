@@ -55,15 +55,20 @@ func withSpec(min, max, raw int, check func(a []arg, opPath string, later func(f
 // functions of the ops_*.go files to keep each group in its own file.
 var operators = map[string]opEntry{}
 
+// constValue is a $const literal as the reference holds it: a deep copy,
+// made by assignment, so without members named "__proto__".
+func constValue(val any) any {
+	v, _ := value.WithoutProto(val)
+	return value.Clone(v)
+}
+
 // operator compiles a single-key phrase.
 func (c *compiler) operator(key string, val any, path string, sc *scope, depth int) getter {
 	opPath := ptr(path, key)
 	switch key {
 	case "$const":
-		v, _ := value.WithoutProto(val)
-		v = value.Clone(v)
 		c.one = true
-		return literal(v)
+		return literal(constValue(val))
 	case "$map":
 		g := c.mapConstructor(val, opPath, sc, depth)
 		c.one = true

@@ -389,8 +389,7 @@ func (p *pathScan) function(name string, at int) *funcCall {
 // numberValue is a number literal's value as JavaScript's Number reads
 // it: past float64's range it is ±Infinity, not an error.
 func numberValue(units []uint16) float64 {
-	// a literal the walk took fails only past float64's range, where
-	// the value is ±Inf as JavaScript's Number reads it
+	// the walk took the literal: ParseFloat fails only out of range
 	f, _ := strconv.ParseFloat(string(utf16.Decode(units)), 64)
 	return f
 }

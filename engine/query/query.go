@@ -118,12 +118,7 @@ func Compile(doc any, opts Options) (q *Query, err error) {
 		}
 		if allDollar {
 			if v, ok := obj["$query"]; ok && v != "0.1" {
-				// JSON.stringify's text: an object's index keys first
-				text, err := value.JSText(v)
-				if err != nil {
-					text = jsonText(v)
-				}
-				fail(fault.JQ0006, "unknown query format version "+text, "/$query")
+				fail(fault.JQ0006, "unknown query format version "+jsonText(v), "/$query")
 			}
 			if !has(obj, "$query") || !has(obj, "$expr") || len(obj) != 2 {
 				fail(fault.JQ0003, "the version envelope requires exactly the keys '$query' and '$expr'", "")
@@ -146,8 +141,10 @@ func Compile(doc any, opts Options) (q *Query, err error) {
 	return q, nil
 }
 
+// jsonText is v as the reference's JSON.stringify writes it (an object's
+// index keys first), for messages.
 func jsonText(v any) string {
-	s, err := value.Canonical(v)
+	s, err := value.JSText(v)
 	if err != nil {
 		return fmt.Sprint(v)
 	}

@@ -152,12 +152,11 @@ func (r *reducer) failedFirst(state string, started []dag.Invocation, err error)
 
 func (r *reducer) invocation(state string, inv dag.Invocation, attempt int) *Invoke {
 	with, hasWith := inv.Arg["with"]
-	e := &Invoke{
+	return &Invoke{
 		Activation: r.st.Work.Activation, State: state, Node: inv.Node, Task: inv.Task,
 		Version: inv.Version, Attempt: attempt, Input: inv.Arg["input"], With: with, HasWith: hasWith && with != nil,
+		given: inv.MarkedArg(),
 	}
-	e.given = inv.MarkedArg()
-	return e
 }
 
 func (r *reducer) invoke(state string, inv dag.Invocation, attempt int) {
