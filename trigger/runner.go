@@ -89,6 +89,13 @@ func ensureStream(ctx context.Context, js jetstream.JetStream, n subjects.Names,
 	return stream, nil
 }
 
+// sameStream reports whether a trigger stream's stored configuration is
+// the one ensureStream would write.
+func sameStream(have, want jetstream.StreamConfig) bool {
+	return have.Description == want.Description && slices.Equal(have.Subjects, want.Subjects) &&
+		have.Retention == want.Retention && have.Storage == want.Storage && have.Duplicates == want.Duplicates
+}
+
 func bucket(ctx context.Context, js jetstream.JetStream, names subjects.Names, create bool) (jetstream.KeyValue, error) {
 	kv, err := js.KeyValue(ctx, names.TriggerBucket())
 	if errors.Is(err, jetstream.ErrBucketNotFound) && create {
@@ -223,13 +230,6 @@ func (r *Runner) bind(ctx context.Context) error {
 		}
 	}
 	return errors.Join(errs...)
-}
-
-// sameStream reports whether a trigger stream's stored configuration is
-// the one ensureStream would write.
-func sameStream(have, want jetstream.StreamConfig) bool {
-	return have.Description == want.Description && slices.Equal(have.Subjects, want.Subjects) &&
-		have.Retention == want.Retention && have.Storage == want.Storage && have.Duplicates == want.Duplicates
 }
 
 // consume makes sure of the trigger's stream and consumer and consumes.
