@@ -294,7 +294,8 @@ func TestRebindHandsOverWhatWasPulled(t *testing.T) {
 }
 
 // A trigger over a subject another stream holds is refused when stored,
-// naming the subject, and nothing of the file is stored.
+// naming the subject, and nothing of the file is stored; the streams made
+// for its other triggers stay.
 func TestStoreRefusesASubjectAnotherStreamHolds(t *testing.T) {
 	t.Parallel()
 	f := startFleet(t, t.TempDir())
@@ -311,6 +312,10 @@ func TestStoreRefusesASubjectAnotherStreamHolds(t *testing.T) {
 	specs, err := trigger.Load(ctx, f.JS, f.Names)
 	if err != nil || len(specs) != 0 {
 		t.Fatalf("stored after the refusal: %v %v", specs, err)
+	}
+	// the stream made for the file's other trigger stays, empty
+	if st, err := f.JS.Stream(ctx, f.Names.TriggerStream("orders")); err != nil || st.CachedInfo().State.Msgs != 0 {
+		t.Fatalf("the orders stream after the refusal: %v", err)
 	}
 }
 
