@@ -68,10 +68,7 @@ type soakSample struct {
 // within 10 % (and 64 KiB) of the first half's (soakSummary).
 //
 // JETFLOW_RETENTION_SOAK_LARGE=N makes every N-th run a blob run with a
-// 600 KiB input, which goes by reference through the payload bucket (the
-// Object Store's puts publish asynchronously, and nats.go v1.55 may leave
-// one goroutine, resetPendingAcksOnReconnect, that goleak reports when the
-// binary exits: the soak's own result is the test's);
+// 600 KiB input, which goes by reference through the payload bucket;
 // JETFLOW_RETENTION_SOAK_CSV=FILE writes every sample to FILE;
 // JETFLOW_RETENTION_SOAK_HEAP=FILE writes heap profiles once warm
 // (FILE.warm) and at the end of the load (FILE.end), to compare with

@@ -13,14 +13,6 @@ import "go.uber.org/goleak"
 //     goroutine awaiting the answer for up to 30 s (server/stream.go,
 //     trySetupSourceConsumer).
 //
-// They also ignore one goroutine nats.go v1.55 leaves: the first
-// asynchronous publish of a JetStream context (an Object Store put makes
-// one) starts a goroutine that reads the publisher's status channel
-// under its lock; when the context's reply subscription is cleaned up
-// before that read, the channel is already nil and the goroutine waits
-// on it for ever (jetstream/publish.go resetPendingAcksOnReconnect,
-// jetstream.go cleanupReplySub).
-//
 // Use them in TestMain of packages that run servers:
 //
 //	goleak.VerifyTestMain(m, natstest.IgnoreServerLeaks()...)
@@ -29,6 +21,5 @@ func IgnoreServerLeaks() []goleak.Option {
 		goleak.IgnoreTopFunction("github.com/nats-io/nats-server/v2/server.(*fileStore).flushStreamStateLoop"),
 		goleak.IgnoreTopFunction("github.com/nats-io/nats-server/v2/server/ats.Register.func1"),
 		goleak.IgnoreTopFunction("github.com/nats-io/nats-server/v2/server.(*stream).trySetupSourceConsumer.func3"),
-		goleak.IgnoreTopFunction("github.com/nats-io/nats.go/jetstream.(*jetStream).resetPendingAcksOnReconnect"),
 	}
 }
