@@ -20,10 +20,12 @@ import (
 	"github.com/jetflow/jetflow/embedded"
 	"github.com/jetflow/jetflow/fleet"
 	"github.com/jetflow/jetflow/natstest"
+	"github.com/jetflow/jetflow/runindex"
 	"github.com/jetflow/jetflow/worker"
 )
 
 func TestMain(m *testing.M) {
+	runindex.VerifyBuild()
 	goleak.VerifyTestMain(m, natstest.IgnoreServerLeaks()...)
 }
 

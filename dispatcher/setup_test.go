@@ -19,6 +19,7 @@ import (
 	"github.com/jetflow/jetflow/natstest"
 	"github.com/jetflow/jetflow/provision"
 	"github.com/jetflow/jetflow/registry"
+	"github.com/jetflow/jetflow/runindex"
 	"github.com/jetflow/jetflow/runrecord"
 	"github.com/jetflow/jetflow/subjects"
 	"github.com/jetflow/jetflow/wire"
@@ -26,6 +27,7 @@ import (
 
 func TestMain(m *testing.M) {
 	run.VerifyEncoding()
+	runindex.VerifyBuild()
 	goleak.VerifyTestMain(m, natstest.IgnoreServerLeaks()...)
 }
 

@@ -1,6 +1,7 @@
 package runindex
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -20,7 +21,73 @@ type SearchFunc = client.SearchFunc
 // bucket stored it at revision rev and time updated. A tombstone gives a
 // StatusRemoved entry without search attributes that expires with the
 // tombstone (Expires).
+//
+// It reads only what an entry holds: the record's status and, of the
+// state, its status, active states and (when the revision has search
+// attributes) input and data (runrecord.ReadStateBrief), not the whole
+// state (work values, results, history), whose decoding was most of an
+// indexer's CPU per change. A record whose status does not match its
+// state, or that it cannot read so, is decoded whole, as client.Decode
+// reads it.
 func Build(runID string, data []byte, rev uint64, updated time.Time, search SearchFunc) (*wire.IndexEntry, error) {
+	e, ok, err := buildBrief(runID, data, rev, updated, search)
+	if !ok {
+		return buildWhole(runID, data, rev, updated, search)
+	}
+	if checkBuild.Load() {
+		verifyBuilt(runID, data, rev, updated, search, e, err)
+	}
+	return e, err
+}
+
+// buildBrief is Build from the parts briefState reads; ok false when the
+// record needs the whole decode (a tombstone, a status out of step with
+// its state, anything run.Decode would refuse or read otherwise).
+func buildBrief(runID string, data []byte, rev uint64, updated time.Time, search SearchFunc) (*wire.IndexEntry, bool, error) {
+	rec, err := runrecord.Decode(data)
+	if err != nil || rec.Status == nil {
+		return nil, false, nil
+	}
+	b, ok := runrecord.ReadStateBrief(rec.State)
+	if !ok || b.Status != rec.Status.Status || b.RunID == "" || !b.Results || !b.Visits || len(b.Active) == 0 {
+		return nil, false, nil
+	}
+	s := rec.Status
+	e := &wire.IndexEntry{Run: runID, RecordRev: rev, Updated: updated.UnixNano(),
+		Workflow: s.Workflow, Revision: s.Revision, Status: s.Status, State: s.State, Time: s.Time}
+	if len(rec.Order) > 0 {
+		e.StartSeq = rec.Order[0].From
+	}
+	if a := b.Active; len(a) != 1 || a[0] != s.State {
+		e.Active = a
+	}
+	paths, err := search(s.Workflow, s.Revision)
+	if err != nil {
+		return nil, true, fmt.Errorf("run %s: search attributes of %s@%s: %w", runID, s.Workflow, s.Revision, err)
+	}
+	if len(paths) > 0 {
+		input, ok1 := decodeAny(b.Input)
+		data, ok2 := decodeAny(b.Data)
+		if !ok1 || !ok2 {
+			return nil, false, nil
+		}
+		e.Search = client.SearchValues(input, data, paths)
+	}
+	return e, true, nil
+}
+
+// decodeAny decodes raw JSON as encoding/json decodes it into an any; nil
+// for a member that was absent.
+func decodeAny(raw []byte) (any, bool) {
+	var v any
+	if raw == nil {
+		return nil, true
+	}
+	return v, json.Unmarshal(raw, &v) == nil
+}
+
+// buildWhole is Build from the whole decoded run.
+func buildWhole(runID string, data []byte, rev uint64, updated time.Time, search SearchFunc) (*wire.IndexEntry, error) {
 	e := &wire.IndexEntry{Run: runID, RecordRev: rev, Updated: updated.UnixNano()}
 	r, err := client.Decode(runID, data)
 	var removed *runrecord.RemovedError

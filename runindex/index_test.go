@@ -24,7 +24,10 @@ import (
 	"github.com/jetflow/jetflow/wire"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m, natstest.IgnoreServerLeaks()...) }
+func TestMain(m *testing.M) {
+	runindex.VerifyBuild()
+	goleak.VerifyTestMain(m, natstest.IgnoreServerLeaks()...)
+}
 
 // gate waits for the event go, then ends.
 const gate = `{"$workflow": "0.2", "revision": "g1", "initial": "gate", "states": {

@@ -165,21 +165,29 @@ func (p *recParser) next(name string) bool {
 // writes for ids, kinds, subjects and headers (encoding/json would
 // rewrite invalid UTF-8, so anything else goes its way).
 func (p *recParser) str() (string, bool) {
-	if !p.byte('"') {
+	b, ok := p.plain()
+	if !ok {
 		return "", false
+	}
+	return string(b), true
+}
+
+// plain is str's bytes, without copying them.
+func (p *recParser) plain() ([]byte, bool) {
+	if !p.byte('"') {
+		return nil, false
 	}
 	start := p.i
 	for ; p.i < len(p.d); p.i++ {
 		switch c := p.d[p.i]; {
 		case c == '"':
-			s := string(p.d[start:p.i])
 			p.i++
-			return s, true
+			return p.d[start : p.i-1], true
 		case c < 0x20 || c >= 0x80 || c == '\\':
-			return "", false
+			return nil, false
 		}
 	}
-	return "", false
+	return nil, false
 }
 
 // uint reads a plain non-negative integer that fits a uint64.
