@@ -53,8 +53,10 @@ func buildBrief(runID string, data []byte, rev uint64, updated time.Time, search
 		return nil, false, nil
 	}
 	s := rec.Status
-	e := &wire.IndexEntry{Run: runID, RecordRev: rev, Updated: updated.UnixNano(),
-		Workflow: s.Workflow, Revision: s.Revision, Status: s.Status, State: s.State, Time: s.Time}
+	e := &wire.IndexEntry{
+		Run: runID, RecordRev: rev, Updated: updated.UnixNano(),
+		Workflow: s.Workflow, Revision: s.Revision, Status: s.Status, State: s.State, Time: s.Time,
+	}
 	if len(rec.Order) > 0 {
 		e.StartSeq = rec.Order[0].From
 	}
