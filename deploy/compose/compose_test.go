@@ -157,7 +157,7 @@ func TestServices(t *testing.T) {
 
 func TestNATSCluster(t *testing.T) {
 	b := setup(t)
-	image := "nats:" + minor(goModVersion(t, b.root, "github.com/nats-io/nats-server/v2")) + "-alpine"
+	image := "nats:" + goModVersion(t, b.root, "github.com/nats-io/nats-server/v2") + "-alpine"
 	var routes []string
 	for _, n := range natsServices {
 		routes = append(routes, "nats://"+n+":6222")
@@ -166,7 +166,7 @@ func TestNATSCluster(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			s := b.service(t, name)
 			if s.Image != image {
-				t.Errorf("image %q, want %q (the minor version of the embedded nats-server in go.mod)", s.Image, image)
+				t.Errorf("image %q, want %q (the version of the embedded nats-server in go.mod)", s.Image, image)
 			}
 			args := b.argv(t, s)
 			f := flags(args)
