@@ -27,7 +27,10 @@ func parseRecord(data []byte) (*Record, bool) {
 	}
 	r.State = json.RawMessage(append([]byte(nil), raw...))
 	if p.next("status") {
-		if raw, ok = p.value(); !ok || json.Unmarshal(raw, &r.Status) != nil {
+		if raw, ok = p.value(); !ok {
+			return nil, false
+		}
+		if r.Status, ok = parseStatus(raw); !ok && json.Unmarshal(raw, &r.Status) != nil {
 			return nil, false
 		}
 	}
@@ -138,10 +141,11 @@ func (p *recParser) lit(s string) bool {
 	return false
 }
 
-// key consumes "name": exactly.
+// key consumes "name": exactly (no space inside the quotes).
 func (p *recParser) key(name string) bool {
 	save := p.i
-	if p.byte('"') && p.lit(name) && p.i < len(p.d) && p.d[p.i] == '"' {
+	if p.byte('"') && len(p.d)-p.i > len(name) && string(p.d[p.i:p.i+len(name)]) == name && p.d[p.i+len(name)] == '"' {
+		p.i += len(name)
 		p.i++
 		if p.byte(':') {
 			return true

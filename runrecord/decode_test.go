@@ -57,6 +57,12 @@ func sampleRecords() map[string]*Record {
 			Priority:     new(9),
 		},
 		"escaped strings": {State: state, Outbox: []Outgoing{{ID: "<x>", Kind: "é", Subject: "s", Data: json.RawMessage(`1`)}}},
+		"failed, every status member": {State: state, Status: &wire.Status{
+			Run: "r1", Workflow: "w", Revision: "w/1", Status: "failed", State: "/states/pay", Result: json.RawMessage(`null`),
+			Error: &wire.RunError{Code: "JF2001", Path: "/nodes/task", Message: "task failed"},
+			Time:  1796183856843.5, Since: 1e3, Reason: "operator said so", Operator: "ops@example",
+		}},
+		"status text escaped": {State: state, Status: &wire.Status{Run: "r1", Workflow: "w", Revision: "w/1", Status: "terminated", Reason: "a <b> é", Time: 2}},
 	}
 }
 
@@ -70,6 +76,8 @@ func TestParseRecordIsEncodingJSON(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		// An escaped string leaves the fast path (the status's alone: its
+		// record's other members still take it).
 		if !checkParse(t, data) && name != "escaped strings" {
 			t.Errorf("%s: Encode's layout left the fast path:\n%s", name, data)
 		}
@@ -92,6 +100,12 @@ func TestParseRecordIsEncodingJSON(t *testing.T) {
 		`{"state":[1,]}`, `{"state":{"a"}}`, `{"state":-}`, `{"state":1.}`, `{"state":1e}`, `{"state":tru}`,
 		`{"state":{},"status":null,"rejected":null}`,
 		`{"state":{},"status":{"run":5}}`, // a type encoding/json refuses
+		`{" state":{}}`,                   // a space inside a key's quotes
+		`{"state":{},"status":{" run":"r","workflow":"w","revision":"v","status":"done","time":1}}`,
+		`{"state":{},"status":{"run":"r","workflow":"w","revision":"v","status":"done","state":"","time":1}}`,
+		`{"state":{},"status":{"run":"r","workflow":"w","revision":"v","status":"done","time":1e400}}`,
+		`{"state":{},"status":{"run":"r","workflow":"w","revision":"v","status":"done","error":null,"time":1}}`,
+		`{"state":{},"status":{"time":1,"run":"r","workflow":"w","revision":"v","status":"done"}}`,
 		"{\"state\":{\"a\":\"\xff\"},\"outbox\":[{\"id\":\"\xff\",\"kind\":\"k\",\"subject\":\"s\",\"data\":1}]}",
 		`{"state":{},"outbox":[{"id":"a","kind":"k","subject":"s","header":null,"data":1}]}`,
 		`{"state":{},"outbox":[{"id":"a","kind":"k","subject":"s","header":{"a":"1","a":"2"},"data":1}]}`,
@@ -135,4 +149,30 @@ func BenchmarkDecode(b *testing.B) {
 			}
 		}
 	})
+}
+
+// TestStatusTakesTheFastPath: every status json.Marshal writes with plain
+// text is read by parseStatus, as encoding/json reads it.
+func TestStatusTakesTheFastPath(t *testing.T) {
+	t.Parallel()
+	for name, r := range sampleRecords() {
+		if r.Status == nil {
+			continue
+		}
+		data, err := json.Marshal(r.Status)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, ok := parseStatus(data)
+		if name == "status text escaped" {
+			if ok {
+				t.Errorf("%s: an escaped string took the fast path", name)
+			}
+			continue
+		}
+		var want wire.Status
+		if err := json.Unmarshal(data, &want); err != nil || !ok || !reflect.DeepEqual(got, &want) {
+			t.Errorf("%s: parseStatus %+v (%v), encoding/json %+v (%v)", name, got, ok, want, err)
+		}
+	}
 }
