@@ -65,7 +65,7 @@ func buildBrief(runID string, data []byte, rev uint64, updated time.Time, search
 	}
 	paths, err := search(s.Workflow, s.Revision)
 	if err != nil {
-		return nil, true, fmt.Errorf("run %s: search attributes of %s@%s: %w", runID, s.Workflow, s.Revision, err)
+		return nil, true, &searchError{run: runID, workflow: s.Workflow, revision: s.Revision, err: err}
 	}
 	if len(paths) > 0 {
 		input, ok1 := decodeAny(b.Input)
@@ -108,11 +108,25 @@ func buildWhole(runID string, data []byte, rev uint64, updated time.Time, search
 	}
 	paths, err := search(s.Workflow, s.Revision)
 	if err != nil {
-		return nil, fmt.Errorf("run %s: search attributes of %s@%s: %w", runID, s.Workflow, s.Revision, err)
+		return nil, &searchError{run: runID, workflow: s.Workflow, revision: s.Revision, err: err}
 	}
 	e.Search = client.SearchValues(r.State.Context.Input, r.State.Context.Data, paths)
 	return e, nil
 }
+
+// searchError is a revision's search attributes that could not be read
+// (the registry did not answer): unlike a record that cannot be decoded,
+// the change is indexed once they can be.
+type searchError struct {
+	run, workflow, revision string
+	err                     error
+}
+
+func (e *searchError) Error() string {
+	return fmt.Sprintf("run %s: search attributes of %s@%s: %v", e.run, e.workflow, e.revision, e.err)
+}
+
+func (e *searchError) Unwrap() error { return e.err }
 
 // Head is the head of a run indexed from entry e (nil: deleted) made
 // from record revision rev.

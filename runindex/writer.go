@@ -282,6 +282,9 @@ func (w *writer) index1(ctx context.Context, c change) error {
 		if !c.deleted {
 			var err error
 			if e, err = Build(c.run, c.data, c.rev, c.at, w.search); err != nil {
+				if _, ok := errors.AsType[*searchError](err); ok {
+					return err // the registry did not answer: the change comes again
+				}
 				return &unindexable{err}
 			}
 			if e.Expires != 0 && time.UnixMilli(e.Expires).Before(w.cfg.Clock.Now().Add(minEntryTTL)) {

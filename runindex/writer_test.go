@@ -286,3 +286,42 @@ func provisionedWriters(t *testing.T, timeout time.Duration) (context.Context, j
 		return w
 	}
 }
+
+// TestSearchReadFailureIsRetried: a change whose revision's search
+// attributes cannot be read (the registry did not answer, as under a
+// NATS fault) is not dropped as unindexable, which left the run's entry
+// at an older revision for good; it fails to be delivered again, and is
+// indexed once the attributes can be read.
+func TestSearchReadFailureIsRetried(t *testing.T) {
+	t.Parallel()
+	ctx, js, names, _ := provisionedWriters(t, 30*time.Second)
+	down := true
+	search := func(string, string) (map[string]string, error) {
+		if down {
+			return nil, context.DeadlineExceeded
+		}
+		return map[string]string{"customer": "/input/customer"}, nil
+	}
+	w, err := newWriter(ctx, js, Config{Search: search, Logger: slog.New(slog.DiscardHandler)}.WithDefaults())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(w.close)
+	c := change{run: "r1", data: []byte(record), rev: 9, at: time.Unix(0, 9)}
+	err = w.index1(ctx, c)
+	if err == nil || errors.As(err, new(*unindexable)) || !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("index with the registry down: %v, want an error to deliver the change again", err)
+	}
+	down = false
+	if err := w.index1(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	cl, err := client.New(ctx, js, client.Config{Names: names})
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, err := cl.ListRuns(ctx, client.ListOptions{Filter: wire.RunFilter{Where: map[string]string{"customer": "c-7"}}, Limit: 10, Wait: -1})
+	if err != nil || len(page.Runs) != 1 || page.Runs[0].Status.Run != "r1" {
+		t.Fatalf("listed %+v (%v), want run r1 by its customer", page, err)
+	}
+}
