@@ -196,7 +196,7 @@ func (c *Checker) Compare(ctx context.Context, runID string, msgs []Message, rec
 		}
 	}
 	if rec != nil && len(rec.Order) > 0 {
-		if missing := trimmedFrom(msgs, rec.Order[0].From, rec.Applied); missing != "" {
+		if missing, _ := trimmedFrom(msgs, rec.Order[0].From, rec.Applied); missing != "" {
 			v.Verdict, v.Error = CheckFails, "history trimmed: "+missing
 			return v
 		}

@@ -9,6 +9,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/jetflow/jetflow/engine/run"
+	"github.com/jetflow/jetflow/kvstore"
 	"github.com/jetflow/jetflow/runrecord"
 	"github.com/jetflow/jetflow/step"
 	"github.com/jetflow/jetflow/subjects"
@@ -54,7 +55,10 @@ func Rewind(ctx context.Context, js jetstream.JetStream, s step.Settings, defs s
 	if err != nil {
 		return nil, err
 	}
-	if missing := trimmedFrom(msgs, rec.Order[0].From, rec.Applied); missing != "" {
+	if missing, seq := trimmedFrom(msgs, rec.Order[0].From, rec.Applied); missing != "" {
+		if err := confirmGone(ctx, js, s.Names, runID, seq); err != nil {
+			return nil, err
+		}
 		return nil, noPoint("the history of run %q is trimmed: %s (the input stream's MaxAge, a retention purge or --migrate-inputs removed it), and a reset rebuilds the run from its history", runID, missing)
 	}
 	pin := st.Revision
@@ -85,21 +89,44 @@ func Rewind(ctx context.Context, js jetstream.JetStream, s step.Settings, defs s
 }
 
 // trimmedFrom says which input the line needs is missing from msgs (the
-// start, or one the record lists as applied), or "".
-func trimmedFrom(msgs []Message, start uint64, applied []uint64) string {
+// start, or one the record lists as applied) and its sequence, or "".
+func trimmedFrom(msgs []Message, start uint64, applied []uint64) (string, uint64) {
 	have := make(map[uint64]bool, len(msgs))
 	for _, m := range msgs {
 		have[m.Seq] = true
 	}
 	if !have[start] {
-		return fmt.Sprintf("its start (seq %d) is gone", start)
+		return fmt.Sprintf("its start (seq %d) is gone", start), start
 	}
 	for _, seq := range slices.Sorted(slices.Values(applied)) {
 		if !have[seq] {
-			return fmt.Sprintf("input seq %d, which it applied, is gone", seq)
+			return fmt.Sprintf("input seq %d, which it applied, is gone", seq), seq
 		}
 	}
-	return ""
+	return "", 0
+}
+
+// confirmGone asks the input stream's leader for the run's input at seq,
+// which the history read did not return; nil when the leader holds no
+// such input either. The read's counts and gets may be answered by a
+// server that lags (a node rejoining after a partition, a leader
+// election under way), and a reset refused on that word is refused for
+// good, while a later replay, reading the whole history, applies it and
+// no longer rebuilds the record. An input the leader still holds is an
+// error, so the dispatcher steps the reset again later.
+func confirmGone(ctx context.Context, js jetstream.JetStream, names subjects.Names, runID string, seq uint64) error {
+	ctx, cancel := context.WithTimeout(ctx, readWait)
+	defer cancel()
+	m, err := kvstore.NextOnSubject(ctx, js, names.InputStream(), seq, names.RunInputs(runID))
+	switch {
+	case errors.Is(err, kvstore.ErrNoKey):
+		return nil
+	case err != nil:
+		return fmt.Errorf("replay: confirm that input %d of run %s is gone: %w", seq, runID, err)
+	case m.Sequence == seq:
+		return fmt.Errorf("replay: the history of run %s was read without its input %d, which the input stream's leader holds (a lagging server answered the read); read it again", runID, seq)
+	}
+	return nil
 }
 
 // readRange returns the run's messages with sequences from..to, in

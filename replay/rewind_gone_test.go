@@ -1,0 +1,57 @@
+package replay
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/jetflow/jetflow/natstest"
+	"github.com/jetflow/jetflow/provision"
+	"github.com/jetflow/jetflow/subjects"
+)
+
+// TestConfirmGone: an input a history read missed is gone only when the
+// stream's leader holds no input of the run at its sequence. One it
+// holds must not refuse a reset for good (the read was answered by a
+// server behind the leader); another run's message there, or a purged
+// input, confirms the trim.
+func TestConfirmGone(t *testing.T) {
+	t.Parallel()
+	srv := natstest.Server(t)
+	js := natstest.JetStream(t, natstest.Conn(t, srv))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	names := subjects.Must("")
+	if err := provision.Provision(ctx, js, names, provision.ProvisionOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	publish := func(subject string) uint64 {
+		t.Helper()
+		ack, err := js.Publish(ctx, subject, []byte(`{}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ack.Sequence
+	}
+	mine := publish(names.Event("r1", "go"))
+	other := publish(names.Event("r2", "go"))
+	if err := confirmGone(ctx, js, names, "r1", mine); err == nil || !strings.Contains(err.Error(), "leader holds") {
+		t.Errorf("input %d the stream holds: %v, want an error to read again", mine, err)
+	}
+	if err := confirmGone(ctx, js, names, "r1", other); err != nil {
+		t.Errorf("another run's message at %d: %v, want the trim confirmed", other, err)
+	}
+	inputs, err := js.Stream(ctx, names.InputStream())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := inputs.Purge(ctx, jetstream.WithPurgeSubject(names.RunInputs("r1"))); err != nil {
+		t.Fatal(err)
+	}
+	if err := confirmGone(ctx, js, names, "r1", mine); err != nil {
+		t.Errorf("input %d purged: %v, want the trim confirmed", mine, err)
+	}
+}
