@@ -117,11 +117,11 @@ func TestUnknownRunWaitIsOnTheClock(t *testing.T) {
 	in := &step.Input{RunID: "w", Kind: "event"}
 	meta := &jetstream.MsgMetadata{Sequence: jetstream.SequencePair{Stream: 2}, Timestamp: clk.Now()}
 	clk.Advance(d.cfg.UnknownRunWait - time.Millisecond)
-	if reason := d.noRunReason(testCtx(t), meta, in); reason != "" {
+	if reason := d.noRunReason(testCtx(t), d.cfg.Names.StoredInput(b.names.Event("w", "e"), d.partitions), meta, in); reason != "" {
 		t.Fatalf("refused before UnknownRunWait: %s", reason)
 	}
 	clk.Advance(time.Millisecond)
-	if reason := d.noRunReason(testCtx(t), meta, in); reason == "" {
+	if reason := d.noRunReason(testCtx(t), d.cfg.Names.StoredInput(b.names.Event("w", "e"), d.partitions), meta, in); reason == "" {
 		t.Fatal("still waiting after UnknownRunWait")
 	}
 }

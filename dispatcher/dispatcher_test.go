@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -347,11 +348,46 @@ func TestInputBetweenTwoStartsWaits(t *testing.T) {
 	}
 	in := &step.Input{RunID: "twice", Kind: "event"}
 	meta := &jetstream.MsgMetadata{Sequence: jetstream.SequencePair{Stream: 2}, Timestamp: time.Now()}
-	if reason := d.noRunReason(ctx, meta, in); reason != "" {
+	if reason := d.noRunReason(ctx, d.cfg.Names.StoredInput(b.names.Event("twice", "e"), d.partitions), meta, in); reason != "" {
 		t.Errorf("the event between two starts is refused: %s", reason)
 	}
 	rec := b.waitStatus(t, "twice", wire.StatusDone, 10*time.Second)
 	if got := string(rec.Status.Result); got != `["between"]` {
 		t.Errorf("result %s, want the event between the starts", got)
+	}
+}
+
+// An input's run is judged not to exist only by a server that holds the
+// input itself, and so every message stored before it: one that does not
+// (a replica behind, or a leader just elected that has not applied what
+// it committed) may not hold the run's start either. A 30-minute chaos
+// run terminated a live run's result on a "none" read through the
+// leader, 250 ms after its start was stored.
+func TestNoStartCountsOnlyFromAServerHoldingTheInput(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	d := b.dispatcher(t, Config{})
+	ctx := testCtx(t)
+	subject := d.cfg.Names.StoredInput(b.names.Event("ghost", "e"), d.partitions)
+	in := &step.Input{RunID: "ghost", Kind: "event"}
+	// An input the answering server does not hold (its sequence is past
+	// the stream's end): it waits.
+	unseen := &jetstream.MsgMetadata{Sequence: jetstream.SequencePair{Stream: 1_000}, Timestamp: time.Now()}
+	if reason := d.noRunReason(ctx, subject, unseen, in); reason != "" {
+		t.Errorf("an input the server does not hold was refused: %s", reason)
+	}
+	// The same input once stored, still without a start: refused.
+	b.publish(t, b.names.Event("ghost", "e"), "late", "")
+	inputs, err := b.js.Stream(ctx, b.names.InputStream())
+	if err != nil {
+		t.Fatal(err)
+	}
+	last, err := inputs.GetLastMsgForSubject(ctx, subject)
+	if err != nil {
+		t.Fatal(err)
+	}
+	held := &jetstream.MsgMetadata{Sequence: jetstream.SequencePair{Stream: last.Sequence}, Timestamp: time.Now()}
+	if reason := d.noRunReason(ctx, subject, held, in); !strings.Contains(reason, "holds no start") {
+		t.Errorf("an input of no run, held: %q, want it refused for holding no start", reason)
 	}
 }

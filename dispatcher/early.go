@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
@@ -79,7 +80,7 @@ func (e *earlyInputs) prune(now time.Time) {
 // wait for its start, or terminate it with the reason. It returns the
 // outcome for the metrics.
 func (d *Dispatcher) noRun(ctx context.Context, m jetstream.Msg, meta *jetstream.MsgMetadata, in *step.Input, log *slog.Logger) string {
-	reason := d.noRunReason(ctx, meta, in)
+	reason := d.noRunReason(ctx, m.Subject(), meta, in)
 	if reason == "" {
 		now := d.cfg.Clock.Now()
 		delay := min(noRunDelay(meta.NumDelivered, d.cfg.RetryDelay), d.cfg.UnknownRunWait-now.Sub(meta.Timestamp))
@@ -108,15 +109,55 @@ func (d *Dispatcher) refuseNoRun(m jetstream.Msg, in *step.Input, log *slog.Logg
 }
 
 // noRunReason is why an input for a run without a record is terminated
-// now, or "" when it may wait for its start.
-func (d *Dispatcher) noRunReason(ctx context.Context, meta *jetstream.MsgMetadata, in *step.Input) string {
+// now, or "" when it may wait for its start. subject is the input's as
+// stored.
+func (d *Dispatcher) noRunReason(ctx context.Context, subject string, meta *jetstream.MsgMetadata, in *step.Input) string {
 	if reason := d.waitedTooLong(meta, in); reason != "" {
 		return reason
 	}
-	// The record read may have met a replica that lags: only the start's
-	// absence, read through the leader, says the run does not exist.
+	// The record read may have met a server that lags, and so may a read
+	// through the stream's leader: one just elected was seen to answer
+	// "none" for a start stored seconds before (a 30-minute chaos run
+	// terminated a live run's result so). The start's absence counts only
+	// as read by a server that holds this very input, and so every
+	// message stored before it.
+	started, covered, err := d.startHeld(ctx, subject, meta.Sequence.Stream, in.RunID)
+	switch {
+	case err != nil || !covered:
+		return "" // cannot tell: wait, bounded by UnknownRunWait
+	case !started:
+		return startReason(meta, in, 0, nil)
+	}
+	// Whether the first start came before the input: through the leader,
+	// as a retried start call can store a second one after it.
 	seq, err := d.startSeq(ctx, in.RunID)
+	if seq == 0 {
+		return "" // the leader has not caught up with the server above
+	}
 	return startReason(meta, in, seq, err)
+}
+
+// startHeld reads the last message of each of the run's start subjects
+// and of subject (the input's, stored at seq) in one direct get, and
+// reports whether a start was found and whether the server that answered
+// holds the input (covered), so that a start stored before it would have
+// been found.
+func (d *Dispatcher) startHeld(ctx context.Context, subject string, seq uint64, runID string) (started, covered bool, err error) {
+	ctx, cancel := context.WithTimeout(ctx, d.cfg.OpTimeout)
+	defer cancel()
+	starts := d.cfg.Names.StoredStarts(runID, d.partitions)
+	whole, err := kvstore.DirectLastsAll(ctx, d.js, d.cfg.Names.InputStream(), append(slices.Clip(starts), subject), func(m *jetstream.RawStreamMsg) {
+		if m.Subject == subject && m.Sequence >= seq {
+			covered = true
+		}
+		if slices.Contains(starts, m.Subject) {
+			started = true
+		}
+	})
+	if err != nil || !whole {
+		return false, false, err
+	}
+	return started, covered, nil
 }
 
 // waitedTooLong is why an input whose run has no record is terminated
