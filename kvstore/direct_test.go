@@ -34,6 +34,11 @@ func lossyResponder(t *testing.T, nc *nats.Conn, lose func(n int64, req string) 
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The reads come on another connection: the server must hold the
+	// subscription before the first, or it answers 503, no responders.
+	if err := nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
 	return &count
 }
 
