@@ -191,11 +191,7 @@ func Decode(runID string, data []byte) (*Run, error) {
 	if err != nil {
 		return nil, fmt.Errorf("run %s: %w", runID, err)
 	}
-	r := &Run{ID: runID, Status: ws, State: st}
-	if len(rec.Order) > 0 {
-		r.StartSeq = rec.Order[0].From
-	}
-	return r, nil
+	return &Run{ID: runID, Status: ws, State: st, StartSeq: rec.Order.First()}, nil
 }
 
 // Match reports whether the run passes the filter. Its error is the

@@ -121,15 +121,17 @@ func (d *Dispatcher) noRunReason(ctx context.Context, subject string, meta *jets
 	// terminated a live run's result so). The start's absence counts only
 	// as read by a server that holds this very input, and so every
 	// message stored before it.
-	started, covered, err := d.startHeld(ctx, subject, meta.Sequence.Stream, in.RunID)
+	last, covered, err := d.lastStart(ctx, subject, meta.Sequence.Stream, in.RunID)
 	switch {
 	case err != nil || !covered:
 		return "" // cannot tell: wait, bounded by UnknownRunWait
-	case !started:
+	case last == 0:
 		return startReason(meta, in, 0, nil)
+	case last < meta.Sequence.Stream:
+		return "" // its start, and so its first, came before it
 	}
-	// Whether the first start came before the input: through the leader,
-	// as a retried start call can store a second one after it.
+	// A start after the input: whether the first came before it, through
+	// the leader, as a retried start call can store a second one after it.
 	seq, err := d.startSeq(ctx, in.RunID)
 	if seq == 0 {
 		return "" // the leader has not caught up with the server above
@@ -137,12 +139,12 @@ func (d *Dispatcher) noRunReason(ctx context.Context, subject string, meta *jets
 	return startReason(meta, in, seq, err)
 }
 
-// startHeld reads the last message of each of the run's start subjects
-// and of subject (the input's, stored at seq) in one direct get, and
-// reports whether a start was found and whether the server that answered
-// holds the input (covered), so that a start stored before it would have
-// been found.
-func (d *Dispatcher) startHeld(ctx context.Context, subject string, seq uint64, runID string) (started, covered bool, err error) {
+// lastStart reads the last message of each of the run's start subjects
+// and of subject (the input's, stored at seq) in one direct get. It
+// returns the latest start's stream sequence (0: none) and whether the
+// server that answered holds the input (covered), so that a start stored
+// before it would have been found.
+func (d *Dispatcher) lastStart(ctx context.Context, subject string, seq uint64, runID string) (last uint64, covered bool, err error) {
 	ctx, cancel := context.WithTimeout(ctx, d.cfg.OpTimeout)
 	defer cancel()
 	starts := d.cfg.Names.StoredStarts(runID, d.partitions)
@@ -151,13 +153,13 @@ func (d *Dispatcher) startHeld(ctx context.Context, subject string, seq uint64, 
 			covered = true
 		}
 		if slices.Contains(starts, m.Subject) {
-			started = true
+			last = max(last, m.Sequence)
 		}
 	})
 	if err != nil || !whole {
-		return false, false, err
+		return 0, false, err
 	}
-	return started, covered, nil
+	return last, covered, nil
 }
 
 // waitedTooLong is why an input whose run has no record is terminated

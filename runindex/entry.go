@@ -40,9 +40,10 @@ func Build(runID string, data []byte, rev uint64, updated time.Time, search Sear
 	return e, err
 }
 
-// buildBrief is Build from the parts briefState reads; ok false when the
-// record needs the whole decode (a tombstone, a status out of step with
-// its state, anything run.Decode would refuse or read otherwise).
+// buildBrief is Build from what runrecord.ReadStateBrief reads; ok false
+// when the record needs the whole decode (a tombstone, a status out of
+// step with its state, anything run.Decode would refuse or read
+// otherwise).
 func buildBrief(runID string, data []byte, rev uint64, updated time.Time, search SearchFunc) (*wire.IndexEntry, bool, error) {
 	rec, err := runrecord.Decode(data)
 	if err != nil || rec.Status == nil {
@@ -52,30 +53,11 @@ func buildBrief(runID string, data []byte, rev uint64, updated time.Time, search
 	if !ok || b.Status != rec.Status.Status || b.RunID == "" || !b.Results || !b.Visits || len(b.Active) == 0 {
 		return nil, false, nil
 	}
-	s := rec.Status
-	e := &wire.IndexEntry{
-		Run: runID, RecordRev: rev, Updated: updated.UnixNano(),
-		Workflow: s.Workflow, Revision: s.Revision, Status: s.Status, State: s.State, Time: s.Time,
-	}
-	if len(rec.Order) > 0 {
-		e.StartSeq = rec.Order[0].From
-	}
-	if a := b.Active; len(a) != 1 || a[0] != s.State {
-		e.Active = a
-	}
-	paths, err := search(s.Workflow, s.Revision)
-	if err != nil {
-		return nil, true, &searchError{run: runID, workflow: s.Workflow, revision: s.Revision, err: err}
-	}
-	if len(paths) > 0 {
+	return runEntry(runID, rev, updated, rec.Status, rec.Order.First(), b.Active, search, func() (any, any, bool) {
 		input, ok1 := decodeAny(b.Input)
 		data, ok2 := decodeAny(b.Data)
-		if !ok1 || !ok2 {
-			return nil, false, nil
-		}
-		e.Search = client.SearchValues(input, data, paths)
-	}
-	return e, true, nil
+		return input, data, ok1 && ok2
+	})
 }
 
 // decodeAny decodes raw JSON as encoding/json decodes it into an any; nil
@@ -101,17 +83,36 @@ func buildWhole(runID string, data []byte, rev uint64, updated time.Time, search
 	if err != nil {
 		return nil, err
 	}
-	s := r.Status
-	e.Workflow, e.Revision, e.Status, e.State, e.Time, e.StartSeq = s.Workflow, s.Revision, s.Status, s.State, s.Time, r.StartSeq
-	if a := r.State.Control.Active; len(a) != 1 || a[0] != s.State {
-		e.Active = a
+	e, _, err = runEntry(runID, rev, updated, r.Status, r.StartSeq, r.State.Control.Active, search, func() (any, any, bool) {
+		return r.State.Context.Input, r.State.Context.Data, true
+	})
+	return e, err
+}
+
+// runEntry is a live run's entry, from what both readings of its record
+// give: its status, its start's sequence, its active states, and its
+// input and data (values), asked for only when the revision declares
+// search attributes; ok false when values cannot give them.
+func runEntry(runID string, rev uint64, updated time.Time, s *wire.Status, startSeq uint64, active []string, search SearchFunc, values func() (input, data any, ok bool)) (*wire.IndexEntry, bool, error) {
+	e := &wire.IndexEntry{
+		Run: runID, RecordRev: rev, Updated: updated.UnixNano(), StartSeq: startSeq,
+		Workflow: s.Workflow, Revision: s.Revision, Status: s.Status, State: s.State, Time: s.Time,
+	}
+	if len(active) != 1 || active[0] != s.State {
+		e.Active = active
 	}
 	paths, err := search(s.Workflow, s.Revision)
 	if err != nil {
-		return nil, &searchError{run: runID, workflow: s.Workflow, revision: s.Revision, err: err}
+		return nil, true, &searchError{run: runID, workflow: s.Workflow, revision: s.Revision, err: err}
 	}
-	e.Search = client.SearchValues(r.State.Context.Input, r.State.Context.Data, paths)
-	return e, nil
+	if len(paths) > 0 {
+		input, data, ok := values()
+		if !ok {
+			return nil, false, nil
+		}
+		e.Search = client.SearchValues(input, data, paths)
+	}
+	return e, true, nil
 }
 
 // searchError is a revision's search attributes that could not be read

@@ -37,6 +37,15 @@ func (s *Span) UnmarshalJSON(data []byte) error {
 // order, so it rebuilds the state the dispatchers saved even then.
 type Order []Span
 
+// First is the sequence of the first input the run took (its start), 0
+// when it took none.
+func (o Order) First() uint64 {
+	if len(o) == 0 {
+		return 0
+	}
+	return o[0].From
+}
+
 // max is the highest sequence the order names.
 func (o Order) max() uint64 {
 	var m uint64
