@@ -279,7 +279,7 @@ func (d *Dispatcher) flush(ctx context.Context, runID string, c cached) error {
 	if bucket != 0 {
 		d.markScheduled(bucket)
 	}
-	if c.rec.Status != nil && purges(run.Status(c.rec.Status.Status)) && c.rec.PurgesTimers() {
+	if c.rec.Status != nil && purges(run.Status(c.rec.Status.Status)) && c.rec.SweepsTimers() {
 		d.purgeTimers(ctx, runID)
 	}
 	c.published = true

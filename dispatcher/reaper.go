@@ -447,7 +447,7 @@ func (d *Dispatcher) removeDue(ctx context.Context, due wire.Due, last *jetstrea
 		if !ok || err != nil {
 			return false, err
 		}
-		rev, timers, r.Archived, rec = c.rev, c.rec.PurgesTimers(), true, c.rec
+		rev, timers, r.Archived, rec = c.rev, c.rec.SweepsTimers(), true, c.rec
 		if err := d.archiveRun(ctx, r, c.rec); err != nil {
 			return false, err
 		}
@@ -475,7 +475,7 @@ func (d *Dispatcher) removeDue(ctx context.Context, due wire.Due, last *jetstrea
 		if !ok || err != nil {
 			return false, err
 		}
-		rev, timers = c.rev, c.rec.PurgesTimers()
+		rev, timers = c.rev, c.rec.SweepsTimers()
 	}
 	if err != nil {
 		return false, fmt.Errorf("remove run %s: %w", due.Run, err)

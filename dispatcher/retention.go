@@ -132,7 +132,7 @@ func (d *Dispatcher) removals(ctx context.Context, runID string, c cached) (out 
 	if d.ret.batched {
 		out, bucket, err := d.dueEntry(runID, wire.Due{
 			Run: runID, Workflow: s.Workflow, Revision: s.Revision, Status: s.Status, Settled: s.Time,
-			Retention: float64(keep.Milliseconds()), Rev: c.rev, Timers: rec.PurgesTimers(),
+			Retention: float64(keep.Milliseconds()), Rev: c.rev, Timers: rec.SweepsTimers(),
 			Archive: d.archiveOf(ctx, s.Workflow, s.Revision), Seq: lastApplied(rec), Parent: parentOf(rec),
 		}, due)
 		if err != nil {
@@ -225,7 +225,7 @@ func (d *Dispatcher) remove(ctx context.Context, in *step.Input, cur cached, rem
 	}
 	// A run that never armed a timer (but its attempts' deadline, which
 	// settling disarms) has no timer schedule to purge.
-	if err := d.purgeRemoved(ctx, in.RunID, cur.rec.PurgesTimers(), true, nil); err != nil {
+	if err := d.purgeRemoved(ctx, in.RunID, cur.rec.SweepsTimers(), true, nil); err != nil {
 		return "", err
 	}
 	d.m.removed.WithLabelValues(r.Status).Inc()

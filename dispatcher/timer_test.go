@@ -129,6 +129,67 @@ func TestSettledRunPurgesItsTimers(t *testing.T) {
 	}
 }
 
+// TestRunEndedByItsTimerPurgesNothing: a run whose last timer fired has
+// no schedule left, so settling it costs no purge request; a run that an
+// event moved on before its timer still purges the one left pending.
+func TestRunEndedByItsTimerPurgesNothing(t *testing.T) {
+	t.Parallel()
+	drowsy := strings.ReplaceAll(strings.ReplaceAll(sleepy, `"ms": 300`, `"ms": 5000`), "sleepy/1", "drowsy/1")
+	b := setup(t).withEngine(t, map[string]string{"sleepy": sleepy, "drowsy": drowsy})
+	purges, err := b.nc.SubscribeSync("$JS.API.STREAM.PURGE." + b.names.TimerStream())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	b.dispatcher(t, Config{})
+	b.startSleep(t, "slept")
+	if st := b.waitStatus(t, "slept", wire.StatusDone, 10*time.Second).Status; st.State != "/states/late" {
+		t.Fatalf("ended in %q, want /states/late (its timer)", st.State)
+	}
+	b.publish(t, b.names.Start("woken"), wire.Start{Workflow: "drowsy"}, "start/woken")
+	b.waitStatus(t, "woken", wire.StatusWaiting, 10*time.Second)
+	b.publish(t, b.names.Event("woken", "go"), nil, "")
+	b.waitStatus(t, "woken", wire.StatusDone, 10*time.Second)
+	b.consumerSettled(t, 5*time.Second)
+	if err := b.nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for {
+		m, err := purges.NextMsg(200 * time.Millisecond)
+		if err != nil {
+			break
+		}
+		var req jetstream.StreamPurgeRequest
+		if err := json.Unmarshal(m.Data, &req); err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, req.Subject)
+	}
+	if !slices.Equal(got, []string{b.names.Schedule("woken", ">")}) {
+		t.Errorf("purge requests %q, want one, for run woken", got)
+	}
+	if rec := b.record(t, "slept"); !rec.Tracked || rec.SweepsTimers() {
+		t.Errorf("run slept: tracked %v, sweeps %v; want its schedules known gone", rec.Tracked, rec.SweepsTimers())
+	}
+	if rec := b.record(t, "woken"); rec.Tracked || !rec.SweepsTimers() {
+		t.Errorf("run woken: tracked %v, sweeps %v; want a schedule left pending", rec.Tracked, rec.SweepsTimers())
+	}
+	timers, err := b.js.Stream(testCtx(t), b.names.TimerStream())
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := timers.Info(testCtx(t), jetstream.WithSubjectFilter(b.names.ScheduleAll()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(info.State.Subjects) != 0 {
+		t.Errorf("schedules left: %v", info.State.Subjects)
+	}
+}
+
 // TestManyTimersDueTogether arms timers for the same instant in many runs
 // and measures how late they fire (stream time of the fire minus the
 // deadline) and how late the runs settle.

@@ -77,6 +77,15 @@ func parseRecord(data []byte) (*Record, bool) {
 			return nil, false
 		}
 	}
+	if p.next("tracked") {
+		switch {
+		case p.lit("true"):
+			r.Tracked = true
+		case p.lit("false"):
+		default:
+			return nil, false
+		}
+	}
 	if p.next("armed") {
 		if raw, ok = p.value(); !ok || json.Unmarshal(raw, &r.Armed) != nil {
 			return nil, false

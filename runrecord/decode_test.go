@@ -53,6 +53,7 @@ func sampleRecords() map[string]*Record {
 			Order:        Order{{1, 2}, {4, 4}},
 			Timers:       true,
 			DeadlineOnly: true,
+			Tracked:      true,
 			Armed:        map[string]int64{"d": 12, "r1": 4},
 			Priority:     new(9),
 		},

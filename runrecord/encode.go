@@ -86,6 +86,9 @@ func appendRecord(b []byte, r *Record) ([]byte, error) {
 	if r.DeadlineOnly {
 		b = append(b, `,"deadlineOnly":true`...)
 	}
+	if r.Tracked {
+		b = append(b, `,"tracked":true`...)
+	}
 	if len(r.Armed) > 0 {
 		b = append(b, `,"armed":{`...)
 		for i, id := range slices.Sorted(maps.Keys(r.Armed)) {

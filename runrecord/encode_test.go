@@ -40,6 +40,7 @@ func TestRecordEncodeIsEncodingJSON(t *testing.T) {
 		Order:        Order{{1, 2}, {4, 4}},
 		Timers:       true,
 		DeadlineOnly: true,
+		Tracked:      true,
 		Armed:        map[string]int64{"t3": 9, "d": 12, "<~é>": -1},
 		Priority:     new(7),
 	}
@@ -95,6 +96,7 @@ func FuzzRecordEncode(f *testing.F) {
 			Order:        Order{{a, b}},
 			Timers:       a%2 == 0,
 			DeadlineOnly: b%2 == 0,
+			Tracked:      (a+b)%2 == 0,
 			Armed:        map[string]int64{id: int64(a), hv: -int64(b)},
 		}
 		got, err := r.Encode()

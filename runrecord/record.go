@@ -45,6 +45,13 @@ type Record struct {
 	// when it settles such a run: its disarm goes to the subject before
 	// armed instances (Armed), which misses the pending instance.
 	DeadlineOnly bool `json:"deadlineOnly,omitempty"`
+	// Tracked qualifies Timers: every timer schedule the run published is
+	// in Armed or known gone, because the input whose step dropped it was
+	// its fire (which purged it), or an outbox disarmed or re-armed it. It
+	// is unset once a step dropped an instance still pending (a wait left
+	// by an event before its timer), and on records from before it, whose
+	// settlement then purges (SweepsTimers).
+	Tracked bool `json:"tracked,omitempty"`
 	// Armed maps each timer the run may still rely on to the step (the
 	// state's Seq) whose outbox armed its pending instance: the instance
 	// is on its own schedule subject (subjects.Names.ScheduleInstance),
@@ -155,7 +162,7 @@ func (r *Record) Next(seq uint64, maxApplied int) *Record {
 	if r == nil {
 		return &Record{Applied: []uint64{seq}, Order: Order{{seq, seq}}}
 	}
-	n := &Record{Status: r.Status, statusJSON: r.statusJSON, Rejected: r.Rejected, Ignored: r.Ignored, Timers: r.Timers, DeadlineOnly: r.DeadlineOnly, Parent: r.Parent, Children: r.Children, Priority: r.Priority}
+	n := &Record{Status: r.Status, statusJSON: r.statusJSON, Rejected: r.Rejected, Ignored: r.Ignored, Timers: r.Timers, DeadlineOnly: r.DeadlineOnly, Tracked: r.Tracked, Parent: r.Parent, Children: r.Children, Priority: r.Priority}
 	n.Applied = AppendBounded(r.Applied, seq, maxApplied)
 	n.Order = r.Order.Add(seq)
 	return n
@@ -164,6 +171,14 @@ func (r *Record) Next(seq uint64, maxApplied int) *Record {
 // PurgesTimers reports whether settling the run purges its pending
 // schedules: some timer it armed may outlive the settling step.
 func (r *Record) PurgesTimers() bool { return r.Timers && !r.DeadlineOnly }
+
+// SweepsTimers reports whether settling or removing the run purges its
+// schedules: PurgesTimers, unless every schedule it published is known
+// gone. The previous release's steps use PurgesTimers alone (it decides
+// DeadlineOnly, which that release reads).
+func (r *Record) SweepsTimers() bool {
+	return r.PurgesTimers() && (!r.Tracked || len(r.Armed) > 0)
+}
 
 // Refused returns the record after refusing the input at seq: the same
 // run, with the refusal noted (a redelivery of it is then recognised)

@@ -35,14 +35,18 @@ import (
 // armed) keeps its old subject (subjects.Names.Schedule): a disarm goes
 // there as it did, and an arm that replaces a timer prev relied on
 // disarms it there first.
-func placeTimers(names subjects.Names, runID string, armed map[string]int64, prev, next *run.State, out []runrecord.Outgoing) ([]runrecord.Outgoing, map[string]int64) {
+//
+// loose says an instance left armed without a disarm and without being
+// fired, the schedule subject of the fire this step applies ("" if it is
+// none): it may still be pending (Record.Tracked).
+func placeTimers(names subjects.Names, runID, fired string, armed map[string]int64, prev, next *run.State, out []runrecord.Outgoing) (placed []runrecord.Outgoing, _ map[string]int64, loose bool) {
 	// legacy: the timers whose pending schedule may be on the old
 	// subject, until this outbox disarms it there.
 	before := armed
 	legacy := func(id string) bool { _, ok := before[id]; return !ok && relies(prev, id) }
 	done := map[string]bool{}
 	armed = maps.Clone(armed)
-	placed := make([]runrecord.Outgoing, 0, len(out))
+	placed = make([]runrecord.Outgoing, 0, len(out))
 	for _, o := range out {
 		id := o.Header[wire.HeaderTimer]
 		switch o.Kind {
@@ -67,11 +71,17 @@ func placeTimers(names subjects.Names, runID string, armed map[string]int64, pre
 		}
 		placed = append(placed, o)
 	}
-	maps.DeleteFunc(armed, func(id string, _ int64) bool { return !relies(next, id) })
+	maps.DeleteFunc(armed, func(id string, inst int64) bool {
+		if relies(next, id) {
+			return false
+		}
+		loose = loose || fired != names.ScheduleInstance(runID, timerToken(id), itoa(inst))
+		return true
+	})
 	if len(armed) == 0 {
 		armed = nil
 	}
-	return placed, armed
+	return placed, armed, loose
 }
 
 // relies reports whether a run in state st may still take a fire of the

@@ -47,8 +47,10 @@ func TestPlaceTimers(t *testing.T) {
 		armed      map[string]int64
 		prev, next *run.State
 		out        []runrecord.Outgoing
+		fired      string // the fire the step applies
 		want       []sent
 		wantArmed  map[string]int64
+		wantLoose  bool
 	}{
 		{
 			name: "first arm", prev: nil, next: waiting(1, 1),
@@ -67,7 +69,7 @@ func TestPlaceTimers(t *testing.T) {
 		},
 		{
 			name: "retry fired, deadline armed again", armed: map[string]int64{"r1": 5}, prev: running(5, 0, "r1"), next: running(6, 300),
-			out:  []runrecord.Outgoing{arm("d")},
+			out: []runrecord.Outgoing{arm("d")}, fired: "p.sched.r.r1.5",
 			want: []sent{{runrecord.OutTimer, "p.sched.r.d.6"}}, wantArmed: map[string]int64{"d": 6},
 		},
 		{
@@ -89,7 +91,27 @@ func TestPlaceTimers(t *testing.T) {
 		{
 			name: "settled forgets them", armed: map[string]int64{"t1": 2, "d": 3}, prev: waiting(4, 1),
 			next: &run.State{RunID: "r", Seq: 5, Status: run.StatusDone},
+			want: []sent{}, wantArmed: nil, wantLoose: true,
+		},
+		{
+			name: "settled by its timer's fire", armed: map[string]int64{"t1": 2}, prev: waiting(4, 1),
+			next: &run.State{RunID: "r", Seq: 5, Status: run.StatusDone}, fired: "p.sched.r.t1.2",
 			want: []sent{}, wantArmed: nil,
+		},
+		{
+			name: "settled by a fire of an older instance", armed: map[string]int64{"t1": 3}, prev: waiting(4, 1),
+			next: &run.State{RunID: "r", Seq: 5, Status: run.StatusDone}, fired: "p.sched.r.t1.2",
+			want: []sent{}, wantArmed: nil, wantLoose: true,
+		},
+		{
+			name: "settled by a fire, another timer left pending", armed: map[string]int64{"t1": 2, "t2": 2}, prev: waiting(4, 1, 2),
+			next: &run.State{RunID: "r", Seq: 5, Status: run.StatusDone}, fired: "p.sched.r.t1.2",
+			want: []sent{}, wantArmed: nil, wantLoose: true,
+		},
+		{
+			name: "armed and left in one step", prev: waiting(4), next: waiting(5),
+			out:  []runrecord.Outgoing{arm("t1")},
+			want: []sent{{runrecord.OutTimer, "p.sched.r.t1.5"}}, wantArmed: nil, wantLoose: true,
 		},
 		{
 			name: "legacy deadline moves", prev: running(4, 100), next: running(5, 200),
@@ -110,7 +132,10 @@ func TestPlaceTimers(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
 			before := maps.Clone(c.armed)
-			out, armed := placeTimers(n, "r", c.armed, c.prev, c.next, c.out)
+			out, armed, loose := placeTimers(n, "r", c.fired, c.armed, c.prev, c.next, c.out)
+			if loose != c.wantLoose {
+				t.Errorf("loose %v, want %v", loose, c.wantLoose)
+			}
 			got := []sent{}
 			ids := map[string]bool{}
 			for _, o := range out {

@@ -50,6 +50,10 @@ type Input struct {
 	startEvent *run.Event
 	// migrate is the migration's body (kind migrate only).
 	migrate *wire.Migrate
+	// fired is the schedule subject a timer fire came from (the server's
+	// wire.HeaderScheduler), "" for other inputs: the instance its step
+	// may drop knowing that it is gone.
+	fired string
 	// Held says the start came back from the timer stream, held there
 	// for this reason (wire.HeaderHeld); HeldRound is how often a queued
 	// start looked before.
@@ -298,6 +302,7 @@ func (in *Input) parseTimer(header nats.Header, data []byte) error {
 	}
 	in.msg.Kind = run.KindTimer
 	in.msg.Timer = &run.TimerFire{ID: body.Timer, Deadline: body.Deadline}
+	in.fired = header.Get(wire.HeaderScheduler)
 	return nil
 }
 

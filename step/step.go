@@ -269,13 +269,17 @@ func commit(s Settings, def *Definition, in *Input, seq uint64, now float64, cur
 	if prev != nil {
 		armed = prev.Armed
 	}
-	out, armed = placeTimers(s.Names, in.RunID, armed, cur.State, next, out)
+	out, armed, loose := placeTimers(s.Names, in.RunID, in.fired, armed, cur.State, next, out)
 	rec := prev.Next(seq, s.AppliedHistory)
 	rec.State, rec.Outbox, rec.Armed = state, out, armed
 	rec.Parent, rec.Children, rec.Priority = parent, children, started
 	purge := rec.PurgesTimers() || armsTimer(out)
+	tracked := !rec.Timers || rec.Tracked // nothing armed before, or all accounted for
 	rec.Timers = rec.Timers || purge || len(armed) > 0
 	rec.DeadlineOnly = rec.Timers && !purge
+	// Every instance a record from before Tracked may hold outside Armed
+	// was armed with Timers already set, so none escapes this.
+	rec.Tracked = rec.Timers && tracked && !loose
 	for _, ig := range next.Ignored {
 		kind := subjects.KindEvent
 		if ig.Kind != "" {
