@@ -666,8 +666,9 @@ const DefaultIndexWait = 2 * time.Second
 // change the run bucket held when it was called, so that a listing sees
 // the caller's own writes. It returns how many changes were still not
 // indexed (0 when caught up or when that cannot be read; every record
-// when no dispatcher has made the indexer's consumer yet), and the run
-// bucket's last revision when it was called: no entry names a later one.
+// while no dispatcher has made the indexer's consumer, which a starting
+// dispatcher may be about to do), and the run bucket's last revision when
+// it was called: no entry names a later one.
 func (c *Client) catchUp(ctx context.Context, wait time.Duration) (uint64, uint64, error) {
 	n := c.names
 	rctx, cancel := readCtx(ctx)
@@ -676,23 +677,28 @@ func (c *Client) catchUp(ctx context.Context, wait time.Duration) (uint64, uint6
 	if err != nil {
 		return 0, 0, fmt.Errorf("client: list runs: read stream %q: %w", n.KVStream(n.RunBucket()), err)
 	}
-	target := runs.CachedInfo().State.LastSeq
-	rctx, cancel = readCtx(ctx)
-	cons, err := c.js.Consumer(rctx, n.KVStream(n.RunBucket()), n.IndexerConsumer())
-	cancel()
-	if errors.Is(err, jetstream.ErrConsumerNotFound) {
-		return runs.CachedInfo().State.Msgs, target, nil // no dispatcher has indexed anything yet
-	}
-	if err != nil {
-		return 0, target, nil
-	}
+	state := runs.CachedInfo().State
+	target := state.LastSeq
 	deadline := time.Now().Add(wait)
 	pause := time.Millisecond
-	info := cons.CachedInfo()
+	var behind uint64
 	for {
-		behind := info.NumPending + uint64(info.NumAckPending) //nolint:gosec // a count
-		if behind == 0 || info.AckFloor.Stream >= target {
-			return 0, target, nil
+		rctx, cancel := readCtx(ctx)
+		cons, err := c.js.Consumer(rctx, n.KVStream(n.RunBucket()), n.IndexerConsumer())
+		cancel()
+		switch {
+		case errors.Is(err, jetstream.ErrConsumerNotFound):
+			if behind = state.Msgs; behind == 0 {
+				return 0, target, nil
+			}
+		case err != nil:
+			return behind, target, nil
+		default:
+			info := cons.CachedInfo()
+			behind = info.NumPending + uint64(info.NumAckPending) //nolint:gosec // a count
+			if behind == 0 || info.AckFloor.Stream >= target {
+				return 0, target, nil
+			}
 		}
 		if wait <= 0 || time.Now().Add(pause).After(deadline) {
 			return behind, target, nil
@@ -705,12 +711,6 @@ func (c *Client) catchUp(ctx context.Context, wait time.Duration) (uint64, uint6
 		case <-t.C:
 		}
 		pause = min(2*pause, 100*time.Millisecond)
-		rctx, cancel := readCtx(ctx)
-		info, err = cons.Info(rctx)
-		cancel()
-		if err != nil {
-			return behind, target, nil
-		}
 	}
 }
 

@@ -1,11 +1,15 @@
 package provision
 
 import (
+	"context"
+	"encoding/json"
+	"fmt"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/jetflow/jetflow/subjects"
+	"github.com/jetflow/jetflow/wire"
 )
 
 // IndexStreamConfig is the run index (package runindex keeps it,
@@ -48,4 +52,19 @@ func IndexerConsumerConfig(names subjects.Names, ackWait time.Duration, maxAckPe
 		MaxDeliver:    -1,
 		MaxAckPending: maxAckPending,
 	}
+}
+
+// MarkIndexShape leaves the index's shape mark: its entries are of the
+// shape this code writes (subjects.IndexShape). Provision leaves it on
+// the index stream it creates, so that listings read a new deployment's
+// index from the start instead of until its first indexer starts.
+func MarkIndexShape(ctx context.Context, js jetstream.JetStream, n subjects.Names) error {
+	body, err := json.Marshal(wire.IndexShapeMark{Shape: subjects.IndexShape})
+	if err != nil {
+		return err
+	}
+	if _, err := js.Publish(ctx, n.IndexShapeMark(), body); err != nil {
+		return fmt.Errorf("leave the shape mark %q: %w", n.IndexShapeMark(), err)
+	}
+	return nil
 }

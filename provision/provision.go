@@ -475,16 +475,27 @@ func provision(ctx context.Context, js jetstream.JetStream, names subjects.Names
 	// KeepsDeniedPurge, from the read above.
 	input.DenyPurge = existing != nil && existing.CachedInfo().Config.DenyPurge
 	// The timer stream first: the input stream sources from it.
+	newIndex := false // an index stream that never held a message
 	for _, cfg := range []jetstream.StreamConfig{TimerStreamConfig(names, opts), input, TaskStreamConfig(names, opts), IndexStreamConfig(names, opts), AuditStreamConfig(names, opts), ScheduleStreamConfig(names, opts), QueueStreamConfig(names, opts)} {
 		err := ensure(ctx, opts.RetryFor, func(ctx context.Context) error {
-			_, err := js.CreateStream(ctx, cfg)
+			s, err := js.CreateStream(ctx, cfg)
 			if errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
-				_, err = js.UpdateStream(ctx, cfg)
+				s, err = js.UpdateStream(ctx, cfg)
+			}
+			if err == nil && cfg.Name == names.IndexStream() {
+				newIndex = s.CachedInfo().State.LastSeq == 0
 			}
 			return err
 		})
 		if err != nil {
 			return fmt.Errorf("provision: provision stream %q (subjects %v): %w", cfg.Name, cfg.Subjects, err)
+		}
+	}
+	if newIndex {
+		// One that ever held a message is left to its indexers, which
+		// rebuild an index of another shape.
+		if err := ensure(ctx, opts.RetryFor, func(ctx context.Context) error { return MarkIndexShape(ctx, js, names) }); err != nil {
+			return fmt.Errorf("provision: %w", err)
 		}
 	}
 	for _, cfg := range []jetstream.KeyValueConfig{

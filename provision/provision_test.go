@@ -1,6 +1,8 @@
 package provision_test
 
 import (
+	"encoding/json"
+	"errors"
 	"slices"
 	"strings"
 	"sync"
@@ -12,6 +14,7 @@ import (
 	"github.com/jetflow/jetflow/natstest"
 	"github.com/jetflow/jetflow/provision"
 	"github.com/jetflow/jetflow/subjects"
+	"github.com/jetflow/jetflow/wire"
 )
 
 func TestProvisionCreatesStreamsAndBuckets(t *testing.T) {
@@ -163,5 +166,34 @@ func TestProvisionRefusesBadOptions(t *testing.T) {
 		if err := provision.Provision(b.ctx, nil, c.names, c.opts); err == nil || !strings.HasPrefix(err.Error(), "provision: ") {
 			t.Errorf("%s: %v", name, err)
 		}
+	}
+}
+
+// A new index stream is marked in the current shape, so that listings
+// read it before any indexer has started; an index stream that ever held
+// a message is left to its indexers, which rebuild one of another shape.
+func TestProvisionMarksANewIndex(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	idx, err := b.js.Stream(b.ctx, b.names.IndexStream())
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := idx.GetLastMsgForSubject(b.ctx, b.names.IndexShapeMark())
+	if err != nil {
+		t.Fatalf("shape mark of a new index: %v", err)
+	}
+	var mark wire.IndexShapeMark
+	if err := json.Unmarshal(m.Data, &mark); err != nil || mark.Shape != subjects.IndexShape {
+		t.Fatalf("shape mark %s (%v), want shape %d", m.Data, err, subjects.IndexShape)
+	}
+	if err := idx.Purge(b.ctx, jetstream.WithPurgeSubject(b.names.IndexShapeMark())); err != nil {
+		t.Fatal(err)
+	}
+	if err := provision.Provision(b.ctx, b.js, b.names, provision.ProvisionOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := idx.GetLastMsgForSubject(b.ctx, b.names.IndexShapeMark()); !errors.Is(err, jetstream.ErrMsgNotFound) {
+		t.Errorf("provisioning again marked an index that existed: %v", err)
 	}
 }

@@ -31,8 +31,10 @@ func TestIndexOfAnOlderShapeIsRebuilt(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Purge(b.ctx, jetstream.WithPurgeSubject(b.names.IndexOff())); err != nil {
-		t.Fatal(err)
+	for _, mark := range []string{b.names.IndexOff(), b.names.IndexShapeMark()} {
+		if err := s.Purge(b.ctx, jetstream.WithPurgeSubject(mark)); err != nil {
+			t.Fatal(err)
+		}
 	}
 	for i := range 4 {
 		run := fmt.Sprintf("idx-%d", i)

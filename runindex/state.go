@@ -10,6 +10,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/jetflow/jetflow/client"
+	"github.com/jetflow/jetflow/provision"
 	"github.com/jetflow/jetflow/subjects"
 	"github.com/jetflow/jetflow/wire"
 )
@@ -70,7 +71,7 @@ func Rebuild(ctx context.Context, js jetstream.JetStream, n subjects.Names) erro
 // consumer writes again anyway; the other order could purge what a new
 // consumer already wrote.
 func rebuild(ctx context.Context, js jetstream.JetStream, s jetstream.Stream, n subjects.Names) error {
-	if err := markShape(ctx, js, n); err != nil {
+	if err := provision.MarkIndexShape(ctx, js, n); err != nil {
 		return fmt.Errorf("runindex: rebuild: %w", err)
 	}
 	for _, f := range n.IndexRuns() {
@@ -81,19 +82,6 @@ func rebuild(ctx context.Context, js jetstream.JetStream, s jetstream.Stream, n 
 	err := js.DeleteConsumer(ctx, n.KVStream(n.RunBucket()), n.IndexerConsumer())
 	if err != nil && !errors.Is(err, jetstream.ErrConsumerNotFound) {
 		return fmt.Errorf("runindex: rebuild: delete consumer %q of stream %q: %w", n.IndexerConsumer(), n.KVStream(n.RunBucket()), err)
-	}
-	return nil
-}
-
-// markShape leaves the index's shape mark: its entries are of the shape
-// this code writes.
-func markShape(ctx context.Context, js jetstream.JetStream, n subjects.Names) error {
-	body, err := json.Marshal(wire.IndexShapeMark{Shape: subjects.IndexShape})
-	if err != nil {
-		return err
-	}
-	if _, err := js.Publish(ctx, n.IndexShapeMark(), body); err != nil {
-		return fmt.Errorf("leave the shape mark %q: %w", n.IndexShapeMark(), err)
 	}
 	return nil
 }
@@ -114,7 +102,7 @@ func reshape(ctx context.Context, js jetstream.JetStream, s jetstream.Stream, n 
 		return false, fmt.Errorf("runindex: read stream %q: %w", n.IndexStream(), err)
 	}
 	if info.State.Msgs == 0 {
-		return false, markShape(ctx, js, n)
+		return false, provision.MarkIndexShape(ctx, js, n)
 	}
 	return true, rebuild(ctx, js, s, n)
 }

@@ -260,9 +260,9 @@ func TestRemovedEntriesExpireWithTheTombstone(t *testing.T) {
 	})
 }
 
-// provisionedWriters provisions a fresh server in the current index shape
-// and returns a maker of writers on it, without search attributes, each
-// closed when the test ends; ctx ends after timeout.
+// provisionedWriters provisions a fresh server (its index marked in the
+// current shape) and returns a maker of writers on it, without search
+// attributes, each closed when the test ends; ctx ends after timeout.
 func provisionedWriters(t *testing.T, timeout time.Duration) (context.Context, jetstream.JetStream, subjects.Names, func() *writer) {
 	t.Helper()
 	js := natstest.JetStream(t, natstest.Conn(t, natstest.Server(t)))
@@ -270,9 +270,6 @@ func provisionedWriters(t *testing.T, timeout time.Duration) (context.Context, j
 	t.Cleanup(cancel)
 	names := subjects.Must("")
 	if err := provision.Provision(ctx, js, names, provision.ProvisionOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	if err := markShape(ctx, js, names); err != nil {
 		t.Fatal(err)
 	}
 	none := func(string, string) (map[string]string, error) { return nil, nil }
