@@ -36,9 +36,10 @@ import (
 // there as it did, and an arm that replaces a timer prev relied on
 // disarms it there first.
 //
-// loose says an instance left armed without a disarm and without being
-// fired, the schedule subject of the fire this step applies ("" if it is
-// none): it may still be pending (Record.Tracked).
+// fired is the schedule subject of the fire the step applies ("" for any
+// other input). loose reports that the step dropped an instance that was
+// neither that fire's nor disarmed: it may still be pending
+// (Record.Tracked).
 func placeTimers(names subjects.Names, runID, fired string, armed map[string]int64, prev, next *run.State, out []runrecord.Outgoing) (placed []runrecord.Outgoing, _ map[string]int64, loose bool) {
 	// legacy: the timers whose pending schedule may be on the old
 	// subject, until this outbox disarms it there.

@@ -110,10 +110,13 @@ var parseCases = []parseCase{
 		},
 	},
 	{
-		name: "timer headers", subject: "jetflow.in.r1.timer", header: map[string]string{wire.HeaderTimer: "t2", wire.HeaderDeadline: "2500.5"},
+		name: "timer headers", subject: "jetflow.in.r1.timer", header: map[string]string{wire.HeaderTimer: "t2", wire.HeaderDeadline: "2500.5", wire.HeaderScheduler: "jetflow.sched.r1.t2.7"},
 		check: func(t *testing.T, in *Input) {
 			if f := in.msg.Timer; f.ID != "t2" || f.Deadline != 2500.5 {
 				t.Errorf("timer %+v", f)
+			}
+			if in.fired != "jetflow.sched.r1.t2.7" {
+				t.Errorf("fired %q, want the schedule the server named", in.fired)
 			}
 		},
 	},

@@ -274,11 +274,12 @@ func commit(s Settings, def *Definition, in *Input, seq uint64, now float64, cur
 	rec.State, rec.Outbox, rec.Armed = state, out, armed
 	rec.Parent, rec.Children, rec.Priority = parent, children, started
 	purge := rec.PurgesTimers() || armsTimer(out)
-	tracked := !rec.Timers || rec.Tracked // nothing armed before, or all accounted for
+	// A record without Timers armed nothing (Timers is as old as timers);
+	// one with Timers and not Tracked may have left a schedule pending,
+	// and stays so.
+	tracked := !rec.Timers || rec.Tracked
 	rec.Timers = rec.Timers || purge || len(armed) > 0
 	rec.DeadlineOnly = rec.Timers && !purge
-	// Every instance a record from before Tracked may hold outside Armed
-	// was armed with Timers already set, so none escapes this.
 	rec.Tracked = rec.Timers && tracked && !loose
 	for _, ig := range next.Ignored {
 		kind := subjects.KindEvent
