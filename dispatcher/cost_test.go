@@ -2,6 +2,7 @@ package dispatcher
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"strings"
 	"sync/atomic"
@@ -92,19 +93,29 @@ func TestPurgeOnlyRunsThatArmedTimers(t *testing.T) {
 	b.start(t, "timed", map[string]any{"sleepMs": 10.0})
 	b.waitStatus(t, "timed", wire.StatusDone, 10*time.Second)
 	b.consumerSettled(t, 5*time.Second)
+	if got := b.purgeFilters(t, purges); len(got) != 1 {
+		t.Errorf("purge requests %v, want one (for the run that armed a timer)", got)
+	}
+}
+
+// purgeFilters returns the subject filters of the purge requests sub
+// took so far (a subscription to $JS.API.STREAM.PURGE.<stream>).
+func (b *bundle) purgeFilters(t *testing.T, sub *nats.Subscription) []string {
+	t.Helper()
 	if err := b.nc.Flush(); err != nil {
 		t.Fatal(err)
 	}
-	var subjects []string
+	var got []string
 	for {
-		m, err := purges.NextMsg(100 * time.Millisecond)
+		m, err := sub.NextMsg(200 * time.Millisecond)
 		if err != nil {
-			break
+			return got
 		}
-		subjects = append(subjects, m.Subject)
-	}
-	if len(subjects) != 1 {
-		t.Errorf("purge requests %v, want one (for the run that armed a timer)", subjects)
+		var req jetstream.StreamPurgeRequest
+		if err := json.Unmarshal(m.Data, &req); err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, req.Subject)
 	}
 }
 

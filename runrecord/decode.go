@@ -59,32 +59,14 @@ func parseRecord(data []byte) (*Record, bool) {
 			return nil, false
 		}
 	}
-	if p.next("timers") {
-		switch {
-		case p.lit("true"):
-			r.Timers = true
-		case p.lit("false"):
-		default:
-			return nil, false
-		}
+	if p.next("timers") && !p.flag(&r.Timers) {
+		return nil, false
 	}
-	if p.next("deadlineOnly") {
-		switch {
-		case p.lit("true"):
-			r.DeadlineOnly = true
-		case p.lit("false"):
-		default:
-			return nil, false
-		}
+	if p.next("deadlineOnly") && !p.flag(&r.DeadlineOnly) {
+		return nil, false
 	}
-	if p.next("tracked") {
-		switch {
-		case p.lit("true"):
-			r.Tracked = true
-		case p.lit("false"):
-		default:
-			return nil, false
-		}
+	if p.next("tracked") && !p.flag(&r.Tracked) {
+		return nil, false
 	}
 	if p.next("armed") {
 		if raw, ok = p.value(); !ok || json.Unmarshal(raw, &r.Armed) != nil {
@@ -172,6 +154,19 @@ func (p *recParser) next(name string) bool {
 	}
 	p.i = save
 	return false
+}
+
+// flag reads true or false into *dst.
+func (p *recParser) flag(dst *bool) bool {
+	switch {
+	case p.lit("true"):
+		*dst = true
+	case p.lit("false"):
+		*dst = false
+	default:
+		return false
+	}
+	return true
 }
 
 // str reads a string of printable ASCII without escapes: what Encode
