@@ -78,13 +78,7 @@ func TestLatestReadsOnlyTheRevisionList(t *testing.T) {
 func TestPurgeOnlyRunsThatArmedTimers(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	purges, err := b.nc.SubscribeSync("$JS.API.STREAM.PURGE." + b.names.TimerStream())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := b.nc.Flush(); err != nil {
-		t.Fatal(err)
-	}
+	purges := b.watchPurges(t)
 	b.dispatcher(t, Config{})
 	b.start(t, "plain", map[string]any{"events": 1})
 	b.waitStatus(t, "plain", wire.StatusWaiting, 10*time.Second)
@@ -96,6 +90,19 @@ func TestPurgeOnlyRunsThatArmedTimers(t *testing.T) {
 	if got := b.purgeFilters(t, purges); len(got) != 1 {
 		t.Errorf("purge requests %v, want one (for the run that armed a timer)", got)
 	}
+}
+
+// watchPurges subscribes to the purge requests of the timer stream.
+func (b *bundle) watchPurges(t *testing.T) *nats.Subscription {
+	t.Helper()
+	sub, err := b.nc.SubscribeSync("$JS.API.STREAM.PURGE." + b.names.TimerStream())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	return sub
 }
 
 // purgeFilters returns the subject filters of the purge requests sub

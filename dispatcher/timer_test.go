@@ -136,13 +136,7 @@ func TestRunEndedByItsTimerPurgesNothing(t *testing.T) {
 	t.Parallel()
 	drowsy := strings.ReplaceAll(strings.ReplaceAll(sleepy, `"ms": 300`, `"ms": 5000`), "sleepy/1", "drowsy/1")
 	b := setup(t).withEngine(t, map[string]string{"sleepy": sleepy, "drowsy": drowsy})
-	purges, err := b.nc.SubscribeSync("$JS.API.STREAM.PURGE." + b.names.TimerStream())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := b.nc.Flush(); err != nil {
-		t.Fatal(err)
-	}
+	purges := b.watchPurges(t)
 	b.dispatcher(t, Config{})
 	b.startSleep(t, "slept")
 	if st := b.waitStatus(t, "slept", wire.StatusDone, 10*time.Second).Status; st.State != "/states/late" {
