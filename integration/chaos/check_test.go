@@ -41,6 +41,10 @@ type results struct {
 	executions, reexecuted, redelivered1 int
 	// timer fires applied, and refused as late or repeated.
 	timersApplied, timersRefused int
+	// tombstonesKept counts runs whose index head is at the deletion the
+	// server wrote when their tombstone expired while the stream's leader
+	// still holds the tombstone (checkIndex).
+	tombstonesKept int
 	// startsRepeated counts start messages of a run that already existed:
 	// the driver retried a start call after an error, and the client
 	// draws a fresh message id per call, so the retry is a second message.

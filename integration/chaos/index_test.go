@@ -5,9 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"testing"
 	"time"
 
 	"github.com/jetflow/jetflow/kvstore"
+	"github.com/jetflow/jetflow/runrecord"
 	"github.com/jetflow/jetflow/wire"
 )
 
@@ -41,7 +43,7 @@ func (h *harness) checkIndex(ctx context.Context, res *results, runs []*runLog) 
 	}
 	behind := 0
 	for _, r := range runs {
-		_, rev, err := h.f.Runs.Get(ctx, r.id, kvstore.FromLeader())
+		data, rev, err := h.f.Runs.Get(ctx, r.id, kvstore.FromLeader())
 		if errors.Is(err, kvstore.ErrRunNotFound) {
 			continue // removed by retention and gone
 		}
@@ -58,10 +60,66 @@ func (h *harness) checkIndex(ctx context.Context, res *results, runs []*runLog) 
 		case err != nil:
 			res.problem("run index: run %s (record revision %d): no head: %v", r.id, rev, err)
 			behind++
+		case head.RecordRev != rev && pastItsTTL(head, rev, data):
+			// The index took the deletion the server wrote when the
+			// tombstone expired; the replica leading now kept the
+			// tombstone (finding 25 in docs/RELIABILITY.md).
+			res.tombstonesKept++
+			h.logf("run index: run %s: head at the deletion (revision %d) of a tombstone the leader still holds (revision %d), past its TTL", r.id, head.RecordRev, rev)
 		case head.RecordRev != rev:
 			res.problem("run index: run %s: head at record revision %d, the record at %d", r.id, head.RecordRev, rev)
 			behind++
 		}
 	}
 	h.logf("run index: caught up; %d of %d runs' heads behind their records", behind, len(runs))
+}
+
+// pastItsTTL reports whether a head and a record disagree only because
+// the stream's leader kept a tombstone past its TTL: the record (at rev)
+// is a tombstone whose time ran out a while ago, and the head names a
+// later deletion of the run's key (a head without a status), which only
+// the server writes, when a tombstone expires.
+func pastItsTTL(head wire.IndexHead, rev uint64, record []byte) bool {
+	var re *runrecord.RemovedError
+	if _, err := runrecord.Decode(record); !errors.As(err, &re) {
+		return false
+	}
+	expired := time.UnixMilli(int64(re.Removed.Until)).Add(tombstoneSlack)
+	return head.Status == "" && head.RecordRev > rev && time.Now().After(expired)
+}
+
+// tombstoneSlack is how long after its TTL a tombstone may still be in
+// the stream without being taken for one a replica kept: the server
+// expires messages in passes.
+const tombstoneSlack = 30 * time.Second
+
+func TestPastItsTTL(t *testing.T) {
+	t.Parallel()
+	tomb := func(until time.Time) []byte {
+		b, err := runrecord.EncodeRemoved(wire.Removed{Run: "r", Status: "done", Until: float64(until.UnixMilli())})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	long := time.Now().Add(-time.Hour)
+	deleted := wire.IndexHead{RecordRev: 9, Shape: 2}
+	for _, c := range []struct {
+		name   string
+		head   wire.IndexHead
+		rev    uint64
+		record []byte
+		want   bool
+	}{
+		{"a deletion after a tombstone long expired", deleted, 5, tomb(long), true},
+		{"a deletion after a tombstone still in its time", deleted, 5, tomb(time.Now().Add(time.Minute)), false},
+		{"a deletion after a tombstone just expired", deleted, 5, tomb(time.Now()), false},
+		{"a head before the tombstone", wire.IndexHead{RecordRev: 4, Shape: 2}, 5, tomb(long), false},
+		{"a head with a status", wire.IndexHead{RecordRev: 9, Status: "removed", Shape: 2}, 5, tomb(long), false},
+		{"a record, not a tombstone", deleted, 5, []byte(`{"state":{}}`), false},
+	} {
+		if got := pastItsTTL(c.head, c.rev, c.record); got != c.want {
+			t.Errorf("%s: %v, want %v", c.name, got, c.want)
+		}
+	}
 }

@@ -197,8 +197,8 @@ func (s *summary) details() []string {
 	out = append(out, fmt.Sprintf("task attempts run again on a first delivery: %d; process starts retried: %d; client calls retried: %d; event runs paused before their events and resumed after: %d",
 		s.res.redelivered1, s.failedStarts, s.clientRetries, s.pauses))
 	r := s.res
-	out = append(out, fmt.Sprintf("retention (workflows %s, %s after settling, archived): %d runs removed, %d while the last record the watcher saw (of %d) was not settled; %d checked from their archive, %d of them removed before the driver saw them settle; %d inputs a removed run never took (refused as a removed run's); resets taken: %d, lost to the run's removal: %d",
-		strings.Join(retained(), ", "), retention, r.removed, r.removedUnsettled, r.watched, r.archivedChecked, r.removedUnseen, r.afterRemoval, s.resets, s.resetsLost))
+	out = append(out, fmt.Sprintf("retention (workflows %s, %s after settling, archived): %d runs removed, %d while the last record the watcher saw (of %d) was not settled; %d checked from their archive, %d of them removed before the driver saw them settle; %d inputs a removed run never took (refused as a removed run's); resets taken: %d, lost to the run's removal: %d; tombstones the stream's leader kept past their TTL, which the index shows deleted: %d",
+		strings.Join(retained(), ", "), retention, r.removed, r.removedUnsettled, r.watched, r.archivedChecked, r.removedUnseen, r.afterRemoval, s.resets, s.resetsLost, r.tombstonesKept))
 	out = append(out, fmt.Sprintf("misbehaviours of the protocol worker, attempts (deliveries): %s (%s); %d NAKed invocations left in the task stream; the recovery figures leave out the %d runs they hit",
 		byKind(r.misbehaved), byKind(r.misDeliveries), r.naksLeft, s.misbehavedRuns))
 	out = append(out, fmt.Sprintf("attempts timed out (TASK_TIMEOUT): %d, %d of them misbehaved on, %d after a fault",
