@@ -62,8 +62,12 @@ func (d *Dispatcher) attempt(ctx context.Context, in *step.Input, seq uint64, no
 	}
 	cur, found, err := d.load(ctx, in.RunID, reload, in.Kind == subjects.KindStart)
 	tr.loaded(cur, found)
+	over := false // the start creates its run over a tombstone
 	if re, ok := removedRun(err); ok {
-		return d.onRemoved(ctx, in, re, log)
+		if !reusable(in, re, now) {
+			return d.onRemoved(ctx, in, re, log)
+		}
+		cur, over, err = cached{rev: cur.rev}, true, nil
 	}
 	if err != nil {
 		return "", err
@@ -128,7 +132,7 @@ func (d *Dispatcher) attempt(ctx context.Context, in *step.Input, seq uint64, no
 	}
 	next, status := res.Run.State, res.Status
 	d.writePage(ctx, in.RunID, cur.st, next, res.Run.Record, log)
-	saved, err := d.save(ctx, in.RunID, res.Run.Record, next, cur.rev, found)
+	saved, err := d.save(ctx, in.RunID, res.Run.Record, next, cur.rev, found || over)
 	tr.saved(found, err)
 	if creates {
 		ctx = tr.open(ctx, res, err == nil)
@@ -182,6 +186,15 @@ func (d *Dispatcher) reject(ctx context.Context, in *step.Input, cur cached, fou
 	return outcomeRejected, nil
 }
 
+// reusable reports whether a start may create its run over the
+// tombstone re: the run id is free again once the tombstone's time is up
+// (wire.Removed.Until), by the start's own time. The server expires a
+// tombstone in passes, and a replica that recovered after a kill may keep
+// one for good (docs/RELIABILITY.md, finding 25); neither holds the id.
+func reusable(in *step.Input, re *runrecord.RemovedError, now float64) bool {
+	return in.Kind == subjects.KindStart && re.Removed.Until > 0 && now >= re.Removed.Until
+}
+
 // load returns the run's record from the cache or the store. After a
 // conflict it reads through the stream leader: a replica may not have
 // the winner's write yet. For a start it reads nothing: the run almost
@@ -208,7 +221,7 @@ func (d *Dispatcher) load(ctx context.Context, runID string, afterConflict, star
 	}
 	rec, err := runrecord.Decode(data)
 	if _, ok := removedRun(err); ok {
-		return cached{}, false, err
+		return cached{rev: rev}, false, err // the tombstone's revision (reusable)
 	}
 	if err != nil {
 		return cached{}, false, fmt.Errorf("%w: run %s: %w", step.ErrPermanent, runID, err)

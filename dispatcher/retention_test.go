@@ -254,3 +254,55 @@ func TestArchiveBeforeRemoval(t *testing.T) {
 		return nil
 	})
 }
+
+// TestStartOverATombstoneWhoseTimeIsUp: a start of a removed run's id is
+// refused while the tombstone's time runs, and creates the run over the
+// tombstone once it has run out, whether or not the server has expired
+// the tombstone yet (a replica may keep one: docs/RELIABILITY.md,
+// finding 25).
+func TestStartOverATombstoneWhoseTimeIsUp(t *testing.T) {
+	t.Parallel()
+	b := setup(t).withEngine(t, map[string]string{"forever": waitsForever})
+	kv, err := b.js.KeyValue(testCtx(t), b.names.RunBucket())
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := float64(time.Now().UnixMilli())
+	for id, until := range map[string]float64{"again": now - 1000, "later": now + 3600e3} {
+		data, err := runrecord.EncodeRemoved(wire.Removed{Run: id, At: now - 2000, Workflow: "forever", Revision: "forever/1", Status: wire.StatusDone, Settled: now - 3000, Until: until})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := kv.Put(testCtx(t), id, data); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b.dispatcher(t, Config{})
+	for _, id := range []string{"again", "later"} {
+		b.publish(t, b.names.Start(id), wire.Start{Workflow: "forever"}, "start/"+id)
+	}
+	natstest.WaitFor(t, 10*time.Second, "run again started over its tombstone", func() error {
+		data, _, err := b.store.Get(testCtx(t), "again")
+		if err != nil {
+			return err
+		}
+		rec, err := runrecord.Decode(data)
+		if err != nil {
+			return err
+		}
+		if rec.Status == nil || rec.Status.Status != wire.StatusWaiting {
+			return errorf("status %+v", rec.Status)
+		}
+		return nil
+	})
+	b.consumerSettled(t, 10*time.Second)
+	data, _, err := b.store.Get(testCtx(t), "later")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := runrecord.Decode(data); !errors.Is(err, runrecord.ErrRemoved) {
+		t.Errorf("a start within the tombstone's time replaced it: %v", err)
+	}
+	b.publish(t, b.names.Event("again", "x"), nil, "")
+	b.waitStatus(t, "again", wire.StatusDone, 10*time.Second)
+}
