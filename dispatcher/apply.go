@@ -67,7 +67,7 @@ func (d *Dispatcher) attempt(ctx context.Context, in *step.Input, seq uint64, no
 		if !reusable(in, re, now) {
 			return d.onRemoved(ctx, in, re, log)
 		}
-		cur, over, err = cached{rev: cur.rev}, true, nil
+		over, err = true, nil // cur holds only the tombstone's revision
 	}
 	if err != nil {
 		return "", err

@@ -76,7 +76,7 @@ func placeTimers(names subjects.Names, runID, fired string, armed map[string]int
 		if relies(next, id) {
 			return false
 		}
-		loose = loose || fired != names.ScheduleInstance(runID, timerToken(id), itoa(inst))
+		loose = loose || fired == "" || fired != names.ScheduleInstance(runID, timerToken(id), itoa(inst))
 		return true
 	})
 	if len(armed) == 0 {
