@@ -3,7 +3,11 @@ package kvstore
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"time"
+
+	"github.com/cenkalti/backoff/v4"
 
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -17,6 +21,12 @@ import (
 // with the matching subjects only), page by page. More than most
 // subjects (most > 0) is ErrTooManyResults, known from the first page;
 // a missing stream wraps jetstream.ErrStreamNotFound.
+//
+// A replicated stream with no leader has every replica answer STREAM.INFO
+// with its own state, which may lag the last leader's or lack messages
+// it holds (RELIABILITY.md, finding 26): such an answer, whose cluster
+// names no leader, is asked again until a leader answers or ctx ends
+// (ErrNoLeader).
 func SubjectCounts(ctx context.Context, js jetstream.JetStream, stream, filter string, most int) (map[string]uint64, uint64, error) {
 	o := js.Options()
 	if _, ok := ctx.Deadline(); !ok && o.DefaultTimeout > 0 {
@@ -24,6 +34,33 @@ func SubjectCounts(ctx context.Context, js jetstream.JetStream, stream, filter s
 		ctx, cancel = context.WithTimeout(ctx, o.DefaultTimeout)
 		defer cancel()
 	}
+	b := backoff.WithContext(backoff.NewExponentialBackOff(
+		backoff.WithInitialInterval(20*time.Millisecond), backoff.WithMaxInterval(500*time.Millisecond), backoff.WithMaxElapsedTime(0)), ctx)
+	var last error
+	type answer struct {
+		counts map[string]uint64
+		last   uint64
+	}
+	a, err := backoff.RetryWithData(func() (answer, error) {
+		counts, seq, err := subjectCounts(ctx, js, stream, filter, most)
+		if errors.Is(err, ErrNoLeader) {
+			last = err
+			return answer{}, err
+		}
+		return answer{counts, seq}, backoff.Permanent(err)
+	}, b)
+	if err != nil && last != nil && ctx.Err() != nil {
+		err = fmt.Errorf("%w (%w)", last, err)
+	}
+	return a.counts, a.last, err
+}
+
+// ErrNoLeader: a replicated stream answered with no leader.
+var ErrNoLeader = errors.New("the stream has no leader")
+
+// subjectCounts is one paged read of SubjectCounts.
+func subjectCounts(ctx context.Context, js jetstream.JetStream, stream, filter string, most int) (map[string]uint64, uint64, error) {
+	o := js.Options()
 	api := subjects.APIPrefix(o.Domain) + "STREAM.INFO." + stream
 	out := map[string]uint64{}
 	var last uint64
@@ -42,6 +79,9 @@ func SubjectCounts(ctx context.Context, js jetstream.JetStream, stream, filter s
 				LastSeq  uint64            `json:"last_seq"`
 				Subjects map[string]uint64 `json:"subjects"`
 			} `json:"state"`
+			Cluster *struct {
+				Leader string `json:"leader"`
+			} `json:"cluster"`
 			Error *struct {
 				ErrCode     int    `json:"err_code"`
 				Description string `json:"description"`
@@ -55,6 +95,9 @@ func SubjectCounts(ctx context.Context, js jetstream.JetStream, stream, filter s
 				return nil, 0, fmt.Errorf("the subjects %q of stream %q: %w", filter, stream, jetstream.ErrStreamNotFound)
 			}
 			return nil, 0, fmt.Errorf("the subjects %q of stream %q: %s (%d)", filter, stream, resp.Error.Description, resp.Error.ErrCode)
+		}
+		if resp.Cluster != nil && resp.Cluster.Leader == "" {
+			return nil, 0, fmt.Errorf("the subjects %q of stream %q: %w", filter, stream, ErrNoLeader)
 		}
 		if offset == 0 {
 			last = resp.State.LastSeq

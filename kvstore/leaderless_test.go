@@ -1,0 +1,78 @@
+package kvstore_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/jetflow/jetflow/kvstore"
+	"github.com/jetflow/jetflow/natstest"
+)
+
+// A replicated stream that lost its leader has each replica answer
+// STREAM.INFO with its own state, which may lag or lack messages the
+// leader held; SubjectCounts takes no such answer. With the leader and
+// another node stopped, the follower left answers with no leader:
+// SubjectCounts waits and returns ErrNoLeader; with them back, the
+// whole count.
+func TestSubjectCountsWaitsForALeader(t *testing.T) {
+	t.Parallel()
+	if testing.Short() {
+		t.Skip("starts a 3-node cluster")
+	}
+	c := natstest.Cluster(t, 3)
+	ctx := testCtx(t, 3*time.Minute)
+	js := natstest.JetStream(t, c.Connect())
+	if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "S", Subjects: []string{"s.>"}, Replicas: 3}); err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		if _, err := js.Publish(ctx, "s.a", nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Keep a follower, whose answer is never a leader's.
+	leader := c.WaitStreamLeader("S")
+	left := -1
+	for i, s := range c.Servers {
+		if s != leader && left < 0 {
+			left = i
+			continue
+		}
+		c.Stop(i)
+	}
+	nc, err := nats.Connect(c.Servers[left].ClientURL(), nats.ReconnectWait(20*time.Millisecond), nats.MaxReconnects(-1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	js = natstest.JetStream(t, nc)
+	// The node left takes the group for leaderless some seconds on, and
+	// answers from then on; until then nothing answers.
+	natstest.WaitFor(t, time.Minute, "the node left to answer with no leader", func() error {
+		rctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		defer cancel()
+		counts, _, err := kvstore.SubjectCounts(rctx, js, "S", "s.>", 0)
+		switch {
+		case errors.Is(err, kvstore.ErrNoLeader):
+			return nil
+		case err == nil:
+			t.Fatalf("SubjectCounts took the answer of a stream with no leader: %v", counts)
+		}
+		return err
+	})
+	for i := range c.Servers {
+		if i != left {
+			c.Start(i)
+		}
+	}
+	c.WaitStreamLeader("S")
+	counts, last, err := kvstore.SubjectCounts(ctx, js, "S", "s.>", 0)
+	if err != nil || last != 3 || counts["s.a"] != 3 {
+		t.Fatalf("with a leader again: %v, last %d, %v; want s.a:3, last 3", counts, last, err)
+	}
+}
