@@ -537,7 +537,7 @@ func (d *Dispatcher) archiveRun(ctx context.Context, r wire.Removed, rec *runrec
 	if err != nil {
 		return fmt.Errorf("archive run %s: encode its record: %w", r.Run, err)
 	}
-	msgs, err := replay.ReadHistory(ctx, d.js, d.cfg.Names, r.Run)
+	msgs, err := replay.ReadHistoryOf(ctx, d.js, d.cfg.Names, r.Run, rec)
 	if err != nil {
 		return fmt.Errorf("archive run %s: read its history: %w", r.Run, err)
 	}

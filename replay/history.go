@@ -55,7 +55,14 @@ const readWait = 30 * time.Second
 // what none of them locates is read by the walk, whose cost grows with
 // the messages between (docs/PERFORMANCE.md, "Cost as work grows").
 func ReadHistory(ctx context.Context, js jetstream.JetStream, names subjects.Names, runID string) ([]Message, error) {
-	out, err := readHistory(ctx, js, names, runID, nil)
+	return ReadHistoryOf(ctx, js, names, runID, nil)
+}
+
+// ReadHistoryOf is ReadHistory for a caller that holds the run's record
+// rec (nil: it is read), whose inputs the read finds through the stream
+// leader when a replica lacks them.
+func ReadHistoryOf(ctx context.Context, js jetstream.JetStream, names subjects.Names, runID string, rec *runrecord.Record) ([]Message, error) {
+	out, err := readHistory(ctx, js, names, runID, rec)
 	if err != nil || len(out) == 0 {
 		return nil, err
 	}
@@ -79,13 +86,18 @@ func ReadHistory(ctx context.Context, js jetstream.JetStream, names subjects.Nam
 //     run's sequence pages name (readPages: each 128 inputs a run
 //     applied, and the rest of a run removed with its history kept),
 //     pipelined as in 3;
-//  5. and only for a subject still short of its count, its messages one
+//  5. only for a subject still short of its count, its messages one
 //     after the other from its first (walk), until none is missing, so
-//     that nothing is searched past the last one missing.
+//     that nothing is searched past the last one missing;
+//  6. and through the stream leader, any input the record names that
+//     none of these found (fill).
 //
-// Direct gets may be answered by a replica that lags the leader: a
-// subject short of its count is read by step 5, which finishes through
-// the leader. Messages stored after step 1 are left out.
+// Step 1 is answered by the stream leader (kvstore.SubjectCounts waits
+// for one). Direct gets may be answered by a replica that lags the
+// leader, or one that lacks messages between those it holds: a subject
+// short of its count is read by step 5, which finishes through the
+// leader, and step 6 finds what the record names. Messages stored after
+// step 1 are left out.
 func readHistory(ctx context.Context, js jetstream.JetStream, names subjects.Names, runID string, rec *runrecord.Record) ([]Message, error) {
 	if err := subjects.CheckRunID(runID); err != nil {
 		return nil, err
@@ -130,10 +142,10 @@ func readHistory(ctx context.Context, js jetstream.JetStream, names subjects.Nam
 		}
 		many = many || n > 2
 	}
+	if rec == nil {
+		rec = readRecord(ctx, js, names, runID)
+	}
 	if many {
-		if rec == nil {
-			rec = readRecord(ctx, js, names, runID)
-		}
 		if err := h.bySeq(ctx, js, streamName, filter, recordSeqs(rec)); err != nil {
 			return nil, err
 		}
@@ -149,6 +161,9 @@ func readHistory(ctx context.Context, js jetstream.JetStream, names subjects.Nam
 				return nil, err
 			}
 		}
+	}
+	if err := h.fill(ctx, js, streamName, filter, recordSeqs(rec)); err != nil {
+		return nil, err
 	}
 	out := slices.SortedFunc(maps.Values(h.found), func(a, b Message) int { return cmp.Compare(a.Seq, b.Seq) })
 	return out, nil
@@ -199,6 +214,28 @@ func (h *runReading) bySeq(ctx context.Context, js jetstream.JetStream, stream, 
 	defer cancel()
 	if err := kvstore.DirectSeqs(ctx, js, stream, seqs, func(m *jetstream.RawStreamMsg) { h.add(m) }); err != nil {
 		return fmt.Errorf("replay: read %s from stream %q: %w", filter, stream, err)
+	}
+	return nil
+}
+
+// fill reads through the stream leader each of seqs (the inputs the
+// run's record names) that the read has not found. A replica that
+// answered direct gets may lack messages in the middle of what it holds
+// (RELIABILITY.md, finding 26), which a walk steps over; the leader has
+// them, or they are gone from the stream. It costs nothing when every
+// input the record names was found, as it is unless a replica diverged.
+func (h *runReading) fill(ctx context.Context, js jetstream.JetStream, stream, filter string, seqs []uint64) error {
+	for _, seq := range h.unread(seqs) {
+		gctx, cancel := context.WithTimeout(ctx, readWait)
+		m, err := kvstore.NextOnSubject(gctx, js, stream, seq, filter)
+		cancel()
+		if errors.Is(err, kvstore.ErrNoKey) {
+			return nil // none from seq on
+		}
+		if err != nil {
+			return fmt.Errorf("replay: read %s from stream %q at sequence %d: %w", filter, stream, seq, err)
+		}
+		h.add(m)
 	}
 	return nil
 }
@@ -324,20 +361,27 @@ func (h *runReading) walk(ctx context.Context, js jetstream.JetStream, stream, s
 		}
 	}
 	// A replica behind the leader, or retention since the count: ask the
-	// leader for what is left.
-	for !done {
-		gctx, cancel := context.WithTimeout(ctx, readWait)
-		m, err := kvstore.NextOnSubject(gctx, js, stream, seq+1, subject)
-		cancel()
-		if errors.Is(err, kvstore.ErrNoKey) {
-			break
+	// leader for what is left. Still short at the end, the replica lacked
+	// messages between those it gave (finding 26): the leader walks the
+	// subject again from its first.
+	for again := false; ; again = true {
+		for !done {
+			gctx, cancel := context.WithTimeout(ctx, readWait)
+			m, err := kvstore.NextOnSubject(gctx, js, stream, seq+1, subject)
+			cancel()
+			if errors.Is(err, kvstore.ErrNoKey) {
+				break
+			}
+			if err != nil {
+				return fmt.Errorf("replay: read %s from stream %q after sequence %d: %w", subject, stream, seq, err)
+			}
+			each(m)
 		}
-		if err != nil {
-			return fmt.Errorf("replay: read %s from stream %q after sequence %d: %w", subject, stream, seq, err)
+		if again || missing() == 0 {
+			return nil
 		}
-		each(m)
+		seq, done = 0, false
 	}
-	return nil
 }
 
 // directHeaders are the headers a direct get adds to a stored message.
