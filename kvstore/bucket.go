@@ -121,6 +121,11 @@ func (b *Bucket) getOnce(ctx context.Context, key string, fromLeader bool) (Valu
 	case "DEL", "PURGE":
 		return Value{}, ErrNoKey
 	}
+	// The marker the server leaves where a value's TTL ran out (a
+	// tombstone's), as jetstream.KeyValue.Get takes it.
+	if m.Header.Get(jetstream.MarkerReasonHeader) != "" {
+		return Value{}, ErrNoKey
+	}
 	return Value{Data: m.Data, Revision: m.Sequence, Created: m.Time}, nil
 }
 

@@ -43,6 +43,12 @@ func TestTombstone(t *testing.T) {
 		}
 		return nil
 	})
+	// The server leaves a marker with no data where it expired, which a
+	// read through the leader (after a conflict, and by retention) must
+	// take for no record, not for one that does not decode.
+	if data, _, err := rs.Get(b.ctx, "r", kvstore.FromLeader()); !errors.Is(err, kvstore.ErrRunNotFound) {
+		t.Errorf("a leader read of the expired tombstone: %q, %v; want ErrRunNotFound", data, err)
+	}
 	if _, err := rs.Create(b.ctx, "r", []byte(`{"state":3}`)); err != nil {
 		t.Errorf("a create after the tombstone expired: %v", err)
 	}
