@@ -1,18 +1,13 @@
 package replay
 
 import (
-	"context"
 	"maps"
 	"slices"
 	"testing"
-	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/jetflow/jetflow/kvstore"
-	"github.com/jetflow/jetflow/natstest"
-	"github.com/jetflow/jetflow/provision"
-	"github.com/jetflow/jetflow/subjects"
 )
 
 // TestFillFindsWhatAReplicaLacked: an input the record names that the
@@ -21,21 +16,10 @@ import (
 // costs no error.
 func TestFillFindsWhatAReplicaLacked(t *testing.T) {
 	t.Parallel()
-	srv := natstest.Server(t)
-	js := natstest.JetStream(t, natstest.Conn(t, srv))
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	names := subjects.Must("")
-	if err := provision.Provision(ctx, js, names, provision.ProvisionOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	ctx, js, names, publish := provisioned(t)
 	var seqs []uint64
 	for _, subject := range []string{names.Start("r1"), names.Event("r2", "go"), names.Result("r1"), names.Result("r1"), names.Event("r1", "go")} {
-		ack, err := js.Publish(ctx, subject, []byte(`{}`))
-		if err != nil {
-			t.Fatal(err)
-		}
-		seqs = append(seqs, ack.Sequence)
+		seqs = append(seqs, publish(subject))
 	}
 	mine := []uint64{seqs[0], seqs[2], seqs[3], seqs[4]}
 	read := func() *runReading {

@@ -20,22 +20,7 @@ import (
 // input, confirms the trim.
 func TestConfirmGone(t *testing.T) {
 	t.Parallel()
-	srv := natstest.Server(t)
-	js := natstest.JetStream(t, natstest.Conn(t, srv))
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	names := subjects.Must("")
-	if err := provision.Provision(ctx, js, names, provision.ProvisionOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	publish := func(subject string) uint64 {
-		t.Helper()
-		ack, err := js.Publish(ctx, subject, []byte(`{}`))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return ack.Sequence
-	}
+	ctx, js, names, publish := provisioned(t)
 	mine := publish(names.Event("r1", "go"))
 	other := publish(names.Event("r2", "go"))
 	if err := confirmGone(ctx, js, names, "r1", mine); err == nil || !strings.Contains(err.Error(), "leader holds") {
@@ -53,5 +38,26 @@ func TestConfirmGone(t *testing.T) {
 	}
 	if err := confirmGone(ctx, js, names, "r1", mine); err != nil {
 		t.Errorf("input %d purged: %v, want the trim confirmed", mine, err)
+	}
+}
+
+// provisioned starts a server with a deployment provisioned on it, and
+// returns a publish of an empty input that gives its stream sequence.
+func provisioned(t *testing.T) (context.Context, jetstream.JetStream, subjects.Names, func(subject string) uint64) {
+	t.Helper()
+	js := natstest.JetStream(t, natstest.Conn(t, natstest.Server(t)))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	names := subjects.Must("")
+	if err := provision.Provision(ctx, js, names, provision.ProvisionOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	return ctx, js, names, func(subject string) uint64 {
+		t.Helper()
+		ack, err := js.Publish(ctx, subject, []byte(`{}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ack.Sequence
 	}
 }
