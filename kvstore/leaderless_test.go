@@ -15,10 +15,10 @@ import (
 
 // A replicated stream that lost its leader has each replica answer
 // STREAM.INFO with its own state, which may lag or lack messages the
-// leader held; SubjectCounts takes no such answer. With the leader and
+// leader held; SubjectCounts and LeaderInfo take no such answer. With the leader and
 // another node stopped, the follower left answers with no leader:
-// SubjectCounts waits and returns ErrNoLeader; with them back, the
-// whole count.
+// SubjectCounts and LeaderInfo wait and return ErrNoLeader; with them
+// back, the whole count and state.
 func TestSubjectCountsWaitsForALeader(t *testing.T) {
 	t.Parallel()
 	if testing.Short() {
@@ -37,13 +37,9 @@ func TestSubjectCountsWaitsForALeader(t *testing.T) {
 	}
 	// Keep a follower, whose answer is never a leader's.
 	leader := c.WaitStreamLeader("S")
-	left := -1
-	for i, s := range c.Servers {
-		if s != leader && left < 0 {
-			left = i
-			continue
-		}
-		c.Stop(i)
+	left := 0
+	if c.Servers[left] == leader {
+		left = 1
 	}
 	nc, err := nats.Connect(c.Servers[left].ClientURL(), nats.ReconnectWait(20*time.Millisecond), nats.MaxReconnects(-1))
 	if err != nil {
@@ -51,6 +47,15 @@ func TestSubjectCountsWaitsForALeader(t *testing.T) {
 	}
 	t.Cleanup(nc.Close)
 	js = natstest.JetStream(t, nc)
+	stream, err := js.Stream(ctx, "S")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range c.Servers {
+		if i != left {
+			c.Stop(i)
+		}
+	}
 	// The node left takes the group for leaderless some seconds on, and
 	// answers from then on; until then nothing answers.
 	natstest.WaitFor(t, time.Minute, "the node left to answer with no leader", func() error {
@@ -59,11 +64,17 @@ func TestSubjectCountsWaitsForALeader(t *testing.T) {
 		counts, _, err := kvstore.SubjectCounts(rctx, js, "S", "s.>", 0)
 		switch {
 		case errors.Is(err, kvstore.ErrNoLeader):
-			return nil
 		case err == nil:
 			t.Fatalf("SubjectCounts took the answer of a stream with no leader: %v", counts)
+		default:
+			return err
 		}
-		return err
+		ictx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		defer cancel()
+		if info, err := kvstore.LeaderInfo(ictx, stream); !errors.Is(err, kvstore.ErrNoLeader) {
+			t.Fatalf("LeaderInfo with no leader: %+v, %v; want ErrNoLeader", info, err)
+		}
+		return nil
 	})
 	for i := range c.Servers {
 		if i != left {
@@ -74,5 +85,8 @@ func TestSubjectCountsWaitsForALeader(t *testing.T) {
 	counts, last, err := kvstore.SubjectCounts(ctx, js, "S", "s.>", 0)
 	if err != nil || last != 3 || counts["s.a"] != 3 {
 		t.Fatalf("with a leader again: %v, last %d, %v; want s.a:3, last 3", counts, last, err)
+	}
+	if info, err := kvstore.LeaderInfo(ctx, stream); err != nil || info.State.LastSeq != 3 || info.Cluster.Leader == "" {
+		t.Fatalf("LeaderInfo with a leader again: %+v, %v", info, err)
 	}
 }

@@ -114,3 +114,29 @@ func subjectCounts(ctx context.Context, js jetstream.JetStream, stream, filter s
 		}
 	}
 }
+
+// LeaderInfo is s.Info answered by the stream's leader: an answer of a
+// replicated stream with no leader (each replica's own state, see
+// SubjectCounts) is asked again until ctx ends (ErrNoLeader). For
+// decisions taken on a stream's state: its first and last sequence, or
+// whether it is empty.
+func LeaderInfo(ctx context.Context, s jetstream.Stream) (*jetstream.StreamInfo, error) {
+	b := backoff.WithContext(backoff.NewExponentialBackOff(
+		backoff.WithInitialInterval(20*time.Millisecond), backoff.WithMaxInterval(500*time.Millisecond), backoff.WithMaxElapsedTime(0)), ctx)
+	var last error
+	info, err := backoff.RetryWithData(func() (*jetstream.StreamInfo, error) {
+		info, err := s.Info(ctx)
+		if err != nil {
+			return nil, backoff.Permanent(err)
+		}
+		if info.Cluster != nil && info.Cluster.Leader == "" {
+			last = fmt.Errorf("stream %q: %w", info.Config.Name, ErrNoLeader)
+			return nil, last
+		}
+		return info, nil
+	}, b)
+	if err != nil && last != nil && ctx.Err() != nil {
+		err = fmt.Errorf("%w (%w)", last, err)
+	}
+	return info, err
+}

@@ -134,7 +134,7 @@ func MigrateInputStream(ctx context.Context, js jetstream.JetStream, names subje
 	if err != nil {
 		return m, fmt.Errorf("provision: migrate: read the timer schedules of %q: %w", names.InputStream(), err)
 	}
-	info, err := old.Info(ctx)
+	info, err := kvstore.LeaderInfo(ctx, old)
 	if err != nil {
 		return m, fmt.Errorf("provision: migrate: %w", err)
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/jetflow/jetflow/kvstore"
 	"github.com/jetflow/jetflow/subjects"
 )
 
@@ -33,7 +34,7 @@ func ReadHistories(ctx context.Context, js jetstream.JetStream, names subjects.N
 	if err != nil {
 		return nil, fmt.Errorf("replay: bind input stream %q (is it provisioned?): %w", streamName, err)
 	}
-	info, err := stream.Info(ctx)
+	info, err := kvstore.LeaderInfo(ctx, stream)
 	if err != nil {
 		return nil, fmt.Errorf("replay: input stream %q: %w", streamName, err)
 	}

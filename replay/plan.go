@@ -8,6 +8,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/jetflow/jetflow/kvstore"
 	"github.com/jetflow/jetflow/runrecord"
 	"github.com/jetflow/jetflow/subjects"
 	"github.com/jetflow/jetflow/wire"
@@ -202,7 +203,7 @@ func checkTrimmed(ctx context.Context, src Source, runID string, msgs []Message,
 	trimmed := func(missing string) *TrimmedError {
 		e := &TrimmedError{RunID: runID, Missing: missing}
 		if s, err := src.JS.Stream(ctx, src.Names.InputStream()); err == nil {
-			if si, err := s.Info(ctx); err == nil {
+			if si, err := kvstore.LeaderInfo(ctx, s); err == nil {
 				e.StreamFirst, e.StreamFirstTime, e.MaxAge = si.State.FirstSeq, si.State.FirstTime, si.Config.MaxAge
 			}
 		}

@@ -10,6 +10,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/jetflow/jetflow/client"
+	"github.com/jetflow/jetflow/kvstore"
 	"github.com/jetflow/jetflow/provision"
 	"github.com/jetflow/jetflow/subjects"
 	"github.com/jetflow/jetflow/wire"
@@ -97,7 +98,7 @@ func reshape(ctx context.Context, js jetstream.JetStream, s jetstream.Stream, n 
 		return false, err
 	}
 	// A new deployment's empty index only needs the mark.
-	info, err := s.Info(ctx)
+	info, err := kvstore.LeaderInfo(ctx, s)
 	if err != nil {
 		return false, fmt.Errorf("runindex: read stream %q: %w", n.IndexStream(), err)
 	}
