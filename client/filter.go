@@ -123,7 +123,7 @@ func (m *Matcher) Bind(ctx context.Context, js jetstream.JetStream, names subjec
 		m.bound = true
 		return nil
 	}
-	s, err := js.Stream(ctx, names.InputStream())
+	s, err := kvstore.BindLeader(ctx, js, names.InputStream())
 	if err != nil {
 		return fmt.Errorf("client: filter: bind input stream %q: %w", names.InputStream(), err)
 	}

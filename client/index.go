@@ -171,7 +171,7 @@ func (q *indexQuery) byStart(ctx context.Context, after *cursor, limit int) ([]h
 // after the cursor: it reads every entry of the filter (all).
 func (q *indexQuery) byID(ctx context.Context, after *cursor, limit int) ([]hit, error) {
 	rctx, cancel := readCtx(ctx)
-	s, err := q.c.js.Stream(rctx, q.c.names.IndexStream())
+	s, err := kvstore.BindLeader(rctx, q.c.js, q.c.names.IndexStream())
 	cancel()
 	if errors.Is(err, jetstream.ErrStreamNotFound) {
 		return nil, fmt.Errorf("%w: stream %q does not exist (provision the deployment again: jetflow serve --provision)", ErrNoIndex, q.c.names.IndexStream())
@@ -188,7 +188,7 @@ func (q *indexQuery) byID(ctx context.Context, after *cursor, limit int) ([]hit,
 func (c *Client) lastInput(ctx context.Context) (uint64, error) {
 	ctx, cancel := readCtx(ctx)
 	defer cancel()
-	s, err := c.js.Stream(ctx, c.names.InputStream())
+	s, err := kvstore.BindLeader(ctx, c.js, c.names.InputStream())
 	if err != nil {
 		return 0, fmt.Errorf("client: list runs: read stream %q: %w", c.names.InputStream(), err)
 	}
@@ -672,7 +672,7 @@ const DefaultIndexWait = 2 * time.Second
 func (c *Client) catchUp(ctx context.Context, wait time.Duration) (uint64, uint64, error) {
 	n := c.names
 	rctx, cancel := readCtx(ctx)
-	runs, err := c.js.Stream(rctx, n.KVStream(n.RunBucket()))
+	runs, err := kvstore.BindLeader(rctx, c.js, n.KVStream(n.RunBucket()))
 	cancel()
 	if err != nil {
 		return 0, 0, fmt.Errorf("client: list runs: read stream %q: %w", n.KVStream(n.RunBucket()), err)

@@ -15,10 +15,10 @@ import (
 
 // A replicated stream that lost its leader has each replica answer
 // STREAM.INFO with its own state, which may lag or lack messages the
-// leader held; SubjectCounts and LeaderInfo take no such answer. With the leader and
-// another node stopped, the follower left answers with no leader:
-// SubjectCounts and LeaderInfo wait and return ErrNoLeader; with them
-// back, the whole count and state.
+// leader held; SubjectCounts, LeaderInfo and BindLeader take no such
+// answer. With the leader and another node stopped, the follower left
+// answers with no leader: they wait and return ErrNoLeader; with the
+// nodes back, the whole count and state.
 func TestSubjectCountsWaitsForALeader(t *testing.T) {
 	t.Parallel()
 	if testing.Short() {
@@ -74,6 +74,11 @@ func TestSubjectCountsWaitsForALeader(t *testing.T) {
 		if info, err := kvstore.LeaderInfo(ictx, stream); !errors.Is(err, kvstore.ErrNoLeader) {
 			t.Fatalf("LeaderInfo with no leader: %+v, %v; want ErrNoLeader", info, err)
 		}
+		bctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		defer cancel()
+		if s, err := kvstore.BindLeader(bctx, js, "S"); !errors.Is(err, kvstore.ErrNoLeader) {
+			t.Fatalf("BindLeader with no leader: %v, %v; want ErrNoLeader", s, err)
+		}
 		return nil
 	})
 	for i := range c.Servers {
@@ -88,5 +93,8 @@ func TestSubjectCountsWaitsForALeader(t *testing.T) {
 	}
 	if info, err := kvstore.LeaderInfo(ctx, stream); err != nil || info.State.LastSeq != 3 || info.Cluster.Leader == "" {
 		t.Fatalf("LeaderInfo with a leader again: %+v, %v", info, err)
+	}
+	if s, err := kvstore.BindLeader(ctx, js, "S"); err != nil || s.CachedInfo().Cluster.Leader == "" {
+		t.Fatalf("BindLeader with a leader again: %v", err)
 	}
 }

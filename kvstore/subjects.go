@@ -140,3 +140,18 @@ func LeaderInfo(ctx context.Context, s jetstream.Stream) (*jetstream.StreamInfo,
 	}
 	return info, err
 }
+
+// BindLeader is js.Stream whose CachedInfo is a leader's answer (see
+// LeaderInfo): one request unless the stream has no leader.
+func BindLeader(ctx context.Context, js jetstream.JetStream, name string) (jetstream.Stream, error) {
+	s, err := js.Stream(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	if c := s.CachedInfo().Cluster; c != nil && c.Leader == "" {
+		if _, err := LeaderInfo(ctx, s); err != nil {
+			return nil, err
+		}
+	}
+	return s, nil
+}

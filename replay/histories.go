@@ -30,14 +30,11 @@ func ReadHistories(ctx context.Context, js jetstream.JetStream, names subjects.N
 		return out, nil
 	}
 	streamName := names.InputStream()
-	stream, err := js.Stream(ctx, streamName)
+	stream, err := kvstore.BindLeader(ctx, js, streamName)
 	if err != nil {
 		return nil, fmt.Errorf("replay: bind input stream %q (is it provisioned?): %w", streamName, err)
 	}
-	info, err := kvstore.LeaderInfo(ctx, stream)
-	if err != nil {
-		return nil, fmt.Errorf("replay: input stream %q: %w", streamName, err)
-	}
+	info := stream.CachedInfo()
 	last := info.State.LastSeq
 	from = max(from, info.State.FirstSeq)
 	if info.State.Msgs == 0 || from > last {

@@ -202,10 +202,9 @@ func startRevision(ctx context.Context, src Source, order []Message, sv saved) (
 func checkTrimmed(ctx context.Context, src Source, runID string, msgs []Message, sv saved) error {
 	trimmed := func(missing string) *TrimmedError {
 		e := &TrimmedError{RunID: runID, Missing: missing}
-		if s, err := src.JS.Stream(ctx, src.Names.InputStream()); err == nil {
-			if si, err := kvstore.LeaderInfo(ctx, s); err == nil {
-				e.StreamFirst, e.StreamFirstTime, e.MaxAge = si.State.FirstSeq, si.State.FirstTime, si.Config.MaxAge
-			}
+		if s, err := kvstore.BindLeader(ctx, src.JS, src.Names.InputStream()); err == nil {
+			si := s.CachedInfo()
+			e.StreamFirst, e.StreamFirstTime, e.MaxAge = si.State.FirstSeq, si.State.FirstTime, si.Config.MaxAge
 		}
 		return e
 	}
