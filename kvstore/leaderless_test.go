@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/jetflow/jetflow/kvstore"
@@ -41,12 +40,7 @@ func TestSubjectCountsWaitsForALeader(t *testing.T) {
 	if c.Servers[left] == leader {
 		left = 1
 	}
-	nc, err := nats.Connect(c.Servers[left].ClientURL(), nats.ReconnectWait(20*time.Millisecond), nats.MaxReconnects(-1))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	js = natstest.JetStream(t, nc)
+	js = natstest.JetStream(t, natstest.Conn(t, c.Servers[left]))
 	stream, err := js.Stream(ctx, "S")
 	if err != nil {
 		t.Fatal(err)
