@@ -55,7 +55,7 @@ type Dispatcher struct {
 	// unpartitioned (partitions.go).
 	partitions int
 	parts      *partitionSet // this run's share of the partitions, nil when unpartitioned
-	adm        *admitter     // admission of queued invocations (queue.go), nil without a queue stream
+	adm        *admitter     // admission of queued invocations (queue.go)
 	ret        retention     // what removal by retention can do here
 	reap       reaper        // batched removal (reaper.go)
 	pg         pages         // sequence pages (pages.go)

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -156,28 +157,61 @@ type admitter struct {
 	viewGen uint64 // the partitions' generation the view was built for
 	held    map[int]bool
 	built   bool
+	// unbound: the streams did not answer at the last bind (logged once).
+	unbound bool
+	// bound: queue and tasks are set (read by tests).
+	bound atomic.Bool
 }
 
-// startAdmission starts admitting the queues this dispatcher owns; nil
-// when the queue stream is not provisioned (nothing can be queued).
+// startAdmission starts admitting the queues this dispatcher owns. The
+// queue and task streams are bound by the admitter itself, again until
+// they are: a dispatcher that started while NATS did not answer (a chaos
+// run saw one give up until its restart, and the queues of the
+// partitions it owned wait for good), or before the queue stream was
+// provisioned, admits once they answer.
 func (d *Dispatcher) startAdmission(ctx context.Context) *admitter {
-	names := d.cfg.Names
-	qs, err := d.js.Stream(ctx, names.QueueStream())
-	if err != nil {
-		if !errors.Is(err, jetstream.ErrStreamNotFound) {
-			d.log.Warn("dispatcher: queue stream unreadable; queued invocations are not admitted until a restart", slog.String("stream", names.QueueStream()), slog.Any("error", err))
-		}
-		return nil
-	}
-	ts, err := d.js.Stream(ctx, names.TaskStream())
-	if err != nil {
-		d.log.Warn("dispatcher: task stream unreadable; queued invocations are not admitted until a restart", slog.Any("error", err))
-		return nil
-	}
-	a := &admitter{d: d, queue: qs, tasks: ts, done: make(chan struct{}), wake: make(chan struct{}, 1)}
+	a := &admitter{d: d, done: make(chan struct{}), wake: make(chan struct{}, 1)}
 	a.ctx, a.cancel = context.WithCancel(context.WithoutCancel(ctx))
 	go a.run()
 	return a
+}
+
+// bindRetry is how often an admitter that could not bind its streams
+// tries again.
+const bindRetry = 2 * time.Second
+
+// bind binds the queue and task streams, once. It logs the first
+// failure of a run of them, and the success after one.
+func (a *admitter) bind() error {
+	if a.queue != nil {
+		return nil
+	}
+	names := a.d.cfg.Names
+	ctx, cancel := context.WithTimeout(a.ctx, a.d.cfg.OpTimeout)
+	defer cancel()
+	qs, err := a.d.js.Stream(ctx, names.QueueStream())
+	var ts jetstream.Stream
+	if err == nil {
+		ts, err = a.d.js.Stream(ctx, names.TaskStream())
+	}
+	if err != nil {
+		if !a.unbound && a.ctx.Err() == nil {
+			a.unbound = true
+			level, why := slog.LevelWarn, "unreadable"
+			if errors.Is(err, jetstream.ErrStreamNotFound) {
+				level, why = slog.LevelInfo, "not provisioned"
+			}
+			a.d.log.Log(a.ctx, level, "dispatcher: queue or task stream "+why+"; queued invocations are admitted once both answer (asked again every "+bindRetry.String()+")",
+				slog.String("stream", names.QueueStream()), slog.Any("error", err))
+		}
+		return err
+	}
+	if a.unbound {
+		a.d.log.Info("dispatcher: queue and task streams bound; admitting queued invocations", slog.String("stream", names.QueueStream()))
+	}
+	a.queue, a.tasks, a.unbound = qs, ts, false
+	a.bound.Store(true)
+	return nil
 }
 
 // stop ends admission and waits for it; safe on nil.
@@ -206,6 +240,10 @@ func (a *admitter) run() {
 			return
 		case <-a.wake:
 		case <-timer.C:
+		}
+		if err := a.bind(); err != nil {
+			timer.Reset(bindRetry)
+			continue
 		}
 		if err := a.refresh(); err != nil {
 			a.d.log.Warn("dispatcher: reading the queue stream (retried)", slog.Any("error", err))

@@ -4,9 +4,12 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/jetflow/jetflow/natstest"
+	"github.com/jetflow/jetflow/provision"
 	"github.com/jetflow/jetflow/subjects"
 )
 
@@ -67,4 +70,30 @@ func TestQueuePublishErrorNamesTheFix(t *testing.T) {
 	if err := p.publishError(names.Task("ship", "1"), jetstream.ErrNoStreamResponse); strings.Contains(err.Error(), "queue") {
 		t.Fatalf("a task publish blames the queue: %v", err)
 	}
+}
+
+// TestAdmissionBindsItsStreamsLater: a dispatcher that starts while the
+// queue stream does not answer (here: not there yet) binds it once it
+// does, rather than admitting nothing until a restart. A chaos run saw
+// a dispatcher restarted during a NATS fault give up on its queues for
+// good, and every queued task of the partitions it owned time out.
+func TestAdmissionBindsItsStreamsLater(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := testCtx(t)
+	if err := b.js.DeleteStream(ctx, b.names.QueueStream()); err != nil {
+		t.Fatal(err)
+	}
+	d := b.dispatcher(t, Config{})
+	time.Sleep(bindRetry / 2)
+	if d.adm.bound.Load() {
+		t.Fatal("admission bound a queue stream that does not exist")
+	}
+	b.provision(t, provision.ProvisionOptions{})
+	natstest.WaitFor(t, 3*bindRetry, "admission bound to the queue stream provisioned after the start", func() error {
+		if !d.adm.bound.Load() {
+			return errors.New("not bound")
+		}
+		return nil
+	})
 }
