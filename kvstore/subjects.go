@@ -5,9 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"time"
-
-	"github.com/cenkalti/backoff/v4"
 
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -25,8 +22,8 @@ import (
 // A replicated stream with no leader has every replica answer STREAM.INFO
 // with its own state, which may lag the last leader's or lack messages
 // it holds (RELIABILITY.md, finding 26): such an answer, whose cluster
-// names no leader, is asked again until a leader answers or ctx ends
-// (ErrNoLeader).
+// names no leader, is asked again until a leader answers, ctx ends or
+// DefaultRetryFor passes (ErrNoLeader).
 func SubjectCounts(ctx context.Context, js jetstream.JetStream, stream, filter string, most int) (map[string]uint64, uint64, error) {
 	o := js.Options()
 	if _, ok := ctx.Deadline(); !ok && o.DefaultTimeout > 0 {
@@ -34,25 +31,27 @@ func SubjectCounts(ctx context.Context, js jetstream.JetStream, stream, filter s
 		ctx, cancel = context.WithTimeout(ctx, o.DefaultTimeout)
 		defer cancel()
 	}
-	b := backoff.WithContext(backoff.NewExponentialBackOff(
-		backoff.WithInitialInterval(20*time.Millisecond), backoff.WithMaxInterval(500*time.Millisecond), backoff.WithMaxElapsedTime(0)), ctx)
-	var last error
 	type answer struct {
 		counts map[string]uint64
 		last   uint64
 	}
-	a, err := backoff.RetryWithData(func() (answer, error) {
+	a, err := untilLeader(ctx, func() (answer, error) {
 		counts, seq, err := subjectCounts(ctx, js, stream, filter, most)
-		if errors.Is(err, ErrNoLeader) {
-			last = err
-			return answer{}, err
-		}
-		return answer{counts, seq}, backoff.Permanent(err)
-	}, b)
-	if err != nil && last != nil && ctx.Err() != nil {
-		err = fmt.Errorf("%w (%w)", last, err)
-	}
+		return answer{counts, seq}, err
+	})
 	return a.counts, a.last, err
+}
+
+// untilLeader runs op again (Retry) while it fails with ErrNoLeader, and
+// stops at any other error.
+func untilLeader[T any](ctx context.Context, op func() (T, error)) (T, error) {
+	return Retry(ctx, 0, func() (T, error) {
+		v, err := op()
+		if err != nil && !errors.Is(err, ErrNoLeader) {
+			return v, Permanent(err)
+		}
+		return v, err
+	})
 }
 
 // ErrNoLeader: a replicated stream answered with no leader.
@@ -117,28 +116,17 @@ func subjectCounts(ctx context.Context, js jetstream.JetStream, stream, filter s
 
 // LeaderInfo is s.Info answered by the stream's leader: an answer of a
 // replicated stream with no leader (each replica's own state, see
-// SubjectCounts) is asked again until ctx ends (ErrNoLeader). For
+// SubjectCounts) is asked again as SubjectCounts' is. For
 // decisions taken on a stream's state: its first and last sequence, or
 // whether it is empty.
 func LeaderInfo(ctx context.Context, s jetstream.Stream) (*jetstream.StreamInfo, error) {
-	b := backoff.WithContext(backoff.NewExponentialBackOff(
-		backoff.WithInitialInterval(20*time.Millisecond), backoff.WithMaxInterval(500*time.Millisecond), backoff.WithMaxElapsedTime(0)), ctx)
-	var last error
-	info, err := backoff.RetryWithData(func() (*jetstream.StreamInfo, error) {
+	return untilLeader(ctx, func() (*jetstream.StreamInfo, error) {
 		info, err := s.Info(ctx)
-		if err != nil {
-			return nil, backoff.Permanent(err)
+		if err == nil && info.Cluster != nil && info.Cluster.Leader == "" {
+			return nil, fmt.Errorf("stream %q: %w", info.Config.Name, ErrNoLeader)
 		}
-		if info.Cluster != nil && info.Cluster.Leader == "" {
-			last = fmt.Errorf("stream %q: %w", info.Config.Name, ErrNoLeader)
-			return nil, last
-		}
-		return info, nil
-	}, b)
-	if err != nil && last != nil && ctx.Err() != nil {
-		err = fmt.Errorf("%w (%w)", last, err)
-	}
-	return info, err
+		return info, err
+	})
 }
 
 // BindLeader is js.Stream whose CachedInfo is a leader's answer (see

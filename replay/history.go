@@ -59,8 +59,9 @@ func ReadHistory(ctx context.Context, js jetstream.JetStream, names subjects.Nam
 }
 
 // ReadHistoryOf is ReadHistory for a caller that holds the run's record
-// rec (nil: it is read), whose inputs the read finds through the stream
-// leader when a replica lacks them.
+// rec (nil: read only where a subject holds more than two messages),
+// whose inputs the read finds through the stream leader when a replica
+// lacks them.
 func ReadHistoryOf(ctx context.Context, js jetstream.JetStream, names subjects.Names, runID string, rec *runrecord.Record) ([]Message, error) {
 	out, err := readHistory(ctx, js, names, runID, rec)
 	if err != nil || len(out) == 0 {
@@ -89,15 +90,19 @@ func ReadHistoryOf(ctx context.Context, js jetstream.JetStream, names subjects.N
 //  5. only for a subject still short of its count, its messages one
 //     after the other from its first (walk), until none is missing, so
 //     that nothing is searched past the last one missing;
-//  6. and through the stream leader, any input the record names that
-//     none of these found (fill).
+//  6. and, when the read has the record at hand (the caller's, or the
+//     one step 3 read), through the stream leader any input it names
+//     that none of these found (fill).
 //
 // Step 1 is answered by the stream leader (kvstore.SubjectCounts waits
 // for one). Direct gets may be answered by a replica that lags the
 // leader, or one that lacks messages between those it holds: a subject
 // short of its count is read by step 5, which finishes through the
-// leader, and step 6 finds what the record names. Messages stored after
-// step 1 are left out.
+// leader, walking the subject again from its first when a replica gave
+// later messages but not earlier ones. With the leader's counts that
+// walk finds every message; step 6 is the record's check on it, for the
+// reads whose outcome is kept (a removal's archive, a reset's rewind).
+// Messages stored after step 1 are left out.
 func readHistory(ctx context.Context, js jetstream.JetStream, names subjects.Names, runID string, rec *runrecord.Record) ([]Message, error) {
 	if err := subjects.CheckRunID(runID); err != nil {
 		return nil, err
@@ -142,10 +147,10 @@ func readHistory(ctx context.Context, js jetstream.JetStream, names subjects.Nam
 		}
 		many = many || n > 2
 	}
-	if rec == nil {
-		rec = readRecord(ctx, js, names, runID)
-	}
 	if many {
+		if rec == nil {
+			rec = readRecord(ctx, js, names, runID)
+		}
 		if err := h.bySeq(ctx, js, streamName, filter, recordSeqs(rec)); err != nil {
 			return nil, err
 		}
