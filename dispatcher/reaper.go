@@ -439,6 +439,7 @@ func (d *Dispatcher) removeDue(ctx context.Context, due wire.Due, last *jetstrea
 		return false, err
 	}
 	rev, timers := due.Rev, due.Timers
+	inputs := due.Inputs
 	var rec *runrecord.Record
 	if due.Archive {
 		// The archive needs the record and the history: read them, judge
@@ -447,7 +448,7 @@ func (d *Dispatcher) removeDue(ctx context.Context, due wire.Due, last *jetstrea
 		if !ok || err != nil {
 			return false, err
 		}
-		rev, timers, r.Archived, rec = c.rev, c.rec.SweepsTimers(), true, c.rec
+		rev, timers, r.Archived, rec, inputs = c.rev, c.rec.SweepsTimers(), true, c.rec, d.inputsOf(c)
 		if err := d.archiveRun(ctx, r, c.rec); err != nil {
 			return false, err
 		}
@@ -475,7 +476,7 @@ func (d *Dispatcher) removeDue(ctx context.Context, due wire.Due, last *jetstrea
 		if !ok || err != nil {
 			return false, err
 		}
-		rev, timers = c.rev, c.rec.SweepsTimers()
+		rev, timers, inputs = c.rev, c.rec.SweepsTimers(), d.inputsOf(c)
 	}
 	if err != nil {
 		return false, fmt.Errorf("remove run %s: %w", due.Run, err)
@@ -490,7 +491,7 @@ func (d *Dispatcher) removeDue(ctx context.Context, due wire.Due, last *jetstrea
 	if err := d.hook(hookAfterTombstone, &step.Input{RunID: due.Run, Kind: subjects.KindExpire}); err != nil {
 		return false, err
 	}
-	if err := d.purgeRemoved(ctx, due.Run, timers, timers, pl); err != nil {
+	if err := d.purgeRemoved(ctx, due.Run, inputs, timers, timers, pl); err != nil {
 		return false, err
 	}
 	d.m.removed.WithLabelValues(r.Status).Inc()
@@ -505,7 +506,7 @@ func (d *Dispatcher) removeDue(ctx context.Context, due wire.Due, last *jetstrea
 func (d *Dispatcher) current(ctx context.Context, due wire.Due, log *slog.Logger) (cached, bool, error) {
 	c, found, err := d.load(ctx, due.Run, true, false)
 	if _, removed := removedRun(err); removed {
-		return cached{}, false, d.purgeRemoved(ctx, due.Run, true, true, nil)
+		return cached{}, false, d.purgeRemoved(ctx, due.Run, nil, true, true, nil)
 	}
 	if err != nil || !found {
 		return cached{}, false, err

@@ -134,6 +134,7 @@ func (d *Dispatcher) removals(ctx context.Context, runID string, c cached) (out 
 			Run: runID, Workflow: s.Workflow, Revision: s.Revision, Status: s.Status, Settled: s.Time,
 			Retention: float64(keep.Milliseconds()), Rev: c.rev, Timers: rec.SweepsTimers(),
 			Archive: d.archiveOf(ctx, s.Workflow, s.Revision), Seq: lastApplied(rec), Parent: parentOf(rec),
+			Inputs: d.inputsOf(c),
 		}, due)
 		if err != nil {
 			return nil, 0
@@ -160,6 +161,16 @@ func (d *Dispatcher) removals(ctx context.Context, runID string, c cached) (out 
 			wire.HeaderExpire:         "1",
 		},
 	}}, 0
+}
+
+// inputsOf is every input of the run of c, for a removal that purges
+// them one at a time (purgeRemoved): nil when its record may not name
+// them all, or the run wrote sequence pages, which another purge takes.
+func (d *Dispatcher) inputsOf(c cached) []uint64 {
+	if c.st == nil || c.st.Seq >= int64(min(runrecord.PageSize, d.settings.AppliedHistory)) {
+		return nil
+	}
+	return c.rec.Inputs(d.settings.AppliedHistory, d.settings.RejectedHistory)
 }
 
 // remove carries out a removal the step let stand: the tombstone by
@@ -225,7 +236,7 @@ func (d *Dispatcher) remove(ctx context.Context, in *step.Input, cur cached, rem
 	}
 	// A run that never armed a timer (but its attempts' deadline, which
 	// settling disarms) has no timer schedule to purge.
-	if err := d.purgeRemoved(ctx, in.RunID, cur.rec.SweepsTimers(), true, nil); err != nil {
+	if err := d.purgeRemoved(ctx, in.RunID, nil, cur.rec.SweepsTimers(), true, nil); err != nil {
 		return "", err
 	}
 	d.m.removed.WithLabelValues(r.Status).Inc()
@@ -242,15 +253,34 @@ func (d *Dispatcher) remove(ctx context.Context, in *step.Input, cur cached, rem
 // bucket of removals lists the payload bucket once per batch), or, with
 // no listing, those a listing made for this run alone finds. Purges are
 // idempotent: a redelivered removal meets the tombstone and purges again.
-func (d *Dispatcher) purgeRemoved(ctx context.Context, runID string, timers, timerMsgs bool, listing *payloadListing) error {
+func (d *Dispatcher) purgeRemoved(ctx context.Context, runID string, inputs []uint64, timers, timerMsgs bool, listing *payloadListing) error {
 	ctx, cancel := context.WithTimeout(ctx, d.cfg.OpTimeout)
 	defer cancel()
 	if !d.ret.keepHistory {
-		if err := d.inputs.Purge(ctx, jetstream.WithPurgeSubject(d.cfg.Names.RunInputs(runID))); err != nil {
-			d.m.removalFailures.Inc()
-			return fmt.Errorf("purge the history of removed run %s from %s: %w", runID, d.cfg.Names.InputStream(), err)
+		// The inputs its record names one at a time, the last purge taking
+		// what is left (usually that one input alone). A purge that takes
+		// several messages makes the server count every input consumer's
+		// pending messages again, a walk of the stream's subjects for each;
+		// one that takes one message does not. Every purge stays within
+		// the run's own subjects.
+		history := d.cfg.Names.RunInputs(runID)
+		for i, seq := range inputs {
+			opts := []jetstream.StreamPurgeOpt{jetstream.WithPurgeSubject(history)}
+			if i < len(inputs)-1 {
+				opts = append(opts, jetstream.WithPurgeSequence(seq+1))
+			}
+			if err := d.inputs.Purge(ctx, opts...); err != nil {
+				d.m.removalFailures.Inc()
+				return fmt.Errorf("purge the history of removed run %s from %s: %w", runID, d.cfg.Names.InputStream(), err)
+			}
 		}
-		if d.pg.on {
+		if inputs == nil {
+			if err := d.inputs.Purge(ctx, jetstream.WithPurgeSubject(history)); err != nil {
+				d.m.removalFailures.Inc()
+				return fmt.Errorf("purge the history of removed run %s from %s: %w", runID, d.cfg.Names.InputStream(), err)
+			}
+		}
+		if d.pg.on && inputs == nil {
 			if err := d.inputs.Purge(ctx, jetstream.WithPurgeSubject(d.cfg.Names.RunPages(runID))); err != nil {
 				d.m.removalFailures.Inc()
 				return fmt.Errorf("purge the sequence pages of removed run %s from %s: %w", runID, d.cfg.Names.InputStream(), err)
@@ -328,7 +358,7 @@ func (d *Dispatcher) onRemoved(ctx context.Context, in *step.Input, re *runrecor
 	}
 	// The record is gone: purge its timers' schedules whether or not it
 	// armed any.
-	if err := d.purgeRemoved(ctx, in.RunID, true, true, nil); err != nil {
+	if err := d.purgeRemoved(ctx, in.RunID, nil, true, true, nil); err != nil {
 		return "", err
 	}
 	log.Info("dispatcher: removal finished after a redelivery")

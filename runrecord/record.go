@@ -155,6 +155,22 @@ func (r *Record) HasApplied(seq uint64) bool {
 	return false
 }
 
+// Inputs returns the stream sequences of every input the run took,
+// applied or refused, ascending; nil when the record may no longer name
+// them all (either list reached its bound, maxApplied or maxRejected).
+func (r *Record) Inputs(maxApplied, maxRejected int) []uint64 {
+	if len(r.Applied) == 0 || len(r.Applied) >= maxApplied || len(r.Rejected) >= maxRejected {
+		return nil
+	}
+	out := make([]uint64, 0, len(r.Applied)+len(r.Rejected))
+	out = append(out, r.Applied...)
+	for i := range r.Rejected {
+		out = append(out, r.Rejected[i].Seq)
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
 // Next returns the record after an input at seq (r is nil before the
 // run's first): the caller fills State, Outbox and Status (SetStatus). It shares
 // nothing mutable with r.

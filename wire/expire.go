@@ -87,6 +87,13 @@ type Due struct {
 	// (docs/CHILDREN.md): its removal waits until the parent has settled.
 	// Empty in entries of earlier releases.
 	Parent string `json:"parent,omitempty"`
+	// Inputs are the stream sequences of every input the run took,
+	// ascending, when its record named them all and it wrote no sequence
+	// page: the removal purges the run's history one input at a time
+	// (a purge that takes several messages costs the server a count of
+	// every input consumer's pending messages). Nil in entries of earlier
+	// releases, and for longer runs: one purge takes the history.
+	Inputs []uint64 `json:"inputs,omitempty"`
 }
 
 // Archived is a run removed by retention as the archive keeps it (one

@@ -1,0 +1,121 @@
+package dispatcher
+
+import (
+	"encoding/json"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/jetflow/jetflow/natstest"
+	"github.com/jetflow/jetflow/wire"
+)
+
+// purgeWatch records the purge requests of one filter subject sent to a
+// stream, and how many messages each took (from the server's replies).
+type purgeWatch struct {
+	mu     sync.Mutex
+	filter string
+	asked  map[string]bool // reply subjects of the filter's requests
+	purged []uint64
+}
+
+func watchPurges(t *testing.T, b *bundle, stream, filter string) *purgeWatch {
+	t.Helper()
+	w := &purgeWatch{filter: filter, asked: map[string]bool{}}
+	nc := natstest.Conn(t, b.srv)
+	// One channel for both subscriptions keeps each reply after its
+	// request, as the connection received them.
+	msgs := make(chan *nats.Msg, 1024)
+	for _, subj := range []string{"$JS.API.STREAM.PURGE." + stream, "_INBOX.>"} {
+		if _, err := nc.ChanSubscribe(subj, msgs); err != nil {
+			t.Fatal(err)
+		}
+	}
+	done := make(chan struct{})
+	var loop sync.WaitGroup
+	loop.Go(func() {
+		for {
+			select {
+			case m := <-msgs:
+				w.heard(m)
+			case <-done:
+				return
+			}
+		}
+	})
+	t.Cleanup(func() { close(done); loop.Wait() })
+	if err := nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	return w
+}
+
+func (w *purgeWatch) heard(m *nats.Msg) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if m.Reply != "" {
+		var req struct {
+			Filter string `json:"filter"`
+		}
+		if json.Unmarshal(m.Data, &req) == nil && req.Filter == w.filter {
+			w.asked[m.Reply] = true
+		}
+		return
+	}
+	if !w.asked[m.Subject] {
+		return
+	}
+	var resp struct {
+		Success bool   `json:"success"`
+		Purged  uint64 `json:"purged"`
+	}
+	if json.Unmarshal(m.Data, &resp) == nil && resp.Success {
+		w.purged = append(w.purged, resp.Purged)
+	}
+}
+
+func (w *purgeWatch) took() []uint64 {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return append([]uint64(nil), w.purged...)
+}
+
+// TestRemovalPurgesOneInputAtATime: a removed run's history goes one
+// message per purge. A purge that takes several messages makes the
+// server count every input consumer's pending messages again, a walk of
+// the stream's subjects that cost a removal more than its run at 12,000
+// runs; one that takes one message does not.
+func TestRemovalPurgesOneInputAtATime(t *testing.T) {
+	t.Parallel()
+	b := setup(t).withEngine(t, map[string]string{"forever": waitsForever})
+	w := watchPurges(t, b, b.names.InputStream(), b.names.RunInputs("gone"))
+	b.dispatcher(t, Config{Retention: time.Second, RemovalBucket: time.Second})
+	b.publish(t, b.names.Start("gone"), wire.Start{Workflow: "forever"}, "start/gone")
+	b.waitStatus(t, "gone", wire.StatusWaiting, 10*time.Second)
+	b.publish(t, b.names.Event("gone", "x"), nil, "")
+	b.waitStatus(t, "gone", wire.StatusDone, 10*time.Second)
+	b.tombstone(t, "gone", 20*time.Second)
+	natstest.WaitFor(t, 10*time.Second, "the history purged", func() error {
+		if n := b.historyOf(t, "gone"); n != 0 {
+			return errorf("%d messages left", n)
+		}
+		return nil
+	})
+	natstest.WaitFor(t, 5*time.Second, "the purges answered", func() error {
+		var sum uint64
+		for _, n := range w.took() {
+			sum += n
+		}
+		if sum != 2 {
+			return errorf("purges took %v", w.took())
+		}
+		return nil
+	})
+	for _, n := range w.took() {
+		if n > 1 {
+			t.Errorf("a purge of the run's history took %d messages at once (all: %v)", n, w.took())
+		}
+	}
+}
