@@ -2,6 +2,7 @@ package dispatcher
 
 import (
 	"encoding/json"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -83,39 +84,46 @@ func (w *purgeWatch) took() []uint64 {
 }
 
 // TestRemovalPurgesOneInputAtATime: a removed run's history goes one
-// message per purge. A purge that takes several messages makes the
-// server count every input consumer's pending messages again, a walk of
-// the stream's subjects that cost a removal more than its run at 12,000
-// runs; one that takes one message does not.
+// message per purge, archived or not. A purge that takes several
+// messages makes the server count every input consumer's pending
+// messages again, a walk of the stream's subjects that cost a removal
+// more than its run at 12,000 runs; one that takes one message does not.
 func TestRemovalPurgesOneInputAtATime(t *testing.T) {
 	t.Parallel()
-	b := setup(t).withEngine(t, map[string]string{"forever": waitsForever})
-	w := watchPurges(t, b, b.names.InputStream(), b.names.RunInputs("gone"))
-	b.dispatcher(t, Config{Retention: time.Second, RemovalBucket: time.Second})
-	b.publish(t, b.names.Start("gone"), wire.Start{Workflow: "forever"}, "start/gone")
-	b.waitStatus(t, "gone", wire.StatusWaiting, 10*time.Second)
-	b.publish(t, b.names.Event("gone", "x"), nil, "")
-	b.waitStatus(t, "gone", wire.StatusDone, 10*time.Second)
-	b.tombstone(t, "gone", 20*time.Second)
-	natstest.WaitFor(t, 10*time.Second, "the history purged", func() error {
-		if n := b.historyOf(t, "gone"); n != 0 {
-			return errorf("%d messages left", n)
-		}
-		return nil
-	})
-	natstest.WaitFor(t, 5*time.Second, "the purges answered", func() error {
-		var sum uint64
-		for _, n := range w.took() {
-			sum += n
-		}
-		if sum != 2 {
-			return errorf("purges took %v", w.took())
-		}
-		return nil
-	})
-	for _, n := range w.took() {
-		if n > 1 {
-			t.Errorf("a purge of the run's history took %d messages at once (all: %v)", n, w.took())
-		}
+	for _, archive := range []bool{false, true} {
+		t.Run(fmt.Sprintf("archive=%v", archive), func(t *testing.T) {
+			t.Parallel()
+			b := setup(t).withEngine(t, map[string]string{"forever": waitsForever})
+			w := watchPurges(t, b, b.names.InputStream(), b.names.RunInputs("gone"))
+			b.dispatcher(t, Config{Retention: time.Second, RemovalBucket: time.Second, Archive: archive})
+			b.publish(t, b.names.Start("gone"), wire.Start{Workflow: "forever"}, "start/gone")
+			b.waitStatus(t, "gone", wire.StatusWaiting, 10*time.Second)
+			b.publish(t, b.names.Event("gone", "x"), nil, "")
+			b.waitStatus(t, "gone", wire.StatusDone, 10*time.Second)
+			if r := b.tombstone(t, "gone", 20*time.Second); r.Archived != archive {
+				t.Errorf("archived %v, want %v", r.Archived, archive)
+			}
+			natstest.WaitFor(t, 10*time.Second, "the history purged", func() error {
+				if n := b.historyOf(t, "gone"); n != 0 {
+					return errorf("%d messages left", n)
+				}
+				return nil
+			})
+			natstest.WaitFor(t, 5*time.Second, "the purges answered", func() error {
+				var sum uint64
+				for _, n := range w.took() {
+					sum += n
+				}
+				if sum != 2 {
+					return errorf("purges took %v", w.took())
+				}
+				return nil
+			})
+			for _, n := range w.took() {
+				if n > 1 {
+					t.Errorf("a purge of the run's history took %d messages at once (all: %v)", n, w.took())
+				}
+			}
+		})
 	}
 }

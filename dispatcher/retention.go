@@ -166,8 +166,17 @@ func (d *Dispatcher) removals(ctx context.Context, runID string, c cached) (out 
 // inputsOf is every input of the run of c, for a removal that purges
 // them one at a time (purgeRemoved): nil when its record may not name
 // them all, or the run wrote sequence pages, which another purge takes.
+// A record read without its state (an archive's, a removal's after a
+// conflict) has it decoded: cheap beside the purges it saves.
 func (d *Dispatcher) inputsOf(c cached) []uint64 {
-	if c.st == nil || c.st.Seq >= int64(min(runrecord.PageSize, d.settings.AppliedHistory)) {
+	st := c.st
+	if st == nil {
+		var err error
+		if st, err = step.DecodeState(c.rec); err != nil {
+			return nil
+		}
+	}
+	if st.Seq >= int64(min(runrecord.PageSize, d.settings.AppliedHistory)) {
 		return nil
 	}
 	return c.rec.Inputs(d.settings.AppliedHistory, d.settings.RejectedHistory)
