@@ -107,7 +107,7 @@ func (d *Dispatcher) attempt(ctx context.Context, in *step.Input, seq uint64, no
 	case step.Remove:
 		// The settled run's outbox owes nothing the removal does not
 		// undo (its timers are purged with it).
-		return d.remove(ctx, in, cur, res.Removed, log)
+		return d.remove(ctx, in, seq, cur, res.Removed, log)
 	}
 	if res.Outcome == step.Rejected {
 		// The state is unchanged: keep the one the step decoded.

@@ -84,24 +84,39 @@ func (w *purgeWatch) took() []uint64 {
 }
 
 // TestRemovalPurgesOneInputAtATime: a removed run's history goes one
-// message per purge, archived or not. A purge that takes several
-// messages makes the server count every input consumer's pending
-// messages again, a walk of the stream's subjects that cost a removal
-// more than its run at 12,000 runs; one that takes one message does not.
+// message per purge, archived or not, removed with a bucket or one by
+// one. A purge that takes several messages makes the server count every
+// input consumer's pending messages again, a walk of the stream's
+// subjects that cost a removal more than its run at 12,000 runs; one
+// that takes one message does not.
 func TestRemovalPurgesOneInputAtATime(t *testing.T) {
 	t.Parallel()
-	for _, archive := range []bool{false, true} {
-		t.Run(fmt.Sprintf("archive=%v", archive), func(t *testing.T) {
+	for _, tc := range []struct {
+		archive, oneByOne bool
+		history           uint64 // start, event, and one by one the removal's own input
+	}{
+		{false, false, 2},
+		{true, false, 2},
+		{false, true, 3},
+		{true, true, 3},
+	} {
+		t.Run(fmt.Sprintf("archive=%v/one-by-one=%v", tc.archive, tc.oneByOne), func(t *testing.T) {
 			t.Parallel()
 			b := setup(t).withEngine(t, map[string]string{"forever": waitsForever})
+			if tc.oneByOne {
+				b.withoutReapSubjects(t)
+			}
 			w := watchPurges(t, b, b.names.InputStream(), b.names.RunInputs("gone"))
-			b.dispatcher(t, Config{Retention: time.Second, RemovalBucket: time.Second, Archive: archive})
+			d := b.dispatcher(t, Config{Retention: time.Second, RemovalBucket: time.Second, Archive: tc.archive})
+			if d.ret.batched == tc.oneByOne {
+				t.Fatalf("removals batched: %v", d.ret.batched)
+			}
 			b.publish(t, b.names.Start("gone"), wire.Start{Workflow: "forever"}, "start/gone")
 			b.waitStatus(t, "gone", wire.StatusWaiting, 10*time.Second)
 			b.publish(t, b.names.Event("gone", "x"), nil, "")
 			b.waitStatus(t, "gone", wire.StatusDone, 10*time.Second)
-			if r := b.tombstone(t, "gone", 20*time.Second); r.Archived != archive {
-				t.Errorf("archived %v, want %v", r.Archived, archive)
+			if r := b.tombstone(t, "gone", 20*time.Second); r.Archived != tc.archive {
+				t.Errorf("archived %v, want %v", r.Archived, tc.archive)
 			}
 			natstest.WaitFor(t, 10*time.Second, "the history purged", func() error {
 				if n := b.historyOf(t, "gone"); n != 0 {
@@ -114,8 +129,8 @@ func TestRemovalPurgesOneInputAtATime(t *testing.T) {
 				for _, n := range w.took() {
 					sum += n
 				}
-				if sum != 2 {
-					return errorf("purges took %v", w.took())
+				if sum != tc.history {
+					return errorf("purges took %v, want %d messages in all", w.took(), tc.history)
 				}
 				return nil
 			})

@@ -182,9 +182,9 @@ func (d *Dispatcher) inputsOf(c cached) []uint64 {
 	return c.rec.Inputs(d.settings.AppliedHistory, d.settings.RejectedHistory)
 }
 
-// remove carries out a removal the step let stand: the tombstone by
-// compare-and-swap, then the purges.
-func (d *Dispatcher) remove(ctx context.Context, in *step.Input, cur cached, removed *wire.Removed, log *slog.Logger) (string, error) {
+// remove carries out a removal the step let stand, its own input at
+// seq: the tombstone by compare-and-swap, then the purges.
+func (d *Dispatcher) remove(ctx context.Context, in *step.Input, seq uint64, cur cached, removed *wire.Removed, log *slog.Logger) (string, error) {
 	ts, ok := d.store.(tombstoner)
 	if !ok || !d.ret.on {
 		return "", fmt.Errorf("run %s is due for removal but this dispatcher cannot write tombstones (%w); another dispatcher will", in.RunID, kvstore.ErrNoKeyTTL)
@@ -243,9 +243,15 @@ func (d *Dispatcher) remove(ctx context.Context, in *step.Input, cur cached, rem
 	if err := d.hook(hookAfterTombstone, in); err != nil {
 		return "", err
 	}
-	// A run that never armed a timer (but its attempts' deadline, which
-	// settling disarms) has no timer schedule to purge.
-	if err := d.purgeRemoved(ctx, in.RunID, nil, cur.rec.SweepsTimers(), true, nil); err != nil {
+	// One input a purge, as a bucket of removals does; the removal's own
+	// input, which fired into the run's history, last. A run that never
+	// armed a timer (but its attempts' deadline, which settling disarms)
+	// has no timer schedule to purge.
+	inputs := d.inputsOf(cur)
+	if n := len(inputs); n > 0 && seq > inputs[n-1] {
+		inputs = append(inputs, seq)
+	}
+	if err := d.purgeRemoved(ctx, in.RunID, inputs, cur.rec.SweepsTimers(), true, nil); err != nil {
 		return "", err
 	}
 	d.m.removed.WithLabelValues(r.Status).Inc()
