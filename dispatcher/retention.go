@@ -269,8 +269,13 @@ func (d *Dispatcher) remove(ctx context.Context, in *step.Input, seq uint64, cur
 // no listing, those a listing made for this run alone finds. Purges are
 // idempotent: a redelivered removal meets the tombstone and purges again.
 func (d *Dispatcher) purgeRemoved(ctx context.Context, runID string, inputs []uint64, timers, timerMsgs bool, listing *payloadListing) error {
-	ctx, cancel := context.WithTimeout(ctx, d.cfg.OpTimeout)
-	defer cancel()
+	// Each request has its own round trip's time: a run of 128 inputs
+	// makes 128 purges.
+	purge := func(s jetstream.Stream, opts ...jetstream.StreamPurgeOpt) error {
+		ctx, cancel := context.WithTimeout(ctx, d.cfg.OpTimeout)
+		defer cancel()
+		return s.Purge(ctx, opts...)
+	}
 	if !d.ret.keepHistory {
 		// The inputs its record names one at a time, the last purge taking
 		// what is left (usually that one input alone). A purge that takes
@@ -284,25 +289,28 @@ func (d *Dispatcher) purgeRemoved(ctx context.Context, runID string, inputs []ui
 			if i < len(inputs)-1 {
 				opts = append(opts, jetstream.WithPurgeSequence(seq+1))
 			}
-			if err := d.inputs.Purge(ctx, opts...); err != nil {
+			if err := purge(d.inputs, opts...); err != nil {
 				d.m.removalFailures.Inc()
 				return fmt.Errorf("purge the history of removed run %s from %s: %w", runID, d.cfg.Names.InputStream(), err)
 			}
 		}
 		if inputs == nil {
-			if err := d.inputs.Purge(ctx, jetstream.WithPurgeSubject(history)); err != nil {
+			if err := purge(d.inputs, jetstream.WithPurgeSubject(history)); err != nil {
 				d.m.removalFailures.Inc()
 				return fmt.Errorf("purge the history of removed run %s from %s: %w", runID, d.cfg.Names.InputStream(), err)
 			}
 		}
 		if d.pg.on && inputs == nil {
-			if err := d.inputs.Purge(ctx, jetstream.WithPurgeSubject(d.cfg.Names.RunPages(runID))); err != nil {
+			if err := purge(d.inputs, jetstream.WithPurgeSubject(d.cfg.Names.RunPages(runID))); err != nil {
 				d.m.removalFailures.Inc()
 				return fmt.Errorf("purge the sequence pages of removed run %s from %s: %w", runID, d.cfg.Names.InputStream(), err)
 			}
 		}
 	}
-	if n, err := listing.remove(ctx, d.payloads, runID); err != nil {
+	pctx, cancel := context.WithTimeout(ctx, d.cfg.OpTimeout)
+	n, err := listing.remove(pctx, d.payloads, runID)
+	cancel()
+	if err != nil {
 		d.m.removalFailures.Inc()
 		return fmt.Errorf("remove the payloads of removed run %s from %s: %w", runID, d.cfg.Names.PayloadBucket(), err)
 	} else if n > 0 {
@@ -322,7 +330,7 @@ func (d *Dispatcher) purgeRemoved(ctx context.Context, runID string, inputs []ui
 		subjects = append(subjects, d.cfg.Names.Schedule(runID, ">"))
 	}
 	for _, subj := range subjects {
-		if err := d.timers.Purge(ctx, jetstream.WithPurgeSubject(subj)); err != nil {
+		if err := purge(d.timers, jetstream.WithPurgeSubject(subj)); err != nil {
 			d.m.removalFailures.Inc()
 			return fmt.Errorf("purge %s of removed run %s from %s: %w", subj, runID, d.cfg.Names.TimerStream(), err)
 		}
