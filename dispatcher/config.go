@@ -35,7 +35,7 @@ type Config struct {
 	// not registered anywhere).
 	Registerer prometheus.Registerer
 	// Concurrency is how many messages one process handles at once (never
-	// two of the same run). Default: 16.
+	// two of the same run). Default: DefaultConcurrency.
 	Concurrency int
 	// AckWait is how long the server waits for an acknowledgement before
 	// redelivering an input to any dispatcher: after a dispatcher is
@@ -236,6 +236,13 @@ const DefaultPartitionHeartbeat = time.Second
 // DefaultAckWait is Config.AckWait's default.
 const DefaultAckWait = 30 * time.Second
 
+// DefaultConcurrency is Config.Concurrency's default. A step spends most
+// of its time waiting for NATS round trips (a read, a compare-and-swap,
+// publishes and their acknowledgements), so 16 steps at once left a core
+// idle while inputs queued; 128 fill the machine and batch more messages
+// per socket write (docs/PERFORMANCE.md, row 22).
+const DefaultConcurrency = 128
+
 // Settings are the fields that shape records: a replay of the runs must share them.
 func (c Config) Settings() step.Settings {
 	return step.Settings{
@@ -252,7 +259,7 @@ func (c Config) WithDefaults() Config {
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
-	setDefault(&c.Concurrency, 16)
+	setDefault(&c.Concurrency, DefaultConcurrency)
 	setDefault(&c.AckWait, DefaultAckWait)
 	setDefault(&c.MaxAckPending, 65536)
 	setDefault(&c.MaxQueuedBytes, 64<<20)

@@ -37,7 +37,7 @@ func TestConfigDefaultsAndValidation(t *testing.T) {
 	if err := c.validate(); err != nil {
 		t.Fatalf("defaults do not validate: %v", err)
 	}
-	if c.Concurrency != 16 || c.AckWait != 30*time.Second || c.Names.Prefix() != "jetflow" || c.Logger == nil {
+	if c.Concurrency != DefaultConcurrency || c.AckWait != 30*time.Second || c.Names.Prefix() != "jetflow" || c.Logger == nil {
 		t.Errorf("defaults %+v", c)
 	}
 	for name, bad := range map[string]Config{
