@@ -56,7 +56,7 @@ func Rewind(ctx context.Context, js jetstream.JetStream, s step.Settings, defs s
 		return nil, err
 	}
 	if missing, seq := trimmedFrom(msgs, rec.Order[0].From, rec.Applied); missing != "" {
-		if err := confirmGone(ctx, js, s.Names, runID, seq); err != nil {
+		if err := confirmGone(ctx, js, s.Names, runID, seq, reset); err != nil {
 			return nil, err
 		}
 		return nil, noPoint("the history of run %q is trimmed: %s (the input stream's MaxAge, a retention purge or --migrate-inputs removed it), and a reset rebuilds the run from its history", runID, missing)
@@ -113,12 +113,18 @@ func trimmedFrom(msgs []Message, start uint64, applied []uint64) (string, uint64
 // election under way), and a reset refused on that word is refused for
 // good, while a later replay, reading the whole history, applies it and
 // no longer rebuilds the record. An input the leader still holds is an
-// error, so the dispatcher steps the reset again later.
-func confirmGone(ctx context.Context, js jetstream.JetStream, names subjects.Names, runID string, seq uint64) error {
+// error, so the dispatcher steps the reset again later. So is an answer
+// with no input of the run from seq on at all when witness, the reset
+// being applied (a later input of the run), is past seq: a server that
+// lacks even that one has not applied what was stored, and a leader
+// that lost a partition may still answer for a moment after it heals.
+func confirmGone(ctx context.Context, js jetstream.JetStream, names subjects.Names, runID string, seq, witness uint64) error {
 	ctx, cancel := context.WithTimeout(ctx, readWait)
 	defer cancel()
 	m, err := kvstore.NextOnSubject(ctx, js, names.InputStream(), seq, names.RunInputs(runID))
 	switch {
+	case errors.Is(err, kvstore.ErrNoKey) && witness > seq:
+		return fmt.Errorf("replay: the history of run %s was read from a server that holds none of its inputs from %d on, not even the reset at %d being applied (a lagging server answered the read); read it again", runID, seq, witness)
 	case errors.Is(err, kvstore.ErrNoKey):
 		return nil
 	case err != nil:
