@@ -39,6 +39,9 @@ type runLog struct {
 	// time of the failure the last one took the run out of.
 	redrives int
 	redrove  float64
+	// redriveLost: the redrive was stored after retention removed the
+	// failed run, which stays failed.
+	redriveLost bool
 	// resets counts the resets the driver saw taken; resetFrom is the
 	// time of the settlement the first one took the run back from.
 	resets    int
@@ -93,8 +96,9 @@ type driver struct {
 	// pauses counts the runs paused and resumed, resets the resets
 	// taken.
 	pauses, resets atomic.Int64
-	// resetsLost counts the resets a removal won over.
-	resetsLost atomic.Int64
+	// resetsLost and redrivesLost count the resets and redrives a
+	// removal won over.
+	resetsLost, redrivesLost atomic.Int64
 }
 
 // pausedEvery is how often an event run is paused before its events and
@@ -342,7 +346,10 @@ func (d *driver) resumeRun(ctx context.Context, runID string) error {
 
 // redrive redrives a failed run and waits until a dispatcher took it. A
 // redrive published twice (its acknowledgement lost) is refused the
-// second time, which is as good.
+// second time, which is as good. One stored after retention removed the
+// run (the removal came first: the driver saw the failure late, behind
+// faults) is refused as a removed run's and counted apart: the run stays
+// removed, failed, as its archive says.
 func (d *driver) redrive(ctx context.Context, r *runLog) error {
 	var seq uint64
 	if err := d.retry(ctx, "redrive", func(ctx context.Context) (err error) {
@@ -353,7 +360,13 @@ func (d *driver) redrive(ctx context.Context, r *runLog) error {
 	}
 	return d.retry(ctx, "redriven", func(ctx context.Context) error {
 		_, err := d.client.Redriven(ctx, r.id, seq)
-		if err == nil || errors.Is(err, client.ErrRedriveRefused) {
+		switch {
+		case errors.Is(err, runrecord.ErrRemoved):
+			d.redrivesLost.Add(1)
+			r.redriveLost = true
+			d.log.Info("redrive lost to the run's removal", "run_id", r.id)
+			return nil
+		case err == nil || errors.Is(err, client.ErrRedriveRefused):
 			r.redrives++
 			return nil
 		}

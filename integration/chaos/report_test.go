@@ -19,7 +19,7 @@ type summary struct {
 	failedStarts, clientRetries int
 	// pauses are the event runs an operator's pause held; resets the
 	// resets the driver saw taken.
-	pauses, resets, resetsLost int
+	pauses, resets, resetsLost, redrivesLost int
 	// slowest is the run that waited longest beyond its workflow's
 	// median; stall the longest time no run settled.
 	slowest      slowRun
@@ -47,7 +47,7 @@ func (h *harness) summarize(d *driver, res *results, began, ended time.Time) *su
 	s := &summary{
 		mode: h.m.name, chaos: ended.Sub(began), rate: h.m.rate, res: res,
 		kills: map[string]int{}, faultsByKind: map[string][]*fault{},
-		failedStarts: h.failedStarts, clientRetries: int(d.retries.Load()), pauses: int(d.pauses.Load()), resets: int(d.resets.Load()), resetsLost: int(d.resetsLost.Load()),
+		failedStarts: h.failedStarts, clientRetries: int(d.retries.Load()), pauses: int(d.pauses.Load()), resets: int(d.resets.Load()), resetsLost: int(d.resetsLost.Load()), redrivesLost: int(d.redrivesLost.Load()),
 		medians: map[string][]time.Duration{}, byKind: map[string]time.Duration{},
 	}
 	for _, f := range h.faults {
@@ -197,8 +197,8 @@ func (s *summary) details() []string {
 	out = append(out, fmt.Sprintf("task attempts run again on a first delivery: %d; process starts retried: %d; client calls retried: %d; event runs paused before their events and resumed after: %d",
 		s.res.redelivered1, s.failedStarts, s.clientRetries, s.pauses))
 	r := s.res
-	out = append(out, fmt.Sprintf("retention (workflows %s, %s after settling, archived): %d runs removed, %d while the last record the watcher saw (of %d) was not settled; %d checked from their archive, %d of them removed before the driver saw them settle; %d inputs a removed run never took (refused as a removed run's); resets taken: %d, lost to the run's removal: %d; tombstones the stream's leader kept past their TTL, which the index shows deleted: %d",
-		strings.Join(retained(), ", "), retention, r.removed, r.removedUnsettled, r.watched, r.archivedChecked, r.removedUnseen, r.afterRemoval, s.resets, s.resetsLost, r.tombstonesKept))
+	out = append(out, fmt.Sprintf("retention (workflows %s, %s after settling, archived): %d runs removed, %d while the last record the watcher saw (of %d) was not settled; %d checked from their archive, %d of them removed before the driver saw them settle; %d inputs a removed run never took (refused as a removed run's); resets taken: %d, lost to the run's removal: %d; redrives lost to the run's removal: %d; tombstones the stream's leader kept past their TTL, which the index shows deleted: %d",
+		strings.Join(retained(), ", "), retention, r.removed, r.removedUnsettled, r.watched, r.archivedChecked, r.removedUnseen, r.afterRemoval, s.resets, s.resetsLost, s.redrivesLost, r.tombstonesKept))
 	out = append(out, fmt.Sprintf("misbehaviours of the protocol worker, attempts (deliveries): %s (%s); %d NAKed invocations left in the task stream; the recovery figures leave out the %d runs they hit",
 		byKind(r.misbehaved), byKind(r.misDeliveries), r.naksLeft, s.misbehavedRuns))
 	out = append(out, fmt.Sprintf("attempts timed out (TASK_TIMEOUT): %d, %d of them misbehaved on, %d after a fault",
