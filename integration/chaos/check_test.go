@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -271,10 +272,16 @@ func (h *harness) checkRun(ctx context.Context, rp *replay.Stepper, r *runLog, h
 		c.problem(r.id, "lost: %v; %s; %s", r.failure, h.unreached(ctx, r.id, history), h.diagnose(ctx, r.id))
 		return c
 	}
+	stored := history // the run's inputs the stream still holds
 	rec, history, ar, err := h.final(ctx, r, history, c)
 	if err != nil {
 		c.problem(r.id, "%v", err)
 		return c
+	}
+	if r.redriveLost {
+		if err := redriveAfterRemoval(slices.Concat(stored, history), ar); err != nil {
+			c.problem(r.id, "%v", err)
+		}
 	}
 	if r.status == nil {
 		// Removed before the driver saw it settle: its end is the
@@ -586,4 +593,43 @@ func (h *harness) diagnose(ctx context.Context, runID string) string {
 		nc.Close()
 	}
 	return strings.Join(out, "; ")
+}
+
+// redriveAfterRemoval checks a redrive the driver counted as lost to the
+// run's removal: the run was removed, and every redrive among inputs (the
+// stream's and the archive's) was stored after the tombstone. One stored before it should have
+// deferred the removal (ARCHITECTURE.md, retention step 3).
+func redriveAfterRemoval(inputs []input, ar *wire.Archived) error {
+	if ar == nil {
+		return errors.New("a redrive counted as lost to the run's removal, but the run was not removed")
+	}
+	removed := time.UnixMilli(int64(ar.Removed.At))
+	for _, m := range inputs {
+		if m.kind == subjects.KindRedrive && m.time.Before(removed) {
+			return fmt.Errorf("redrive %d stored at %s, before the run's removal at %s, was lost to it", m.seq, m.time.UTC().Format(time.RFC3339Nano), removed.UTC().Format(time.RFC3339Nano))
+		}
+	}
+	return nil
+}
+
+func TestRedriveAfterRemoval(t *testing.T) {
+	t.Parallel()
+	removedAt := time.Date(2026, 12, 5, 4, 12, 13, 304_000_000, time.UTC)
+	ar := &wire.Archived{Removed: wire.Removed{At: float64(removedAt.UnixMilli())}}
+	at := func(kind string, d time.Duration) input { return input{seq: 7, kind: kind, time: removedAt.Add(d)} }
+	for _, c := range []struct {
+		name   string
+		inputs []input
+		ar     *wire.Archived
+		ok     bool
+	}{
+		{"stored after the removal", []input{at(subjects.KindStart, -time.Minute), at(subjects.KindRedrive, 600*time.Millisecond)}, ar, true},
+		{"stored before the removal", []input{at(subjects.KindRedrive, -time.Second)}, ar, false},
+		{"another kind before it", []input{at(subjects.KindEvent, -time.Second)}, ar, true},
+		{"the run not removed", []input{at(subjects.KindRedrive, time.Second)}, nil, false},
+	} {
+		if err := redriveAfterRemoval(c.inputs, c.ar); (err == nil) != c.ok {
+			t.Errorf("%s: %v, want ok %v", c.name, err, c.ok)
+		}
+	}
 }
