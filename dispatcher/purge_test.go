@@ -16,15 +16,15 @@ import (
 // purgeWatch records the purge requests of one filter subject sent to a
 // stream, and how many messages each took (from the server's replies).
 type purgeWatch struct {
-	mu     sync.Mutex
-	filter string
-	asked  map[string]bool // reply subjects of the filter's requests
-	purged []uint64
+	mu      sync.Mutex
+	filter  string
+	asked   map[string]bool   // reply subjects of the filter's requests
+	answers map[string]uint64 // messages each purge answer took, by reply subject
 }
 
 func watchPurges(t *testing.T, b *bundle, stream, filter string) *purgeWatch {
 	t.Helper()
-	w := &purgeWatch{filter: filter, asked: map[string]bool{}}
+	w := &purgeWatch{filter: filter, asked: map[string]bool{}, answers: map[string]uint64{}}
 	nc := natstest.Conn(t, b.srv)
 	// One channel for both subscriptions keeps each reply after its
 	// request, as the connection received them.
@@ -65,22 +65,29 @@ func (w *purgeWatch) heard(m *nats.Msg) {
 		}
 		return
 	}
-	if !w.asked[m.Subject] {
-		return
-	}
+	// The server may send the answer before this connection gets its
+	// copy of the request: every purge answer is kept, and matched to
+	// the filter's requests when read.
 	var resp struct {
-		Success bool   `json:"success"`
-		Purged  uint64 `json:"purged"`
+		Success bool    `json:"success"`
+		Purged  *uint64 `json:"purged"`
 	}
-	if json.Unmarshal(m.Data, &resp) == nil && resp.Success {
-		w.purged = append(w.purged, resp.Purged)
+	if json.Unmarshal(m.Data, &resp) == nil && resp.Success && resp.Purged != nil {
+		w.answers[m.Subject] = *resp.Purged
 	}
 }
 
+// took is how many messages each answered purge of the filter took.
 func (w *purgeWatch) took() []uint64 {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return append([]uint64(nil), w.purged...)
+	var out []uint64
+	for reply := range w.asked {
+		if n, ok := w.answers[reply]; ok {
+			out = append(out, n)
+		}
+	}
+	return out
 }
 
 // TestRemovalPurgesOneInputAtATime: a removed run's history goes one
