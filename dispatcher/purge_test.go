@@ -1,6 +1,7 @@
 package dispatcher
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"sync"
@@ -26,9 +27,10 @@ func watchPurges(t *testing.T, b *bundle, stream, filter string) *purgeWatch {
 	t.Helper()
 	w := &purgeWatch{filter: filter, asked: map[string]bool{}, answers: map[string]uint64{}}
 	nc := natstest.Conn(t, b.srv)
-	// One channel for both subscriptions keeps each reply after its
-	// request, as the connection received them.
-	msgs := make(chan *nats.Msg, 1024)
+	// One channel for both subscriptions. _INBOX.> hears every answer
+	// the server sends (publish acknowledgements, KV reads): a full
+	// channel drops messages, so it is large.
+	msgs := make(chan *nats.Msg, 1<<16)
 	for _, subj := range []string{"$JS.API.STREAM.PURGE." + stream, "_INBOX.>"} {
 		if _, err := nc.ChanSubscribe(subj, msgs); err != nil {
 			t.Fatal(err)
@@ -68,6 +70,9 @@ func (w *purgeWatch) heard(m *nats.Msg) {
 	// The server may send the answer before this connection gets its
 	// copy of the request: every purge answer is kept, and matched to
 	// the filter's requests when read.
+	if !bytes.Contains(m.Data, []byte(`"purged"`)) {
+		return
+	}
 	var resp struct {
 		Success bool    `json:"success"`
 		Purged  *uint64 `json:"purged"`
