@@ -239,8 +239,8 @@ const DefaultAckWait = 30 * time.Second
 // DefaultConcurrency is Config.Concurrency's default. A step spends most
 // of its time waiting for NATS round trips (a read, a compare-and-swap,
 // publishes and their acknowledgements), so 16 steps at once left a core
-// idle while inputs queued; 128 fill the machine and batch more messages
-// per socket write (docs/PERFORMANCE.md, row 22).
+// idle while inputs queued; 128 ran 1.4-1.7 times the runs a second and
+// batch more messages per socket write (docs/PERFORMANCE.md, row 22).
 const DefaultConcurrency = 128
 
 // Settings are the fields that shape records: a replay of the runs must share them.

@@ -438,8 +438,7 @@ func (d *Dispatcher) removeDue(ctx context.Context, due wire.Due, last *jetstrea
 	if later, err := d.deferChild(ctx, due, log); later || err != nil {
 		return false, err
 	}
-	rev, timers := due.Rev, due.Timers
-	inputs := due.Inputs
+	rev, timers, inputs := due.Rev, due.Timers, due.Inputs
 	var rec *runrecord.Record
 	if due.Archive {
 		// The archive needs the record and the history: read them, judge

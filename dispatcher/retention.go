@@ -277,25 +277,20 @@ func (d *Dispatcher) purgeRemoved(ctx context.Context, runID string, inputs []ui
 		return s.Purge(ctx, opts...)
 	}
 	if !d.ret.keepHistory {
-		// The inputs its record names one at a time, the last purge taking
-		// what is left (usually that one input alone). A purge that takes
-		// several messages makes the server count every input consumer's
-		// pending messages again, a walk of the stream's subjects for each;
-		// one that takes one message does not. Every purge stays within
-		// the run's own subjects.
-		history := d.cfg.Names.RunInputs(runID)
-		for i, seq := range inputs {
-			opts := []jetstream.StreamPurgeOpt{jetstream.WithPurgeSubject(history)}
+		// The inputs its record names one at a time: a purge up to each
+		// but the last, then one that takes what is left (usually that
+		// last input alone; the whole history when inputs is nil). A purge
+		// that takes several messages makes the server count every input
+		// consumer's pending messages again, a walk of the stream's
+		// subjects for each; one that takes one message does not. Every
+		// purge stays within the run's own subjects.
+		history := jetstream.WithPurgeSubject(d.cfg.Names.RunInputs(runID))
+		for i := range max(len(inputs), 1) {
+			opts := []jetstream.StreamPurgeOpt{history}
 			if i < len(inputs)-1 {
-				opts = append(opts, jetstream.WithPurgeSequence(seq+1))
+				opts = append(opts, jetstream.WithPurgeSequence(inputs[i]+1))
 			}
 			if err := purge(d.inputs, opts...); err != nil {
-				d.m.removalFailures.Inc()
-				return fmt.Errorf("purge the history of removed run %s from %s: %w", runID, d.cfg.Names.InputStream(), err)
-			}
-		}
-		if inputs == nil {
-			if err := purge(d.inputs, jetstream.WithPurgeSubject(history)); err != nil {
 				d.m.removalFailures.Inc()
 				return fmt.Errorf("purge the history of removed run %s from %s: %w", runID, d.cfg.Names.InputStream(), err)
 			}
