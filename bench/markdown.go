@@ -133,7 +133,7 @@ func (r *Report) Markdown(w io.Writer) error {
 		})
 	})
 
-	fmt.Fprintf(&b, "### Raw JetStream on the same server\n\n%d-byte messages, %d-byte KV values; latency one at a time, rates with %d at once (consumers: one, acking each message).\n\n", rawMsgBytes, rawValueBytes, rawParallel)
+	fmt.Fprintf(&b, "### Raw JetStream on the same server\n\n%d-byte messages, %d-byte KV values; latency one at a time, rates with %d and %d at once, the bound taking the better (consumers: one, acking each message).\n\n", rawMsgBytes, rawValueBytes, rawParallel, rawWide)
 	table(&b, []string{"setup", "operation", "at once", "n", "ops/s", "p50 µs", "p99 µs"}, func(row func(...string)) {
 		for _, s := range r.Setups {
 			for _, op := range s.Raw {

@@ -12,19 +12,24 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/jetflow/jetflow/dispatcher"
 	"github.com/jetflow/jetflow/provision"
 )
 
 // Raw operation names, and the sizes they write (a run record and an
 // input are of this order).
 const (
-	rawPublish    = "js.publish"
-	rawKVCreate   = "kv.create"
-	rawKVUpdate   = "kv.update (revision-conditioned)"
-	rawConsume    = "consume+ack (limits)"
-	rawConsumeWQ  = "consume+ack (work queue)"
-	rawHop        = "publish-consume hop"
-	rawParallel   = 16
+	rawPublish   = "js.publish"
+	rawKVCreate  = "kv.create"
+	rawKVUpdate  = "kv.update (revision-conditioned)"
+	rawConsume   = "consume+ack (limits)"
+	rawConsumeWQ = "consume+ack (work queue)"
+	rawHop       = "publish-consume hop"
+	rawParallel  = 16
+	// rawWide is as many at once as a dispatcher steps runs by default:
+	// with fewer the server is not saturated, and a dispatcher outran
+	// the bound (1.22 of it on 2026-12-05, at 16).
+	rawWide       = dispatcher.DefaultConcurrency
 	rawMsgBytes   = 256
 	rawValueBytes = 512
 	// rawStream and friends are the raw measurement's own names, apart
@@ -99,7 +104,7 @@ func (rb *rawBench) all(ctx context.Context) ([]RawOp, error) {
 	}
 	// One key per goroutine, its revision cached as a dispatcher caches
 	// the revision its own write returned.
-	revs := make([]uint64, rawParallel)
+	revs := make([]uint64, max(rawParallel, rawWide))
 	for g := range revs {
 		if revs[g], err = kv.Put(ctx, "u"+strconv.Itoa(g), value); err != nil {
 			return nil, fmt.Errorf("put u%d: %w", g, err)
@@ -130,10 +135,13 @@ func (rb *rawBench) all(ctx context.Context) ([]RawOp, error) {
 	}{
 		{rawPublish, 1, publish},
 		{rawPublish, rawParallel, publish},
+		{rawPublish, rawWide, publish},
 		{rawKVCreate, 1, create},
 		{rawKVCreate, rawParallel, create},
+		{rawKVCreate, rawWide, create},
 		{rawKVUpdate, 1, update},
 		{rawKVUpdate, rawParallel, update},
+		{rawKVUpdate, rawWide, update},
 	}
 	for _, s := range steps {
 		if err := add(rb.closed(ctx, s.name, s.c, s.fn)); err != nil {

@@ -82,6 +82,18 @@ func TestBoundAddsRawCosts(t *testing.T) {
 	if got := boundOf(Ops{}, nil, 10); got.RunsPerSec != 0 || got.Ratio != 0 {
 		t.Errorf("a bound without costs: %+v", got)
 	}
+	// Measured at two concurrencies, each operation counts at its better
+	// rate, in whichever order the rows come: publishes at 20µs, the
+	// create at 25µs, the update at 20µs, deliveries at 10µs: 135µs.
+	raw := append([]RawOp(nil), r.Setups[0].Raw...)
+	raw = append(raw,
+		RawOp{Name: rawPublish, Concurrency: rawWide, PerSec: 50000},
+		RawOp{Name: rawKVCreate, Concurrency: rawWide, PerSec: 30000},
+		RawOp{Name: rawKVUpdate, Concurrency: rawWide, PerSec: 50000})
+	raw[1], raw[len(raw)-3] = raw[len(raw)-3], raw[1]
+	if got, want := boundOf(sc.Ops, raw, 0).RunsPerSec, 1/135e-6; math.Abs(got-want) > 1e-6*want {
+		t.Errorf("bound over two concurrencies %v runs/s, want %v", got, want)
+	}
 }
 
 func TestTargets(t *testing.T) {
