@@ -12,7 +12,6 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/jetflow/jetflow/dispatcher"
 	"github.com/jetflow/jetflow/provision"
 )
 
@@ -26,10 +25,10 @@ const (
 	rawConsumeWQ = "consume+ack (work queue)"
 	rawHop       = "publish-consume hop"
 	rawParallel  = 16
-	// rawWide is as many at once as a dispatcher steps runs by default:
-	// with fewer the server is not saturated, and a dispatcher outran
-	// the bound (1.22 of it on 2026-12-05, at 16).
-	rawWide       = dispatcher.DefaultConcurrency
+	// rawWide saturates the server: at 16 at once it is not, and a
+	// dispatcher stepping 128 runs at once outran the bound (1.22 of it
+	// on 2026-12-05).
+	rawWide       = 128
 	rawMsgBytes   = 256
 	rawValueBytes = 512
 	// rawStream and friends are the raw measurement's own names, apart
