@@ -98,6 +98,12 @@ func (d *Dispatcher) attempt(ctx context.Context, in *step.Input, seq uint64, no
 		if err := d.flush(ctx, in.RunID, cur); err != nil {
 			return "", err
 		}
+		if c, ok := d.unsure.take(in.RunID, seq); ok {
+			d.count(c, log) // its save timed out but was stored
+		}
+		if s := cur.rec.Status; s != nil && run.Status(s.Status).Terminal() {
+			d.cache.drop(in.RunID) // as the step that settled it would have
+		}
 		log.Info("dispatcher: redelivered input already applied")
 		return outcomeDuplicate, nil
 	case step.NoRun:
@@ -137,9 +143,23 @@ func (d *Dispatcher) attempt(ctx context.Context, in *step.Input, seq uint64, no
 	if creates {
 		ctx = tr.open(ctx, res, err == nil)
 	}
+	// The save made the step: count it now. A flush that fails below
+	// leaves the input to a redelivery that meets it applied and only
+	// flushes, so counting after the flush missed every run started or
+	// settled under a publish that timed out; so did counting only here
+	// when the save itself timed out but was stored (unsureSaves).
+	counts := unsureCounts{started: in.Kind == subjects.KindStart, workflow: next.Workflow, revision: next.Revision}
+	if status != nil && run.Status(status.Status).Terminal() {
+		counts.settled = status.Status
+	}
 	if err != nil {
+		if !errors.Is(err, errConflict) && (counts.started || counts.settled != "") {
+			d.unsure.put(in.RunID, seq, counts)
+		}
 		return "", err
 	}
+	d.unsure.take(in.RunID, seq) // it was not stored after all
+	d.count(counts, log)
 	if err := d.hook(hookAfterSave, in); err != nil {
 		return "", err
 	}
@@ -155,16 +175,22 @@ func (d *Dispatcher) attempt(ctx context.Context, in *step.Input, seq uint64, no
 	for _, ig := range res.Ignored {
 		log.Info("dispatcher: event ignored", slog.String("event", ig.Type), slog.String("reason", ig.Reason))
 	}
-	if in.Kind == subjects.KindStart {
-		d.m.started.Inc()
-		log.Info("dispatcher: run started", slog.String("workflow", next.Workflow), slog.String("revision", next.Revision))
-	}
-	if status != nil && run.Status(status.Status).Terminal() {
-		d.m.settled.WithLabelValues(status.Status).Inc()
+	if counts.settled != "" {
 		d.cache.drop(in.RunID)
-		log.Info("dispatcher: run settled", slog.String("status", status.Status))
 	}
 	return outcomeApplied, nil
+}
+
+// count takes a step's counts once its save stood.
+func (d *Dispatcher) count(c unsureCounts, log *slog.Logger) {
+	if c.started {
+		d.m.started.Inc()
+		log.Info("dispatcher: run started", slog.String("workflow", c.workflow), slog.String("revision", c.revision))
+	}
+	if c.settled != "" {
+		d.m.settled.WithLabelValues(c.settled).Inc()
+		log.Info("dispatcher: run settled", slog.String("status", c.settled))
+	}
 }
 
 // reject saves the record of an input the reducer refused, so that its
@@ -247,6 +273,9 @@ func (d *Dispatcher) save(ctx context.Context, runID string, rec *runrecord.Reco
 		next, err = d.store.Update(ctx, runID, data, rev)
 	default:
 		next, err = d.store.Create(ctx, runID, data)
+	}
+	if err == nil && d.cfg.hooks != nil && d.cfg.hooks.stored != nil {
+		err = d.cfg.hooks.stored(runID)
 	}
 	if errors.Is(err, kvstore.ErrStale) || errors.Is(err, kvstore.ErrRunExists) {
 		return cached{}, fmt.Errorf("%w: %w", errConflict, err)

@@ -43,6 +43,8 @@ type Dispatcher struct {
 	log   *slog.Logger
 	m     *metrics
 	cache *recordCache
+	// unsure: steps whose save timed out, for their counts (unsure.go).
+	unsure unsureSaves
 	// tracer is nil when tracing is off (Config.TracerProvider).
 	tracer trace.Tracer
 

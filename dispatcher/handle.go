@@ -39,6 +39,9 @@ type hooks struct {
 	// save, when set, fails a record write of runID with the error it
 	// returns, as a store that timed out does.
 	save func(runID string) error
+	// stored, when set, fails a record write of runID that was stored
+	// with the error it returns, as a reply lost to a timeout does.
+	stored func(runID string) error
 	// publish, when set, fails the publish of a message to subject with
 	// the error it returns, as a server outage does mid-flush.
 	publish func(subject string) error

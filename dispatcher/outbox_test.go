@@ -3,16 +3,19 @@ package dispatcher
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/jetflow/jetflow/natstest"
 	"github.com/jetflow/jetflow/provision"
 	"github.com/jetflow/jetflow/registry"
+	"github.com/jetflow/jetflow/subjects"
 	"github.com/jetflow/jetflow/wire"
 	"github.com/jetflow/jetflow/worker"
 )
@@ -150,4 +153,71 @@ func (b *bundle) take(t *testing.T, task string) wire.Invocation {
 		t.Fatalf("fetched %d invocations of %s, want 1 (%v)", got, task, batch.Error())
 	}
 	return inv
+}
+
+// TestUnsureStepsCountOnce: a step whose save stood has started or
+// settled its run, and counts so once, even when it failed after: its
+// flush failed, or its save was stored but the reply was lost. The
+// redelivery meets the input applied and only flushes; when the counters
+// waited for the flush, or for a save's reply, a run settled under a
+// timeout was never counted, and TestScale waited for runs that were
+// done.
+func TestUnsureStepsCountOnce(t *testing.T) {
+	t.Parallel()
+	fail := errors.New("simulated timeout")
+	for name, at := range map[string]func(h *hooks, once func() error){
+		"flush fails": func(h *hooks, once func() error) {
+			h.publish = func(string) error { return once() }
+		},
+		"save stored, reply lost": func(h *hooks, once func() error) {
+			h.stored = func(string) error { return once() }
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			b := setup(t).withEngine(t, map[string]string{"one": oneTask}, registry.TaskRef{Task: "echo", Version: "1"})
+			// armed: the next step (the start's, then the result's) is to
+			// fail once at the point under test.
+			var armed, failed atomic.Int32
+			armed.Store(1)
+			h := &hooks{}
+			at(h, func() error {
+				if armed.CompareAndSwap(1, 0) {
+					failed.Add(1)
+					return fail
+				}
+				return nil
+			})
+			d := b.dispatcher(t, Config{RetryDelay: 50 * time.Millisecond, hooks: h})
+			b.startTask(t, "r", map[string]any{"n": 1})
+			inv := b.take(t, "echo")
+			armed.Store(1)
+			res, err := json.Marshal(wire.Result{Activation: inv.Activation, Node: inv.Node, Attempt: inv.Attempt, Token: inv.Token, Output: json.RawMessage(`{"ok":true}`)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			m := nats.NewMsg(inv.Reply)
+			m.Data = res
+			m.Header.Set(wire.HeaderMsgID, worker.ResultMsgID(inv.Token))
+			if _, err := b.js.PublishMsg(testCtx(t), m); err != nil {
+				t.Fatal(err)
+			}
+			b.waitStatus(t, "r", wire.StatusDone, 30*time.Second)
+			if failed.Load() != 2 {
+				t.Fatalf("%d steps failed, want 2 (the start's and the result's): the test did not test", failed.Load())
+			}
+			natstest.WaitFor(t, 10*time.Second, "the result's redelivery met it applied", func() error {
+				if got := testutil.ToFloat64(d.m.messages.WithLabelValues(subjects.KindResult, outcomeDuplicate)); got < 1 {
+					return fmt.Errorf("%v results met applied", got)
+				}
+				return nil
+			})
+			if got := testutil.ToFloat64(d.m.started); got != 1 {
+				t.Errorf("runs started counted %v, want 1", got)
+			}
+			if got := testutil.ToFloat64(d.m.settled.WithLabelValues(wire.StatusDone)); got != 1 {
+				t.Errorf("runs settled done counted %v, want 1", got)
+			}
+		})
+	}
 }
