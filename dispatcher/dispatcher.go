@@ -45,6 +45,8 @@ type Dispatcher struct {
 	cache *recordCache
 	// unsure: steps whose save timed out, for their counts (unsure.go).
 	unsure unsureSaves
+	// limit: how many steps run at once now (steplimit.go).
+	limit *stepLimit
 	// tracer is nil when tracing is off (Config.TracerProvider).
 	tracer trace.Tracer
 
@@ -273,6 +275,7 @@ func (d *Dispatcher) start(ctx context.Context) (lifecycle.Run, error) {
 	if d.ret.on {
 		d.ret.batched = d.startReaper(timers)
 	}
+	d.limit = newStepLimit(d.cfg.Concurrency, d.cfg.Clock.Now, d.m.stepLimit.Set)
 	for i := range d.cfg.Concurrency {
 		service := serveBoth
 		if i < readyWorkers(d.cfg.Concurrency) {

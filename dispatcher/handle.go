@@ -69,8 +69,9 @@ func (d *Dispatcher) hook(p hookPoint, in *step.Input) error {
 }
 
 // handle takes one input from receipt to acknowledgement. Whatever the
-// input holds, it returns after acking, terminating or handing it back.
-func (d *Dispatcher) handle(ctx context.Context, m jetstream.Msg) {
+// input holds, it returns after acking, terminating or handing it back;
+// it reports whether the step failed on a round trip that timed out.
+func (d *Dispatcher) handle(ctx context.Context, m jetstream.Msg) (timedOut bool) {
 	if d.crashed.Load() {
 		return
 	}
@@ -177,9 +178,11 @@ func (d *Dispatcher) handle(ctx context.Context, m jetstream.Msg) {
 		delay := d.retryDelay(meta.NumDelivered)
 		log.Warn("dispatcher: step failed, input will be redelivered", slog.Any("error", err), slog.Duration("delay", delay))
 		_ = m.NakWithDelay(delay)
+		timedOut = isTimeout(err)
 	}
 	d.m.messages.WithLabelValues(in.Kind, outcome).Inc()
 	d.m.step.WithLabelValues(in.Kind).Observe(time.Since(began).Seconds())
+	return timedOut
 }
 
 // parse reads an input, resolving a body that came by reference

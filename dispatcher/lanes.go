@@ -207,10 +207,10 @@ func (d *Dispatcher) stepLoop(service laneService) {
 		q.msgs = q.msgs[1:]
 		handBack := d.handBack
 		d.qmu.Unlock()
-		if handBack || d.ctx.Err() != nil {
+		if handBack || d.ctx.Err() != nil || !d.limit.acquire(d.ctx) {
 			d.abandon(m)
 		} else {
-			d.handle(d.ctx, m)
+			d.limit.release(d.handle(d.ctx, m))
 		}
 		d.qmu.Lock()
 		d.finish(q, m)

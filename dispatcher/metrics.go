@@ -42,7 +42,8 @@ type metrics struct {
 	// the stray lane terminated (strays.go).
 	strayBatched prometheus.Counter
 	// indexers is how many run indexers the process runs (runIndex).
-	indexers prometheus.Gauge
+	indexers  prometheus.Gauge
+	stepLimit prometheus.Gauge
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -84,6 +85,10 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Namespace: "jetflow", Subsystem: "dispatcher", Name: "strays_batch_terminated_total",
 			Help: "Inputs for no run terminated by a batched judgement of the stray lane (also counted in messages_total).",
 		}),
+		stepLimit: prometheus.NewGauge(prometheus.GaugeOpts{
+			Namespace: "jetflow", Subsystem: "dispatcher", Name: "step_limit",
+			Help: "Steps this process runs at once: Config.Concurrency, halved when a round trip to NATS times out and back up by one for each limit's worth of steps that complete.",
+		}),
 		indexers: prometheus.NewGauge(prometheus.GaugeOpts{
 			Namespace: "jetflow", Subsystem: "dispatcher", Name: "run_indexers",
 			Help: "Run indexers this process runs: 1 on the dispatcher that owns partition 0 (every dispatcher of an unpartitioned deployment), 0 elsewhere.",
@@ -103,6 +108,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	m.removalFailures = register(reg, m.removalFailures, &err)
 	m.strayBatched = register(reg, m.strayBatched, &err)
 	m.indexers = register(reg, m.indexers, &err)
+	m.stepLimit = register(reg, m.stepLimit, &err)
 	return m, err
 }
 

@@ -27,7 +27,7 @@ func servedFamilies(t *testing.T) map[string]*dto.MetricFamily {
 		t.Fatal(err)
 	}
 	// Every field of metrics is one collector: touch each vector once.
-	all := []prometheus.Collector{m.started, m.settled, m.messages, m.conflicts, m.redelivery, m.step, m.removed, m.removalFailures, m.strayBatched, m.indexers}
+	all := []prometheus.Collector{m.started, m.settled, m.messages, m.conflicts, m.redelivery, m.step, m.removed, m.removalFailures, m.strayBatched, m.indexers, m.stepLimit}
 	if n := reflect.TypeFor[metrics]().NumField(); n != len(all) {
 		t.Fatalf("metrics has %d fields and this test lists %d collectors: list the new one", n, len(all))
 	}
