@@ -90,7 +90,8 @@ func newEvent(s streams) *cobra.Command {
 					return err
 				}
 				defer func() { _ = w.Stop() }()
-				o, rec, err := sendAndFollow(ctx, w, id, typ, eventSender(ctx, f, id, typ, body, opts))
+				before, _ := f.Client.Record(ctx, id) // after the watch began: nothing between is missed
+				o, rec, err := sendAndFollow(ctx, w, id, typ, before, eventSender(ctx, f, id, typ, body, opts))
 				if err != nil {
 					return err
 				}

@@ -31,13 +31,15 @@ type eventOutcome struct {
 // sendAndFollow sends the event through send (which stores the event's
 // stream sequence in seq) with the run's record watched by w from before,
 // and waits for the step that took it; it returns what the event did and
-// the record of that step.
-func sendAndFollow(ctx context.Context, w *client.RunWatch, id, typ string, send func(seq *uint64) error) (*eventOutcome, *runrecord.Record, error) {
+// the record of that step. before is the record read before sending (nil
+// when it could not be read): a watch that restarts (its consumer reset
+// under load) may deliver first a record that already took the event,
+// and the verdict needs the one before it.
+func sendAndFollow(ctx context.Context, w *client.RunWatch, id, typ string, before *runrecord.Record, send func(seq *uint64) error) (*eventOutcome, *runrecord.Record, error) {
 	var seq uint64
 	if err := send(&seq); err != nil {
 		return nil, nil, err
 	}
-	var before *runrecord.Record
 	for {
 		rec, err := w.Next(ctx)
 		if err != nil {
