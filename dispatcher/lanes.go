@@ -202,15 +202,28 @@ func (d *Dispatcher) stepLoop(service laneService) {
 			d.stepStrays(batch)
 			continue
 		}
+		// The input waits for its place among the steps at once while
+		// still in q.msgs, where keepInHand keeps its AckWait from
+		// running out: with the step limit cut, the wait can be long.
+		placed := false
+		if !d.handBack {
+			d.qmu.Unlock()
+			placed = d.limit.acquire(d.ctx)
+			d.qmu.Lock()
+		}
 		m := q.msgs[0].m
 		q.msgs[0] = heldMsg{}
 		q.msgs = q.msgs[1:]
 		handBack := d.handBack
 		d.qmu.Unlock()
-		if handBack || d.ctx.Err() != nil || !d.limit.acquire(d.ctx) {
-			d.abandon(m)
-		} else {
+		switch {
+		case placed && !handBack && d.ctx.Err() == nil:
 			d.limit.release(d.handle(d.ctx, m))
+		case placed:
+			d.limit.release(false)
+			d.abandon(m)
+		default:
+			d.abandon(m)
 		}
 		d.qmu.Lock()
 		d.finish(q, m)

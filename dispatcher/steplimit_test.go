@@ -139,3 +139,32 @@ func TestTimeoutsCutTheStepLimit(t *testing.T) {
 		t.Errorf("step limit %v after three timed-out saves, want 8 (or 4)", got)
 	}
 }
+
+// TestInputsWaitingForAPlaceAreKeptInHand: an input waiting for its place
+// among the steps at once stays in hand (keepInHand), so its AckWait does
+// not run out however long the cut limit makes it wait. Taken from its
+// queue before the wait, it was redelivered and met applied.
+func TestInputsWaitingForAPlaceAreKeptInHand(t *testing.T) {
+	t.Parallel()
+	b := setup(t).withEngine(t, map[string]string{"one": oneTask}, registry.TaskRef{Task: "echo", Version: "1"})
+	d := b.dispatcher(t, Config{Concurrency: 8, AckWait: time.Second, hooks: &hooks{save: func(string) error {
+		time.Sleep(250 * time.Millisecond) // a slow store
+		return nil
+	}}})
+	// One step at a time, for good: 12 steps of 250 ms, each input
+	// waiting up to 3 s, three AckWaits.
+	d.limit.mu.Lock()
+	d.limit.limit, d.limit.max = 1, 1
+	d.limit.mu.Unlock()
+	b.simpleWorker(t, "echo", "1")
+	runs := []string{"k1", "k2", "k3", "k4", "k5", "k6"}
+	for _, id := range runs {
+		b.startTask(t, id, id)
+	}
+	for _, id := range runs {
+		b.waitStatus(t, id, wire.StatusDone, 30*time.Second)
+	}
+	if got := testutil.ToFloat64(d.m.redelivery); got != 0 {
+		t.Errorf("%v inputs redelivered while they waited for a place, want 0", got)
+	}
+}
