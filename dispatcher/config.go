@@ -236,13 +236,13 @@ const DefaultPartitionHeartbeat = time.Second
 // DefaultAckWait is Config.AckWait's default.
 const DefaultAckWait = 30 * time.Second
 
-// DefaultConcurrency is Config.Concurrency's default. 128 ran 1.4-1.7
-// times the runs a second on an idle machine (docs/PERFORMANCE.md, row
-// 22), but three dispatchers of 128 in one overloaded test process left
-// runs unsettled for minutes after round trips timed out (row 23). It
-// stays at 16, the value the chaos runs and CI ran with before, until a
-// step limit backs off when round trips time out; --concurrency raises it.
-const DefaultConcurrency = 16
+// DefaultConcurrency is Config.Concurrency's default. A step mostly
+// waits on NATS round trips: 128 ran 1.3-1.7 times the runs a second of
+// 16 (docs/PERFORMANCE.md, row 22). Three dispatchers of 128 in one
+// overloaded test process once timed out and retried without end (row
+// 23); the step limit (steplimit.go) now backs off when round trips
+// time out (row 24).
+const DefaultConcurrency = 128
 
 // Settings are the fields that shape records: a replay of the runs must share them.
 func (c Config) Settings() step.Settings {

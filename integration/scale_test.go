@@ -38,10 +38,10 @@ func TestScale(t *testing.T) {
 	t.Parallel()
 	n := scaleRuns
 	e := setup(t, options{dispatchers: 3, workers: 3, logLevel: slog.LevelWarn})
-	// With three dispatchers of 128 steps at once it twice ended with
-	// runs unsettled after its wait (PERFORMANCE.md, row 23): say where
-	// the inputs and the invocations were (it runs before the servers
-	// stop).
+	// Should runs be left unsettled after the wait, say where the inputs
+	// and the invocations were (it runs before the servers stop). Twice
+	// it was the settled counter that missed runs, not the runs
+	// (RELIABILITY.md, "Runs counted unsettled under overload").
 	t.Cleanup(func() {
 		if !t.Failed() {
 			return

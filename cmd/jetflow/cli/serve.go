@@ -195,7 +195,7 @@ func (c *serviceConfig) addFlags(cmd *cobra.Command) {
 	fs := cmd.Flags()
 	c.flags = fs
 	fs.StringVar(&c.HTTP, "http", defaultHTTP, "address of /healthz, /readyz and /metrics; port -1 picks a free one, off turns it off (env JETFLOW_HTTP)")
-	fs.IntVar(&c.Concurrency, "concurrency", dispatcher.DefaultConcurrency, "run inputs this dispatcher handles at once (env JETFLOW_CONCURRENCY)")
+	fs.IntVar(&c.Concurrency, "concurrency", dispatcher.DefaultConcurrency, "most run inputs this dispatcher handles at once, fewer while round trips to NATS time out (env JETFLOW_CONCURRENCY)")
 	fs.IntVar(&c.Replicas, "replicas", 1, "replicas of every stream and bucket provisioned: 1 on one server, 3 on a cluster (env JETFLOW_REPLICAS)")
 	fs.DurationVar(&c.HistoryMaxAge, "history-max-age", 0, "how long the input stream keeps run history; 0 keeps it forever; pending timers do not depend on it (env JETFLOW_HISTORY_MAX_AGE)")
 	fs.DurationVar(&c.DrainTimeout, "drain-timeout", 30*time.Second, "on Ctrl-C, how long steps in flight may take to finish before they are handed back for redelivery (env JETFLOW_DRAIN_TIMEOUT)")
