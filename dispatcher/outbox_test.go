@@ -43,22 +43,12 @@ func TestFailedSavePublishesTheOutboxOnce(t *testing.T) {
 	b.startTask(t, "r", map[string]any{"n": 1})
 
 	// The worker's part: take the invocation and acknowledge it.
-	ctx := testCtx(t)
 	inv := b.take(t, "echo")
 	// The server forgets the message id of the invocation it deleted.
 	natstest.Restart(t, b.srv)
 
 	failing.Store(1)
-	res, err := json.Marshal(wire.Result{Activation: inv.Activation, Node: inv.Node, Attempt: inv.Attempt, Token: inv.Token, Output: json.RawMessage(`{"ok":true}`)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	m := nats.NewMsg(inv.Reply)
-	m.Data = res
-	m.Header.Set(wire.HeaderMsgID, worker.ResultMsgID(inv.Token))
-	if _, err := b.js.PublishMsg(ctx, m); err != nil {
-		t.Fatal(err)
-	}
+	b.answer(t, inv, `{"ok":true}`)
 	b.waitStatus(t, "r", wire.StatusDone, 30*time.Second)
 	if failing.Load() != 2 {
 		t.Fatal("the save of the result never failed: the test did not test")
@@ -122,6 +112,22 @@ func TestCutShortFlushPublishesOnlyTheRest(t *testing.T) {
 	}
 	if n := b.stored(t, b.names.TaskStream()); n != 2 {
 		t.Errorf("the task stream stored %d invocations, want 2: echo's was published again after the cut-short flush", n)
+	}
+}
+
+// answer is the rest of a worker's part: it publishes output as the
+// result of inv, as the SDK does.
+func (b *bundle) answer(t *testing.T, inv wire.Invocation, output string) {
+	t.Helper()
+	res, err := json.Marshal(wire.Result{Activation: inv.Activation, Node: inv.Node, Attempt: inv.Attempt, Token: inv.Token, Output: json.RawMessage(output)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := nats.NewMsg(inv.Reply)
+	m.Data = res
+	m.Header.Set(wire.HeaderMsgID, worker.ResultMsgID(inv.Token))
+	if _, err := b.js.PublishMsg(testCtx(t), m); err != nil {
+		t.Fatal(err)
 	}
 }
 
@@ -192,16 +198,7 @@ func TestUnsureStepsCountOnce(t *testing.T) {
 			b.startTask(t, "r", map[string]any{"n": 1})
 			inv := b.take(t, "echo")
 			armed.Store(1)
-			res, err := json.Marshal(wire.Result{Activation: inv.Activation, Node: inv.Node, Attempt: inv.Attempt, Token: inv.Token, Output: json.RawMessage(`{"ok":true}`)})
-			if err != nil {
-				t.Fatal(err)
-			}
-			m := nats.NewMsg(inv.Reply)
-			m.Data = res
-			m.Header.Set(wire.HeaderMsgID, worker.ResultMsgID(inv.Token))
-			if _, err := b.js.PublishMsg(testCtx(t), m); err != nil {
-				t.Fatal(err)
-			}
+			b.answer(t, inv, `{"ok":true}`)
 			b.waitStatus(t, "r", wire.StatusDone, 30*time.Second)
 			if failed.Load() != 2 {
 				t.Fatalf("%d steps failed, want 2 (the start's and the result's): the test did not test", failed.Load())
