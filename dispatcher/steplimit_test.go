@@ -147,22 +147,28 @@ func TestTimeoutsCutTheStepLimit(t *testing.T) {
 func TestInputsWaitingForAPlaceAreKeptInHand(t *testing.T) {
 	t.Parallel()
 	b := setup(t).withEngine(t, map[string]string{"one": oneTask}, registry.TaskRef{Task: "echo", Version: "1"})
-	d := b.dispatcher(t, Config{Concurrency: 8, AckWait: time.Second, hooks: &hooks{save: func(string) error {
-		time.Sleep(250 * time.Millisecond) // a slow store
+	// keepInHand renews an input held 2 s every second, so one is at
+	// most about 3 s old when renewed: a second to spare on a loaded
+	// machine. A step itself (400 ms here) is never renewed.
+	d := b.dispatcher(t, Config{Concurrency: 8, AckWait: 4 * time.Second, hooks: &hooks{save: func(string) error {
+		time.Sleep(400 * time.Millisecond) // a slow store
 		return nil
 	}}})
-	// One step at a time, for good: 12 steps of 250 ms, each input
-	// waiting up to 3 s, three AckWaits.
+	// One step at a time, for good: 20 steps of 400 ms, the last inputs
+	// waiting about 8 s, two AckWaits.
 	d.limit.mu.Lock()
 	d.limit.limit, d.limit.max = 1, 1
 	d.limit.mu.Unlock()
 	b.simpleWorker(t, "echo", "1")
-	runs := []string{"k1", "k2", "k3", "k4", "k5", "k6"}
+	var runs []string
+	for i := range 10 {
+		runs = append(runs, fmt.Sprintf("k%d", i))
+	}
 	for _, id := range runs {
 		b.startTask(t, id, id)
 	}
 	for _, id := range runs {
-		b.waitStatus(t, id, wire.StatusDone, 30*time.Second)
+		b.waitStatus(t, id, wire.StatusDone, time.Minute)
 	}
 	if got := testutil.ToFloat64(d.m.redelivery); got != 0 {
 		t.Errorf("%v inputs redelivered while they waited for a place, want 0", got)
