@@ -12,6 +12,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/jetflow/jetflow/dispatcher"
 	"github.com/jetflow/jetflow/provision"
 )
 
@@ -25,10 +26,11 @@ const (
 	rawConsumeWQ = "consume+ack (work queue)"
 	rawHop       = "publish-consume hop"
 	rawParallel  = 16
-	// rawWide is how many at once a dispatcher may step: at 16 alone a
-	// dispatcher of 128 outran the bound (1.22 of it on 2026-12-05),
-	// and 128 got 1.2-1.9 times 16's rates from the same server.
-	rawWide       = 128
+	// rawWide is as many at once as a dispatcher steps by default: at 16
+	// alone a dispatcher of 128 outran the bound (1.22 of it on
+	// 2026-12-05), and 128 got 1.2-1.9 times 16's rates from the same
+	// server.
+	rawWide       = dispatcher.DefaultConcurrency
 	rawMsgBytes   = 256
 	rawValueBytes = 512
 	// rawStream and friends are the raw measurement's own names, apart

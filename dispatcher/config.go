@@ -237,8 +237,8 @@ const DefaultPartitionHeartbeat = time.Second
 const DefaultAckWait = 30 * time.Second
 
 // DefaultConcurrency is Config.Concurrency's default. A step mostly
-// waits on NATS round trips: 128 ran 1.3-1.7 times the runs a second of
-// 16 (docs/PERFORMANCE.md, row 22). Three dispatchers of 128 in one
+// waits on NATS round trips: 128 ran one-task 1.4-1.8 times the runs a
+// second of 16 (docs/PERFORMANCE.md, rows 22 and 24). Three dispatchers of 128 in one
 // overloaded test process once timed out and retried without end (row
 // 23); the step limit (steplimit.go) now backs off when round trips
 // time out (row 24).

@@ -207,9 +207,13 @@ func (d *Dispatcher) stepLoop(service laneService) {
 		// running out: with the step limit cut, the wait can be long.
 		placed := false
 		if !d.handBack {
-			d.qmu.Unlock()
-			placed = d.limit.acquire(d.ctx)
-			d.qmu.Lock()
+			// Usually a place is free: take it without letting qmu go
+			// (qmu, then the limit's lock; never the other way).
+			if placed = d.limit.tryAcquire(); !placed {
+				d.qmu.Unlock()
+				placed = d.limit.acquire(d.ctx)
+				d.qmu.Lock()
+			}
 		}
 		m := q.msgs[0].m
 		q.msgs[0] = heldMsg{}

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 )
 
 // stepLimit bounds how many steps run at once below Config.Concurrency
@@ -47,6 +46,18 @@ func newStepLimit(concurrency int, now func() time.Time, gauge func(float64)) *s
 	l.cond = sync.NewCond(&l.mu)
 	l.report()
 	return l
+}
+
+// tryAcquire takes a place among the steps running at once if one is
+// free, without waiting.
+func (l *stepLimit) tryAcquire() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.inUse < int(l.limit) {
+		l.inUse++
+		return true
+	}
+	return false
 }
 
 // acquire waits for a place among the steps running at once. It returns
@@ -105,5 +116,5 @@ func (l *stepLimit) report() {
 // answer in time: a sign the server is behind, unlike a conflict or a
 // refusal.
 func isTimeout(err error) bool {
-	return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout) || errors.Is(err, jetstream.ErrNoHeartbeat)
+	return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout)
 }

@@ -12,19 +12,15 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/jetflow/jetflow/clock"
 	"github.com/jetflow/jetflow/registry"
 	"github.com/jetflow/jetflow/wire"
 )
 
-// fakeNow is a clock a test moves by hand.
-type fakeNow struct{ t time.Time }
-
-func (f *fakeNow) now() time.Time { return f.t }
-
 func TestStepLimitCutsOncePerWindowAndClimbsBack(t *testing.T) {
-	clk := &fakeNow{t: time.Unix(1000, 0)}
+	clk := clock.NewManual(time.Unix(1000, 0))
 	var reported []float64
-	l := newStepLimit(64, clk.now, func(v float64) { reported = append(reported, v) })
+	l := newStepLimit(64, clk.Now, func(v float64) { reported = append(reported, v) })
 	ctx := context.Background()
 	for range 64 {
 		if !l.acquire(ctx) {
@@ -38,10 +34,10 @@ func TestStepLimitCutsOncePerWindowAndClimbsBack(t *testing.T) {
 	if got := int(l.limit); got != 32 {
 		t.Fatalf("limit after a burst of timeouts within a window: %d, want 32", got)
 	}
-	clk.t = clk.t.Add(backoffWindow)
+	clk.Advance(backoffWindow)
 	for range 4 {
 		l.release(true)
-		clk.t = clk.t.Add(backoffWindow)
+		clk.Advance(backoffWindow)
 	}
 	if got := int(l.limit); got != 4 {
 		t.Fatalf("limit after five cuts a window apart: %d, want 4 (32 halved four times: 2, floored at 4)", got)
@@ -72,7 +68,12 @@ func TestStepLimitWaitsForAPlace(t *testing.T) {
 	l := newStepLimit(2, time.Now, nil)
 	ctx := context.Background()
 	l.acquire(ctx)
-	l.acquire(ctx)
+	if !l.tryAcquire() {
+		t.Fatal("tryAcquire refused a free place")
+	}
+	if l.tryAcquire() {
+		t.Fatal("tryAcquire took a third place at a limit of 2")
+	}
 	got := make(chan bool)
 	go func() { got <- l.acquire(ctx) }()
 	select {

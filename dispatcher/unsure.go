@@ -1,6 +1,9 @@
 package dispatcher
 
-import "sync"
+import (
+	"sync"
+	"sync/atomic"
+)
 
 // unsureMax bounds the steps unsureSaves remembers: past it, a count
 // may be missed (only a metric), never taken twice.
@@ -14,6 +17,9 @@ const unsureMax = 4096
 type unsureSaves struct {
 	mu sync.Mutex
 	m  map[unsureKey]unsureCounts
+	// n is len(m), read without mu: every step that saves calls take,
+	// and almost always nothing is remembered.
+	n atomic.Int32
 }
 
 type unsureKey struct {
@@ -38,16 +44,21 @@ func (u *unsureSaves) put(run string, seq uint64, c unsureCounts) {
 	}
 	if len(u.m) < unsureMax {
 		u.m[unsureKey{run, seq}] = c
+		u.n.Store(int32(len(u.m)))
 	}
 }
 
 // take removes and returns the entry of the input at seq of run.
 func (u *unsureSaves) take(run string, seq uint64) (unsureCounts, bool) {
+	if u.n.Load() == 0 {
+		return unsureCounts{}, false
+	}
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	c, ok := u.m[unsureKey{run, seq}]
 	if ok {
 		delete(u.m, unsureKey{run, seq})
+		u.n.Store(int32(len(u.m)))
 	}
 	return c, ok
 }
