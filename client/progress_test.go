@@ -325,3 +325,27 @@ func TestTrackerReportsTasksOfSkippedRecords(t *testing.T) {
 		t.Errorf("%d settles, want 5 (each attempt once):\n%s", n, got)
 	}
 }
+
+// TestTrackerOrdersStatesOfSkippedRecords: when the watch skips the
+// record that entered a flow's next state, the states one observed step
+// passed through keep the order the run went through them: the flow's
+// own states before where the flow leads.
+func TestTrackerOrdersStatesOfSkippedRecords(t *testing.T) {
+	t.Parallel()
+	o := newOrderRun(t)
+	o.paid("r8")
+	o.result("task", map[string]any{"tracking": "T1"}, "") // ship
+	o.result("task", map[string]any{"notified": true}, "") // notify
+	o.records = append(o.records[:len(o.records)-2], o.records[len(o.records)-1])
+	var states []string
+	for _, l := range o.lines() {
+		if _, st, ok := strings.Cut(l, " state "); ok {
+			states = append(states, st)
+		}
+	}
+	want := []string{"/states/check", "/states/decide", "/states/await-payment", "/states/fulfil",
+		"/states/fulfil/flow/states/ship", "/states/fulfil/flow/states/notify", "/states/fulfil/flow/states/sent", "/states/done"}
+	if !slices.Equal(states, want) {
+		t.Errorf("states entered:\n%s\nwant:\n%s", strings.Join(states, "\n"), strings.Join(want, "\n"))
+	}
+}

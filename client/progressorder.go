@@ -37,17 +37,21 @@ func orderEntered(wf *workflow.Workflow, before []string, visits map[string]int)
 	if len(before) == 0 && wf != nil {
 		enter(wf.Lowered.Initial)
 	}
+	// The active states' flows are tried last: a flow is left through its
+	// final state (whose successors include the flow's), so leaving it
+	// directly (a catch, an event of the flow) only explains what the
+	// states inside it did not.
+	var outer []string
 	for _, id := range before {
-		for a := id; a != ""; {
-			queue = append(queue, a)
-			spec := specOf(wf, a)
-			if spec == nil {
-				break
-			}
-			a = spec.Parent
+		queue = append(queue, id)
+		for spec := specOf(wf, id); spec != nil && spec.Parent != ""; spec = specOf(wf, spec.Parent) {
+			outer = append(outer, spec.Parent)
 		}
 	}
-	for len(queue) > 0 {
+	for len(queue) > 0 || len(outer) > 0 {
+		if len(queue) == 0 {
+			queue, outer = outer[:1], outer[1:]
+		}
 		id := queue[0]
 		queue = queue[1:]
 		for _, next := range successors(wf, id) {
