@@ -343,8 +343,10 @@ func TestTrackerOrdersStatesOfSkippedRecords(t *testing.T) {
 			states = append(states, st)
 		}
 	}
-	want := []string{"/states/check", "/states/decide", "/states/await-payment", "/states/fulfil",
-		"/states/fulfil/flow/states/ship", "/states/fulfil/flow/states/notify", "/states/fulfil/flow/states/sent", "/states/done"}
+	want := []string{
+		"/states/check", "/states/decide", "/states/await-payment", "/states/fulfil",
+		"/states/fulfil/flow/states/ship", "/states/fulfil/flow/states/notify", "/states/fulfil/flow/states/sent", "/states/done",
+	}
 	if !slices.Equal(states, want) {
 		t.Errorf("states entered:\n%s\nwant:\n%s", strings.Join(states, "\n"), strings.Join(want, "\n"))
 	}
