@@ -102,6 +102,14 @@ func (o *orderRun) paid(runID string) {
 	o.apply(run.Message{Kind: run.KindEvent, Event: &run.Event{Type: "payment", Payload: map[string]any{"amount": 59.98}, HasPayload: true}})
 }
 
+// done takes a paid order through ship and notify to its end.
+func (o *orderRun) done(runID string) {
+	o.t.Helper()
+	o.paid(runID)
+	o.result("task", map[string]any{"tracking": "T1"}, "") // ship
+	o.result("task", map[string]any{"notified": true}, "") // notify
+}
+
 // track observes every record with tr and writes each progress as a line
 // (line).
 func (o *orderRun) track(tr *client.Tracker) []string {
@@ -149,9 +157,7 @@ func line(p client.Progress) string {
 func TestTrackerFollowsAPaidOrder(t *testing.T) {
 	t.Parallel()
 	o := newOrderRun(t)
-	o.paid("r1")
-	o.result("task", map[string]any{"tracking": "T1"}, "") // ship
-	o.result("task", map[string]any{"notified": true}, "") // notify
+	o.done("r1")
 	want := []string{
 		"10 state /states/check",
 		"10 invoke /states/check fraud score-fraud@1 attempt 1",
@@ -333,9 +339,7 @@ func TestTrackerReportsTasksOfSkippedRecords(t *testing.T) {
 func TestTrackerOrdersStatesOfSkippedRecords(t *testing.T) {
 	t.Parallel()
 	o := newOrderRun(t)
-	o.paid("r8")
-	o.result("task", map[string]any{"tracking": "T1"}, "") // ship
-	o.result("task", map[string]any{"notified": true}, "") // notify
+	o.done("r8")
 	o.records = append(o.records[:len(o.records)-2], o.records[len(o.records)-1])
 	var states []string
 	for _, l := range o.lines() {
