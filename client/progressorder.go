@@ -11,51 +11,50 @@ import (
 // through them: from the states active before, along the workflow's
 // transitions. A step may pass through several states (a work state's
 // end, a choice, the next wait); the record only says how often each was
-// visited.
+// visited. A run is in one state at a time, so the states of a step are
+// one path: it is followed depth first, a flow's states before where the
+// flow leads (a flow is left through its final state, whose successors
+// include the flow's; leaving it directly, by a catch or an event of the
+// flow, only explains what its states did not).
 func orderEntered(wf *workflow.Workflow, before []string, visits map[string]int) []string {
 	if len(visits) == 0 {
 		return nil
 	}
 	var out []string
 	done := map[string]bool{}
-	var queue []string
-	var enter func(id string)
-	enter = func(id string) {
+	var enter func(id string) bool
+	enter = func(id string) bool {
 		if done[id] || visits[id] == 0 {
-			return
+			return false
 		}
 		if spec := specOf(wf, id); spec != nil && spec.Parent != "" {
 			enter(spec.Parent) // a flow is entered before its states
 		}
 		done[id] = true
 		out = append(out, id)
-		queue = append(queue, id)
-		if spec := specOf(wf, id); spec != nil && spec.Kind == workflow.KindFlow {
-			enter(spec.Initial)
-		}
+		return true
 	}
-	if len(before) == 0 && wf != nil {
-		enter(wf.Lowered.Initial)
-	}
-	// The active states' flows are tried last: a flow is left through its
-	// final state (whose successors include the flow's), so leaving it
-	// directly (a catch, an event of the flow) only explains what the
-	// states inside it did not.
-	var outer []string
-	for _, id := range before {
-		queue = append(queue, id)
-		for spec := specOf(wf, id); spec != nil && spec.Parent != ""; spec = specOf(wf, spec.Parent) {
-			outer = append(outer, spec.Parent)
+	var walk, leave func(id string)
+	walk = func(id string) {
+		if spec := specOf(wf, id); spec != nil && spec.Kind == workflow.KindFlow && enter(spec.Initial) {
+			walk(spec.Initial)
 		}
+		leave(id)
 	}
-	for len(queue) > 0 || len(outer) > 0 {
-		if len(queue) == 0 {
-			queue, outer = outer[:1], outer[1:]
-		}
-		id := queue[0]
-		queue = queue[1:]
+	leave = func(id string) {
 		for _, next := range successors(wf, id) {
-			enter(next)
+			if enter(next) {
+				walk(next)
+			}
+		}
+	}
+	if len(before) == 0 && wf != nil && enter(wf.Lowered.Initial) {
+		walk(wf.Lowered.Initial)
+	}
+	for _, id := range before {
+		leave(id)
+		for spec := specOf(wf, id); spec != nil && spec.Parent != ""; spec = specOf(wf, spec.Parent) {
+			leave(spec.Parent)
 		}
 	}
 	// What the transitions did not explain, in declaration order.
