@@ -122,11 +122,19 @@ func (br *browser) text(sel string) string {
 	t.Helper()
 	sctx, cancel := context.WithTimeout(br.ctx, 10*time.Second)
 	defer cancel()
-	s, err := chromedp.Run(sctx, chromedp.TextContent(chromedp.CSS(sel)))
-	if err != nil {
-		t.Fatalf("text of %s: %v", sel, err)
+	for {
+		s, err := chromedp.Run(sctx, chromedp.TextContent(chromedp.CSS(sel)))
+		// A page that renders again (a job's progress, polled) can
+		// replace the node between its query and the read: ask again.
+		if err != nil && strings.Contains(err.Error(), "No node with given id found") && sctx.Err() == nil {
+			time.Sleep(50 * time.Millisecond)
+			continue
+		}
+		if err != nil {
+			t.Fatalf("text of %s: %v", sel, err)
+		}
+		return s
 	}
-	return s
 }
 
 // check fails the test for every problem the page had and for any run
