@@ -82,7 +82,18 @@ type orderRun struct {
 // newOrderRun starts the run; its two task invocations are in flight.
 func newOrderRun(t *testing.T) *orderRun {
 	t.Helper()
-	wf, err := workflow.CompileJSON([]byte(joinAfterTask), workflow.Options{})
+	o := startRun(t, joinAfterTask, `{}`)
+	if len(o.invs) != 2 {
+		t.Fatalf("invocations %v, want t and s", o.invs)
+	}
+	return o
+}
+
+// startRun starts run j-1 of the workflow doc with input, stepped input
+// by input from its record's bytes.
+func startRun(t *testing.T, doc, input string) *orderRun {
+	t.Helper()
+	wf, err := workflow.CompileJSON([]byte(doc), workflow.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -91,10 +102,7 @@ func newOrderRun(t *testing.T) *orderRun {
 		t: t, s: Settings{Tokens: testSigner}.WithDefaults(),
 		defs: DefinitionsFunc(func(string, string) (*Definition, error) { return def, nil }),
 	}
-	o.step(o.s.Names.Start("j-1"), []byte(`{"workflow":"join","input":{}}`))
-	if len(o.invs) != 2 {
-		t.Fatalf("invocations %v, want t and s", o.invs)
-	}
+	o.step(o.s.Names.Start("j-1"), []byte(`{"workflow":"join","input":`+input+`}`))
 	return o
 }
 

@@ -61,15 +61,6 @@ type Options struct {
 	// fails too (dag.Wave.FailsAtRead). The simulator's mocks are such
 	// handlers. Nil in the fleet, whose results come in later inputs.
 	FailsAtRead func(inv *Invoke) error
-
-	// KeepMarks keeps, between the inputs of one work state, the node
-	// values that hold the reference's empty marker as computed (a
-	// query's array element or member), so that a node reading one after
-	// a task answered reads the marker as the reference's does, and a
-	// checkpoint refuses it. Only for a host that keeps the State in
-	// memory between Apply calls, such as the simulator: the marker is
-	// not part of the stored record.
-	KeepMarks bool
 }
 
 // Buffer defaults.

@@ -195,28 +195,64 @@ func TestDecodeReadsBackWhatEncodeWrote(t *testing.T) {
 }
 
 // A query node that builds an object at run time ($map) and leaves the
-// empty marker in it is kept in Work.Ordered while a node still reads it:
-// the record holds it as JSON (the member left out), so the state still
-// encodes, and the marker stays only in memory, for KeepMarks.
-func TestOrderedValueHoldingMarkerEncodes(t *testing.T) {
+// empty marker in it keeps it while a node still reads it: the record
+// holds the object's JSON in Work.Ordered (the member left out) and, in
+// Work.Marked, the object with null where the marker stands and its
+// pointer. Read back, the state steps as the state kept in memory does:
+// the node reading it after the task answered finds the member ($exists
+// is true, as in the reference, where the JSON alone has no member).
+func TestMarkedValueCrossesTheRecord(t *testing.T) {
 	t.Parallel()
 	wf := compile(t, `{"$workflow":"0.2","revision":"p/1","initial":"s","states":{"s":{"work":{"dag":{"$dag":"0.1","nodes":{
 	"in":{"kind":"input"},
-	"q":{"kind":"query","query":{"$map":[["zeta",1],["due",{"$date-add":["2026-01-01","$.delay"]}]]}},
-	"t":{"kind":"task","run":"ok","version":"1"},"r":{"kind":"query","query":{"$count":"$.q.*"}},"out":{"kind":"output"}},
+	"q":{"kind":"query","query":{"$map":[["zeta",1],["due",{"$date-add":["2026-01-01","$.delay"]}],["a~/b",[{"$date-add":["2026-01-01","$.delay"]},2]]]}},
+	"t":{"kind":"task","run":"ok","version":"1"},"r":{"kind":"query","query":{"$seq":[{"$exists":"$.q.due"},{"$count":"$.q.*"}]}},"out":{"kind":"output"}},
 	"edges":[{"from":"in","to":"q"},{"from":"in","to":"t"},{"from":"q","to":"r","port":"q"},{"from":"t","to":"r","port":"t"},
 	{"from":"r","to":"out"}]}},"then":"done"},"done":{"final":true}}}`)
-	for _, keep := range []bool{false, true} {
-		st, _, err := Apply(wf, nil, Message{Kind: KindStart, RunID: "r", Input: map[string]any{"n": 1.0}}, Options{KeepMarks: keep})
-		if err != nil {
-			t.Fatal(err)
+	st, eff, err := Apply(wf, nil, Message{Kind: KindStart, RunID: "r", Input: map[string]any{"n": 1.0}}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := Encode(st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		`"ordered":{"q":{"zeta":1,"a~/b":[null,2]}}`,
+		`"marked":{"q":{"value":{"zeta":1,"due":null,"a~/b":[null,2]},"at":["/due","/a~0~1b/0"]}}`,
+	} {
+		if !bytes.Contains(b, []byte(want)) {
+			t.Errorf("record %s lacks %s", b, want)
 		}
-		b, err := Encode(st)
-		if err != nil {
-			t.Fatalf("KeepMarks %v: %v", keep, err)
+	}
+	back, err := Decode(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again, err := Encode(back); err != nil || !bytes.Equal(again, b) {
+		t.Fatalf("read back and encoded again\n%s\nnot\n%s (%v)", again, b, err)
+	}
+	var inv *Invoke
+	for _, e := range eff {
+		if e.Invoke != nil {
+			inv = e.Invoke
 		}
-		if want := `"ordered":{"q":{"zeta":1}}`; !bytes.Contains(b, []byte(want)) {
-			t.Errorf("KeepMarks %v: record %s lacks %s", keep, b, want)
-		}
+	}
+	res := Message{Kind: KindResult, Time: 2, Result: &TaskResult{Activation: inv.Activation, Node: inv.Node, Attempt: 1, Output: 6.0}}
+	kept, _, err := Apply(wf, st, res, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	read, _, err := Apply(wf, back, res, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	keptB, _ := Encode(kept)
+	readB, _ := Encode(read)
+	if !bytes.Equal(keptB, readB) {
+		t.Errorf("the state read back stepped to\n%s\nthe state kept in memory to\n%s", readB, keptB)
+	}
+	if want := `"/states/s":[true,3]`; !bytes.Contains(readB, []byte(want)) {
+		t.Errorf("result %s lacks %s", readB, want)
 	}
 }

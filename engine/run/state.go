@@ -3,7 +3,9 @@ package run
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 
+	"github.com/jetflow/jetflow/engine/query"
 	"github.com/jetflow/jetflow/engine/statechart"
 	"github.com/jetflow/jetflow/engine/value"
 	"github.com/jetflow/jetflow/engine/workflow"
@@ -127,11 +129,72 @@ type Work struct {
 	// a task reads them as built. Values holds their plain form. Never
 	// modified in place: the reducer replaces it whole.
 	Ordered Ordered `json:"ordered,omitempty"`
-	// marked holds the known values that hold the empty marker, as
-	// computed (dag.Plan.Marked), while Options.KeepMarks asks for them:
-	// in memory only, for a record cannot hold the marker. Never modified
-	// in place.
-	marked map[string]any
+	// Marked holds the known values that hold the empty marker as the
+	// DAG computed them (dag.Plan.Marked), while a node still reads
+	// them: the reference keeps a node's value, marker included, for the
+	// whole activation, so a node reading it after a task answered reads
+	// the marker and a checkpoint refuses it. Values holds their JSON
+	// form. Never modified in place: the reducer replaces it whole.
+	Marked Marked `json:"marked,omitempty"`
+}
+
+// Marked is a map of node values that hold the empty marker. It is
+// stored as each value's JSON with null where a marker stands and the
+// JSON Pointers of those nulls (query.Marks), and read back with the
+// markers in place, each object in the member order written.
+type Marked map[string]any
+
+// MarshalJSON writes m as appendWork does.
+func (m Marked) MarshalJSON() ([]byte, error) {
+	b, ok := value.AppendGoJSONMap(nil, m, appendMarked)
+	if !ok {
+		return nil, errors.New("a marked node value is not JSON")
+	}
+	return b, nil
+}
+
+// appendMarked writes one marked value as {"value":…,"at":[…]}.
+func appendMarked(b []byte, v any) (_ []byte, ok bool) {
+	nulled, at := query.Marks(v)
+	if b, ok = value.AppendGoJSONOrdered(append(b, `{"value":`...), nulled); !ok {
+		return b, false
+	}
+	b = append(b, `,"at":[`...)
+	for i, p := range at {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = value.AppendGoJSONString(b, p)
+	}
+	return append(b, "]}"...), true
+}
+
+// UnmarshalJSON reads each value in the member order written and puts
+// its markers back.
+func (m *Marked) UnmarshalJSON(data []byte) error {
+	var raw map[string]struct {
+		Value json.RawMessage `json:"value"`
+		At    []string        `json:"at"`
+	}
+	if err := json.Unmarshal(data, &raw); err != nil {
+		return err
+	}
+	if raw == nil {
+		*m = nil
+		return nil
+	}
+	out := make(Marked, len(raw))
+	for k, r := range raw {
+		v, err := decodeStored(r.Value)
+		if err != nil {
+			return fmt.Errorf("marked value of node %q: %w", k, err)
+		}
+		if out[k], err = query.Remark(v, r.At); err != nil {
+			return fmt.Errorf("marked value of node %q: %w", k, err)
+		}
+	}
+	*m = out
+	return nil
 }
 
 // Ordered is a map of node values that may hold *value.Object. It is

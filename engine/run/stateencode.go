@@ -210,6 +210,11 @@ func appendWork(b []byte, w *Work) (_ []byte, ok bool) {
 			return b, false
 		}
 	}
+	if len(w.Marked) > 0 {
+		if b, ok = value.AppendGoJSONMap(append(b, `,"marked":`...), w.Marked, appendMarked); !ok {
+			return b, false
+		}
+	}
 	return append(b, '}'), true
 }
 

@@ -94,10 +94,7 @@ func (r *reducer) schedule(id string, ordered map[string]any) (blocked bool, err
 	for node := range w.Running {
 		running[node] = true
 	}
-	var wave dag.Wave
-	if r.opts.KeepMarks {
-		wave.Marked = w.marked
-	}
+	wave := dag.Wave{Marked: w.Marked}
 	if r.opts.FailsAtRead != nil {
 		wave.FailsAtRead = func(inv dag.Invocation) error {
 			return r.opts.FailsAtRead(r.invocation(id, inv, w.Base+1))
@@ -105,10 +102,7 @@ func (r *reducer) schedule(id string, ordered map[string]any) (blocked bool, err
 	}
 	plan, err := d.ScheduleWave(&r.budget, p.Input, w.Values, ordered, running, wave)
 	if err == nil {
-		w.Ordered = plan.Ordered
-		if r.opts.KeepMarks {
-			w.marked = plan.Marked
-		}
+		w.Ordered, w.Marked = plan.Ordered, plan.Marked
 	}
 	for _, nv := range plan.Values {
 		w.Values[nv.ID] = nv.Value

@@ -115,7 +115,6 @@ func (s *scenario) options(wf *workflow.Workflow, readFirst bool) run.Options {
 	}
 	return run.Options{
 		FailsAtRead: failsAtRead,
-		KeepMarks:   true,
 		Retry:       func(string, string) run.RetryPolicy { return run.NoRetry },
 		FailsAtCall: func(inv *run.Invoke) (string, bool) {
 			if s.observe != nil {
