@@ -6,6 +6,7 @@ import (
 	"flag"
 	"math"
 	"os"
+	"reflect"
 	"slices"
 	"testing"
 
@@ -255,4 +256,40 @@ func TestMarkedValueCrossesTheRecord(t *testing.T) {
 	if want := `"/states/s":[true,3]`; !bytes.Contains(readB, []byte(want)) {
 		t.Errorf("result %s lacks %s", readB, want)
 	}
+}
+
+// A retried attempt's argument is computed again from the stored state:
+// a with that reads a value holding the marker gives the retry what it
+// gave the first attempt ($exists of the marker's member is true).
+func TestRetryReadsMarkedValues(t *testing.T) {
+	t.Parallel()
+	wf := compile(t, `{"$workflow":"0.2","revision":"p/1","initial":"s","states":{"s":{"work":{"dag":{"$dag":"0.1","nodes":{
+	"in":{"kind":"input"},
+	"q":{"kind":"query","query":{"$map":[["zeta",1],["due",{"$date-add":["2026-01-01","$.delay"]}]]}},
+	"t":{"kind":"task","run":"ok","version":"1","with":{"due":{"$exists":"$.q.due"}}},"out":{"kind":"output"}},
+	"edges":[{"from":"in","to":"q"},{"from":"q","to":"t","port":"q"},{"from":"in","to":"t","port":"in"},{"from":"t","to":"out"}]}},"then":"done"},"done":{"final":true}}}`)
+	opts := Options{Retry: func(string, string) RetryPolicy { return RetryPolicy{MaxAttempts: 2, InitialIntervalMs: 100} }}
+	st, eff := step(t, wf, nil, Message{Kind: KindStart, RunID: "r", Input: map[string]any{"n": 1.0}, Time: 1}, opts)
+	first := only(t, eff, invokeOf)
+	st, eff = step(t, wf, readBack(t, st), answer(first, failed("flaky")), opts)
+	arm := only(t, eff, armOf)
+	_, eff = step(t, wf, readBack(t, st), Message{Kind: KindTimer, Time: arm.Deadline, Timer: &TimerFire{ID: arm.ID, Deadline: arm.Deadline}}, opts)
+	retry := only(t, eff, invokeOf)
+	if want := map[string]any{"due": true}; !reflect.DeepEqual(first.With, want) || !reflect.DeepEqual(retry.With, want) {
+		t.Errorf("with of attempt 1 %v, of attempt %d %v; want %v for both", first.With, retry.Attempt, retry.With, want)
+	}
+}
+
+// readBack is st as a dispatcher reads it back from its record.
+func readBack(t *testing.T, st *State) *State {
+	t.Helper()
+	b, err := Encode(st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, err := Decode(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return back
 }

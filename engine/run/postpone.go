@@ -90,7 +90,7 @@ func (r *reducer) postpone(p *Postpone) error {
 			running[n] = true
 		}
 	}
-	plan, err := info.ScheduleOrdered(&r.budget, r.st.Pending.Input, w.Values, w.Ordered, running)
+	plan, err := info.ScheduleWave(&r.budget, r.st.Pending.Input, w.Values, w.Ordered, running, dag.Wave{Marked: w.Marked})
 	if err != nil {
 		return r.continueAfter(r.workFailed(id, err))
 	}

@@ -311,7 +311,7 @@ func (r *reducer) retryTimer(t *TimerFire) error {
 			running[n] = true
 		}
 	}
-	plan, err := r.wf.DAGs[id].ScheduleOrdered(&r.budget, r.st.Pending.Input, w.Values, w.Ordered, running)
+	plan, err := r.wf.DAGs[id].ScheduleWave(&r.budget, r.st.Pending.Input, w.Values, w.Ordered, running, dag.Wave{Marked: w.Marked})
 	if err != nil {
 		return r.continueAfter(r.workFailed(id, err))
 	}
