@@ -271,25 +271,11 @@ func TestRetryReadsMarkedValues(t *testing.T) {
 	opts := Options{Retry: func(string, string) RetryPolicy { return RetryPolicy{MaxAttempts: 2, InitialIntervalMs: 100} }}
 	st, eff := step(t, wf, nil, Message{Kind: KindStart, RunID: "r", Input: map[string]any{"n": 1.0}, Time: 1}, opts)
 	first := only(t, eff, invokeOf)
-	st, eff = step(t, wf, readBack(t, st), answer(first, failed("flaky")), opts)
+	st, eff = step(t, wf, roundTrip(t, st), answer(first, failed("flaky")), opts)
 	arm := only(t, eff, armOf)
-	_, eff = step(t, wf, readBack(t, st), Message{Kind: KindTimer, Time: arm.Deadline, Timer: &TimerFire{ID: arm.ID, Deadline: arm.Deadline}}, opts)
+	_, eff = step(t, wf, roundTrip(t, st), Message{Kind: KindTimer, Time: arm.Deadline, Timer: &TimerFire{ID: arm.ID, Deadline: arm.Deadline}}, opts)
 	retry := only(t, eff, invokeOf)
 	if want := map[string]any{"due": true}; !reflect.DeepEqual(first.With, want) || !reflect.DeepEqual(retry.With, want) {
 		t.Errorf("with of attempt 1 %v, of attempt %d %v; want %v for both", first.With, retry.Attempt, retry.With, want)
 	}
-}
-
-// readBack is st as a dispatcher reads it back from its record.
-func readBack(t *testing.T, st *State) *State {
-	t.Helper()
-	b, err := Encode(st)
-	if err != nil {
-		t.Fatal(err)
-	}
-	back, err := Decode(b)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return back
 }
