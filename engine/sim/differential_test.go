@@ -3,6 +3,7 @@ package sim
 import (
 	"encoding/json"
 	"fmt"
+	"os"
 	"regexp"
 	"strings"
 	"testing"
@@ -21,8 +22,11 @@ import (
 // A scenario agrees when simtest.Diff finds nothing, as for the corpus. It
 // prints the counts, then up to JETFLOW_DIFF_SHOW (default 5) examples per
 // class, where a class is the shape of the first differing JSON Pointer
-// and the error codes involved.
+// and the error codes involved. With JETFLOW_SIM_STORED=1 every state is
+// read back from its encoding before each input, as the fleet reads its
+// run record.
 func TestDifferential(t *testing.T) {
+	stored, inMemory := os.Getenv("JETFLOW_SIM_STORED") == "1", 0
 	tally := difftest.New(t, "scenarios")
 	for line := range difftest.Lines(t, "JETFLOW_SIM_DIFF", "differential-simulate.mjs") {
 		var l struct {
@@ -33,7 +37,11 @@ func TestDifferential(t *testing.T) {
 		if err := json.Unmarshal(line, &l); err != nil {
 			t.Fatal(err)
 		}
-		class, msg := differentialRun(l.Scenario, l.Output)
+		var inProcess bool
+		class, msg := differentialRun(l.Scenario, l.Output, runOptions{stored: stored, inProcess: &inProcess})
+		if inProcess {
+			inMemory++
+		}
 		if class == "" {
 			tally.Agree("")
 			continue
@@ -42,15 +50,18 @@ func TestDifferential(t *testing.T) {
 			return fmt.Sprintf("%s\n  scenario %s\n  %s", l.Name, l.Scenario, msg)
 		})
 	}
+	if stored {
+		t.Logf("states read back from their encoding; %d scenarios kept in memory once a mock handed back a value that is not JSON", inMemory)
+	}
 	tally.Report(t)
 }
 
 // differentialRun runs one scenario and names its class of disagreement
 // ("" when it agrees); a panic or a refusal is a disagreement too.
-func differentialRun(scenario, golden []byte) (class, msg string) {
+func differentialRun(scenario, golden []byte, opts runOptions) (class, msg string) {
 	type outcome struct{ class, msg string }
 	o := difftest.Guard(func() outcome {
-		got, err := RunJSON(scenario)
+		got, err := runJSON(scenario, opts)
 		if err != nil {
 			return outcome{"go refused", err.Error()}
 		}
@@ -135,7 +146,7 @@ func TestDifferentialClasses(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			class, msg := differentialRun([]byte(scenario), []byte(tt.golden))
+			class, msg := differentialRun([]byte(scenario), []byte(tt.golden), runOptions{})
 			if class != tt.class {
 				t.Fatalf("class %q, want %q (%s)", class, tt.class, msg)
 			}

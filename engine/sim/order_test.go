@@ -113,7 +113,7 @@ func observeOrder(t *testing.T, scenario json.RawMessage) orderGolden {
 		}
 		return s
 	}
-	res, err := runObserved(doc, written, func(inv *run.Invoke) {
+	res, err := runWith(doc, written, runOptions{observe: func(inv *run.Invoke) {
 		with := "null"
 		if inv.HasWith {
 			with = text(inv.With)
@@ -123,7 +123,7 @@ func observeOrder(t *testing.T, scenario json.RawMessage) orderGolden {
 			With  string `json:"with"`
 			Input string `json:"input"`
 		}{inv.Task, with, text(inv.Input)})
-	})
+	}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,6 +17,8 @@ type scenario struct {
 	observe  func(*run.Invoke) // tests: sees every invocation, else nil
 	// results holds the current call's mock answers (see result)
 	results map[attempt]*run.TaskResult
+	// stored and inProcess: see runOptions and reload
+	stored, inProcess bool
 }
 
 // attempt names one invocation of a task node.

@@ -23,18 +23,32 @@ var ErrScenario = errors.New("invalid scenario")
 // queries are read in Keys order, as canonical text writes them (RunJSON
 // reads them as written).
 func Run(scenario any) (map[string]any, error) {
-	return runObserved(scenario, nil, nil)
+	return runWith(scenario, nil, runOptions{})
 }
 
-// runObserved is Run with the scenario's written member order (nil: Keys
-// order), handing observe (when not nil) every invocation before its mock
-// answers it.
-func runObserved(scenario any, written value.Written, observe func(*run.Invoke)) (map[string]any, error) {
+// runOptions are what a test may ask of a run besides the scenario.
+type runOptions struct {
+	// observe, when not nil, is handed every invocation before its mock
+	// answers it.
+	observe func(*run.Invoke)
+	// stored reads every state back from its encoding before the next
+	// input (see reload); inProcess, when not nil, is set when the
+	// scenario was kept in memory instead.
+	stored    bool
+	inProcess *bool
+}
+
+// runWith is Run with the scenario's written member order (nil: Keys
+// order) and a test's options.
+func runWith(scenario any, written value.Written, o runOptions) (map[string]any, error) {
 	s, err := parse(scenario, written)
 	if err != nil {
 		return nil, err
 	}
-	s.observe = observe
+	s.observe, s.stored = o.observe, o.stored
+	if o.inProcess != nil {
+		defer func() { *o.inProcess = s.inProcess }()
+	}
 	wf, err := workflow.Compile(s.document, workflow.Options{Tasks: s.registry()})
 	if err != nil {
 		return map[string]any{"compileError": coded(err)}, nil
@@ -75,11 +89,16 @@ func runObserved(scenario any, written value.Written, observe func(*run.Invoke))
 // constructor builds its members in the order written and $for and $let
 // bind in it. The document, inputs and events are read canonically.
 func RunJSON(data []byte) (string, error) {
+	return runJSON(data, runOptions{})
+}
+
+// runJSON is RunJSON with a test's options.
+func runJSON(data []byte, o runOptions) (string, error) {
 	v, written, err := value.DecodeWritten(data, value.Limits{})
 	if err != nil {
 		return "", fmt.Errorf("%w: %w", ErrScenario, err)
 	}
-	out, err := runObserved(v, written, nil)
+	out, err := runWith(v, written, o)
 	if err != nil {
 		return "", err
 	}
@@ -173,6 +192,9 @@ func (s *scenario) call(wf *workflow.Workflow, prev *run.State, c call) (*run.St
 		if c.event != nil {
 			msg.Kind, msg.Event = run.KindEvent, c.event
 		}
+		if prev, err = s.reload(prev); err != nil {
+			return nil, err
+		}
 		st, effects, err = run.Apply(wf, prev, msg, s.options(wf, true))
 	}
 	if err != nil {
@@ -239,7 +261,16 @@ func (s *scenario) answer(wf *workflow.Workflow, st *run.State, effects []run.Ef
 				readFirst = false
 			}
 		}
-		after, more, err := run.Apply(wf, st, msg, s.options(wf, readFirst))
+		if s.stored && o.res.Error == nil {
+			if _, ok := value.AppendGoJSONOrdered(nil, o.res.Output); !ok {
+				s.inProcess = true
+			}
+		}
+		cur, err := s.reload(st)
+		if err != nil {
+			return nil, err
+		}
+		after, more, err := run.Apply(wf, cur, msg, s.options(wf, readFirst))
 		if errors.Is(err, run.ErrRejected) {
 			continue // a sibling failed the activation first
 		}
@@ -250,6 +281,23 @@ func (s *scenario) answer(wf *workflow.Workflow, st *run.State, effects []run.Ef
 		call(invokes(more), o.at)
 	}
 	return st, nil
+}
+
+// reload is st read back from its encoding when the test asks for it
+// (runOptions.stored), as a dispatcher reads the run record, so that the
+// simulator's answers check that the record holds everything a fleet's
+// run reads. Once a mock has handed back a value that is not JSON (NaN,
+// the empty marker), which no worker's result can be, the scenario is
+// not one a fleet can run, and its states stay in memory from there on.
+func (s *scenario) reload(st *run.State) (*run.State, error) {
+	if !s.stored || s.inProcess {
+		return st, nil
+	}
+	b, err := run.Encode(st)
+	if err != nil {
+		return nil, fmt.Errorf("a state of a run a fleet can run does not encode: %w", err)
+	}
+	return run.Decode(b)
 }
 
 // outcome is a mock's answer and when the reference meets it.
