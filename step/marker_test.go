@@ -52,3 +52,24 @@ func TestMarkerCrossesInputsInTheRecord(t *testing.T) {
 		t.Errorf("status %s, error %+v; want failed with JF2008 at /nodes/out", st.Status, st.Error)
 	}
 }
+
+// TestNonFiniteValueCrossesInputsInTheRecord: a query may answer NaN or
+// an infinity, which the reference keeps in memory and the record keeps
+// beside the value's JSON. Before, such a state did not encode and its
+// input failed for good. The answers are the reference's
+// (conformance/cases/simulate/diff-not-json-across-steps.json).
+func TestNonFiniteValueCrossesInputsInTheRecord(t *testing.T) {
+	t.Parallel()
+	doc := strings.NewReplacer(`{"$map":[["zeta",1],["due",{"$date-add":["2026-01-01","$.delay"]}],["a~/b",[{"$date-add":["2026-01-01","$.delay"]},2]]]}`,
+		`{"$map":[["zeta",{"$div":[-1,0]}],["alpha",[{"$div":[0,0]},1]]]}`).Replace(markerAfterTask(
+		`{"$seq":[{"$lt":["$.q.zeta",0]},{"$eq":["$.q.alpha[0]","$.q.alpha[0]"]},{"$string-join":[{"$for":{"e":{"$entries":"$.q"}},"$return":"$e.key"},","]}]}`))
+	o := startRun(t, doc, `{"n":1}`)
+	if !strings.Contains(string(o.cur.Record.State), `"notJSON":{"values":{"q":{"nan":["/alpha/0"],"-inf":["/zeta"]}},"ordered":{"q":{"nan":["/alpha/0"],"-inf":["/zeta"]}}}`) {
+		t.Fatalf("the record does not note q's NaN and -Infinity:\n%s", o.cur.Record.State)
+	}
+	o.step(o.s.Names.Result("j-1"), o.result("t", `6`))
+	st := o.state()
+	if got, _ := json.Marshal(st.Context.Data); st.Status != run.StatusDone || string(got) != `[true,false,"zeta,alpha"]` {
+		t.Errorf("status %s, data %s; want done with [true,false,\"zeta,alpha\"]", st.Status, got)
+	}
+}

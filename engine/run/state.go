@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 
 	"github.com/jetflow/jetflow/engine/query"
 	"github.com/jetflow/jetflow/engine/statechart"
@@ -136,12 +137,15 @@ type Work struct {
 	// the marker and a checkpoint refuses it. Values holds their JSON
 	// form. Never modified in place: the reducer replaces it whole.
 	Marked Marked `json:"marked,omitempty"`
+	// NotJSON is set only in a state Encode is writing (see NotJSON).
+	NotJSON *NotJSON `json:"notJSON,omitempty"`
 }
 
 // Marked is a map of node values that hold the empty marker. It is
-// stored as each value's JSON with null where a marker stands and the
-// JSON Pointers of those nulls (query.Marks), and read back with the
-// markers in place, each object in the member order written.
+// stored as each value's JSON with null where a marker (or NaN or an
+// infinity) stands and the JSON Pointers of those nulls (query.Marks),
+// and read back with them in place, each object in the member order
+// written.
 type Marked map[string]any
 
 // MarshalJSON writes m as appendWork does.
@@ -153,28 +157,61 @@ func (m Marked) MarshalJSON() ([]byte, error) {
 	return b, nil
 }
 
-// appendMarked writes one marked value as {"value":…,"at":[…]}.
+// appendMarked writes one marked value as {"value":…,"at":[…]}, with
+// "nan", "inf" and "-inf" after "at" when it holds them.
 func appendMarked(b []byte, v any) (_ []byte, ok bool) {
-	nulled, at := query.Marks(v)
+	nulled, p := query.Marks(v)
 	if b, ok = value.AppendGoJSONOrdered(append(b, `{"value":`...), nulled); !ok {
 		return b, false
 	}
-	b = append(b, `,"at":[`...)
+	b = appendPointerList(append(b, `,"at":`...), p.At)
+	b = appendNonFinite(b, p)
+	return append(b, '}'), true
+}
+
+// appendPointers writes p as encoding/json writes query.Pointers.
+func appendPointers(b []byte, p query.Pointers) ([]byte, bool) {
+	n := len(b)
+	if len(p.At) > 0 {
+		b = appendPointerList(append(b, `,"at":`...), p.At)
+	}
+	b = appendNonFinite(b, p)
+	if len(b) == n {
+		return append(b, "{}"...), true
+	}
+	b[n] = '{'
+	return append(b, '}'), true
+}
+
+func appendNonFinite(b []byte, p query.Pointers) []byte {
+	for _, l := range []struct {
+		name string
+		at   []string
+	}{{`,"nan":`, p.NaN}, {`,"inf":`, p.Inf}, {`,"-inf":`, p.NegInf}} {
+		if len(l.at) > 0 {
+			b = appendPointerList(append(b, l.name...), l.at)
+		}
+	}
+	return b
+}
+
+func appendPointerList(b []byte, at []string) []byte {
+	b = append(b, '[')
 	for i, p := range at {
 		if i > 0 {
 			b = append(b, ',')
 		}
 		b = value.AppendGoJSONString(b, p)
 	}
-	return append(b, "]}"...), true
+	return append(b, ']')
 }
 
 // UnmarshalJSON reads each value in the member order written and puts
-// its markers back.
+// back what JSON could not hold.
 func (m *Marked) UnmarshalJSON(data []byte) error {
 	var raw map[string]struct {
 		Value json.RawMessage `json:"value"`
-		At    []string        `json:"at"`
+		query.Pointers
 	}
 	if err := json.Unmarshal(data, &raw); err != nil {
 		return err
@@ -189,11 +226,85 @@ func (m *Marked) UnmarshalJSON(data []byte) error {
 		if err != nil {
 			return fmt.Errorf("marked value of node %q: %w", k, err)
 		}
-		if out[k], err = query.Remark(v, r.At); err != nil {
+		if out[k], err = query.Remark(v, r.Pointers); err != nil {
 			return fmt.Errorf("marked value of node %q: %w", k, err)
 		}
 	}
 	*m = out
+	return nil
+}
+
+// NotJSON says where the node values of Work.Values and Work.Ordered hold
+// NaN or an infinity, which a query or a stylesheet may compute and the
+// reference keeps in memory for the whole activation. Encode stores those
+// values with null in their place and this beside them; Decode puts them
+// back. It is nil in a state in memory.
+type NotJSON struct {
+	Values  map[string]query.Pointers `json:"values,omitempty"`
+	Ordered map[string]query.Pointers `json:"ordered,omitempty"`
+}
+
+// storable is st with the values of its work that JSON cannot hold
+// nulled and noted in Work.NotJSON (a copy: st is not changed), and
+// whether there were any.
+func storable(st *State) (*State, bool) {
+	if st.Work == nil {
+		return st, false
+	}
+	values, vp := nullNotJSON(st.Work.Values)
+	ordered, op := nullNotJSON(st.Work.Ordered)
+	if vp == nil && op == nil {
+		return st, false
+	}
+	w := *st.Work
+	w.Values, w.Ordered, w.NotJSON = values, ordered, &NotJSON{Values: vp, Ordered: op}
+	c := *st
+	c.Work = &w
+	return &c, true
+}
+
+// nullNotJSON is m with each value that holds NaN or an infinity nulled
+// where it does, and their pointers; m itself when none does.
+func nullNotJSON[M ~map[string]any](m M) (M, map[string]query.Pointers) {
+	var out M
+	var ps map[string]query.Pointers
+	for k, v := range m {
+		nulled, p := query.Marks(v)
+		if p.Empty() {
+			continue
+		}
+		if out == nil {
+			out, ps = maps.Clone(m), map[string]query.Pointers{}
+		}
+		out[k], ps[k] = nulled, p
+	}
+	if out == nil {
+		return m, nil
+	}
+	return out, ps
+}
+
+// restoreNotJSON puts back what Work.NotJSON notes, in the values just
+// decoded.
+func restoreNotJSON(w *Work) error {
+	if w == nil || w.NotJSON == nil {
+		return nil
+	}
+	for k, p := range w.NotJSON.Values {
+		v, err := query.Remark(w.Values[k], p)
+		if err != nil {
+			return fmt.Errorf("value of node %q: %w", k, err)
+		}
+		w.Values[k] = v
+	}
+	for k, p := range w.NotJSON.Ordered {
+		v, err := query.Remark(w.Ordered[k], p)
+		if err != nil {
+			return fmt.Errorf("ordered value of node %q: %w", k, err)
+		}
+		w.Ordered[k] = v
+	}
+	w.NotJSON = nil
 	return nil
 }
 
@@ -372,7 +483,15 @@ type timerJSON struct {
 // Encode returns the stored form of a state: what encodeReflect
 // returns, written by hand (appendState).
 func Encode(st *State) ([]byte, error) {
-	if b, ok := appendState(make([]byte, 0, 1024), st); ok {
+	b, ok := appendState(make([]byte, 0, 1024), st)
+	if !ok {
+		// a DAG value holding NaN or an infinity (rare: try it first)
+		var changed bool
+		if st, changed = storable(st); changed {
+			b, ok = appendState(b[:0], st)
+		}
+	}
+	if ok {
 		if checkEncoding.Load() {
 			verifyEncoded(st, b)
 		}
@@ -403,6 +522,9 @@ func Decode(data []byte) (*State, error) {
 		return nil, err
 	}
 	st := s.State
+	if err := restoreNotJSON(st.Work); err != nil {
+		return nil, fmt.Errorf("stored run state: %w", err)
+	}
 	st.Control = statechart.State{Active: s.Control.Active, History: s.Control.History, Serial: s.Control.Serial, Time: s.Control.Time}
 	for _, t := range s.Control.Timers {
 		st.Control.Timers = append(st.Control.Timers, statechart.Timer{Transition: t.Transition, At: t.At, Token: t.Token})

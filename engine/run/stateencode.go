@@ -215,6 +215,19 @@ func appendWork(b []byte, w *Work) (_ []byte, ok bool) {
 			return b, false
 		}
 	}
+	if n := w.NotJSON; n != nil {
+		b = append(b, `,"notJSON":{`...)
+		if len(n.Values) > 0 {
+			b, _ = value.AppendGoJSONMap(append(b, `"values":`...), n.Values, appendPointers)
+		}
+		if len(n.Ordered) > 0 {
+			if len(n.Values) > 0 {
+				b = append(b, ',')
+			}
+			b, _ = value.AppendGoJSONMap(append(b, `"ordered":`...), n.Ordered, appendPointers)
+		}
+		b = append(b, '}')
+	}
 	return append(b, '}'), true
 }
 
