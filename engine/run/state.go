@@ -164,8 +164,11 @@ func appendMarked(b []byte, v any) (_ []byte, ok bool) {
 	if b, ok = value.AppendGoJSONOrdered(append(b, `{"value":`...), nulled); !ok {
 		return b, false
 	}
-	b = appendPointerList(append(b, `,"at":`...), p.At)
-	b = appendNonFinite(b, p)
+	at := p.At
+	if at == nil {
+		at = []string{} // "at" is always a list here
+	}
+	b = appendNonFinite(appendStrings(append(b, `,"at":`...), at), p)
 	return append(b, '}'), true
 }
 
@@ -173,7 +176,7 @@ func appendMarked(b []byte, v any) (_ []byte, ok bool) {
 func appendPointers(b []byte, p query.Pointers) ([]byte, bool) {
 	n := len(b)
 	if len(p.At) > 0 {
-		b = appendPointerList(append(b, `,"at":`...), p.At)
+		b = appendStrings(append(b, `,"at":`...), p.At)
 	}
 	b = appendNonFinite(b, p)
 	if len(b) == n {
@@ -189,21 +192,10 @@ func appendNonFinite(b []byte, p query.Pointers) []byte {
 		at   []string
 	}{{`,"nan":`, p.NaN}, {`,"inf":`, p.Inf}, {`,"-inf":`, p.NegInf}} {
 		if len(l.at) > 0 {
-			b = appendPointerList(append(b, l.name...), l.at)
+			b = appendStrings(append(b, l.name...), l.at)
 		}
 	}
 	return b
-}
-
-func appendPointerList(b []byte, at []string) []byte {
-	b = append(b, '[')
-	for i, p := range at {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = value.AppendGoJSONString(b, p)
-	}
-	return append(b, ']')
 }
 
 // UnmarshalJSON reads each value in the member order written and puts
