@@ -135,105 +135,47 @@ type Work struct {
 	// them: the reference keeps a node's value, marker included, for the
 	// whole activation, so a node reading it after a task answered reads
 	// the marker and a checkpoint refuses it. Values holds their JSON
-	// form. Never modified in place: the reducer replaces it whole.
-	Marked Marked `json:"marked,omitempty"`
+	// form. Stored as Ordered is, each marker null and noted in NotJSON.
+	// Never modified in place: the reducer replaces it whole.
+	Marked Ordered `json:"marked,omitempty"`
 	// NotJSON is set only in a state Encode is writing (see NotJSON).
 	NotJSON *NotJSON `json:"notJSON,omitempty"`
-}
-
-// Marked is a map of node values that hold the empty marker. It is
-// stored as each value's JSON with null where a marker (or NaN or an
-// infinity) stands and the JSON Pointers of those nulls (query.Marks),
-// and read back with them in place, each object in the member order
-// written.
-type Marked map[string]any
-
-// MarshalJSON writes m as appendWork does.
-func (m Marked) MarshalJSON() ([]byte, error) {
-	b, ok := value.AppendGoJSONMap(nil, m, appendMarked)
-	if !ok {
-		return nil, errors.New("a marked node value is not JSON")
-	}
-	return b, nil
-}
-
-// appendMarked writes one marked value as {"value":…,"at":[…]}, with
-// "nan", "inf" and "-inf" after "at" when it holds them.
-func appendMarked(b []byte, v any) (_ []byte, ok bool) {
-	nulled, p := query.Marks(v)
-	if b, ok = value.AppendGoJSONOrdered(append(b, `{"value":`...), nulled); !ok {
-		return b, false
-	}
-	at := p.At
-	if at == nil {
-		at = []string{} // "at" is always a list here
-	}
-	b = appendNonFinite(appendStrings(append(b, `,"at":`...), at), p)
-	return append(b, '}'), true
 }
 
 // appendPointers writes p as encoding/json writes query.Pointers.
 func appendPointers(b []byte, p query.Pointers) ([]byte, bool) {
 	n := len(b)
-	if len(p.At) > 0 {
-		b = appendStrings(append(b, `,"at":`...), p.At)
-	}
-	b = appendNonFinite(b, p)
-	if len(b) == n {
-		return append(b, "{}"...), true
-	}
-	b[n] = '{'
-	return append(b, '}'), true
-}
-
-func appendNonFinite(b []byte, p query.Pointers) []byte {
 	for _, l := range []struct {
 		name string
 		at   []string
-	}{{`,"nan":`, p.NaN}, {`,"inf":`, p.Inf}, {`,"-inf":`, p.NegInf}} {
+	}{{`,"at":`, p.At}, {`,"nan":`, p.NaN}, {`,"inf":`, p.Inf}, {`,"-inf":`, p.NegInf}} {
 		if len(l.at) > 0 {
 			b = appendStrings(append(b, l.name...), l.at)
 		}
 	}
-	return b
+	return closeMembers(b, n), true
 }
 
-// UnmarshalJSON reads each value in the member order written and puts
-// back what JSON could not hold.
-func (m *Marked) UnmarshalJSON(data []byte) error {
-	var raw map[string]struct {
-		Value json.RawMessage `json:"value"`
-		query.Pointers
+// closeMembers makes the members written from b[n] on, each after a
+// comma, an object: the first comma becomes its brace.
+func closeMembers(b []byte, n int) []byte {
+	if len(b) == n {
+		return append(b, "{}"...)
 	}
-	if err := json.Unmarshal(data, &raw); err != nil {
-		return err
-	}
-	if raw == nil {
-		*m = nil
-		return nil
-	}
-	out := make(Marked, len(raw))
-	for k, r := range raw {
-		v, err := decodeStored(r.Value)
-		if err != nil {
-			return fmt.Errorf("marked value of node %q: %w", k, err)
-		}
-		if out[k], err = query.Remark(v, r.Pointers); err != nil {
-			return fmt.Errorf("marked value of node %q: %w", k, err)
-		}
-	}
-	*m = out
-	return nil
+	b[n] = '{'
+	return append(b, '}')
 }
 
-// NotJSON says where the node values of Work.Values and Work.Ordered hold
-// NaN or an infinity, which a query or a stylesheet may compute and the
-// reference keeps in memory for the whole activation. Encode stores those
-// values with null in their place and this beside them; Decode puts them
-// back. It is nil in a state in memory.
+// NotJSON says where the node values of Work.Values, Work.Ordered and
+// Work.Marked hold what JSON cannot: the empty marker, or NaN or an
+// infinity, which a query or a stylesheet may compute and the reference
+// keeps in memory for the whole activation. Encode stores those values
+// with null in their place and this beside them (query.Marks); Decode
+// puts them back (query.Remark). It is nil in a state in memory.
 type NotJSON struct {
 	Values  map[string]query.Pointers `json:"values,omitempty"`
 	Ordered map[string]query.Pointers `json:"ordered,omitempty"`
+	Marked  map[string]query.Pointers `json:"marked,omitempty"`
 }
 
 // storable is st with the values of its work that JSON cannot hold
@@ -245,11 +187,13 @@ func storable(st *State) (*State, bool) {
 	}
 	values, vp := nullNotJSON(st.Work.Values)
 	ordered, op := nullNotJSON(st.Work.Ordered)
-	if vp == nil && op == nil {
+	marked, mp := nullNotJSON(st.Work.Marked)
+	if vp == nil && op == nil && mp == nil {
 		return st, false
 	}
 	w := *st.Work
-	w.Values, w.Ordered, w.NotJSON = values, ordered, &NotJSON{Values: vp, Ordered: op}
+	w.Values, w.Ordered, w.Marked = values, ordered, marked
+	w.NotJSON = &NotJSON{Values: vp, Ordered: op, Marked: mp}
 	c := *st
 	c.Work = &w
 	return &c, true
@@ -282,19 +226,18 @@ func restoreNotJSON(w *Work) error {
 	if w == nil || w.NotJSON == nil {
 		return nil
 	}
-	for k, p := range w.NotJSON.Values {
-		v, err := query.Remark(w.Values[k], p)
-		if err != nil {
-			return fmt.Errorf("value of node %q: %w", k, err)
+	for _, m := range []struct {
+		name   string
+		values map[string]any
+		at     map[string]query.Pointers
+	}{{"value", w.Values, w.NotJSON.Values}, {"ordered value", w.Ordered, w.NotJSON.Ordered}, {"marked value", w.Marked, w.NotJSON.Marked}} {
+		for k, p := range m.at {
+			v, err := query.Remark(m.values[k], p)
+			if err != nil {
+				return fmt.Errorf("%s of node %q: %w", m.name, k, err)
+			}
+			m.values[k] = v
 		}
-		w.Values[k] = v
-	}
-	for k, p := range w.NotJSON.Ordered {
-		v, err := query.Remark(w.Ordered[k], p)
-		if err != nil {
-			return fmt.Errorf("ordered value of node %q: %w", k, err)
-		}
-		w.Ordered[k] = v
 	}
 	w.NotJSON = nil
 	return nil

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"strconv"
 
+	"github.com/jetflow/jetflow/engine/query"
 	"github.com/jetflow/jetflow/engine/value"
 )
 
@@ -211,22 +212,22 @@ func appendWork(b []byte, w *Work) (_ []byte, ok bool) {
 		}
 	}
 	if len(w.Marked) > 0 {
-		if b, ok = value.AppendGoJSONMap(append(b, `,"marked":`...), w.Marked, appendMarked); !ok {
+		if b, ok = value.AppendGoJSONMap(append(b, `,"marked":`...), w.Marked, value.AppendGoJSONOrdered); !ok {
 			return b, false
 		}
 	}
 	if n := w.NotJSON; n != nil {
-		b = append(b, `,"notJSON":{`...)
-		if len(n.Values) > 0 {
-			b, _ = value.AppendGoJSONMap(append(b, `"values":`...), n.Values, appendPointers)
-		}
-		if len(n.Ordered) > 0 {
-			if len(n.Values) > 0 {
-				b = append(b, ',')
+		b = append(b, `,"notJSON":`...)
+		m := len(b)
+		for _, l := range []struct {
+			name string
+			at   map[string]query.Pointers
+		}{{`,"values":`, n.Values}, {`,"ordered":`, n.Ordered}, {`,"marked":`, n.Marked}} {
+			if len(l.at) > 0 {
+				b, _ = value.AppendGoJSONMap(append(b, l.name...), l.at, appendPointers)
 			}
-			b, _ = value.AppendGoJSONMap(append(b, `"ordered":`...), n.Ordered, appendPointers)
 		}
-		b = append(b, '}')
+		b = closeMembers(b, m)
 	}
 	return append(b, '}'), true
 }
